@@ -1,0 +1,5 @@
+import sys
+
+from twill.cli import main
+
+sys.exit(main())
