@@ -19,7 +19,8 @@ __all__ = ["main", "build_parser"]
 
 # Sub-command modules, in the order their commands appear in --help.
 _COMMAND_MODULES = (
-    "twill.cli.sched_cmds",  # kernels, bounds, solve, codegen
+    "twill.cli.sched_cmds",  # kernels, bounds, solve
+    "twill.cli.codegen_cmd",  # codegen
     "twill.cli.gaus_cmd",  # gaus
     "twill.cli.mapping_cmds",  # map, map-network, map-eval
     "twill.cli.fuse_cmd",  # fuse
