@@ -1,0 +1,8 @@
+"""Public verifiers (``twill.verify``): check any schedule independently of the solvers.
+
+Re-exports :mod:`twill.sched.verify`; see there for the rules checked.
+"""
+
+from twill.sched.verify import Violation, verify_dag_schedule, verify_modulo_schedule
+
+__all__ = ["Violation", "verify_modulo_schedule", "verify_dag_schedule"]
