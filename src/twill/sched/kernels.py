@@ -1,0 +1,275 @@
+"""Example loop bodies: FlashAttention forward and a GEMM main loop (Twill paper §3.1, §6).
+
+Spec ``twill.md`` §9–§11. Every factory returns a fresh, valid
+:class:`~twill.sched.ir.DependenceGraph` whose costs are **normalised** (paper §5.2): one
+"cycle" of the graph stands for a fixed number of SM clock cycles, stated in each docstring
+together with the public hardware rates it is derived from. Only ratios matter, because
+multiplying every cost by a positive integer gives an isomorphic problem (spec §6).
+
+Hardware rates used (public NVIDIA figures; spec §11.2):
+
+* H100 SXM5: 1024 dense FP16 FLOP/clk per tensor core, 4 per SM = **4096 FLOP/clk/SM**; MUFU
+  (``ex2``) **16 ops/clk/SM**; 255 registers per thread; up to 228 KiB shared memory per SM.
+* B200: tensor-core throughput about 2x an H100 SM = **8192 FLOP/clk/SM**; MUFU unchanged at
+  **16 ops/clk/SM**; 256 KiB tensor memory (TMEM) per SM.
+
+Register annotations (``regs``) are 32-bit registers per thread of the owning warp group;
+footprints are bytes. Phase 2 (warp specialisation) reads ``warps``, ``registers_per_warp``,
+``memories``, ``regs``, ``footprint``, ``variable_latency``, ``streaming`` and ``spill_cost``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+
+__all__ = [
+    "flash_attention_forward_simplified",
+    "flash_attention_forward_hopper",
+    "flash_attention_forward_blackwell",
+    "simple_gemm_pipeline",
+    "KERNELS",
+    "get_kernel",
+]
+
+_KIB = 1024
+_H100_SMEM = 228 * _KIB
+_B200_SMEM = 228 * _KIB
+_B200_TMEM = 256 * _KIB
+_REGS_PER_THREAD = 255
+
+
+def _one(fu: str, cycles: int = 1) -> dict[str, tuple[int, ...]]:
+    """RRT of an op holding one unit of ``fu`` for ``cycles`` cycles."""
+    return {fu: (1,) * cycles}
+
+
+def flash_attention_forward_simplified() -> DependenceGraph:
+    """The paper's Fig. 1 loop: ``S = Q K_i^T; P = exp(S); O += P V_i`` on Hopper.
+
+    Costs (spec §11.2): one 128x128x128 FP16 GEMM is ``2*128**3 / 4096 = 1024`` clocks on an
+    H100 SM, and an exp over 128x128 elements at 16 MUFU ops/clk is ``16384 / 16 = 1024``
+    clocks. One normalised cycle = 1024 clocks, so S and O take 1 tensor-core (TC) cycle and P
+    one EXP cycle; ``cap(TC) = cap(EXP) = 1``. Each edge delay equals the producer's length;
+    ``O -> O`` (distance 1) is the accumulator.
+
+    Expected: ResMII = 2, RecMII = 1, minimum I = 2 with ``S@0, P@2, O@3``, L = 4 (paper §3.1).
+
+    Returns
+    -------
+    DependenceGraph
+        Ops ``S``, ``P``, ``O`` on machine ``hopper-fig1``.
+
+    Examples
+    --------
+    >>> g = flash_attention_forward_simplified()
+    >>> g.names
+    ['S', 'P', 'O']
+    """
+    machine = MachineDescription(
+        "hopper-fig1",
+        {"TC": 1, "EXP": 1},
+        registers_per_warp=None,
+        memories={"smem": _H100_SMEM},
+        warps=2,
+        note="Fig. 1 model: registers unconstrained (spec §9); 1 cycle = 1024 SM clocks",
+    )
+    instructions = (
+        Instruction("S", 1, _one("TC"), regs=128, warps=4, spill_cost=1, unit="TC",
+                    note="128x128x128 GEMM: 1024 clk"),
+        Instruction("P", 1, _one("EXP"), regs=64, warps=4, spill_cost=1, unit="EXP",
+                    note="exp of 128x128: 1024 clk"),
+        Instruction("O", 1, _one("TC"), regs=128, warps=4, spill_cost=1, unit="TC",
+                    note="128x128x128 GEMM accumulate: 1024 clk"),
+    )  # fmt: skip
+    edges = (Edge("S", "P", 1), Edge("P", "O", 1), Edge("O", "O", 1, 1))
+    return DependenceGraph("flash_attention_forward_simplified", instructions, edges, machine)
+
+
+def flash_attention_forward_hopper() -> DependenceGraph:
+    """Sub-tiled FlashAttention-3 forward on H100 (paper §6, spec §10).
+
+    FA3 (head dim 128) runs a 128-row Q block per CTA on two consumer warp groups of 64 rows
+    each (sub-tiles 0 and 1), plus a producer warp issuing TMA loads of K and V.
+
+    Costs: per sub-tile ``S_j = Q_j K^T`` is 64x128x128, ``2*64*128*128 / 4096 = 512`` clocks;
+    ``P_j = exp(S_j - m_j)`` covers 64x128 elements, ``8192 / 16 = 512`` clocks;
+    ``O_j += P_j V`` is again 512 clocks. One normalised cycle = 512 clocks: every GEMM is 1 TC
+    cycle and every exp 1 EXP cycle (1 : 1, spec §11.2). TMA loads are streaming
+    variable-latency ops (paper §5.3): zero latency on their out-edges, 1 cycle of the TMA issue
+    unit. ``P_j -> P_j`` (distance 1) carries the running row max and sum; ``O_j -> O_j`` is the
+    accumulator.
+
+    Expected: ResMII = 4 (four GEMM cycles on one TC), minimum I = 4.
+
+    Returns
+    -------
+    DependenceGraph
+        Ops ``LOAD_K``, ``LOAD_V``, ``S0``, ``P0``, ``O0``, ``S1``, ``P1``, ``O1``.
+    """
+    machine = MachineDescription(
+        "h100-sxm5",
+        {"TC": 1, "EXP": 1, "TMA": 1},
+        registers_per_warp=_REGS_PER_THREAD,
+        memories={"smem": _H100_SMEM},
+        warps=3,
+        note="1 producer warp (TMA) + 2 consumer warp groups; 1 cycle = 512 SM clocks",
+    )
+    tile = 128 * 128 * 2  # one FP16 128x128 K or V tile in shared memory
+    ins = [
+        Instruction("LOAD_K", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
+                    streaming=True, unit="TMA", note="TMA load of a 128x128 K tile"),
+        Instruction("LOAD_V", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
+                    streaming=True, unit="TMA", note="TMA load of a 128x128 V tile"),
+    ]  # fmt: skip
+    edges: list[Edge] = []
+    for j in (0, 1):
+        s, p, o = f"S{j}", f"P{j}", f"O{j}"
+        ins += [
+            Instruction(s, 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
+                        note="64x128x128 WGMMA: 512 clk"),
+            Instruction(p, 1, _one("EXP"), regs=32, warps=4, spill_cost=1, unit="EXP",
+                        note="exp of 64x128: 512 clk"),
+            Instruction(o, 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
+                        note="64x128x128 WGMMA accumulate: 512 clk"),
+        ]  # fmt: skip
+        edges += [
+            Edge("LOAD_K", s, 0),
+            Edge(s, p, 1),
+            Edge(p, o, 1),
+            Edge("LOAD_V", o, 0),
+            Edge(p, p, 1, 1),
+            Edge(o, o, 1, 1),
+        ]
+    return DependenceGraph("flash_attention_forward_hopper", tuple(ins), tuple(edges), machine)
+
+
+def flash_attention_forward_blackwell() -> DependenceGraph:
+    """FlashAttention-4 forward on B200 (paper §6, spec §10).
+
+    FA4 processes two 128-row Q sub-tiles per CTA: a TMA warp, an MMA warp, one softmax warp
+    group per sub-tile and a correction warp group that rescales the accumulators in TMEM.
+
+    Costs: a 128x128x128 GEMM is ``2*128**3 / 8192 = 512`` clocks on a B200 SM; an exp over
+    128x128 elements is ``16384 / 16 = 1024`` clocks (GEMM : EXP = 1 : 2, spec §11.2). One
+    normalised cycle = 1024 clocks, in which the tensor core completes **two** 128-row GEMMs:
+    every GEMM is 1 cycle of a TC with ``cap(TC) = 2`` (a throughput of two tiles per cycle),
+    every exp 1 cycle of EXP (cap 1). The correction ``C_j`` reads and rescales the ``O_j``
+    accumulator through the TMEM load/store port (its own unit, cap 1; spec §1.2), and that read
+    is a blocking wait (``blocking=True``). TMA loads are streaming, zero latency.
+
+    Expected: ResMII = 2 (TC: 4 GEMMs / 2; EXP: 2 exps; TMEM: 2 corrections), minimum I = 2.
+
+    Returns
+    -------
+    DependenceGraph
+        Ops ``LOAD_K``, ``LOAD_V``, and per sub-tile ``S_j``, ``P_j``, ``C_j``, ``O_j``.
+    """
+    machine = MachineDescription(
+        "b200",
+        {"TC": 2, "EXP": 1, "TMEM": 1, "TMA": 1},
+        registers_per_warp=_REGS_PER_THREAD,
+        memories={"smem": _B200_SMEM, "tmem": _B200_TMEM},
+        warps=5,
+        note="TMA warp, MMA warp, 2 softmax warp groups, 1 correction warp group; "
+        "1 cycle = 1024 SM clocks",
+    )
+    tile = 128 * 128 * 2
+    acc = 128 * 128 * 4  # one FP32 128x128 accumulator in TMEM
+    ins = [
+        Instruction("LOAD_K", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
+                    streaming=True, unit="TMA", note="TMA load of a 128x128 K tile"),
+        Instruction("LOAD_V", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
+                    streaming=True, unit="TMA", note="TMA load of a 128x128 V tile"),
+    ]  # fmt: skip
+    edges: list[Edge] = []
+    for j in (0, 1):
+        s, p, c, o = f"S{j}", f"P{j}", f"C{j}", f"O{j}"
+        ins += [
+            Instruction(s, 1, _one("TC"), footprint={"tmem": acc}, spill_cost=1, unit="TC",
+                        note="128x128x128 UMMA into TMEM: 512 clk"),
+            Instruction(p, 1, _one("EXP"), regs=128, warps=4, spill_cost=1, unit="EXP",
+                        note="exp of 128x128: 1024 clk; P aliases S's TMEM columns"),
+            Instruction(c, 1, _one("TMEM"), regs=64, warps=4, spill_cost=1, unit="TMEM",
+                        note="rescale O_j: tcgen05.ld/st of the accumulator"),
+            Instruction(o, 1, _one("TC"), footprint={"tmem": acc}, spill_cost=1, unit="TC",
+                        note="128x128x128 UMMA accumulate into TMEM: 512 clk"),
+        ]  # fmt: skip
+        edges += [
+            Edge("LOAD_K", s, 0),
+            Edge(s, p, 1, blocking=True),
+            Edge(p, c, 1),
+            Edge(p, o, 1),
+            Edge(c, o, 1),
+            Edge("LOAD_V", o, 0),
+            Edge(p, p, 1, 1),
+            Edge(o, c, 1, 1, blocking=True),
+        ]
+    return DependenceGraph("flash_attention_forward_blackwell", tuple(ins), tuple(edges), machine)
+
+
+def simple_gemm_pipeline() -> DependenceGraph:
+    """Main loop of a warp-specialised GEMM on H100: TMA producer, WGMMA consumers (spec §10).
+
+    One k-step of a 128x128 output tile with k-block 64: TMA loads ``A`` (128x64) and ``B``
+    (64x128) tiles; two consumer warp groups each multiply a 64-row half,
+    ``2*64*128*64 / 4096 = 256`` clocks per WGMMA. One normalised cycle = 256 clocks: each
+    ``MMA_j`` is 1 TC cycle, with an accumulator self-edge (distance 1). TMA loads are
+    streaming variable-latency ops (zero latency, one cycle of the TMA issue unit). This is the
+    CUTLASS sm90 warp-specialised producer/consumer main loop.
+
+    Expected: ResMII = 2 (two WGMMAs on one TC, two TMA issues), minimum I = 2.
+
+    Returns
+    -------
+    DependenceGraph
+        Ops ``TMA_A``, ``TMA_B``, ``MMA0``, ``MMA1``.
+    """
+    machine = MachineDescription(
+        "h100-sxm5",
+        {"TC": 1, "TMA": 1},
+        registers_per_warp=_REGS_PER_THREAD,
+        memories={"smem": _H100_SMEM},
+        warps=3,
+        note="1 producer warp + 2 consumer warp groups; 1 cycle = 256 SM clocks",
+    )
+    half = 128 * 64 * 2
+    ins = (
+        Instruction("TMA_A", 1, _one("TMA"), footprint={"smem": half}, variable_latency=True,
+                    streaming=True, unit="TMA", note="TMA load of a 128x64 A tile"),
+        Instruction("TMA_B", 1, _one("TMA"), footprint={"smem": half}, variable_latency=True,
+                    streaming=True, unit="TMA", note="TMA load of a 64x128 B tile"),
+        Instruction("MMA0", 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
+                    note="64x128x64 WGMMA: 256 clk"),
+        Instruction("MMA1", 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
+                    note="64x128x64 WGMMA: 256 clk"),
+    )  # fmt: skip
+    edges = tuple(Edge(src, mma, 0) for mma in ("MMA0", "MMA1") for src in ("TMA_A", "TMA_B")) + (
+        Edge("MMA0", "MMA0", 1, 1),
+        Edge("MMA1", "MMA1", 1, 1),
+    )
+    return DependenceGraph("simple_gemm_pipeline", ins, edges, machine)
+
+
+KERNELS: dict[str, Callable[[], DependenceGraph]] = {
+    "flash_attention_forward_simplified": flash_attention_forward_simplified,
+    "flash_attention_forward_hopper": flash_attention_forward_hopper,
+    "flash_attention_forward_blackwell": flash_attention_forward_blackwell,
+    "simple_gemm_pipeline": simple_gemm_pipeline,
+}
+
+
+def get_kernel(name: str) -> DependenceGraph:
+    """Build the kernel called ``name`` (a key of :data:`KERNELS`).
+
+    Raises
+    ------
+    KeyError
+        With the list of known kernels, when ``name`` is unknown.
+    """
+    try:
+        factory = KERNELS[name]
+    except KeyError:
+        raise KeyError(f"unknown kernel {name!r}; known: {', '.join(sorted(KERNELS))}") from None
+    return factory()
