@@ -1,0 +1,263 @@
+"""Search for the minimum initiation interval with a certificate (Twill Algorithm 1; spec §5).
+
+Phase 1 of Algorithm 1: try ``I = MII, MII+1, ...`` with :func:`~.phase1.solve_phase1` until a
+modulo schedule exists. Starting at MII instead of 1 is equivalent, because every ``I < MII``
+is excluded by the bounds (spec §2, §5). The result carries a **certificate**: one entry per
+``I`` below the answer, saying whether it was excluded by ResMII/RecMII or proven infeasible
+(by which backend, in how long). If any of those solves ended UNKNOWN (time limit), the
+answer is a schedule whose optimality is **not proven** (``optimal = False``).
+
+Without ``max_I`` the search stops at a proven-feasible cap: a serial schedule of one
+iteration of length ``L_s`` (ops one after another) is a modulo schedule for every
+``I >= L_s + max_e d_e``, since no two ops overlap in time and every loop-carried dependence
+is met; so the loop always terminates.
+
+Preconditions: as for :func:`~.phase1.solve_phase1`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from twill.errors import InvalidProblemError
+from twill.results import Status
+from twill.sched.bounds import rec_mii, res_mii
+from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
+from twill.sched.ir import DependenceGraph
+from twill.sched.validate import check_graph
+
+__all__ = ["CertificateEntry", "SearchResult", "search_min_ii", "serial_ii_cap"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CertificateEntry:
+    """Why one initiation interval ``I`` below the answer has no schedule (or might have one).
+
+    ``verdict`` is ``"below_bound"`` (``by`` = ``"ResMII"`` or ``"RecMII"``), ``"infeasible"``
+    (a finished complete solve; ``by`` = backend) or ``"unknown"`` (a limit was hit).
+    """
+
+    I: int
+    verdict: str
+    by: str
+    seconds: float = 0.0
+
+    @property
+    def proven(self) -> bool:
+        return self.verdict in ("below_bound", "infeasible")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "I": self.I,
+            "verdict": self.verdict,
+            "by": self.by,
+            "seconds": round(self.seconds, 4),
+        }
+
+    def __str__(self) -> str:
+        if self.verdict == "below_bound":
+            return f"I={self.I}: excluded by {self.by}"
+        if self.verdict == "infeasible":
+            return f"I={self.I}: proven infeasible by {self.by} in {self.seconds:.3f} s"
+        return f"I={self.I}: UNKNOWN ({self.by} hit its limit after {self.seconds:.3f} s)"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Minimum-I search outcome.
+
+    Attributes
+    ----------
+    status
+        OPTIMAL (schedule found, every smaller I proven impossible), FEASIBLE (schedule found,
+        some smaller I UNKNOWN), INFEASIBLE (every I up to the cap proven infeasible) or UNKNOWN.
+    I, schedule, L
+        The answer (``None`` without one).
+    optimal
+        True only with a complete certificate and a schedule.
+    L_optimal
+        True when ``L`` is the proven minimum at ``I``.
+    certificate
+        One :class:`CertificateEntry` per ``I`` below the answer (or up to the cap).
+    res_mii, rec_mii, mii
+        The bounds.
+    attempts
+        Every Phase-1 solve made, in order.
+    """
+
+    status: Status
+    I: int | None
+    schedule: dict[str, int] | None
+    L: int | None
+    optimal: bool
+    L_optimal: bool
+    certificate: tuple[CertificateEntry, ...]
+    res_mii: int
+    rec_mii: int
+    backend: str
+    seconds: float
+    attempts: tuple[Phase1Result, ...] = field(default_factory=tuple)
+
+    @property
+    def mii(self) -> int:
+        return max(self.res_mii, self.rec_mii)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "I": self.I,
+            "optimal": self.optimal,
+            "L": self.L,
+            "L_optimal": self.L_optimal,
+            "schedule": dict(self.schedule) if self.schedule is not None else None,
+            "certificate": [c.to_dict() for c in self.certificate],
+            "res_mii": self.res_mii,
+            "rec_mii": self.rec_mii,
+            "mii": self.mii,
+            "backend": self.backend,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+def serial_ii_cap(graph: DependenceGraph) -> int:
+    """An ``I`` at which a modulo schedule certainly exists (see the module docstring)."""
+    index = graph.index()
+    indeg = {n: 0 for n in graph.names}
+    succ: dict[str, list[str]] = {n: [] for n in graph.names}
+    for e in graph.edges:
+        if e.distance == 0 and e.src != e.dst:
+            indeg[e.dst] += 1
+            succ[e.src].append(e.dst)
+    ready = sorted((n for n, k in indeg.items() if k == 0), key=index.__getitem__)
+    names: list[str] = []
+    while ready:  # Kahn's algorithm; distance-0 edges form a DAG after check_graph
+        n = ready.pop(0)
+        names.append(n)
+        for m in succ[n]:
+            indeg[m] -= 1
+            if indeg[m] == 0:
+                ready.append(m)
+                ready.sort(key=index.__getitem__)
+    ins = {i.name: i for i in graph.instructions}
+    preds: dict[str, list[tuple[str, int]]] = {n: [] for n in names}
+    for e in graph.edges:
+        if e.distance == 0:
+            preds[e.dst].append((e.src, e.delay))
+    start: dict[str, int] = {}
+    clock = 0
+    for n in names:
+        t = max([clock] + [start[p] + d for p, d in preds[n] if p in start])
+        start[n] = t
+        clock = t + max(1, ins[n].cycles)
+    max_d = max((e.delay for e in graph.edges), default=0)
+    return max(1, clock + max_d)
+
+
+def search_min_ii(
+    graph: DependenceGraph,
+    *,
+    max_I: int | None = None,
+    backend: str = "cbc",
+    time_limit: float | None = None,
+    tie_break: bool = True,
+    threads: int = 1,
+    check: bool = True,
+    on_attempt: Callable[[Phase1Result], None] | None = None,
+) -> SearchResult:
+    """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
+
+    Parameters
+    ----------
+    graph
+        The dependence graph with its machine.
+    max_I
+        Largest ``I`` to try (``None``: up to :func:`serial_ii_cap`, where a schedule exists).
+    backend
+        ``"cbc"`` or ``"cpsat"``.
+    time_limit
+        Seconds per Phase-1 solve (``None``: no limit).
+    tie_break, threads, check
+        Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
+    on_attempt
+        Called after every Phase-1 solve (progress reporting; the core never prints).
+
+    Returns
+    -------
+    SearchResult
+
+    Notes
+    -----
+    Objective: the minimum ``I``, then the minimum ``L`` at it. Guarantee: ``optimal`` is true
+    only when every ``I`` below the answer is below MII or proven infeasible by a finished
+    solve. Fails (no schedule) when ``max_I`` is too small or limits are hit.
+
+    Examples
+    --------
+    >>> from twill.sched.kernels import flash_attention_forward_simplified
+    >>> r = search_min_ii(flash_attention_forward_simplified())
+    >>> r.I, r.optimal, r.schedule
+    (2, True, {'S': 0, 'P': 2, 'O': 3})
+    """
+    if backend not in BACKENDS:
+        raise InvalidProblemError(
+            f"backend must be one of {', '.join(BACKENDS)}, found {backend!r}"
+        )
+    if max_I is not None and (isinstance(max_I, bool) or not isinstance(max_I, int) or max_I < 1):
+        raise InvalidProblemError(f"max_I must be an integer >= 1, found {max_I!r}")
+    if check:
+        check_graph(graph)
+    t0 = time.perf_counter()
+    rmii, cmii = res_mii(graph), rec_mii(graph)
+    lo = max(rmii, cmii)
+    cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))
+    log.info("search %s: ResMII=%d RecMII=%d, I in [%d, %d]", graph.name, rmii, cmii, lo, cap)
+    certificate: list[CertificateEntry] = []
+    for i in range(1, min(lo, cap + 1)):
+        certificate.append(CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII"))
+    attempts: list[Phase1Result] = []
+    found: Phase1Result | None = None
+    for ii in range(lo, cap + 1):
+        r = solve_phase1(
+            graph,
+            ii,
+            backend=backend,
+            time_limit=time_limit,
+            tie_break=tie_break,
+            threads=threads,
+            check=False,
+        )
+        attempts.append(r)
+        if on_attempt is not None:
+            on_attempt(r)
+        if r.schedule is not None:
+            found = r
+            break
+        verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
+        certificate.append(CertificateEntry(ii, verdict, backend, r.seconds))
+    proven = all(c.proven for c in certificate)
+    if found is not None:
+        status = Status.OPTIMAL if proven else Status.FEASIBLE
+        ii_found: int | None = found.II
+    else:
+        status = Status.INFEASIBLE if proven else Status.UNKNOWN
+        ii_found = None
+    return SearchResult(
+        status=status,
+        I=ii_found,
+        schedule=found.schedule if found else None,
+        L=found.L if found else None,
+        optimal=found is not None and proven,
+        L_optimal=found is not None and found.status is Status.OPTIMAL,
+        certificate=tuple(certificate),
+        res_mii=rmii,
+        rec_mii=cmii,
+        backend=backend,
+        seconds=time.perf_counter() - t0,
+        attempts=tuple(attempts),
+    )
