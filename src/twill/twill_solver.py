@@ -1,0 +1,262 @@
+"""Public Twill entry point (``twill.twill_solver``): optimal software pipelining (paper §5).
+
+:func:`twill_solve` composes the steps of Algorithm 1 as a readable chain:
+
+1. check the graph (:func:`twill.sched.validate.check_graph`);
+2. Phase 1: search ``I = MII, MII+1, ...`` for the minimum initiation interval with an exact
+   modulo scheduler and a certificate (:func:`twill.sched.exact.search.search_min_ii`);
+3. (a later step: Phase 2, warp specialisation, slots in here without changing the call);
+4. verify and package the answer as a frozen :class:`TwillResult`.
+
+Every schedule returned has passed :func:`twill.verify.verify_modulo_schedule`. This is the one
+public function that prints, and only with ``verbose=True`` (through :func:`format_result`).
+
+Examples
+--------
+>>> from twill.kernels import flash_attention_forward_simplified
+>>> r = twill_solve(flash_attention_forward_simplified(), max_I=5)
+>>> r.I, r.optimal, r.L, r.schedule
+(2, True, 4, {'S': 0, 'P': 2, 'O': 3})
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from twill.errors import VerificationError
+from twill.results import Status
+from twill.sched.exact.search import CertificateEntry, SearchResult, search_min_ii
+from twill.sched.ir import DependenceGraph
+from twill.sched.validate import check_graph
+from twill.sched.verify import verify_modulo_schedule
+
+__all__ = ["TwillResult", "twill_solve", "format_result", "format_mrt"]
+
+
+@dataclass(frozen=True)
+class TwillResult:
+    """Answer of :func:`twill_solve`.
+
+    Attributes
+    ----------
+    status
+        OPTIMAL (I proven minimum), FEASIBLE (a schedule, I not proven), INFEASIBLE (no
+        schedule up to ``max_I``, proven) or UNKNOWN.
+    I
+        Initiation interval found (``None`` without a schedule).
+    optimal
+        True only with a complete certificate: every smaller I below MII or proven infeasible.
+    L
+        Schedule length at ``I``; ``L_optimal`` says whether it is proven minimal.
+    schedule
+        Operation name -> start cycle (``M``, minimum 0).
+    certificate
+        One :class:`~twill.sched.exact.search.CertificateEntry` per I below the answer.
+    seconds
+        Total wall time.
+    extra
+        Fields added by later steps (merged into :meth:`to_dict`).
+    """
+
+    status: Status
+    I: int | None
+    optimal: bool
+    L: int | None
+    schedule: dict[str, int] | None
+    certificate: tuple[CertificateEntry, ...]
+    seconds: float
+    backend: str
+    graph: str
+    res_mii: int
+    rec_mii: int
+    L_optimal: bool = False
+    phase1: SearchResult | None = field(default=None, repr=False, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def mii(self) -> int:
+        return max(self.res_mii, self.rec_mii)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dictionary (the CLI's ``--json`` object)."""
+        out = {
+            "graph": self.graph,
+            "status": self.status.value,
+            "I": self.I,
+            "optimal": self.optimal,
+            "L": self.L,
+            "L_optimal": self.L_optimal,
+            "schedule": dict(self.schedule) if self.schedule is not None else None,
+            "certificate": [c.to_dict() for c in self.certificate],
+            "res_mii": self.res_mii,
+            "rec_mii": self.rec_mii,
+            "mii": self.mii,
+            "backend": self.backend,
+            "seconds": round(self.seconds, 4),
+        }
+        out.update(self.extra)
+        return out
+
+
+def _check(graph: DependenceGraph) -> None:
+    check_graph(graph, source=graph.name)
+
+
+def _phase1(graph: DependenceGraph, **options: Any) -> SearchResult:
+    return search_min_ii(graph, check=False, **options)
+
+
+def _package(graph: DependenceGraph, p1: SearchResult, t0: float) -> TwillResult:
+    if p1.schedule is not None:
+        violations = verify_modulo_schedule(graph, p1.schedule, p1.I or 0)
+        if violations:
+            raise VerificationError(violations, what=f"Twill schedule of {graph.name}")
+    return TwillResult(
+        status=p1.status,
+        I=p1.I,
+        optimal=p1.optimal,
+        L=p1.L,
+        schedule=dict(p1.schedule) if p1.schedule is not None else None,
+        certificate=p1.certificate,
+        seconds=time.perf_counter() - t0,
+        backend=p1.backend,
+        graph=graph.name,
+        res_mii=p1.res_mii,
+        rec_mii=p1.rec_mii,
+        L_optimal=p1.L_optimal,
+        phase1=p1,
+    )
+
+
+def twill_solve(
+    graph: DependenceGraph,
+    max_I: int | None = None,
+    verbose: bool = False,
+    backend: str = "cbc",
+    time_limit: float | None = None,
+    *,
+    tie_break: bool = True,
+    threads: int = 1,
+    on_attempt: Callable[[Any], None] | None = None,
+) -> TwillResult:
+    """Minimum-I modulo schedule of ``graph`` with a proof of optimality.
+
+    Parameters
+    ----------
+    graph
+        The loop body and its machine (e.g. from :mod:`twill.kernels` or
+        :func:`twill.io.load_graph`).
+    max_I
+        Largest initiation interval to try (``None``: until a schedule is certain to exist).
+    verbose
+        Print a readable summary (:func:`format_result`) to stdout.
+    backend
+        ``"cbc"`` (PuLP + CBC, the paper's solver) or ``"cpsat"`` (OR-Tools CP-SAT).
+    time_limit
+        Seconds per Phase-1 solve (``None``: no limit). A limit hit below the answer makes
+        it "not proven optimal".
+    tie_break
+        Deterministic as-late-as-possible choice among schedules of minimum ``L``.
+    threads
+        Solver threads.
+    on_attempt
+        Called after every Phase-1 solve (progress bars).
+
+    Returns
+    -------
+    TwillResult
+
+    Raises
+    ------
+    InvalidProblemError
+        The graph or an option is invalid (every defect listed).
+
+    Notes
+    -----
+    Objective: minimum ``I`` (paper §5), then minimum ``L`` at that ``I``. Guarantee:
+    ``optimal`` only with an unbroken chain of proofs below ``I``. Fails when ``max_I`` is too
+    small (status INFEASIBLE) or time limits are hit (UNKNOWN).
+
+    Examples
+    --------
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> twill_solve(flash_attention_forward_simplified(), max_I=5).schedule
+    {'S': 0, 'P': 2, 'O': 3}
+    """
+    t0 = time.perf_counter()
+    _check(graph)  # step 1: every defect at once
+    p1 = _phase1(  # step 2: Phase 1 + search for the minimum I
+        graph,
+        max_I=max_I,
+        backend=backend,
+        time_limit=time_limit,
+        tie_break=tie_break,
+        threads=threads,
+        on_attempt=on_attempt,
+    )
+    result = _package(graph, p1, t0)  # step 4: verify and package
+    if verbose:
+        print(format_result(result, graph))
+    return result
+
+
+def format_mrt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> str:
+    """Text picture of the modulo reservation table: one row per limited unit, one column
+    per congruence class ``0..II-1``, listing the ops (with RRT row ``[c]`` when multi-row)."""
+    units = [fu for fu, cap in graph.machine.functional_units.items()]
+    cells: dict[tuple[str, int], list[str]] = {}
+    for ins in graph.instructions:
+        if ins.name not in schedule:
+            continue
+        for fu, row in ins.reservation.items():
+            for c, units_used in enumerate(row):
+                if units_used:
+                    tag = ins.name if len(row) == 1 else f"{ins.name}[{c}]"
+                    if units_used > 1:
+                        tag += f"x{units_used}"
+                    cells.setdefault((fu, (schedule[ins.name] + c) % II), []).append(tag)
+    used_units = [fu for fu in units if any((fu, r) in cells for r in range(II))]
+    if not used_units:
+        return "(no reserved units)"
+    caps = graph.machine.functional_units
+    labels = {
+        fu: f"{fu} ({'unlimited' if caps[fu] < 0 else f'cap {caps[fu]}'})" for fu in used_units
+    }
+    table = [
+        [labels[fu]] + [" ".join(cells.get((fu, r), [])) or "." for r in range(II)]
+        for fu in used_units
+    ]
+    header = ["unit \\ slot"] + [str(r) for r in range(II)]
+    widths = [max(len(row[i]) for row in [header] + table) for i in range(II + 1)]
+
+    def line(row: list[str]) -> str:
+        return " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+    sep = "-+-".join("-" * w for w in widths)
+    return "\n".join([line(header), sep] + [line(r) for r in table])
+
+
+def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> str:
+    """Readable summary: I (proven or not), L, the schedule, the certificate and the MRT."""
+    lines = [f"twill: {result.graph}  (backend {result.backend}, {result.seconds:.2f} s)"]
+    lines.append(f"  bounds: ResMII={result.res_mii} RecMII={result.rec_mii} MII={result.mii}")
+    if result.I is None:
+        lines.append(f"  no schedule found: {result.status.value}")
+    else:
+        proof = "proven optimal" if result.optimal else "NOT proven optimal"
+        lines.append(f"  I = {result.I} ({proof})")
+        lines.append(f"  L = {result.L}" + ("" if result.L_optimal else " (not proven minimal)"))
+        order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
+        lines.append("  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order))
+    lines.append("  certificate:")
+    if result.certificate:
+        lines += [f"    {c}" for c in result.certificate]
+    else:
+        lines.append("    I = 1 needs no certificate")
+    if graph is not None and result.I is not None and result.schedule is not None:
+        lines.append("  modulo reservation table:")
+        lines += ["    " + s for s in format_mrt(graph, result.schedule, result.I).splitlines()]
+    return "\n".join(lines)
