@@ -1,0 +1,319 @@
+"""JSON / YAML reader and writer for dependence graphs (schema in ``docs/formats.md``).
+
+The reader validates first (collecting every problem with its key path, e.g.
+``instructions[2].reservation.TC[0]``), then builds the frozen IR
+(:mod:`twill.sched.ir`), then runs :func:`twill.sched.validate.check_graph`. Every message
+names the file, the key path, what is allowed and what was found.
+
+Preconditions: none; malformed input raises :class:`~twill.errors.InputFormatError` (cannot
+parse) or :class:`~twill.errors.InvalidProblemError` (parsed, but wrong), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from twill.errors import InputFormatError, InvalidProblemError
+from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.sched.validate import check_graph
+
+__all__ = [
+    "FORMAT",
+    "graph_to_dict",
+    "graph_from_dict",
+    "validate_graph_dict",
+    "read_graph",
+    "write_graph",
+    "dumps_graph",
+]
+
+FORMAT = "twill-graph/1"
+
+_MACHINE_KEYS = {"name", "functional_units", "registers_per_warp", "memories", "warps", "note"}
+_INSTRUCTION_KEYS = {
+    "name",
+    "cycles",
+    "reservation",
+    "regs",
+    "footprint",
+    "variable_latency",
+    "streaming",
+    "spill_cost",
+    "warps",
+    "unit",
+    "note",
+}
+_EDGE_KEYS = {"src", "dst", "delay", "distance", "blocking"}
+_TOP_KEYS = {"format", "name", "machine", "instructions", "edges"}
+
+
+def graph_to_dict(graph: DependenceGraph) -> dict[str, Any]:
+    """Plain-data form of ``graph`` (the documented schema), suitable for JSON or YAML."""
+    m = graph.machine
+    return {
+        "format": FORMAT,
+        "name": graph.name,
+        "machine": {
+            "name": m.name,
+            "functional_units": dict(m.functional_units),
+            "registers_per_warp": m.registers_per_warp,
+            "memories": dict(m.memories),
+            "warps": m.warps,
+            "note": m.note,
+        },
+        "instructions": [
+            {
+                "name": i.name,
+                "cycles": i.cycles,
+                "reservation": {fu: list(row) for fu, row in i.reservation.items()},
+                "regs": i.regs,
+                "footprint": dict(i.footprint),
+                "variable_latency": i.variable_latency,
+                "streaming": i.streaming,
+                "spill_cost": i.spill_cost,
+                "warps": i.warps,
+                "unit": i.unit,
+                "note": i.note,
+            }
+            for i in graph.instructions
+        ],
+        "edges": [
+            {
+                "src": e.src,
+                "dst": e.dst,
+                "delay": e.delay,
+                "distance": e.distance,
+                "blocking": e.blocking,
+            }
+            for e in graph.edges
+        ],
+    }
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class _Checker:
+    """Collects schema problems as ``key.path: expected ..., found ...`` lines."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def add(self, path: str, expected: str, value: object) -> None:
+        self.problems.append(f"{path}: expected {expected}, found {value!r} ({_type_name(value)})")
+
+    def mapping(self, path: str, value: object) -> bool:
+        if not isinstance(value, Mapping):
+            self.add(path, "a mapping", value)
+            return False
+        return True
+
+    def keys(self, path: str, value: Mapping[str, Any], allowed: set[str], required: set[str]):
+        for key in value:
+            if key not in allowed:
+                self.problems.append(
+                    f"{path}: unknown key {key!r} (allowed: {', '.join(sorted(allowed))})"
+                )
+        for key in sorted(required - set(value)):
+            self.problems.append(f"{path}: missing required key {key!r}")
+
+    def integer(self, path: str, value: object, minimum: int | None = 0) -> None:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok or (minimum is not None and value < minimum):  # type: ignore[operator]
+            self.add(path, "an integer" + (f" >= {minimum}" if minimum is not None else ""), value)
+
+    def string(self, path: str, value: object, optional: bool = False) -> None:
+        if not (isinstance(value, str) or (optional and value is None)):
+            self.add(path, "a string" + (" or null" if optional else ""), value)
+
+    def boolean(self, path: str, value: object) -> None:
+        if not isinstance(value, bool):
+            self.add(path, "true or false", value)
+
+    def int_map(self, path: str, value: object, minimum: int) -> None:
+        if self.mapping(path, value):
+            for k, v in value.items():  # type: ignore[union-attr]
+                self.integer(f"{path}.{k}", v, minimum)
+
+
+def validate_graph_dict(data: object) -> list[str]:
+    """Every schema problem of ``data`` as ``key.path: expected ..., found ...`` lines."""
+    c = _Checker()
+    if not c.mapping("(top level)", data):
+        return c.problems
+    assert isinstance(data, Mapping)
+    c.keys("(top level)", data, _TOP_KEYS, {"machine", "instructions"})
+    if "format" in data and data["format"] != FORMAT:
+        c.add("format", repr(FORMAT), data["format"])
+    if "name" in data:
+        c.string("name", data["name"])
+    machine = data.get("machine")
+    if "machine" in data and c.mapping("machine", machine):
+        c.keys("machine", machine, _MACHINE_KEYS, {"functional_units"})
+        if "functional_units" in machine:
+            c.int_map("machine.functional_units", machine["functional_units"], -1)
+        if "memories" in machine:
+            c.int_map("machine.memories", machine["memories"], 0)
+        if machine.get("registers_per_warp") is not None:
+            c.integer("machine.registers_per_warp", machine["registers_per_warp"])
+        if "warps" in machine:
+            c.integer("machine.warps", machine["warps"], 1)
+        for key in ("name", "note"):
+            if key in machine:
+                c.string(f"machine.{key}", machine[key])
+    instructions = data.get("instructions")
+    if "instructions" in data:
+        if not isinstance(instructions, list):
+            c.add("instructions", "a list", instructions)
+        else:
+            for n, ins in enumerate(instructions):
+                path = f"instructions[{n}]"
+                if not c.mapping(path, ins):
+                    continue
+                c.keys(path, ins, _INSTRUCTION_KEYS, {"name", "cycles"})
+                if "name" in ins:
+                    c.string(f"{path}.name", ins["name"])
+                for key in ("cycles", "regs", "spill_cost"):
+                    if key in ins:
+                        c.integer(f"{path}.{key}", ins[key])
+                if "warps" in ins:
+                    c.integer(f"{path}.warps", ins["warps"], 1)
+                for key in ("variable_latency", "streaming"):
+                    if key in ins:
+                        c.boolean(f"{path}.{key}", ins[key])
+                for key in ("unit", "note"):
+                    if key in ins:
+                        c.string(f"{path}.{key}", ins[key], optional=key == "unit")
+                if "footprint" in ins:
+                    c.int_map(f"{path}.footprint", ins["footprint"], 0)
+                res = ins.get("reservation", {})
+                if c.mapping(f"{path}.reservation", res):
+                    for fu, row in res.items():
+                        if not isinstance(row, list):
+                            c.add(f"{path}.reservation.{fu}", "a list of integers", row)
+                            continue
+                        for k, units in enumerate(row):
+                            c.integer(f"{path}.reservation.{fu}[{k}]", units)
+    edges = data.get("edges", [])
+    if not isinstance(edges, list):
+        c.add("edges", "a list", edges)
+    else:
+        for n, e in enumerate(edges):
+            path = f"edges[{n}]"
+            if not c.mapping(path, e):
+                continue
+            c.keys(path, e, _EDGE_KEYS, {"src", "dst", "delay"})
+            for key in ("src", "dst"):
+                if key in e:
+                    c.string(f"{path}.{key}", e[key])
+            for key in ("delay", "distance"):
+                if key in e:
+                    c.integer(f"{path}.{key}", e[key])
+            if "blocking" in e:
+                c.boolean(f"{path}.blocking", e["blocking"])
+    return c.problems
+
+
+def graph_from_dict(data: Mapping[str, Any], source: str | None = None) -> DependenceGraph:
+    """Validate ``data`` against the schema, build the graph and check it.
+
+    Raises
+    ------
+    InvalidProblemError
+        Listing every schema problem (with key paths) or every graph defect.
+    """
+    problems = validate_graph_dict(data)
+    if problems:
+        raise InvalidProblemError(problems, source=source)
+    m = data["machine"]
+    machine = MachineDescription(
+        name=m.get("name", "machine"),
+        functional_units=dict(m["functional_units"]),
+        registers_per_warp=m.get("registers_per_warp"),
+        memories=dict(m.get("memories", {})),
+        warps=m.get("warps", 1),
+        note=m.get("note", ""),
+    )
+    instructions = tuple(
+        Instruction(
+            name=i["name"],
+            cycles=i["cycles"],
+            reservation={fu: tuple(row) for fu, row in i.get("reservation", {}).items()},
+            regs=i.get("regs", 0),
+            footprint=dict(i.get("footprint", {})),
+            variable_latency=i.get("variable_latency", False),
+            streaming=i.get("streaming", False),
+            spill_cost=i.get("spill_cost", 0),
+            warps=i.get("warps", 1),
+            unit=i.get("unit"),
+            note=i.get("note", ""),
+        )
+        for i in data["instructions"]
+    )
+    edges = tuple(
+        Edge(e["src"], e["dst"], e["delay"], e.get("distance", 0), e.get("blocking", False))
+        for e in data.get("edges", [])
+    )
+    default_name = Path(source).stem if source else "graph"
+    graph = DependenceGraph(data.get("name", default_name), instructions, edges, machine)
+    check_graph(graph, source=source)
+    return graph
+
+
+def _is_yaml(path: Path) -> bool:
+    return path.suffix.lower() in (".yaml", ".yml")
+
+
+def read_graph(path: str | Path) -> DependenceGraph:
+    """Read a graph from a ``.json``, ``.yaml`` or ``.yml`` file.
+
+    Raises
+    ------
+    InputFormatError
+        The file is not valid JSON / YAML (message names the file and the position).
+    InvalidProblemError
+        Schema problems or graph defects, each with its key path or item.
+    FileNotFoundError
+        The file does not exist.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        if _is_yaml(path):
+            import yaml
+
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(
+            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)
+        ) from None
+    except Exception as exc:  # yaml.YAMLError and friends
+        where = getattr(exc, "problem_mark", None)
+        pos = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputFormatError(f"not valid YAML{pos}: {problem}", source=str(path)) from None
+    return graph_from_dict(data, source=str(path))
+
+
+def dumps_graph(graph: DependenceGraph, fmt: str = "json") -> str:
+    """Serialise ``graph`` as ``"json"`` or ``"yaml"`` text."""
+    data = graph_to_dict(graph)
+    if fmt == "yaml":
+        import yaml
+
+        return yaml.safe_dump(data, sort_keys=False)
+    if fmt == "json":
+        return json.dumps(data, indent=2) + "\n"
+    raise InvalidProblemError(f"format must be 'json' or 'yaml', found {fmt!r}")
+
+
+def write_graph(graph: DependenceGraph, path: str | Path) -> None:
+    """Write ``graph`` to ``path``; YAML for ``.yaml``/``.yml``, JSON otherwise."""
+    path = Path(path)
+    path.write_text(dumps_graph(graph, "yaml" if _is_yaml(path) else "json"), encoding="utf-8")
