@@ -244,7 +244,12 @@ def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> 
     lines = [f"twill: {result.graph}  (backend {result.backend}, {result.seconds:.2f} s)"]
     lines.append(f"  bounds: ResMII={result.res_mii} RecMII={result.rec_mii} MII={result.mii}")
     if result.I is None:
-        lines.append(f"  no schedule found: {result.status.value}")
+        why = {
+            Status.INFEASIBLE: "every I tried is proven infeasible",
+            Status.UNKNOWN: "a time limit was hit before a proof",
+        }.get(result.status, result.status.value)
+        tried = result.certificate[-1].I if result.certificate else 0
+        lines.append(f"  no schedule with I <= {tried}: {why}")
     else:
         proof = "proven optimal" if result.optimal else "NOT proven optimal"
         lines.append(f"  I = {result.I} ({proof})")

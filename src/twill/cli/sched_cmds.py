@@ -1,0 +1,187 @@
+"""``twill kernels``, ``twill bounds`` and ``twill solve`` (Twill Phase 1; issue 2).
+
+``solve`` prints I (proven optimal or not), the schedule, L, the certificate and a text picture
+of the modulo reservation table; ``--json`` prints one object built from
+:meth:`twill.twill_solver.TwillResult.to_dict` (fields ``I``, ``optimal``, ``L``, ``schedule``,
+``certificate``, ``seconds``, ...). Exit codes: 0 schedule found, 1 no schedule (infeasible up
+to ``--max-I`` or time limits), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from twill.errors import InvalidProblemError
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``kernels``, ``bounds`` and ``solve`` sub-commands."""
+    p = subparsers.add_parser("kernels", help="list the built-in example kernels")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=cmd_kernels)
+
+    p = subparsers.add_parser("bounds", help="ResMII, RecMII and MII of a graph")
+    _add_graph_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_bounds)
+
+    p = subparsers.add_parser(
+        "solve", help="minimum-I modulo schedule with a certificate (Twill Phase 1)"
+    )
+    _add_graph_args(p)
+    p.add_argument("--backend", choices=("cbc", "cpsat"), default="cbc", help="exact solver")
+    p.add_argument(
+        "--max-I",
+        dest="max_I",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="largest initiation interval to try",
+    )
+    p.add_argument(
+        "--time-limit",
+        dest="time_limit",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds per Phase-1 solve (a hit makes I unproven)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    p.set_defaults(func=cmd_solve)  # fmt: skip
+
+
+def _add_graph_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "graph",
+        metavar="FILE|KERNEL",
+        help="kernel name (see `twill kernels`), .json/.yaml graph or HatScheT .graphml",
+    )
+    p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
+                   help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml beside)")  # fmt: skip
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, found {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}")
+    return value
+
+
+def _load(args: argparse.Namespace):
+    from twill.io import load_graph
+
+    return load_graph(args.graph, args.resource_model)
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from twill.kernels import KERNELS
+
+    rows = []
+    for name, factory in KERNELS.items():
+        g = factory()
+        doc = (factory.__doc__ or "").strip().splitlines()[0]
+        rows.append({"name": name, "ops": len(g.instructions), "edges": len(g.edges),
+                     "machine": g.machine.name, "description": doc})  # fmt: skip
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="twill kernels")
+    for col in ("name", "ops", "edges", "machine", "description"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["name"], str(r["ops"]), str(r["edges"]), r["machine"], r["description"])
+    Console(width=160).print(table)
+    return 0
+
+
+def cmd_bounds(args: argparse.Namespace) -> int:
+    from twill.sched.bounds import rec_mii, res_mii, total_usage
+
+    g = _load(args)
+    caps = g.machine.functional_units
+    usage = {fu: {"used": u, "capacity": caps.get(fu, -1)} for fu, u in total_usage(g).items()}
+    out = {"graph": g.name, "ops": len(g.instructions), "edges": len(g.edges),
+           "res_mii": res_mii(g), "rec_mii": rec_mii(g), "units": usage}  # fmt: skip
+    out["mii"] = max(out["res_mii"], out["rec_mii"])
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{g.name}: {out['ops']} ops, {out['edges']} edges")
+    print(f"  ResMII = {out['res_mii']}  RecMII = {out['rec_mii']}  MII = {out['mii']}")
+    for fu, u in usage.items():
+        cap = "unlimited" if u["capacity"] < 0 else u["capacity"]
+        print(f"  {fu}: {u['used']} unit-cycles per iteration, capacity {cap}")
+    return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    pa, pb = Path(a), Path(b)
+    try:
+        return pa.exists() and pb.exists() and pa.samefile(pb) or pa.resolve() == pb.resolve()
+    except OSError:
+        return False
+
+
+def _progress_callback():
+    """A rich status line on stderr (only when stderr is a terminal)."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.console import Console
+
+    status = Console(stderr=True).status("Phase 1: searching I ...")
+    status.start()
+
+    def on_attempt(r: Any) -> None:
+        status.update(f"Phase 1: I={r.II} {r.status.value} ({r.seconds:.2f} s)")
+
+    return on_attempt, status
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from twill.twill_solver import format_result, twill_solve
+
+    inputs = [args.graph] + ([args.resource_model] if args.resource_model else [])
+    if args.output and any(_same_file(args.output, i) for i in inputs):
+        raise InvalidProblemError(f"refusing to overwrite the input file {args.output!r} with -o")
+    graph = _load(args)
+    on_attempt, status = _progress_callback()
+    try:
+        result = twill_solve(graph, max_I=args.max_I, backend=args.backend,
+                             time_limit=args.time_limit, on_attempt=on_attempt)  # fmt: skip
+    finally:
+        if status is not None:
+            status.stop()
+    payload = result.to_dict()
+    text = json.dumps(payload, indent=2)
+    if args.output:
+        Path(args.output).write_text(text + "\n", encoding="utf-8")
+    if args.json:
+        print(text)
+    else:
+        print(format_result(result, graph))
+        if args.output:
+            print(f"  JSON result written to {args.output}")
+    return 0 if result.I is not None else 1
