@@ -64,7 +64,7 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
         help="kernel name (see `twill kernels`), .json/.yaml graph or HatScheT .graphml",
     )
     p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
-                   help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml beside)")  # fmt: skip
+                   help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml)")  # fmt: skip
 
 
 def _positive_int(text: str) -> int:
