@@ -54,9 +54,13 @@ def find_resource_model(graphml_path: str | Path) -> Path:
 
 def _parse(path: Path) -> ET.Element:
     try:
-        return ET.parse(path).getroot()
+        root = ET.parse(path).getroot()
     except ET.ParseError as exc:
         raise InputFormatError(f"malformed XML: {exc}", source=str(path)) from None
+    for elem in root.iter():  # drop XML namespaces (MachSuite files declare the graphml one)
+        if isinstance(elem.tag, str) and "}" in elem.tag:
+            elem.tag = elem.tag.split("}", 1)[1]
+    return root
 
 
 def _int(text: str | None, what: str, problems: list[str], default: int | None = None) -> int:
