@@ -1,0 +1,481 @@
+"""Layer fusion on Gemmini: accounting, the fused-plan verifier and exact evaluation
+(FADiff spec §7, DECIDE 2-3 and 5; documented in ``docs/fadiff.md``).
+
+**Traffic rewrite** (spec §7, defined once here and used by both the NumPy evaluation and the
+torch model through :func:`fused_level_accesses`): for a boundary ``p → c`` with fusion value
+``s`` in [0, 1],
+
+* the producer's DRAM output traffic (updates + reads) is multiplied by ``1 − s`` and
+  ``s ×`` that amount is written into the scratchpad instead;
+* the consumer's DRAM input reads and scratchpad input fills are multiplied by ``1 − s``.
+
+Energy and the latency roofline are then recomputed from the rewritten per-level accesses.
+Layers of a fused group still run one after the other: latencies add (spec pitfall 6).
+
+**Legality of a fused boundary** (exact; :func:`verify_plan`), our reading of "tile-wise
+(depth-first)" fusion:
+
+1. the edge is a fusion candidate of the network (single producer, single consumer, shapes
+   agree; :mod:`twill.mapping.fadiff.networks`);
+2. the producer's output is complete before hand-off: no partial-sum traffic at DRAM
+   (its DRAM output reads are 0; DECIDE 3);
+3. both layers walk the same *blocks*: the outermost DRAM loops (outer → inner, factor-1 loops
+   skipped) that range over P, Q or N form the block prefix, and the block counts along P, Q
+   and N agree. Inside a block each layer may loop as it likes; the consumer's input for a
+   block is entirely on chip, which is exactly why all its input fills disappear;
+4. the scratchpad holds, for every fused group, the hand-off buffers of all its fused
+   boundaries at once (the producer's output block with all K, plus the consumer's input
+   window for one block with its halo: a conservative double count) plus the largest
+   per-layer streaming working set in the group (weight tile + input tile, the input tile
+   dropped for a layer whose input is fused).
+
+Preconditions: a Gemmini-like architecture whose outermost on-chip level keeps inputs (the
+scratchpad) and whose top level is DRAM.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from twill.errors import InvalidProblemError
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
+from twill.mapping.fadiff.networks import Network
+from twill.mapping.mapping import Mapping, Violation, verify_mapping
+from twill.mapping.workload import Dim, Layer
+
+__all__ = [
+    "FusionPlan",
+    "PlanReport",
+    "fused_level_accesses",
+    "energy_and_cycles",
+    "check_gemmini",
+    "block_counts",
+    "fusion_groups",
+    "verify_plan",
+    "evaluate_plan",
+    "greedy_fusion",
+    "repair_plan",
+]
+
+_W, _I, _O = 0, 1, 2
+_BLOCK_DIMS = (Dim.P, Dim.Q, Dim.N)
+
+
+# ------------------------------------------------------------------------ shared formulas
+def _xp(a: Any):
+    if isinstance(a, np.ndarray):
+        return np
+    import torch
+
+    return torch
+
+
+def fused_level_accesses(level_acc, o_dram, i_dram, i_fill, s_in, s_out, *, sp: int, top: int):
+    """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch).
+
+    ``o_dram`` = producer's DRAM output updates + reads, ``i_dram`` = DRAM input reads,
+    ``i_fill`` = scratchpad input fills (all ``(B,)`` totals over utilised instances);
+    ``s_in`` / ``s_out`` the fusion values of the layer's input / output boundary.
+    """
+    xp = _xp(level_acc)
+    cols = [level_acc[:, m] for m in range(level_acc.shape[1])]
+    cols[top] = cols[top] - s_out * o_dram - s_in * i_dram
+    cols[sp] = cols[sp] + s_out * o_dram - s_in * i_fill
+    return xp.stack(cols, 1) if xp is np else xp.stack(cols, dim=1)
+
+
+def energy_and_cycles(level_acc, used, compute, macs, arch: Arch):
+    """Energy (pJ) and roofline cycles (spec §5-§6) from per-level accesses (NumPy or torch).
+
+    The ``ceil`` of the NumPy model is applied; in torch it is straight-through.
+    """
+    xp = _xp(level_acc)
+    e_lvl = [lv.energy_pj for lv in arch.levels]
+    energy = macs * arch.mac_energy_pj
+    terms = [compute]
+    for m, lv in enumerate(arch.levels):
+        energy = energy + level_acc[:, m] * e_lvl[m]
+        if lv.bandwidth:
+            src = level_acc[:, m] if lv.bandwidth_shared else level_acc[:, m] / used[:, m]
+            terms.append(src / lv.bandwidth)
+    if xp is np:
+        raw = np.max(np.stack(terms, 1), axis=1)
+        return energy, np.ceil(raw - 1e-9)
+    raw = xp.stack(terms, dim=1).max(dim=1).values
+    return energy, raw + (xp.ceil(raw - 1e-9) - raw).detach()
+
+
+def check_gemmini(arch: Arch) -> list[str]:
+    """Defects that make ``arch`` unusable for the fusion model (empty when usable)."""
+    bad = []
+    if arch.n_levels < 2:
+        bad.append("need an on-chip level and DRAM")
+        return bad
+    from twill.mapping.workload import Operand
+
+    if Operand.I not in arch.levels[-2].keeps:
+        bad.append(f"the outermost on-chip level {arch.levels[-2].name} must keep inputs")
+    if arch.levels[-2].entries is None:
+        bad.append(f"the outermost on-chip level {arch.levels[-2].name} must be bounded")
+    return bad
+
+
+# ------------------------------------------------------------------------------ the plan
+@dataclass(frozen=True)
+class FusionPlan:
+    """Per-layer mappings of a network plus the set of fused boundaries.
+
+    ``fused`` holds indices into ``Network.edges``. ``method`` names the algorithm that produced
+    the plan; ``meta`` carries settings and statistics (seed, steps, timings).
+    """
+
+    network: str
+    mappings: tuple[Mapping, ...]
+    fused: tuple[int, ...] = ()
+    method: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def with_fused(self, fused) -> FusionPlan:
+        return FusionPlan(
+            self.network, self.mappings, tuple(sorted(set(fused))), self.method, self.meta
+        )
+
+    def to_dict(self, net: Network, arch: Arch) -> dict[str, Any]:
+        """YAML/JSON-ready form: one DOSA mapping string per layer and the fused edges."""
+        from twill.mapping.mapping import to_dosa_string
+
+        return {
+            "network": self.network,
+            "arch": arch.name,
+            "method": self.method,
+            "layers": [
+                {"name": ly.name, "mapping": to_dosa_string(m, arch)}
+                for ly, m in zip(net.layers, self.mappings, strict=True)
+            ],
+            "fused": [
+                {
+                    "producer": net.layers[net.edges[i].src].name,
+                    "consumer": net.layers[net.edges[i].dst].name,
+                }
+                for i in self.fused
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Exact (NumPy) cost of a plan. Energies pJ, latencies cycles, traffic bytes.
+
+    ``layer_*`` are per-layer arrays in network order; ``edp`` is µJ·cycles of the network
+    (Σ latency × Σ energy, spec pitfall 7).
+    """
+
+    energy_pj: float
+    cycles: float
+    dram_bytes: float
+    layer_energy_pj: np.ndarray
+    layer_cycles: np.ndarray
+    layer_dram_bytes: np.ndarray
+    layer_level_energy_pj: np.ndarray
+    fused: tuple[int, ...]
+    valid: bool
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def energy_uj(self) -> float:
+        return self.energy_pj * 1e-6
+
+    @property
+    def edp(self) -> float:
+        return self.energy_uj * self.cycles
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "edp": self.edp,
+            "energy_uJ": self.energy_uj,
+            "cycles": float(self.cycles),
+            "dram_bytes": float(self.dram_bytes),
+        }
+
+
+# ------------------------------------------------------------------------- block structure
+def block_counts(mapping: Mapping) -> tuple[int, int, int]:
+    """(P, Q, N) block counts: products of the outermost DRAM loops over P, Q or N."""
+    top = mapping.n_levels - 1
+    counts = {d: 1 for d in _BLOCK_DIMS}
+    for d, f in mapping.loops(top):  # outer -> inner, factor-1 loops skipped
+        if d not in _BLOCK_DIMS:
+            break
+        counts[d] *= f
+    return counts[Dim.P], counts[Dim.Q], counts[Dim.N]
+
+
+def _out_block(layer: Layer, blocks: tuple[int, int, int]) -> float:
+    bp, bq, bn = blocks
+    return layer.dim(Dim.P) / bp * layer.dim(Dim.Q) / bq * layer.dim(Dim.K) * layer.dim(Dim.N) / bn
+
+
+def _in_window(layer: Layer, blocks: tuple[int, int, int]) -> float:
+    bp, bq, bn = blocks
+    ext = {
+        Dim.P: layer.dim(Dim.P) // bp,
+        Dim.Q: layer.dim(Dim.Q) // bq,
+        Dim.N: layer.dim(Dim.N) // bn,
+        Dim.C: layer.dim(Dim.C),
+        Dim.R: layer.dim(Dim.R),
+        Dim.S: layer.dim(Dim.S),
+    }
+    from twill.mapping.workload import Operand
+
+    return layer.footprint(Operand.I, ext)
+
+
+def fusion_groups(net: Network, fused) -> list[list[int]]:
+    """Connected groups of layers joined by fused edges (each a list of layer indices)."""
+    parent = list(range(len(net.layers)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i in fused:
+        e = net.edges[i]
+        parent[find(e.src)] = find(e.dst)
+    groups: dict[int, list[int]] = {}
+    members = {net.edges[i].src for i in fused} | {net.edges[i].dst for i in fused}
+    for x in sorted(members):
+        groups.setdefault(find(x), []).append(x)
+    return list(groups.values())
+
+
+# ------------------------------------------------------------------------- exact numbers
+def _layer_costs(net: Network, arch: Arch, mappings) -> list[BatchCost]:
+    return [
+        evaluate_batch(ly, arch, batch_from_mappings([m]))
+        for ly, m in zip(net.layers, mappings, strict=True)
+    ]
+
+
+def _fusion_values(net: Network, fused) -> tuple[np.ndarray, np.ndarray]:
+    n = len(net.layers)
+    s_in, s_out = np.zeros(n), np.zeros(n)
+    for i in fused:
+        e = net.edges[i]
+        s_out[e.src] = 1.0
+        s_in[e.dst] = 1.0
+    return s_in, s_out
+
+
+def _stack_costs(costs: list[BatchCost]):
+    acc = np.concatenate([c.level_accesses for c in costs], 0)
+    used = np.concatenate([c.instances_used for c in costs], 0)
+    compute = np.concatenate([c.compute_cycles for c in costs], 0)
+    top = acc.shape[1] - 1
+    sp = top - 1
+    o_dram = np.array(
+        [(c.updates[0, top, _O] + c.reads[0, top, _O]) * c.instances_used[0, top] for c in costs]
+    )
+    i_dram = np.array([c.reads[0, top, _I] * c.instances_used[0, top] for c in costs])
+    i_fill = np.array([c.fills[0, sp, _I] * c.instances_used[0, sp] for c in costs])
+    return acc, used, compute, o_dram, i_dram, i_fill
+
+
+def evaluate_plan(net: Network, arch: Arch, plan: FusionPlan, *, verify: bool = True) -> PlanReport:
+    """Exact cost of ``plan``: the NumPy cost model per layer plus the fusion rewrite.
+
+    Parameters
+    ----------
+    net, arch, plan
+        The network, the hardware and the plan.
+    verify
+        Also run :func:`verify_plan` and record the verdict (default).
+
+    Returns
+    -------
+    PlanReport
+    """
+    costs = _layer_costs(net, arch, plan.mappings)
+    acc, used, compute, o_dram, i_dram, i_fill = _stack_costs(costs)
+    s_in, s_out = _fusion_values(net, plan.fused)
+    top = acc.shape[1] - 1
+    acc2 = fused_level_accesses(acc, o_dram, i_dram, i_fill, s_in, s_out, sp=top - 1, top=top)
+    macs = np.array([float(ly.macs) for ly in net.layers])
+    energy, cycles = energy_and_cycles(acc2, used, compute, macs, arch)
+    e_lvl = np.array([lv.energy_pj for lv in arch.levels])
+    dram = acc2[:, top] * arch.levels[top].word_bits / 8
+    viol = tuple(verify_plan(net, arch, plan, costs=costs)) if verify else ()
+    return PlanReport(
+        energy_pj=float(energy.sum()),
+        cycles=float(cycles.sum()),
+        dram_bytes=float(dram.sum()),
+        layer_energy_pj=energy,
+        layer_cycles=cycles,
+        layer_dram_bytes=dram,
+        layer_level_energy_pj=acc2 * e_lvl[None, :],
+        fused=tuple(plan.fused),
+        valid=not viol,
+        violations=viol,
+    )
+
+
+# ------------------------------------------------------------------------------ verifier
+def verify_plan(net: Network, arch: Arch, plan: FusionPlan, *, costs=None) -> list[Violation]:
+    """Every violated rule of a fused plan (empty = valid): each layer's mapping
+    (:func:`twill.mapping.mapping.verify_mapping`) and the fusion rules 1-4 of this module.
+    """
+    out: list[Violation] = []
+    if len(plan.mappings) != len(net.layers):
+        return [
+            Violation(
+                "plan.layers",
+                {"network": net.name},
+                len(plan.mappings),
+                len(net.layers),
+                "one mapping per layer is required",
+            )
+        ]
+    for ly, m in zip(net.layers, plan.mappings, strict=True):
+        for v in verify_mapping(ly, arch, m):
+            out.append(Violation(v.rule, {"layer": ly.name, **v.at}, v.value, v.limit, v.message))
+    if out or not plan.fused:
+        return out
+    cands = set(net.candidates)
+    costs = costs or _layer_costs(net, arch, plan.mappings)
+    top = arch.n_levels - 1
+    sp = top - 1
+    cap = arch.levels[sp].entries
+    for i in plan.fused:
+        if i not in cands:
+            out.append(
+                Violation(
+                    "fusion.candidate",
+                    {"edge": i},
+                    None,
+                    None,
+                    "edge is not a fusion candidate of the network",
+                )
+            )
+            continue
+        e = net.edges[i]
+        p, c = net.layers[e.src], net.layers[e.dst]
+        where = {"producer": p.name, "consumer": c.name}
+        psum = float(costs[e.src].reads[0, top, _O])
+        if psum > 0:
+            out.append(
+                Violation(
+                    "fusion.partial_sums",
+                    where,
+                    psum,
+                    0,
+                    "producer re-reads partial sums from DRAM",
+                )
+            )
+        bp, bc = block_counts(plan.mappings[e.src]), block_counts(plan.mappings[e.dst])
+        if bp != bc:
+            out.append(
+                Violation(
+                    "fusion.blocks",
+                    where,
+                    str(bp),
+                    str(bc),
+                    f"block counts (P,Q,N) differ: {bp} vs {bc}",
+                )
+            )
+    if out:
+        return out
+    s_in, _ = _fusion_values(net, plan.fused)
+    for group in fusion_groups(net, plan.fused):
+        buffers = 0.0
+        for i in plan.fused:
+            e = net.edges[i]
+            if e.src in group:
+                blocks = block_counts(plan.mappings[e.src])
+                buffers += _out_block(net.layers[e.src], blocks)
+                buffers += _in_window(net.layers[e.dst], blocks)
+        stream = max(
+            float(costs[j].tiles[0, sp, _W])
+            + (0.0 if s_in[j] else float(costs[j].tiles[0, sp, _I]))
+            for j in group
+        )
+        used_words = buffers + stream
+        if used_words > cap:
+            names = "->".join(net.layers[j].name for j in group)
+            out.append(
+                Violation(
+                    "fusion.capacity",
+                    {"group": names, "level": arch.levels[sp].name},
+                    math.ceil(used_words),
+                    cap,
+                    f"fused working set needs {math.ceil(used_words)} words",
+                )
+            )
+    return out
+
+
+def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
+    """Unfuse boundaries until the plan verifies (spec §9: drop, in a violating group, the
+    boundary with the largest intermediate; illegal boundaries are dropped first)."""
+    for _ in range(len(plan.fused) + 1):
+        viol = verify_plan(net, arch, plan)
+        if not viol:
+            return plan
+        if any(
+            v.rule
+            not in {"fusion.partial_sums", "fusion.blocks", "fusion.capacity", "fusion.candidate"}
+            for v in viol
+        ):
+            raise InvalidProblemError([str(v) for v in viol], source=f"plan for {net.name}")
+        bad_edges = set()
+        for v in viol:
+            if v.rule == "fusion.candidate":
+                bad_edges.add(v.at["edge"])
+            elif v.rule in {"fusion.partial_sums", "fusion.blocks"}:
+                for i in plan.fused:
+                    e = net.edges[i]
+                    if (net.layers[e.src].name, net.layers[e.dst].name) == (
+                        v.at["producer"],
+                        v.at["consumer"],
+                    ):
+                        bad_edges.add(i)
+        if not bad_edges:  # capacity: drop the largest intermediate of the first bad group
+            names = [v.at["group"] for v in viol if v.rule == "fusion.capacity"][0].split("->")
+            members = {net.index(n) for n in names}
+            inside = [i for i in plan.fused if net.edges[i].src in members]
+            bad_edges.add(
+                max(inside, key=lambda i: net.layers[net.edges[i].src].footprint(_operand_o()))
+            )
+        plan = plan.with_fused(set(plan.fused) - bad_edges)
+    return plan
+
+
+def _operand_o():
+    from twill.mapping.workload import Operand
+
+    return Operand.O
+
+
+def greedy_fusion(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
+    """Fuse every candidate boundary that keeps the plan valid and lowers the network EDP,
+    largest intermediate first (the ``layerwise-greedy-fusion`` baseline's second step)."""
+    order = sorted(
+        net.candidates, key=lambda i: -net.layers[net.edges[i].src].footprint(_operand_o())
+    )
+    best = plan
+    best_edp = evaluate_plan(net, arch, plan, verify=False).edp
+    for i in order:
+        if i in best.fused:
+            continue
+        trial = best.with_fused(set(best.fused) | {i})
+        if verify_plan(net, arch, trial):
+            continue
+        edp = evaluate_plan(net, arch, trial, verify=False).edp
+        if edp < best_edp:
+            best, best_edp = trial, edp
+    return best

@@ -1,0 +1,374 @@
+"""Networks as producer → consumer graphs of layers (FADiff spec §10, DECIDE 9).
+
+DOSA's workload folders give each network's layers in execution order (``layers.yaml``, one
+problem YAML per layer) but no edges. The edges here come from the public architectures
+(ResNet-50 v1.5, BERT-base encoder, RetinaNet FPN + heads, U-Net), as documented in
+``docs/fadiff.md``. Every edge has a ``kind``:
+
+* ``chain``: the consumer reads exactly the producer's output and nothing else reads it. Only
+  these are fusion **candidates** (after a shape check: producer K = consumer C, same N, and the
+  producer's P/Q equal the consumer's input extent under "same" or "valid" padding, or the
+  consumer is a 2×2 up-convolution of it). Element-wise operators between (ReLU, GELU,
+  softmax) are assumed to run on the intermediate on chip and cost nothing in this model.
+* ``residual``, ``branch``, ``pool``, ``concat``, ``slice``: data flows, but something else
+  (a residual add, a second consumer, a pooling layer, a concatenation, a head slice) sits
+  between, so fusing would not remove the DRAM round trip. They are drawn, never fused.
+
+Preconditions: the layer files exist and are Timeloop-style problem YAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from twill.errors import InvalidProblemError
+from twill.mapping.workload import Dim, Layer
+
+__all__ = [
+    "Edge",
+    "Network",
+    "NETWORKS",
+    "load_network",
+    "resnet50",
+    "bert",
+    "retinanet",
+    "unet",
+    "chain_network",
+    "default_workload_root",
+]
+
+NETWORKS = ("resnet50", "bert", "retinanet", "unet")
+CANDIDATE_KINDS = frozenset({"chain", "upconv"})
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Data flows from layer ``src`` to layer ``dst`` (indices into ``Network.layers``)."""
+
+    src: int
+    dst: int
+    kind: str = "chain"
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Network:
+    """A network: layers in execution order plus producer → consumer edges.
+
+    ``candidates`` are the indices (into ``edges``) of the boundaries whose fusion is legal
+    in principle; whether a mapping allows it is checked by fusion.verify_plan.
+    """
+
+    name: str
+    layers: tuple[Layer, ...]
+    edges: tuple[Edge, ...] = ()
+    source: str = ""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def candidates(self) -> tuple[int, ...]:
+        return tuple(i for i, e in enumerate(self.edges) if e.kind in CANDIDATE_KINDS)
+
+    @property
+    def macs(self) -> int:
+        return sum(ly.macs for ly in self.layers)
+
+    def index(self, name: str) -> int:
+        for i, ly in enumerate(self.layers):
+            if ly.name == name:
+                return i
+        raise KeyError(name)
+
+    def check(self) -> list[str]:
+        """Every defect: bad layers, edges out of range, candidates that fail the shape rule."""
+        bad: list[str] = []
+        n = len(self.layers)
+        for ly in self.layers:
+            bad += [f"layer {ly.name}: {d}" for d in ly.check()]
+        outs: dict[int, int] = {}
+        ins: dict[int, int] = {}
+        for e in self.edges:
+            if not (0 <= e.src < n and 0 <= e.dst < n) or e.src == e.dst:
+                bad.append(f"edge {e.src}->{e.dst}: layer index out of range or self-loop")
+                continue
+            outs[e.src] = outs.get(e.src, 0) + 1
+            ins[e.dst] = ins.get(e.dst, 0) + 1
+        for i in self.candidates:
+            e = self.edges[i]
+            p, c = self.layers[e.src], self.layers[e.dst]
+            why = shape_mismatch(p, c, e.kind)
+            if why:
+                bad.append(f"candidate {p.name}->{c.name}: {why}")
+            if outs.get(e.src, 0) != 1:
+                bad.append(f"candidate {p.name}->{c.name}: producer has {outs[e.src]} consumers")
+            if ins.get(e.dst, 0) != 1:
+                bad.append(f"candidate {p.name}->{c.name}: consumer has {ins[e.dst]} producers")
+        return bad
+
+
+def shape_mismatch(p: Layer, c: Layer, kind: str = "chain") -> str:
+    """Why the consumer ``c`` does not read exactly the producer's output (empty if it does)."""
+    if p.dim(Dim.K) != c.dim(Dim.C):
+        return f"producer K={p.dim(Dim.K)} != consumer C={c.dim(Dim.C)}"
+    if p.dim(Dim.N) != c.dim(Dim.N):
+        return f"producer N={p.dim(Dim.N)} != consumer N={c.dim(Dim.N)}"
+    for out_d, in_d, flt, s in (
+        (Dim.P, Dim.P, Dim.R, c.w_stride),
+        (Dim.Q, Dim.Q, Dim.S, c.h_stride),
+    ):
+        po, ci, r = p.dim(out_d), c.dim(in_d), c.dim(flt)
+        if kind == "upconv":
+            if ci != po * r:
+                return f"up-convolution {in_d.value}={ci} is not {r}x the producer's {po}"
+            continue
+        same = po == ci * s
+        valid = po == (ci - 1) * s + r
+        if not (same or valid):
+            return (
+                f"producer {out_d.value}={po} is neither the consumer's 'same' ({ci * s}) "
+                f"nor 'valid' ({(ci - 1) * s + r}) input extent"
+            )
+    return ""
+
+
+# ------------------------------------------------------------------------------ loading
+def default_workload_root() -> Path:
+    """``../shared/benchmarks/dosa/workloads`` relative to the repository root."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared" / "benchmarks" / "dosa" / "workloads"
+        if cand.is_dir():
+            return cand
+    return Path("../shared/benchmarks/dosa/workloads").resolve()
+
+
+def _read_layer(path: Path) -> Layer:
+    try:
+        from twill.io.timeloop import read_layer  # the shared reader when present
+    except ImportError:  # pragma: no cover - fallback while the reader is absent
+        read_layer = None
+    if read_layer is not None:
+        ly = read_layer(path)
+        return Layer(
+            path.stem, dict(ly.dims), ly.w_stride, ly.h_stride, ly.w_dilation, ly.h_dilation, 1
+        )
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise InvalidProblemError(f"not valid YAML ({exc})", source=str(path)) from exc
+    prob = (doc or {}).get("problem") if isinstance(doc, dict) else None
+    if not isinstance(prob, dict):
+        raise InvalidProblemError("missing the 'problem' mapping", source=str(path))
+    bad = [
+        f"problem.{k}: missing or not an integer"
+        for k in "RSPQCKN"
+        if not isinstance(prob.get(k), int)
+    ]
+    if bad:
+        raise InvalidProblemError(bad, source=str(path))
+    dims = {Dim(k): prob[k] for k in "RSPQCKN"}
+    return Layer(
+        path.stem,
+        dims,
+        int(prob.get("Wstride", 1)),
+        int(prob.get("Hstride", 1)),
+        int(prob.get("Wdilation", 1) or 1),
+        int(prob.get("Hdilation", 1) or 1),
+        1,
+    )
+
+
+def _read_layers(folder: Path) -> list[Layer]:
+    import yaml
+
+    order_file = folder / "layers.yaml"
+    if not order_file.is_file():
+        raise InvalidProblemError("layers.yaml not found", source=str(folder))
+    names = yaml.safe_load(order_file.read_text())
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise InvalidProblemError("expected a list of layer file stems", source=str(order_file))
+    return [_read_layer(folder / f"{n}.yaml") for n in names]
+
+
+def _build(
+    name: str,
+    layers: list[Layer],
+    edges: Iterable[tuple[str, str, str]],
+    src: str,
+    notes: tuple[str, ...] = (),
+) -> Network:
+    idx = {ly.name: i for i, ly in enumerate(layers)}
+    es = tuple(Edge(idx[a], idx[b], k) for a, b, k in edges)
+    net = Network(name, tuple(layers), es, src, notes)
+    bad = net.check()
+    if bad:
+        raise InvalidProblemError(bad, source=src)
+    return net
+
+
+def resnet50(root: str | Path | None = None) -> Network:
+    """ResNet-50 v1.5 (stride in the 3×3), 54 layers of DOSA's ``resnet50`` folder.
+
+    Bottleneck ``1×1 → 3×3 → 1×1`` pairs are ``chain`` edges; the block input reaching both the
+    first 1×1 and the projection shortcut is a ``branch``; block outputs reach the next block
+    through the residual add (``residual``); the stem goes through max-pooling and the last
+    block through average pooling (``pool``).
+    """
+    folder = Path(root or default_workload_root()) / "resnet50"
+    layers = _read_layers(folder)
+    names = [ly.name for ly in layers]
+    stem, fc = names[0], names[-1]
+    body = names[1:-1]
+    blocks: list[tuple[list[str], str | None]] = []
+    i = 0
+    for n_blocks in (3, 4, 6, 3):
+        for b in range(n_blocks):
+            convs = body[i : i + 3]
+            i += 3
+            proj = None
+            if b == 0:
+                proj = body[i]
+                i += 1
+            blocks.append((convs, proj))
+    edges: list[tuple[str, str, str]] = []
+    prev_out: list[str] = [stem]  # producers of the current block's input
+    first = True
+    for convs, proj in blocks:
+        kind_in = "pool" if first else "residual"
+        for p in prev_out:
+            edges.append((p, convs[0], kind_in))
+            if proj is not None:
+                edges.append((p, proj, kind_in))
+        edges.append((convs[0], convs[1], "chain"))
+        edges.append((convs[1], convs[2], "chain"))
+        # block output = conv3 + shortcut; drawn from conv3 (and the projection, if any)
+        prev_out = [convs[2]] + ([proj] if proj is not None else [])
+        first = False
+    for p in prev_out:
+        edges.append((p, fc, "pool"))
+    edges = _dedupe(edges)
+    return _build(
+        "resnet50",
+        layers,
+        edges,
+        str(folder),
+        (
+            "identity shortcuts: the block output is conv3 + the block input, so every producer "
+            "of the block input also feeds the next block (residual edges)",
+        ),
+    )
+
+
+def bert(root: str | Path | None = None) -> Network:
+    """DOSA's BERT variant: one encoder, sequence 128, one head for the attention matmuls.
+
+    ``mm_0`` (768×768 projection) → ``mm_1`` (QKᵀ of one head: a 64-column slice, ``slice``)
+    → softmax → ``mm_2`` (A·V, ``chain``: the softmax is row-local and assumed on chip) →
+    ``mm_3`` (output projection; it reads all heads' concatenation, ``slice``) → residual add +
+    LayerNorm → ``mm_4`` (FFN up; the LayerNorm output also feeds the second residual add, so
+    ``residual``) → GELU → ``mm_5`` (FFN down, ``chain``).
+    """
+    folder = Path(root or default_workload_root()) / "bert"
+    layers = _read_layers(folder)
+    edges = [
+        ("mm_0", "mm_1", "slice"),
+        ("mm_1", "mm_2", "chain"),
+        ("mm_2", "mm_3", "slice"),
+        ("mm_3", "mm_4", "residual"),
+        ("mm_4", "mm_5", "chain"),
+    ]
+    return _build("bert", layers, edges, str(folder))
+
+
+def retinanet(root: str | Path | None = None) -> Network:
+    """DOSA's RetinaNet FPN + heads (27 layers; the backbone is not part of the workload).
+
+    Per pyramid level F: lateral 1×1 ``pF_1`` → (top-down add for P3-P5) → 3×3 ``pF_2`` → shared
+    head 3×3 ``pF_head_layer`` → {classification, regression} outputs. P6 is a stride-2 3×3 on
+    C5 and P7 a stride-2 3×3 on P6 (whose output therefore has two consumers).
+    """
+    folder = Path(root or default_workload_root()) / "retinanet"
+    layers = _read_layers(folder)
+    edges: list[tuple[str, str, str]] = []
+    for f in (3, 4, 5, 6, 7):
+        p = f"p{f}"
+        # P3-P5: the lateral output is summed with the upsampled coarser level (and P5/P4's
+        # sums feed the finer level), so the 1x1 -> 3x3 hand-off is not a plain chain.
+        edges.append((f"{p}_1", f"{p}_2", "residual" if f <= 5 else "chain"))
+        edges.append((f"{p}_2", f"{p}_head_layer", "chain"))
+        edges.append((f"{p}_head_layer", f"{p}_classification_out", "branch"))
+        edges.append((f"{p}_head_layer", f"{p}_regression_out", "branch"))
+    edges += [
+        ("p5_1", "p4_2", "residual"),
+        ("p4_1", "p3_2", "residual"),
+        ("p6", "p6_1", "branch"),
+        ("p6", "p7", "branch"),
+        ("p7", "p7_1", "chain"),
+    ]
+    return _build("retinanet", layers, edges, str(folder))
+
+
+def unet(root: str | Path | None = None) -> Network:
+    """U-Net (572² input, valid convolutions), 23 layers.
+
+    Within a level the two 3×3 convolutions form a ``chain``; encoder outputs go to max-pooling
+    and to the skip connection (``pool``/``concat``); a decoder level's last 3×3 feeds its 2×2
+    up-convolution (``upconv``, a candidate), whose output is concatenated with the skip
+    (``concat``); the final 3×3 feeds the 1×1 classifier (``chain``).
+    """
+    folder = Path(root or default_workload_root()) / "unet"
+    layers = _read_layers(folder)
+    edges: list[tuple[str, str, str]] = []
+    for lvl in range(9):
+        edges.append((f"{lvl}_0_conv", f"{lvl}_1_conv", "chain"))
+    for lvl in range(4):  # encoder: pool to the next level, skip to the mirrored decoder level
+        edges.append((f"{lvl}_1_conv", f"{lvl + 1}_0_conv", "pool"))
+        edges.append((f"{lvl}_1_conv", f"{8 - lvl}_0_conv", "concat"))
+    for lvl in range(4, 8):
+        edges.append((f"{lvl}_1_conv", f"{lvl}_2_upconv", "upconv"))
+        edges.append((f"{lvl}_2_upconv", f"{lvl + 1}_0_conv", "concat"))
+    edges.append(("8_1_conv", "8_2_conv", "chain"))
+    return _build("unet", layers, edges, str(folder))
+
+
+def chain_network(layers: list[Layer], name: str = "chain") -> Network:
+    """A plain chain ``layers[0] → layers[1] → ...`` with every boundary a candidate (tests)."""
+    lays = [
+        Layer(
+            ly.name or f"l{i}",
+            dict(ly.dims),
+            ly.w_stride,
+            ly.h_stride,
+            ly.w_dilation,
+            ly.h_dilation,
+            1,
+        )
+        for i, ly in enumerate(layers)
+    ]
+    edges = [(lays[i].name, lays[i + 1].name, "chain") for i in range(len(lays) - 1)]
+    return _build(name, lays, edges, name)
+
+
+def load_network(name: str, root: str | Path | None = None) -> Network:
+    """One of :data:`NETWORKS` (``resnet50``, ``bert``, ``retinanet``, ``unet``)."""
+    builders = {"resnet50": resnet50, "bert": bert, "retinanet": retinanet, "unet": unet}
+    key = name.lower().replace("-", "").replace("_", "")
+    if key not in builders:
+        raise InvalidProblemError(
+            f"unknown network {name!r}; choose one of {', '.join(NETWORKS)}", source="network"
+        )
+    return builders[key](root)
+
+
+def _dedupe(edges: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for a, b, k in edges:
+        if (a, b) not in seen:
+            seen.add((a, b))
+            out.append((a, b, k))
+    return out
