@@ -1,0 +1,25 @@
+"""Cost models of mapped layers (CoSA spec §6, FADiff spec §4-§6).
+
+:mod:`twill.mapping.cost.analytical` is the NumPy model, scalar (:func:`evaluate`) and batched
+(:func:`evaluate_batch`, one implementation for both).
+"""
+
+from twill.mapping.cost.analytical import (
+    BatchCost,
+    CostOptions,
+    CostReport,
+    MappingBatch,
+    batch_from_mappings,
+    evaluate,
+    evaluate_batch,
+)
+
+__all__ = [
+    "BatchCost",
+    "CostOptions",
+    "CostReport",
+    "MappingBatch",
+    "batch_from_mappings",
+    "evaluate",
+    "evaluate_batch",
+]

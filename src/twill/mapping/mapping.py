@@ -1,0 +1,428 @@
+"""Mapping spec, DOSA mapping strings, Timeloop mapping YAML, and the mapping verifier
+(CoSA spec §3, §5.2; FADiff spec §3).
+
+A mapping gives, for every storage level ``m`` (innermost first): temporal factors ``T[m][j]``,
+spatial factors ``Sp[m][j]`` (split over the fan-out below level ``m``), the order of the
+temporal loops at ``m`` and which tensors the level keeps. Inside a level the temporal loops
+are outside its spatial loops; a level holds at most one loop per dimension.
+
+DOSA's string form lists levels outermost first, numbered from the registers up
+(``L3[WIO] P28 R7 - L2[WI] N1 K4X - L1[O] K2 C3X - L0[W] P2``); loops inside a level are
+outer → inner, ``X`` marks a spatial factor and ``[...]`` the kept tensors.
+
+The verifier (:func:`verify_mapping`) is independent of every solver: factors multiply to the
+layer bounds, the kept tiles fit each level (Timeloop's rule: their sum fits ``entries``), the
+spatial products fit the fan-out, and only allowed dimensions are spatial.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from twill.errors import InvalidProblemError
+from twill.mapping.arch import Arch
+from twill.mapping.workload import DIMS, OPERANDS, Dim, Layer, Operand
+
+__all__ = [
+    "Mapping",
+    "Violation",
+    "parse_dosa_mapping",
+    "to_dosa_string",
+    "to_timeloop_yaml",
+    "timeloop_mapping_dict",
+    "verify_mapping",
+    "tile_extents",
+]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule of a mapping, with its witness.
+
+    ``rule`` is one of ``levels``, ``factors.product``, ``factors.positive``, ``capacity``,
+    ``fanout``, ``spatial.dim``, ``keeps``.
+    """
+
+    rule: str
+    at: dict[str, Any] = field(default_factory=dict)
+    value: float | int | None = None
+    limit: float | int | None = None
+    message: str = ""
+
+    def __str__(self) -> str:
+        where = ", ".join(f"{k}={v}" for k, v in self.at.items())
+        return f"{self.rule} [{where}]: {self.message} (value {self.value}, limit {self.limit})"
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """Per-level tiling, spatial unrolling, loop order and keep/bypass.
+
+    Parameters
+    ----------
+    temporal
+        Per level (innermost first) the 7 temporal factors in R, S, P, Q, C, K, N order.
+    spatial
+        Per level the 7 spatial factors (split over the children of that level).
+    order
+        Per level the 7 dimensions of the temporal loops, outer → inner.
+    keeps
+        Per level the kept tensors; ``None`` uses the architecture's.
+
+    Examples
+    --------
+    >>> m = Mapping.from_levels([{"P": 7}, {"C": 16, "K": 4}], spatial=[{}, {"C": 4, "K": 2}])
+    >>> m.factor(1, Dim.C), m.spatial_factor(1, Dim.C)
+    (16, 4)
+    """
+
+    temporal: tuple[tuple[int, ...], ...]
+    spatial: tuple[tuple[int, ...], ...]
+    order: tuple[tuple[Dim, ...], ...]
+    keeps: tuple[frozenset[Operand], ...] | None = None
+
+    @classmethod
+    def from_levels(
+        cls,
+        temporal: list[dict[Any, int]],
+        *,
+        spatial: list[dict[Any, int]] | None = None,
+        order: list[list[Any] | str] | None = None,
+        keeps: list[frozenset[Operand] | str] | None = None,
+    ) -> Mapping:
+        """Build from per-level dicts keyed by :class:`Dim` or its letter (innermost first).
+
+        ``order`` entries list dimensions outer → inner; missing ones are appended innermost
+        in R, S, P, Q, C, K, N order.
+        """
+        n = len(temporal)
+        spatial = spatial or [{} for _ in range(n)]
+        spatial = list(spatial) + [{} for _ in range(n - len(spatial))]
+
+        def vec(d: dict[Any, int]) -> tuple[int, ...]:
+            return tuple(int(d.get(x, d.get(x.value, 1))) for x in DIMS)
+
+        orders: list[tuple[Dim, ...]] = []
+        for m in range(n):
+            given = [Dim(x) for x in (order[m] if order and m < len(order) else [])]
+            orders.append(tuple(given + [d for d in DIMS if d not in given]))
+        kp = None
+        if keeps is not None:
+            kp = tuple(
+                frozenset(Operand(c) for c in k) if isinstance(k, str) else frozenset(k)
+                for k in keeps
+            )
+        return cls(
+            tuple(vec(t) for t in temporal), tuple(vec(s) for s in spatial), tuple(orders), kp
+        )
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.temporal)
+
+    def factor(self, m: int, d: Dim) -> int:
+        return self.temporal[m][d.index]
+
+    def spatial_factor(self, m: int, d: Dim) -> int:
+        return self.spatial[m][d.index]
+
+    def loops(self, m: int) -> list[tuple[Dim, int]]:
+        """Temporal loops of level ``m`` with factor > 1, outer → inner."""
+        return [
+            (d, self.temporal[m][d.index]) for d in self.order[m] if self.temporal[m][d.index] > 1
+        ]
+
+    def spatial_loops(self, m: int) -> list[tuple[Dim, int]]:
+        return [(d, f) for d, f in zip(DIMS, self.spatial[m], strict=True) if f > 1]
+
+    def keeps_for(self, arch: Arch) -> tuple[frozenset[Operand], ...]:
+        return self.keeps if self.keeps is not None else tuple(lv.keeps for lv in arch.levels)
+
+    def dim_product(self, d: Dim) -> int:
+        return math.prod(
+            self.temporal[m][d.index] * self.spatial[m][d.index] for m in range(self.n_levels)
+        )
+
+    def __str__(self) -> str:
+        return to_dosa_string(self)
+
+
+# ---------------------------------------------------------------------------- DOSA strings
+_LEVEL_RE = re.compile(r"^\s*L(\d+)\s*(?:\[([A-Za-z]*)\])?\s*(.*?)\s*$")
+_TOKEN_RE = re.compile(r"^([RSPQCKN])(\d+)(X?)$")
+
+
+def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None = None) -> Mapping:
+    """Parse DOSA's mapping string (levels numbered from the registers up, outer → inner).
+
+    Parameters
+    ----------
+    text
+        E.g. ``"L3[WIO] K48 - L2[WI] N1 K16X - L1[O] C48 P16 C16X - L0[W] P8"``.
+    layer, arch
+        Optional: when given, the level count must match ``arch`` (validity against ``layer``
+        is :func:`verify_mapping`'s job).
+
+    Raises
+    ------
+    InvalidProblemError
+        Naming every malformed level or token.
+
+    Examples
+    --------
+    >>> m = parse_dosa_mapping("L3[WIO] K48 - L2[WI] N1 K16X - L1[O] C48 P16 C16X - L0[W] P8")
+    >>> m.n_levels, m.factor(1, Dim.C), m.spatial_factor(2, Dim.K), m.order[1][:2]
+    (4, 48, 16, (<Dim.C: 'C'>, <Dim.P: 'P'>))
+    """
+    errors: list[str] = []
+    chunks = [c for c in re.split(r"\s+-\s+|\s+-$|^-\s+", text.strip()) if c.strip()]
+    parsed: dict[int, tuple[str | None, list[tuple[Dim, int, bool]]]] = {}
+    for ci, chunk in enumerate(chunks):
+        mt = _LEVEL_RE.match(chunk)
+        if not mt:
+            errors.append(f"mapping part {ci + 1} {chunk!r}: expected 'L<n>[tensors] loops...'")
+            continue
+        idx, kp, body = int(mt.group(1)), mt.group(2), mt.group(3)
+        if idx in parsed:
+            errors.append(f"level L{idx}: appears twice")
+        if kp is not None and any(c not in "WIO" for c in kp.upper()):
+            errors.append(f"level L{idx}: kept tensors {kp!r} must be letters of W, I, O")
+        loops: list[tuple[Dim, int, bool]] = []
+        seen_t: set[Dim] = set()
+        seen_s: set[Dim] = set()
+        for tok in body.split():
+            mk = _TOKEN_RE.match(tok.upper())
+            if not mk:
+                errors.append(f"level L{idx}: bad loop {tok!r} (expected e.g. P28 or K4X)")
+                continue
+            d, f, sp = Dim(mk.group(1)), int(mk.group(2)), bool(mk.group(3))
+            if f < 1:
+                errors.append(f"level L{idx}: loop {tok!r} has a non-positive factor")
+                continue
+            seen = seen_s if sp else seen_t
+            if d in seen:
+                errors.append(
+                    f"level L{idx}: two {'spatial' if sp else 'temporal'} loops over {d.value}"
+                )
+            seen.add(d)
+            loops.append((d, f, sp))
+        parsed[idx] = (kp.upper() if kp is not None else None, loops)
+    if parsed:
+        n = max(parsed) + 1
+        missing = [i for i in range(n) if i not in parsed]
+        if missing:
+            errors.append(f"levels {missing} are missing (levels are numbered L0..L{n - 1})")
+        if arch is not None and n != arch.n_levels:
+            errors.append(
+                f"mapping has {n} levels but the architecture {arch.name!r} has {arch.n_levels}"
+            )
+    else:
+        errors.append("empty mapping string")
+    if errors:
+        raise InvalidProblemError(errors, source="mapping")
+    temporal, spatial, order, keeps = [], [], [], []
+    any_keeps = False
+    for i in range(max(parsed) + 1):
+        kp, loops = parsed[i]
+        temporal.append({d: f for d, f, sp in loops if not sp})
+        spatial.append({d: f for d, f, sp in loops if sp})
+        order.append([d for d, _f, sp in loops if not sp])
+        if kp is not None:
+            any_keeps = True
+        keeps.append(frozenset(Operand(c) for c in (kp or "")))
+    return Mapping.from_levels(
+        temporal, spatial=spatial, order=order, keeps=keeps if any_keeps else None
+    )
+
+
+def to_dosa_string(mapping: Mapping, arch: Arch | None = None) -> str:
+    """Write a mapping in DOSA's string form (outermost level first).
+
+    Examples
+    --------
+    >>> s = "L3[WIO] K48 - L2[WI] K16X - L1[O] C48 P16 C16X - L0[W] P8"
+    >>> to_dosa_string(parse_dosa_mapping(s)) == s
+    True
+    """
+    keeps = mapping.keeps
+    if keeps is None and arch is not None:
+        keeps = tuple(lv.keeps for lv in arch.levels)
+    parts = []
+    for m in reversed(range(mapping.n_levels)):
+        head = f"L{m}"
+        if keeps is not None:
+            head += "[" + "".join(v.value for v in OPERANDS if v in keeps[m]) + "]"
+        toks = [f"{d.value}{f}" for d, f in mapping.loops(m)]
+        toks += [f"{d.value}{f}X" for d, f in mapping.spatial_loops(m)]
+        parts.append(" ".join([head, *toks]))
+    return " - ".join(parts)
+
+
+# ------------------------------------------------------------------------ Timeloop YAML
+def timeloop_mapping_dict(mapping: Mapping, arch: Arch) -> dict[str, Any]:
+    """Timeloop's mapping as a dict (CoSA spec §5.2): spatial + temporal entries per level,
+    inner to outer, then one bypass entry per level."""
+    keeps = mapping.keeps_for(arch)
+    entries: list[dict[str, Any]] = []
+    for m, lv in enumerate(arch.levels):
+        if m > 0 and arch.fanout(m) > 1 or any(f > 1 for f in mapping.spatial[m]):
+            entries.append(
+                {
+                    "target": lv.name,
+                    "type": "spatial",
+                    "factors": " ".join(
+                        f"{d.value}={f}" for d, f in zip(DIMS, mapping.spatial[m], strict=True)
+                    ),
+                    "permutation": "".join(d.value for d in DIMS),
+                }
+            )
+        entries.append(
+            {
+                "target": lv.name,
+                "type": "temporal",
+                "factors": " ".join(
+                    f"{d.value}={f}" for d, f in zip(DIMS, mapping.temporal[m], strict=True)
+                ),
+                "permutation": "".join(d.value for d in reversed(mapping.order[m])),
+            }
+        )
+    for m, lv in enumerate(arch.levels):
+        entries.append(
+            {
+                "target": lv.name,
+                "type": "bypass",
+                "keep": [v.timeloop_name for v in OPERANDS if v in keeps[m]],
+                "bypass": [v.timeloop_name for v in OPERANDS if v not in keeps[m]],
+            }
+        )
+    return {"mapping": entries}
+
+
+def to_timeloop_yaml(mapping: Mapping, arch: Arch) -> str:
+    """Timeloop mapping YAML text; :func:`twill.io.timeloop.read_mapping` reads it back."""
+    import yaml
+
+    return yaml.safe_dump(timeloop_mapping_dict(mapping, arch), sort_keys=False)
+
+
+# ---------------------------------------------------------------------------- verifier
+def tile_extents(mapping: Mapping, m: int) -> dict[Dim, int]:
+    """Extent of every dimension over the loops (temporal and spatial) at levels ``0..m``."""
+    return {
+        d: math.prod(
+            mapping.temporal[k][d.index] * mapping.spatial[k][d.index] for k in range(m + 1)
+        )
+        for d in DIMS
+    }
+
+
+def verify_mapping(layer: Layer, arch: Arch, mapping: Mapping) -> list[Violation]:
+    """Every violated rule of ``mapping`` for ``layer`` on ``arch`` (empty list = valid).
+
+    Rules: one entry per level; positive factors; ``Π_m T·Sp = bound`` per dimension; the tiles
+    of the tensors a level keeps fit its ``entries`` together; ``Π_j Sp[m][j] <= fanout(m)``;
+    spatial factors only on the level's allowed dimensions; the outermost level keeps all.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> layer = Layer.gemm(128, 64, 128)
+    >>> m = parse_dosa_mapping("L3[WIO] K2 - L2[WI] N1 K16X - L1[O] K2 C8 P16 C16X - L0[W] P8")
+    >>> verify_mapping(layer, gemmini_arch(), m)
+    []
+    """
+    out: list[Violation] = []
+    if mapping.n_levels != arch.n_levels or len(mapping.spatial) != arch.n_levels:
+        return [
+            Violation(
+                "levels",
+                {},
+                mapping.n_levels,
+                arch.n_levels,
+                f"mapping has {mapping.n_levels} levels, "
+                f"architecture {arch.name} has {arch.n_levels}",
+            )
+        ]
+    for m in range(arch.n_levels):
+        for j, d in enumerate(DIMS):
+            for kind, vals in (("temporal", mapping.temporal), ("spatial", mapping.spatial)):
+                if vals[m][j] < 1:
+                    out.append(
+                        Violation(
+                            "factors.positive",
+                            {"level": arch.levels[m].name, "dim": d.value, "kind": kind},
+                            vals[m][j],
+                            1,
+                            "factor < 1",
+                        )
+                    )
+    if out:
+        return out
+    for d in DIMS:
+        prod = mapping.dim_product(d)
+        if prod != layer.dim(d):
+            out.append(
+                Violation(
+                    "factors.product",
+                    {"dim": d.value},
+                    prod,
+                    layer.dim(d),
+                    f"factors of {d.value} multiply to {prod}, layer bound is {layer.dim(d)}",
+                )
+            )
+    keeps = mapping.keeps_for(arch)
+    if len(keeps) != arch.n_levels or set(keeps[-1]) != set(OPERANDS):
+        out.append(
+            Violation(
+                "keeps",
+                {"level": arch.levels[-1].name},
+                None,
+                None,
+                "the outermost level must keep W, I and O",
+            )
+        )
+    for m, lv in enumerate(arch.levels):
+        ext = tile_extents(mapping, m)
+        if lv.entries is not None and m < len(keeps):
+            used = sum(layer.footprint(v, ext) for v in keeps[m])
+            if used > lv.entries:
+                out.append(
+                    Violation(
+                        "capacity",
+                        {
+                            "level": lv.name,
+                            "tensors": "".join(v.value for v in OPERANDS if v in keeps[m]),
+                        },
+                        used,
+                        lv.entries,
+                        f"tiles need {used} words, {lv.name} holds {lv.entries}",
+                    )
+                )
+        fan = math.prod(mapping.spatial[m])
+        if fan > arch.fanout(m):
+            out.append(
+                Violation(
+                    "fanout",
+                    {"level": lv.name},
+                    fan,
+                    arch.fanout(m),
+                    f"spatial factors {fan} exceed the fan-out {arch.fanout(m)} below {lv.name}",
+                )
+            )
+        if lv.spatial_dims is not None:
+            for d, f in mapping.spatial_loops(m):
+                if d not in lv.spatial_dims:
+                    allowed = "".join(x.value for x in DIMS if x in lv.spatial_dims) or "none"
+                    out.append(
+                        Violation(
+                            "spatial.dim",
+                            {"level": lv.name, "dim": d.value},
+                            f,
+                            1,
+                            f"{d.value} may not be spatial below {lv.name} (allowed: {allowed})",
+                        )
+                    )
+    return out

@@ -1,0 +1,94 @@
+"""Shared pieces of the search baselines: choice tables, metrics, verified results."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from twill.errors import VerificationError
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import BatchCost, evaluate
+from twill.mapping.mapping import Mapping, verify_mapping
+from twill.mapping.result import MapResult
+from twill.mapping.workload import Dim, Layer
+from twill.results import Status
+
+__all__ = ["METRICS", "choices", "metric_values", "finish", "CANONICAL_ORDER"]
+
+#: Metrics the searches minimise: ``edp`` (default), ``cycles``, ``energy``, or ``lex``
+#: (cycles first, energy breaks ties).
+METRICS = ("edp", "cycles", "energy", "lex")
+
+#: CoSA's fixed loop order R,S,P,Q,C,K,N innermost first, i.e. outer -> inner N K C Q P S R.
+CANONICAL_ORDER = (6, 5, 4, 3, 2, 1, 0)
+
+
+def choices(arch: Arch, d: Dim) -> list[tuple[int, bool]]:
+    """Where one prime factor of ``d`` may go: (level, spatial?) pairs (CoSA spec §7.1)."""
+    out = [(m, False) for m in range(arch.n_levels)]
+    for m, lv in enumerate(arch.levels):
+        if arch.fanout(m) > 1 and (lv.spatial_dims is None or d in lv.spatial_dims):
+            out.append((m, True))
+    return out
+
+
+def metric_values(cost: BatchCost, metric: str) -> np.ndarray:
+    """Scalar score per mapping (lower is better)."""
+    if metric == "edp":
+        return cost.edp
+    if metric == "cycles":
+        return cost.cycles.astype(float)
+    if metric == "energy":
+        return cost.energy_pj
+    if metric == "lex":
+        e = cost.energy_pj
+        return cost.cycles.astype(float) + e / (float(np.max(e)) * 2.0 + 1.0)
+    raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+
+
+def finish(
+    layer: Layer,
+    arch: Arch,
+    mapping: Mapping | None,
+    *,
+    method: str,
+    status: Status,
+    t0: float,
+    objective: float | None,
+    stats: dict[str, Any],
+    settings: dict[str, Any],
+    seed: int | None,
+) -> MapResult:
+    """Verify, evaluate and wrap a mapping; an unverifiable mapping is a bug (raises)."""
+    t_solve = time.perf_counter() - t0
+    if mapping is None:
+        return MapResult(
+            method,
+            status,
+            layer.name,
+            timings={"solve": t_solve, "total": t_solve},
+            stats=stats,
+            settings=settings,
+            seed=seed,
+        )
+    t1 = time.perf_counter()
+    violations = verify_mapping(layer, arch, mapping)
+    if violations:
+        raise VerificationError(violations, what=f"{method} mapping of {layer.name}")
+    report = evaluate(layer, arch, mapping)
+    t_verify = time.perf_counter() - t1
+    return MapResult(
+        method,
+        status,
+        layer.name,
+        mapping,
+        report,
+        objective,
+        None,
+        {"solve": t_solve, "verify": t_verify, "total": t_solve + t_verify},
+        stats,
+        settings,
+        seed,
+    )

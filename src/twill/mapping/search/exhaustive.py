@@ -1,0 +1,166 @@
+"""Exhaustive search for small layers (CoSA spec §7: the baseline that proves optima).
+
+Enumerates every distinct placement of every prime factor on the (level, temporal | spatial)
+choices, keeps the valid tilings, and for each tries every order of its non-unit loops at every
+level (orders of unit loops do not change any count). The best by ``metric`` is therefore
+optimal over the whole mapping space of the cost model (keep/bypass fixed by the
+architecture): status OPTIMAL. Spaces above ``max_mappings`` raise
+:class:`~twill.errors.InvalidProblemError` instead of running for hours.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+
+from twill.errors import InvalidProblemError
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
+from twill.mapping.result import MapResult
+from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
+from twill.mapping.workload import DIMS, Layer, prime_factors
+from twill.results import Status
+
+__all__ = ["exhaustive_search", "count_tilings"]
+
+
+def _dim_options(layer: Layer, arch: Arch, j: int) -> np.ndarray:
+    """Distinct ``(n, L, 2)`` (temporal, spatial) factor vectors of dimension ``j``."""
+    d = DIMS[j]
+    ch = choices(arch, d)
+    L = arch.n_levels
+    per_prime: list[list[np.ndarray]] = []
+    primes: dict[int, int] = {}
+    for p in prime_factors(layer.dim(d)):
+        if p > 1:
+            primes[p] = primes.get(p, 0) + 1
+    for p, mult in primes.items():
+        opts = []
+        for combo in itertools.combinations_with_replacement(range(len(ch)), mult):
+            v = np.ones((L, 2), dtype=np.int64)
+            for c in combo:
+                m, sp = ch[c]
+                v[m, int(sp)] *= p
+            opts.append(v)
+        per_prime.append(opts)
+    out = {}
+    for parts in itertools.product(*per_prime) if per_prime else [()]:
+        v = np.ones((L, 2), dtype=np.int64)
+        for part in parts:
+            v *= part
+        out[v.tobytes()] = v
+    return np.array(list(out.values()))
+
+
+def count_tilings(layer: Layer, arch: Arch) -> int:
+    """Number of distinct tilings (before validity) the enumeration visits."""
+    return math.prod(len(_dim_options(layer, arch, j)) for j in range(7))
+
+
+def exhaustive_search(
+    layer: Layer,
+    arch: Arch,
+    *,
+    metric: str = "edp",
+    orders: str = "all",
+    max_mappings: int = 2_000_000,
+    batch_size: int = 65536,
+    seed: int | None = None,
+) -> MapResult:
+    """Enumerate the whole mapping space of a small layer and return the best mapping.
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the accelerator.
+    metric
+        ``edp``, ``cycles``, ``energy`` or ``lex``.
+    orders
+        ``"all"`` (every order of the non-unit loops per level; OPTIMAL) or ``"canonical"``
+        (CoSA's fixed order only; FEASIBLE).
+    max_mappings
+        Refuse spaces with more tilings (or tiling x order pairs) than this.
+    seed
+        Unused (deterministic); accepted for a uniform interface.
+
+    Raises
+    ------
+    InvalidProblemError
+        When the space exceeds ``max_mappings``.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> r = exhaustive_search(Layer.gemm(4, 4, 4), gemmini_arch(4, 1, 1))
+    >>> r.status.value, r.report.valid
+    ('optimal', True)
+    """
+    t0 = time.perf_counter()
+    L = arch.n_levels
+    opts = [_dim_options(layer, arch, j) for j in range(7)]
+    total = math.prod(len(o) for o in opts)
+    if total > max_mappings:
+        raise InvalidProblemError(
+            f"exhaustive search: {total} tilings exceed max_mappings={max_mappings}; "
+            "use --method cosa or hybrid for this layer",
+            source=layer.name,
+        )
+    grids = np.indices([len(o) for o in opts]).reshape(7, -1)
+    T = np.stack([opts[j][grids[j], :, 0] for j in range(7)], axis=2)
+    Sp = np.stack([opts[j][grids[j], :, 1] for j in range(7)], axis=2)
+    canon = np.broadcast_to(np.array(CANONICAL_ORDER), (T.shape[0], L, 7)).copy()
+    valid = evaluate_batch(layer, arch, MappingBatch(T, Sp, canon)).valid
+    T, Sp = T[valid], Sp[valid]
+    n_tilings = int(T.shape[0])
+    orders_arr = [canon[:n_tilings]]
+    owner = [np.arange(n_tilings)]
+    if orders == "all":
+        rows_o, rows_t = [], []
+        count = 0
+        for t in range(n_tilings):
+            per_level = []
+            for m in range(L):
+                live = [j for j in CANONICAL_ORDER if T[t, m, j] > 1]
+                rest = [j for j in CANONICAL_ORDER if T[t, m, j] == 1]
+                per_level.append([list(p) + rest for p in itertools.permutations(live)])
+            n_here = math.prod(len(x) for x in per_level)
+            count += n_here
+            if count > max_mappings:
+                raise InvalidProblemError(
+                    f"exhaustive search: more than max_mappings={max_mappings} "
+                    "(tiling, order) pairs; use orders='canonical' or another method",
+                    source=layer.name,
+                )
+            for combo in itertools.product(*per_level):
+                rows_o.append(combo)
+                rows_t.append(t)
+        orders_arr = [np.array(rows_o, dtype=np.int64).reshape(-1, L, 7)]
+        owner = [np.array(rows_t, dtype=np.int64)]
+    order_all, own = orders_arr[0], owner[0]
+    best_score, best = np.inf, None
+    for s in range(0, len(own), batch_size):
+        sel = own[s : s + batch_size]
+        batch = MappingBatch(T[sel], Sp[sel], order_all[s : s + batch_size])
+        score = metric_values(evaluate_batch(layer, arch, batch), metric)
+        k = int(np.argmin(score))
+        if score[k] < best_score:
+            best_score, best = float(score[k]), batch.mapping(k)
+    proven = orders == "all" and best is not None
+    status = (
+        Status.OPTIMAL if proven else (Status.FEASIBLE if best is not None else Status.INFEASIBLE)
+    )
+    return finish(
+        layer,
+        arch,
+        best,
+        method="exhaustive",
+        status=status,
+        t0=t0,
+        objective=None if best is None else best_score,
+        stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": int(len(own))},
+        settings={"metric": metric, "orders": orders},
+        seed=seed,
+    )

@@ -1,0 +1,143 @@
+"""Random-mapping baseline (CoSA spec §7.1; paper: "best of 5 valid schedules").
+
+Each prime factor of every loop bound independently draws one of the (level, temporal |
+spatial) choices of the architecture (Simba: 6 temporal + 3 spatial = 9). Invalid samples
+(capacity, fan-out) are rejected; the first ``n_valid`` valid ones are evaluated and the best
+by ``metric`` is returned. Loop orders are drawn uniformly per level (DEC-13), or fixed to
+CoSA's canonical order with ``permute=False``.
+
+Guarantee: none (a heuristic); FEASIBLE when at least one valid sample was found, UNKNOWN when
+``max_samples`` ran out first. Same seed, same result.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
+from twill.mapping.result import MapResult
+from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
+from twill.mapping.workload import DIMS, Layer, prime_factors
+from twill.results import Status
+
+__all__ = ["sample_batch", "random_orders", "random_search"]
+
+
+def random_orders(rng: np.random.Generator, n: int, levels: int) -> np.ndarray:
+    """``(n, levels, 7)`` uniformly random loop orders (dimension indices, outer -> inner)."""
+    return np.argsort(rng.random((n, levels, 7)), axis=2)
+
+
+def sample_batch(
+    layer: Layer,
+    arch: Arch,
+    n: int,
+    *,
+    seed: int | None = None,
+    rng: np.random.Generator | None = None,
+    permute: bool = True,
+) -> MappingBatch:
+    """Draw ``n`` random perfect factorisations (valid or not) as a :class:`MappingBatch`.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> b = sample_batch(Layer("l", {"P": 8, "K": 4}), simba_arch(), 3, seed=0)
+    >>> b.temporal.shape, int((b.temporal * b.spatial)[0].prod(axis=0)[2])
+    ((3, 6, 7), 8)
+    """
+    rng = rng if rng is not None else np.random.default_rng(seed)
+    L = arch.n_levels
+    T = np.ones((n, L, 7), dtype=np.int64)
+    Sp = np.ones((n, L, 7), dtype=np.int64)
+    rows = np.arange(n)
+    for j, d in enumerate(DIMS):
+        ch = choices(arch, d)
+        lvl = np.array([c[0] for c in ch])
+        spatial = np.array([c[1] for c in ch])
+        for p in prime_factors(layer.dim(d)):
+            if p == 1:
+                continue
+            c = rng.integers(0, len(ch), n)
+            sp = spatial[c]
+            np.multiply.at(T, (rows[~sp], lvl[c][~sp], j), p)
+            np.multiply.at(Sp, (rows[sp], lvl[c][sp], j), p)
+    if permute:
+        order = random_orders(rng, n, L)
+    else:
+        order = np.broadcast_to(np.array(CANONICAL_ORDER), (n, L, 7)).copy()
+    return MappingBatch(T, Sp, order)
+
+
+def random_search(
+    layer: Layer,
+    arch: Arch,
+    *,
+    n_valid: int = 5,
+    seed: int = 0,
+    metric: str = "edp",
+    permute: bool = True,
+    max_samples: int = 2_000_000,
+    batch_size: int = 8192,
+) -> MapResult:
+    """Best of the first ``n_valid`` valid random mappings.
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the accelerator.
+    n_valid
+        Valid samples to evaluate (5 as in the CoSA paper; 16,000 for a strong baseline).
+    seed
+        Seeds the one generator used for factors and orders.
+    metric
+        ``edp``, ``cycles``, ``energy`` or ``lex``.
+    permute
+        Random loop order per level (default) or CoSA's canonical order.
+    max_samples
+        Give up (status UNKNOWN when nothing valid was found) after this many draws.
+
+    Returns
+    -------
+    MapResult
+        ``stats`` holds ``samples`` drawn and ``valid`` found.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> r = random_search(Layer("l", {"P": 14, "Q": 14, "C": 16, "K": 16}), simba_arch(), seed=1)
+    >>> r.status.value, r.report.valid
+    ('feasible', True)
+    """
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    best_score, best = np.inf, None
+    samples = found = 0
+    while found < n_valid and samples < max_samples:
+        size = min(batch_size, max_samples - samples)
+        batch = sample_batch(layer, arch, size, rng=rng, permute=permute)
+        samples += size
+        cost = evaluate_batch(layer, arch, batch)
+        idx = np.flatnonzero(cost.valid)[: n_valid - found]
+        if idx.size:
+            found += idx.size
+            score = metric_values(cost, metric)[idx]
+            k = int(np.argmin(score))
+            if score[k] < best_score:
+                best_score, best = float(score[k]), batch.mapping(int(idx[k]))
+    status = Status.FEASIBLE if best is not None else Status.UNKNOWN
+    return finish(
+        layer,
+        arch,
+        best,
+        method="random",
+        status=status,
+        t0=t0,
+        objective=None if best is None else best_score,
+        stats={"samples": samples, "valid": found},
+        settings={"n_valid": n_valid, "metric": metric, "permute": permute},
+        seed=seed,
+    )

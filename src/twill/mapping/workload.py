@@ -1,0 +1,244 @@
+"""Workload spec: one DNN layer as a 7-D convolution loop nest (CoSA spec §1.1, DOSA spec §3).
+
+A layer is the nest ``for n, k, c, q, p, s, r: O[n][k][q][p] += W[k][c][s][r] *
+I[n][c][q*Hs + s*Hd][p*Ws + r*Wd]`` with the dimension order fixed as R, S, P, Q, C, K, N.
+R and P go with the width stride/dilation, S and Q with the height ones. A GEMM
+``(M x K) . (K x N)`` is the special case P = M, C = K, K = N, every other dimension 1.
+
+Preconditions: dimensions are positive integers (checked by :meth:`Layer.check`). Readers for
+Timeloop-style problem YAML live in :mod:`twill.io.timeloop`; :func:`read_layer` here is a thin
+convenience that defers to them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "Dim",
+    "Operand",
+    "DIMS",
+    "OPERANDS",
+    "RELEVANT",
+    "Layer",
+    "read_layer",
+    "prime_factors",
+    "divisors",
+]
+
+
+class Dim(str, Enum):
+    """Loop dimension of the 7-D convolution nest (index order R, S, P, Q, C, K, N)."""
+
+    R = "R"
+    S = "S"
+    P = "P"
+    Q = "Q"
+    C = "C"
+    K = "K"
+    N = "N"
+
+    @property
+    def index(self) -> int:
+        return _DIM_INDEX[self]
+
+
+class Operand(str, Enum):
+    """Tensor of the layer: weights, inputs, outputs."""
+
+    W = "W"
+    I = "I"  # noqa: E741 - the paper's name
+    O = "O"  # noqa: E741
+
+    @property
+    def timeloop_name(self) -> str:
+        return {"W": "Weights", "I": "Inputs", "O": "Outputs"}[self.value]
+
+
+DIMS: tuple[Dim, ...] = tuple(Dim)
+OPERANDS: tuple[Operand, ...] = tuple(Operand)
+_DIM_INDEX = {d: i for i, d in enumerate(DIMS)}
+
+#: Dimensions relevant to each tensor (R and S count for inputs through the halo).
+RELEVANT: dict[Operand, frozenset[Dim]] = {
+    Operand.W: frozenset({Dim.R, Dim.S, Dim.C, Dim.K}),
+    Operand.I: frozenset({Dim.R, Dim.S, Dim.P, Dim.Q, Dim.C, Dim.N}),
+    Operand.O: frozenset({Dim.P, Dim.Q, Dim.K, Dim.N}),
+}
+
+
+def prime_factors(n: int) -> list[int]:
+    """Ascending prime factorisation of ``n`` (``[1]`` for 1), as CoSA indexes factors.
+
+    Examples
+    --------
+    >>> prime_factors(56)
+    [2, 2, 2, 7]
+    >>> prime_factors(1)
+    [1]
+    """
+    if n < 1:
+        raise ValueError(f"prime_factors needs a positive integer, got {n}")
+    if n == 1:
+        return [1]
+    out: list[int] = []
+    p = 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+def divisors(n: int) -> list[int]:
+    """All divisors of ``n`` in ascending order.
+
+    Examples
+    --------
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    small = [d for d in range(1, int(n**0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One DNN layer as a 7-D convolution.
+
+    Parameters
+    ----------
+    name
+        Layer name (file stem for layers read from disk).
+    dims
+        Loop bound of every dimension; missing dimensions default to 1.
+    w_stride, h_stride
+        Strides along the width (P, R) and the height (Q, S).
+    w_dilation, h_dilation
+        Dilations; a dilation of 0 in a file is read as 1 (DEC-12).
+    count
+        How many times this layer occurs in its network (weights network totals).
+
+    Examples
+    --------
+    >>> layer = Layer.gemm(128, 768, 768)
+    >>> layer.macs
+    75497472
+    >>> layer.dim(Dim.P), layer.dim(Dim.C), layer.dim(Dim.K)
+    (128, 768, 768)
+    """
+
+    name: str
+    dims: Any = field(default_factory=dict)
+    w_stride: int = 1
+    h_stride: int = 1
+    w_dilation: int = 1
+    h_dilation: int = 1
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        full = {d: int(self.dims.get(d, self.dims.get(d.value, 1))) for d in DIMS}
+        object.__setattr__(self, "dims", MappingProxyType(full))
+
+    def __reduce__(self):  # MappingProxyType does not pickle; rebuild from a plain dict
+        return (
+            Layer,
+            (
+                self.name,
+                dict(self.dims),
+                self.w_stride,
+                self.h_stride,
+                self.w_dilation,
+                self.h_dilation,
+                self.count,
+            ),
+        )
+
+    # ----------------------------------------------------------------- constructors
+    @classmethod
+    def gemm(cls, m: int, n: int, k: int, *, name: str | None = None) -> Layer:
+        """Matrix product ``(m x k) . (k x n)``: P = m, C = k, K = n."""
+        return cls(name or f"gemm_{m}x{n}x{k}", {Dim.P: m, Dim.C: k, Dim.K: n})
+
+    @classmethod
+    def from_key(cls, key: str, *, name: str | None = None, count: int = 1) -> Layer:
+        """Build from DOSA's key ``R_S_P_Q_C_K_N[_Ws_Hs[_Wd_Hd]]``."""
+        parts = [int(x) for x in key.strip("'\"").split("_")]
+        dims = dict(zip(DIMS, parts[:7], strict=False))
+        ws, hs, wd, hd = (parts[7:11] + [1, 1, 1, 1])[:4]
+        return cls(name or key, dims, ws, hs, wd or 1, hd or 1, count)
+
+    # ------------------------------------------------------------------ properties
+    def dim(self, d: Dim) -> int:
+        return self.dims[d]
+
+    @property
+    def bounds(self) -> tuple[int, ...]:
+        """Loop bounds in R, S, P, Q, C, K, N order."""
+        return tuple(self.dims[d] for d in DIMS)
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        return (self.w_stride, self.h_stride)
+
+    @property
+    def dilations(self) -> tuple[int, int]:
+        return (self.w_dilation, self.h_dilation)
+
+    @property
+    def key(self) -> str:
+        """DOSA's layer key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd``."""
+        vals = [*self.bounds, self.w_stride, self.h_stride, self.w_dilation, self.h_dilation]
+        return "_".join(str(v) for v in vals)
+
+    @property
+    def macs(self) -> int:
+        out = 1
+        for v in self.bounds:
+            out *= v
+        return out
+
+    def footprint(self, operand: Operand, extents: dict[Dim, int] | None = None) -> int:
+        """Words of ``operand`` touched by a tile with the given extents (whole layer if None).
+
+        Inputs use the halo ``(P-1)*Ws + (R-1)*Wd + 1`` by ``(Q-1)*Hs + (S-1)*Hd + 1``.
+        """
+        e = dict(self.dims) if extents is None else {d: extents.get(d, 1) for d in DIMS}
+        if operand is Operand.W:
+            return e[Dim.R] * e[Dim.S] * e[Dim.C] * e[Dim.K]
+        if operand is Operand.O:
+            return e[Dim.P] * e[Dim.Q] * e[Dim.K] * e[Dim.N]
+        width = (e[Dim.P] - 1) * self.w_stride + (e[Dim.R] - 1) * self.w_dilation + 1
+        height = (e[Dim.Q] - 1) * self.h_stride + (e[Dim.S] - 1) * self.h_dilation + 1
+        return e[Dim.N] * e[Dim.C] * width * height
+
+    def check(self) -> list[str]:
+        """Every defect of the layer, one line each (empty when valid)."""
+        bad = [
+            f"{d.value}: must be a positive integer, got {v}" for d, v in self.dims.items() if v < 1
+        ]
+        for key in ("w_stride", "h_stride", "w_dilation", "h_dilation", "count"):
+            if getattr(self, key) < 1:
+                bad.append(f"{key}: must be a positive integer, got {getattr(self, key)}")
+        return bad
+
+    def describe(self) -> str:
+        s = " ".join(f"{d.value}{v}" for d, v in self.dims.items())
+        return f"{self.name} ({s}, stride {self.w_stride}x{self.h_stride})"
+
+
+def read_layer(path: str | Path) -> Layer:
+    """Read a Timeloop-style problem YAML (CoSA or DOSA workloads).
+
+    Thin convenience around :func:`twill.io.timeloop.read_layer` (validate, then build).
+    """
+    from twill.io.timeloop import read_layer as _read  # reader layer, loaded on use
+
+    return _read(path)
