@@ -49,14 +49,14 @@ def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> De
     from twill.sched.kernels import KERNELS
 
     text = str(spec)
-    if text in KERNELS and not Path(text).exists():
-        return KERNELS[text]()
     path = Path(text)
     suffix = path.suffix.lower()
     if resource_model is not None and suffix != ".graphml":
         raise InvalidProblemError(
             "a resource model only applies to HatScheT .graphml files", source=text
         )
+    if text in KERNELS and not path.exists():
+        return KERNELS[text]()
     if suffix in (".json", ".yaml", ".yml"):
         from twill.io.graph_json import read_graph
 

@@ -1,0 +1,93 @@
+"""`twill kernels | bounds | solve`: JSON fields, exit codes, clear errors without traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from twill.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_kernels_json(capsys):
+    code, out, _ = run(capsys, "kernels", "--json")
+    names = [k["name"] for k in json.loads(out)]
+    assert code == 0 and "flash_attention_forward_hopper" in names and len(names) == 4
+
+
+def test_kernels_table(capsys):
+    code, out, _ = run(capsys, "kernels")
+    assert code == 0 and "simple_gemm_pipeline" in out
+
+
+def test_bounds(capsys):
+    code, out, _ = run(capsys, "bounds", str(DATA / "circt_minII_infeasible.yaml"), "--json")
+    d = json.loads(out)
+    assert code == 0 and (d["res_mii"], d["rec_mii"], d["mii"]) == (2, 3, 3)
+    code, out, _ = run(capsys, "bounds", "flash_attention_forward_hopper")
+    assert "ResMII = 4  RecMII = 1  MII = 4" in out
+
+
+@pytest.mark.parametrize("backend", ["cbc", "cpsat"])
+def test_solve_json_fields(capsys, backend):
+    code, out, _ = run(capsys, "solve", "flash_attention_forward_simplified", "--json",
+                       "--backend", backend)  # fmt: skip
+    d = json.loads(out)
+    assert code == 0
+    assert {"I", "optimal", "L", "schedule", "certificate", "seconds"} <= set(d)
+    assert (d["I"], d["optimal"], d["L"], d["schedule"]) == (2, True, 4, {"S": 0, "P": 2, "O": 3})
+
+
+def test_solve_text_and_output_file(capsys, tmp_path):
+    target = tmp_path / "r.json"
+    code, out, _ = run(capsys, "solve", str(DATA / "circt_canis14_fig2.yaml"), "-o", str(target))
+    assert code == 0
+    assert "I = 3 (proven optimal)" in out and "modulo reservation table" in out
+    assert json.loads(target.read_text())["I"] == 3
+
+
+def test_solve_no_schedule_exits_1(capsys):
+    code, out, _ = run(capsys, "solve", "flash_attention_forward_hopper", "--max-I", "3",
+                       "--json")  # fmt: skip
+    d = json.loads(out)
+    assert code == 1 and d["I"] is None and d["optimal"] is False
+
+
+def test_refuses_to_overwrite_input(capsys, tmp_path):
+    src = tmp_path / "g.yaml"
+    src.write_text((DATA / "circt_canis14_fig2.yaml").read_text())
+    code, _, err = run(capsys, "solve", str(src), "-o", str(src))
+    assert code == 2 and "refusing to overwrite the input file" in err
+    assert src.read_text() == (DATA / "circt_canis14_fig2.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["solve", "no_such_kernel"], "neither a file nor a known kernel"),
+        (["solve", "missing.yaml"], "missing.yaml"),
+        (["solve", str(DATA / "errors_graph_defects.yaml")], "duplicate name"),
+        (["solve", str(DATA / "errors_bad_json.json")], "not valid JSON at line 1"),
+        (["bounds", str(DATA / "errors_schema.yaml")], "instructions[0].cycles"),
+    ],
+)
+def test_errors_exit_2_without_traceback(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and needle in err and err.startswith(f"twill {argv[0]}: error: ")
+
+
+def test_bad_option_value(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "flash_attention_forward_simplified", "--max-I", "0"])
+    assert info.value.code == 2
+    assert "expected an integer >= 1, found '0'" in capsys.readouterr().err

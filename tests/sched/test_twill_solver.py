@@ -1,0 +1,73 @@
+"""The public entry point: README example verbatim, result object, verbose summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from twill.errors import InvalidProblemError
+from twill.sched.ir import Instruction
+from twill.twill_solver import TwillResult, format_mrt, twill_solve
+
+
+def test_readme_example_verbatim(capsys):
+    from twill.kernels import flash_attention_forward_simplified
+    from twill.twill_solver import twill_solve
+
+    graph = flash_attention_forward_simplified()
+    result = twill_solve(graph, max_I=5, verbose=True)  # I=2, S@0, P@2, O@3
+    assert result.I == 2 and result.optimal and result.L == 4
+    assert result.schedule == {"S": 0, "P": 2, "O": 3}
+    out = capsys.readouterr().out
+    assert "I = 2 (proven optimal)" in out
+    assert "schedule: S@0, P@2, O@3" in out
+    assert "I=1: excluded by ResMII" in out
+    assert "TC (cap 1)  | S | O" in out
+
+
+def test_quiet_by_default(capsys):
+    from twill.kernels import flash_attention_forward_simplified
+
+    twill_solve(flash_attention_forward_simplified())
+    assert capsys.readouterr().out == ""
+
+
+def test_result_is_frozen_and_serialisable():
+    from twill.kernels import flash_attention_forward_simplified
+
+    r = twill_solve(flash_attention_forward_simplified(), backend="cpsat")
+    assert isinstance(r, TwillResult)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.I = 3  # type: ignore[misc]
+    d = json.loads(json.dumps(r.to_dict()))
+    assert {"I", "optimal", "L", "schedule", "certificate", "seconds", "status"} <= set(d)
+    assert d["certificate"] == [{"I": 1, "verdict": "below_bound", "by": "ResMII", "seconds": 0.0}]
+
+
+def test_not_found_within_max_i(capsys):
+    from twill.kernels import flash_attention_forward_hopper
+
+    r = twill_solve(flash_attention_forward_hopper(), max_I=3, verbose=True)
+    assert r.I is None and not r.optimal and r.status.value == "infeasible"
+    assert "no schedule with I <= 3" in capsys.readouterr().out
+
+
+def test_invalid_graph_is_rejected_before_solving():
+    from twill.kernels import flash_attention_forward_simplified
+
+    g = flash_attention_forward_simplified()
+    bad = g.replace(instructions=g.instructions + (Instruction("S", 1),))
+    with pytest.raises(InvalidProblemError, match="duplicate name"):
+        twill_solve(bad)
+
+
+def test_mrt_picture_multi_row():
+    from twill.sched.ir import DependenceGraph, MachineDescription
+
+    g = DependenceGraph(
+        "g", (Instruction("a", 2, {"U": (1, 1)}),), (), MachineDescription("m", {"U": 1})
+    )
+    text = format_mrt(g, {"a": 1}, 2)
+    assert "a[1]" in text.splitlines()[2] and "a[0]" in text.splitlines()[2]
