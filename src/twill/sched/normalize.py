@@ -1,0 +1,238 @@
+"""Cost normalisation (Twill paper §5.2; spec ``twill.md`` §6).
+
+Both Twill phases are exponential in the total delay, so the paper rescales every cost to
+small integers with a ZLP. Given the positive integer costs ``C`` (a positional list **with
+multiplicities**), find integers ``C'[i] >= 0`` and ``F >= 0``:
+
+    -F <= C[i]*C'[j] - C[j]*C'[i] <= F      for all i < j
+    1 <= sum_i C'[i] <= U                   (U = 300 by default, as in the paper)
+    minimise F
+
+Decisions (spec §6 DECIDE):
+
+* **Pool** (:func:`graph_costs`): every op's RRT length (``cycles``), every edge delay and
+  every spill cost, in graph order, zeros left out (they stay 0). Each occurrence gets its
+  own ``C'[i]``, so two equal costs may be scaled differently; duplicates are never merged.
+* **Tie-break**: exact ratios give ``F = 0`` at many scales, so a second solve fixes
+  ``F = F*`` and minimises ``sum C'`` (the smallest instance).
+* **Zero collapse**: only the sum is bounded below, so small costs may become 0. Every
+  collapsed cost is reported; ``keep_positive=True`` adds ``C'[i] >= 1`` (not paper
+  behaviour).
+* **Rescaled RRTs** (:func:`normalize_graph`): a row of new length ``c'`` takes entry
+  ``row[floor(k*c/c')]`` at position ``k`` (uniform rows stay uniform); ``c' = 0`` leaves an
+  empty reservation (the op then uses no resource).
+
+Reported: ``F``, the worst ratio error ``max_i |C'[i]/(s*C[i]) - 1|`` with the common scale
+``s = sum C' / sum C``, and the indices of every cost collapsed to 0.
+
+Preconditions: costs are positive integers; the solver is CBC through PuLP.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from twill.errors import InvalidProblemError
+from twill.results import Status
+from twill.sched.ir import DependenceGraph
+
+__all__ = ["NormalizationResult", "normalize_costs", "graph_costs", "normalize_graph"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NormalizationResult:
+    """Outcome of the §5.2 ZLP.
+
+    Attributes
+    ----------
+    costs, scaled
+        The original pool ``C`` and the normalised ``C'`` (same positions).
+    F
+        The optimal maximum pairwise cross-product error.
+    max_ratio_error
+        ``max_i |C'[i] / (s*C[i]) - 1|`` with ``s = sum C' / sum C``.
+    collapsed
+        Indices ``i`` with ``C[i] > 0`` and ``C'[i] = 0``.
+    labels
+        What each position is (``"cycles S"``, ``"delay S->P"``, ...) when from a graph.
+    """
+
+    costs: tuple[int, ...]
+    scaled: tuple[int, ...]
+    F: int
+    max_ratio_error: float
+    collapsed: tuple[int, ...]
+    U: int
+    status: Status
+    labels: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "costs": list(self.costs),
+            "scaled": list(self.scaled),
+            "F": self.F,
+            "max_ratio_error": round(self.max_ratio_error, 6),
+            "collapsed": [self.labels[i] if self.labels else i for i in self.collapsed],
+            "U": self.U,
+            "status": self.status.value,
+        }
+
+
+def _solve_zlp(costs: Sequence[int], U: int, keep_positive: bool, fix_f: int | None, tl):
+    import pulp
+
+    n = len(costs)
+    prob = pulp.LpProblem("zlp", pulp.LpMinimize)
+    low = 1 if keep_positive else 0
+    c = [pulp.LpVariable(f"c[{i}]", low, U, cat="Integer") for i in range(n)]
+    f = pulp.LpVariable("F", 0, None, cat="Integer")
+    for i in range(n):
+        for j in range(i + 1, n):
+            diff = costs[i] * c[j] - costs[j] * c[i]
+            prob += diff <= f, f"pos[{i},{j}]"
+            prob += -f <= diff, f"neg[{i},{j}]"
+    prob += pulp.lpSum(c) >= 1, "sum_low"
+    prob += pulp.lpSum(c) <= U, "sum_high"
+    if fix_f is None:
+        prob.setObjective(pulp.lpSum([f]))
+    else:
+        prob += f == fix_f, "fix_F"
+        prob.setObjective(pulp.lpSum(c))
+    prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=tl, gapRel=0.0, gapAbs=0.0, threads=1))
+    optimal = prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal
+    if prob.status == pulp.LpStatusInfeasible:
+        return Status.INFEASIBLE, None, None
+    if prob.status != pulp.LpStatusOptimal:
+        return Status.UNKNOWN, None, None
+    values = [int(round(v.value())) for v in c]
+    return (Status.OPTIMAL if optimal else Status.FEASIBLE), values, int(round(f.value()))
+
+
+def normalize_costs(
+    costs: Sequence[int],
+    U: int = 300,
+    *,
+    keep_positive: bool = False,
+    time_limit: float | None = None,
+    labels: Sequence[str] = (),
+) -> NormalizationResult:
+    """Scale positive integer costs to small integers with the paper's ZLP.
+
+    Parameters
+    ----------
+    costs
+        Positive integers, with multiplicities (never deduplicated).
+    U
+        Upper bound on ``sum C'`` (paper: 300).
+    keep_positive
+        Add ``C'[i] >= 1`` so no cost collapses to 0 (not paper behaviour).
+    time_limit
+        Seconds per solve; a limit hit gives status FEASIBLE or UNKNOWN.
+    labels
+        Optional names of the positions, used in :meth:`NormalizationResult.to_dict`.
+
+    Returns
+    -------
+    NormalizationResult
+
+    Raises
+    ------
+    InvalidProblemError
+        Non-positive or non-integer costs, ``U < 1``, or no solution found.
+
+    Notes
+    -----
+    Objective: minimum ``F``, then minimum ``sum C'``. Guarantee: OPTIMAL when CBC proved both.
+
+    Examples
+    --------
+    >>> r = normalize_costs([1000, 1000, 3])
+    >>> r.scaled, r.F, r.collapsed
+    ((1, 1, 0), 3, (2,))
+    """
+    bad = [c for c in costs if isinstance(c, bool) or not isinstance(c, int) or c <= 0]
+    if bad:
+        raise InvalidProblemError(f"costs must be positive integers, found {bad[:5]!r}")
+    if isinstance(U, bool) or not isinstance(U, int) or U < 1:
+        raise InvalidProblemError(f"U must be an integer >= 1, found {U!r}")
+    if keep_positive and len(costs) > U:
+        raise InvalidProblemError(f"keep_positive needs U >= {len(costs)} (one per cost)")
+    if not costs:
+        return NormalizationResult((), (), 0, 0.0, (), U, Status.OPTIMAL, tuple(labels))
+    status, values, f = _solve_zlp(costs, U, keep_positive, None, time_limit)
+    if values is None:
+        raise InvalidProblemError(f"cost normalisation found no solution ({status.value})")
+    if status is Status.OPTIMAL:
+        s2, v2, _ = _solve_zlp(costs, U, keep_positive, f, time_limit)
+        if v2 is not None:
+            values = v2
+            status = Status.OPTIMAL if s2 is Status.OPTIMAL else status
+    scale = sum(values) / sum(costs)
+    err = max(abs(v / (scale * c) - 1.0) for v, c in zip(values, costs, strict=True))
+    collapsed = tuple(i for i, v in enumerate(values) if v == 0)
+    log.info("normalised %d costs: F=%d, worst ratio error %.3f, %d collapsed",
+             len(costs), f, err, len(collapsed))  # fmt: skip
+    return NormalizationResult(
+        tuple(costs), tuple(values), int(f), err, collapsed, U, status, tuple(labels)
+    )
+
+
+def graph_costs(graph: DependenceGraph) -> tuple[list[int], list[str]]:
+    """The cost pool of ``graph``: positive op cycles, edge delays and spill costs, in order."""
+    costs: list[int] = []
+    labels: list[str] = []
+    for ins in graph.instructions:
+        if ins.cycles > 0:
+            costs.append(ins.cycles)
+            labels.append(f"cycles {ins.name}")
+    for e in graph.edges:
+        if e.delay > 0:
+            costs.append(e.delay)
+            labels.append(f"delay {e.src}->{e.dst}")
+    for ins in graph.instructions:
+        if ins.spill_cost > 0:
+            costs.append(ins.spill_cost)
+            labels.append(f"spill_cost {ins.name}")
+    return costs, labels
+
+
+def _resample(row: tuple[int, ...], new_len: int) -> tuple[int, ...]:
+    old = len(row)
+    return tuple(row[(k * old) // new_len] for k in range(new_len))
+
+
+def normalize_graph(
+    graph: DependenceGraph,
+    U: int = 300,
+    *,
+    keep_positive: bool = False,
+    time_limit: float | None = None,
+) -> tuple[DependenceGraph, NormalizationResult]:
+    """Normalise every cost of ``graph`` (pool: :func:`graph_costs`) and rebuild it.
+
+    Returns
+    -------
+    (DependenceGraph, NormalizationResult)
+        The rescaled graph (same names, edges and machine) and the ZLP report.
+    """
+    costs, labels = graph_costs(graph)
+    result = normalize_costs(
+        costs, U, keep_positive=keep_positive, time_limit=time_limit, labels=labels
+    )
+    it = iter(result.scaled)
+    new_ins = []
+    for ins in graph.instructions:
+        if ins.cycles > 0:
+            c = next(it)
+            res = {fu: _resample(tuple(row), c) for fu, row in ins.reservation.items()} if c else {}
+            new_ins.append(replace(ins, cycles=c, reservation=res))
+        else:
+            new_ins.append(ins)
+    new_edges = [replace(e, delay=next(it)) if e.delay > 0 else e for e in graph.edges]
+    final_ins = [replace(i, spill_cost=next(it)) if i.spill_cost > 0 else i for i in new_ins]
+    return graph.replace(instructions=tuple(final_ins), edges=tuple(new_edges)), result
