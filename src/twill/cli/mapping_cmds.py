@@ -1,0 +1,368 @@
+"""``twill map``, ``twill map-network`` and ``twill map-eval``: the accelerator-mapping commands.
+
+``map`` maps one layer (CoSA MIP or a baseline), ``map-network`` a folder of layers with
+several methods in parallel (progress bar, per-layer table, optional plot), ``map-eval``
+evaluates a given mapping or a whole DOSA dataset with the cost model. ``--json`` prints one
+JSON document on stdout; human output is a rich table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from twill.errors import InvalidProblemError
+
+__all__ = ["register"]
+
+_BUILTIN_ARCHS = ("simba", "gemmini")
+
+
+def _arch(spec: str):
+    from twill.io.timeloop import read_arch
+    from twill.mapping.arch import gemmini_arch, simba_arch
+
+    if spec == "simba":
+        return simba_arch()
+    if spec == "gemmini":
+        return gemmini_arch()
+    return read_arch(spec)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(_jsonable(obj), indent=2))
+
+
+def _method_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
+    if method == "cosa":
+        return {
+            "backend": args.backend,
+            "time_limit": args.time_limit,
+            "seed": args.seed,
+            "threads": args.threads,
+        }
+    if method in ("random", "random16k", "hybrid"):
+        opts: dict[str, Any] = {"seed": args.seed, "metric": args.metric}
+        if getattr(args, "n_valid", None) and method != "hybrid":
+            opts["n_valid"] = args.n_valid
+        return opts
+    if method == "exhaustive":
+        return {"metric": args.metric}
+    return {}
+
+
+# ------------------------------------------------------------------------------ map
+def _cmd_map(args: argparse.Namespace) -> int:
+    from twill.io.timeloop import check_layer_fits, read_layer
+    from twill.mapping.mapping import to_timeloop_yaml
+    from twill.mapping.pipeline import map_layer
+
+    layer = read_layer(args.layer)
+    arch = _arch(args.arch)
+    check_layer_fits(layer, arch, source=args.layer)
+    res = map_layer(layer, arch, mapper=args.method, **_method_options(args, args.method))
+    if res.mapping is not None and args.output:
+        Path(args.output).write_text(to_timeloop_yaml(res.mapping, arch))
+    if args.json:
+        _print_json(res.to_dict())
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"{layer.describe()} on {arch.name}: {res.method}")
+        for col in ("status", "mapping", "cycles", "energy µJ", "EDP", "util", "seconds"):
+            t.add_column(col)
+        rep = res.report
+        t.add_row(
+            res.status.value,
+            str(res.mapping) if res.mapping else "-",
+            f"{rep.cycles:,}" if rep else "-",
+            f"{rep.energy_uj:.3f}" if rep else "-",
+            f"{rep.edp:.4g}" if rep else "-",
+            f"{rep.utilisation:.2f}" if rep else "-",
+            f"{res.seconds:.2f}",
+        )
+        Console().print(t)
+    return 0 if res.mapping is not None else 1
+
+
+# ---------------------------------------------------------------------- map-network
+def _cmd_map_network(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.table import Table
+
+    from twill.io.timeloop import check_layer_fits, read_network
+    from twill.mapping.pipeline import MAPPERS, map_network
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for m in methods:
+        if m not in MAPPERS:
+            raise InvalidProblemError(
+                f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
+            )
+    layers = read_network(args.directory)
+    if args.limit:
+        layers = layers[: args.limit]
+    arch = _arch(args.arch)
+    for layer in layers:
+        check_layer_fits(layer, arch, source=f"{args.directory}/{layer.name}.yaml")
+    err = Console(stderr=True)
+    n_tasks = len(layers) * len(methods)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        disable=args.json and not sys.stderr.isatty(),
+    ) as progress:
+        task = progress.add_task(f"mapping {Path(args.directory).name}", total=n_tasks)
+
+        def tick(i: int, method: str, res: Any) -> None:
+            progress.update(task, advance=1, description=f"{method}: {layers[i].name}")
+
+        result = map_network(
+            layers,
+            arch,
+            methods=methods,
+            options={m: _method_options(args, m) for m in methods},
+            executor=args.executor,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            network=Path(args.directory).name,
+            on_result=tick,
+        )
+    if args.plot:
+        _plot_network(result, args.plot)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        t = Table(
+            title=f"{result.network} on {result.arch} ({result.executor}, {result.seconds:.1f} s)"
+        )
+        t.add_column("layer")
+        t.add_column("shape")
+        t.add_column("×")
+        for m in methods:
+            t.add_column(f"{m} cycles")
+            t.add_column(f"{m} µJ")
+            t.add_column(f"{m} s")
+        for i, layer in enumerate(result.layers):
+            row = [layer.name, layer.key, str(layer.count)]
+            for m in methods:
+                rep = result.results[m][i].report
+                row += [
+                    f"{rep.cycles:,}" if rep else "-",
+                    f"{rep.energy_uj:.2f}" if rep else "-",
+                    f"{result.results[m][i].seconds:.2f}",
+                ]
+            t.add_row(*row)
+        tot_row = ["total (weighted)", "", ""]
+        for m in methods:
+            tot = result.total(m)
+            tot_row += [
+                f"{tot.cycles:,}" if tot else "-",
+                f"{tot.energy_uj:.1f}" if tot else "-",
+                f"{sum(result.solve_seconds(m)):.1f}",
+            ]
+        t.add_row(*tot_row)
+        Console().print(t)
+    ok = all(r.mapping is not None for res in result.results.values() for r in res)
+    return 0 if ok else 1
+
+
+def _plot_network(result: Any, path: str) -> None:
+    """Bar chart of per-layer latency and energy, normalised to the first method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    methods = list(result.results)
+    names = [layer.name.replace("_outputs_", "") for layer in result.layers]
+    x = np.arange(len(names))
+    fig, axes = plt.subplots(2, 1, figsize=(max(6, 0.45 * len(names) + 2), 6), sharex=True)
+    width = 0.8 / max(1, len(methods))
+    for ax, key, label in (
+        (axes[0], "cycles", "latency (cycles)"),
+        (axes[1], "energy_pj", "energy (pJ)"),
+    ):
+        for k, m in enumerate(methods):
+            vals = [getattr(r.report, key) if r.report else np.nan for r in result.results[m]]
+            ax.bar(x + k * width, vals, width, label=m)
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+    axes[0].legend()
+    axes[0].set_title(f"{result.network} on {result.arch}: methods per layer")
+    axes[1].set_xticks(x + 0.4 - width / 2, names, rotation=70, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------- map-eval
+def _cmd_map_eval(args: argparse.Namespace) -> int:
+    if args.dataset:
+        return _eval_dataset(args)
+    from twill.io.timeloop import read_layer, read_mapping
+    from twill.mapping.cost import evaluate
+    from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
+
+    missing = [f"--{k}" for k in ("arch", "layer") if not getattr(args, k)]
+    if not (args.mapping or args.mapping_file):
+        missing.append("--mapping or --mapping-file")
+    if missing:
+        raise InvalidProblemError(f"missing {', '.join(missing)} (or give --dataset FILE.csv)")
+    layer = read_layer(args.layer)
+    arch = _arch(args.arch)
+    if args.mapping_file:
+        mapping = read_mapping(args.mapping_file, arch)
+    else:
+        mapping = parse_dosa_mapping(args.mapping, layer, arch)
+    violations = verify_mapping(layer, arch, mapping)
+    rep = evaluate(layer, arch, mapping)
+    out = rep.to_dict(summary=not args.full)
+    out.update(valid=not violations, violations=[str(v) for v in violations], mapping=str(mapping))
+    if args.json:
+        _print_json(out)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"{layer.describe()} on {arch.name}")
+        t.add_column("level")
+        t.add_column("tensor")
+        t.add_column("tile")
+        t.add_column("reads")
+        t.add_column("fills")
+        t.add_column("updates")
+        t.add_column("energy pJ")
+        for lvl, per in rep.accesses.items():
+            for v, a in per.items():
+                t.add_row(
+                    lvl,
+                    v,
+                    str(rep.tiles[lvl][v]),
+                    f"{a['reads']:,.0f}",
+                    f"{a['fills']:,.0f}",
+                    f"{a['updates']:,.0f}",
+                    f"{rep.operand_energy_pj[lvl][v]:,.1f}",
+                )
+        Console().print(t)
+        Console().print(
+            f"cycles {rep.cycles:,}  energy {rep.energy_uj:.4f} µJ  EDP {rep.edp:.4g}  "
+            f"util {rep.utilisation:.2f}  valid {not violations}"
+        )
+        for v in violations:
+            Console().print(f"  violation: {v}")
+    return 0
+
+
+def _eval_dataset(args: argparse.Namespace) -> int:
+    from twill.io.timeloop import evaluate_dataset
+
+    rows, errors = evaluate_dataset(args.dataset, limit=args.limit)
+    if args.json:
+        _print_json({"rows": rows, "errors": errors})
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        t = Table(title=f"{Path(args.dataset).name}: {len(rows)} rows vs Timeloop targets")
+        for col in ("quantity", "exact", "median |err|", "p95 |err|", "max |err|"):
+            t.add_column(col)
+        for q, s in errors.items():
+            if isinstance(s, dict):
+                t.add_row(
+                    q,
+                    f"{s['exact_fraction']:.1%}",
+                    f"{s['median']:.3%}",
+                    f"{s['p95']:.3%}",
+                    f"{s['max']:.3%}",
+                )
+        Console().print(t)
+        Console().print(f"valid rows: {sum(r['valid'] for r in rows)} / {len(rows)}")
+    return 0
+
+
+# ------------------------------------------------------------------------- register
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``map``, ``map-network`` and ``map-eval`` to the ``twill`` CLI."""
+    from twill.mapping.pipeline import MAPPERS
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--backend",
+            choices=("cpsat", "cbc"),
+            default="cpsat",
+            help="MIP backend for --method cosa (default cpsat)",
+        )
+        p.add_argument(
+            "--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)"
+        )
+        p.add_argument("--threads", type=int, default=1, help="solver threads per layer")
+        p.add_argument("--seed", type=int, default=0, help="seed of the solver / random search")
+        p.add_argument(
+            "--metric",
+            choices=("edp", "cycles", "energy", "lex"),
+            default="edp",
+            help="what the search baselines minimise (default edp)",
+        )
+        p.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+    p = subparsers.add_parser(
+        "map", help="map one DNN layer onto an accelerator (CoSA MIP or a baseline)"
+    )
+    p.add_argument("layer", help="Timeloop-style problem YAML")
+    p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
+    p.add_argument("--method", choices=MAPPERS, default="cosa")
+    p.add_argument("--n-valid", type=int, default=None, help="valid samples for random search")
+    p.add_argument("-o", "--output", help="write the mapping as Timeloop mapping YAML")
+    common(p)
+    p.set_defaults(func=_cmd_map)
+
+    p = subparsers.add_parser("map-network", help="map every layer of a network folder")
+    p.add_argument("directory", help="folder with layer YAMLs and layers.yaml")
+    p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
+    p.add_argument(
+        "--methods",
+        default="cosa,random,hybrid",
+        help=f"comma-separated methods among {', '.join(MAPPERS)}",
+    )
+    p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
+    p.add_argument("--workers", type=int, default=None, help="local pool size")
+    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N unique layers")
+    p.add_argument("--n-valid", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
+    common(p)
+    p.set_defaults(func=_cmd_map_network)
+
+    p = subparsers.add_parser(
+        "map-eval", help="evaluate a given mapping (or a DOSA dataset) with the cost model"
+    )
+    p.add_argument("--arch", help="architecture YAML, or 'simba' / 'gemmini'")
+    p.add_argument("--layer", help="Timeloop-style problem YAML")
+    p.add_argument("--mapping", help="DOSA mapping string 'L3[WIO] ... - L0[W] ...'")
+    p.add_argument("--mapping-file", help="Timeloop mapping YAML instead of --mapping")
+    p.add_argument("--dataset", help="DOSA timeloop_sample.csv-style file: evaluate every row")
+    p.add_argument("--limit", type=int, default=None, help="only the first N dataset rows")
+    p.add_argument("--full", action="store_true", help="full report (accesses per level) in JSON")
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.set_defaults(func=_cmd_map_eval)

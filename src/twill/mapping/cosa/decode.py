@@ -1,0 +1,120 @@
+"""Decoding a CoSA solution into a :class:`~twill.mapping.mapping.Mapping` (CoSA spec §5.1) and
+the post-solve validity step (DEC-11: check exact footprints, repair outward).
+
+* ``T[m][j]`` / ``Sp[m][j]`` = product of the temporal / spatial primes of j placed at level m.
+* GB loop order: scan the GB slots from slot 0 (innermost) outward and order the dimensions of
+  the temporal factors by first appearance, innermost first; missing dimensions follow in
+  R,S,P,Q,C,K,N order. Every other level uses the fixed order R,S,P,Q,C,K,N innermost first.
+* The MIP's capacity rows approximate the input halo and count strides per prime factor, so a
+  decoded mapping can overflow a buffer by a few words. :func:`repair_capacity` then moves one
+  prime factor relevant to the overflowing tensor from the overflowing level (or below) to the
+  level above, and repeats until :func:`verify_mapping` passes. Repaired results are reported
+  as FEASIBLE, never OPTIMAL.
+"""
+
+from __future__ import annotations
+
+from twill.mapping.arch import Arch
+from twill.mapping.cosa.mip import CosaIndex
+from twill.mapping.mapping import Mapping, Violation, verify_mapping
+from twill.mapping.workload import DIMS, RELEVANT, Dim, Layer, Operand
+
+__all__ = ["decode_solution", "repair_capacity"]
+
+_CANONICAL_INNER_FIRST = tuple(DIMS)  # R S P Q C K N, innermost first
+
+
+def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapping:
+    """Turn the X values of a solved model into a mapping (§5.1)."""
+    L = arch.n_levels
+    T = [[1] * 7 for _ in range(L)]
+    Sp = [[1] * 7 for _ in range(L)]
+    gb_temporal: list[tuple[int, Dim]] = []
+    for d, n, p in ix.factors:
+        placed = None
+        for i in ix.positions:
+            for k in (0, 1):
+                if values.get(f"X[{i},{d.value},{n},{k}]", 0.0) > 0.5:
+                    placed = (i, k)
+        if placed is None:
+            raise ValueError(f"factor {d.value}{p} (#{n}) has no position in the solution")
+        i, k = placed
+        m = ix.mem(i)
+        if p == 1:
+            continue
+        if k == 0:
+            Sp[m][d.index] *= p
+        else:
+            T[m][d.index] *= p
+            if m == ix.gb and ix.n_inner <= i < ix.dram:
+                gb_temporal.append((i, d))
+    inner_first: list[Dim] = []
+    for _i, d in sorted(gb_temporal, key=lambda t: t[0]):
+        if d not in inner_first:
+            inner_first.append(d)
+    inner_first += [d for d in _CANONICAL_INNER_FIRST if d not in inner_first]
+    order = []
+    for m in range(L):
+        seq = inner_first if m == ix.gb else list(_CANONICAL_INNER_FIRST)
+        order.append(tuple(reversed(seq)))
+    return Mapping(tuple(tuple(r) for r in T), tuple(tuple(r) for r in Sp), tuple(order), None)
+
+
+def _primes(x: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= x:
+        while x % p == 0:
+            out.append(p)
+            x //= p
+        p += 1
+    if x > 1:
+        out.append(x)
+    return out
+
+
+def _move_one(mapping: Mapping, arch: Arch, level: int, tensors: set[Operand]) -> Mapping | None:
+    """Move the smallest relevant prime from ``level`` (or the nearest level below that has
+    one) to the temporal loops of ``level + 1``; temporal factors first, then spatial."""
+    dims = set().union(*(RELEVANT[v] for v in tensors)) if tensors else set(DIMS)
+    T = [list(r) for r in mapping.temporal]
+    Sp = [list(r) for r in mapping.spatial]
+    for src in range(level, -1, -1):
+        for table in (T, Sp):
+            cands = [
+                (min(_primes(table[src][d.index])), d)
+                for d in DIMS
+                if d in dims and table[src][d.index] > 1
+            ]
+            if cands:
+                p, d = min(cands, key=lambda c: (c[0], c[1].index))
+                table[src][d.index] //= p
+                T[level + 1][d.index] *= p
+                return Mapping(
+                    tuple(map(tuple, T)), tuple(map(tuple, Sp)), mapping.order, mapping.keeps
+                )
+    return None
+
+
+def repair_capacity(
+    layer: Layer, arch: Arch, mapping: Mapping, *, max_moves: int = 256
+) -> tuple[Mapping, int, list[Violation]]:
+    """Move factors outward until no capacity violation is left (DEC-11).
+
+    Returns the mapping, the number of moves and the violations left (empty on success).
+    """
+    moves = 0
+    current = mapping
+    while moves <= max_moves:
+        bad = verify_mapping(layer, arch, current)
+        caps = [v for v in bad if v.rule == "capacity"]
+        if not caps or len(caps) != len(bad):
+            return current, moves, bad
+        v = caps[0]
+        lvl = arch.level_index(v.at["level"])
+        tensors = {Operand(c) for c in v.at.get("tensors", "")}
+        nxt = _move_one(current, arch, lvl, tensors)
+        if nxt is None or lvl + 1 >= arch.n_levels:
+            return current, moves, bad
+        current = nxt
+        moves += 1
+    return current, moves, verify_mapping(layer, arch, current)

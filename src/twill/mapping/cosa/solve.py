@@ -1,0 +1,169 @@
+"""The CoSA front function: check → build → solve → decode → verify → evaluate (house rule 5)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from twill.errors import InvalidProblemError
+from twill.mapping.arch import Arch
+from twill.mapping.cosa.decode import decode_solution, repair_capacity
+from twill.mapping.cosa.mip import CosaWeights, build_cosa_model
+from twill.mapping.cosa.model import solve_model
+from twill.mapping.cost.analytical import evaluate
+from twill.mapping.result import MapResult
+from twill.mapping.workload import Layer
+from twill.results import Status
+
+__all__ = ["cosa_map"]
+
+log = logging.getLogger(__name__)
+
+
+def cosa_map(
+    layer: Layer,
+    arch: Arch,
+    *,
+    backend: str = "cpsat",
+    time_limit: float = 60.0,
+    threads: int = 1,
+    seed: int = 0,
+    weights: CosaWeights | None = None,
+    halo: str = "v010",
+    symmetry: bool = False,
+    reduce_units: bool = True,
+    extra: dict[str, Any] | None = None,
+    on_incumbent: Callable[[float, float, float], None] | None = None,
+) -> MapResult:
+    """Map one layer with CoSA's MIP.
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the accelerator.
+    backend
+        ``"cpsat"`` (OR-Tools CP-SAT, objective coefficients scaled to integers) or ``"cbc"``
+        (CBC through PuLP, floating point).
+    time_limit, threads, seed
+        Solver limits (DEC-6); on a timeout the best feasible solution is returned (FEASIBLE).
+    weights
+        ``(w_C, w_U, w_T)``; default CoSA's ``(10, -0.1, 1)``.
+    halo
+        ``"v010"`` (paper/released) or ``"corrected"`` (DEC-1).
+    symmetry, reduce_units
+        Symmetry-breaking rows and unit-factor reduction (optimum unchanged either way).
+    extra
+        Backend-specific settings passed through untouched.
+    on_incumbent
+        ``callback(objective, bound, elapsed)`` for progress (CP-SAT).
+
+    Returns
+    -------
+    MapResult
+        ``objective`` is the MIP objective of the decoded solution, ``bound`` the proven bound.
+
+    Notes
+    -----
+    Objective: CoSA's weighted log-domain proxy (compute, utilisation, traffic), not the cost
+    model's latency or energy. Guarantee: OPTIMAL means optimal for that objective with a
+    proof from the backend; a capacity repair (DEC-11) or a timeout gives FEASIBLE; no
+    solution within the limit gives UNKNOWN; a model without any placement, INFEASIBLE.
+    Every returned mapping passed :func:`~twill.mapping.mapping.verify_mapping`.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> r = cosa_map(Layer("fc", {"C": 64, "K": 32}), simba_arch(), time_limit=20)
+    >>> r.status.value, r.report.valid
+    ('optimal', True)
+    """
+    bad = layer.check() + arch.check()
+    if bad:
+        raise InvalidProblemError(bad, source=layer.name)
+    t0 = time.perf_counter()
+    model, ix, terms = build_cosa_model(
+        layer, arch, weights=weights, halo=halo, symmetry=symmetry, reduce_units=reduce_units
+    )
+    t_build = time.perf_counter() - t0
+    sol = solve_model(
+        model,
+        backend,
+        time_limit=time_limit,
+        threads=threads,
+        seed=seed,
+        extra=extra,
+        on_incumbent=on_incumbent,
+    )
+    t1 = time.perf_counter()
+    settings = {
+        "backend": backend,
+        "time_limit": time_limit,
+        "threads": threads,
+        "halo": halo,
+        "symmetry": symmetry,
+        "reduce_units": reduce_units,
+        "weights": list((weights or CosaWeights()).__dict__.values()),
+    }
+    stats: dict[str, Any] = {**model.size, **sol.stats}
+    if not sol.status.has_solution:
+        return MapResult(
+            "cosa",
+            sol.status,
+            layer.name,
+            None,
+            None,
+            None,
+            sol.bound,
+            {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds},
+            stats,
+            settings,
+            seed,
+        )
+    stats["terms"] = {
+        name: model.value({k: c for k, c in expr.items() if k != "__const__"}, sol.values)
+        + expr.get("__const__", 0.0)
+        for name, expr in terms.items()
+    }
+    mapping = decode_solution(sol.values, ix, arch)
+    mapping, moves, left = repair_capacity(layer, arch, mapping)
+    stats["repair_moves"] = moves
+    t_verify = time.perf_counter() - t1
+    timings = {
+        "build": t_build,
+        "solve": sol.seconds,
+        "verify": t_verify,
+        "total": t_build + sol.seconds + t_verify,
+    }
+    if left:
+        stats["violations"] = [str(v) for v in left]
+        log.warning("cosa mapping of %s failed verification: %s", layer.name, left)
+        return MapResult(
+            "cosa",
+            Status.ERROR,
+            layer.name,
+            None,
+            None,
+            sol.objective,
+            sol.bound,
+            timings,
+            stats,
+            settings,
+            seed,
+        )
+    status = sol.status if moves == 0 else Status.FEASIBLE
+    report = evaluate(layer, arch, mapping)
+    return MapResult(
+        "cosa",
+        status,
+        layer.name,
+        mapping,
+        report,
+        sol.objective,
+        sol.bound,
+        timings,
+        stats,
+        settings,
+        seed,
+    )
