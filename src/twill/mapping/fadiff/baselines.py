@@ -1,0 +1,123 @@
+"""Baselines for FADiff under the same cost model (FADiff spec §11: layer-wise gradient
+descent without fusion, layer-wise mapping plus greedy fusion, random search; plus CoSA).
+
+* ``layerwise-cosa``: every layer mapped by CoSA's MIP (:mod:`twill.mapping.cosa`), no fusion.
+* ``layerwise-gradient``: :func:`twill.mapping.fadiff.train.fadiff` with ``fusion=False``
+  (DOSA-like one-loop gradient search).
+* ``layerwise-greedy-fusion``: the better of the two layer-wise plans, then every candidate
+  boundary fused, largest intermediate first, whenever the plan stays valid and the EDP drops.
+* ``random``: per layer, random perfect factorisations (random prime-factor placement and
+  random loop orders, :func:`twill.mapping.search.random.sample_batch`), as many model
+  evaluations as FADiff made; the valid mapping with the lowest layer EDP is kept; no fusion.
+
+All plans are verified (:func:`twill.mapping.fadiff.fusion.verify_plan`) before they are returned.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from twill.errors import VerificationError
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import evaluate_batch
+from twill.mapping.fadiff.fusion import (
+    FusionPlan,
+    PlanReport,
+    evaluate_plan,
+    greedy_fusion,
+    verify_plan,
+)
+from twill.mapping.fadiff.networks import Network
+from twill.mapping.fadiff.train import all_dram_mapping
+
+__all__ = ["BaselineResult", "layerwise_cosa", "greedy_fusion_baseline", "random_search"]
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    """A verified plan, its exact report and the wall time spent."""
+
+    plan: FusionPlan
+    report: PlanReport
+    seconds: float
+
+
+def _checked(net: Network, arch: Arch, plan: FusionPlan, t0: float) -> BaselineResult:
+    viol = verify_plan(net, arch, plan)
+    if viol:
+        raise VerificationError(viol, what=f"{plan.method} plan for {net.name}")
+    return BaselineResult(plan, evaluate_plan(net, arch, plan), time.perf_counter() - t0)
+
+
+def layerwise_cosa(
+    net: Network, arch: Arch, *, time_limit: float = 10.0, backend: str = "cpsat"
+) -> BaselineResult:
+    """CoSA (:func:`twill.mapping.cosa.cosa_map`) per unique layer shape, no fusion.
+
+    A layer CoSA cannot map within ``time_limit`` keeps the all-DRAM mapping (noted in
+    ``plan.meta``).
+    """
+    from twill.mapping.cosa import cosa_map
+
+    t0 = time.perf_counter()
+    cache: dict[str, object] = {}
+    failed = []
+    mappings = []
+    for ly in net.layers:
+        if ly.key not in cache:
+            res = cosa_map(ly, arch, backend=backend, time_limit=time_limit)
+            if res.mapping is None:
+                failed.append(ly.name)
+            cache[ly.key] = res.mapping or all_dram_mapping(ly, arch)
+        mappings.append(cache[ly.key])
+    plan = FusionPlan(net.name, tuple(mappings), (), "layerwise-cosa", {"unmapped": failed})
+    return _checked(net, arch, plan, t0)
+
+
+def greedy_fusion_baseline(net: Network, arch: Arch, layerwise: FusionPlan) -> BaselineResult:
+    """Greedy fusion on top of a layer-wise plan (mappings unchanged)."""
+    t0 = time.perf_counter()
+    plan = greedy_fusion(net, arch, layerwise)
+    plan = FusionPlan(net.name, plan.mappings, plan.fused, "layerwise-greedy-fusion")
+    return _checked(net, arch, plan, t0)
+
+
+def random_search(
+    net: Network, arch: Arch, *, evaluations: int, seed: int = 0, batch: int = 512
+) -> BaselineResult:
+    """Random valid mappings per layer with a total budget of ``evaluations`` model calls.
+
+    Parameters
+    ----------
+    net, arch
+        Network and hardware.
+    evaluations
+        Total layer-mapping evaluations (split evenly over the layers).
+    seed
+        Seeds the NumPy generator.
+    batch
+        Mappings evaluated per NumPy call.
+    """
+    from twill.mapping.search.random import sample_batch
+
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    per_layer = max(1, evaluations // max(1, len(net.layers)))
+    mappings = []
+    for ly in net.layers:
+        best, best_score, done = all_dram_mapping(ly, arch), np.inf, 0
+        while done < per_layer:
+            n = min(batch, per_layer - done)
+            mb = sample_batch(ly, arch, n, rng=rng)
+            cost = evaluate_batch(ly, arch, mb)
+            score = np.where(cost.valid, cost.energy_pj * cost.cycles, np.inf)
+            k = int(np.argmin(score))
+            if score[k] < best_score:
+                best_score, best = score[k], mb.mapping(k)
+            done += n
+        mappings.append(best)
+    plan = FusionPlan(net.name, tuple(mappings), (), "random")
+    return _checked(net, arch, plan, t0)
