@@ -1,0 +1,364 @@
+"""Independent verifier of a joint modulo schedule + warp assignment (Twill paper §4, Figs. 4–6).
+
+Spec ``twill.md`` §4. Given a dependence graph, an initiation interval ``I``, a length bound
+``L``, a modulo schedule ``M`` and a warp assignment ``A``, :func:`verify_warp_schedule` builds the
+straight-line program of ``n = ceil(L / I)`` overlapped copies (``T = (n - 1) * I + L`` cycles)
+**directly from the definitions** and reports every broken rule. It never imports a solver: the
+SMT model (:mod:`twill.sched.exact.phase2`) encodes liveness with the paper's backward
+propagation rules, whereas this module computes liveness intervals in closed form, so a bug in
+one cannot hide in the other.
+
+Rules checked (rule names of :class:`~twill.sched.verify.Violation`):
+
+* ``start``: ``M(v) >= 0`` and the last copy finishes inside the program,
+  ``M(v) + max(cycles(v), 1) <= L`` (Fig. 4 completion);
+* ``dependence``: for every edge ``(u, v, d, delta)``: ``M(v) + delta*I >= M(u) + d``, plus
+  ``spillcost(u)`` when ``u`` and ``v`` run on different warp slots (Fig. 6 cross-warp spill);
+* ``capacity``: at every cycle of the program, each limited functional unit is within capacity
+  (equivalent to the modulo reservation table, spec §1.3);
+* ``memory``: at every ``t in [0, T]``, the footprints of live values fit each memory (Fig. 5);
+* ``registers``: at every ``t in [0, T]`` and warp slot, live values' registers fit the limit;
+* ``warp``: each op on a valid, distinct set of exactly ``k`` slots; variable-latency ops on the
+  reserved slot ``W_vl = 0`` and nothing else there (the iff of Fig. 6);
+* ``blocking``: when the consumer of a blocking edge issues on slot ``w``, no other op is executing
+  on ``w``; the same for the consumer of a cross-warp register hand-off when
+  :attr:`WarpRules.spill_blocking` is set (spec §4.4, DECIDE in ``docs/model.md``);
+* ``cross_warp``: with :attr:`WarpRules.cross_warp` off, edges out of a non-variable-latency op
+  stay on one slot set (the paper's "no cross-warp communication" ablation).
+
+Liveness (spec §4.3, with the decisions of ``docs/model.md``): the result of copy ``i`` of ``v``
+is live on ``[issue, end)`` where ``end`` is the latest issue of an in-window user copy, or
+``T + 1`` (live through ``T``) when some loop-carried user copy ``i + delta`` falls outside the
+window. A value whose users all issue in its own issue cycle (``d = 0``) is never live.
+
+Preconditions: the graph passed :func:`twill.sched.validate.check_graph`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from twill.sched.ir import DependenceGraph, Edge, Instruction
+from twill.sched.verify import Violation
+
+__all__ = [
+    "WARPS_PER_SLOT",
+    "WarpRules",
+    "verify_warp_schedule",
+    "slots_needed",
+    "live_interval",
+    "program_shape",
+    "spill_blocking_edge",
+]
+
+#: Hardware warps per Phase-2 warp slot: slots are warp groups (spec §4.4 simplification).
+WARPS_PER_SLOT = 4
+
+
+@dataclass(frozen=True)
+class WarpRules:
+    """The settings of the warp-specialisation model shared by the SMT model and this verifier.
+
+    Parameters
+    ----------
+    warps
+        Number of warp slots ``W`` (the variable-latency slot included when the graph has a
+        variable-latency op). ``None``: the machine's ``warps``.
+    registers_per_warp
+        Register limit per slot (32-bit registers per thread). ``None``: no limit. Use
+        :meth:`for_graph` to default it to the machine's value.
+    warps_per_slot
+        Hardware warps per slot; an op spanning ``k`` warps occupies exactly
+        ``ceil(k / warps_per_slot)`` slots.
+    cross_warp
+        Allow data edges between different slots (``False``: the paper's ablation).
+    spill_blocking
+        Treat the consumer of a cross-warp register hand-off as blocking on its slot.
+    """
+
+    warps: int | None = None
+    registers_per_warp: int | None = None
+    warps_per_slot: int = WARPS_PER_SLOT
+    cross_warp: bool = True
+    spill_blocking: bool = True
+
+    @classmethod
+    def for_graph(cls, graph: DependenceGraph, **overrides: Any) -> WarpRules:
+        """Rules with the machine's warps and register limit, then ``overrides`` applied."""
+        base: dict[str, Any] = {
+            "warps": graph.machine.warps,
+            "registers_per_warp": graph.machine.registers_per_warp,
+        }
+        base.update(overrides)
+        return cls(**base)
+
+    def num_warps(self, graph: DependenceGraph) -> int:
+        return graph.machine.warps if self.warps is None else self.warps
+
+
+def slots_needed(ins: Instruction, warps_per_slot: int = WARPS_PER_SLOT) -> int:
+    """Number of warp slots op ``ins`` occupies: 1 for a variable-latency op, else
+    ``ceil(warps / warps_per_slot)`` ("exactly k", spec §4.4)."""
+    if ins.variable_latency:
+        return 1
+    return max(1, math.ceil(max(ins.warps, 1) / warps_per_slot))
+
+
+def program_shape(ii: int, length: int) -> tuple[int, int]:
+    """``(n, T)``: copies ``n = ceil(L / I)`` and program length ``T = (n - 1) * I + L``."""
+    n = max(1, -(-length // ii))
+    return n, (n - 1) * ii + length
+
+
+def spill_blocking_edge(graph: DependenceGraph, e: Edge) -> bool:
+    """True when edge ``e`` is a register-to-register hand-off, whose consumer blocks on its slot
+    when the endpoints are on different slots (the DECIDE of spec §4.4)."""
+    if e.src == e.dst:
+        return False
+    u, v = graph.instruction(e.src), graph.instruction(e.dst)
+    return not u.variable_latency and u.regs > 0 and v.regs > 0
+
+
+def live_interval(
+    graph: DependenceGraph, schedule: Mapping[str, int], name: str, copy: int, ii: int, length: int
+) -> tuple[int, int]:
+    """Half-open interval ``[start, end)`` of cycles in ``[0, T]`` where copy ``copy`` of the result
+    of ``name`` is live (empty when ``end <= start``).
+
+    Notes
+    -----
+    Closed form of the backward propagation rules of Fig. 5 with the decisions of
+    ``docs/model.md``: a value is live from its issue cycle up to (not including) the issue of
+    its last in-window user copy; it stays live through ``T`` when a loop-carried user copy lies
+    beyond the last copy of the window (``copy + delta > n - 1``).
+    """
+    n, t_end = program_shape(ii, length)
+    issue = schedule[name] + copy * ii
+    end = issue
+    for e in graph.out_edges(name):
+        j = copy + e.distance
+        if j > n - 1:
+            if e.distance > 0:
+                end = max(end, t_end + 1)
+            continue
+        end = max(end, schedule[e.dst] + j * ii)
+    return issue, end
+
+
+def _slot_sets(
+    graph: DependenceGraph, assignment: Mapping[str, Any], rules: WarpRules
+) -> tuple[dict[str, frozenset[int]], list[Violation]]:
+    out: list[Violation] = []
+    sets: dict[str, frozenset[int]] = {}
+    w_total = rules.num_warps(graph)
+    has_vl = any(ins.variable_latency for ins in graph.instructions)
+    for ins in graph.instructions:
+        raw = assignment.get(ins.name)
+        if raw is None:
+            out.append(Violation("warp", {"op": ins.name}, message=f"{ins.name!r} has no warp"))
+            continue
+        slots = frozenset([raw] if isinstance(raw, int) else raw)
+        sets[ins.name] = slots
+        k = slots_needed(ins, rules.warps_per_slot)
+        if len(slots) != k or len(list([raw] if isinstance(raw, int) else raw)) != k:
+            out.append(
+                Violation(
+                    "warp",
+                    {"op": ins.name},
+                    value=sorted(slots),
+                    limit=k,
+                    message=f"{ins.name!r} must occupy exactly {k} distinct slot(s)",
+                )
+            )
+        if any(not isinstance(w, int) or w < 0 or w >= w_total for w in slots):
+            out.append(
+                Violation(
+                    "warp",
+                    {"op": ins.name},
+                    value=sorted(slots),
+                    limit=w_total,
+                    message=f"{ins.name!r} on a slot outside [0, {w_total})",
+                )
+            )
+        if has_vl and (0 in slots) != ins.variable_latency:
+            what = "must run on" if ins.variable_latency else "must not run on"
+            out.append(
+                Violation(
+                    "warp",
+                    {"op": ins.name, "slot": 0},
+                    value=sorted(slots),
+                    message=f"{ins.name!r} {what} the variable-latency slot 0 (iff rule)",
+                )
+            )
+    return sets, out
+
+
+def verify_warp_schedule(
+    graph: DependenceGraph,
+    schedule: Mapping[str, int],
+    assignment: Mapping[str, int | Sequence[int]],
+    II: int,
+    L: int | None = None,
+    *,
+    rules: WarpRules | None = None,
+) -> list[Violation]:
+    """Check a joint modulo schedule and warp assignment (Twill Figs. 4–6).
+
+    Parameters
+    ----------
+    graph
+        The dependence graph with its machine.
+    schedule
+        ``M``: start cycle of every op in copy 0.
+    assignment
+        Warp slot of every op (an int, or a sequence of slots for a multi-slot op).
+    II
+        Initiation interval ``I >= 1``.
+    L
+        Length bound of the program (default: ``LEN(M)``); fixes ``n`` and ``T``.
+    rules
+        Warp-model settings (default: :meth:`WarpRules.for_graph`).
+
+    Returns
+    -------
+    list of Violation
+        Every broken rule; empty when the pair is valid.
+
+    Examples
+    --------
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> g = flash_attention_forward_simplified()
+    >>> verify_warp_schedule(g, {"S": 0, "P": 2, "O": 3}, {"S": 0, "P": 0, "O": 0}, 2, 4)
+    []
+    """
+    rules = rules or WarpRules.for_graph(graph)
+    ins_of = {ins.name: ins for ins in graph.instructions}
+    out: list[Violation] = []
+    for name in ins_of:
+        t = schedule.get(name)
+        if not isinstance(t, int) or isinstance(t, bool):
+            out.append(Violation("start", {"op": name}, value=t, message=f"{name!r}: bad start"))
+    if out:
+        return out
+    if L is None:
+        L = max(schedule[v] + ins_of[v].cycles for v in ins_of)
+    n, t_end = program_shape(II, L)
+    for name, ins in ins_of.items():
+        s = schedule[name]
+        if s < 0 or s + max(ins.cycles, 1) > L:
+            out.append(
+                Violation(
+                    "start",
+                    {"op": name},
+                    value=s,
+                    limit=L,
+                    message=f"{name!r}@{s} does not fit the length bound L={L}",
+                )
+            )
+    sets, warp_viol = _slot_sets(graph, assignment, rules)
+    out += warp_viol
+    if warp_viol:
+        return out
+
+    def differ(a: str, b: str) -> bool:
+        return sets[a] != sets[b]
+
+    # dependences, with the cross-warp spill delay
+    for e in graph.edges:
+        need = e.delay + (ins_of[e.src].spill_cost if differ(e.src, e.dst) else 0)
+        slack = schedule[e.dst] + e.distance * II - schedule[e.src]
+        if slack < need:
+            out.append(
+                Violation(
+                    "dependence",
+                    {"edge": f"{e.src}->{e.dst}", "distance": e.distance},
+                    value=slack,
+                    limit=need,
+                    message=f"{e.dst} issues {slack} cycles after {e.src}, needs >= {need}",
+                )
+            )
+        if not rules.cross_warp and not ins_of[e.src].variable_latency and differ(e.src, e.dst):
+            out.append(
+                Violation(
+                    "cross_warp",
+                    {"edge": f"{e.src}->{e.dst}"},
+                    message="cross-warp communication is disabled",
+                )
+            )
+
+    # functional-unit capacity at every cycle of the straight-line program
+    fu_use: dict[tuple[str, int], int] = defaultdict(int)
+    for name, ins in ins_of.items():
+        for i in range(n):
+            t0 = schedule[name] + i * II
+            for fu, row in ins.reservation.items():
+                for c, units in enumerate(row):
+                    fu_use[fu, t0 + c] += units
+    for (fu, t), used in sorted(fu_use.items()):
+        cap = graph.machine.functional_units.get(fu, -1)
+        if cap >= 0 and used > cap:
+            out.append(
+                Violation("capacity", {"fu": fu, "t": t}, value=used, limit=cap,
+                          message=f"{fu} at t={t}: {used} > {cap}")
+            )  # fmt: skip
+
+    # liveness: memories and registers per slot, t in [0, T]
+    mem_use: dict[tuple[str, int], int] = defaultdict(int)
+    reg_use: dict[tuple[int, int], int] = defaultdict(int)
+    for name, ins in ins_of.items():
+        if not ins.regs and not any(ins.footprint.values()):
+            continue
+        for i in range(n):
+            start, end = live_interval(graph, schedule, name, i, II, L)
+            for t in range(start, min(end, t_end + 1)):
+                for mem, size in ins.footprint.items():
+                    mem_use[mem, t] += size
+                for w in sets[name]:
+                    reg_use[w, t] += ins.regs
+    for (mem, t), used in sorted(mem_use.items()):
+        cap = graph.machine.memories.get(mem)
+        if cap is not None and used > cap:
+            out.append(
+                Violation("memory", {"mem": mem, "t": t}, value=used, limit=cap,
+                          message=f"{mem} at t={t}: {used} bytes live > {cap}")
+            )  # fmt: skip
+    if rules.registers_per_warp is not None:
+        for (w, t), used in sorted(reg_use.items()):
+            if used > rules.registers_per_warp:
+                out.append(
+                    Violation("registers", {"slot": w, "t": t}, value=used,
+                              limit=rules.registers_per_warp,
+                              message=f"slot {w} at t={t}: {used} registers live")
+                )  # fmt: skip
+
+    # blocking: the consumer's slot must be idle (no other op executing) when it issues
+    blockers = {e.dst for e in graph.edges if e.blocking}
+    spill_blockers = {
+        (e.src, e.dst)
+        for e in graph.edges
+        if rules.spill_blocking and spill_blocking_edge(graph, e) and differ(e.src, e.dst)
+    }
+    consumers = blockers | {v for _, v in spill_blockers}
+    for v in sorted(consumers):
+        for i in range(n):
+            t = schedule[v] + i * II
+            for o, ins_o in ins_of.items():
+                if o == v or not (sets[o] & sets[v]):
+                    continue
+                for j in range(n):
+                    t0 = schedule[o] + j * II
+                    if t0 <= t < t0 + ins_o.cycles:
+                        why = "blocking edge" if v in blockers else "cross-warp hand-off"
+                        out.append(
+                            Violation(
+                                "blocking",
+                                {"op": v, "copy": i, "t": t, "other": o},
+                                message=f"{v} ({why}) issues at t={t} while {o} "
+                                f"(copy {j}) executes on the same slot",
+                            )
+                        )
+    return out
