@@ -1,0 +1,264 @@
+"""Twill Algorithm 1: the joint search over (I, L) (paper §5, §5.1; spec ``twill.md`` §5).
+
+For ``I`` from the proven Phase-1 minimum upward, take Phase 1's optimal length ``LEN(M)`` at that
+``I`` and try Phase 2 (:func:`~twill.sched.exact.phase2.swp_and_ws`) on every ``L`` of the window
+``[LEN(M), I * ceil(LEN(M) / I)]`` (the lengths that keep the copy count ``n``). The first
+satisfiable point wins. Every point tried is recorded with its answer (``sat``, ``unsat``,
+``unknown``; Phase 1 answers ``p1_infeasible`` / ``p1_unknown`` when it has no schedule at that
+``I``) and its time. The answer is called optimal only when Phase 1's minimum is proven and every
+earlier point is proven (unsat or Phase-1 infeasible); one ``unknown`` makes it "feasible,
+optimality unproven".
+
+Termination: the paper's loop has no exit for a structurally unsatisfiable graph (e.g. an
+ablation). Here ``I`` is capped (``max_I``, default: Phase 1's serial cap, where a Phase-1
+schedule certainly exists, and at least the Phase-1 minimum plus 4), and ``probe=True`` runs
+only the first window (the Phase-1 optimal ``I``), so an unsatisfiable model ends with INFEASIBLE
+and the list of points proven unsat.
+
+Preconditions: the graph passed :func:`twill.sched.validate.check_graph`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from twill.results import Status
+from twill.sched.exact.phase1 import solve_phase1
+from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
+from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
+from twill.sched.ir import DependenceGraph
+from twill.sched.verify_warps import WarpRules
+
+__all__ = ["SearchPoint", "Algorithm1Result", "algorithm1", "length_window"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchPoint:
+    """One ``(I, L)`` point of Algorithm 1 and its answer."""
+
+    I: int
+    L: int | None
+    answer: str
+    seconds: float
+    variables: int = 0
+    clauses: int = 0
+    pb_constraints: int = 0
+
+    @property
+    def proven_empty(self) -> bool:
+        return self.answer in ("unsat", "p1_infeasible")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "I": self.I,
+            "L": self.L,
+            "answer": self.answer,
+            "seconds": round(self.seconds, 4),
+            "variables": self.variables,
+            "clauses": self.clauses,
+            "pb_constraints": self.pb_constraints,
+        }
+
+    def __str__(self) -> str:
+        where = f"I={self.I}" + (f", L={self.L}" if self.L is not None else "")
+        return f"({where}): {self.answer} in {self.seconds:.3f} s"
+
+
+@dataclass(frozen=True)
+class Algorithm1Result:
+    """Answer of :func:`algorithm1`.
+
+    ``status`` is OPTIMAL (sat, every earlier point and Phase 1 proven), FEASIBLE (sat, some
+    proof missing), INFEASIBLE (every point up to the cap proven empty) or UNKNOWN.
+    """
+
+    status: Status
+    I: int | None
+    L: int | None
+    schedule: dict[str, int] | None
+    assignment: dict[str, tuple[int, ...]] | None
+    optimal: bool
+    L_optimal: bool
+    phase1_I: int | None
+    phase1_L: int | None
+    points: tuple[SearchPoint, ...]
+    seconds: float
+    phase1_seconds: float
+    phase2_seconds: float
+    reason: str = ""
+    phase1: SearchResult | None = field(default=None, repr=False, compare=False)
+    final: Phase2Result | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def warps(self) -> dict[str, int] | None:
+        if self.assignment is None:
+            return None
+        return {v: min(ws) for v, ws in self.assignment.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "I": self.I,
+            "L": self.L,
+            "optimal": self.optimal,
+            "schedule": self.schedule,
+            "warps": self.warps,
+            "assignment": (
+                {v: list(ws) for v, ws in self.assignment.items()} if self.assignment else None
+            ),
+            "phase1_I": self.phase1_I,
+            "phase1_L": self.phase1_L,
+            "points": [p.to_dict() for p in self.points],
+            "seconds": round(self.seconds, 4),
+            "phase1_seconds": round(self.phase1_seconds, 4),
+            "phase2_seconds": round(self.phase2_seconds, 4),
+            "reason": self.reason,
+        }
+
+
+def length_window(ii: int, length: int) -> range:
+    """``[LEN(M), I * ceil(LEN(M) / I)]``: the lengths that keep ``n = ceil(L / I)`` fixed."""
+    return range(length, ii * -(-length // ii) + 1)
+
+
+def _point(r: Phase2Result) -> SearchPoint:
+    st = r.statistics
+    return SearchPoint(r.I, r.L, r.answer, r.seconds, st["variables"], st["clauses"],
+                       st["pb_constraints"])  # fmt: skip
+
+
+def algorithm1(
+    graph: DependenceGraph,
+    *,
+    phase1: SearchResult | None = None,
+    max_I: int | None = None,
+    probe: bool = False,
+    rules: WarpRules | None = None,
+    backend: str = "cbc",
+    phase1_time_limit: float | None = None,
+    time_limit: float | None = None,
+    encoding: str = "compact",
+    symmetry_breaking: bool = True,
+    on_point: Callable[[SearchPoint], None] | None = None,
+) -> Algorithm1Result:
+    """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
+
+    Parameters
+    ----------
+    graph
+        Dependence graph (checked).
+    phase1
+        A finished Phase-1 search (:func:`~twill.sched.exact.search.search_min_ii`); run here
+        when ``None``.
+    max_I
+        Largest ``I`` tried (see the module docstring for the default cap).
+    probe
+        Only the window at the Phase-1 optimal ``I`` (ablations, unsat inputs).
+    rules
+        Warp-model settings (default :meth:`WarpRules.for_graph`).
+    backend, phase1_time_limit
+        Phase-1 backend and seconds per Phase-1 solve.
+    time_limit
+        Seconds per Phase-2 point (hit: ``unknown``, never unsat).
+    encoding, symmetry_breaking
+        Passed to :func:`~twill.sched.exact.phase2.swp_and_ws`.
+    on_point
+        Called after every point (progress reporting; the core never prints).
+
+    Returns
+    -------
+    Algorithm1Result
+
+    Notes
+    -----
+    Objective: the minimum ``I``, then the first satisfiable ``L`` of its window (no secondary
+    objective among models, spec §5). Guarantee: ``optimal`` only with an unbroken chain of
+    proofs (Phase-1 certificate + every earlier point unsat). Fails (INFEASIBLE or UNKNOWN) when
+    no point up to the cap is satisfiable.
+
+    Examples
+    --------
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> r = algorithm1(flash_attention_forward_simplified())
+    >>> r.I, r.L, r.optimal, r.schedule
+    (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
+    """
+    t0 = time.perf_counter()
+    rules = rules or WarpRules.for_graph(graph)
+    if phase1 is None:
+        phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit)
+    p1_seconds = phase1.seconds
+    p2_seconds = 0.0
+    points: list[SearchPoint] = []
+
+    def finish(status: Status, reason: str, final: Phase2Result | None = None,
+               optimal: bool = False, l_opt: bool = False) -> Algorithm1Result:  # fmt: skip
+        return Algorithm1Result(
+            status=status,
+            I=final.I if final else None,
+            L=final.L if final else None,
+            schedule=final.schedule if final else None,
+            assignment=final.assignment if final else None,
+            optimal=optimal,
+            L_optimal=l_opt,
+            phase1_I=phase1.I,
+            phase1_L=phase1.L,
+            points=tuple(points),
+            seconds=time.perf_counter() - t0,
+            phase1_seconds=p1_seconds,
+            phase2_seconds=p2_seconds,
+            reason=reason,
+            phase1=phase1,
+            final=final,
+        )
+
+    if phase1.I is None or phase1.schedule is None or phase1.L is None:
+        return finish(phase1.status if phase1.status != Status.ERROR else Status.UNKNOWN,
+                      "Phase 1 found no modulo schedule")  # fmt: skip
+    proof = phase1.optimal
+    cap = phase1.I if probe else (max_I if max_I is not None else _default_cap(graph, phase1.I))
+    for ii in range(phase1.I, cap + 1):
+        if ii == phase1.I:
+            length, hint, len_proven = phase1.L, phase1.schedule, phase1.L_optimal
+        else:
+            p1 = solve_phase1(graph, ii, backend=backend, time_limit=phase1_time_limit,
+                              check=False)  # fmt: skip
+            p1_seconds += p1.seconds
+            if p1.schedule is None or p1.L is None:
+                ans = "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
+                points.append(SearchPoint(ii, None, ans, p1.seconds))
+                if on_point:
+                    on_point(points[-1])
+                proof = proof and ans == "p1_infeasible"
+                continue
+            length, hint, len_proven = p1.L, p1.schedule, p1.status == Status.OPTIMAL
+            # a non-minimal LEN(M) shifts the window: the lengths below it are not examined
+            proof = proof and len_proven
+        l_proof = len_proven
+        for length_try in length_window(ii, length):
+            r = swp_and_ws(graph, ii, length_try, rules=rules, encoding=encoding,
+                           symmetry_breaking=symmetry_breaking, time_limit=time_limit,
+                           hint=hint if length_try == length else None)  # fmt: skip
+            p2_seconds += r.seconds
+            points.append(_point(r))
+            if on_point:
+                on_point(points[-1])
+            if r.answer == "sat":
+                status = Status.OPTIMAL if proof else Status.FEASIBLE
+                why = "every earlier point proven" if proof else "an earlier point is unproven"
+                return finish(status, why, r, optimal=proof, l_opt=l_proof)
+            if r.answer != "unsat":
+                proof = l_proof = False
+    status = Status.INFEASIBLE if all(p.proven_empty for p in points) else Status.UNKNOWN
+    where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
+    return finish(status, f"no satisfiable point for {where}")
+
+
+def _default_cap(graph: DependenceGraph, first: int) -> int:
+    return max(serial_ii_cap(graph), first + 4)
