@@ -1,0 +1,123 @@
+"""``twill fuse NETWORK``: FADiff joint mapping + layer fusion of a whole network (FADiff spec).
+
+Prints a per-layer table (or ``--json``), writes the verified plan (``-o plan.yaml``) and the
+pictures (``--plot FILE``: loss/EDP curve, network with fused groups, per-layer energy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("fuse", help="FADiff: joint mapping and layer fusion of a network")
+    p.add_argument("network", help="resnet50, bert, retinanet or unet")
+    p.add_argument("--arch", default="gemmini", choices=["gemmini"], help="accelerator")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("-o", "--output", help="write the plan as YAML")
+    p.add_argument("--plot", help="write the pictures to this PNG file")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument(
+        "--init",
+        choices=["none", "cosa"],
+        default="none",
+        help="start from CoSA's layer-wise plan (and never return worse)",
+    )
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from twill.mapping.arch import gemmini_arch
+    from twill.mapping.fadiff.fusion import fusion_groups
+    from twill.mapping.fadiff.networks import load_network
+    from twill.mapping.fadiff.train import fadiff
+
+    net = load_network(args.network)
+    arch = gemmini_arch()
+    err = Console(stderr=True)
+    init = None
+    cands = []
+    if args.init == "cosa":
+        from twill.mapping.fadiff.baselines import layerwise_cosa
+
+        err.print("[dim]mapping every layer with CoSA ...[/dim]")
+        init = layerwise_cosa(net, arch).plan
+        cands = [init]
+    with Progress(
+        TextColumn("[bold]fadiff[/bold] {task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as prog:
+        task = prog.add_task(net.name, total=args.steps)
+
+        def on_step(step: int, rec: dict) -> None:
+            prog.update(
+                task, completed=step + 1, description=f"{net.name} best EDP {rec['best_edp']:.4g}"
+            )
+
+        res = fadiff(
+            net,
+            arch,
+            steps=args.steps,
+            seed=args.seed,
+            device=args.device,
+            init=init,
+            candidates=cands,
+            on_step=on_step,
+        )
+    rep = res.report
+    if args.output:
+        import yaml
+
+        with open(args.output, "w") as fh:
+            yaml.safe_dump({**res.plan.to_dict(net, arch), **rep.summary()}, fh, sort_keys=False)
+    if args.plot:
+        from twill.mapping.fadiff.plot import plot_fadiff
+
+        plot_fadiff(net, res, args.plot)
+    if args.json:
+        out = {
+            "network": net.name,
+            "method": res.plan.method,
+            **rep.summary(),
+            "seconds": res.seconds,
+            "source": res.source,
+            "fused": res.plan.to_dict(net, arch)["fused"],
+            "groups": [[net.layers[j].name for j in g] for g in fusion_groups(net, rep.fused)],
+        }
+        print(json.dumps(out, indent=1))
+        return 0
+    t = Table(title=f"FADiff on {net.name} ({arch.name})")
+    for col in ("layer", "energy uJ", "cycles", "DRAM KB", "fused out"):
+        t.add_column(col, justify="right" if col != "layer" else "left")
+    fused_src = {net.edges[i].src for i in rep.fused}
+    for j, ly in enumerate(net.layers):
+        t.add_row(
+            ly.name,
+            f"{rep.layer_energy_pj[j] * 1e-6:.1f}",
+            f"{rep.layer_cycles[j]:.0f}",
+            f"{rep.layer_dram_bytes[j] / 1024:.0f}",
+            "yes" if j in fused_src else "",
+        )
+    con = Console()
+    con.print(t)
+    con.print(
+        f"EDP {rep.edp:.4g} uJ*cycles, energy {rep.energy_uj:.1f} uJ, "
+        f"{rep.cycles:.0f} cycles, DRAM {rep.dram_bytes / 1e6:.2f} MB, "
+        f"{len(rep.fused)} fused boundaries, {res.seconds:.1f} s (source: {res.source})"
+    )
+    sys.stdout.flush()
+    return 0
