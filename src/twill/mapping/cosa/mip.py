@@ -424,6 +424,10 @@ def cosa_objective_terms(
             for d, n, p in ix.factors:
                 if p == 1:
                     continue
+                if d in A_REL[v]:
+                    # Y[v,z] >= X[z,j,n,1] by (4), so the product is X itself: exact and linear.
+                    acc(_x(z, d, n, _TM), _lf(p))
+                    continue
                 q = model.continuous(f"q[{v.value},{z},{d.value},{n}]", 0.0, 1.0)
                 model.add(
                     f"G_lin[{v.value},{z},{d.value},{n}]",

@@ -1,0 +1,69 @@
+"""Whole networks: weighted totals, parallel executors (local pool, Ray)."""
+
+from __future__ import annotations
+
+import pytest
+
+from twill.mapping.arch import simba_arch
+from twill.mapping.pipeline import map_network
+from twill.mapping.workload import Layer
+
+LAYERS = [
+    Layer("a", {"P": 7, "Q": 7, "C": 32, "K": 32}, count=2),
+    Layer("b", {"C": 64, "K": 16}, count=1),
+]
+
+
+def test_serial_totals_weighted():
+    res = map_network(
+        LAYERS,
+        simba_arch(),
+        methods=("cosa", "random"),
+        executor="serial",
+        options={"cosa": {"time_limit": 30}},
+    )
+    for m in ("cosa", "random"):
+        tot = res.total(m)
+        per = res.results[m]
+        assert tot.cycles == 2 * per[0].report.cycles + per[1].report.cycles
+        assert tot.energy_pj == pytest.approx(2 * per[0].report.energy_pj + per[1].report.energy_pj)
+    d = res.to_dict()
+    assert len(d["layers"]) == 2 and set(d["totals"]) == {"cosa", "random"}
+
+
+def test_local_pool_matches_serial():
+    serial = map_network(
+        LAYERS,
+        simba_arch(),
+        methods=("random",),
+        executor="serial",
+        options={"random": {"seed": 4}},
+    )
+    pool = map_network(
+        LAYERS,
+        simba_arch(),
+        methods=("random",),
+        executor="local",
+        workers=2,
+        options={"random": {"seed": 4}},
+    )
+    assert [str(r.mapping) for r in serial.results["random"]] == [
+        str(r.mapping) for r in pool.results["random"]
+    ]
+
+
+def test_ray_local_instance():
+    ray = pytest.importorskip("ray", reason="ray not installed (optional extra [ray])")
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        res = map_network(
+            LAYERS,
+            simba_arch(),
+            methods=("random",),
+            executor="ray",
+            options={"random": {"seed": 4}},
+        )
+        assert all(r.report.valid for r in res.results["random"])
+        assert res.executor == "ray"
+    finally:
+        ray.shutdown()
