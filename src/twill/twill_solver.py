@@ -141,6 +141,9 @@ def twill_solve(
     tie_break: bool = True,
     threads: int = 1,
     on_attempt: Callable[[Any], None] | None = None,
+    phase2: bool = True,
+    probe: bool = False,
+    phase2_time_limit: float | None = None,
 ) -> TwillResult:
     """Minimum-I modulo schedule of ``graph`` with a proof of optimality.
 
@@ -164,6 +167,14 @@ def twill_solve(
         Solver threads.
     on_attempt
         Called after every Phase-1 solve (progress bars).
+    phase2
+        Run Phase 2 (joint SWP + warp specialisation, Algorithm 1); the result then carries
+        ``extra["warps"]``, ``["points"]`` and ``["phase1_I"]``
+        (:func:`twill.sched.exact.algorithm1.merge_into`).
+    probe
+        Phase 2 only on the window at the Phase-1 optimal I.
+    phase2_time_limit
+        Seconds per Phase-2 ``(I, L)`` point (a hit is "unknown", never unsat).
 
     Returns
     -------
@@ -198,8 +209,16 @@ def twill_solve(
         on_attempt=on_attempt,
     )
     result = _package(graph, p1, t0)  # step 4: verify and package
+    if phase2 and p1.schedule is not None:  # step 3: Phase 2 + Algorithm 1 (warps), verified
+        from twill.sched.exact.algorithm1 import algorithm1, format_phase2, merge_into
+
+        alg = algorithm1(graph, phase1=p1, max_I=max_I, probe=probe, backend=backend,
+                         phase1_time_limit=time_limit, time_limit=phase2_time_limit)  # fmt: skip
+        result = merge_into(result, alg, graph)
     if verbose:
         print(format_result(result, graph))
+        if phase2 and p1.schedule is not None:
+            print(format_phase2(result.extra))
     return result
 
 

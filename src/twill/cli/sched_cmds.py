@@ -54,7 +54,20 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    _add_phase2_args(p)
     p.set_defaults(func=cmd_solve)  # fmt: skip
+
+
+def _add_phase2_args(p: argparse.ArgumentParser) -> None:
+    """Phase 2 options (issue 3): warp specialisation, probe mode, picture."""
+    p.add_argument("--no-phase2", dest="phase2", action="store_false",
+                   help="Phase 1 only (no warp specialisation)")
+    p.add_argument("--probe", action="store_true",
+                   help="Phase 2 only on the window at the Phase-1 optimal I")
+    p.add_argument("--phase2-time-limit", dest="phase2_time_limit", type=_positive_float,
+                   default=None, metavar="S", help="seconds per Phase-2 (I, L) point")
+    p.add_argument("--plot", metavar="FILE.png|FILE.svg", default=None,
+                   help="draw the pipeline (one lane per warp) to FILE")  # fmt: skip
 
 
 def _add_graph_args(p: argparse.ArgumentParser) -> None:
@@ -170,7 +183,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     on_attempt, status = _progress_callback()
     try:
         result = twill_solve(graph, max_I=args.max_I, backend=args.backend,
-                             time_limit=args.time_limit, on_attempt=on_attempt)  # fmt: skip
+                             time_limit=args.time_limit, on_attempt=on_attempt,
+                             phase2=args.phase2, probe=args.probe,
+                             phase2_time_limit=args.phase2_time_limit)  # fmt: skip
     finally:
         if status is not None:
             status.stop()
@@ -181,7 +196,18 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     else:
+        from twill.sched.exact.algorithm1 import format_phase2
+
         print(format_result(result, graph))
+        if args.phase2:
+            print(format_phase2(result.extra))
         if args.output:
             print(f"  JSON result written to {args.output}")
+    if args.plot and result.I is not None:
+        from twill.visualization.plots import plot_pipeline
+
+        plot_pipeline(graph, result.schedule, result.extra.get("assignment") or None, result.I,
+                      result.L, path=args.plot)  # fmt: skip
+        if not args.json:
+            print(f"  picture written to {args.plot}")
     return 0 if result.I is not None else 1

@@ -33,7 +33,14 @@ from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules
 
-__all__ = ["SearchPoint", "Algorithm1Result", "algorithm1", "length_window"]
+__all__ = [
+    "SearchPoint",
+    "Algorithm1Result",
+    "algorithm1",
+    "length_window",
+    "merge_into",
+    "format_phase2",
+]
 
 log = logging.getLogger(__name__)
 
@@ -262,3 +269,74 @@ def algorithm1(
 
 def _default_cap(graph: DependenceGraph, first: int) -> int:
     return max(serial_ii_cap(graph), first + 4)
+
+
+def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> Any:
+    """Fold an :class:`Algorithm1Result` into a Phase-1 ``TwillResult`` (``dataclasses.replace``):
+    the final ``I``, ``L``, ``M*`` and status come from Algorithm 1, and ``extra`` gains ``warps``
+    (op -> warp slot), ``assignment``, ``points``, ``phase1_I``, ``phase1_L``. The joint answer
+    is re-checked by both independent verifiers before it is returned.
+
+    Raises
+    ------
+    VerificationError
+        If the joint answer fails a verifier (a bug, never expected).
+    """
+    from dataclasses import replace
+
+    from twill.errors import VerificationError
+    from twill.sched.verify import verify_modulo_schedule
+    from twill.sched.verify_warps import verify_warp_schedule
+
+    if alg.schedule is not None and alg.I is not None and alg.final is not None:
+        violations = verify_modulo_schedule(graph, alg.schedule, alg.I)
+        violations += verify_warp_schedule(graph, alg.schedule, alg.assignment or {}, alg.I, alg.L)
+        if violations:
+            raise VerificationError(violations, what=f"Twill joint schedule of {graph.name}")
+    extra = dict(result.extra)
+    extra.update(
+        {
+            "warps": alg.warps if alg.warps is not None else {},
+            "assignment": (
+                {v: list(ws) for v, ws in alg.assignment.items()} if alg.assignment else {}
+            ),
+            "points": [p.to_dict() for p in alg.points],
+            "phase1_I": alg.phase1_I,
+            "phase1_L": alg.phase1_L,
+            "phase2_status": alg.status.value,
+            "phase2_reason": alg.reason,
+            "phase2_seconds": round(alg.phase2_seconds, 4),
+        }
+    )
+    return replace(
+        result,
+        status=alg.status,
+        I=alg.I,
+        L=alg.L,
+        schedule=alg.schedule,
+        optimal=alg.optimal,
+        L_optimal=alg.L_optimal,
+        seconds=result.seconds + alg.phase2_seconds + (alg.phase1_seconds - alg.phase1.seconds
+                                                        if alg.phase1 else 0.0),
+        extra=extra,
+    )  # fmt: skip
+
+
+def format_phase2(extra: Any) -> str:
+    """Text lines for the warp assignment and the (I, L) points of a merged result's ``extra``."""
+    warps = extra.get("warps") or {}
+    lines = []
+    if warps:
+        by_slot: dict[int, list[str]] = {}
+        for op, ws in (extra.get("assignment") or {}).items():
+            for w in ws:
+                by_slot.setdefault(w, []).append(op)
+        lines.append("  warp assignment:")
+        lines += [f"    warp {w}: {', '.join(ops)}" for w, ops in sorted(by_slot.items())]
+    pts = extra.get("points") or []
+    if pts:
+        lines.append(f"  Phase 2 points (Phase-1 minimum I = {extra.get('phase1_I')}):")
+        for p in pts:
+            where = f"I={p['I']}" + (f", L={p['L']}" if p["L"] is not None else "")
+            lines.append(f"    ({where}): {p['answer']} in {p['seconds']:.3f} s")
+    return "\n".join(lines)

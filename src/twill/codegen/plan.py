@@ -1,0 +1,120 @@
+"""The loop structure shared by the code generators (Twill paper §4.1, §6; spec §1.3).
+
+From a joint schedule (``M``, warp assignment, ``I``) this module derives what every warp role
+executes: stage ``s(v) = floor(M(v) / I)``, the steady-state order (by ``M(v) mod I``), the
+prologue (stages filling), the epilogue (stages draining) and the synchronisation needed by every
+edge whose endpoints are on different warps (one "full" barrier producer -> consumer, one "empty"
+barrier back). Pure data; no solver is imported.
+
+Preconditions: the schedule and assignment passed
+:func:`twill.sched.verify_warps.verify_warp_schedule`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from twill.sched.ir import DependenceGraph, Edge
+
+__all__ = ["LoopPlan", "Role", "Channel", "make_plan", "ident"]
+
+
+def ident(name: str) -> str:
+    """A C identifier for an op name."""
+    out = re.sub(r"\W", "_", name)
+    return out if out and not out[0].isdigit() else f"op_{out}"
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A cross-warp dependence ``src -> dst`` (distance ``delta``) synchronised by barriers."""
+
+    index: int
+    edge: Edge
+    src_slot: int
+    dst_slot: int
+
+
+@dataclass(frozen=True)
+class Role:
+    """One warp slot: its ops in steady-state order and a readable role name."""
+
+    slot: int
+    name: str
+    ops: tuple[str, ...]
+    threads: int
+
+
+@dataclass(frozen=True)
+class LoopPlan:
+    graph: DependenceGraph
+    schedule: dict[str, int]
+    assignment: dict[str, tuple[int, ...]]
+    ii: int
+    length: int
+    stages: int
+    order: tuple[str, ...]
+    roles: tuple[Role, ...]
+    channels: tuple[Channel, ...]
+
+    def stage(self, v: str) -> int:
+        return self.schedule[v] // self.ii
+
+    def in_channels(self, v: str, slot: int) -> list[Channel]:
+        return [c for c in self.channels if c.edge.dst == v and c.dst_slot == slot]
+
+    def out_channels(self, v: str, slot: int) -> list[Channel]:
+        return [c for c in self.channels if c.edge.src == v and c.src_slot == slot]
+
+
+def _role_name(graph: DependenceGraph, ops: Sequence[str]) -> str:
+    units = []
+    for v in ops:
+        ins = graph.instruction(v)
+        u = "TMA" if ins.variable_latency else (ins.main_unit or "ALU")
+        if u not in units:
+            units.append(u)
+    if units == ["TMA"]:
+        return "producer (TMA)"
+    if units == ["TC"]:
+        return "MMA issue"
+    if "EXP" in units:
+        return "softmax" if "TC" not in units else "consumer (MMA + softmax)"
+    if "TMEM" in units:
+        return "correction"
+    return "compute (" + "+".join(units) + ")"
+
+
+def make_plan(
+    graph: DependenceGraph,
+    schedule: Mapping[str, int],
+    assignment: Mapping[str, int | Sequence[int]] | None,
+    II: int,
+    L: int | None = None,
+) -> LoopPlan:
+    """The loop structure of a joint schedule (``assignment=None``: everything on warp 0)."""
+    sched = dict(schedule)
+    assign: dict[str, tuple[int, ...]] = {}
+    for v in graph.names:
+        raw = 0 if assignment is None else assignment[v]
+        assign[v] = (raw,) if isinstance(raw, int) else tuple(raw)
+    length = L if L is not None else max(sched[v] + graph.instruction(v).cycles for v in sched)
+    stages = max(sched.values()) // II + 1
+    order = tuple(sorted(graph.names, key=lambda v: (sched[v] % II, sched[v], v)))
+    slots = sorted({w for ws in assign.values() for w in ws})
+    roles = []
+    for w in slots:
+        ops = tuple(v for v in order if w in assign[v])
+        threads = max(32 * max(graph.instruction(v).warps, 1) for v in ops)
+        roles.append(Role(w, _role_name(graph, ops), ops, min(threads, 128)))
+    channels = []
+    for e in graph.edges:
+        if set(assign[e.src]) == set(assign[e.dst]):
+            continue
+        for ws in assign[e.src][:1]:
+            for wd in assign[e.dst]:
+                channels.append(Channel(len(channels), e, ws, wd))
+    return LoopPlan(graph, sched, assign, II, length, stages, order, tuple(roles),
+                    tuple(channels))  # fmt: skip
