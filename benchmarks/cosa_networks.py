@@ -1,0 +1,204 @@
+"""CoSA vs random best-of-5 vs Timeloop-Hybrid-like best-of-16K (vs ZigZag LOMA when installed)
+per layer and per network, under twill's Timeloop-class cost model; plus the cost model's error
+distribution against DOSA's 2,000 Timeloop-evaluated Gemmini mappings.
+
+    .venv/bin/python benchmarks/cosa_networks.py                       # ResNet-50 on Simba + DOSA
+    .venv/bin/python benchmarks/cosa_networks.py --networks all        # all 8 network/arch pairs
+    .venv/bin/python benchmarks/cosa_networks.py --networks resnet50 --limit 6 --json
+
+Prints tables (and ``--json``): per layer latency, energy and solve time of each method, per
+network the count-weighted totals, ratios to random best-of-5 and hybrid, and the solve-time
+distribution of CoSA.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT.parent / "shared" / "benchmarks"
+
+NETWORKS = {
+    "resnet50": ("cosa/workloads/resnet50_graph", "simba"),
+    "resnext50": ("cosa/workloads/resnext50_32x4d_graph", "simba"),
+    "alexnet": ("cosa/workloads/alexnet_graph", "simba"),
+    "deepbench": ("cosa/workloads/deepbench_graph", "simba"),
+    "resnet50_gemmini": ("dosa/workloads/resnet50", "gemmini"),
+    "bert_gemmini": ("dosa/workloads/bert", "gemmini"),
+    "retinanet_gemmini": ("dosa/workloads/retinanet", "gemmini"),
+    "unet_gemmini": ("dosa/workloads/unet", "gemmini"),
+}
+
+
+def _zigzag_available() -> bool:
+    try:
+        import zigzag  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def run_network(name: str, args: argparse.Namespace) -> dict:
+    from twill.io.timeloop import read_network
+    from twill.mapping.arch import gemmini_arch, simba_arch
+    from twill.mapping.pipeline import map_network
+
+    folder, arch_name = NETWORKS[name]
+    arch = simba_arch() if arch_name == "simba" else gemmini_arch()
+    layers = read_network(BENCH / folder)
+    if args.limit:
+        layers = layers[: args.limit]
+    methods = ["cosa", "random", "hybrid"]
+    opts = {
+        "cosa": {"backend": args.backend, "time_limit": args.time_limit, "threads": 1},
+        "random": {"n_valid": 5, "seed": args.seed, "metric": "edp"},
+        "hybrid": {"n_valid": args.hybrid_n, "seed": args.seed, "metric": args.hybrid_metric},
+    }
+    res = map_network(
+        layers, arch, methods=methods, options=opts, workers=args.workers, network=name
+    )
+    rows = []
+    for i, layer in enumerate(layers):
+        row = {"layer": layer.name, "shape": layer.key, "count": layer.count}
+        for m in methods:
+            r = res.results[m][i]
+            row[m] = {
+                "cycles": r.report.cycles if r.report else None,
+                "energy_uJ": r.report.energy_uj if r.report else None,
+                "seconds": r.seconds,
+                "status": r.status.value,
+                "mapping": str(r.mapping) if r.mapping else None,
+            }
+        rows.append(row)
+    totals = {}
+    for m in methods:
+        tot = res.total(m)
+        totals[m] = (
+            {"cycles": tot.cycles, "energy_uJ": tot.energy_uj, "edp": tot.edp} if tot else None
+        )
+    ok = [r for r in rows if all(r[m]["cycles"] for m in methods)]
+    cosa_s = [r["cosa"]["seconds"] for r in rows]
+    summary = {
+        "network": name,
+        "arch": arch.name,
+        "layers": len(rows),
+        "totals": totals,
+        "latency_speedup_vs_random": totals["random"]["cycles"] / totals["cosa"]["cycles"],
+        "energy_gain_vs_random": totals["random"]["energy_uJ"] / totals["cosa"]["energy_uJ"],
+        "latency_speedup_vs_hybrid": totals["hybrid"]["cycles"] / totals["cosa"]["cycles"],
+        "energy_gain_vs_hybrid": totals["hybrid"]["energy_uJ"] / totals["cosa"]["energy_uJ"],
+        "layer_geomean_latency_vs_random": geomean(
+            [r["random"]["cycles"] / r["cosa"]["cycles"] for r in ok]
+        ),
+        "layer_geomean_latency_vs_hybrid": geomean(
+            [r["hybrid"]["cycles"] / r["cosa"]["cycles"] for r in ok]
+        ),
+        "cosa_latency_le_hybrid_fraction": sum(
+            r["cosa"]["cycles"] <= r["hybrid"]["cycles"] for r in ok
+        )
+        / max(1, len(ok)),
+        "cosa_seconds_median": statistics.median(cosa_s),
+        "cosa_seconds_max": max(cosa_s),
+        "cosa_optimal": sum(r["cosa"]["status"] == "optimal" for r in rows),
+        "hybrid_seconds_median": statistics.median(r["hybrid"]["seconds"] for r in rows),
+        "random_seconds_median": statistics.median(r["random"]["seconds"] for r in rows),
+        "wall_seconds": res.seconds,
+        "zigzag": "not installed (pip install 'twill-sched[peers]')"
+        if not _zigzag_available()
+        else "installed; peer comparison not wired in this version",
+    }
+    return {"summary": summary, "rows": rows}
+
+
+def dosa_errors() -> dict:
+    from twill.io.timeloop import evaluate_dataset
+
+    _rows, errors = evaluate_dataset(BENCH / "dosa" / "timeloop_sample.csv")
+    return errors
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--networks", default="resnet50", help=f"comma list of {', '.join(NETWORKS)} or 'all'"
+    )
+    ap.add_argument("--limit", type=int, default=None, help="first N unique layers per network")
+    ap.add_argument("--backend", default="cpsat", choices=("cpsat", "cbc"))
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--hybrid-n", type=int, default=16_000)
+    ap.add_argument("--hybrid-metric", default="edp", choices=("edp", "cycles", "energy", "lex"))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-dosa", action="store_true", help="skip the DOSA error distribution")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    names = (
+        list(NETWORKS) if args.networks == "all" else [n.strip() for n in args.networks.split(",")]
+    )
+    for n in names:
+        if n not in NETWORKS:
+            print(f"unknown network {n!r}; choose from {', '.join(NETWORKS)}", file=sys.stderr)
+            return 2
+    out = {"networks": [run_network(n, args) for n in names]}
+    if not args.no_dosa:
+        out["dosa_errors"] = dosa_errors()
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    for net in out["networks"]:
+        t = Table(title=f"{net['summary']['network']} on {net['summary']['arch']}")
+        for col in (
+            "layer",
+            "×",
+            "CoSA cyc",
+            "rand5 cyc",
+            "hyb16K cyc",
+            "CoSA µJ",
+            "rand5 µJ",
+            "hyb16K µJ",
+            "CoSA s",
+            "hyb s",
+        ):
+            t.add_column(col)
+        for r in net["rows"]:
+            t.add_row(
+                r["layer"],
+                str(r["count"]),
+                f"{r['cosa']['cycles']:,}",
+                f"{r['random']['cycles']:,}",
+                f"{r['hybrid']['cycles']:,}",
+                f"{r['cosa']['energy_uJ']:.1f}",
+                f"{r['random']['energy_uJ']:.1f}",
+                f"{r['hybrid']['energy_uJ']:.1f}",
+                f"{r['cosa']['seconds']:.2f}",
+                f"{r['hybrid']['seconds']:.2f}",
+            )
+        con.print(t)
+        s = net["summary"]
+        con.print(
+            {k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items() if k != "totals"}
+        )
+        con.print(s["totals"])
+    if "dosa_errors" in out:
+        con.print("DOSA sample (cost model vs Timeloop):", out["dosa_errors"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
