@@ -1,0 +1,182 @@
+"""Public entry points of GauS (GauS: differentiable scheduling via Gaussian reparameterisation,
+Cai et al., arXiv 2602.20427; spec ``gaus.md``).
+
+* :class:`GauSSolver`: formulations A (resource peak + communication), B (peak memory) and C
+  (modulo: II, resource caps, recurrences, memory) on any graph.
+* :func:`gaus_solve_twill_graph`: modulo-schedule a Twill kernel graph at a target II, or at
+  the smallest II GauS legalises starting from MII.
+* :func:`generate_random_dag`: seeded random DAGs with optional back edges (recurrences).
+
+This module is thin: the algorithms live in :mod:`twill.sched.gaus`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from twill.results import Status
+from twill.sched.gaus.alm import GauSSettings
+from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.gaus.solver import GauSSolver, as_gaus_graph
+from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+
+__all__ = [
+    "GauSSolver",
+    "GauSSettings",
+    "ScheduleRunResult",
+    "gaus_solve_twill_graph",
+    "generate_random_dag",
+]
+
+RANDOM_DAG_UNITS = ("ALU", "MUL", "MEM", "TC")
+
+
+def generate_random_dag(
+    num_nodes: int,
+    edge_density: float,
+    num_back_edges: int = 0,
+    seed: int = 0,
+    *,
+    max_recurrence_ratio: int = 4,
+) -> DependenceGraph:
+    """A seeded random dependence graph: forward DAG plus optional recurrence back edges.
+
+    Forward edges ``i -> j`` (``i < j``) appear independently with probability
+    ``edge_density``, each with delay 1 and distance 0. Every node is a one-step op using one
+    unit of one of four functional units (``ALU``, ``MUL``, ``MEM``, ``TC``, chosen uniformly;
+    unlimited capacity, so a solver's ``R_cap`` sets the limit) and holds a 1-unit result
+    (memory weight ``regs = 1``).
+
+    Back edges go from a deeper node ``u`` to a shallower ancestor-level node ``v`` (ASAP
+    ``u`` > ASAP ``v``) with delay 1 and distance
+    ``ceil((ASAP_u - ASAP_v + 1) / max_recurrence_ratio)``, so every circuit satisfies
+    ``sum d <= max_recurrence_ratio * sum delta`` and RecMII <= ``max_recurrence_ratio``
+    (telescoping over ASAP levels; spec §10.2 DECIDE).
+
+    Parameters
+    ----------
+    num_nodes
+        Number of ops (>= 1).
+    edge_density
+        Probability of each forward edge, in [0, 1].
+    num_back_edges
+        Number of recurrence edges to add (fewer if the graph has too few levels).
+    seed
+        Random seed (default 0, so calls without one are reproducible).
+    max_recurrence_ratio
+        Bound on every circuit's delay/distance ratio.
+
+    Returns
+    -------
+    DependenceGraph
+        Ops named ``n0 .. n{num_nodes-1}``.
+
+    Examples
+    --------
+    >>> g = generate_random_dag(10, 0.3, 2, seed=1)
+    >>> len(g.instructions), sum(e.distance > 0 for e in g.edges)
+    (10, 2)
+    """
+    if num_nodes < 1:
+        raise ValueError(f"num_nodes must be >= 1, found {num_nodes}")
+    if not 0.0 <= edge_density <= 1.0:
+        raise ValueError(f"edge_density must be in [0, 1], found {edge_density}")
+    if num_back_edges < 0:
+        raise ValueError(f"num_back_edges must be >= 0, found {num_back_edges}")
+    rng = np.random.default_rng(seed)
+    n = num_nodes
+    # forward edges: sample the upper triangle row by row (memory O(n) per row)
+    src_list, dst_list = [], []
+    for i in range(n - 1):
+        js = np.flatnonzero(rng.random(n - 1 - i) < edge_density) + i + 1
+        src_list.append(np.full(js.size, i))
+        dst_list.append(js)
+    src = np.concatenate(src_list) if src_list else np.zeros(0, np.int64)
+    dst = np.concatenate(dst_list) if dst_list else np.zeros(0, np.int64)
+    level = np.zeros(n, dtype=np.int64)
+    order = np.argsort(dst, kind="stable")
+    ptr = np.searchsorted(dst[order], np.arange(n + 1))
+    for j in range(n):  # node order is topological
+        e = order[ptr[j] : ptr[j + 1]]
+        if e.size:
+            level[j] = level[src[e]].max() + 1
+    units = rng.integers(0, len(RANDOM_DAG_UNITS), size=n)
+    names = [f"n{i}" for i in range(n)]
+    instructions = tuple(
+        Instruction(names[i], 1, {RANDOM_DAG_UNITS[units[i]]: (1,)}, regs=1) for i in range(n)
+    )
+    edges = [Edge(names[s], names[d], 1) for s, d in zip(src, dst, strict=True)]
+    back = 0
+    attempts = 0
+    while back < num_back_edges and attempts < 50 * max(num_back_edges, 1):
+        attempts += 1
+        u, v = rng.integers(0, n, size=2)
+        if level[u] <= level[v]:
+            continue
+        dist = math.ceil((int(level[u] - level[v]) + 1) / max_recurrence_ratio)
+        edges.append(Edge(names[u], names[v], 1, dist))
+        back += 1
+    machine = MachineDescription(
+        "random", {u: MachineDescription.UNLIMITED for u in RANDOM_DAG_UNITS}
+    )
+    return DependenceGraph(
+        f"random_dag_{n}_{edge_density}_{num_back_edges}_s{seed}",
+        instructions,
+        tuple(edges),
+        machine,
+    )
+
+
+def gaus_solve_twill_graph(
+    graph: DependenceGraph,
+    target_II: int | None = None,
+    D: int | None = None,
+    verbose: bool = False,
+    *,
+    max_II: int | None = None,
+    **options: Any,
+) -> ScheduleRunResult:
+    """Modulo-schedule a Twill dependence graph with GauS (formulation C).
+
+    Parameters
+    ----------
+    graph
+        The kernel graph (its machine gives the capacities).
+    target_II
+        Solve at this II. ``None``: try II = MII, MII+1, ... until GauS returns a legal
+        schedule (at most ``max_II``, default ``MII + 16``).
+    D
+        Latency bound in steps (``None``: default window).
+    verbose
+        Log progress at INFO.
+    **options
+        Passed to :class:`GauSSolver` (``lr``, ``max_iters``, ``device``, ``seed``, ...).
+
+    Returns
+    -------
+    ScheduleRunResult
+        Verified legal schedule (``legal=True``, ``II``) or the reason why none was found.
+
+    Notes
+    -----
+    Heuristic: a failure at some II is not a proof that the II is infeasible unless the status
+    is ``INFEASIBLE`` (II below ResMII/RecMII).
+    """
+    from twill.sched.gaus.bounds import default_II
+
+    solver = GauSSolver(graph, D=D, verbose=verbose, **options)
+    if target_II is not None:
+        return solver.solve_modulo(int(target_II))
+    mii = default_II(as_gaus_graph(graph))
+    last = None
+    for ii in range(mii, (max_II if max_II is not None else mii + 16) + 1):
+        last = solver.solve_modulo(ii)
+        if last.legal:
+            return last
+        if last.status is Status.INFEASIBLE and "D=" in last.message:
+            break
+    assert last is not None
+    return last

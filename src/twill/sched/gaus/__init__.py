@@ -1,0 +1,16 @@
+"""GauS: differentiable scheduling with Gaussian start times (Cai et al., arXiv 2602.20427).
+
+* :mod:`~twill.sched.gaus.graph`: array form of scheduling graphs, ASAP/ALAP.
+* :mod:`~twill.sched.gaus.losses`: closed-form expected losses (spec §3).
+* :mod:`~twill.sched.gaus.alm`: augmented Lagrangian + Adam (spec §5–§7).
+* :mod:`~twill.sched.gaus.legalise`: topological and fixed-point legalisation (spec §8).
+* :mod:`~twill.sched.gaus.verify`: discrete objectives and legality (independent).
+* :mod:`~twill.sched.gaus.solver`: :class:`GauSSolver`.
+
+Importing this package does not import torch.
+"""
+
+from twill.sched.gaus.graph import GauSGraph, from_dependence_graph
+from twill.sched.gaus.result import ScheduleRunResult
+
+__all__ = ["GauSGraph", "from_dependence_graph", "ScheduleRunResult"]

@@ -1,0 +1,330 @@
+"""Augmented Lagrangian + Adam over Gaussian means (GauS spec §5–§7).
+
+Minimises ``f(mu, sigma)/f0 + sum_c lambda_c g_c + (rho/2) sum_c g_c^2`` where ``f`` is the
+formulation's smooth objective (normalised to 1 at the start, spec §5) and ``g_c >= 0`` are the
+expected violations (one multiplier per constraint instance, vectorised). After every inner
+phase of ``inner_steps`` Adam steps:
+
+* ``lambda <- lambda + rho * g``; ``rho <- gamma * rho`` when the total violation fell by less
+  than 25 % (capped at ``rho_max``);
+* ``sigma <- max(sigma_decay * sigma, sigma_final)`` (annealing, spec §7 default);
+* the current means are legalised and the discrete objective evaluated; the best legal
+  schedule is kept (any-time curve). The run stops when a legal schedule exists and has not
+  improved for ``patience`` outer iterations, or at ``max_iters`` steps or ``time_limit``.
+
+Means are parameterised as ``mu = theta * mu_unit`` (steps by default). Means are
+projected into ``[ASAP - 1/2, ALAP + 1/2]`` after every step (spec §2 projects into
+``[-1/2, D - 1/2]``; the ASAP/ALAP box is tighter and loses no legal schedule).
+
+Preconditions: the caller validated ``D`` (ASAP <= ALAP) and built the loss model.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["GauSSettings", "ALMOutcome", "optimise"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GauSSettings:
+    """Every GauS hyperparameter, with the default chosen and why.
+
+    Parameters
+    ----------
+    lr : float, default 0.01
+        Adam learning rate on ``theta = mu / mu_unit`` (Adam moves each mean by about ``lr``
+        units per step): the only value the literature reports (spec §5). Starting from a
+        legal schedule the useful moves are local (a few steps), so 0.01 steps per Adam step
+        over 2000 steps suffices; use larger values when starting far from the optimum.
+    mu_unit : float, default 1.0
+        Unit of the mean parameter, in steps.
+    max_iters : int, default 2000
+        Cap on Adam steps (the seed example's budget).
+    inner_steps : int, default 100
+        Adam steps per ALM inner phase (spec §5 suggests 100-300; the low end keeps the
+        multipliers and sigma schedule responsive within 2000 steps).
+    rho0 : float, default 1.0
+        Initial quadratic penalty weight (spec §5).
+    gamma : float, default 2.0
+        Penalty growth when violation falls by less than 25 % (spec §5).
+    rho_max : float, default 1e4
+        Cap on rho so the loss stays well conditioned in float32.
+    kappa : float, default 0.25
+        Initial ``sigma_i = kappa * (ALAP_i - ASAP_i)`` (spec §6 suggestion).
+    sigma_min : float, default 0.25
+        Floor of the initial sigma in steps, so zero-slack ops keep a gradient (spec §6).
+    sigma_decay : float, default 0.8
+        Per-outer-iteration annealing factor (spec §7).
+    sigma_final : float, default 0.1
+        Annealing floor: ``Phi(0.5/0.1) = Phi(5)`` makes the distribution effectively
+        integral (spec §7).
+    tau : float, default 0.05
+        LogSumExp temperature relative to the balanced usage level (spec §3.2 suggests
+        0.01-0.1; 0.05 overestimates the peak by at most ``0.05 * log D`` balanced levels).
+    patience : int, default 3
+        Outer iterations without a better legal schedule before stopping.
+    learn_sigma : bool, default False
+        Learn sigma with Adam (plus ``sigma_penalty * sum sigma``) instead of the schedule.
+    sigma_penalty : float, default 1e-3
+        Push-down weight when ``learn_sigma``.
+    time_limit : float or None, default None
+        Wall-clock cap in seconds for the gradient phase.
+    sigma_max : float, default 0.5
+        Cap on the initial sigma in steps. Without it a 500-step window starts with sigma near
+        100 and most of the budget goes into shrinking it; means move instead (Adam).
+    window : bool, default True
+        Evaluate the losses only on the steps around the current means (``6 sigma`` plus
+        ``window_margin``), rebuilt every outer iteration (spec §13).
+    window_margin : float, default 8.0
+        Extra steps on each side of the evaluation window; means stay ``4 sigma`` inside it.
+    lr_floor : float, default 0.05
+        The learning rate follows ``lr * sigma / sigma_0`` (steps shrink as the distribution
+        hardens), never below ``lr_floor * lr``.
+    harden_sigma : float, default 0.5
+        Early stopping is allowed only once every sigma is at most this (nearly integral).
+    init : str, default "legal_midpoint"
+        ``"legal_midpoint"``: the ASAP/ALAP midpoint (spec §6) after legalisation, so the
+        optimiser starts from a legal point instead of spending its budget on dependency
+        violations the legaliser removes for free; ``"asap_alap"``: the raw midpoint;
+        ``"asap"``/``"naive"``: mu = ASAP (spec §12.4 asks benchmarks to separate the warm
+        start from the optimiser).
+    """
+
+    lr: float = 0.01
+    mu_unit: float = 1.0
+    max_iters: int = 2000
+    inner_steps: int = 100
+    rho0: float = 1.0
+    gamma: float = 2.0
+    rho_max: float = 1e4
+    kappa: float = 0.25
+    sigma_min: float = 0.25
+    sigma_decay: float = 0.8
+    sigma_final: float = 0.1
+    tau: float = 0.05
+    patience: int = 3
+    learn_sigma: bool = False
+    sigma_penalty: float = 1e-3
+    time_limit: float | None = None
+    init: str = "legal_midpoint"
+    sigma_max: float = 0.5
+    window: bool = True
+    window_margin: float = 8.0
+    lr_floor: float = 0.05
+    harden_sigma: float = 0.5
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass
+class ALMOutcome:
+    """What :func:`optimise` returns (internal)."""
+
+    best_t: np.ndarray | None
+    best_obj: float | None
+    mu: np.ndarray
+    iterations: int
+    expected_violation: float
+    loss_history: list[float]
+    violation_history: list[float]
+    objective_history: list[tuple[float, float]]
+    message: str
+
+
+ProgressFn = Callable[[int, int, float, float, float | None], None]
+
+
+def _window(
+    mu: np.ndarray, sig: float, D: int, II: int | None, margin: float
+) -> tuple[int, int] | None:
+    """Steps ``[s0, s0 + W)`` holding every mean +- ``6 sigma + margin`` (None: whole window)."""
+    pad = 6.0 * sig + margin
+    lo = max(0, int(np.floor(mu.min() - pad)))
+    hi = min(D - 1, int(np.ceil(mu.max() + pad)))
+    if II:
+        lo = (lo // II) * II
+    W = hi - lo + 1
+    if W >= 0.8 * D:
+        return None
+    return lo, W
+
+
+def optimise(
+    make_model: Callable[[tuple[int, int] | None], object],
+    mu0: np.ndarray,
+    sigma0: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    settings: GauSSettings,
+    legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
+    *,
+    ratio: float = 1.0,
+    seed: int = 0,
+    on_progress: ProgressFn | None = None,
+    start_time: float | None = None,
+) -> ALMOutcome:
+    """Run the ALM loop (see module docstring).
+
+    Parameters
+    ----------
+    make_model
+        Builds a :class:`twill.sched.gaus.losses.LossModel` for a step window
+        ``(s0, W)`` (``None``: all ``D`` steps); rebuilt every outer iteration around the
+        current means (spec §13 windowed evaluation).
+    mu0, sigma0
+        Initial means and standard deviations (steps).
+    lo, hi
+        Projection box for the means.
+    settings
+        Hyperparameters.
+    legalise
+        Maps means to ``(legal schedule or None, discrete objective or None)``.
+    ratio
+        Resource weight of formulation A.
+    on_progress
+        Called after every inner step with ``(step, max_iters, loss, violation, best)``.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    start = time.perf_counter() if start_time is None else start_time
+    model = make_model(None)
+    dev = model.device  # type: ignore[attr-defined]
+    D = model.D  # type: ignore[attr-defined]
+    II = model.II  # type: ignore[attr-defined]
+    scale = float(settings.mu_unit)
+    f32 = torch.float32
+    theta = torch.tensor(mu0 / scale, dtype=f32, device=dev, requires_grad=True)
+
+    def box(win: tuple[int, int] | None, sig: float) -> tuple[torch.Tensor, torch.Tensor]:
+        blo, bhi = lo.copy(), hi.copy()
+        if win is not None:
+            s0, W = win
+            if s0 > 0:
+                blo = np.maximum(blo, s0 + 4.0 * sig)
+            if s0 + W < D:
+                bhi = np.minimum(bhi, s0 + W - 1 - 4.0 * sig)
+            bhi = np.maximum(bhi, blo)
+        return (
+            torch.tensor(blo / scale, dtype=f32, device=dev),
+            torch.tensor(bhi / scale, dtype=f32, device=dev),
+        )
+
+    sigma = torch.tensor(sigma0, dtype=f32, device=dev)
+    params = [theta]
+    rho_param = None
+    if settings.learn_sigma:
+        rho_param = torch.log(torch.expm1(torch.clamp(sigma - settings.sigma_final, min=1e-3)))
+        rho_param.requires_grad_(True)
+        params.append(rho_param)
+    opt = torch.optim.Adam(params, lr=settings.lr)
+
+    def current_sigma() -> torch.Tensor:
+        if rho_param is None:
+            return sigma
+        return settings.sigma_final + torch.nn.functional.softplus(rho_param)
+
+    with torch.no_grad():
+        f_init, g_init = model.evaluate(theta * scale, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
+    f0 = float(abs(f_init)) if float(abs(f_init)) > 1e-9 else 1.0
+    lam = torch.zeros_like(g_init)
+    rho = settings.rho0
+    prev_v = float(g_init.sum())
+
+    best_t, best_obj = legalise(mu0)
+    obj_hist: list[tuple[float, float]] = []
+    if best_obj is not None:
+        obj_hist.append((time.perf_counter() - start, best_obj))
+    loss_hist: list[float] = []
+    viol_hist: list[float] = []
+    it = 0
+    stale = 0
+    message = "iteration cap reached"
+    v_now = prev_v
+    sig0 = float(sigma0.max(initial=settings.sigma_min))
+    margin = float(settings.window_margin)
+    while it < settings.max_iters:
+        steps = min(settings.inner_steps, settings.max_iters - it)
+        sig_now = float(current_sigma().max())
+        mu_cur = (theta.detach() * scale).cpu().numpy()
+        win = _window(mu_cur, sig_now, D, II if model.formulation == "C" else None, margin)  # type: ignore[attr-defined]
+        if settings.window and win is not None:
+            model = make_model(win)
+        elif model.D != D:  # type: ignore[attr-defined]
+            model = make_model(None)
+        lo_t, hi_t = box(win if settings.window else None, sig_now)
+        with torch.no_grad():
+            theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
+        for group in opt.param_groups:
+            group["lr"] = settings.lr * max(sig_now / sig0, settings.lr_floor)
+        for _ in range(steps):
+            mu = theta * scale
+            f, g = model.evaluate(mu, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
+            loss = f / f0 + (lam * g).sum() + 0.5 * rho * (g * g).sum()
+            if rho_param is not None:
+                loss = loss + settings.sigma_penalty * current_sigma().sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
+            it += 1
+            v_now = float(g.detach().sum())
+            loss_hist.append(float(loss.detach()))
+            viol_hist.append(v_now)
+            if on_progress is not None:
+                on_progress(it, settings.max_iters, loss_hist[-1], v_now, best_obj)
+        with torch.no_grad():
+            _, g = model.evaluate(theta * scale, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
+            lam = lam + rho * g
+            v_now = float(g.sum())
+            if v_now > 0.75 * prev_v:
+                rho = min(rho * settings.gamma, settings.rho_max)
+            prev_v = v_now
+            if rho_param is None:
+                sigma = torch.clamp(sigma * settings.sigma_decay, min=settings.sigma_final)
+        mu_np = (theta.detach() * scale).cpu().numpy().astype(np.float64)
+        t, obj = legalise(mu_np)
+        improved = obj is not None and (best_obj is None or obj < best_obj - 1e-9)
+        if improved:
+            best_t, best_obj, stale = t, obj, 0
+        else:
+            stale += 1
+        if best_obj is not None:
+            obj_hist.append((time.perf_counter() - start, best_obj))
+        log.info(
+            "GauS step %d (window %s): loss %.4g, violation %.4g, rho %.3g, best %s",
+            it,
+            win,
+            loss_hist[-1] if loss_hist else float("nan"),
+            v_now,
+            rho,
+            best_obj,
+        )
+        hardened = float(current_sigma().max()) <= settings.harden_sigma
+        if best_t is not None and stale >= settings.patience and hardened:
+            message = f"no improvement for {settings.patience} outer iterations"
+            break
+        if settings.time_limit is not None and time.perf_counter() - start > settings.time_limit:
+            message = "time limit reached"
+            break
+    return ALMOutcome(
+        best_t=best_t,
+        best_obj=best_obj,
+        mu=(theta.detach() * scale).cpu().numpy().astype(np.float64),
+        iterations=it,
+        expected_violation=v_now,
+        loss_history=loss_hist,
+        violation_history=viol_hist,
+        objective_history=obj_hist,
+        message=message,
+    )

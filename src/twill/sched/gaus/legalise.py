@@ -1,0 +1,201 @@
+"""Legalisation: from rounded Gaussian means to a legal integer schedule (GauS spec §8).
+
+* :func:`legalise_regular` (formulations A, B): clamp ``round(mu)`` into ``[ASAP, ALAP]``, then
+  one topological pass ``t_v = max(t_v, max_u t_u + d_uv)``, vectorised per generation.
+  Guarantee (spec §8, derived): if ``ASAP <= ALAP`` everywhere (``D`` is feasible) the result
+  is legal, because ``t_u <= ALAP_u <= ALAP_v - d_uv`` keeps every push within ``ALAP_v``.
+* :func:`modulo_place` (formulation C, also the list-scheduling baseline): places ops one by
+  one in a given topological order at the earliest step ``>= lb`` that meets the placed
+  predecessors (distance-0 and recurrence edges) and fits the modulo reservation table.
+* :func:`legalise_modulo`: fixed-point repair. Repeat: place in the order of the current lower
+  bounds; for every violated recurrence edge raise the consumer's lower bound to
+  ``t_u + d - delta*II``. It stops when no edge is violated (legal), when an op would start
+  after ``D - 1``, or at the round cap: then it reports failure, which is **not** a proof of
+  infeasibility.
+
+Preconditions: the distance-0 subgraph is acyclic; ``usage`` and ``caps`` as in
+:class:`~twill.sched.gaus.graph.GauSGraph`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
+
+__all__ = ["legalise_regular", "modulo_place", "legalise_modulo", "forward_pass"]
+
+
+def forward_pass(g: GauSGraph, t: np.ndarray, gens: list[np.ndarray]) -> np.ndarray:
+    """Push every op to ``max(t_v, max_u t_u + d_uv)`` over distance-0 edges, in topological
+    order (vectorised per generation)."""
+    t = np.array(t, dtype=np.int64)
+    fwd = g.forward
+    src, dst, d = g.src[fwd], g.dst[fwd], g.delay[fwd]
+    gen_of = np.empty(g.n, dtype=np.int64)
+    for k, nodes in enumerate(gens):
+        gen_of[nodes] = k
+    order = np.argsort(gen_of[dst], kind="stable")
+    bounds = np.searchsorted(gen_of[dst][order], np.arange(len(gens) + 1))
+    for k in range(1, len(gens)):
+        e = order[bounds[k] : bounds[k + 1]]
+        if e.size:
+            np.maximum.at(t, dst[e], t[src[e]] + d[e])
+    return t
+
+
+def legalise_regular(
+    g: GauSGraph,
+    mu: np.ndarray,
+    D: int,
+    *,
+    gens: list[np.ndarray] | None = None,
+    bounds: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray | None:
+    """Topological legalisation of a one-iteration schedule (formulations A, B).
+
+    Returns
+    -------
+    numpy.ndarray or None
+        Start steps, legal for every distance-0 edge and within ``[0, D-1]``; ``None`` when
+        ``D`` is infeasible (ASAP > ALAP for some op).
+    """
+    gens = topological_generations(g) if gens is None else gens
+    asap, alap = asap_alap(g, D, gens) if bounds is None else bounds
+    if np.any(asap > alap):
+        return None
+    t = np.clip(np.rint(mu).astype(np.int64), asap, alap)
+    t = forward_pass(g, t, gens)
+    return t if t.max(initial=0) <= D - 1 else None
+
+
+class _Placer:
+    """Modulo reservation table and in-edge lists for :func:`modulo_place`."""
+
+    def __init__(self, g: GauSGraph, II: int) -> None:
+        self.g = g
+        self.II = II
+        limited = np.isfinite(g.caps)
+        self.lim = np.flatnonzero(limited)
+        self.caps = g.caps[limited]
+        n, _, L = g.usage.shape
+        # usage folded onto offsets modulo II: own[i, k, j] = sum_{c = j mod II} usage[i, k, c]
+        u = g.usage[:, limited, :]
+        pad = (-L) % II
+        u = np.concatenate([u, np.zeros((n, u.shape[1], pad))], axis=2)
+        self.own = u.reshape(n, u.shape[1], -1, II).sum(axis=2)
+        self.needs = self.own.reshape(n, -1).any(axis=1)
+        order = np.argsort(g.dst, kind="stable")
+        self.in_src = g.src[order]
+        self.in_lat = (g.delay - g.distance * II)[order]
+        self.ptr = np.searchsorted(g.dst[order], np.arange(n + 1))
+        self.idx = (np.arange(II)[:, None] + np.arange(II)[None, :]) % II  # [r, j]
+
+    def place(self, order: np.ndarray, lb: np.ndarray, D: int) -> np.ndarray | None:
+        g, II = self.g, self.II
+        mrt = np.zeros((len(self.lim), II))
+        t = np.full(g.n, np.iinfo(np.int64).min // 4, dtype=np.int64)
+        placed = np.zeros(g.n, dtype=bool)
+        for v in order:
+            lo, hi = self.ptr[v], self.ptr[v + 1]
+            est = int(lb[v])
+            if hi > lo:
+                preds = self.in_src[lo:hi]
+                ok = placed[preds]
+                if ok.any():
+                    est = max(est, int((t[preds[ok]] + self.in_lat[lo:hi][ok]).max()))
+            if self.needs[v]:
+                # fits[r]: op fits when started at residue r
+                load = mrt[:, self.idx] + self.own[v][:, None, :]  # [K, r, j]
+                fits = np.all(load <= self.caps[:, None, None] + 1e-9, axis=(0, 2))
+                if not fits.any():
+                    return None
+                step = np.arange(est, est + II)
+                cand = step[fits[step % II]]
+                s = int(cand[0])
+                r = s % II
+                mrt[:, self.idx[r]] += self.own[v]
+            else:
+                s = est
+            if s > D - 1:
+                return None
+            t[v] = s
+            placed[v] = True
+        return t
+
+
+def modulo_place(
+    g: GauSGraph, order: np.ndarray, lb: np.ndarray, II: int, D: int
+) -> np.ndarray | None:
+    """Greedy modulo placement of ``order`` (a topological order of the distance-0 edges).
+
+    Each op starts at the earliest step ``>= lb[v]`` that satisfies every edge from an already
+    placed op and leaves every limited resource within capacity in every congruence class.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        Start steps (recurrence edges from ops placed *later* may still be violated), or
+        ``None`` when some op cannot fit any slot or would start after ``D - 1``.
+    """
+    return _Placer(g, II).place(np.asarray(order), np.asarray(lb), D)
+
+
+def _order_by(t: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Topological order sorted by ``t`` then topological rank (valid when ``t`` respects
+    distance-0 edges with ``d >= 0``)."""
+    return np.lexsort((rank, t))
+
+
+def legalise_modulo(
+    g: GauSGraph,
+    mu: np.ndarray,
+    II: int,
+    D: int,
+    *,
+    gens: list[np.ndarray] | None = None,
+    max_rounds: int = 100,
+) -> tuple[np.ndarray | None, str]:
+    """Fixed-point repair of a modulo schedule at ``II`` within ``D`` steps (formulation C).
+
+    Parameters
+    ----------
+    g
+        The graph (recurrence edges have distance > 0).
+    mu
+        Continuous start steps (the Gaussian means); rounded to the first lower bounds.
+    II, D
+        Initiation interval and latency bound.
+    max_rounds
+        Cap on place-then-repair rounds.
+
+    Returns
+    -------
+    (t, message)
+        ``t`` is a legal schedule, or ``None`` with a message saying why no legal schedule was
+        found (never a proof of infeasibility).
+    """
+    gens = topological_generations(g) if gens is None else gens
+    asap, _ = asap_alap(g, D, gens)
+    rank = np.empty(g.n, dtype=np.int64)
+    rank[np.concatenate(gens)] = np.arange(g.n)
+    placer = _Placer(g, II)
+    lb = np.maximum(np.rint(mu).astype(np.int64), asap)
+    back = g.distance > 0
+    for _ in range(max_rounds):
+        key = forward_pass(g, lb, gens)
+        t = placer.place(_order_by(key, rank), lb, D)
+        if t is None:
+            return None, (
+                f"LEGALISATION_FAILED: an op does not fit within D={D} at II={II} "
+                "(not a proof of infeasibility)"
+            )
+        need = t[g.src] + g.delay - g.distance * II
+        viol = back & (t[g.dst] < need)
+        if not viol.any():
+            return t, "legal"
+        np.maximum.at(lb, g.dst[viol], need[viol])
+    return None, (
+        f"LEGALISATION_FAILED: recurrence repair did not settle in {max_rounds} rounds at "
+        f"II={II}, D={D} (not a proof of infeasibility)"
+    )

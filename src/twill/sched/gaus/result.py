@@ -1,0 +1,103 @@
+"""The result of one GauS or baseline run (house rule 6; GauS spec §13 "report per run")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from twill.results import Status
+
+__all__ = ["ScheduleRunResult"]
+
+
+@dataclass(frozen=True)
+class ScheduleRunResult:
+    """Outcome of a GauS (or baseline) run on one graph.
+
+    Parameters
+    ----------
+    status
+        ``FEASIBLE`` with a verified legal schedule; ``OPTIMAL`` only when an exact solver
+        proved it; ``INFEASIBLE`` only with a proof (``message`` says which bound);
+        ``UNKNOWN`` when no legal schedule was found (e.g. legalisation failed, time cap).
+    method
+        ``"gaus"``, ``"list"``, ``"force"``, ``"gumbel"`` or ``"exact"``.
+    formulation
+        ``"A"``, ``"B"`` or ``"C"``.
+    schedule
+        Node name -> start step (empty without a legal schedule).
+    legal
+        True when the schedule passed the verifier.
+    objective
+        Discrete objective of the legal schedule (``None`` without one).
+    bound
+        A proven lower bound on the objective, when the method has one (exact solver).
+    II, D
+        Initiation interval (``None`` for A/B) and latency bound.
+    seconds
+        Wall time of the whole call, legalisation and verification included.
+    iterations
+        Gradient steps (or solver-specific iteration count).
+    expected_violation
+        Sum of expected constraint violations at the end of the gradient phase.
+    loss_history, violation_history, objective_history
+        Per gradient step: the augmented-Lagrangian loss and the expected violation; per outer
+        iteration: ``(seconds, discrete objective of the best legal schedule so far)``.
+    message
+        One line explaining the status.
+    settings
+        Every hyperparameter used (replays the run together with ``seed``).
+    """
+
+    status: Status
+    method: str
+    formulation: str
+    graph: str
+    schedule: dict[str, int]
+    legal: bool
+    objective: float | None
+    II: int | None
+    D: int
+    seconds: float
+    iterations: int = 0
+    bound: float | None = None
+    expected_violation: float | None = None
+    loss_history: tuple[float, ...] = ()
+    violation_history: tuple[float, ...] = ()
+    objective_history: tuple[tuple[float, float], ...] = ()
+    message: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def feasible(self) -> bool:
+        """True when a legal schedule was found."""
+        return self.legal
+
+    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
+        """JSON-ready dictionary (``history=False`` drops the per-step curves)."""
+        out: dict[str, Any] = {
+            "status": self.status.value,
+            "method": self.method,
+            "formulation": self.formulation,
+            "graph": self.graph,
+            "legal": self.legal,
+            "objective": self.objective,
+            "bound": self.bound,
+            "II": self.II,
+            "D": self.D,
+            "seconds": self.seconds,
+            "iterations": self.iterations,
+            "expected_violation": self.expected_violation,
+            "message": self.message,
+            "settings": dict(self.settings),
+            "seed": self.seed,
+            "timings": dict(self.timings),
+            "schedule": dict(self.schedule),
+        }
+        if history:
+            out["loss_history"] = list(self.loss_history)
+            out["violation_history"] = list(self.violation_history)
+            out["objective_history"] = [list(p) for p in self.objective_history]
+        return out

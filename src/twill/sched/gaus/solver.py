@@ -1,0 +1,376 @@
+"""GauS front end: check -> initialise -> ALM + Adam -> legalise -> verify (GauS spec §4–§8).
+
+:class:`GauSSolver` holds a graph and settings; ``solve_resource`` (formulation A),
+``solve_memory`` (B) and ``solve_modulo`` (C) each return a new frozen
+:class:`~twill.sched.gaus.result.ScheduleRunResult`.
+
+Objective, guarantee, failure (house rule, CIRCT habit 5):
+
+* Objective: A ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)``; B peak live memory;
+  C modulo MaxLive under resource caps and recurrences at a fixed ``II``.
+* Guarantee: heuristic (no optimality claim). Every returned schedule passed the independent
+  verifier :func:`twill.sched.gaus.verify.schedule_violations` (and, for
+  :class:`~twill.sched.ir.DependenceGraph` inputs, :mod:`twill.sched.verify`).
+* Failure: ``INFEASIBLE`` only with a proof (critical path longer than ``D``; ``II`` below
+  ResMII or RecMII; recurrences push an op past ``D - 1``); ``UNKNOWN`` when legalisation found
+  no schedule (not a proof).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from twill.errors import BackendUnavailableError, ConvergenceWarning, VerificationError
+from twill.results import Status
+from twill.sched.gaus.alm import GauSSettings, optimise
+from twill.sched.gaus.bounds import default_D, modulo_asap, rec_mii, res_mii
+from twill.sched.gaus.graph import (
+    GauSGraph,
+    asap_alap,
+    from_dependence_graph,
+    topological_generations,
+)
+from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
+from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.gaus.verify import discrete_objective, schedule_violations
+from twill.sched.ir import DependenceGraph, MachineDescription
+
+__all__ = ["GauSSolver", "as_gaus_graph", "verify_result_schedule", "resolve_device"]
+
+log = logging.getLogger(__name__)
+
+
+def as_gaus_graph(graph: DependenceGraph | GauSGraph) -> GauSGraph:
+    """Array form of ``graph`` (DependenceGraphs are checked with ``check_graph`` first)."""
+    if isinstance(graph, GauSGraph):
+        return graph
+    if isinstance(graph, DependenceGraph):
+        from twill.sched.validate import check_graph
+
+        check_graph(graph)
+        return from_dependence_graph(graph)
+    raise TypeError(f"graph must be a DependenceGraph or GauSGraph, found {type(graph).__name__}")
+
+
+def resolve_device(device: str) -> str:
+    """``"cpu"`` or ``"cuda"`` (error when CUDA is asked for and not available)."""
+    if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
+        raise ValueError(f"device must be 'cpu' or 'cuda', found {device!r}")
+    if device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise BackendUnavailableError(
+                f"device {device!r} requested but torch.cuda.is_available() is False"
+            )
+    return device
+
+
+def verify_result_schedule(
+    g: GauSGraph,
+    t: np.ndarray,
+    D: int,
+    II: int | None,
+    original: DependenceGraph | None = None,
+) -> None:
+    """Raise :class:`VerificationError` unless ``t`` is legal (both verifiers agree)."""
+    bad: list[Any] = schedule_violations(g, t, D, II)
+    if original is not None:
+        from twill.sched.verify import verify_dag_schedule, verify_modulo_schedule
+
+        sched = g.schedule_dict(t)
+        if II is None:
+            bad += verify_dag_schedule(original, sched, check_capacity=False)
+        else:
+            caps = {
+                r: (-1 if not np.isfinite(c) else int(np.floor(c + 1e-9)))
+                for r, c in zip(g.resources, g.caps, strict=True)
+            }
+            m = original.machine
+            machine = MachineDescription(
+                m.name, caps, m.registers_per_warp, m.memories, m.warps, m.note
+            )
+            bad += verify_modulo_schedule(original.replace(machine=machine), sched, II)
+    if bad:
+        raise VerificationError(bad, what=f"GauS schedule of {g.name}")
+
+
+class GauSSolver:
+    """Differentiable scheduler with Gaussian start times.
+
+    Parameters
+    ----------
+    graph
+        A :class:`~twill.sched.ir.DependenceGraph` or a :class:`GauSGraph`.
+    D
+        Latency bound in steps (``None``: :func:`twill.sched.gaus.bounds.default_D`).
+    lr
+        Adam learning rate (see :class:`GauSSettings`).
+    device
+        ``"cpu"`` (default) or ``"cuda"``.
+    seed
+        Seeds torch (GauS itself is deterministic given its initialisation).
+    verbose
+        Log progress at INFO on the ``twill.sched.gaus`` logger (a stderr handler is added if
+        the logger has none).
+    on_progress
+        Callback ``(step, max_steps, loss, violation, best_objective)`` after each Adam step.
+    **settings
+        Any other field of :class:`GauSSettings` (``max_iters``, ``inner_steps``, ``tau``, ...).
+
+    Examples
+    --------
+    >>> from twill.gaus_solver import generate_random_dag
+    >>> r = GauSSolver(generate_random_dag(30, 0.1, 0, seed=1), max_iters=50).solve_memory()
+    >>> r.legal
+    True
+    """
+
+    def __init__(
+        self,
+        graph: DependenceGraph | GauSGraph,
+        D: int | None = None,
+        lr: float = 0.01,
+        *,
+        device: str = "cpu",
+        seed: int = 0,
+        verbose: bool = False,
+        on_progress: Callable[[int, int, float, float, float | None], None] | None = None,
+        **settings: Any,
+    ) -> None:
+        self.original = graph if isinstance(graph, DependenceGraph) else None
+        self.graph = as_gaus_graph(graph)
+        self.D = D
+        self.device = device
+        self.seed = seed
+        self.verbose = verbose
+        self.on_progress = on_progress
+        self.settings = GauSSettings(lr=lr, **settings)
+        if verbose:
+            _enable_logging()
+
+    # -- public entry points -----------------------------------------------------------------
+
+    def solve_resource(
+        self, *, ratio: float = 100.0, max_iters: int | None = None
+    ) -> ScheduleRunResult:
+        """Formulation A: ``ratio * peak resource + communication`` under the latency bound.
+
+        ``ratio = 100`` is GS-Schedule's README setting (spec §9.1).
+        """
+        return self._solve("A", None, None, ratio, max_iters)
+
+    def solve_memory(self, *, max_iters: int | None = None) -> ScheduleRunResult:
+        """Formulation B: peak live memory under the latency bound."""
+        return self._solve("B", None, None, 1.0, max_iters)
+
+    def solve_modulo(
+        self,
+        II: int,
+        R_cap: float | None = None,
+        max_iters: int | None = None,
+    ) -> ScheduleRunResult:
+        """Formulation C: modulo MaxLive at ``II`` under resource caps and recurrences.
+
+        Parameters
+        ----------
+        II
+            Initiation interval.
+        R_cap
+            Capacity applied to every resource type (``None``: the graph's own capacities).
+        max_iters
+            Override of ``settings.max_iters``.
+        """
+        return self._solve("C", II, R_cap, 1.0, max_iters)
+
+    def solve(
+        self,
+        formulation: str = "A",
+        *,
+        II: int | None = None,
+        R_cap: float | None = None,
+        ratio: float = 100.0,
+        max_iters: int | None = None,
+    ) -> ScheduleRunResult:
+        """Dispatch on ``formulation`` (``"A"``, ``"B"`` or ``"C"``)."""
+        if formulation == "A":
+            return self.solve_resource(ratio=ratio, max_iters=max_iters)
+        if formulation == "B":
+            return self.solve_memory(max_iters=max_iters)
+        if formulation == "C":
+            if II is None:
+                from twill.sched.gaus.bounds import default_II
+
+                g = self.graph if R_cap is None else self.graph.with_caps(R_cap)
+                II = default_II(g)
+            return self.solve_modulo(II, R_cap=R_cap, max_iters=max_iters)
+        raise ValueError(f"formulation must be A, B or C, found {formulation!r}")
+
+    # -- implementation ----------------------------------------------------------------------
+
+    def _solve(
+        self,
+        formulation: str,
+        II: int | None,
+        R_cap: float | None,
+        ratio: float,
+        max_iters: int | None,
+    ) -> ScheduleRunResult:
+        start = time.perf_counter()
+        settings = (
+            self.settings if max_iters is None else replace(self.settings, max_iters=max_iters)
+        )
+        device = resolve_device(self.device)
+        g = self.graph if R_cap is None else self.graph.with_caps(float(R_cap))
+        if II is not None and (not isinstance(II, int | np.integer) or II < 1):
+            raise ValueError(f"II must be an integer >= 1, found {II!r}")
+        D = int(self.D) if self.D is not None else default_D(g, formulation, II)
+        if D < 1:
+            raise ValueError(f"D must be >= 1, found {D}")
+        record = {**settings.to_dict(), "ratio": ratio, "R_cap": R_cap, "device": device}
+
+        def finish(
+            status: Status, t: np.ndarray | None, message: str, **kw: Any
+        ) -> ScheduleRunResult:
+            obj = None
+            if t is not None:
+                verify_result_schedule(
+                    g, t, D, II if formulation == "C" else None, self._orig(R_cap)
+                )
+                obj = discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
+            return ScheduleRunResult(
+                status=status,
+                method="gaus",
+                formulation=formulation,
+                graph=g.name,
+                schedule=g.schedule_dict(t) if t is not None else {},
+                legal=t is not None,
+                objective=obj,
+                II=II if formulation == "C" else None,
+                D=D,
+                seconds=time.perf_counter() - start,
+                message=message,
+                settings=record,
+                seed=self.seed,
+                **kw,
+            )
+
+        gens = topological_generations(g)
+        asap, alap = asap_alap(g, D, gens)
+        if np.any(asap > alap):
+            return finish(
+                Status.INFEASIBLE,
+                None,
+                f"infeasible at D={D}: the critical path needs {int(asap.max()) + 1} steps",
+            )
+        if formulation == "C":
+            assert II is not None
+            rm, cm = res_mii(g), rec_mii(g)
+            if II < rm:
+                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: ResMII = {rm}")
+            if II < cm:
+                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: RecMII = {cm}")
+            masap = modulo_asap(g, II)
+            if masap is not None and masap.max(initial=0) > D - 1:
+                return finish(
+                    Status.INFEASIBLE,
+                    None,
+                    f"infeasible at D={D}, II={II}: recurrences push an op to step "
+                    f"{int(masap.max())}",
+                )
+            asap = np.maximum(asap, masap) if masap is not None else asap
+
+        from twill.sched.gaus.losses import LossModel
+
+        def make_model(window: tuple[int, int] | None) -> LossModel:
+            return LossModel.build(
+                g,
+                D=D,
+                formulation=formulation,
+                II=II,
+                tau=settings.tau,
+                device=device,
+                window=window,
+            )
+
+        slack = (alap - asap).astype(np.float64)
+        if settings.init in ("asap", "naive"):
+            mu0 = asap.astype(np.float64)
+        elif settings.init in ("asap_alap", "legal_midpoint"):
+            mu0 = 0.5 * (asap + alap).astype(np.float64)
+        else:
+            raise ValueError(
+                f"init must be legal_midpoint, asap_alap or asap, found {settings.init!r}"
+            )
+        sigma0 = np.clip(
+            settings.kappa * slack, settings.sigma_min, max(settings.sigma_max, settings.sigma_min)
+        )
+        lo, hi = asap - 0.5, alap + 0.5
+
+        def legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
+            if formulation == "C":
+                t, _ = legalise_modulo(g, mu, II, D, gens=gens)  # type: ignore[arg-type]
+            else:
+                t = legalise_regular(g, mu, D, gens=gens, bounds=(asap, alap))
+            if t is None or schedule_violations(g, t, D, II if formulation == "C" else None):
+                return None, None
+            return t, discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
+
+        if settings.init == "legal_midpoint":
+            t_mid, _ = legalise(mu0)
+            if t_mid is not None:
+                mu0 = t_mid.astype(np.float64)
+        t_opt = time.perf_counter()
+        out = optimise(
+            make_model,
+            mu0,
+            sigma0,
+            lo,
+            hi,
+            settings,
+            legalise,
+            ratio=ratio,
+            seed=self.seed,
+            on_progress=self.on_progress,
+            start_time=start,
+        )
+        timings = {"optimise": time.perf_counter() - t_opt}
+        hist = {
+            "iterations": out.iterations,
+            "expected_violation": out.expected_violation,
+            "loss_history": tuple(out.loss_history),
+            "violation_history": tuple(out.violation_history),
+            "objective_history": tuple(out.objective_history),
+            "timings": timings,
+        }
+        if out.best_t is None:
+            msg = ""
+            if formulation == "C":
+                _, msg = legalise_modulo(g, out.mu, II, D, gens=gens)  # type: ignore[arg-type]
+            warnings.warn(
+                f"GauS found no legal schedule for {g.name} after {out.iterations} steps "
+                f"(expected violation {out.expected_violation:.3g})",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+            return finish(Status.UNKNOWN, None, msg or "no legal schedule found", **hist)
+        return finish(Status.FEASIBLE, out.best_t, f"legal; {out.message}", **hist)
+
+    def _orig(self, R_cap: float | None) -> DependenceGraph | None:
+        return self.original
+
+
+def _enable_logging() -> None:
+    logger = logging.getLogger("twill.sched.gaus")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)

@@ -1,0 +1,202 @@
+"""Discrete objectives and the legality check of integer schedules (GauS spec §8, §9.1).
+
+Independent of the optimiser: this module imports neither torch nor any GauS or baseline
+module, and recomputes everything from the definitions on a :class:`GauSGraph`.
+
+* :func:`schedule_violations`: every broken rule of a start-step vector ``t``: integrality,
+  the latency bound ``0 <= t_i <= D - 1``, dependences (``t_v + delta*II >= t_u + d``; only
+  distance-0 edges when no ``II`` is given), and, for modulo schedules, per-congruence-class
+  capacity of every limited resource (row ``c`` of op ``i`` lands on ``(t_i + c) mod II``).
+* :func:`objective_a`: ``ratio * sum_k max_s R_k(s) + sum_e c_e (t_v - t_u)`` (GS-Schedule's
+  ILP objective when there is one resource type and binary ``c``).
+* :func:`peak_memory`: ``max_s sum_i b_i [t_i <= s < max_j t_j]`` (formulation B).
+* :func:`modulo_maxlive`: ``max_r sum_i b_i #{s in [t_i, end_i), s = r mod II}`` with
+  ``end_i = max_j (t_j + delta_ij II)`` (formulation C).
+
+Preconditions: ``t`` has one entry per node. Returned violations reuse
+:class:`twill.sched.verify.Violation`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twill.sched.gaus.graph import GauSGraph
+from twill.sched.verify import Violation
+
+__all__ = [
+    "schedule_violations",
+    "resource_profile",
+    "objective_a",
+    "peak_memory",
+    "modulo_maxlive",
+    "discrete_objective",
+]
+
+_MAX_REPORTED = 50
+
+
+def schedule_violations(
+    g: GauSGraph, t: np.ndarray, D: int, II: int | None = None, *, check_capacity: bool = True
+) -> list[Violation]:
+    """Every rule ``t`` breaks (empty list: legal).
+
+    Parameters
+    ----------
+    g
+        The graph.
+    t
+        Start step per node.
+    D
+        Latency bound: every start must lie in ``[0, D - 1]``.
+    II
+        Initiation interval for a modulo schedule; ``None`` checks a one-iteration schedule
+        (distance-0 edges only, no capacity constraint, as in formulations A and B).
+    check_capacity
+        For modulo schedules, check limited resources per congruence class.
+    """
+    out: list[Violation] = []
+    t = np.asarray(t)
+    if t.shape != (g.n,):
+        return [Violation("shape", {}, value=t.shape, limit=(g.n,), message="wrong length")]
+    if not np.issubdtype(t.dtype, np.integer):
+        if not np.all(np.isfinite(t)) or np.any(t != np.round(t)):
+            bad = np.flatnonzero(~np.isfinite(t) | (t != np.round(t)))
+            return [
+                Violation("non_integer_start", {"op": g.names[i]}, value=float(t[i]))
+                for i in bad[:_MAX_REPORTED]
+            ]
+        t = t.astype(np.int64)
+    for i in np.flatnonzero((t < 0) | (t > D - 1))[:_MAX_REPORTED]:
+        out.append(
+            Violation(
+                "latency_bound",
+                {"op": g.names[i]},
+                value=int(t[i]),
+                limit=D - 1,
+                message=f"op {g.names[i]!r} starts at {int(t[i])}, outside [0, {D - 1}]",
+            )
+        )
+    mask = np.ones(g.num_edges, dtype=bool) if II is not None else g.forward
+    shift = g.distance * (II if II is not None else 0)
+    slack = t[g.dst] + shift - t[g.src]
+    bad = np.flatnonzero(mask & (slack < g.delay))
+    for e in bad[:_MAX_REPORTED]:
+        u, v = g.names[g.src[e]], g.names[g.dst[e]]
+        out.append(
+            Violation(
+                "dependence",
+                {"edge": f"{u}->{v}", "distance": int(g.distance[e])},
+                value=int(slack[e]),
+                limit=int(g.delay[e]),
+                message=f"{v}@{int(t[g.dst[e]])} is {int(slack[e])} steps after {u}@"
+                f"{int(t[g.src[e]])} (distance {int(g.distance[e])}), needs >= {int(g.delay[e])}",
+            )
+        )
+    if II is not None and check_capacity:
+        use = modulo_usage(g, t, II)
+        over = use > g.caps[:, None] + 1e-9
+        for k, r in zip(*np.nonzero(over), strict=True):
+            out.append(
+                Violation(
+                    "capacity",
+                    {"fu": g.resources[k], "slot": int(r)},
+                    value=float(use[k, r]),
+                    limit=float(g.caps[k]),
+                    message=f"{g.resources[k]} slot {int(r)}: {use[k, r]:g} > {g.caps[k]:g}",
+                )
+            )
+    return out
+
+
+def modulo_usage(g: GauSGraph, t: np.ndarray, II: int) -> np.ndarray:
+    """``float[K, II]``: units of each resource used in each congruence class."""
+    n, K, L = g.usage.shape
+    use = np.zeros((K, II))
+    for c in range(L):
+        slot = (t + c) % II
+        for k in range(K):
+            use[k] += np.bincount(slot, weights=g.usage[:, k, c], minlength=II)
+    return use
+
+
+def resource_profile(g: GauSGraph, t: np.ndarray) -> np.ndarray:
+    """``float[K, H]``: units of each resource used at each absolute step."""
+    n, K, L = g.usage.shape
+    H = int(t.max(initial=0)) + L
+    prof = np.zeros((K, H))
+    for c in range(L):
+        for k in range(K):
+            prof[k] += np.bincount(t + c, weights=g.usage[:, k, c], minlength=H)
+    return prof
+
+
+def objective_a(g: GauSGraph, t: np.ndarray, ratio: float) -> float:
+    """Formulation A: ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)`` over distance-0 edges."""
+    t = np.asarray(t, dtype=np.int64)
+    peak = resource_profile(g, t).max(axis=1, initial=0.0).sum()
+    fwd = g.forward
+    comm = float(np.sum(g.comm[fwd] * (t[g.dst[fwd]] - t[g.src[fwd]])))
+    return float(ratio * peak + comm)
+
+
+def _last_use(g: GauSGraph, t: np.ndarray, II: int | None) -> np.ndarray:
+    """End of each value's lifetime (``-1``: never live)."""
+    mask = np.ones(g.num_edges, dtype=bool) if II is not None else g.forward
+    end = np.full(g.n, -1, dtype=np.int64)
+    shift = g.distance * (II if II is not None else 0)
+    np.maximum.at(end, g.src[mask], (t[g.dst] + shift)[mask])
+    return end
+
+
+def peak_memory(g: GauSGraph, t: np.ndarray, D: int) -> float:
+    """Formulation B: peak of ``sum_i b_i [t_i <= s < end_i]`` over steps ``s``.
+
+    A value is live from its producer's step up to, not including, its last consumer's step;
+    ops without successors are not counted unless ``live_out`` (then live until ``D - 1``).
+    """
+    t = np.asarray(t, dtype=np.int64)
+    end = _last_use(g, t, None)
+    end = np.where(g.live_out, D, end)
+    live = end > t
+    H = int(max(D, end.max(initial=0))) + 1
+    diff = np.zeros(H + 1)
+    np.add.at(diff, t[live], g.mem[live])
+    np.add.at(diff, end[live], -g.mem[live])
+    return float(np.cumsum(diff)[:H].max(initial=0.0))
+
+
+def modulo_maxlive(g: GauSGraph, t: np.ndarray, II: int) -> float:
+    """Formulation C: modulo MaxLive, values folded onto the ``II`` congruence classes."""
+    t = np.asarray(t, dtype=np.int64)
+    end = _last_use(g, t, II)
+    live = end > t
+    H = int(end.max(initial=0)) + 1
+    diff = np.zeros(H + 1)
+    np.add.at(diff, t[live], g.mem[live])
+    np.add.at(diff, end[live], -g.mem[live])
+    prof = np.cumsum(diff)[:H]
+    pad = (-H) % II
+    folded = np.concatenate([prof, np.zeros(pad)]).reshape(-1, II).sum(axis=0)
+    return float(folded.max(initial=0.0))
+
+
+def discrete_objective(
+    g: GauSGraph,
+    t: np.ndarray,
+    formulation: str,
+    *,
+    D: int,
+    II: int | None = None,
+    ratio: float = 1.0,
+) -> float:
+    """The objective of formulation ``"A"``, ``"B"`` or ``"C"`` for an integer schedule."""
+    if formulation == "A":
+        return objective_a(g, t, ratio)
+    if formulation == "B":
+        return peak_memory(g, t, D)
+    if formulation == "C":
+        if II is None:
+            raise ValueError("formulation C needs II")
+        return modulo_maxlive(g, t, II)
+    raise ValueError(f"formulation must be A, B or C, found {formulation!r}")
