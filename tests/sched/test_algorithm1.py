@@ -1,0 +1,43 @@
+"""Algorithm 1 (spec §5): window, first-sat wins, points recorded, probe mode, optimality."""
+
+from __future__ import annotations
+
+from twill.kernels import flash_attention_forward_blackwell, flash_attention_forward_simplified
+from twill.results import Status
+from twill.sched.exact.algorithm1 import algorithm1, length_window
+from twill.sched.verify_warps import WarpRules
+from twill.twill_solver import twill_solve
+
+
+def test_window():
+    assert list(length_window(2, 5)) == [5, 6]
+    assert list(length_window(4, 4)) == [4]
+
+
+def test_simplified_optimal_with_warps():
+    r = algorithm1(flash_attention_forward_simplified())
+    assert (r.I, r.L, r.optimal, r.phase1_I) == (2, 4, True, 2)
+    assert r.schedule == {"S": 0, "P": 2, "O": 3} and set(r.warps) == {"S", "P", "O"}
+    assert [p.answer for p in r.points] == ["sat"]
+
+
+def test_probe_mode_ends_unsat_ablation_with_proofs():
+    g = flash_attention_forward_blackwell()
+    r = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False))
+    assert r.status is Status.INFEASIBLE and r.I is None
+    assert [(p.I, p.L, p.answer) for p in r.points] == [(2, 5, "unsat"), (2, 6, "unsat")]
+
+
+def test_capped_search_moves_to_larger_I():
+    g = flash_attention_forward_blackwell()
+    r = algorithm1(g, max_I=3, rules=WarpRules.for_graph(g, warps=3))
+    assert r.points[0].answer == "unsat" and r.I in (None, 3)
+    if r.I is not None:
+        assert r.optimal and r.status is Status.OPTIMAL  # every earlier point proven unsat
+
+
+def test_twill_solve_returns_warps_points_and_phase1_I():
+    r = twill_solve(flash_attention_forward_simplified(), max_I=5)
+    d = r.to_dict()
+    assert d["I"] == 2 and d["optimal"] and d["phase1_I"] == 2
+    assert d["warps"].keys() == {"S", "P", "O"} and d["points"][0]["answer"] == "sat"
