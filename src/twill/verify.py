@@ -4,5 +4,12 @@ Re-exports :mod:`twill.sched.verify`; see there for the rules checked.
 """
 
 from twill.sched.verify import Violation, verify_dag_schedule, verify_modulo_schedule
+from twill.sched.verify_warps import WarpRules, verify_warp_schedule
 
-__all__ = ["Violation", "verify_modulo_schedule", "verify_dag_schedule"]
+__all__ = [
+    "Violation",
+    "verify_modulo_schedule",
+    "verify_dag_schedule",
+    "verify_warp_schedule",
+    "WarpRules",
+]
