@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +91,10 @@ class GauSSettings:
         hardens), never below ``lr_floor * lr``.
     harden_sigma : float, default 0.5
         Early stopping is allowed only once every sigma is at most this (nearly integral).
+    threads : int or None, default 1
+        CPU threads for torch during the run (restored afterwards). One thread avoids the
+        thread-pool hand-offs that dominate the many small kernels of a step (measured 6 ms vs
+        15 us for one ``index_add`` on a busy 2-core machine); ``None`` keeps torch's setting.
     init : str, default "legal_midpoint"
         ``"legal_midpoint"``: the ASAP/ALAP midpoint (spec §6) after legalisation, so the
         optimiser starts from a legal point instead of spending its budget on dependency
@@ -120,6 +125,7 @@ class GauSSettings:
     window_margin: float = 8.0
     lr_floor: float = 0.05
     harden_sigma: float = 0.5
+    threads: int | None = 1
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -138,6 +144,36 @@ class ALMOutcome:
     violation_history: list[float]
     objective_history: list[tuple[float, float]]
     message: str
+
+
+class _Adam:
+    """Adam (Kingma & Ba 2015) on a few tensors; ``torch.optim`` is avoided because importing
+    it loads ``torch._dynamo`` (seconds of start-up on a small machine)."""
+
+    def __init__(
+        self, params: list, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+    ) -> None:
+        import torch
+
+        self.params = params
+        self.lr = lr
+        self.b1, self.b2 = betas
+        self.eps = eps
+        self.m = [torch.zeros_like(p) for p in params]
+        self.v = [torch.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, grads: tuple) -> None:
+        import torch
+
+        self.t += 1
+        c1 = 1.0 - self.b1**self.t
+        c2 = 1.0 - self.b2**self.t
+        with torch.no_grad():
+            for p, g, m, v in zip(self.params, grads, self.m, self.v, strict=True):
+                m.mul_(self.b1).add_(g, alpha=1.0 - self.b1)
+                v.mul_(self.b2).addcmul_(g, g, value=1.0 - self.b2)
+                p.addcdiv_(m, (v / c2).sqrt_().add_(self.eps), value=-self.lr / c1)
 
 
 ProgressFn = Callable[[int, int, float, float, float | None], None]
@@ -196,6 +232,40 @@ def optimise(
     import torch
 
     torch.manual_seed(seed)
+    old_threads = torch.get_num_threads()
+    if settings.threads is not None:
+        torch.set_num_threads(settings.threads)
+    try:
+        return _optimise(
+            torch,
+            make_model,
+            mu0,
+            sigma0,
+            lo,
+            hi,
+            settings,
+            legalise,
+            ratio,
+            on_progress,
+            start_time,
+        )
+    finally:
+        torch.set_num_threads(old_threads)
+
+
+def _optimise(
+    torch: Any,
+    make_model: Callable[[tuple[int, int] | None], object],
+    mu0: np.ndarray,
+    sigma0: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    settings: GauSSettings,
+    legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
+    ratio: float,
+    on_progress: ProgressFn | None,
+    start_time: float | None,
+) -> ALMOutcome:
     start = time.perf_counter() if start_time is None else start_time
     model = make_model(None)
     dev = model.device  # type: ignore[attr-defined]
@@ -226,7 +296,7 @@ def optimise(
         rho_param = torch.log(torch.expm1(torch.clamp(sigma - settings.sigma_final, min=1e-3)))
         rho_param.requires_grad_(True)
         params.append(rho_param)
-    opt = torch.optim.Adam(params, lr=settings.lr)
+    opt = _Adam(params, lr=settings.lr)
 
     def current_sigma() -> torch.Tensor:
         if rho_param is None:
@@ -264,17 +334,15 @@ def optimise(
         lo_t, hi_t = box(win if settings.window else None, sig_now)
         with torch.no_grad():
             theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
-        for group in opt.param_groups:
-            group["lr"] = settings.lr * max(sig_now / sig0, settings.lr_floor)
+        opt.lr = settings.lr * max(sig_now / sig0, settings.lr_floor)
         for _ in range(steps):
             mu = theta * scale
             f, g = model.evaluate(mu, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
             loss = f / f0 + (lam * g).sum() + 0.5 * rho * (g * g).sum()
             if rho_param is not None:
                 loss = loss + settings.sigma_penalty * current_sigma().sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            grads = torch.autograd.grad(loss, params)
+            opt.step(grads)
             with torch.no_grad():
                 theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
             it += 1
