@@ -147,7 +147,10 @@ def parse_gml(text: str, source: str = "<gml>") -> GauSGraph:
         weight_note="GS-Schedule GML: resource/memory weight = node parameter, delay 0 per "
         "edge (non-strict precedence), comm = [edge parameter > 0]",
     )
-    topological_generations(g)  # raises on a cycle
+    try:
+        topological_generations(g)
+    except InvalidProblemError as exc:
+        raise exc.with_source(source) from None
     return g
 
 

@@ -88,6 +88,7 @@ def gumbel_schedule(
     cmask = torch.as_tensor(g.comm[fwd] > 0)
     n_comm = max(int(cmask.sum()), 1)
     steps = torch.arange(D)
+    alap_t = torch.as_tensor(alap)
     bias = torch.log(torch.arange(D + 1, 1, -1, dtype=torch.float32))
     gen_of = np.empty(n, dtype=np.int64)
     for k, nodes in enumerate(gens):
@@ -111,12 +112,14 @@ def gumbel_schedule(
                 gum = -torch.log(-torch.log(torch.rand(lg.shape, generator=gen_t) + 1e-20) + 1e-20)
                 y = torch.softmax((lg + gum) / tau, dim=-1)
                 e = edges_of_gen[k]
+                late = (steps[None, None, :] <= alap_t[nodes][None, :, None]).float()
+                y = torch.softmax(torch.log(y + 1e-20) + torch.log(late + 1e-20), dim=-1)
                 if e.numel():
                     earliest = torch.zeros(batch, n, dtype=torch.long)
                     earliest = earliest.scatter_reduce(
                         1, dst[e].expand(batch, -1), stage[:, src[e]] + dly[e], reduce="amax"
                     )[:, nodes]
-                    mask = (steps[None, None, :] >= earliest[:, :, None]).float()
+                    mask = (steps[None, None, :] >= earliest[:, :, None]).float() * late
                     y = torch.softmax(
                         torch.log(y + 1e-20) + bias * mask + torch.log(mask + 1e-20), dim=-1
                     )
