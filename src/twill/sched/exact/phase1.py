@@ -47,7 +47,7 @@ from typing import Any
 
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.results import Status
-from twill.sched.bounds import stage_bound
+from twill.sched.bounds import has_positive_cycle
 from twill.sched.ir import DependenceGraph
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
@@ -107,60 +107,207 @@ class Phase1Result:
 
 @dataclass(frozen=True)
 class _Model:
-    """Backend-neutral data of the §3.1 model at one ``II``."""
+    """Backend-neutral data of the §3.1 model at one ``II``, reduced to the *kept* ops.
+
+    Kept ops appear in at least one modulo-reservation row that could be violated; every
+    other op is projected out (see :func:`_project`).
+    """
 
     ii: int
     names: tuple[str, ...]
     cycles: tuple[int, ...]
-    limited: tuple[bool, ...]  # op has residue variables
-    edges: tuple[tuple[int, int, int, int], ...]  # (src, dst, delay, distance)
-    # per (fu, class r): list of (op index, residue, units) with a[op, residue] in the sum
+    kept: tuple[int, ...]  # op indices with residue variables
+    arcs: tuple[tuple[int, int, int], ...]  # (x, y, w): M(y) - M(x) >= w between kept ops
+    lower: tuple[tuple[int, int], ...]  # (x, h): M(x) >= h
+    tail: tuple[tuple[int, int], ...]  # (x, t): L >= M(x) + t
+    l_const: int  # L >= l_const (chains of projected ops from time 0)
+    # per (fu, class r): (fu, r, cap, ((op index, residue, units), ...))
     mrt_rows: tuple[tuple[str, int, int, tuple[tuple[int, int, int], ...]], ...]
-    stage_bound: int
+    stage_bound: int  # the largest per-op stage bound
+    stage_ub: tuple[tuple[int, int], ...]  # (x, K_x): 0 <= k[x] <= K_x
+    weights: tuple[tuple[int, int, int], ...]  # every edge as (u, v, d - delta*II)
 
     @property
     def horizon(self) -> int:
         return self.ii * self.stage_bound + self.ii - 1
 
+    @property
+    def length_ub(self) -> int:
+        ub = dict(self.stage_ub)
+        tails = [self.ii * ub[x] + self.ii - 1 + t for x, t in self.tail]
+        return max([self.l_const] + tails)
 
-def _build_model(graph: DependenceGraph, ii: int) -> _Model:
+
+def _mrt_rows(graph: DependenceGraph, ii: int) -> list[tuple[str, int, int, tuple]]:
+    """§3.1 modulo reservation rows that can be violated at all (others are dropped)."""
     machine = graph.machine
-    index = graph.index()
-    limited_units = {fu for fu, cap in machine.functional_units.items() if cap >= 0}
-    limited = tuple(
-        any(fu in limited_units and any(row) for fu, row in ins.reservation.items())
-        for ins in graph.instructions
-    )
     rows = []
-    for fu in sorted(limited_units):
+    for fu in sorted(machine.functional_units):
         cap = machine.functional_units[fu]
-        terms: dict[int, list[tuple[int, int, int]]] = {r: [] for r in range(ii)}
+        if cap < 0:
+            continue
+        terms: dict[int, dict[tuple[int, int], int]] = {r: {} for r in range(ii)}
         total = 0
         for i, ins in enumerate(graph.instructions):
             for c, units in enumerate(ins.reservation.get(fu, ())):
                 if units:
-                    for r in range(ii):
-                        terms[r].append((i, (r - c) % ii, units))
                     total += units
+                    for r in range(ii):
+                        key = (i, (r - c) % ii)
+                        terms[r][key] = terms[r].get(key, 0) + units
         if total <= cap:
-            continue  # the row can never be violated
+            continue  # the unit can never be over-subscribed
         for r in range(ii):
-            merged: dict[tuple[int, int], int] = {}
-            for i, res, units in terms[r]:
-                merged[i, res] = merged.get((i, res), 0) + units
-            worst = sum(merged.values())
-            if worst > cap:
-                rows.append((fu, r, cap, tuple((i, res, u) for (i, res), u in merged.items())))
-    edges = tuple((index[e.src], index[e.dst], e.delay, e.distance) for e in graph.edges)
+            if sum(terms[r].values()) > cap:
+                rows.append((fu, r, cap, tuple((i, res, u) for (i, res), u in terms[r].items())))
+    return rows
+
+
+def _project(
+    n: int, kept: set[int], weights: list[tuple[int, int, int]], cycles: tuple[int, ...]
+) -> tuple[list[tuple[int, int, int]], dict[int, int], dict[int, int], int]:
+    """Project the ops outside ``kept`` out of the difference constraints (exact).
+
+    The constraints ``M(v) - M(u) >= w``, ``M >= 0`` and ``L >= M(v) + cycles(v)`` form a
+    difference system; eliminating a set of variables (Fourier-Motzkin) leaves, between every
+    pair of remaining variables, the longest path through eliminated ones. So the reduced
+    model has exactly the same feasible kept starts and the same ``L`` values. Requires no
+    positive cycle (``II >= RecMII``).
+    """
+    succ: dict[int, list[tuple[int, int]]] = {i: [] for i in range(n)}
+    for u, v, w in weights:
+        succ[u].append((v, w))
+    elim = [i for i in range(n) if i not in kept]
+
+    def through(seeds: dict[int, int]) -> dict[int, int]:
+        dist = dict(seeds)
+        queue = list(seeds)
+        while queue:
+            e = queue.pop()
+            for v, w in succ[e]:
+                if v in kept:
+                    continue
+                cand = dist[e] + w
+                if cand > dist.get(v, cand - 1):
+                    dist[v] = cand
+                    queue.append(v)
+        return dist
+
+    arcs: dict[tuple[int, int], int] = {}
+    tail: dict[int, int] = {}
+    for x in sorted(kept):
+        seeds: dict[int, int] = {}
+        for v, w in succ[x]:
+            if v not in kept and w > seeds.get(v, w - 1):
+                seeds[v] = w
+        dist = through(seeds)
+        tail[x] = max([cycles[x]] + [d + cycles[e] for e, d in dist.items()])
+        for src, base in [(x, 0)] + list(dist.items()):
+            for v, w in succ[src]:
+                if v in kept and (src == x or src not in kept):
+                    cand = base + w
+                    if cand > arcs.get((x, v), cand - 1):
+                        arcs[x, v] = cand
+    zero = through(dict.fromkeys(elim, 0))
+    lower: dict[int, int] = {}
+    for e, d in zero.items():
+        for v, w in succ[e]:
+            if v in kept and d + w > lower.get(v, 0):
+                lower[v] = d + w
+    l_const = max([0] + [d + cycles[e] for e, d in zero.items()])
+    return [(x, y, w) for (x, y), w in arcs.items()], lower, tail, l_const
+
+
+def _stage_bounds(
+    ii: int,
+    kept: tuple[int, ...],
+    arcs: list[tuple[int, int, int]],
+    lower: dict[int, int],
+) -> dict[int, int]:
+    """Per-op stage bounds ``K_x`` that cut off no feasible residues and not the optimal ``L``.
+
+    Fix the residues ``r`` of any solution of the reduced system. Each arc becomes
+    ``k_y - k_x >= ceil((w - r_y + r_x)/ii)`` and each lower bound ``k_x >= ceil((h - r_x)/ii)``.
+    The least solution (pointwise smallest, hence also of smallest ``L``) is
+    ``k_v = max(0, longest path from a seed to v)``; the system is feasible, so no circuit is
+    positive and the longest path is attained on a simple path ``P`` (at most
+    ``|kept| - 1`` arcs). Two upper bounds on that path value, the smaller is used:
+
+    * rounding every arc up, ``ceil((w + ii - 1)/ii)``, and relaxing ``|kept| - 1`` rounds;
+    * ``ceil(z/ii) <= (z + ii - 1)/ii`` and the residues telescope along ``P``, so
+      ``k_v <= (A(v) + |kept|*(ii - 1)) / ii`` with ``A(v)`` the longest path with the true
+      weights (from the seeds ``h`` and 0), which is finite because ``ii >= RecMII``.
+    """
+    n = len(kept)
+    bound = {x: max(0, -(-lower.get(x, 0) // ii)) for x in kept}
+    up = [(x, y, -(-(w + ii - 1) // ii)) for x, y, w in arcs if x != y]
+    for _ in range(max(0, n - 1)):
+        changed = False
+        for x, y, w in up:
+            if bound[x] + w > bound[y]:
+                bound[y] = bound[x] + w
+                changed = True
+        if not changed:
+            break
+    asap = {x: max(0, lower.get(x, 0)) for x in kept}
+    for _ in range(n + 1):
+        changed = False
+        for x, y, w in arcs:
+            if x != y and asap[x] + w > asap[y]:
+                asap[y] = asap[x] + w
+                changed = True
+        if not changed:
+            break
+    return {x: min(bound[x], max(0, (asap[x] + n * (ii - 1)) // ii)) for x in kept}
+
+
+def _build_model(graph: DependenceGraph, ii: int) -> _Model:
+    index = graph.index()
+    rows = _mrt_rows(graph, ii)
+    kept = {i for _, _, _, terms in rows for i, _, _ in terms}
+    weights = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
+    cycles = tuple(ins.cycles for ins in graph.instructions)
+    arcs, lower, tail, l_const = _project(len(cycles), kept, weights, cycles)
+    kept_t = tuple(sorted(kept))
+    ub = _stage_bounds(ii, kept_t, arcs, lower)
     return _Model(
         ii=ii,
         names=tuple(graph.names),
-        cycles=tuple(ins.cycles for ins in graph.instructions),
-        limited=limited,
-        edges=edges,
+        cycles=cycles,
+        kept=kept_t,
+        arcs=tuple(arcs),
+        lower=tuple(sorted(lower.items())),
+        tail=tuple(sorted(tail.items())),
+        l_const=l_const,
         mrt_rows=tuple(rows),
-        stage_bound=stage_bound(graph, ii),
+        stage_bound=max(ub.values(), default=0),
+        stage_ub=tuple(sorted(ub.items())),
+        weights=tuple(weights),
     )
+
+
+def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: bool) -> list[int]:
+    """Starts of the projected ops given the kept ones: pointwise earliest or latest."""
+    n = len(model.cycles)
+    kept = set(model.kept)
+    start = [0] * n
+    for i, t in kept_starts.items():
+        start[i] = t
+    if late:
+        for i in range(n):
+            if i not in kept:
+                start[i] = length - model.cycles[i]
+    changed = True
+    while changed:  # converges: no positive cycle at II >= RecMII
+        changed = False
+        for u, v, w in model.weights:
+            if late and u not in kept and start[v] - w < start[u]:
+                start[u] = start[v] - w
+                changed = True
+            elif not late and v not in kept and start[u] + w > start[v]:
+                start[v] = start[u] + w
+                changed = True
+    return start
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,7 +323,7 @@ class _PulpModel:
         self.m = model
         self.prob = pulp.LpProblem(f"phase1_II{model.ii}", pulp.LpMinimize)
         self._variables()
-        self._add_fig_dependences()
+        self._add_dependences()
         self._add_modulo_reservation()
         self._add_length()
         self.prob.setObjective(pulp.lpSum([self.L]))
@@ -184,29 +331,29 @@ class _PulpModel:
     def _variables(self) -> None:
         pulp, m = self.pulp, self.m
         self.a: dict[tuple[int, int], Any] = {}
-        self.start: list[Any] = []
-        for i, lim in enumerate(m.limited):
-            if lim:
-                k = pulp.LpVariable(f"k[{i}]", 0, m.stage_bound, cat="Integer")
-                expr = m.ii * k
-                for r in range(m.ii):
-                    self.a[i, r] = pulp.LpVariable(f"a[{i},{r}]", cat="Binary")
-                    if r:
-                        expr = expr + r * self.a[i, r]
-                self.prob += pulp.lpSum(self.a[i, r] for r in range(m.ii)) == 1, f"one[{i}]"
-                self.start.append(expr)
-            else:
-                self.start.append(pulp.LpVariable(f"m[{i}]", 0, m.horizon, cat="Integer"))
-        self.L = pulp.LpVariable("L", 0, m.horizon + max(m.cycles, default=0), cat="Integer")
+        self.start: dict[int, Any] = {}
+        ub = dict(m.stage_ub)
+        for i in m.kept:
+            k = pulp.LpVariable(f"k[{i}]", 0, ub[i], cat="Integer")
+            expr = m.ii * k
+            for r in range(m.ii):
+                self.a[i, r] = pulp.LpVariable(f"a[{i},{r}]", cat="Binary")
+                if r:
+                    expr = expr + r * self.a[i, r]
+            self.prob += pulp.lpSum(self.a[i, r] for r in range(m.ii)) == 1, f"one[{i}]"
+            self.start[i] = expr
+        self.L = pulp.LpVariable("L", 0, m.length_ub, cat="Integer")
 
-    def _add_fig_dependences(self) -> None:
+    def _add_dependences(self) -> None:
         m = self.m
-        for n, (u, v, d, delta) in enumerate(m.edges):
-            if u == v:
-                if d > delta * m.ii:
-                    self.prob += self.L <= -1, f"dep[{n}]"  # self-loop impossible at this II
+        for x, y, w in m.arcs:
+            if x == y:
+                if w > 0:
+                    self.prob += self.L <= -1, f"dep[{x},{y}]"  # positive self-cycle
                 continue
-            self.prob += self.start[v] - self.start[u] >= d - delta * m.ii, f"dep[{n}]"
+            self.prob += self.start[y] - self.start[x] >= w, f"dep[{x},{y}]"
+        for x, h in m.lower:
+            self.prob += self.start[x] >= h, f"low[{x}]"
 
     def _add_modulo_reservation(self) -> None:
         pulp = self.pulp
@@ -217,17 +364,17 @@ class _PulpModel:
             )
 
     def _add_length(self) -> None:
-        for i, c in enumerate(self.m.cycles):
-            self.prob += self.L >= self.start[i] + c, f"len[{i}]"
+        for x, t in self.m.tail:
+            self.prob += self.L >= self.start[x] + t, f"len[{x}]"
+        self.prob += self.L >= self.m.l_const, "len_const"
 
     def solve(self, time_limit: float | None, threads: int) -> Status:
         pulp = self.pulp
-        try:
-            solver = pulp.PULP_CBC_CMD(
-                msg=False, timeLimit=time_limit, threads=threads, gapRel=0.0, gapAbs=0.0
-            )
-        except pulp.PulpSolverError as exc:  # pragma: no cover - environment
-            raise BackendUnavailableError(f"CBC is not available: {exc}") from exc
+        solver = pulp.PULP_CBC_CMD(
+            msg=False, timeLimit=time_limit, threads=threads, gapRel=0.0, gapAbs=0.0
+        )
+        if not solver.available():  # pragma: no cover - environment
+            raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
         self.prob.solve(solver)
         # PuLP folds "Stopped on time" with an incumbent into status 1 (Optimal) and tells the
         # difference only through sol_status (1 = proven optimal, 2 = integer feasible).
@@ -240,14 +387,17 @@ class _PulpModel:
             return Status.INFEASIBLE
         return Status.UNKNOWN
 
-    def values(self) -> list[int]:
-        return [int(round(self.pulp.value(s))) for s in self.start]
+    def values(self) -> dict[int, int]:
+        return {i: int(round(self.pulp.value(s))) for i, s in self.start.items()}
+
+    def length(self) -> int:
+        return int(round(self.pulp.value(self.L)))
 
     def fix_length_maximise_starts(self, length: int) -> None:
         pulp = self.pulp
         self.prob += self.L == length, "tie_break_fix_L"
         self.prob.sense = pulp.LpMaximize
-        self.prob.setObjective(pulp.lpSum(self.start))
+        self.prob.setObjective(pulp.lpSum(list(self.start.values()) + [0 * self.L]))
 
     def size(self) -> dict[str, int]:
         return {
@@ -271,7 +421,7 @@ class _CpSatModel:
         self.m = model
         self.model = cp_model.CpModel()
         self._variables()
-        self._add_fig_dependences()
+        self._add_dependences()
         self._add_modulo_reservation()
         self._add_length()
         self.model.minimize(self.L)
@@ -280,38 +430,38 @@ class _CpSatModel:
     def _variables(self) -> None:
         m, model = self.m, self.model
         self.a: dict[tuple[int, int], Any] = {}
-        self.start: list[Any] = []
-        for i, lim in enumerate(m.limited):
-            if lim:
-                k = model.new_int_var(0, m.stage_bound, f"k[{i}]")
-                row = []
-                for r in range(m.ii):
-                    self.a[i, r] = model.new_bool_var(f"a[{i},{r}]")
-                    row.append(self.a[i, r])
-                model.add_exactly_one(row)
-                t = model.new_int_var(0, m.horizon, f"M[{i}]")
-                model.add(t == m.ii * k + sum(r * self.a[i, r] for r in range(1, m.ii)))
-                self.start.append(t)
-            else:
-                self.start.append(model.new_int_var(0, m.horizon, f"m[{i}]"))
-        self.L = model.new_int_var(0, m.horizon + max(m.cycles, default=0), "L")
+        self.start: dict[int, Any] = {}
+        ub = dict(m.stage_ub)
+        for i in m.kept:
+            k = model.new_int_var(0, ub[i], f"k[{i}]")
+            row = []
+            for r in range(m.ii):
+                self.a[i, r] = model.new_bool_var(f"a[{i},{r}]")
+                row.append(self.a[i, r])
+            model.add_exactly_one(row)
+            t = model.new_int_var(0, m.ii * ub[i] + m.ii - 1, f"M[{i}]")
+            model.add(t == m.ii * k + sum(r * self.a[i, r] for r in range(1, m.ii)))
+            self.start[i] = t
+        self.L = model.new_int_var(0, m.length_ub, "L")
 
-    def _add_fig_dependences(self) -> None:
-        m = self.m
-        for u, v, d, delta in m.edges:
-            if u == v:
-                if d > delta * m.ii:
-                    self.model.add_bool_or([])  # self-loop impossible at this II
+    def _add_dependences(self) -> None:
+        for x, y, w in self.m.arcs:
+            if x == y:
+                if w > 0:
+                    self.model.add_bool_or([])  # positive self-cycle: infeasible
                 continue
-            self.model.add(self.start[v] - self.start[u] >= d - delta * m.ii)
+            self.model.add(self.start[y] - self.start[x] >= w)
+        for x, h in self.m.lower:
+            self.model.add(self.start[x] >= h)
 
     def _add_modulo_reservation(self) -> None:
         for _fu, _r, cap, terms in self.m.mrt_rows:
             self.model.add(sum(u * self.a[i, res] for i, res, u in terms) <= cap)
 
     def _add_length(self) -> None:
-        for i, c in enumerate(self.m.cycles):
-            self.model.add(self.L >= self.start[i] + c)
+        for x, t in self.m.tail:
+            self.model.add(self.L >= self.start[x] + t)
+        self.model.add(self.L >= self.m.l_const)
 
     def solve(self, time_limit: float | None, threads: int) -> Status:
         cp = self.cp
@@ -329,16 +479,19 @@ class _CpSatModel:
             cp.MODEL_INVALID: Status.ERROR,
         }.get(code, Status.UNKNOWN)
 
-    def values(self) -> list[int]:
-        return [int(self.solver.value(s)) for s in self.start]
+    def values(self) -> dict[int, int]:
+        return {i: int(self.solver.value(s)) for i, s in self.start.items()}
+
+    def length(self) -> int:
+        return int(self.solver.value(self.L))
 
     def fix_length_maximise_starts(self, length: int) -> None:
         values = self.values()
         self.model.add(self.L == length)
         self.model.clear_hints()
-        for s, v in zip(self.start, values, strict=True):
-            self.model.add_hint(s, v)
-        self.model.maximize(sum(self.start))
+        for i, v in values.items():
+            self.model.add_hint(self.start[i], v)
+        self.model.maximize(sum(self.start.values()))
 
     def size(self) -> dict[str, int]:
         proto = self.model.proto
@@ -413,15 +566,25 @@ def solve_phase1(
     if check:
         check_graph(graph)
     t0 = time.perf_counter()
+    if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
+        stats0: dict[str, Any] = {"proof": "positive circuit (II < RecMII)"}
+        return Phase1Result(
+            Status.INFEASIBLE, II, None, None, backend, time.perf_counter() - t0, 0, stats0
+        )
     data = _build_model(graph, II)
     impl: _PulpModel | _CpSatModel = (_PulpModel if backend == "cbc" else _CpSatModel)(data)
-    stats: dict[str, Any] = {**impl.size(), "mrt_rows": len(data.mrt_rows)}
+    stats: dict[str, Any] = {
+        **impl.size(),
+        "kept_ops": len(data.kept),
+        "mrt_rows": len(data.mrt_rows),
+    }
     log.info(
-        "phase1 %s II=%d: %d ops, %d edges, stage bound %d, %s",
+        "phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
         backend,
         II,
         len(data.names),
-        len(data.edges),
+        len(data.kept),
+        len(data.weights),
         data.stage_bound,
         stats,
     )
@@ -431,14 +594,17 @@ def solve_phase1(
         return Phase1Result(
             status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
         )
-    starts = impl.values()
-    length = max((s + c for s, c in zip(starts, data.cycles, strict=True)), default=0)
+    kept_starts = impl.values()
+    length = impl.length()
+    late = False
     if tie_break and status is Status.OPTIMAL:
         impl.fix_length_maximise_starts(length)
         second = impl.solve(time_limit, threads)
         stats["tie_break"] = second.value
         if second.has_solution:
-            starts = impl.values()
+            kept_starts = impl.values()
+            late = True
+    starts = _complete(data, kept_starts, length, late)
     low = min(starts, default=0)
     schedule = {n: s - low for n, s in zip(data.names, starts, strict=True)}
     length = max((s + c for s, c in zip(schedule.values(), data.cycles, strict=True)), default=0)
