@@ -29,7 +29,7 @@ def _layer(benchmarks, net, name):
 class TestModel:
     def test_size_matches_spec(self, shared_benchmarks):
         layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_input.5")
-        model, ix, _ = build_cosa_model(layer, simba_arch())
+        model, ix, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
         assert ix.zn == 23  # 56=2^3*7 twice, 64=2^6 twice, R S N unit factors
         assert sum(1 for n in model.vars if n.startswith("X[")) == 1288  # spec: 1,288 binaries
 

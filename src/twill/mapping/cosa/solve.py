@@ -34,6 +34,7 @@ def cosa_map(
     halo: str = "v010",
     symmetry: bool = False,
     reduce_units: bool = True,
+    gb_order: str = "loops",
     extra: dict[str, Any] | None = None,
     on_incumbent: Callable[[float, float, float], None] | None = None,
 ) -> MapResult:
@@ -54,6 +55,9 @@ def cosa_map(
         ``"v010"`` (paper/released) or ``"corrected"`` (DEC-1).
     symmetry, reduce_units
         Symmetry-breaking rows and unit-factor reduction (optimum unchanged either way).
+    gb_order
+        ``"loops"`` (one GB slot per loop dimension, default) or ``"slots"`` (the paper's one
+        slot per prime factor); same optimum, see :func:`~twill.mapping.cosa.build_cosa_model`.
     extra
         Backend-specific settings passed through untouched.
     on_incumbent
@@ -84,7 +88,13 @@ def cosa_map(
         raise InvalidProblemError(bad, source=layer.name)
     t0 = time.perf_counter()
     model, ix, terms = build_cosa_model(
-        layer, arch, weights=weights, halo=halo, symmetry=symmetry, reduce_units=reduce_units
+        layer,
+        arch,
+        weights=weights,
+        halo=halo,
+        symmetry=symmetry,
+        reduce_units=reduce_units,
+        gb_order=gb_order,
     )
     t_build = time.perf_counter() - t0
     sol = solve_model(
@@ -104,6 +114,7 @@ def cosa_map(
         "halo": halo,
         "symmetry": symmetry,
         "reduce_units": reduce_units,
+        "gb_order": gb_order,
         "weights": list((weights or CosaWeights()).__dict__.values()),
     }
     stats: dict[str, Any] = {**model.size, **sol.stats}
