@@ -121,3 +121,22 @@ class TestBaselines:
         g = from_dependence_graph(generate_random_dag(80, 0.05, 4, seed=1)).with_caps(5.0)
         r = list_schedule(g, "C", D=60, II=8)
         assert r.legal
+
+
+class TestExact:
+    def test_exact_a_optimal_on_small_graph_and_bounds_gaus(self) -> None:
+        from twill.sched.baselines.exact import exact_schedule
+
+        g = from_dependence_graph(generate_random_dag(12, 0.2, 0, seed=11))
+        ex = exact_schedule(g, "A", D=6, time_limit=20)
+        assert ex.status is Status.OPTIMAL and ex.bound == pytest.approx(ex.objective)
+        for r in (GauSSolver(g, D=6, max_iters=200).solve_resource(), list_schedule(g, "A", D=6)):
+            assert r.objective >= ex.objective - 1e-6
+
+    def test_exact_c_proves_res_mii(self) -> None:
+        from twill.sched.baselines.exact import exact_schedule
+
+        g = from_dependence_graph(generate_random_dag(60, 0.08, 3, seed=2)).with_caps(3.0)
+        assert exact_schedule(g, "C", II=6, D=40, time_limit=10).status is Status.INFEASIBLE
+        r = exact_schedule(g, "C", II=8, D=40, time_limit=5)
+        assert r.legal and r.bound <= r.objective
