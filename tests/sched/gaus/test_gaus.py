@@ -128,9 +128,9 @@ class TestExact:
         from twill.sched.baselines.exact import exact_schedule
 
         g = from_dependence_graph(generate_random_dag(12, 0.2, 0, seed=11))
-        ex = exact_schedule(g, "A", D=6, time_limit=20)
+        ex = exact_schedule(g, "A", D=10, time_limit=20)
         assert ex.status is Status.OPTIMAL and ex.bound == pytest.approx(ex.objective)
-        for r in (GauSSolver(g, D=6, max_iters=200).solve_resource(), list_schedule(g, "A", D=6)):
+        for r in (GauSSolver(g, D=10, max_iters=200).solve_resource(), list_schedule(g, "A", D=10)):
             assert r.objective >= ex.objective - 1e-6
 
     def test_exact_c_proves_res_mii(self) -> None:
