@@ -23,6 +23,7 @@ import time
 
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cosa, random_search
+from twill.mapping.fadiff.bounds import fusion_bounds
 from twill.mapping.fadiff.networks import NETWORKS, load_network
 from twill.mapping.fadiff.train import fadiff
 
@@ -55,6 +56,13 @@ def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> 
     print(f"[{name}] random ({fd.n_evaluations} evaluations) ...", file=sys.stderr, flush=True)
     rnd = random_search(net, arch, evaluations=fd.n_evaluations, seed=seed)
     rows.append(_row(name, "random", rnd.report, rnd.seconds, 0))
+    # Upper bounds on any fusion gain over the best layer-wise plan (docs/fadiff.md).
+    b = fusion_bounds(net, arch, best_lw)
+    extra = {"bound_gain_candidates": b.gain_candidates, "bound_gain_all": b.gain_all,
+             "bound_gain_ideal": b.gain_ideal, "floor_dram_bytes": b.floor_dram_bytes,
+             "dram_bound_layers": b.dram_bound_layers, "dram_energy_share": b.dram_share}
+    for r in rows:
+        r.update(extra)
     return rows
 
 
@@ -85,6 +93,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{net:10} {m:24} {r['edp']:12.4g} {r['energy_uJ']:10.1f} {r['cycles']:11.0f} "
                   f"{r['dram_bytes'] / 1e6:8.2f} {r['fused']:5d} {r['seconds']:6.1f} "
                   f"{best_lw / r['edp']:10.3f}x")
+    print("\nUpper bounds on the EDP gain of any fusion plan over the best layer-wise plan:")
+    print(f"{'network':10} {'cands free':>10} {'all free':>9} {'ideal':>7} {'floor MB':>9} "
+          f"{'DRAM-bound layers':>17} {'DRAM energy share':>17}")
+    for net, ms in by_net.items():
+        r = next(iter(ms.values()))
+        print(f"{net:10} {r['bound_gain_candidates']:9.3f}x {r['bound_gain_all']:8.3f}x "
+              f"{r['bound_gain_ideal']:6.3f}x {r['floor_dram_bytes'] / 1e6:9.2f} "
+              f"{r['dram_bound_layers']:17d} {r['dram_energy_share']:17.2f}")
     return 0
 
 

@@ -1,0 +1,246 @@
+"""How much can fusion gain at all? Upper bounds on the EDP gain of any fusion plan under the
+spec's model (FADiff spec §7 traffic rewrite, §10 lower bounds, §12 fully fused DRAM floor).
+
+Three bounds, from the tightest (tied to a layer-wise plan's mappings) to the loosest
+(mapping-independent):
+
+* ``candidates_free``: the plan's mappings unchanged, and the DRAM round trip (producer write
+  and every consumer read) of every tensor on a fusion-**candidate** edge removed for free,
+  legality and capacity ignored. No plan keeping those mappings can beat it.
+* ``all_free``: the same for **every** intermediate tensor of the network (residual, branch,
+  slice, pool and concat edges too); only weights, the network input and the network outputs
+  stay in DRAM (at the counts the mappings give them).
+* ``ideal``: no plan, no mapping: energy ≥ MACs·(e_MAC + e_reg) + accumulator updates
+  ``MACs / maxdiv(C)`` + scratchpad input reads ``MACs / maxdiv(K)`` + every weight filled
+  into the scratchpad and the registers once + the fully fused DRAM floor (every weight, the
+  network input and the network outputs moved once, spec §12) at 100 pJ/B; latency ≥ Σ per
+  layer ``max(divisor-limited compute, |W| / DRAM bandwidth)``. Every term is a lower bound of
+  the corresponding count of the access model (``twill.mapping.cost.analytical``) for every
+  valid mapping and fusion plan (the fusion rewrite only removes DRAM/scratchpad input
+  traffic of intermediates and adds scratchpad writes).
+
+``gain = EDP(plan) / EDP(bound)``: the best factor by which any fusion plan (with the plan's
+mappings, resp. any mappings) could lower the plan's EDP.
+
+Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.check_gemmini`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
+from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
+from twill.mapping.fadiff.networks import Network
+from twill.mapping.workload import Dim, Layer, Operand
+
+__all__ = [
+    "FusionBounds",
+    "fusion_bounds",
+    "dram_floor_bytes",
+    "ideal_bound",
+    "network_inputs_outputs",
+]
+
+_W, _I, _O = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class FusionBounds:
+    """Upper bounds on the fusion gain over ``plan`` (EDP µJ·cycles, energy µJ, DRAM bytes).
+
+    ``*_edp`` are lower bounds on the EDP reachable (see the module docstring); ``gain_*`` the
+    plan's EDP divided by them. ``dram_bound_layers`` counts layers whose roofline is set by
+    DRAM in the plan; ``dram_share`` is the share of DRAM energy in the plan's energy.
+    """
+
+    network: str
+    edp: float
+    energy_uj: float
+    cycles: float
+    dram_bytes: float
+    candidates_free_edp: float
+    candidates_free_dram_bytes: float
+    all_free_edp: float
+    all_free_dram_bytes: float
+    ideal_edp: float
+    ideal_energy_uj: float
+    ideal_cycles: float
+    floor_dram_bytes: float
+    dram_bound_layers: int
+    dram_share: float
+
+    @property
+    def gain_candidates(self) -> float:
+        return self.edp / self.candidates_free_edp
+
+    @property
+    def gain_all(self) -> float:
+        return self.edp / self.all_free_edp
+
+    @property
+    def gain_ideal(self) -> float:
+        return self.edp / self.ideal_edp
+
+    def to_dict(self) -> dict[str, float | str | int]:
+        d = dict(self.__dict__)
+        d.update(
+            gain_candidates=self.gain_candidates,
+            gain_all=self.gain_all,
+            gain_ideal=self.gain_ideal,
+        )
+        return d
+
+
+def _maxdiv(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def network_inputs_outputs(net: Network) -> tuple[list[int], list[int]]:
+    """Layers that read the network input (no producer) and layers whose output leaves the
+    network (no consumer)."""
+    has_in = {e.dst for e in net.edges}
+    has_out = {e.src for e in net.edges}
+    n = len(net.layers)
+    return [i for i in range(n) if i not in has_in], [i for i in range(n) if i not in has_out]
+
+
+def _input_bytes(ly: Layer) -> int:
+    return ly.footprint(Operand.I)
+
+
+def dram_floor_bytes(net: Network) -> float:
+    """Spec §12 fully fused DRAM floor: every weight, the network input (halo formula) and the
+    network outputs, each moved once (int8).
+
+    Examples
+    --------
+    >>> from twill.mapping.fadiff.networks import load_network
+    >>> int(dram_floor_bytes(load_network("resnet50")))
+    25661235
+    """
+    ins, outs = network_inputs_outputs(net)
+    w = sum(ly.footprint(Operand.W) for ly in net.layers)
+    i = sum(_input_bytes(net.layers[j]) for j in ins)
+    o = sum(net.layers[j].footprint(Operand.O) for j in outs)
+    return float(w + i + o)
+
+
+def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
+    """Mapping-independent lower bounds ``(energy_pJ, cycles)`` of any plan (module docstring).
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.fadiff.networks import load_network
+    >>> e, c = ideal_bound(load_network("bert"), gemmini_arch())
+    >>> int(c)
+    2957312
+    """
+    lv = {x.name: x for x in arch.levels}
+    e_reg, e_acc = lv["Registers"].energy_pj, lv["Accumulator"].energy_pj
+    e_sp, e_dram = lv["Scratchpad"].energy_pj, lv["DRAM"].energy_pj
+    pe_c = arch.fanout(1)
+    pe_k = arch.fanout(2)
+    bw = arch.levels[-1].bandwidth or np.inf
+    energy = 0.0
+    cycles = 0.0
+    for ly in net.layers:
+        macs = float(ly.macs)
+        c_sp, k_sp = _maxdiv(ly.dim(Dim.C), pe_c), _maxdiv(ly.dim(Dim.K), pe_k)
+        w = float(ly.footprint(Operand.W))
+        energy += macs * (arch.mac_energy_pj + e_reg)
+        energy += macs / c_sp * e_acc + macs / k_sp * e_sp
+        energy += w * (e_reg + 2 * e_sp)  # register fills = scratchpad W reads; SP W fills
+        cycles += max(macs / (c_sp * k_sp), w / bw)
+    energy += dram_floor_bytes(net) * e_dram
+    return energy, cycles
+
+
+def _free_report(net: Network, arch: Arch, costs, free_edges: list[int]):
+    """Energy, cycles and DRAM bytes with the DRAM traffic of the tensors on ``free_edges``
+    removed (producer output writes/reads, consumer input reads and scratchpad fills)."""
+    top = arch.n_levels - 1
+    sp = top - 1
+    acc = np.concatenate([c.level_accesses for c in costs], 0).copy()
+    used = np.concatenate([c.instances_used for c in costs], 0)
+    compute = np.concatenate([c.compute_cycles for c in costs], 0)
+    outs = {net.edges[i].src for i in free_edges}
+    ins = {net.edges[i].dst for i in free_edges}
+    for j, c in enumerate(costs):
+        if j in outs:
+            acc[j, top] -= (c.updates[0, top, _O] + c.reads[0, top, _O]) * c.instances_used[0, top]
+        if j in ins:
+            acc[j, top] -= c.reads[0, top, _I] * c.instances_used[0, top]
+            acc[j, sp] -= c.fills[0, sp, _I] * c.instances_used[0, sp]
+    macs = np.array([float(ly.macs) for ly in net.layers])
+    energy, cycles = energy_and_cycles(acc, used, compute, macs, arch)
+    dram = acc[:, top] * arch.levels[top].word_bits / 8
+    return float(energy.sum()), float(cycles.sum()), float(dram.sum())
+
+
+def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
+    """Upper bounds on what fusion can gain over ``plan`` (its mappings, unfused).
+
+    Parameters
+    ----------
+    net, arch
+        The network and the hardware.
+    plan
+        A plan; its mappings are used, its fused set is ignored (the bounds start unfused).
+
+    Returns
+    -------
+    FusionBounds
+
+    Notes
+    -----
+    FADiff spec §7 (traffic rewrite), §10 (compute and roofline bounds), §12 (fully fused
+    DRAM floor). The free-removal bounds ignore legality and capacity on purpose: they bound
+    every fusion plan, legal or not, with these mappings.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.fadiff.networks import load_network
+    >>> from twill.mapping.fadiff.train import all_dram_mapping
+    >>> net, arch = load_network("bert"), gemmini_arch()
+    >>> plan = FusionPlan("bert", tuple(all_dram_mapping(ly, arch) for ly in net.layers))
+    >>> b = fusion_bounds(net, arch, plan)
+    >>> b.gain_candidates <= b.gain_all <= b.gain_ideal
+    True
+    """
+    costs = [
+        evaluate_batch(ly, arch, batch_from_mappings([m]))
+        for ly, m in zip(net.layers, plan.mappings, strict=True)
+    ]
+    e0, c0, d0 = _free_report(net, arch, costs, [])
+    ec, cc, dc = _free_report(net, arch, costs, list(net.candidates))
+    ea, ca, da = _free_report(net, arch, costs, list(range(len(net.edges))))
+    ei, ci = ideal_bound(net, arch)
+    top = arch.n_levels - 1
+    dram_bound = sum(
+        int(c.bandwidth_cycles[0, top] >= max(c.compute_cycles[0], c.bandwidth_cycles[0].max()))
+        for c in costs
+    )
+    dram_e = d0 * arch.levels[top].energy_pj * 8 / arch.levels[top].word_bits
+    return FusionBounds(
+        network=net.name,
+        edp=e0 * 1e-6 * c0,
+        energy_uj=e0 * 1e-6,
+        cycles=c0,
+        dram_bytes=d0,
+        candidates_free_edp=ec * 1e-6 * cc,
+        candidates_free_dram_bytes=dc,
+        all_free_edp=ea * 1e-6 * ca,
+        all_free_dram_bytes=da,
+        ideal_edp=ei * 1e-6 * ci,
+        ideal_energy_uj=ei * 1e-6,
+        ideal_cycles=ci,
+        floor_dram_bytes=dram_floor_bytes(net),
+        dram_bound_layers=dram_bound,
+        dram_share=dram_e / e0,
+    )
