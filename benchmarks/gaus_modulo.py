@@ -1,0 +1,112 @@
+"""Formulation C: the seed-scale example (1,000 nodes, D = 500, II = 10, R_cap = 50, 2,000
+iterations) timed on CPU, and EPFL designs under formulation C against list scheduling.
+
+EPFL pipelined variants (spec §10.2 DECIDE): k = 5 % of the gates (at least 2) random back edges
+from a deeper to a shallower node, distance ceil((level gap + 1) / 4) so RecMII <= 4, delay 1;
+AND capacity ceil(1.25 * #AND / II) with II = 8 (so ResMII <= II); D = modulo ASAP makespan +
+II + 25 %.
+
+    .venv/bin/python benchmarks/gaus_modulo.py
+    .venv/bin/python benchmarks/gaus_modulo.py --designs ctrl router int2float dec cavlc
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+EPFL = ROOT.parent / "shared" / "benchmarks" / "epfl"
+
+
+def pipelined(g, II: int, seed: int = 0):
+    """Add back edges and an AND capacity (see module docstring)."""
+    from twill.sched.gaus.graph import asap_alap
+
+    rng = np.random.default_rng(seed)
+    level, _ = asap_alap(g)
+    k = max(2, g.n // 20)
+    src, dst, dist = [], [], []
+    while len(src) < k:
+        u, v = rng.integers(0, g.n, size=2)
+        if level[u] > level[v]:
+            src.append(u)
+            dst.append(v)
+            dist.append(math.ceil((level[u] - level[v] + 1) / 4))
+    ands = g.usage[:, 0, 0].sum()
+    return replace(
+        g,
+        src=np.concatenate([g.src, src]),
+        dst=np.concatenate([g.dst, dst]),
+        delay=np.concatenate([g.delay, np.ones(k, np.int64)]),
+        distance=np.concatenate([g.distance, dist]),
+        comm=np.concatenate([g.comm, np.ones(k)]),
+        caps=np.array([math.ceil(1.25 * ands / II)], dtype=float),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--designs", nargs="*", default=["ctrl", "router", "int2float", "cavlc"])
+    ap.add_argument("--II", type=int, default=8)
+    ap.add_argument("--skip-seed", action="store_true")
+    args = ap.parse_args(argv)
+    from rich.console import Console
+    from rich.table import Table
+
+    from twill.gaus_solver import GauSSolver, generate_random_dag
+    from twill.io.aiger import read_aiger
+    from twill.sched.baselines.list_sched import list_schedule
+    from twill.sched.gaus.bounds import default_D
+
+    t = Table(title="Formulation C (modulo MaxLive; lower is better)")
+    for c in ("graph", "nodes", "II", "D", "method", "legal", "objective", "x list", "s"):
+        t.add_column(c)
+    if not args.skip_seed:
+        graph = generate_random_dag(num_nodes=1000, edge_density=0.01, num_back_edges=50)
+        r = GauSSolver(graph, D=500, lr=0.01).solve_modulo(II=10, R_cap=50.0, max_iters=2000)
+        from twill.sched.gaus.graph import from_dependence_graph
+
+        lst = list_schedule(from_dependence_graph(graph).with_caps(50.0), "C", D=500, II=10)
+        for x in (r, lst):
+            t.add_row(
+                "seed example",
+                "1000",
+                "10",
+                "500",
+                x.method,
+                str(x.legal),
+                f"{x.objective:g}",
+                f"{x.objective / lst.objective:.3f}",
+                f"{x.seconds:.1f}",
+            )
+    for name in args.designs:
+        g = pipelined(read_aiger(EPFL / f"{name}.aig"), args.II)
+        D = default_D(g, "C", args.II)
+        gs = GauSSolver(g, D=D).solve_modulo(II=args.II)
+        lst = list_schedule(g, "C", D=D, II=args.II)
+        for x in (gs, lst):
+            rel = "-" if not (x.legal and lst.legal) else f"{x.objective / lst.objective:.3f}"
+            t.add_row(
+                name,
+                str(g.n),
+                str(args.II),
+                str(D),
+                x.method,
+                str(x.legal),
+                "-" if x.objective is None else f"{x.objective:g}",
+                rel,
+                f"{x.seconds:.1f}",
+            )
+        print(f"done {name}", file=sys.stderr, flush=True)
+    Console().print(t)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
