@@ -3,13 +3,23 @@
 OPTIMAL-MODULO-SCHEDULE(G, I) as the residue + stage integer program (Stoutchinin, PaCT 1997;
 spec §3.1), minimising the schedule length ``L``:
 
-* ``a[v,r]`` (binary, ``r in [0, I)``): op ``v`` issues in congruence class ``r``; only for ops
-  that reserve a *limited* unit. ``k[v]`` (integer stage), ``M(v) = I*k[v] + sum_r r*a[v,r]``.
-  Ops that touch only unlimited units get a plain integer start ``m[v]``.
+* ``a[v,r]`` (binary, ``r in [0, I)``): op ``v`` issues in congruence class ``r``;
+  ``k[v]`` (integer stage), ``M(v) = I*k[v] + sum_r r*a[v,r]``.
 * **§3.1 dependences**: ``M(v) - M(u) + delta*I >= d`` for every edge.
 * **§3.1 modulo reservation table**: for every limited unit ``f`` and class ``r``,
   ``sum_v sum_c RRT[v][f,c] * a[v, (r-c) mod I] <= cap(f)`` (RRTs longer than ``I`` wrap).
 * **§3.1 length**: ``L >= M(v) + cycles(v)``; minimise ``L``.
+
+Exact reduction (documented so the proofs stay proofs): only ops that occur in a reservation
+row that can be over-subscribed (*kept* ops) get residue variables. The other ops take part
+only in difference constraints (dependences, ``M >= 0``, ``L >= M + cycles``), so they are
+eliminated exactly (Fourier-Motzkin on a difference system = longest paths through the
+eliminated ops): between kept ops ``x, y`` the row ``M(y) - M(x) >= w(x, y)`` uses the longest
+path through eliminated ops, plus lower bounds ``M(x) >= h(x)`` and length rows
+``L >= M(x) + t(x)``. After solving, the eliminated ops are placed at their pointwise
+earliest (or, under the tie-break, latest) feasible starts. Because ``II < RecMII`` is proven
+infeasible by a positive circuit (Bellman-Ford) before any model is built, the longest paths
+are finite.
 
 Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver) and
 ``"cpsat"`` (OR-Tools CP-SAT). Each call returns a :class:`Phase1Result` whose status is
@@ -17,19 +27,20 @@ Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solve
 limit hit after an incumbent), ``INFEASIBLE`` (proven: no modulo schedule at this ``I``) or
 ``UNKNOWN`` (limit hit before any proof). A time-out is never reported as infeasible.
 
-Stage bound (proven sufficient, see :func:`twill.sched.bounds.stage_bound`): ``0 <= k[v] <=
-K = (|V|-1) * max_e ceil((d_e+I-1)/I)``. Fix the residues of any feasible solution; the
-dependences become difference constraints ``k_v - k_u >= w_e`` with
-``w_e <= ceil((d_e+I-1)/I)``; their least solution uses longest paths of at most ``|V|-1``
-arcs, so every stage is at most ``K``, and being pointwise least it also has the least ``L``.
-So an INFEASIBLE verdict under this bound is a proof for the unbounded problem, and the optimum
-``L`` is never cut off. Plain starts get the matching horizon ``I*K + I - 1``.
+Stage bound (proven sufficient, per op; see :func:`_stage_bounds`): fix the residues of any
+feasible solution; the dependences become difference constraints on the stages, whose least
+solution is pointwise smallest (so it also has the smallest ``L``) and is attained on simple
+paths of at most ``|kept| - 1`` arcs. Bounding those path values (rounded-up arc weights, or
+the true longest path plus ``|kept|*(I-1)`` rounding slack) gives ``0 <= k[x] <= K_x``, so an
+INFEASIBLE verdict under the bounds is a proof for the unbounded problem and the optimum ``L``
+is never cut off (spec §3.1).
 
 Tie-break (deterministic, documented): after ``L*`` is proven, a second solve fixes
-``L = L*`` and maximises ``sum_v M(v)`` (as-late-as-possible), then the schedule is shifted so
-``min M = 0``. On Fig. 1 this returns the paper's ``S@0, P@2, O@3`` rather than the other
-optimum ``P@1``. If the second solve hits its limit, its incumbent (or else the first
-solution) is kept; ``L*`` is proven either way.
+``L = L*`` and maximises the sum of the kept ops' starts (as-late-as-possible); eliminated ops
+go to their latest starts; then the schedule is shifted so ``min M = 0``. On Fig. 1 this
+returns the paper's ``S@0, P@2, O@3`` rather than the other optimum ``P@1``. If the second
+solve hits its limit, its incumbent (or else the first solution) is kept; ``L*`` is proven
+either way.
 
 Every returned schedule has passed :func:`twill.sched.verify.verify_modulo_schedule`;
 otherwise :class:`~twill.errors.VerificationError` is raised.
