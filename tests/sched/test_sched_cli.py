@@ -35,7 +35,7 @@ def test_bounds(capsys):
     d = json.loads(out)
     assert code == 0 and (d["res_mii"], d["rec_mii"], d["mii"]) == (2, 3, 3)
     code, out, _ = run(capsys, "bounds", "flash_attention_forward_hopper")
-    assert "ResMII = 4  RecMII = 1  MII = 4" in out
+    assert "ResMII = 4  RecMII = 2  MII = 4" in out
 
 
 @pytest.mark.parametrize("backend", ["cbc", "cpsat"])
@@ -91,3 +91,17 @@ def test_bad_option_value(capsys):
         main(["solve", "flash_attention_forward_simplified", "--max-I", "0"])
     assert info.value.code == 2
     assert "expected an integer >= 1, found '0'" in capsys.readouterr().err
+
+
+def test_hatschet_with_explicit_resource_model(capsys, tmp_path, shared_benchmarks):
+    import shutil
+
+    src = shared_benchmarks / "hatschet" / "cTest"
+    shutil.copy(src / "iir_biqu.graphml", tmp_path / "loop.graphml")
+    code, _, err = run(capsys, "solve", str(tmp_path / "loop.graphml"))
+    assert code == 2 and "looked for loop_RM.xml and loopRM.xml" in err
+    code, out, _ = run(capsys, "solve", str(tmp_path / "loop.graphml"), "--json",
+                       "--resource-model", str(src / "iir_biquRM.xml"))  # fmt: skip
+    d = json.loads(out)
+    assert code == 0 and d["I"] == 11 and d["optimal"] is True
+    assert [c["verdict"] for c in d["certificate"]] == ["below_bound"] * 10
