@@ -13,6 +13,8 @@ from twill.kernels import (
     flash_attention_forward_hopper,
     flash_attention_forward_simplified,
 )
+from twill.results import Status
+from twill.sched.exact.algorithm1 import algorithm1
 from twill.sched.exact.phase2 import build_phase2_model, swp_and_ws
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.verify_warps import WarpRules, slots_needed, verify_warp_schedule
@@ -163,20 +165,37 @@ def test_model_statistics_and_smt2_dump(tmp_path):
 
 
 class TestHopperFA3:
-    def test_ping_pong_between_two_consumer_warp_groups(self):
+    """FA3 (paper §6): ping-pong of two consumer warp groups and the hoisted first GEMM."""
+
+    CONSUMER = [f"{x}{j}" for j in (0, 1) for x in "SPRO"]
+
+    def test_ping_pong_and_hoisted_first_gemm(self):
         g = flash_attention_forward_hopper()
-        r = swp_and_ws(g, 4, 4)
-        assert r.answer == "sat"
-        w = r.warps
+        r = algorithm1(g)
+        assert (r.phase1_I, r.I, r.optimal) == (4, 4, True)
+        assert r.L > r.I  # n >= 2 overlapped copies: a software pipeline, not a serial loop
+        m, w, ii = r.schedule, r.warps, r.I
+        assert verify_warp_schedule(g, m, r.assignment, ii, r.L) == []
         assert w["LOAD_K"] == w["LOAD_V"] == 0  # producer warp
-        assert w["S0"] == w["P0"] == w["O0"] != w["S1"] == w["P1"] == w["O1"]
+        # each sub-tile's S, P, R, O on its own consumer warp group
+        assert w["S0"] == w["P0"] == w["R0"] == w["O0"] != w["S1"] == w["P1"] == w["R1"] == w["O1"]
         assert 0 not in (w["S0"], w["S1"])
-        # the tensor core alternates between the warp groups: GEMM slots mod I interleave
-        tc = sorted((r.schedule[v] % 4, w[v]) for v in ("S0", "O0", "S1", "O1"))
-        owners = [slot for _, slot in tc]
-        assert owners.count(w["S0"]) == 2 and owners != sorted(owners)
-        # one warp group's exp overlaps the other's GEMM
-        assert r.schedule["P0"] % 4 in {r.schedule[v] % 4 for v in ("S1", "O1")}
+        # ping-pong: while one group issues its exp, the other group's GEMM holds the TC
+        gemm_at = {m[v] % ii: w[v] for v in ("S0", "O0", "S1", "O1")}
+        for j, other in ((0, 1), (1, 0)):
+            assert gemm_at[m[f"P{j}"] % ii] == w[f"S{other}"]
+        # hoist: in the straight-line program, the first GEMM of iteration k+1 issues before
+        # the second GEMM of iteration k (some S_a(k+1) = M(S_a) + I < M(O_b))
+        assert any(m[f"S{a}"] + ii < m[f"O{b}"] for a in (0, 1) for b in (0, 1))
+
+    def test_one_consumer_group_is_register_bound(self):
+        # the ping-pong is forced: one warp group cannot hold both sub-tiles (240 registers)
+        g = flash_attention_forward_hopper()
+        one = {v: 1 for v in self.CONSUMER}
+        for length in (6, 7, 8):  # the whole window at the Phase-1 optimal I = 4
+            assert swp_and_ws(g, 4, length, fixed_warps=one).answer == "unsat"
+        free = WarpRules.for_graph(g, registers_per_warp=None)
+        assert swp_and_ws(g, 4, 6, rules=free, fixed_warps=one).answer == "sat"
 
 
 class TestBlackwellFA4:
@@ -184,23 +203,53 @@ class TestBlackwellFA4:
 
     def test_structure(self):
         g = flash_attention_forward_blackwell()
-        r = swp_and_ws(g, 2, 5)
-        assert r.answer == "sat"
+        r = algorithm1(g)
+        assert (r.phase1_I, r.I, r.L, r.optimal) == (2, 2, 5, True)
         w = r.warps
         gemms = {w[v] for v in ("S0", "S1", "O0", "O1")}
         assert w["LOAD_K"] == w["LOAD_V"] == 0 and 0 not in gemms  # TMA apart from GEMMs
-        assert w["P0"] != w["P1"]  # each sub-tile's softmax on its own warp group
-        assert {w["C0"], w["C1"]}.isdisjoint({w["P0"], w["P1"]})  # correction elsewhere
+        assert w["P0"] != w["P1"] and 0 not in (w["P0"], w["P1"])  # a softmax group each
+        assert w["C0"] == w["C1"]  # one correction group for both sub-tiles ...
+        assert w["C0"] not in {0, w["P0"], w["P1"]}  # ... a third group
 
     def test_correction_on_a_softmax_warp_is_unsat(self):
         g = flash_attention_forward_blackwell()
-        for fixed in ({"P0": 1, "C0": 1}, {"P0": 1, "P1": 1}):
+        for fixed in ({"P0": 1, "C0": 1}, {"P0": 1, "C1": 1}, {"P0": 1, "P1": 1}):
             for length in self.WINDOW:
                 assert swp_and_ws(g, 2, length, fixed_warps=fixed).answer == "unsat"
 
-    @pytest.mark.parametrize("kw", [{"cross_warp": False}, {"warps": 3}])
-    def test_ablations_unsat_in_first_window(self, kw):
+    @pytest.mark.parametrize("ablation", ["no_cross_warp", "fewer_warps"])
+    def test_ablations_unsat_in_first_window(self, ablation):
         g = flash_attention_forward_blackwell()
+        fewer = {"warps": g.machine.warps - 1}  # one warp group fewer than declared
+        kw = {"cross_warp": False} if ablation == "no_cross_warp" else fewer
         rules = WarpRules.for_graph(g, **kw)
         for length in self.WINDOW:
             assert swp_and_ws(g, 2, length, rules=rules).answer == "unsat"
+            assert swp_and_ws(g, 2, length).answer == "sat"
+
+    def test_no_subtiling_ablation_unsat_at_its_phase1_optimum(self):
+        g = flash_attention_forward_blackwell(subtiled=False)
+        r = algorithm1(g, probe=True)  # only the window at the Phase-1 optimal I
+        assert r.phase1_I == 3 and r.status is Status.INFEASIBLE
+        assert r.points and all(p.I == 3 and p.answer == "unsat" for p in r.points)
+        # the cause is granularity: two 256-row softmax tiles live at once exceed the
+        # registers; with unlimited registers and more warp groups the point is sat
+        roomy = WarpRules.for_graph(g, registers_per_warp=None, warps=6)
+        assert swp_and_ws(g, 3, r.points[0].L, rules=roomy).answer == "sat"
+
+
+class TestTimeout:
+    """A time limit gives "unknown", never "unsat" (spec §13.1)."""
+
+    def test_phase2_timeout_is_unknown(self):
+        g = flash_attention_forward_blackwell()
+        r = swp_and_ws(g, 2, 6, time_limit=1e-6, rules=WarpRules.for_graph(g, cross_warp=False))
+        assert r.answer == "unknown" and r.status is Status.UNKNOWN and r.schedule is None
+
+    def test_algorithm1_timeout_is_never_infeasible_or_optimal(self):
+        g = flash_attention_forward_blackwell()
+        rules = WarpRules.for_graph(g, cross_warp=False)  # unsat when it finishes
+        r = algorithm1(g, probe=True, rules=rules, time_limit=1e-6)
+        assert [p.answer for p in r.points] == ["unknown", "unknown"]
+        assert r.status is Status.UNKNOWN and not r.optimal

@@ -38,6 +38,7 @@ _H100_SMEM = 228 * _KIB
 _B200_SMEM = 228 * _KIB
 _B200_TMEM = 256 * _KIB
 _REGS_PER_THREAD = 255
+_FA3_CONSUMER_REGS = 240  # setmaxnreg of FA3's consumer warp groups
 
 
 def _one(fu: str, cycles: int = 1) -> dict[str, tuple[int, ...]]:
@@ -91,27 +92,47 @@ def flash_attention_forward_hopper() -> DependenceGraph:
     """Sub-tiled FlashAttention-3 forward on H100 (paper §6, spec §10).
 
     FA3 (head dim 128) runs a 128-row Q block per CTA on two consumer warp groups of 64 rows
-    each (sub-tiles 0 and 1), plus a producer warp issuing TMA loads of K and V.
+    each (sub-tiles 0 and 1), plus a producer warp issuing TMA loads of K and V. Per sub-tile
+    ``j`` and K/V block (``Bc = 128`` columns) the loop body is FA3's mainloop:
 
-    Costs: per sub-tile ``S_j = Q_j K^T`` is 64x128x128, ``2*64*128*128 / 4096 = 512`` clocks;
-    ``P_j = exp(S_j - m_j)`` covers 64x128 elements, ``8192 / 16 = 512`` clocks;
-    ``O_j += P_j V`` is again 512 clocks. One normalised cycle = 512 clocks: every GEMM is 1 TC
-    cycle and every exp 1 EXP cycle (1 : 1, spec §11.2). TMA loads are streaming
-    variable-latency ops (paper §5.3): zero latency on their out-edges, 1 cycle of the TMA issue
-    unit. ``P_j -> P_j`` (distance 1) carries the running row max and sum; ``O_j -> O_j`` is the
-    accumulator.
+    * ``S_j = Q_j K^T``: 64x128x128 WGMMA, ``2*64*128*128 / 4096 = 512`` clocks of the SM's
+      tensor cores (TC);
+    * ``P_j``: row max then ``exp2(S_j*scale - m_j)`` over 64x128 elements, MUFU-bound:
+      ``8192 / 16 = 512`` clocks (EXP);
+    * ``R_j``: the rest of the online softmax on the FP32 pipes (FMA, 128 FP32 ops/clk/SM;
+      min/max and conversions at 64/clk): row max ``8192/64 = 128``, scale ``64``, row sum
+      ``64``, rescale of the ``O_j`` accumulator (64x128 FMUL) ``64``, FP32 -> FP16 packing of
+      ``P_j`` ``4096/64 = 64``: **384 clocks**, rounded to one unit (0.75 unit);
+    * ``O_j += P_j V``: 64x128x128 WGMMA, 512 clocks (TC).
 
-    Expected: ResMII = 4 (four GEMM cycles on one TC), minimum I = 4.
+    One normalised cycle = 512 clocks: each of the four GEMMs is 1 TC cycle, each exp 1 EXP
+    cycle, each softmax bookkeeping 1 FMA cycle (all units cap 1, the SM-wide pipes). Edges:
+    ``S_j -> P_j -> R_j -> O_j`` (delay = producer length); ``O_j -> R_j`` (distance 1, the
+    rescale waits for the previous accumulate; FA3 ``rescale_o``); ``P_j -> P_j`` and
+    ``R_j -> R_j`` (distance 1: running max and sum); TMA loads are streaming
+    variable-latency ops (paper §5.3): zero latency on their out-edges, 1 cycle of TMA issue.
+
+    Warp annotations (Phase 2): registers per thread of a 128-thread warp group holding a
+    64-row sub-tile: ``S_j`` and ``P_j`` 64x128 FP32 = 64, ``R_j`` (``P_j`` in FP16) 32,
+    ``O_j`` 64; limit 240 (FA3's ``setmaxnreg`` for two consumer warp groups: 24 + 2*240 <= 512
+    registers per thread of the 64 Ki-register file). A cross-warp hand-off goes through shared
+    memory: 61 clocks + 16.1 clocks/KB (spec §11.3) for a 32 KiB FP32 tile = 576 clocks, about
+    one unit, so ``spill_cost = 1``.
+
+    Expected: ResMII = 4 (four GEMM cycles on one TC), RecMII = 2, minimum I = 4. At I = 4 the
+    per-sub-tile chain ``S -> P -> R -> O`` (3 cycles) and the full tensor core force
+    ``LEN(M) = 6``: two overlapped copies, and the first GEMM of iteration ``k+1`` issues before
+    the second GEMM of iteration ``k`` (FA3's software pipeline).
 
     Returns
     -------
     DependenceGraph
-        Ops ``LOAD_K``, ``LOAD_V``, ``S0``, ``P0``, ``O0``, ``S1``, ``P1``, ``O1``.
+        Ops ``LOAD_K``, ``LOAD_V``, and per sub-tile ``S_j``, ``P_j``, ``R_j``, ``O_j``.
     """
     machine = MachineDescription(
         "h100-sxm5",
-        {"TC": 1, "EXP": 1, "TMA": 1},
-        registers_per_warp=_REGS_PER_THREAD,
+        {"TC": 1, "EXP": 1, "FMA": 1, "TMA": 1},
+        registers_per_warp=_FA3_CONSUMER_REGS,
         memories={"smem": _H100_SMEM},
         warps=3,
         note="1 producer warp (TMA) + 2 consumer warp groups; 1 cycle = 512 SM clocks",
@@ -125,31 +146,37 @@ def flash_attention_forward_hopper() -> DependenceGraph:
     ]  # fmt: skip
     edges: list[Edge] = []
     for j in (0, 1):
-        s, p, o = f"S{j}", f"P{j}", f"O{j}"
+        s, p, r, o = f"S{j}", f"P{j}", f"R{j}", f"O{j}"
         ins += [
             Instruction(s, 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
                         note="64x128x128 WGMMA: 512 clk"),
-            Instruction(p, 1, _one("EXP"), regs=32, warps=4, spill_cost=1, unit="EXP",
-                        note="exp of 64x128: 512 clk"),
+            Instruction(p, 1, _one("EXP"), regs=64, warps=4, spill_cost=1, unit="EXP",
+                        note="row max + exp2 of 64x128: 512 MUFU clk"),
+            Instruction(r, 1, _one("FMA"), regs=32, warps=4, spill_cost=1, unit="FMA",
+                        note="row sum, rescale O, pack P to FP16: 384 clk"),
             Instruction(o, 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
                         note="64x128x128 WGMMA accumulate: 512 clk"),
         ]  # fmt: skip
         edges += [
             Edge("LOAD_K", s, 0),
             Edge(s, p, 1),
-            Edge(p, o, 1),
+            Edge(p, r, 1),
+            Edge(r, o, 1),
             Edge("LOAD_V", o, 0),
+            Edge(o, r, 1, 1),
             Edge(p, p, 1, 1),
-            Edge(o, o, 1, 1),
+            Edge(r, r, 1, 1),
         ]
     return DependenceGraph("flash_attention_forward_hopper", tuple(ins), tuple(edges), machine)
 
 
-def flash_attention_forward_blackwell() -> DependenceGraph:
+def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGraph:
     """FlashAttention-4 forward on B200 (paper §6, spec §10).
 
     FA4 processes two 128-row Q sub-tiles per CTA: a TMA warp, an MMA warp, one softmax warp
     group per sub-tile and a correction warp group that rescales the accumulators in TMEM.
+    With ``subtiled=False`` the CTA processes one 128-row tile per iteration (the Triton
+    tutorial kernel, paper §6's "no sub-tiling" ablation): the same per-op costs, one chain.
 
     Costs: a 128x128x128 GEMM is ``2*128**3 / 8192 = 512`` clocks on a B200 SM; an exp over
     128x128 elements is ``16384 / 16 = 1024`` clocks (GEMM : EXP = 1 : 2, spec §11.2). One
@@ -166,7 +193,20 @@ def flash_attention_forward_blackwell() -> DependenceGraph:
     of about 92 clocks (third-party B200 micro-benchmark, spec §11.3), under 0.1 of a 1024-clock
     unit, so ``spill_cost = 0`` after normalisation.
 
+    Warp slots are warp groups (``docs/model.md``): FA4 runs four (two softmax, one correction,
+    and one holding the TMA, MMA and epilogue warps), so the machine declares **4 slots**: the
+    variable-latency slot (TMA only, the iff rule of Fig. 6) and 3 compute slots; the
+    single-thread, asynchronous MMA issue shares a compute slot.
+
     Expected: ResMII = 2 (TC: 4 GEMMs / 2; EXP: 2 exps; TMEM: 2 corrections), minimum I = 2.
+    Un-sub-tiled: ResMII = 1 (per 128 rows), and Phase 2 is unsat at I = 1: the softmax warp
+    group would hold two 128-register tiles at once (paper: "instruction granularity is not
+    fine enough").
+
+    Parameters
+    ----------
+    subtiled
+        Two 128-row sub-tiles per iteration (FA4, default) or one (the ablation).
 
     Returns
     -------
@@ -178,8 +218,8 @@ def flash_attention_forward_blackwell() -> DependenceGraph:
         {"TC": 2, "EXP": 1, "TMEM": 1, "TMA": 1},
         registers_per_warp=_REGS_PER_THREAD,
         memories={"smem": _B200_SMEM, "tmem": _B200_TMEM},
-        warps=5,
-        note="TMA warp, MMA warp, 2 softmax warp groups, 1 correction warp group; "
+        warps=4,
+        note="TMA slot + 3 warp groups (2 softmax, 1 correction; MMA issue shares one); "
         "1 cycle = 1024 SM clocks",
     )
     tile = 128 * 128 * 2
@@ -191,29 +231,34 @@ def flash_attention_forward_blackwell() -> DependenceGraph:
                     streaming=True, unit="TMA", note="TMA load of a 128x128 V tile"),
     ]  # fmt: skip
     edges: list[Edge] = []
-    for j in (0, 1):
+    # sub-tiled: two chains of 128-row ops; un-sub-tiled: one chain of 256-row ops, each twice
+    # as long (exp, correction) or twice as wide (a GEMM holds both TC units), on 2 warp groups
+    k = 1 if subtiled else 2
+    for j in (0, 1) if subtiled else ("",):
         s, p, c, o = f"S{j}", f"P{j}", f"C{j}", f"O{j}"
+        rows = 128 * k
         ins += [
-            Instruction(s, 1, _one("TC"), footprint={"tmem": acc}, spill_cost=0, unit="TC",
-                        note="128x128x128 UMMA into TMEM: 512 clk"),
-            Instruction(p, 1, _one("EXP"), regs=128, warps=4, spill_cost=0, unit="EXP",
-                        note="exp of 128x128: 1024 clk; P aliases S's TMEM columns"),
-            Instruction(c, 1, _one("TMEM"), regs=128, warps=4, spill_cost=0, unit="TMEM",
-                        note="rescale O_j: tcgen05.ld/st of the accumulator"),
-            Instruction(o, 1, _one("TC"), footprint={"tmem": acc}, spill_cost=0, unit="TC",
-                        note="128x128x128 UMMA accumulate into TMEM: 512 clk"),
+            Instruction(s, 1, {"TC": (k,)}, footprint={"tmem": acc * k}, spill_cost=0,
+                        unit="TC", note=f"{rows}x128x128 UMMA into TMEM: {512 * k} clk"),
+            Instruction(p, k, _one("EXP", k), regs=128, warps=4 * k, spill_cost=0, unit="EXP",
+                        note=f"exp of {rows}x128: {1024 * k} clk; P aliases S's TMEM columns"),
+            Instruction(c, k, _one("TMEM", k), regs=128, warps=4 * k, spill_cost=0, unit="TMEM",
+                        note="rescale O: tcgen05.ld/st of the accumulator"),
+            Instruction(o, 1, {"TC": (k,)}, footprint={"tmem": acc * k}, spill_cost=0,
+                        unit="TC", note=f"{rows}x128x128 UMMA accumulate: {512 * k} clk"),
         ]  # fmt: skip
         edges += [
             Edge("LOAD_K", s, 0),
             Edge(s, p, 1, blocking=True),
-            Edge(p, c, 1),
-            Edge(p, o, 1),
-            Edge(c, o, 1),
+            Edge(p, c, k),
+            Edge(p, o, k),
+            Edge(c, o, k),
             Edge("LOAD_V", o, 0),
-            Edge(p, p, 1, 1),
+            Edge(p, p, k, 1),
             Edge(o, c, 1, 1, blocking=True),
         ]
-    return DependenceGraph("flash_attention_forward_blackwell", tuple(ins), tuple(edges), machine)
+    name = "flash_attention_forward_blackwell" + ("" if subtiled else "_unsubtiled")
+    return DependenceGraph(name, tuple(ins), tuple(edges), machine)
 
 
 def simple_gemm_pipeline() -> DependenceGraph:
