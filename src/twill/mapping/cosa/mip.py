@@ -517,7 +517,7 @@ def build_cosa_model(
     *,
     weights: CosaWeights | None = None,
     halo: str = "v010",
-    symmetry: bool = False,
+    symmetry: bool = True,
     reduce_units: bool = True,
     gb_order: str = "loops",
 ) -> tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]]:
@@ -533,8 +533,9 @@ def build_cosa_model(
         ``"v010"`` (released/paper: halo on the innermost input buffer only, DEC-1) or
         ``"corrected"`` (also on the global buffer when it keeps inputs).
     symmetry
-        Add the two symmetry-breaking families (optimum unchanged; off by default because
-        CP-SAT finds its own symmetries and runs slower with them).
+        Add the two symmetry-breaking families (optimum unchanged, tested). On by default:
+        with ``gb_order="loops"`` they speed up CP-SAT (max 2.9 s → 1.1 s on ResNet-50) and
+        SCIP (up to 20×).
     reduce_units
         Fix the placements of unit factors that cannot change the objective
         (:func:`fix_unit_factors`; optimum unchanged).

@@ -1,7 +1,9 @@
-"""A small backend-neutral linear model (variables, rows, objective) and its two backends:
-CBC through PuLP (floating-point coefficients) and OR-Tools CP-SAT (coefficients scaled to
-integers). The CoSA builder (:mod:`twill.mapping.cosa.mip`) writes into it once; each backend
-translates it. Rows keep the names the builder gave them, so a dumped model reads like the spec.
+"""A small backend-neutral linear model (variables, rows, objective) and its backends:
+CBC through PuLP (floating-point coefficients), OR-Tools CP-SAT (coefficients scaled to
+integers), and SCIP / HiGHS in a separate process (:mod:`~twill.mapping.cosa.worker`; OR-Tools
+and highspy cannot share a process). The CoSA builder (:mod:`twill.mapping.cosa.mip`) writes
+into it once; each backend translates it. Rows keep the names the builder gave them, so a
+dumped model reads like the spec.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ __all__ = ["LinearModel", "Solution", "solve_model", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("cbc", "cpsat")
+BACKENDS = ("cpsat", "scip", "highs", "cbc")
 
 #: CP-SAT needs integers: objective coefficients are scaled by this and rounded ...
 OBJ_SCALE = 1_000_000
@@ -89,9 +91,13 @@ def solve_model(
     extra: dict[str, Any] | None = None,
     on_incumbent: Callable[[float, float, float], None] | None = None,
 ) -> Solution:
-    """Solve with ``backend`` (``cbc`` or ``cpsat``); the objective reported is always the
-    floating-point objective of the model evaluated at the returned values."""
-    if backend == "cbc":
+    """Solve with ``backend`` (``cpsat``, ``scip``, ``highs`` or ``cbc``); the objective
+    reported is always the floating-point objective of the model evaluated at the returned
+    values. ``scip`` and ``highs`` run in a child process (``extra={"in_process": True}``
+    runs them here, for debugging)."""
+    if backend in ("scip", "highs"):
+        sol = _solve_out_of_process(model, backend, time_limit, threads, seed, extra or {})
+    elif backend == "cbc":
         sol = _solve_cbc(model, time_limit, threads, extra or {})
     elif backend == "cpsat":
         sol = _solve_cpsat(model, time_limit, threads, seed, extra or {}, on_incumbent)
@@ -100,6 +106,63 @@ def solve_model(
             f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})"
         )
     return sol
+
+
+def _solve_out_of_process(
+    model: LinearModel,
+    backend: str,
+    time_limit: float,
+    threads: int,
+    seed: int,
+    extra: dict[str, Any],
+) -> Solution:
+    from twill.mapping.cosa.worker import solve_in_subprocess, solve_payload
+
+    extra = dict(extra)
+    in_process = bool(extra.pop("in_process", False))
+    t0 = time.perf_counter()
+    payload = {
+        "model": {
+            "vars": model.vars,
+            "rows": model.rows,
+            "objective": model.objective,
+        },
+        "backend": backend,
+        "time_limit": float(time_limit),
+        "threads": int(threads),
+        "seed": int(seed),
+        "extra": extra,
+    }
+    if in_process:
+        try:
+            ans = solve_payload(payload)
+        except RuntimeError as exc:
+            raise BackendUnavailableError(str(exc)) from exc
+    else:
+        ans = solve_in_subprocess(payload)
+    wall = time.perf_counter() - t0
+    if ans["status"] == "unavailable":
+        raise BackendUnavailableError(ans["error"])
+    stats: dict[str, Any] = {"backend": backend, "wall_s": wall, **ans.get("stats", {})}
+    if ans["status"] == "error":
+        log.warning("backend %s failed: %s", backend, ans["error"])
+        stats["error"] = ans["error"]
+        return Solution(Status.ERROR, {}, None, None, wall, stats)
+    status = {
+        "optimal": Status.OPTIMAL,
+        "feasible": Status.FEASIBLE,
+        "infeasible": Status.INFEASIBLE,
+    }.get(ans["status"], Status.UNKNOWN)
+    values = {
+        k: (float(round(v)) if model.vars[k][0] != "C" else float(v))
+        for k, v in ans["values"].items()
+    }
+    obj = model.objective_value(values) if values else None
+    bound = ans.get("bound")
+    if bound is not None:
+        bound += model.objective_constant
+    stats["solver_s"] = float(ans["seconds"])
+    return Solution(status, values, obj, bound, wall, stats)  # wall: child start included
 
 
 def _safe(name: str) -> str:

@@ -32,7 +32,7 @@ def cosa_map(
     seed: int = 0,
     weights: CosaWeights | None = None,
     halo: str = "v010",
-    symmetry: bool = False,
+    symmetry: bool = True,
     reduce_units: bool = True,
     gb_order: str = "loops",
     extra: dict[str, Any] | None = None,
@@ -45,8 +45,10 @@ def cosa_map(
     layer, arch
         The layer and the accelerator.
     backend
-        ``"cpsat"`` (OR-Tools CP-SAT, objective coefficients scaled to integers) or ``"cbc"``
-        (CBC through PuLP, floating point).
+        ``"cpsat"`` (OR-Tools CP-SAT, objective coefficients scaled to integers; default),
+        ``"scip"`` (SCIP via PySCIPOpt in a child process, floating point), ``"highs"``
+        (HiGHS via highspy in a child process, when installed) or ``"cbc"`` (CBC through
+        PuLP; weak on the 56×56 layers).
     time_limit, threads, seed
         Solver limits (DEC-6); on a timeout the best feasible solution is returned (FEASIBLE).
     weights
