@@ -1,4 +1,4 @@
-"""Public example kernels (``twill.kernels``): FlashAttention forward graphs and a GEMM loop.
+"""Public example kernels (``twill.kernels``): FlashAttention forward and backward, a GEMM loop.
 
 Thin re-export of :mod:`twill.sched.kernels`, where each factory's docstring derives its cycle
 counts from public hardware rates.
@@ -12,6 +12,8 @@ Examples
 
 from twill.sched.kernels import (
     KERNELS,
+    flash_attention_backward_blackwell,
+    flash_attention_backward_hopper,
     flash_attention_forward_blackwell,
     flash_attention_forward_hopper,
     flash_attention_forward_simplified,
@@ -23,6 +25,8 @@ __all__ = [
     "flash_attention_forward_simplified",
     "flash_attention_forward_hopper",
     "flash_attention_forward_blackwell",
+    "flash_attention_backward_hopper",
+    "flash_attention_backward_blackwell",
     "simple_gemm_pipeline",
     "KERNELS",
     "get_kernel",

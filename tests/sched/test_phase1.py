@@ -46,6 +46,8 @@ EXPECTED_KERNEL_I = {
     "flash_attention_forward_simplified": 2,
     "flash_attention_forward_hopper": 4,
     "flash_attention_forward_blackwell": 2,
+    "flash_attention_backward_hopper": 5,
+    "flash_attention_backward_blackwell": 5,
     "simple_gemm_pipeline": 2,
 }
 

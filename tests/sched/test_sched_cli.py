@@ -22,7 +22,7 @@ def run(capsys, *argv):
 def test_kernels_json(capsys):
     code, out, _ = run(capsys, "kernels", "--json")
     names = [k["name"] for k in json.loads(out)]
-    assert code == 0 and "flash_attention_forward_hopper" in names and len(names) == 4
+    assert code == 0 and "flash_attention_forward_hopper" in names and len(names) == 6
 
 
 def test_kernels_table(capsys):

@@ -23,11 +23,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.sched.kernels_backward import (
+    flash_attention_backward_blackwell,
+    flash_attention_backward_hopper,
+)
 
 __all__ = [
     "flash_attention_forward_simplified",
     "flash_attention_forward_hopper",
     "flash_attention_forward_blackwell",
+    "flash_attention_backward_hopper",
+    "flash_attention_backward_blackwell",
     "simple_gemm_pipeline",
     "KERNELS",
     "get_kernel",
@@ -308,6 +314,8 @@ KERNELS: dict[str, Callable[[], DependenceGraph]] = {
     "flash_attention_forward_simplified": flash_attention_forward_simplified,
     "flash_attention_forward_hopper": flash_attention_forward_hopper,
     "flash_attention_forward_blackwell": flash_attention_forward_blackwell,
+    "flash_attention_backward_hopper": flash_attention_backward_hopper,
+    "flash_attention_backward_blackwell": flash_attention_backward_blackwell,
     "simple_gemm_pipeline": simple_gemm_pipeline,
 }
 
