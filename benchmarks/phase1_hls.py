@@ -33,13 +33,13 @@ def loops(suites: list[str]) -> list[Path]:
     return out
 
 
-def run_one(path: Path, backend: str, time_limit: float) -> dict:
+def run_one(path: Path, backend: str, time_limit: float, budget: float) -> dict:
     from twill.io import load_graph
     from twill.sched.exact.search import search_min_ii
 
     graph = load_graph(path)
     t0 = time.perf_counter()
-    r = search_min_ii(graph, backend=backend, time_limit=time_limit)
+    r = search_min_ii(graph, backend=backend, time_limit=time_limit, total_time_limit=budget)
     return {
         "loop": str(path.relative_to(HATSCHET).with_suffix("")),
         "ops": len(graph.instructions),
@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", nargs="+", default=["MachSuite", "origami"])
     ap.add_argument("--backends", nargs="+", default=["cbc", "cpsat"], choices=["cbc", "cpsat"])
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds per Phase-1 solve")
+    ap.add_argument("--budget", type=float, default=120.0, help="seconds per loop and backend")
     ap.add_argument("--max-ops", type=int, default=None, help="only loops up to this many ops")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_ops is not None and n > args.max_ops:
             continue
         for backend in args.backends:
-            rows.append(run_one(path, backend, args.time_limit))
+            rows.append(run_one(path, backend, args.time_limit, args.budget))
             r = rows[-1]
             line = f"{r['loop']:<28} {backend:<6} ops={r['ops']:<4} I={r['I']} "
             print(line + f"proven={r['optimal']} {r['seconds']:.2f}s", file=sys.stderr, flush=True)

@@ -141,6 +141,7 @@ def twill_solve(
     tie_break: bool = True,
     threads: int = 1,
     on_attempt: Callable[[Any], None] | None = None,
+    total_time_limit: float | None = None,
     phase2: bool = True,
     probe: bool = False,
     phase2_time_limit: float | None = None,
@@ -167,6 +168,8 @@ def twill_solve(
         Solver threads.
     on_attempt
         Called after every Phase-1 solve (progress bars).
+    total_time_limit
+        Stop the search for I after this many seconds (``None``: no limit).
     phase2
         Run Phase 2 (joint SWP + warp specialisation, Algorithm 1); the result then carries
         ``extra["warps"]``, ``["points"]`` and ``["phase1_I"]``
@@ -207,6 +210,7 @@ def twill_solve(
         tie_break=tie_break,
         threads=threads,
         on_attempt=on_attempt,
+        total_time_limit=total_time_limit,
     )
     result = _package(graph, p1, t0)  # step 4: verify and package
     if phase2 and p1.schedule is not None:  # step 3: Phase 2 + Algorithm 1 (warps), verified

@@ -136,6 +136,8 @@ class _Model:
     mrt_rows: tuple[tuple[str, int, int, tuple[tuple[int, int, int], ...]], ...]
     stage_bound: int  # the largest per-op stage bound
     stage_ub: tuple[tuple[int, int], ...]  # (x, K_x): 0 <= k[x] <= K_x
+    # units whose every user reserves only its first row: (fu, cap, ((op, units), ...))
+    residue_groups: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...]
     weights: tuple[tuple[int, int, int], ...]  # every edge as (u, v, d - delta*II)
 
     @property
@@ -272,6 +274,22 @@ def _stage_bounds(
     return {x: min(bound[x], max(0, (asap[x] + n * (ii - 1)) // ii)) for x in kept}
 
 
+def _residue_groups(graph: DependenceGraph, rows: list) -> list:
+    """Units (with a row in the model) whose users each reserve only their first cycle."""
+    out = []
+    for fu in sorted({row[0] for row in rows}):
+        users = []
+        for i, ins in enumerate(graph.instructions):
+            rrt = tuple(ins.reservation.get(fu, ()))
+            if any(rrt):
+                if rrt[0] == 0 or any(rrt[1:]):
+                    break
+                users.append((i, rrt[0]))
+        else:
+            out.append((fu, graph.machine.functional_units[fu], tuple(users)))
+    return out
+
+
 def _build_model(graph: DependenceGraph, ii: int) -> _Model:
     index = graph.index()
     rows = _mrt_rows(graph, ii)
@@ -293,6 +311,7 @@ def _build_model(graph: DependenceGraph, ii: int) -> _Model:
         mrt_rows=tuple(rows),
         stage_bound=max(ub.values(), default=0),
         stage_ub=tuple(sorted(ub.items())),
+        residue_groups=tuple(_residue_groups(graph, rows)),
         weights=tuple(weights),
     )
 
@@ -468,6 +487,27 @@ class _CpSatModel:
     def _add_modulo_reservation(self) -> None:
         for _fu, _r, cap, terms in self.m.mrt_rows:
             self.model.add(sum(u * self.a[i, res] for i, res, u in terms) <= cap)
+        self._add_redundant_residue_constraints()
+
+    def _add_redundant_residue_constraints(self) -> None:
+        """Labelled redundant constraints (same solutions, stronger propagation): for a unit
+        whose users reserve only their first cycle, the residues form an all-different set
+        (capacity 1, one unit each) or a cumulative of unit-length intervals in ``[0, II)``."""
+        m, model = self.m, self.model
+        residue: dict[int, Any] = {}
+        for fu, cap, users in m.residue_groups:
+            for i, _ in users:
+                if i not in residue:
+                    residue[i] = model.new_int_var(0, m.ii - 1, f"r[{i}]")
+                    model.add(residue[i] == sum(r * self.a[i, r] for r in range(1, m.ii)))
+            if cap == 1 and all(u == 1 for _, u in users):
+                model.add_all_different([residue[i] for i, _ in users])
+            else:
+                intervals = [
+                    model.new_fixed_size_interval_var(residue[i], 1, f"slot[{fu},{i}]")
+                    for i, _ in users
+                ]
+                model.add_cumulative(intervals, [u for _, u in users], cap)
 
     def _add_length(self) -> None:
         for x, t in self.m.tail:

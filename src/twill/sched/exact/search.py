@@ -169,6 +169,7 @@ def search_min_ii(
     threads: int = 1,
     check: bool = True,
     on_attempt: Callable[[Phase1Result], None] | None = None,
+    total_time_limit: float | None = None,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -186,6 +187,9 @@ def search_min_ii(
         Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
     on_attempt
         Called after every Phase-1 solve (progress reporting; the core never prints).
+    total_time_limit
+        Stop trying new ``I`` once this many seconds have passed (``None``: no limit); the
+        result then has no schedule and status UNKNOWN unless one was found before.
 
     Returns
     -------
@@ -223,6 +227,9 @@ def search_min_ii(
     attempts: list[Phase1Result] = []
     found: Phase1Result | None = None
     for ii in range(lo, cap + 1):
+        if total_time_limit is not None and time.perf_counter() - t0 > total_time_limit:
+            log.info("search %s: total time limit hit before I=%d", graph.name, ii)
+            break
         r = solve_phase1(
             graph,
             ii,
@@ -245,7 +252,8 @@ def search_min_ii(
         status = Status.OPTIMAL if proven else Status.FEASIBLE
         ii_found: int | None = found.II
     else:
-        status = Status.INFEASIBLE if proven else Status.UNKNOWN
+        exhausted = bool(certificate) and certificate[-1].I >= cap
+        status = Status.INFEASIBLE if proven and exhausted else Status.UNKNOWN
         ii_found = None
     return SearchResult(
         status=status,
