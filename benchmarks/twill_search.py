@@ -16,6 +16,8 @@ import time
 ANCHORS_S = {  # paper Table 1 (one Xeon core, Yices2), total search time
     "flash_attention_forward_hopper": 28.0,
     "flash_attention_forward_blackwell": 18.0,
+    "flash_attention_backward_hopper": 84.0,
+    "flash_attention_backward_blackwell": 242.0,
 }
 
 
