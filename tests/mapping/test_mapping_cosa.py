@@ -62,6 +62,93 @@ class TestReferenceOptima:
             assert r.report.valid
 
 
+_AGREE_LAYERS = ["_outputs_3356", "_outputs_input.2", "_outputs_input.15", "_outputs_input.40"]
+
+
+class TestScipBackend:
+    """Two exact backends prove the same optimum (CP-SAT in process, SCIP in a child process).
+    The benchmark (``benchmarks/cosa_networks.py --agree scip``) covers all 24 ResNet-50
+    layers; this is a representative subset (FC, 7x7 s2, 1x1 at 56x56, 1x1 s2)."""
+
+    @pytest.mark.parametrize("name", _AGREE_LAYERS)
+    def test_scip_and_cpsat_prove_the_reference_optimum(self, shared_benchmarks, name):
+        layer = _layer(shared_benchmarks, "resnet50_graph", name)
+        ref = _reference(shared_benchmarks)[("resnet50_graph", name)]
+        a = cosa_map(layer, simba_arch(), backend="cpsat", time_limit=60)
+        b = cosa_map(layer, simba_arch(), backend="scip", time_limit=60)
+        assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL
+        assert a.objective == pytest.approx(ref, abs=1e-3)
+        assert b.objective == pytest.approx(ref, abs=1e-3)
+        assert b.bound == pytest.approx(b.objective, abs=1e-3)  # proof: bound meets objective
+        for r in (a, b):
+            assert verify_mapping(layer, simba_arch(), r.mapping) == []
+
+    def test_unknown_backend_names_the_choices(self):
+        from twill.errors import BackendUnavailableError
+
+        with pytest.raises(BackendUnavailableError, match="cpsat"):
+            cosa_map(Layer("fc", {"C": 4, "K": 4}), simba_arch(), backend="gurobi")
+
+    def test_worker_failure_is_an_error_status_not_a_crash(self):
+        from twill.mapping.cosa.worker import solve_in_subprocess
+
+        bad = {"model": {"vars": {}, "rows": [["r", {"x": 1.0}, "<=", 1.0]], "objective": {}}}
+        ans = solve_in_subprocess({**bad, "backend": "scip", "time_limit": 5})
+        assert ans["status"] == "error" and "KeyError" in ans["error"]
+
+    def test_missing_backend_is_reported(self):
+        from twill.mapping.cosa.worker import solve_in_subprocess
+
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            ans = solve_in_subprocess(
+                {
+                    "model": {"vars": {}, "rows": [], "objective": {}},
+                    "backend": "highs",
+                    "time_limit": 5,
+                }
+            )
+            assert ans["status"] == "unavailable" and "highspy" in ans["error"]
+        else:
+            res = cosa_map(Layer("fc", {"C": 8, "K": 8}), simba_arch(), backend="highs")
+            assert res.status is Status.OPTIMAL
+
+
+class TestGbLoopSlots:
+    """``gb_order="loops"`` (one GB slot per dimension) has the optimum of the paper's one slot
+    per prime factor (§4.1-4.3), for CoSA's weights and for the pure traffic objective, where
+    the GB order (``G_v``) weighs most."""
+
+    @pytest.mark.parametrize(
+        "dims,weights",
+        [
+            ({"R": 3, "S": 3, "P": 8, "Q": 8, "C": 16, "K": 16}, None),
+            ({"R": 3, "S": 3, "P": 8, "Q": 8, "C": 16, "K": 16}, "traffic"),
+            ({"R": 3, "P": 6, "Q": 4, "C": 8, "K": 12, "N": 2, "Wstride": 2}, None),
+        ],
+    )
+    def test_same_optimum_as_factor_slots(self, dims, weights):
+        from twill.mapping.cosa import CosaWeights
+
+        w = CosaWeights.pure(weights) if weights else None
+        layer = Layer(
+            "small",
+            {k: v for k, v in dims.items() if k != "Wstride"},
+            w_stride=dims.get("Wstride", 1),
+        )
+        slots = cosa_map(layer, simba_arch(), gb_order="slots", weights=w, time_limit=60)
+        loops = cosa_map(layer, simba_arch(), gb_order="loops", weights=w, time_limit=60)
+        assert slots.status is Status.OPTIMAL and loops.status is Status.OPTIMAL
+        assert loops.objective == pytest.approx(slots.objective, abs=1e-4)
+
+    def test_loops_model_is_smaller(self, shared_benchmarks):
+        layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_input.5")
+        big, _, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
+        small, _, _ = build_cosa_model(layer, simba_arch(), gb_order="loops")
+        assert len(small.vars) * 3 < len(big.vars)
+
+
 class TestTricksDoNotMoveOptimum:
     layer = Layer("small", {"R": 3, "S": 3, "P": 8, "Q": 8, "C": 16, "K": 16})
 

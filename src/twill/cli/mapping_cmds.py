@@ -309,7 +309,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--backend",
-            choices=("cpsat", "cbc"),
+            choices=("cpsat", "scip", "highs", "cbc"),
             default="cpsat",
             help="MIP backend for --method cosa (default cpsat)",
         )
