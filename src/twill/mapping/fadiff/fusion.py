@@ -2,32 +2,48 @@
 (FADiff spec §7, DECIDE 2-3 and 5; documented in ``docs/fadiff.md``).
 
 **Traffic rewrite** (spec §7, defined once here and used by both the NumPy evaluation and the
-torch model through :func:`fused_level_accesses`): for a boundary ``p → c`` with fusion value
-``s`` in [0, 1],
+torch model through :func:`fused_level_accesses`). A *tensor* is one layer's output; its
+readers are the layer's out-edges (``networks.py``). Per layer:
 
-* the producer's DRAM output traffic (updates + reads) is multiplied by ``1 − s`` and
-  ``s ×`` that amount is written into the scratchpad instead;
-* the consumer's DRAM input reads and scratchpad input fills are multiplied by ``1 − s``.
+* ``s_out`` (the tensor never goes to DRAM: *every* reader is fused with the producer): the
+  producer's DRAM output traffic (updates + reads) is removed;
+* ``s_buf`` (at least one reader is fused): that traffic is written into the scratchpad
+  instead (the hand-off buffer); a tensor with fused and unfused readers is written to DRAM
+  once *and* to the scratchpad ("written once instead of written + read twice");
+* ``s_in`` (the layer's data edge is fused): its DRAM input reads and scratchpad input fills
+  are removed (the input block is already on chip).
 
-Energy and the latency roofline are then recomputed from the rewritten per-level accesses.
-Layers of a fused group still run one after the other: latencies add (spec pitfall 6).
+``add`` edges (a residual add in the consumer's epilogue, free in this model) carry no DRAM
+read, so fusing one only matters through ``s_out`` of its producer. Energy and the latency
+roofline are then recomputed from the rewritten per-level accesses. Layers of a fused group
+still run one after the other: latencies add (spec pitfall 6).
 
-**Legality of a fused boundary** (exact; :func:`verify_plan`), our reading of "tile-wise
-(depth-first)" fusion:
+**Legality of a fused boundary** (exact; :func:`verify_plan`), depth-first (tile-wise) fusion:
 
-1. the edge is a fusion candidate of the network (single producer, single consumer, shapes
-   agree; :mod:`twill.mapping.fadiff.networks`);
+1. the edge is a fusion candidate of the network (shapes agree; ``networks.py``);
 2. the producer's output is complete before hand-off: no partial-sum traffic at DRAM
    (its DRAM output reads are 0; DECIDE 3);
 3. both layers walk the same *blocks*: the outermost DRAM loops (outer → inner, factor-1 loops
    skipped) that range over P, Q or N form the block prefix, and the block counts along P, Q
    and N agree. Inside a block each layer may loop as it likes; the consumer's input for a
    block is entirely on chip, which is exactly why all its input fills disappear;
-4. the scratchpad holds, for every fused group, the hand-off buffers of all its fused
-   boundaries at once (the producer's output block with all K, plus the consumer's input
-   window for one block with its halo: a conservative double count) plus the largest
-   per-layer streaming working set in the group (weight tile + input tile, the input tile
-   dropped for a layer whose input is fused).
+4. the scratchpad holds, for every fused group, at once:
+
+   * per tensor with a fused reader, while it is live (from its producer to its last fused
+     reader, in execution order inside a block): the producer's output block (all K) or the
+     largest input window (with halo) of a fused data reader, whichever is larger; a tensor
+     read with a halo keeps one more output block for the whole group (the rows carried to
+     the next block);
+   * the weights of every layer that keeps them across blocks (no weight-relevant DRAM
+     loop, so the per-layer model loads them once: they must stay resident while the other
+     layers of the group run) and the input window of every layer that reads its input from
+     DRAM with a halo (carried from block to block);
+   * the streaming working set of the running layer (weight tile unless resident + input
+     tile unless fused), added to the buffers live while it runs; the peak over the layers
+     counts.
+
+   With a single block the group runs layer after layer and only the hand-off buffers of
+   whole tensors and one layer's working set count.
 
 Preconditions: a Gemmini-like architecture whose outermost on-chip level keeps inputs (the
 scratchpad) and whose top level is DRAM.
@@ -56,6 +72,7 @@ __all__ = [
     "check_gemmini",
     "block_counts",
     "fusion_groups",
+    "group_scratchpad_words",
     "verify_plan",
     "evaluate_plan",
     "greedy_fusion",
@@ -75,17 +92,22 @@ def _xp(a: Any):
     return torch
 
 
-def fused_level_accesses(level_acc, o_dram, i_dram, i_fill, s_in, s_out, *, sp: int, top: int):
+def fused_level_accesses(
+    level_acc, o_dram, i_dram, i_fill, s_in, s_out, *, sp: int, top: int, s_buf=None
+):
     """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch).
 
     ``o_dram`` = producer's DRAM output updates + reads, ``i_dram`` = DRAM input reads,
     ``i_fill`` = scratchpad input fills (all ``(B,)`` totals over utilised instances);
-    ``s_in`` / ``s_out`` the fusion values of the layer's input / output boundary.
+    ``s_in`` the fusion value of the layer's data input, ``s_out`` that of "no reader needs
+    the output in DRAM", ``s_buf`` that of "some reader takes it from the scratchpad"
+    (default ``s_out``).
     """
     xp = _xp(level_acc)
+    s_buf = s_out if s_buf is None else s_buf
     cols = [level_acc[:, m] for m in range(level_acc.shape[1])]
     cols[top] = cols[top] - s_out * o_dram - s_in * i_dram
-    cols[sp] = cols[sp] + s_out * o_dram - s_in * i_fill
+    cols[sp] = cols[sp] + s_buf * o_dram - s_in * i_fill
     return xp.stack(cols, 1) if xp is np else xp.stack(cols, dim=1)
 
 
@@ -263,14 +285,23 @@ def _layer_costs(net: Network, arch: Arch, mappings) -> list[BatchCost]:
     ]
 
 
-def _fusion_values(net: Network, fused) -> tuple[np.ndarray, np.ndarray]:
+def _fusion_values(net: Network, fused) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``s_in``, ``s_out``, ``s_buf`` per layer (module docstring) for the fused edge set."""
+    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+
     n = len(net.layers)
-    s_in, s_out = np.zeros(n), np.zeros(n)
-    for i in fused:
-        e = net.edges[i]
-        s_out[e.src] = 1.0
-        s_in[e.dst] = 1.0
-    return s_in, s_out
+    fused = set(fused)
+    s_in, s_buf = np.zeros(n), np.zeros(n)
+    n_out, n_fused = np.zeros(n), np.zeros(n)
+    for i, e in enumerate(net.edges):
+        n_out[e.src] += 1
+        if i in fused:
+            n_fused[e.src] += 1
+            s_buf[e.src] = 1.0
+            if e.kind not in EPILOGUE_KINDS:
+                s_in[e.dst] = 1.0
+    s_out = ((n_out > 0) & (n_fused == n_out)).astype(float)
+    return s_in, s_out, s_buf
 
 
 def _stack_costs(costs: list[BatchCost]):
@@ -303,9 +334,11 @@ def evaluate_plan(net: Network, arch: Arch, plan: FusionPlan, *, verify: bool = 
     """
     costs = _layer_costs(net, arch, plan.mappings)
     acc, used, compute, o_dram, i_dram, i_fill = _stack_costs(costs)
-    s_in, s_out = _fusion_values(net, plan.fused)
+    s_in, s_out, s_buf = _fusion_values(net, plan.fused)
     top = acc.shape[1] - 1
-    acc2 = fused_level_accesses(acc, o_dram, i_dram, i_fill, s_in, s_out, sp=top - 1, top=top)
+    acc2 = fused_level_accesses(
+        acc, o_dram, i_dram, i_fill, s_in, s_out, sp=top - 1, top=top, s_buf=s_buf
+    )
     macs = np.array([float(ly.macs) for ly in net.layers])
     energy, cycles = energy_and_cycles(acc2, used, compute, macs, arch)
     e_lvl = np.array([lv.energy_pj for lv in arch.levels])
@@ -390,21 +423,8 @@ def verify_plan(net: Network, arch: Arch, plan: FusionPlan, *, costs=None) -> li
             )
     if out:
         return out
-    s_in, _ = _fusion_values(net, plan.fused)
     for group in fusion_groups(net, plan.fused):
-        buffers = 0.0
-        for i in plan.fused:
-            e = net.edges[i]
-            if e.src in group:
-                blocks = block_counts(plan.mappings[e.src])
-                buffers += _out_block(net.layers[e.src], blocks)
-                buffers += _in_window(net.layers[e.dst], blocks)
-        stream = max(
-            float(costs[j].tiles[0, sp, _W])
-            + (0.0 if s_in[j] else float(costs[j].tiles[0, sp, _I]))
-            for j in group
-        )
-        used_words = buffers + stream
+        used_words = group_scratchpad_words(net, arch, plan.mappings, costs, plan.fused, group)
         if used_words > cap:
             names = "->".join(net.layers[j].name for j in group)
             out.append(
@@ -417,6 +437,58 @@ def verify_plan(net: Network, arch: Arch, plan: FusionPlan, *, costs=None) -> li
                 )
             )
     return out
+
+
+def group_scratchpad_words(net: Network, arch: Arch, mappings, costs, fused, group) -> float:
+    """Scratchpad words a fused ``group`` needs at its peak (rule 4 of the module docstring).
+
+    The group runs block by block, its layers in execution order inside a block. A tensor's
+    hand-off buffer (its producer's output block, or the largest input window of a fused
+    data reader if larger) is live from its producer to its last fused reader; a tensor read
+    with a halo (R or S > 1) keeps one more output block live for the whole group (rows
+    carried to the next block). Peak = max over the layers of (live buffers + that layer's
+    streaming tiles) + resident weights + carried input windows of halo layers reading DRAM.
+    """
+    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+
+    sp = arch.n_levels - 2
+    fused = set(fused)
+    members = sorted(group)
+    pos = {j: k for k, j in enumerate(members)}
+    s_in, _, _ = _fusion_values(net, fused)
+    blocks = block_counts(mappings[members[0]])
+    multi = blocks[0] * blocks[1] * blocks[2] > 1
+    live = [0.0] * len(members)
+    carried = 0.0
+    for p in members:
+        edges = [net.edges[i] for i in fused if net.edges[i].src == p]
+        edges = [e for e in edges if e.dst in pos]
+        if not edges:
+            continue
+        data = [e for e in edges if e.kind not in EPILOGUE_KINDS]
+        out_b = _out_block(net.layers[p], blocks)
+        buf = max([out_b] + [_in_window(net.layers[e.dst], blocks) for e in data])
+        last = max(pos[e.dst] for e in edges)
+        for k in range(pos[p], last + 1):
+            live[k] += buf
+        if multi and any(
+            net.layers[e.dst].dim(Dim.R) > 1 or net.layers[e.dst].dim(Dim.S) > 1 for e in data
+        ):
+            carried += out_b
+    resident = 0.0
+    peak = 0.0
+    for k, j in enumerate(members):
+        c = costs[j]
+        w_tile, i_tile = float(c.tiles[0, sp, _W]), float(c.tiles[0, sp, _I])
+        w_res = multi and float(c.fills[0, sp, _W]) <= w_tile * (1 + 1e-12)
+        halo = net.layers[j].dim(Dim.R) > 1 or net.layers[j].dim(Dim.S) > 1
+        if w_res:
+            resident += w_tile
+        if multi and not s_in[j] and halo:
+            resident += i_tile
+        work = (0.0 if w_res else w_tile) + (0.0 if s_in[j] else i_tile)
+        peak = max(peak, live[k] + work)
+    return peak + carried + resident
 
 
 def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:

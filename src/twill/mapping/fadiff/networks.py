@@ -5,14 +5,30 @@ problem YAML per layer) but no edges. The edges here come from the public archit
 (ResNet-50 v1.5, BERT-base encoder, RetinaNet FPN + heads, U-Net), as documented in
 ``docs/fadiff.md``. Every edge has a ``kind``:
 
-* ``chain``: the consumer reads exactly the producer's output and nothing else reads it. Only
-  these are fusion **candidates** (after a shape check: producer K = consumer C, same N, and the
-  producer's P/Q equal the consumer's input extent under "same" or "valid" padding, or the
-  consumer is a 2×2 up-convolution of it). Element-wise operators between (ReLU, GELU,
-  softmax) are assumed to run on the intermediate on chip and cost nothing in this model.
+* ``chain``: the consumer reads exactly the producer's output. Element-wise operators between
+  (ReLU, GELU, softmax) are assumed to run on the intermediate on chip and cost nothing in
+  this model.
+* ``block`` (ResNet-50): the output of a bottleneck block (produced in the epilogue of the
+  layer that performs the residual add) read by the next block's first 1×1 and, for a
+  projection block, by its shortcut convolution.
+* ``add`` (ResNet-50): the shortcut tensor read by the residual add that runs in the
+  epilogue of the consumer (identity block: the block input added to conv3's output;
+  projection block: conv3's output added to the projection's output). The add itself is
+  free in this model (element-wise), so an ``add`` edge carries no DRAM read of its own; it
+  only says the tensor must still exist when the consumer runs (on chip if fused, in DRAM
+  otherwise).
+* ``upconv``: a decoder level's last 3×3 feeding its 2×2 up-convolution (U-Net).
 * ``residual``, ``branch``, ``pool``, ``concat``, ``slice``: data flows, but something else
-  (a residual add, a second consumer, a pooling layer, a concatenation, a head slice) sits
+  (a top-down add fed by another level, a pooling layer, a concatenation, a head slice) sits
   between, so fusing would not remove the DRAM round trip. They are drawn, never fused.
+
+A tensor is one layer's output; it may have several readers (its out-edges). Fusion removes
+the DRAM write of a tensor only when *every* reader is fused with the producer, and a
+reader's DRAM input read only when its data edge is fused (``fusion.py``). Candidates are
+the ``chain``, ``upconv``, ``block`` and ``add`` edges whose shapes agree: for data edges the
+consumer has exactly one data producer, producer K = consumer C, same N, and the producer's
+P/Q equal the consumer's input extent under "same" or "valid" padding (or the consumer is a
+2×2 up-convolution); for ``add`` edges the two outputs have the same K, P, Q, N.
 
 Preconditions: the layer files exist and are Timeloop-style problem YAML.
 """
@@ -40,7 +56,9 @@ __all__ = [
 ]
 
 NETWORKS = ("resnet50", "bert", "retinanet", "unet")
-CANDIDATE_KINDS = frozenset({"chain", "upconv"})
+CANDIDATE_KINDS = frozenset({"chain", "upconv", "block", "add"})
+#: Edges that carry no DRAM read of their own (the reader is an element-wise epilogue).
+EPILOGUE_KINDS = frozenset({"add"})
 
 
 @dataclass(frozen=True)
@@ -95,21 +113,29 @@ class Network:
                 continue
             outs[e.src] = outs.get(e.src, 0) + 1
             ins[e.dst] = ins.get(e.dst, 0) + 1
+        data_in: dict[int, int] = {}
+        for e in self.edges:
+            if e.kind not in EPILOGUE_KINDS and 0 <= e.dst < n:
+                data_in[e.dst] = data_in.get(e.dst, 0) + 1
         for i in self.candidates:
             e = self.edges[i]
             p, c = self.layers[e.src], self.layers[e.dst]
             why = shape_mismatch(p, c, e.kind)
             if why:
                 bad.append(f"candidate {p.name}->{c.name}: {why}")
-            if outs.get(e.src, 0) != 1:
-                bad.append(f"candidate {p.name}->{c.name}: producer has {outs[e.src]} consumers")
-            if ins.get(e.dst, 0) != 1:
-                bad.append(f"candidate {p.name}->{c.name}: consumer has {ins[e.dst]} producers")
+            if e.kind not in EPILOGUE_KINDS and data_in.get(e.dst, 0) != 1:
+                bad.append(f"candidate {p.name}->{c.name}: consumer has {data_in[e.dst]} producers")
         return bad
 
 
 def shape_mismatch(p: Layer, c: Layer, kind: str = "chain") -> str:
-    """Why the consumer ``c`` does not read exactly the producer's output (empty if it does)."""
+    """Why the consumer ``c`` does not read exactly the producer's output (empty if it does);
+    for ``add`` edges, why the two outputs differ in shape."""
+    if kind == "add":
+        for d in (Dim.K, Dim.P, Dim.Q, Dim.N):
+            if p.dim(d) != c.dim(d):
+                return f"add: producer {d.value}={p.dim(d)} != consumer {d.value}={c.dim(d)}"
+        return ""
     if p.dim(Dim.K) != c.dim(Dim.C):
         return f"producer K={p.dim(Dim.K)} != consumer C={c.dim(Dim.C)}"
     if p.dim(Dim.N) != c.dim(Dim.N):
@@ -213,10 +239,11 @@ def _build(
 def resnet50(root: str | Path | None = None) -> Network:
     """ResNet-50 v1.5 (stride in the 3×3), 54 layers of DOSA's ``resnet50`` folder.
 
-    Bottleneck ``1×1 → 3×3 → 1×1`` pairs are ``chain`` edges; the block input reaching both the
-    first 1×1 and the projection shortcut is a ``branch``; block outputs reach the next block
-    through the residual add (``residual``); the stem goes through max-pooling and the last
-    block through average pooling (``pool``).
+    Bottleneck ``1×1 → 3×3 → 1×1`` pairs are ``chain`` edges; the block output reaches the
+    next block's first 1×1 (and its projection) as ``block`` edges; the residual add is the
+    epilogue of conv3 (identity block, ``add`` edge from the block input) or of the projection
+    (``add`` edge from conv3); the stem goes through max-pooling and the last block through
+    average pooling (``pool``).
     """
     folder = Path(root or default_workload_root()) / "resnet50"
     layers = _read_layers(folder)
@@ -235,21 +262,23 @@ def resnet50(root: str | Path | None = None) -> Network:
                 i += 1
             blocks.append((convs, proj))
     edges: list[tuple[str, str, str]] = []
-    prev_out: list[str] = [stem]  # producers of the current block's input
+    prev_out = stem  # producer of the current block's input tensor
     first = True
     for convs, proj in blocks:
-        kind_in = "pool" if first else "residual"
-        for p in prev_out:
-            edges.append((p, convs[0], kind_in))
-            if proj is not None:
-                edges.append((p, proj, kind_in))
+        kind_in = "pool" if first else "block"
+        edges.append((prev_out, convs[0], kind_in))
+        if proj is not None:
+            edges.append((prev_out, proj, kind_in))
         edges.append((convs[0], convs[1], "chain"))
         edges.append((convs[1], convs[2], "chain"))
-        # block output = conv3 + shortcut; drawn from conv3 (and the projection, if any)
-        prev_out = [convs[2]] + ([proj] if proj is not None else [])
+        if proj is None:  # identity shortcut: conv3's epilogue adds the block input
+            edges.append((prev_out, convs[2], "add"))
+            prev_out = convs[2]
+        else:  # projection: the shortcut conv (run last) adds conv3's output in its epilogue
+            edges.append((convs[2], proj, "add"))
+            prev_out = proj
         first = False
-    for p in prev_out:
-        edges.append((p, fc, "pool"))
+    edges.append((prev_out, fc, "pool"))
     edges = _dedupe(edges)
     return _build(
         "resnet50",
@@ -257,8 +286,9 @@ def resnet50(root: str | Path | None = None) -> Network:
         edges,
         str(folder),
         (
-            "identity shortcuts: the block output is conv3 + the block input, so every producer "
-            "of the block input also feeds the next block (residual edges)",
+            "block outputs are produced in the epilogue of the layer doing the residual add "
+            "(conv3 for identity blocks, the projection for projection blocks); 'add' edges "
+            "carry the shortcut tensor to that epilogue",
         ),
     )
 

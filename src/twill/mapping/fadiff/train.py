@@ -99,6 +99,8 @@ def fadiff(
     candidates: Sequence[FusionPlan] = (),
     on_step: Callable[[int, dict[str, float]], None] | None = None,
     method: str | None = None,
+    group_len: int = 8,
+    group_seeds: int = 1,
 ) -> FADiffResult:
     """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
     to fuse, by gradient descent through the differentiable Gemmini model.
@@ -144,6 +146,14 @@ def fadiff(
         Progress callback ``(step, {"loss", "edp", "best_edp", "tau"})``.
     method
         Name stored in the plan (default ``"fadiff"`` or ``"layerwise-gradient"``).
+    group_len
+        Longest depth-first group of the discrete group search
+        (:func:`twill.mapping.fadiff.groups.group_search`) run after the gradient phase on the
+        best mappings found (fusion only; ``<= 1`` disables it). 8 covers two ResNet
+        bottlenecks; longer runs never fit the 128 KB scratchpad and cost search time.
+    group_seeds
+        How many of the best layer-wise mapping sets (gradient result and ``candidates``,
+        lowest unfused EDP first) seed the group search. 1 keeps ResNet-50 under a minute.
 
     Returns
     -------
@@ -186,6 +196,8 @@ def fadiff(
             candidates=candidates,
             on_step=on_step,
             method=method,
+            group_len=group_len,
+            group_seeds=group_seeds,
         )
     finally:
         torch.set_num_threads(threads)
@@ -212,6 +224,8 @@ def _fadiff(
     candidates,
     on_step,
     method,
+    group_len,
+    group_seeds,
 ):
     import torch
 
@@ -261,6 +275,7 @@ def _fadiff(
     src = torch.tensor([net.edges[i].src for i in cands], dtype=torch.long, device=device)
     dst = torch.tensor([net.edges[i].dst for i in cands], dtype=torch.long, device=device)
     neighbours = _adjacent_candidates(net, cands)
+    edge_meta = _edge_meta(net, cands, device)
     params = [theta] + ([phi] if E else [])
     opt = torch.optim.Adam(params, lr=lr)
     decay = (tau_min / tau0) ** (1.0 / max(1.0, 0.8 * steps))
@@ -297,6 +312,7 @@ def _fadiff(
             os_idx,
             fuse_on,
             torch_costs,
+            edge_meta,
         )
         loss = out["log_edp"] + w_cap * out["pen_cap"] + w_fuse * out["pen_fuse"]
         opt.zero_grad()
@@ -338,6 +354,17 @@ def _fadiff(
                 grep = evaluate_plan(net, arch, g)
                 if grep.valid and grep.edp < best_rep.edp:
                     best_plan, best_rep = g, grep
+    if fusion and group_len > 1 and best_plan is not None:
+        from twill.mapping.fadiff.groups import group_search
+
+        # depth-first groups seeded by the best mappings found so far (gradient or candidate)
+        seeds = [best_plan] + [c for c in candidates if c.mappings != best_plan.mappings]
+        seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c.with_fused(())).edp)
+        for sd in seeds[:group_seeds]:
+            g = group_search(net, arch, sd.with_fused(()), max_len=group_len, method=method)
+            grep = evaluate_plan(net, arch, g)
+            if grep.valid and grep.edp < best_rep.edp:
+                best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
         best_rep = evaluate_plan(net, arch, best_plan)
@@ -359,6 +386,8 @@ def _fadiff(
         warmup_fraction=warmup_fraction,
         seed=seed,
         device=str(device),
+        group_len=group_len,
+        group_seeds=group_seeds,
     )
     plan = FusionPlan(
         net.name, best_plan.mappings, best_plan.fused, method, {"source": source, **settings}
@@ -401,6 +430,23 @@ def _adjacent_candidates(net: Network, cands: list[int]) -> list[list[int]]:
     return out
 
 
+def _edge_meta(net: Network, cands: list[int], device):
+    """Which candidates are data edges, and which layers have only candidate out-edges."""
+    import torch
+
+    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+
+    data = torch.tensor(
+        [net.edges[i].kind not in EPILOGUE_KINDS for i in cands], dtype=torch.bool, device=device
+    )
+    cset = set(cands)
+    all_cand = torch.zeros(len(net.layers), dtype=torch.float64, device=device)
+    for p in range(len(net.layers)):
+        outs = [i for i, e in enumerate(net.edges) if e.src == p]
+        all_cand[p] = float(bool(outs) and all(i in cset for i in outs))
+    return data, all_cand
+
+
 def _pen(u, cap):
     import torch
 
@@ -424,6 +470,7 @@ def _relaxed_network(
     os_idx,
     fuse_on,
     torch_costs,
+    _edge_meta=None,
 ):
     """One forward pass: costs under 3 orders, per-layer order choice, fusion, penalties."""
     import torch
@@ -444,9 +491,22 @@ def _relaxed_network(
     E = s.shape[0]
     s_in = torch.zeros(B, dtype=T.dtype, device=dev)
     s_out = torch.zeros(B, dtype=T.dtype, device=dev)
+    s_buf = s_out
     if E:
-        s_in = s_in.index_add(0, dst, s)
-        s_out = s_out.index_add(0, src, s)
+        # tensor semantics (fusion.py): input removed through a fused data edge; the output
+        # leaves DRAM only when every reader is fused (product), the scratchpad gets it when
+        # any reader is fused (1 - product of 1 - s)
+        data, all_cand = _edge_meta
+        s_in = s_in.index_add(0, dst[data], s[data])
+        tiny = 1e-12
+        log_all = torch.zeros(B, dtype=T.dtype, device=dev).index_add(
+            0, src, torch.log(s.clamp(min=tiny))
+        )
+        log_none = torch.zeros(B, dtype=T.dtype, device=dev).index_add(
+            0, src, torch.log((1 - s).clamp(min=tiny))
+        )
+        s_out = torch.exp(log_all) * all_cand
+        s_buf = 1 - torch.exp(log_none)
         if fuse_on:
             hot = torch.zeros(B, dtype=torch.bool, device=dev)
             big = s.detach() >= 0.5
@@ -463,7 +523,9 @@ def _relaxed_network(
     o_dram = (updates[:, top, 2] + reads[:, top, 2]) * used[:, top]
     i_dram = reads[:, top, 1] * used[:, top]
     i_fill = fills[:, sp, 1] * used[:, sp]
-    acc2 = fused_level_accesses(acc, o_dram, i_dram, i_fill, s_in, s_out, sp=sp, top=top)
+    acc2 = fused_level_accesses(
+        acc, o_dram, i_dram, i_fill, s_in, s_out, sp=sp, top=top, s_buf=s_buf
+    )
     macs = tab3.macs[:B]
     energy, cycles = energy_and_cycles(acc2, used, compute, macs, arch)
     E_net, C_net = energy.sum(), cycles.sum()

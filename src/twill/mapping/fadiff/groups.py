@@ -1,0 +1,379 @@
+"""Depth-first fused groups: block re-mapping of layers and a segment search over the network
+(FADiff spec §7 tile-wise fusion; the discrete half of FADiff, seeded by the gradient phase).
+
+**Block re-mapping** (:func:`block_mapping`). A layer joins a depth-first group with ``b``
+blocks along P when its DRAM level has the order ``N Q P K C S R`` (OS, outer → inner), a
+P factor ``b`` (the block loop), no C/R/S loop (its output block is complete: no partial
+sums) and no Q/N loop; only K may stay at DRAM (weights re-streamed once per block, counted
+by the model) or go fully on chip (weights resident, loaded once; the fusion verifier then
+charges them to the group's scratchpad). Starting from any valid mapping (the gradient's or
+CoSA's), the DRAM factors of C, R, S, Q, N and P are moved into the scratchpad level, ``b`` is
+taken out of the on-chip P factors into the DRAM P loop, and K prime factors are moved from
+the scratchpad (then the accumulator) level to DRAM until the tiles fit. Three variants per
+``(layer, b)``: the seed's K split, all K on chip (resident), and all scratchpad K at DRAM
+(smallest footprint).
+
+**Segment search** (:func:`group_search`). Groups are contiguous runs of layers in execution
+order (ResNet bottlenecks, whole stages, BERT's FFN). Dynamic programming over the runs: a run
+of one layer keeps its seed mapping unfused; a longer run with block count ``b`` fuses every
+candidate edge inside it, uses one re-mapping variant for all its layers, and is admitted
+only when the fused-group scratchpad rule (``fusion.group_scratchpad_words``) holds. Costs
+are exact per layer (the NumPy model plus the fusion rewrite) and additive; the global EDP
+(Σ energy · Σ cycles) is minimised through its tangent ``E/E_ref + C/C_ref``, re-linearised
+at the result for ``rounds`` rounds. The returned plan is checked by
+:func:`~twill.mapping.fadiff.fusion.verify_plan` and repaired if needed.
+
+Guarantees: every returned plan verifies; heuristic, no optimality claim (the DP is exact
+for the linearised objective over contiguous runs, block counts and the three variants).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
+from twill.mapping.fadiff.fusion import (
+    FusionPlan,
+    energy_and_cycles,
+    evaluate_plan,
+    fused_level_accesses,
+    group_scratchpad_words,
+    repair_plan,
+)
+from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
+from twill.mapping.mapping import Mapping, verify_mapping
+from twill.mapping.workload import DIMS, Dim, Layer, divisors, prime_factors
+
+__all__ = ["block_mapping", "block_variants", "group_search"]
+
+log = logging.getLogger(__name__)
+_OS_DRAM = tuple(Dim(c) for c in "NQPKCSR")
+_W, _I, _O = 0, 1, 2
+_VARIANTS = ("seed", "resident", "lean")
+#: register-level P·Q reuse the re-mapping tries to keep (weights stay in a PE register for
+#: that many MACs; below ~32 the scratchpad weight reads start to bind the roofline)
+_REUSE = 64
+
+
+def block_mapping(
+    layer: Layer, arch: Arch, mapping: Mapping, blocks: int, *, variant: str = "seed"
+) -> Mapping | None:
+    """``mapping`` re-mapped for a depth-first group with ``blocks`` blocks along P.
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the hardware (Gemmini-like: registers, accumulator, scratchpad, DRAM).
+    mapping
+        A valid seed mapping of ``layer``.
+    blocks
+        Block count along P (a divisor of P).
+    variant
+        ``"seed"`` (keep the seed's K split), ``"resident"`` (all K on chip first) or
+        ``"lean"`` (all scratchpad-level K at DRAM first).
+
+    Returns
+    -------
+    Mapping or None
+        A valid mapping (``verify_mapping`` passes) with the block structure of the module
+        docstring, or ``None`` when no K split makes the tiles fit.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.fadiff.train import all_dram_mapping
+    >>> ly = Layer.gemm(64, 64, 64)
+    >>> m = block_mapping(ly, gemmini_arch(), all_dram_mapping(ly, gemmini_arch()), 4)
+    >>> m.factor(3, Dim.P), m.factor(3, Dim.C)
+    (4, 1)
+    """
+    top, sp = mapping.n_levels - 1, mapping.n_levels - 2
+    if layer.dim(Dim.P) % blocks:
+        return None
+    T = [list(row) for row in mapping.temporal]
+    for d in (Dim.R, Dim.S, Dim.C, Dim.Q, Dim.N, Dim.P):
+        T[sp][d.index] *= T[top][d.index]
+        T[top][d.index] = 1
+    rem = blocks
+    for lvl in range(sp, -1, -1):
+        g = math.gcd(T[lvl][Dim.P.index], rem)
+        T[lvl][Dim.P.index] //= g
+        rem //= g
+    if rem != 1:
+        return None
+    T[top][Dim.P.index] = blocks
+    k = Dim.K.index
+    if variant == "resident":
+        T[sp][k] *= T[top][k]
+        T[top][k] = 1
+    elif variant == "lean":
+        T[top][k] *= T[sp][k]
+        T[sp][k] = 1
+    order = list(mapping.order)
+    order[top] = _OS_DRAM
+    q = Dim.Q.index
+
+    def build():
+        return Mapping(tuple(tuple(r) for r in T), mapping.spatial, tuple(order), mapping.keeps)
+
+    # restore register-level weight reuse lost with the P factors: move Q primes from the
+    # scratchpad level into level 0 while P0·Q0 < _REUSE and the tiles still fit
+    while T[0][Dim.P.index] * T[0][q] < _REUSE and T[sp][q] > 1:
+        pr = prime_factors(T[sp][q])[0]
+        T[sp][q] //= pr
+        T[0][q] *= pr
+        if verify_mapping(layer, arch, build()):
+            T[sp][q] *= pr
+            T[0][q] //= pr
+            break
+    for _ in range(64):
+        m = build()
+        if not verify_mapping(layer, arch, m):
+            return m
+        for lvl in (sp, sp - 1):  # push one prime of K out to DRAM
+            if T[lvl][k] > 1:
+                p = prime_factors(T[lvl][k])[0]
+                T[lvl][k] //= p
+                T[top][k] *= p
+                break
+        else:
+            return None
+    return None
+
+
+def block_variants(layer: Layer, arch: Arch, mapping: Mapping, blocks: int) -> dict[str, Mapping]:
+    """The valid :func:`block_mapping` variants of ``layer`` for ``blocks`` blocks."""
+    out = {}
+    for v in _VARIANTS:
+        m = block_mapping(layer, arch, mapping, blocks, variant=v)
+        if m is not None:
+            out[v] = m
+    return out
+
+
+@dataclass
+class _Row:
+    mapping: Mapping
+    cost: BatchCost
+    acc: np.ndarray
+    used: np.ndarray
+    compute: float
+    o_dram: float
+    i_dram: float
+    i_fill: float
+
+
+def _row(layer: Layer, arch: Arch, m: Mapping) -> _Row:
+    c = evaluate_batch(layer, arch, batch_from_mappings([m]))
+    top = arch.n_levels - 1
+    sp = top - 1
+    return _Row(
+        m,
+        c,
+        c.level_accesses[0].copy(),
+        c.instances_used[0].copy(),
+        float(c.compute_cycles[0]),
+        float((c.updates[0, top, _O] + c.reads[0, top, _O]) * c.instances_used[0, top]),
+        float(c.reads[0, top, _I] * c.instances_used[0, top]),
+        float(c.fills[0, sp, _I] * c.instances_used[0, sp]),
+    )
+
+
+def _numbers(r: _Row, arch: Arch, macs: float, s_in: float, s_out: float, s_buf: float):
+    top = arch.n_levels - 1
+    acc = fused_level_accesses(
+        r.acc[None, :],
+        np.array([r.o_dram]),
+        np.array([r.i_dram]),
+        np.array([r.i_fill]),
+        np.array([s_in]),
+        np.array([s_out]),
+        sp=top - 1,
+        top=top,
+        s_buf=np.array([s_buf]),
+    )
+    e, c = energy_and_cycles(acc, r.used[None, :], np.array([r.compute]), np.array([macs]), arch)
+    return float(e[0]), float(c[0])
+
+
+def group_search(
+    net: Network,
+    arch: Arch,
+    seed: FusionPlan,
+    *,
+    max_len: int = 8,
+    rounds: int = 2,
+    method: str = "fadiff",
+) -> FusionPlan:
+    """Best depth-first grouping of ``net`` from ``seed``'s mappings (module docstring).
+
+    Parameters
+    ----------
+    net, arch
+        The network and the hardware.
+    seed
+        A plan whose (valid) mappings seed the block re-mappings and serve unfused layers.
+    max_len
+        Longest run of layers in one group.
+    rounds
+        Re-linearisations of the EDP objective.
+    method
+        Name stored in the returned plan.
+
+    Returns
+    -------
+    FusionPlan
+        A verified plan (never worse than ``seed`` unfused under the linearised objective;
+        callers compare exact EDPs).
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.fadiff.networks import chain_network
+    >>> from twill.mapping.fadiff.train import all_dram_mapping
+    >>> arch = gemmini_arch()
+    >>> net = chain_network([Layer.gemm(64, 64, 64, name="a"), Layer.gemm(64, 64, 64, name="b")])
+    >>> seed = FusionPlan(net.name, tuple(all_dram_mapping(ly, arch) for ly in net.layers))
+    >>> from twill.mapping.fadiff.fusion import verify_plan
+    >>> verify_plan(net, arch, group_search(net, arch, seed))
+    []
+    """
+    n = len(net.layers)
+    macs = [float(ly.macs) for ly in net.layers]
+    base = [_row(ly, arch, m) for ly, m in zip(net.layers, seed.mappings, strict=True)]
+    cands = set(net.candidates)
+    out_edges: list[list[int]] = [[] for _ in range(n)]
+    for i, e in enumerate(net.edges):
+        out_edges[e.src].append(i)
+    rows: dict[tuple[int, int, str], _Row | None] = {}
+
+    def row(j: int, b: int, v: str) -> _Row | None:
+        key = (j, b, v)
+        if key not in rows:
+            m = block_mapping(net.layers[j], arch, seed.mappings[j], b, variant=v)
+            rows[key] = None if m is None else _row(net.layers[j], arch, m)
+        return rows[key]
+
+    def segment(i: int, k: int, b: int, v: str):
+        """(energy, cycles, fused edges, mappings) of run i..k fused, or None.
+
+        ``v`` is a variant, or ``"mixed"``: resident weights, switching the layer with the
+        largest resident weight tile to the lean variant while the group overflows.
+        """
+        members = set(range(i, k + 1))
+        fused = [x for x in cands if net.edges[x].src in members and net.edges[x].dst in members]
+        if not fused:
+            return None
+        rs = {}
+        for j in members:
+            r = row(j, b, "resident" if v == "mixed" else v)
+            if r is None:
+                return None
+            rs[j] = r
+        if v == "mixed":
+            from twill.mapping.fadiff.fusion import fusion_groups
+
+            sp = arch.n_levels - 2
+            switched: set[int] = set()
+            while True:
+                maps = {j: rs[j].mapping for j in members}
+                costs = {j: rs[j].cost for j in members}
+                over = any(
+                    group_scratchpad_words(net, arch, maps, costs, fused, g) > cap
+                    for g in fusion_groups(net, fused)
+                )
+                if not over:
+                    break
+                left = [j for j in members if j not in switched and row(j, b, "lean")]
+                if not left:
+                    return None
+                j = max(left, key=lambda x: float(rs[x].cost.tiles[0, sp, _W]))
+                switched.add(j)
+                rs[j] = row(j, b, "lean")
+        if any(float(rs[net.edges[x].src].cost.reads[0, -1, _O]) > 0 for x in fused):
+            return None
+        fset = set(fused)
+        maps = {j: rs[j].mapping for j in members}
+        costs = {j: rs[j].cost for j in members}
+        from twill.mapping.fadiff.fusion import fusion_groups
+
+        for grp in fusion_groups(net, fused):
+            if group_scratchpad_words(net, arch, maps, costs, fused, grp) > cap:
+                return None
+        e_tot = c_tot = 0.0
+        for j in members:
+            s_in = float(
+                any(
+                    x in fset and net.edges[x].kind not in EPILOGUE_KINDS
+                    for x in range(len(net.edges))
+                    if net.edges[x].dst == j
+                )
+            )
+            outs = out_edges[j]
+            nf = sum(x in fset for x in outs)
+            s_out = float(bool(outs) and nf == len(outs))
+            e, c = _numbers(rs[j], arch, macs[j], s_in, s_out, float(nf > 0))
+            e_tot += e
+            c_tot += c
+        return e_tot, c_tot, fused, maps
+
+    cap = float(arch.levels[arch.n_levels - 2].entries)
+    single = [_numbers(r, arch, macs[j], 0.0, 0.0, 0.0) for j, r in enumerate(base)]
+    seg_cache: dict[tuple[int, int], list] = {}
+    for i in range(n):
+        for k in range(i + 1, min(n, i + max_len)):
+            opts = []
+            ps = [net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
+            for b in divisors(math.gcd(*ps)):
+                for v in (*_VARIANTS, "mixed"):
+                    got = segment(i, k, b, v)
+                    if got is not None:
+                        opts.append(got)
+            if opts:
+                seg_cache[(i, k)] = opts
+    e_ref = sum(x[0] for x in single)
+    c_ref = sum(x[1] for x in single)
+    best_choice: list[tuple[int, int, tuple]] = []
+    for _ in range(max(1, rounds)):
+        best = [0.0] * (n + 1)
+        back: list[tuple[int, tuple | None]] = [(0, None)] * (n + 1)
+        for k in range(n):
+            e, c = single[k]
+            best[k + 1] = best[k] + e / e_ref + c / c_ref
+            back[k + 1] = (k, None)
+            for i in range(max(0, k - max_len + 1), k):
+                for opt in seg_cache.get((i, k), ()):
+                    val = best[i] + opt[0] / e_ref + opt[1] / c_ref
+                    if val < best[k + 1]:
+                        best[k + 1] = val
+                        back[k + 1] = (i, opt)
+        choice = []
+        k = n
+        while k > 0:
+            i, opt = back[k]
+            choice.append((i, k - 1, opt))
+            k = i
+        best_choice = choice[::-1]
+        e_ref = sum(single[i][0] if o is None else o[0] for i, _, o in best_choice)
+        c_ref = sum(single[i][1] if o is None else o[1] for i, _, o in best_choice)
+    mappings = list(seed.mappings)
+    fused: list[int] = []
+    for _i, _k, opt in best_choice:
+        if opt is None:
+            continue
+        fused += opt[2]
+        for j, m in opt[3].items():
+            mappings[j] = m
+    plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
+    plan = repair_plan(net, arch, plan)
+    rep = evaluate_plan(net, arch, plan)
+    log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
+    return plan
+
+
+_ = DIMS
