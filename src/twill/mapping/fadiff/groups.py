@@ -53,6 +53,7 @@ __all__ = ["block_mapping", "block_variants", "group_search"]
 
 log = logging.getLogger(__name__)
 _OS_DRAM = tuple(Dim(c) for c in "NQPKCSR")
+_SP_ORDER = tuple(Dim(c) for c in "NQPKSRC")
 _W, _I, _O = 0, 1, 2
 _VARIANTS = ("seed", "resident", "lean")
 #: register-level P·Q reuse the re-mapping tries to keep (weights stay in a PE register for
@@ -116,6 +117,7 @@ def block_mapping(
         T[sp][k] = 1
     order = list(mapping.order)
     order[top] = _OS_DRAM
+    order[sp] = _SP_ORDER  # C innermost: outputs complete in the accumulator, no partial sums
     q = Dim.Q.index
 
     def build():
