@@ -5,6 +5,7 @@ distribution against DOSA's 2,000 Timeloop-evaluated Gemmini mappings.
     .venv/bin/python benchmarks/cosa_networks.py                       # ResNet-50 on Simba + DOSA
     .venv/bin/python benchmarks/cosa_networks.py --networks all        # all 8 network/arch pairs
     .venv/bin/python benchmarks/cosa_networks.py --networks resnet50 --limit 6 --json
+    .venv/bin/python benchmarks/cosa_networks.py --agree-only --agree scip   # backend agreement
 
 Prints tables (and ``--json``): per layer latency, energy and solve time of each method, per
 network the count-weighted totals, ratios to random best-of-5 and hybrid, and the solve-time
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = ("cpsat", "scip", "highs", "cbc")
 BENCH = ROOT.parent / "shared" / "benchmarks"
 
 NETWORKS = {
@@ -120,6 +122,45 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
     return {"summary": summary, "rows": rows}
 
 
+def agreement(name: str, args: argparse.Namespace) -> dict:
+    """Solve every unique layer of ``name`` with ``args.backend`` and ``args.agree``; report
+    both objectives, statuses and solve times (the issue's "optimal objective agrees across
+    the two backends on every ResNet-50 layer")."""
+    from twill.io.timeloop import read_network
+    from twill.mapping.arch import gemmini_arch, simba_arch
+    from twill.mapping.cosa import cosa_map
+
+    folder, arch_name = NETWORKS[name]
+    arch = simba_arch() if arch_name == "simba" else gemmini_arch()
+    layers = read_network(BENCH / folder)
+    if args.limit:
+        layers = layers[: args.limit]
+    rows = []
+    for layer in layers:
+        row = {"layer": layer.name}
+        for b in (args.backend, args.agree):
+            r = cosa_map(layer, arch, backend=b, time_limit=args.time_limit, threads=1)
+            row[b] = {
+                "status": r.status.value,
+                "objective": r.objective,
+                "bound": r.bound,
+                "seconds": r.timings["solve"],
+                "valid": bool(r.report and r.report.valid),
+            }
+        a, b = row[args.backend], row[args.agree]
+        row["agree"] = (
+            a["status"] == b["status"] == "optimal" and abs(a["objective"] - b["objective"]) <= 1e-3
+        )
+        rows.append(row)
+    return {
+        "network": name,
+        "backends": [args.backend, args.agree],
+        "layers": len(rows),
+        "agree": sum(r["agree"] for r in rows),
+        "rows": rows,
+    }
+
+
 def dosa_errors() -> dict:
     from twill.io.timeloop import evaluate_dataset
 
@@ -135,7 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         "--networks", default="resnet50", help=f"comma list of {', '.join(NETWORKS)} or 'all'"
     )
     ap.add_argument("--limit", type=int, default=None, help="first N unique layers per network")
-    ap.add_argument("--backend", default="cpsat", choices=("cpsat", "cbc"))
+    ap.add_argument("--backend", default="cpsat", choices=BACKENDS)
+    ap.add_argument(
+        "--agree", default=None, choices=BACKENDS, help="also solve with this backend; compare"
+    )
+    ap.add_argument(
+        "--agree-only", action="store_true", help="only the backend agreement table (no baselines)"
+    )
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--hybrid-n", type=int, default=16_000)
     ap.add_argument("--hybrid-metric", default="edp", choices=("edp", "cycles", "energy", "lex"))
@@ -151,7 +198,11 @@ def main(argv: list[str] | None = None) -> int:
         if n not in NETWORKS:
             print(f"unknown network {n!r}; choose from {', '.join(NETWORKS)}", file=sys.stderr)
             return 2
-    out = {"networks": [run_network(n, args) for n in names]}
+    out: dict = {}
+    if args.agree:
+        out["agreement"] = [agreement(n, args) for n in names]
+    if not args.agree_only:
+        out["networks"] = [run_network(n, args) for n in names]
     if not args.no_dosa:
         out["dosa_errors"] = dosa_errors()
     if args.json:
@@ -161,7 +212,24 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     con = Console()
-    for net in out["networks"]:
+    for ag in out.get("agreement", []):
+        b1, b2 = ag["backends"]
+        t = Table(title=f"{ag['network']}: {b1} vs {b2} ({ag['agree']}/{ag['layers']} agree)")
+        for col in ("layer", f"{b1} obj", f"{b2} obj", f"{b1} s", f"{b2} s", "status", "agree"):
+            t.add_column(col)
+        for r in ag["rows"]:
+            x, y = r[b1], r[b2]
+            t.add_row(
+                r["layer"],
+                f"{x['objective']:.4f}" if x["objective"] is not None else "-",
+                f"{y['objective']:.4f}" if y["objective"] is not None else "-",
+                f"{x['seconds']:.2f}",
+                f"{y['seconds']:.2f}",
+                f"{x['status']}/{y['status']}",
+                "yes" if r["agree"] else "NO",
+            )
+        con.print(t)
+    for net in out.get("networks", []):
         t = Table(title=f"{net['summary']['network']} on {net['summary']['arch']}")
         for col in (
             "layer",
