@@ -51,12 +51,16 @@ class InputFormatError(InvalidProblemError):
 
 
 class VerificationError(TwillError):
-    """A solver produced a solution that the independent verifier rejected (a bug, not user error)."""
+    """A solver produced a solution that the independent verifier rejected.
+
+    This is a bug in twill, not a user error: the solution is never returned.
+    """
 
     def __init__(self, violations: list[object], what: str = "solution") -> None:
         self.violations = list(violations)
         lines = "\n  - ".join(str(v) for v in self.violations[:20])
-        super().__init__(f"{what} failed verification ({len(self.violations)} violations):\n  - {lines}")
+        count = len(self.violations)
+        super().__init__(f"{what} failed verification ({count} violations):\n  - {lines}")
 
 
 class BackendUnavailableError(TwillError):
