@@ -66,6 +66,33 @@ def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> 
     return rows
 
 
+CROSSCHECK_LAYERS = ("1_1_128_1_128_64_1_1_1", "1_1_128_1_768_768_1_1_1",
+                     "3_3_14_14_256_256_1_1_1", "1_1_28_28_128_512_1_1_1",
+                     "3_3_56_56_64_64_1_1_1", "1_1_7_7_2048_512_1_1_1")
+
+
+def crosscheck(*, steps: int, seed: int, cosa_time_limit: float) -> int:
+    """Single layers: FADiff with fusion off (cold start) vs CoSA, same model."""
+    from twill.mapping.cosa import cosa_map
+    from twill.mapping.cost.analytical import evaluate
+    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.workload import Layer
+
+    arch = gemmini_arch()
+    print(f"{'layer':26} {'CoSA cycles':>12} {'FADiff cycles':>13} {'ratio':>6} "
+          f"{'CoSA uJ':>8} {'FADiff uJ':>9} {'FADiff s':>8}")
+    for key in CROSSCHECK_LAYERS:
+        ly = Layer.from_key(key, name="l")
+        ref = evaluate(ly, arch, cosa_map(ly, arch, time_limit=cosa_time_limit).mapping)
+        t0 = time.perf_counter()
+        fd = fadiff(chain_network([ly]), arch, fusion=False, steps=steps, seed=seed)
+        dt = time.perf_counter() - t0
+        print(f"{key:26} {ref.cycles:12.0f} {fd.report.cycles:13.0f} "
+              f"{fd.report.cycles / ref.cycles:6.3f} {ref.energy_uj:8.2f} "
+              f"{fd.report.energy_uj:9.2f} {dt:8.1f}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", default=",".join(NETWORKS))
@@ -73,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cosa-time-limit", type=float, default=10.0)
+    ap.add_argument("--crosscheck", action="store_true",
+                    help="single layers: FADiff without fusion vs CoSA latency, then exit")
     args = ap.parse_args(argv)
+    if args.crosscheck:
+        return crosscheck(steps=args.steps, seed=args.seed, cosa_time_limit=args.cosa_time_limit)
     rows: list[dict] = []
     for name in [n.strip() for n in args.networks.split(",") if n.strip()]:
         rows += run_network(name, steps=args.steps, seed=args.seed,

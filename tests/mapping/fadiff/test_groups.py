@@ -100,3 +100,17 @@ def test_group_search_verified_and_not_worse():
     assert verify_plan(net, arch, out) == []
     assert evaluate_plan(net, arch, out).edp <= evaluate_plan(net, arch, seed).edp
     assert out.fused == (0,)
+
+
+def test_single_layer_fusion_off_within_5_percent_of_cosa_latency():
+    """Cross-check: FADiff without fusion (cold start) vs CoSA on one layer, same model."""
+    from twill.mapping.cosa import cosa_map
+    from twill.mapping.cost.analytical import evaluate
+    from twill.mapping.fadiff.train import fadiff
+
+    arch = gemmini_arch()
+    ly = Layer.from_key("3_3_14_14_256_256_1_1_1", name="conv4x")
+    ref = evaluate(ly, arch, cosa_map(ly, arch, time_limit=10).mapping)
+    got = fadiff(chain_network([ly]), arch, fusion=False, steps=60, eval_every=10, seed=0)
+    assert got.report.valid
+    assert got.report.cycles <= 1.05 * ref.cycles
