@@ -82,6 +82,9 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
                 "mapping": str(r.mapping) if r.mapping else None,
             }
         rows.append(row)
+    zz_rows = _zigzag_rows(layers, res, arch, arch_name, args)
+    for row, zz in zip(rows, zz_rows, strict=False):
+        row["zigzag"] = zz
     totals = {}
     for m in methods:
         tot = res.total(m)
@@ -117,9 +120,43 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
         "wall_seconds": res.seconds,
         "zigzag": "not installed (pip install 'twill-sched[peers]')"
         if not _zigzag_available()
-        else "installed; peer comparison not wired in this version",
+        else f"LOMA on the first {len(zz_rows)} layers (--zigzag N)",
     }
+    if zz_rows:
+        summary["zigzag_cosa_vs_loma_energy_geomean"] = geomean(
+            [z["loma_energy_uJ"] / z["cosa_energy_uJ"] for z in zz_rows]
+        )
+        summary["zigzag_cosa_vs_loma_latency_geomean"] = geomean(
+            [z["loma_cycles"] / z["cosa_cycles"] for z in zz_rows]
+        )
     return {"summary": summary, "rows": rows}
+
+
+def _zigzag_rows(layers, res, arch, arch_name: str, args: argparse.Namespace) -> list[dict]:
+    """ZigZag peer on the first ``args.zigzag`` layers (Simba only): our CoSA mapping evaluated
+    in ZigZag's model, and ZigZag's own LOMA (hint setting, EDP) best."""
+    if not args.zigzag or arch_name != "simba" or not _zigzag_available():
+        return []
+    from twill.mapping.zigzag_peer import zigzag_evaluate, zigzag_loma
+
+    acc = BENCH / "cosa" / "zigzag" / "simba_tl.yaml"
+    out = []
+    for i, layer in enumerate(layers[: args.zigzag]):
+        cosa = res.results["cosa"][i]
+        if cosa.mapping is None:
+            continue
+        ev = zigzag_evaluate(layer, cosa.mapping, arch, acc)
+        lo = zigzag_loma(layer, arch, acc)
+        out.append(
+            {
+                "cosa_energy_uJ": ev.energy_uj,
+                "cosa_cycles": ev.latency_cycles,
+                "loma_energy_uJ": lo.energy_uj,
+                "loma_cycles": lo.latency_cycles,
+                "loma_seconds": lo.seconds,
+            }
+        )
+    return out
 
 
 def agreement(name: str, args: argparse.Namespace) -> dict:
@@ -188,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hybrid-metric", default="edp", choices=("edp", "cycles", "energy", "lex"))
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--zigzag",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ZigZag peer (CoSA mapping in ZigZag's model vs LOMA) on the first N layers",
+    )
     ap.add_argument("--no-dosa", action="store_true", help="skip the DOSA error distribution")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
