@@ -29,15 +29,27 @@ class TestVerbatimAPI:
         assert verify_modulo_schedule(g, result.schedule, 4) == []
         assert max(result.schedule.values()) <= 19
 
-    def test_hopper_ii_equals_phase1_minimum(self) -> None:
-        from twill.kernels import flash_attention_forward_hopper
-        from twill.sched.bounds import mii
+    @pytest.mark.parametrize(
+        "kernel",
+        [
+            "flash_attention_forward_simplified",
+            "flash_attention_forward_hopper",
+            "flash_attention_forward_blackwell",
+            "flash_attention_backward_hopper",
+            "flash_attention_backward_blackwell",
+            "simple_gemm_pipeline",
+        ],
+    )
+    def test_ii_equals_phase1_minimum(self, kernel: str) -> None:
+        import twill.kernels
+        from twill.sched.exact.search import search_min_ii
 
-        g = flash_attention_forward_hopper()
-        result = gaus_solve_twill_graph(g, D=20, max_iters=300)
-        # Phase 1's proven minimum for this kernel is 4 (= MII), so GauS must reach it.
-        assert mii(g) == 4
-        assert result.legal and result.II == 4
+        g = getattr(twill.kernels, kernel)()
+        proven = search_min_ii(g)
+        assert proven.optimal
+        result = gaus_solve_twill_graph(g, max_iters=300)
+        assert result.legal and result.II == proven.I
+        assert verify_modulo_schedule(g, result.schedule, result.II) == []
 
     def test_seed_example_small(self) -> None:
         graph = generate_random_dag(num_nodes=200, edge_density=0.03, num_back_edges=10)
@@ -102,7 +114,7 @@ def test_legalisation_always_legal_or_clear(n, density, back, seed, ii, slack) -
     mu = rng.uniform(-0.5, D - 0.5, size=g.n)
     t = legalise_regular(g, mu, D)
     assert t is not None and schedule_violations(g, t, D) == []
-    tm, msg = legalise_modulo(g, mu, ii, D + 4 * ii)
+    tm, msg = legalise_modulo(g, mu, ii, D + 4 * ii, restarts=5)
     if tm is None:
         assert msg.startswith("LEGALISATION_FAILED")
     else:

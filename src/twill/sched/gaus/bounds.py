@@ -73,14 +73,17 @@ def default_D(g: GauSGraph, formulation: str = "A", II: int | None = None) -> in
     * All delays 0 (GS-Schedule data): the number of nodes on the longest path, the default
       depth of GS-Schedule's ILP generator (spec §9.1).
     * Otherwise ``ceil(1.25 * critical path)`` steps, so that non-critical ops have slack for
-      the objective; for formulation C at least the modulo ASAP makespan plus ``II``.
+      the objective.
+    * Formulation C: at least the modulo ASAP makespan + ``2 II`` (room for the resource
+      conflicts that push ops to later slots).
     """
     if not np.any(g.delay[g.forward] > 0):
-        return longest_path_nodes(g)
-    crit = critical_path_steps(g)
-    D = max(crit, math.ceil(1.25 * crit))
+        D = longest_path_nodes(g)
+    else:
+        crit = critical_path_steps(g)
+        D = max(crit, math.ceil(1.25 * crit))
     if formulation == "C" and II is not None:
         asap = modulo_asap(g, II)
         if asap is not None:
-            D = max(D, int(asap.max(initial=0)) + 1 + II)
+            D = max(D, int(asap.max(initial=0)) + 1 + 2 * II)
     return D

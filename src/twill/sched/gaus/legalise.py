@@ -7,6 +7,10 @@
 * :func:`modulo_place` (formulation C, also the list-scheduling baseline): places ops one by
   one in a given topological order at the earliest step ``>= lb`` that meets the placed
   predecessors (distance-0 and recurrence edges) and fits the modulo reservation table.
+* :func:`iterative_modulo_schedule`: Rau's iterative modulo scheduling (MICRO-27 1994) with
+  eviction and a placement budget, seeded with the rounded means as priorities and lower
+  bounds; :func:`legalise_modulo` falls back to it when the fixed-point repair fails (tight
+  instances where greedy placement paints itself into a corner).
 * :func:`legalise_modulo`: fixed-point repair. Repeat: place in the order of the current lower
   bounds; for every violated recurrence edge raise the consumer's lower bound to
   ``t_u + d - delta*II``. It stops when no edge is violated (legal), when an op would start
@@ -23,7 +27,13 @@ import numpy as np
 
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 
-__all__ = ["legalise_regular", "modulo_place", "legalise_modulo", "forward_pass"]
+__all__ = [
+    "legalise_regular",
+    "modulo_place",
+    "legalise_modulo",
+    "iterative_modulo_schedule",
+    "forward_pass",
+]
 
 
 def forward_pass(g: GauSGraph, t: np.ndarray, gens: list[np.ndarray]) -> np.ndarray:
@@ -155,6 +165,8 @@ def legalise_modulo(
     *,
     gens: list[np.ndarray] | None = None,
     max_rounds: int = 100,
+    restarts: int = 200,
+    restart_max_nodes: int = 64,
 ) -> tuple[np.ndarray | None, str]:
     """Fixed-point repair of a modulo schedule at ``II`` within ``D`` steps (formulation C).
 
@@ -168,6 +180,11 @@ def legalise_modulo(
         Initiation interval and latency bound.
     max_rounds
         Cap on place-then-repair rounds.
+    restarts, restart_max_nodes
+        After the repair and one iterative-modulo-scheduling pass fail, graphs of at most
+        ``restart_max_nodes`` ops get up to ``restarts`` more passes with priorities perturbed
+        by a fixed-seed uniform shift in ``[0, II)`` (tight kernel graphs need a different
+        slot assignment, not more repair).
 
     Returns
     -------
@@ -182,20 +199,122 @@ def legalise_modulo(
     placer = _Placer(g, II)
     lb = np.maximum(np.rint(mu).astype(np.int64), asap)
     back = g.distance > 0
+    why = f"recurrence repair did not settle in {max_rounds} rounds"
     for _ in range(max_rounds):
         key = forward_pass(g, lb, gens)
         t = placer.place(_order_by(key, rank), lb, D)
         if t is None:
-            return None, (
-                f"LEGALISATION_FAILED: an op does not fit within D={D} at II={II} "
-                "(not a proof of infeasibility)"
-            )
+            why = f"an op does not fit within D={D}"
+            break
         need = t[g.src] + g.delay - g.distance * II
         viol = back & (t[g.dst] < need)
         if not viol.any():
             return t, "legal"
         np.maximum.at(lb, g.dst[viol], need[viol])
+    t = iterative_modulo_schedule(g, mu, II, D)
+    if t is not None:
+        return t, "legal (iterative modulo scheduling fallback)"
+    # Small graphs: retry with perturbed priorities (fixed seed, so still deterministic).
+    rng = np.random.default_rng(0)
+    for _ in range(restarts if g.n <= restart_max_nodes else 0):
+        t = iterative_modulo_schedule(g, mu + rng.uniform(0, II, size=g.n), II, D)
+        if t is not None:
+            return t, "legal (iterative modulo scheduling, perturbed priorities)"
     return None, (
-        f"LEGALISATION_FAILED: recurrence repair did not settle in {max_rounds} rounds at "
-        f"II={II}, D={D} (not a proof of infeasibility)"
+        f"LEGALISATION_FAILED: {why} at II={II}, D={D}, and iterative modulo scheduling "
+        "ran out of budget (not a proof of infeasibility)"
     )
+
+
+def iterative_modulo_schedule(
+    g: GauSGraph, mu: np.ndarray, II: int, D: int, *, budget_factor: int = 20
+) -> np.ndarray | None:
+    """Rau's iterative modulo scheduling with eviction (budget ``budget_factor * n`` steps).
+
+    Ops are taken by priority (smaller rounded mean first, then index); each goes to the first
+    slot in ``[estart, estart + II - 1]`` without a resource conflict (``estart`` also respects
+    the rounded mean as a lower bound),
+    or, if none, to ``estart`` (or one later than its previous slot), evicting the ops it
+    conflicts with and any successor whose dependence it breaks.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        A legal schedule within ``[0, D-1]``, or ``None`` when the budget runs out.
+    """
+    n = g.n
+    placer = _Placer(g, II)
+    lim = placer.lim
+    caps = placer.caps
+    lat = g.delay - g.distance * II
+    out_ptr_order = np.argsort(g.src, kind="stable")
+    out_ptr = np.searchsorted(g.src[out_ptr_order], np.arange(n + 1))
+    in_order = np.argsort(g.dst, kind="stable")
+    in_ptr = np.searchsorted(g.dst[in_order], np.arange(n + 1))
+    lb = np.clip(np.rint(mu).astype(np.int64), 0, max(D - 1, 0))
+    prio = np.lexsort((np.arange(n), np.rint(mu)))
+    rank = np.empty(n, dtype=np.int64)
+    rank[prio] = np.arange(n)
+    t = np.full(n, -1, dtype=np.int64)
+    prev = np.full(n, -1, dtype=np.int64)
+    mrt = np.zeros((len(lim), II))
+    unscheduled = set(range(n))
+    budget = budget_factor * max(n, 1)
+
+    def occupy(v: int, s: int, sign: float) -> None:
+        if placer.needs[v]:
+            mrt[:, placer.idx[s % II]] += sign * placer.own[v]
+
+    def fits(v: int, s: int) -> bool:
+        if not placer.needs[v]:
+            return True
+        return bool(np.all(mrt[:, placer.idx[s % II]] + placer.own[v] <= caps[:, None] + 1e-9))
+
+    while unscheduled:
+        if budget <= 0:
+            return None
+        budget -= 1
+        v = min(unscheduled, key=lambda x: rank[x])
+        e = in_order[in_ptr[v] : in_ptr[v + 1]]
+        placed = t[g.src[e]] >= 0
+        estart = int(max(lb[v], (t[g.src[e]][placed] + lat[e][placed]).max(initial=0)))
+        slot = next((s for s in range(estart, estart + II) if fits(v, s)), None)
+        if slot is None:
+            slot = estart if prev[v] < 0 or estart > prev[v] else int(prev[v]) + 1
+        if slot > D - 1:
+            return None
+        # evict resource conflicts (ops sharing a slot row that would overflow)
+        if placer.needs[v] and not fits(v, slot):
+            rows = placer.idx[slot % II]
+            for u in sorted(
+                (x for x in range(n) if t[x] >= 0 and placer.needs[x]), key=lambda x: -rank[x]
+            ):
+                if fits(v, slot):
+                    break
+                urows = placer.idx[t[u] % II]
+                overlap = np.intersect1d(
+                    rows[placer.own[v].any(axis=0)], urows[placer.own[u].any(axis=0)]
+                )
+                if overlap.size:
+                    occupy(u, int(t[u]), -1.0)
+                    t[u] = -1
+                    unscheduled.add(u)
+        t[v] = slot
+        prev[v] = slot
+        occupy(v, slot, 1.0)
+        unscheduled.discard(v)
+        # evict successors whose dependence is now broken
+        for k in out_ptr_order[out_ptr[v] : out_ptr[v + 1]]:
+            w = int(g.dst[k])
+            if w != v and t[w] >= 0 and t[w] < slot + lat[k]:
+                occupy(w, int(t[w]), -1.0)
+                t[w] = -1
+                unscheduled.add(w)
+        # a self-loop or recurrence onto v itself
+        self_e = e[g.src[e] == v]
+        if self_e.size and np.any(lat[self_e] > 0):
+            occupy(v, slot, -1.0)
+            t[v] = -1
+            unscheduled.add(v)
+            return None
+    return t
