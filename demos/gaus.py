@@ -23,11 +23,19 @@ def run() -> None:
     if path.exists():
         g = read_gml(path)
         for r in (GauSSolver(g, max_iters=600).solve_resource(), list_schedule(g, "A")):
-            table.add_row(g.name, r.method, "A", str(r.legal), f"{r.objective:.4g}", "-",
-                          f"{r.seconds:.1f}")
+            table.add_row(
+                g.name, r.method, "A", str(r.legal), f"{r.objective:.4g}", "-", f"{r.seconds:.1f}"
+            )
     r = gaus_solve_twill_graph(flash_attention_forward_hopper(), target_II=4, D=20)
-    table.add_row("fa_fwd_hopper", "gaus", "C", str(r.legal), f"{r.objective:.4g}", str(r.II),
-                  f"{r.seconds:.1f}")
+    table.add_row(
+        "fa_fwd_hopper",
+        "gaus",
+        "C",
+        str(r.legal),
+        f"{r.objective:.4g}",
+        str(r.II),
+        f"{r.seconds:.1f}",
+    )
     Console().print(table)
 
 
