@@ -14,7 +14,7 @@ from twill.io import load_graph
 from twill.kernels import KERNELS, flash_attention_forward_simplified
 from twill.results import Status
 from twill.sched.bounds import rec_mii, res_mii
-from twill.sched.exact.phase1 import solve_phase1
+from twill.sched.exact.phase1 import _ed97_rows, solve_phase1
 from twill.sched.exact.search import search_min_ii, serial_ii_cap
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.verify import verify_modulo_schedule
@@ -190,3 +190,47 @@ def test_serial_cap_is_feasible():
         g = factory()
         cap = serial_ii_cap(g)
         assert solve_phase1(g, cap, tie_break=False).status is Status.OPTIMAL, name
+
+
+# --------------------------------------------------------------------------------------------
+# dependence encodings (spec §3.2): ED97 and standard, on both backends
+# --------------------------------------------------------------------------------------------
+
+CONFIGS = [("cbc", "ed97"), ("cbc", "standard"), ("cpsat", "standard"), ("cpsat", "ed97")]
+
+
+def outcome(graph, ii, backend, encoding):
+    r = solve_phase1(graph, ii, backend=backend, encoding=encoding, tie_break=False)
+    assert r.status in (Status.OPTIMAL, Status.INFEASIBLE)
+    return r.status, r.L
+
+
+@pytest.mark.parametrize("ii", [3, 4, 5])
+def test_circt_minii_infeasible_all_configs(ii):
+    g = load_graph(DATA / "circt_minII_infeasible.yaml")
+    got = {outcome(g, ii, b, e) for b, e in CONFIGS}
+    assert len(got) == 1, got
+    assert next(iter(got))[0] is (Status.INFEASIBLE if ii == 3 else Status.OPTIMAL)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_graphs())
+def test_encodings_agree_on_random_graphs(graph):
+    for ii in (1, 2, 3):
+        got = {outcome(graph, ii, b, e) for b, e in CONFIGS}
+        assert len(got) == 1, (ii, got)
+
+
+def test_ed97_rows_reduce_to_the_dependence():
+    # M(y) - M(x) >= 5 at II = 3: l = 2, omega = -1, rhs = omega - floor((r+1)/3) + 1
+    rows = _ed97_rows(3, 5)
+    assert [(list(a), list(b), rhs) for a, b, rhs in rows] == [
+        ([0, 1, 2], [0, 1], 0),
+        ([1, 2], [0, 1, 2], 0),
+        ([2], [0], -1),
+    ]
+
+
+def test_unknown_encoding():
+    with pytest.raises(InvalidProblemError, match="encoding must be one of ed97, standard"):
+        solve_phase1(flash_attention_forward_simplified(), 2, encoding="x")

@@ -21,11 +21,15 @@ earliest (or, under the tie-break, latest) feasible starts. Because ``II < RecMI
 infeasible by a positive circuit (Bellman-Ford) before any model is built, the longest paths
 are finite.
 
-Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver) and
-``"cpsat"`` (OR-Tools CP-SAT). Each call returns a :class:`Phase1Result` whose status is
-``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a schedule, ``L`` not proven minimal: a time
-limit hit after an incumbent), ``INFEASIBLE`` (proven: no modulo schedule at this ``I``) or
-``UNKNOWN`` (limit hit before any proof). A time-out is never reported as infeasible.
+Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver; one
+solve minimising ``L``) and ``"cpsat"`` (OR-Tools CP-SAT; a pure feasibility solve decides
+``I``, then a second solve minimises ``L`` from that hint). Dependences are written either as
+one aggregated row per arc (``"standard"``) or as Eichenberger-Davidson rows (``"ed97"``,
+spec §3.2, tighter LP); both are exact and tested to agree. Each call returns a
+:class:`Phase1Result` whose status is ``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a
+schedule, ``L`` not proven minimal: a time limit hit after an incumbent), ``INFEASIBLE``
+(proven: no modulo schedule at this ``I``) or ``UNKNOWN`` (limit hit before any proof). A
+time-out is never reported as infeasible.
 
 Stage bound (proven sufficient, per op; see :func:`_stage_bounds`): fix the residues of any
 feasible solution; the dependences become difference constraints on the stages, whose least
@@ -316,6 +320,11 @@ def _build_model(graph: DependenceGraph, ii: int) -> _Model:
     )
 
 
+def _length(model: _Model, kept_starts: dict[int, int]) -> int:
+    """``L`` of the reduced model for the kept starts (the eliminated ops placed earliest)."""
+    return max([model.l_const] + [kept_starts[x] + t for x, t in model.tail])
+
+
 def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: bool) -> list[int]:
     """Starts of the projected ops given the kept ones: pointwise earliest or latest."""
     n = len(model.cycles)
@@ -340,17 +349,39 @@ def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: boo
     return start
 
 
+def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
+    """Eichenberger-Davidson (PLDI 1997) rows for ``M(y) - M(x) >= w`` (spec §3.2).
+
+    With ``w = l - omega*ii`` and ``0 <= l < ii``, for every ``r in [0, ii)``:
+    ``sum_{q>=r} a[x,q] + sum_{q<=(r+l-1) mod ii} a[y,q] + k[x] - k[y]
+    <= omega - floor((r+l-1)/ii) + 1``. At ``r = row(x)`` this is exactly the dependence;
+    for other ``r`` it is implied (checked exhaustively for ``ii <= 5``, ``l <= 11``,
+    ``-3 <= omega <= 2``), and its LP relaxation is tighter. Returns
+    ``(residues of x, residues of y, right-hand side)`` per ``r``.
+    """
+    l = w % ii
+    omega = (l - w) // ii
+    return [
+        (range(r, ii), range(0, (r + l - 1) % ii + 1), omega - (r + l - 1) // ii + 1)
+        for r in range(ii)
+    ]
+
+
+ENCODINGS = ("ed97", "standard")
+_ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
+
 # ---------------------------------------------------------------------------------------------
 # CBC through PuLP
 # ---------------------------------------------------------------------------------------------
 
 
 class _PulpModel:
-    def __init__(self, model: _Model) -> None:
+    def __init__(self, model: _Model, encoding: str = "ed97") -> None:
         import pulp
 
         self.pulp = pulp
         self.m = model
+        self.encoding = encoding
         self.prob = pulp.LpProblem(f"phase1_II{model.ii}", pulp.LpMinimize)
         self._variables()
         self._add_dependences()
@@ -362,9 +393,10 @@ class _PulpModel:
         pulp, m = self.pulp, self.m
         self.a: dict[tuple[int, int], Any] = {}
         self.start: dict[int, Any] = {}
+        self.k: dict[int, Any] = {}
         ub = dict(m.stage_ub)
         for i in m.kept:
-            k = pulp.LpVariable(f"k[{i}]", 0, ub[i], cat="Integer")
+            k = self.k[i] = pulp.LpVariable(f"k[{i}]", 0, ub[i], cat="Integer")
             expr = m.ii * k
             for r in range(m.ii):
                 self.a[i, r] = pulp.LpVariable(f"a[{i},{r}]", cat="Binary")
@@ -381,7 +413,12 @@ class _PulpModel:
                 if w > 0:
                     self.prob += self.L <= -1, f"dep[{x},{y}]"  # positive self-cycle
                 continue
-            self.prob += self.start[y] - self.start[x] >= w, f"dep[{x},{y}]"
+            if self.encoding == "standard":
+                self.prob += self.start[y] - self.start[x] >= w, f"dep[{x},{y}]"
+                continue
+            for r, (rx, ry, rhs) in enumerate(_ed97_rows(m.ii, w)):
+                lhs = self.pulp.lpSum([self.a[x, q] for q in rx] + [self.a[y, q] for q in ry])
+                self.prob += lhs + self.k[x] - self.k[y] <= rhs, f"ed97[{x},{y},{r}]"
         for x, h in m.lower:
             self.prob += self.start[x] >= h, f"low[{x}]"
 
@@ -442,7 +479,8 @@ class _PulpModel:
 
 
 class _CpSatModel:
-    def __init__(self, model: _Model) -> None:
+    def __init__(self, model: _Model, encoding: str = "standard") -> None:
+        self.encoding = encoding
         try:
             from ortools.sat.python import cp_model
         except ImportError as exc:  # pragma: no cover - environment
@@ -454,16 +492,16 @@ class _CpSatModel:
         self._add_dependences()
         self._add_modulo_reservation()
         self._add_length()
-        self.model.minimize(self.L)
-        self.solver: Any = None
+        self.solver: Any = None  # no objective yet: the first solve only looks for a schedule
 
     def _variables(self) -> None:
         m, model = self.m, self.model
         self.a: dict[tuple[int, int], Any] = {}
         self.start: dict[int, Any] = {}
+        self.k: dict[int, Any] = {}
         ub = dict(m.stage_ub)
         for i in m.kept:
-            k = model.new_int_var(0, ub[i], f"k[{i}]")
+            k = self.k[i] = model.new_int_var(0, ub[i], f"k[{i}]")
             row = []
             for r in range(m.ii):
                 self.a[i, r] = model.new_bool_var(f"a[{i},{r}]")
@@ -481,6 +519,10 @@ class _CpSatModel:
                     self.model.add_bool_or([])  # positive self-cycle: infeasible
                 continue
             self.model.add(self.start[y] - self.start[x] >= w)
+            if self.encoding == "ed97":  # the ED97 rows on top of the aggregated one
+                for rx, ry, rhs in _ed97_rows(self.m.ii, w):
+                    terms = [self.a[x, q] for q in rx] + [self.a[y, q] for q in ry]
+                    self.model.add(sum(terms) + self.k[x] - self.k[y] <= rhs)
         for x, h in self.m.lower:
             self.model.add(self.start[x] >= h)
 
@@ -536,6 +578,13 @@ class _CpSatModel:
     def length(self) -> int:
         return int(self.solver.value(self.L))
 
+    def minimise_length_from(self, values: dict[int, int]) -> None:
+        """Second step: minimise L, hinted with the schedule found by the first."""
+        self.model.clear_hints()
+        for i, v in values.items():
+            self.model.add_hint(self.start[i], v)
+        self.model.minimize(self.L)
+
     def fix_length_maximise_starts(self, length: int) -> None:
         values = self.values()
         self.model.add(self.L == length)
@@ -563,6 +612,7 @@ def solve_phase1(
     tie_break: bool = True,
     threads: int = 1,
     check: bool = True,
+    encoding: str | None = None,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -582,6 +632,11 @@ def solve_phase1(
         Solver threads (1 keeps both backends deterministic).
     check
         Run :func:`~twill.sched.validate.check_graph` first.
+    encoding
+        Dependence rows: ``"ed97"`` (Eichenberger-Davidson structured rows, spec §3.2) or
+        ``"standard"`` (one aggregated row per arc). ``None``: ``"ed97"`` for CBC while
+        ``arcs * II <= 2000`` (tighter LP, more rows), else ``"standard"``; CP-SAT uses
+        ``"standard"``. Both give the same optima (tested).
 
     Returns
     -------
@@ -614,6 +669,10 @@ def solve_phase1(
         )
     if isinstance(II, bool) or not isinstance(II, int) or II < 1:
         raise InvalidProblemError(f"II must be an integer >= 1, found {II!r}")
+    if encoding is not None and encoding not in ENCODINGS:
+        raise InvalidProblemError(
+            f"encoding must be one of {', '.join(ENCODINGS)}, found {encoding!r}"
+        )
     if check:
         check_graph(graph)
     t0 = time.perf_counter()
@@ -623,8 +682,13 @@ def solve_phase1(
             Status.INFEASIBLE, II, None, None, backend, time.perf_counter() - t0, 0, stats0
         )
     data = _build_model(graph, II)
-    impl: _PulpModel | _CpSatModel = (_PulpModel if backend == "cbc" else _CpSatModel)(data)
+    if encoding is None:  # ED97 rows tighten CBC's LP but grow as arcs * II
+        small = len(data.arcs) * II <= _ED97_MAX_ROWS
+        encoding = "ed97" if backend == "cbc" and small else "standard"
+    backend_cls = _PulpModel if backend == "cbc" else _CpSatModel
+    impl: _PulpModel | _CpSatModel = backend_cls(data, encoding)
     stats: dict[str, Any] = {
+        "encoding": encoding,
         **impl.size(),
         "kept_ops": len(data.kept),
         "mrt_rows": len(data.mrt_rows),
@@ -646,7 +710,16 @@ def solve_phase1(
             status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
         )
     kept_starts = impl.values()
-    length = impl.length()
+    if isinstance(impl, _CpSatModel):
+        # CP-SAT ran a pure feasibility search (it decides I); now minimise L from that hint.
+        impl.minimise_length_from(kept_starts)
+        status = impl.solve(time_limit, threads)
+        stats["length_status"] = status.value
+        if status.has_solution:
+            kept_starts = impl.values()
+        else:
+            status = Status.FEASIBLE  # a schedule exists; L not minimised within the limit
+    length = _length(data, kept_starts)
     late = False
     if tie_break and status is Status.OPTIMAL:
         impl.fix_length_maximise_starts(length)
