@@ -18,10 +18,19 @@ from twill.verify import verify_modulo_schedule
 HATSCHET = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "hatschet"
 MAX_OPS = 100
 MALFORMED = {"cTest/vanDongen"}  # upstream XML error: tests/io/test_hatschet.py
-# Loops over the size limit or too slow for the unit suite (they are in the benchmark).
+# Loops over the size limit, or slower than ~2 s (or not proven by one backend within its
+# limits) in benchmarks/phase1_hls.py on the 2 shared cores: they are measured there, with
+# both backends compared in the same run (docs/benchmarks.md, "Phase 1 on HLS loops").
 HEAVY = {
+    "MachSuite/fft_strided/graph2",
+    "MachSuite/stencil3d/graph9",
+    "origami/e_detect",
     "origami/fir_SAM",
+    "origami/fir_lms",
+    "origami/iir_bw",
     "origami/iir_sos16",
+    "origami/iir_sos4",
+    "origami/iir_sos8",
     "origami/mat_inv",
     "origami/r22_FFT",
     "origami/r2_FFT",
