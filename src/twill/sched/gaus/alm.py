@@ -273,7 +273,7 @@ def _optimise(
     II = model.II  # type: ignore[attr-defined]
     scale = float(settings.mu_unit)
     f32 = torch.float32
-    theta = torch.tensor(mu0 / scale, dtype=f32, device=dev, requires_grad=True)
+    theta = torch.tensor(mu0 / scale, dtype=f32, device=dev)
 
     def box(win: tuple[int, int] | None, sig: float) -> tuple[torch.Tensor, torch.Tensor]:
         blo, bhi = lo.copy(), hi.copy()
@@ -294,7 +294,6 @@ def _optimise(
     rho_param = None
     if settings.learn_sigma:
         rho_param = torch.log(torch.expm1(torch.clamp(sigma - settings.sigma_final, min=1e-3)))
-        rho_param.requires_grad_(True)
         params.append(rho_param)
     opt = _Adam(params, lr=settings.lr)
 
@@ -335,22 +334,33 @@ def _optimise(
         with torch.no_grad():
             theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
         opt.lr = settings.lr * max(sig_now / sig0, settings.lr_floor)
+        phase_loss, phase_viol = [], []
         for _ in range(steps):
-            mu = theta * scale
-            f, g = model.evaluate(mu, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
-            loss = f / f0 + (lam * g).sum() + 0.5 * rho * (g * g).sum()
-            if rho_param is not None:
-                loss = loss + settings.sigma_penalty * current_sigma().sum()
-            grads = torch.autograd.grad(loss, params)
-            opt.step(grads)
             with torch.no_grad():
+                sig_t = current_sigma()
+                # closed-form value and gradient of the augmented Lagrangian (no autograd graph)
+                f, g, g_mu, g_sig = model.loss_and_grad(  # type: ignore[attr-defined]
+                    theta * scale, sig_t, ratio=ratio, f_weight=1.0 / f0, lam=lam, rho=rho
+                )
+                gsum = g.sum()
+                loss = f / f0 + (lam * g).sum() + 0.5 * rho * (g * g).sum()
+                grads: tuple = (g_mu * scale,)
+                if rho_param is not None:
+                    loss = loss + settings.sigma_penalty * sig_t.sum()
+                    grads += ((g_sig + settings.sigma_penalty) * torch.sigmoid(rho_param),)
+                opt.step(grads)
                 theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
             it += 1
-            v_now = float(g.detach().sum())
-            loss_hist.append(float(loss.detach()))
-            viol_hist.append(v_now)
+            phase_loss.append(loss)
+            phase_viol.append(gsum)
             if on_progress is not None:
-                on_progress(it, settings.max_iters, loss_hist[-1], v_now, best_obj)
+                v_now = float(gsum)
+                on_progress(it, settings.max_iters, float(loss), v_now, best_obj)
+        if phase_loss:
+            # one conversion per phase instead of two scalar reads per step
+            loss_hist.extend(torch.stack(phase_loss).tolist())
+            viol_hist.extend(torch.stack(phase_viol).tolist())
+            v_now = viol_hist[-1]
         with torch.no_grad():
             _, g = model.evaluate(theta * scale, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
             lam = lam + rho * g

@@ -58,10 +58,30 @@ def smooth_max(x: torch.Tensor, tau: float, scale: torch.Tensor | float) -> torc
 
 
 @dataclass
+class _EdgeGroup:
+    """A contiguous run of (sorted) edges sharing one column shift."""
+
+    r0: int
+    r1: int
+    shift: int
+    ncomm: int
+    comm0: int
+    dst: torch.Tensor
+    src: torch.Tensor
+
+
+@dataclass
 class LossModel:
     """Precomputed index tensors for one graph, window ``D`` and (optional) ``II``.
 
     Build with :meth:`build`; call :meth:`evaluate` with ``(mu, sigma)`` in steps.
+
+    Performance layout (spec §13): edges are sorted once by their column shift
+    (``d - delta*II - 1`` for the violation, ``delta*II`` for lifetimes), so every edge term
+    gathers whole *rows* of the ``[n, W]`` CDF with ``index_select`` (backward: ``index_add``)
+    and reads its shifted columns as a slice; there is no per-element index tensor. The
+    violation vector ``g`` is in this sorted edge order, which does not depend on the window,
+    so multipliers stay attached to their edges when the window moves.
     """
 
     graph: GauSGraph
@@ -72,6 +92,8 @@ class LossModel:
     device: torch.device
     tensors: dict[str, torch.Tensor]
     scales: dict[str, float]
+    dep_groups: list[_EdgeGroup]
+    mem_groups: list[_EdgeGroup]
 
     @classmethod
     def build(
@@ -100,18 +122,20 @@ class LossModel:
         T: dict[str, torch.Tensor] = {}
         scales: dict[str, float] = {}
         modulo = formulation == "C"
-        edge_mask = np.ones(g.num_edges, bool) if modulo else g.forward
-        src, dst = g.src[edge_mask], g.dst[edge_mask]
-        shift = g.delay[edge_mask] - g.distance[edge_mask] * (II if modulo else 0) - 1
-        # Dependency gather: C_ext[dst, a + shift + padL], C_ext = [0]*padL ++ C ++ [1]*padR.
-        pad_l = int(max(0, -shift.min(initial=0)))
-        pad_r = int(max(0, shift.max(initial=0)))
-        width = pad_l + D + pad_r
-        a = np.arange(D)
-        flat = dst[:, None] * width + (a[None, :] + shift[:, None] + pad_l)
-        T["dep_src"] = torch.as_tensor(src, device=dev)
-        T["dep_idx"] = torch.as_tensor(flat.reshape(-1), device=dev)
-        scales["dep_pad"] = (pad_l, pad_r)  # type: ignore[assignment]
+        ii = int(II) if (modulo and II) else 0
+        emask = np.ones(g.num_edges, bool) if modulo else g.forward
+        eidx = np.flatnonzero(emask)
+        shift = g.delay[eidx] - g.distance[eidx] * ii - 1
+        is_comm = (g.comm[eidx] > 0) & (g.distance[eidx] == 0) if formulation == "A" else None
+        # Sort by shift, communication edges first inside a group (window-independent order).
+        keys = (~is_comm,) if is_comm is not None else ()
+        order = np.lexsort((eidx, *keys, shift))
+        eidx, shift = eidx[order], shift[order]
+        comm_sorted = is_comm[order] if is_comm is not None else np.zeros(eidx.size, bool)
+        dep_groups = _groups(g, eidx, shift, comm_sorted, dev)
+        scales["pad_l"] = int(max(0, -shift.min(initial=0)))
+        scales["pad_r"] = int(max(0, shift.max(initial=0)))
+        T["dep_src"] = torch.as_tensor(g.src[eidx], device=dev)
         T["usage"] = torch.as_tensor(g.usage, dtype=f32, device=dev)
         if formulation == "A":
             totals = g.usage.sum(axis=(0, 2))
@@ -120,47 +144,76 @@ class LossModel:
             T["res_scale"] = torch.as_tensor(
                 np.maximum(totals[keep] / full_D, 1e-9), dtype=f32, device=dev
             )
-            cm = g.forward & (g.comm > 0)
-            T["comm_src"] = torch.as_tensor(g.src[cm], device=dev)
-            T["comm_dst"] = torch.as_tensor(g.dst[cm], device=dev)
-            T["comm_w"] = torch.as_tensor(g.comm[cm], dtype=f32, device=dev)
+            T["comm_w"] = torch.as_tensor(g.comm[eidx][comm_sorted], dtype=f32, device=dev)
         if formulation == "C":
             finite = np.isfinite(g.caps) & (g.usage.sum(axis=(0, 2)) > 0)
             T["cap_keep"] = torch.as_tensor(np.flatnonzero(finite), device=dev)
             T["cap"] = torch.as_tensor(np.maximum(g.caps[finite], 1e-9), dtype=f32, device=dev)
+        mem_groups: list[_EdgeGroup] = []
         if formulation in ("B", "C"):
-            fwd = np.ones(g.num_edges, bool) if modulo else g.forward
-            msrc, mdst = g.src[fwd], g.dst[fwd]
-            back = (g.distance[fwd] * II) if modulo else np.zeros(fwd.sum(), np.int64)
+            midx = np.flatnonzero(np.ones(g.num_edges, bool) if modulo else g.forward)
+            back = g.distance[midx] * ii
+            morder = np.lexsort((midx, back))
+            midx, back = midx[morder], back[morder]
+            mem_groups = _groups(g, midx, back, np.zeros(midx.size, bool), dev)
             H = D + int(back.max(initial=0))
-            # gather C_j(s - delta*II) for s in [0, H): C_ext2 = [0]*padl2 ++ C ++ [1]*(H-D)
-            pad_l2 = int(back.max(initial=0))
-            width2 = pad_l2 + H
-            s = np.arange(H)
-            idx2 = mdst[:, None] * width2 + (s[None, :] - back[:, None] + pad_l2)
-            T["mem_src"] = torch.as_tensor(msrc, device=dev)
-            T["mem_idx"] = torch.as_tensor(idx2.reshape(-1), device=dev)
+            # A successor j reached over distance delta reads C_j(s - delta*II), which is 0 for
+            # s < delta*II: the value is surely live there (a constant mask, no gradient).
+            alive = np.ones((g.n, H), np.float32)
+            for k in np.unique(back[back > 0]):
+                alive[np.unique(g.src[midx[back == k]]), :k] = 0.0
+            T["mem_alive"] = torch.as_tensor(alive, device=dev)
             has_succ = np.zeros(g.n, bool)
-            has_succ[msrc] = True
+            has_succ[g.src[midx]] = True
             T["has_succ"] = torch.as_tensor(has_succ, dtype=f32, device=dev)
             T["live_out"] = torch.as_tensor(g.live_out & (not modulo), dtype=f32, device=dev)
             T["b"] = torch.as_tensor(g.mem, dtype=f32, device=dev)
             scales["mem_H"] = H
-            scales["mem_pad"] = pad_l2
             scales["mem_unit"] = max(float(g.mem.sum()) / max(full_D, 1), 1e-9)
         scales["offset"] = s0
         scales["full_D"] = full_D
-        return cls(g, D, II, formulation, tau, dev, T, scales)
+        return cls(g, D, II, formulation, tau, dev, T, scales, dep_groups, mem_groups)
 
     # -- the terms ---------------------------------------------------------------------------
 
+    def edge_terms(self, C: torch.Tensor, P: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(g, comm)``: violation probability of every edge (sorted order, §3.1) and the
+        expected weighted number of crossed stage boundaries (§3.6; 0 outside formulation A).
+
+        One row gather of ``[C | P]`` for the sources and one per shift group for the
+        destinations; the communication term reuses the destination rows.
+        """
+        W = self.D
+        n = C.shape[0]
+        pad_l, pad_r = int(self.scales["pad_l"]), int(self.scales["pad_r"])
+        ext = torch.cat([C.new_zeros(n, pad_l), C, C.new_ones(n, pad_r)], dim=1)
+        want_comm = self.formulation == "A"
+        src_rows = (torch.cat([C, P], dim=1) if want_comm else P).index_select(
+            0, self.tensors["dep_src"]
+        )
+        Ps = src_rows[:, W:] if want_comm else src_rows
+        dep, comm = [], C.new_zeros(())
+        for grp in self.dep_groups:
+            lo = min(grp.shift, 0)
+            hi = max(grp.shift, 0) + W
+            cv = ext[:, pad_l + lo : pad_l + hi].index_select(0, grp.dst)
+            off = grp.shift - lo
+            dep.append((Ps[grp.r0 : grp.r1] * cv[:, off : off + W]).sum(dim=1))
+            if want_comm and grp.ncomm and W > 1:
+                cu = src_rows[grp.r0 : grp.r0 + grp.ncomm, : W - 1]
+                cvv = cv[: grp.ncomm, -lo : -lo + W - 1]
+                w = self.tensors["comm_w"][grp.comm0 : grp.comm0 + grp.ncomm]
+                comm = comm + (w * (cu * (1.0 - cvv)).sum(dim=1)).sum()
+        g = torch.cat(dep) if dep else C.new_zeros(0)
+        return g, comm
+
     def dependency(self, C: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
         """``g_e`` for every (forward, or in C every) edge: probability the edge is violated."""
-        pad_l, pad_r = self.scales["dep_pad"]  # type: ignore[misc]
-        n = C.shape[0]
-        ext = torch.cat([C.new_zeros(n, pad_l), C, C.new_ones(n, pad_r)], dim=1).reshape(-1)
-        cv = torch.take(ext, self.tensors["dep_idx"]).reshape(-1, self.D)
-        return (P[self.tensors["dep_src"]] * cv).sum(dim=1)
+        return self.edge_terms(C, P)[0]
+
+    def communication(self, C: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
+        """Expected number of stage boundaries crossed, weighted (formulation A)."""
+        return self.edge_terms(C, P)[1]
 
     def resource_peak(self, P: torch.Tensor) -> torch.Tensor:
         """``sum_k LSE_tau(E[R_k(.)])`` in usage units (formulation A)."""
@@ -175,12 +228,6 @@ class LossModel:
         scale = self.tensors["res_scale"]
         z = R[keep] / (scale[:, None] * self.tau)
         return (scale * self.tau * torch.logsumexp(z, dim=1)).sum()
-
-    def communication(self, C: torch.Tensor) -> torch.Tensor:
-        """Expected number of stage boundaries crossed, weighted (formulation A)."""
-        cu = C[self.tensors["comm_src"], : self.D - 1]
-        cv = C[self.tensors["comm_dst"], : self.D - 1]
-        return (self.tensors["comm_w"] * (cu * (1.0 - cv)).sum(dim=1)).sum()
 
     def modulo_resource(self, P: torch.Tensor) -> torch.Tensor:
         """Violation ``relu(U_k(r) - C_k) / C_k`` per limited resource and slot (flattened)."""
@@ -199,17 +246,27 @@ class LossModel:
         return (torch.relu(U - cap) / cap).reshape(-1)
 
     def _live(self, C: torch.Tensor) -> torch.Tensor:
-        """Expected live indicator ``[n, H]`` of every value."""
+        """Expected live indicator ``[n, H]`` of every value.
+
+        ``1 - prod_j C_j(s - delta_ij II)`` is computed as ``exp(sum_j log C_j)``: the log of
+        the ``[n, W]`` CDF is taken once per node, its rows gathered per distance group and
+        summed onto the producers with ``index_add`` into the group's column range.
+        """
         H = int(self.scales["mem_H"])
-        pad_l2 = int(self.scales["mem_pad"])
+        W = self.D
         n = C.shape[0]
-        ext = torch.cat([C.new_zeros(n, pad_l2), C, C.new_ones(n, H - self.D)], dim=1)
-        cj = torch.take(ext.reshape(-1), self.tensors["mem_idx"]).reshape(-1, H)
-        logs = torch.zeros(n, H, dtype=C.dtype, device=C.device).index_add(
-            0, self.tensors["mem_src"], torch.log(cj.clamp_min(1e-12))
-        )
-        ci = ext[:, pad_l2:]
-        live = ci * (1.0 - torch.exp(logs)) * self.tensors["has_succ"][:, None]
+        logc = torch.log(C.clamp_min(1e-12))
+        logs = C.new_zeros(n, H)
+        for grp in self.mem_groups:
+            part = C.new_zeros(n, W).index_add(0, grp.src, logc.index_select(0, grp.dst))
+            k = grp.shift
+            if k == 0 and H == W:
+                logs = logs + part
+            else:
+                logs = logs + torch.nn.functional.pad(part, (k, H - W - k))
+        ci = torch.cat([C, C.new_ones(n, H - W)], dim=1)
+        prod = torch.exp(logs) * self.tensors["mem_alive"]
+        live = ci * (1.0 - prod) * self.tensors["has_succ"][:, None]
         return live + ci * self.tensors["live_out"][:, None]
 
     def memory_peak(self, C: torch.Tensor) -> torch.Tensor:
@@ -231,12 +288,231 @@ class LossModel:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(f, g)``: the formulation's smooth objective and its violation vector (``g >= 0``)."""
         C, P = step_distribution(mu - self.scales["offset"], sigma, self.D)
-        g = self.dependency(C, P)
+        g, comm = self.edge_terms(C, P)
         if self.formulation == "A":
-            f = ratio * self.resource_peak(P) + self.communication(C)
+            f = ratio * self.resource_peak(P) + comm
         elif self.formulation == "B":
             f = self.memory_peak(C)
         else:
             f = self.modulo_memory(C)
             g = torch.cat([g, self.modulo_resource(P)])
         return f, g
+
+    # -- closed-form gradient (the hot path) ---------------------------------------------------
+
+    @torch.no_grad()
+    def loss_and_grad(
+        self,
+        mu: torch.Tensor,
+        sigma: torch.Tensor,
+        *,
+        ratio: float = 1.0,
+        f_weight: float = 1.0,
+        lam: torch.Tensor | None = None,
+        rho: float = 0.0,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(f, g, dL/dmu, dL/dsigma)`` for ``L = f_weight f + lam.g + rho/2 |g|^2``.
+
+        The same quantities as :meth:`evaluate` plus their gradient, written out in closed form
+        (chain rule through ``Phi``) instead of recorded by autograd: no graph, no slice
+        backward buffers, one ``index_add`` per gather. ``tests/sched/gaus`` checks it against
+        autograd on :meth:`evaluate`.
+        """
+        W = self.D
+        s = torch.arange(W - 1, device=mu.device, dtype=mu.dtype)
+        z = (s[None, :] + 0.5 - (mu - self.scales["offset"])[:, None]) / sigma[:, None]
+        cdf = torch.special.ndtr(z)
+        C = torch.cat([cdf, torch.ones_like(mu)[:, None]], dim=1)
+        P = torch.diff(C, dim=1, prepend=torch.zeros_like(mu)[:, None])
+        GC = torch.zeros_like(C)
+        GP = torch.zeros_like(C)
+        # objective pieces first (they do not depend on the multipliers)
+        if self.formulation == "A":
+            f_res = ratio * self._resource_peak_grad(P, GP, f_weight * ratio)
+        elif self.formulation == "B":
+            f_res = self._memory_grad(C, GC, f_weight, modulo=False)
+        else:
+            f_res = self._memory_grad(C, GC, f_weight, modulo=True)
+        dep, comm = self._edge_terms_grad(C, P, GC, GP, f_weight, lam, rho)
+        g = dep
+        if self.formulation == "C":
+            lam_r = None if lam is None else lam[dep.shape[0] :]
+            g = torch.cat([dep, self._modulo_resource_grad(P, GP, lam_r, rho)])
+        f = f_res + comm
+        # P = diff(C): dL/dC_s += dL/dP_s - dL/dP_{s+1}
+        GC += GP
+        GC[:, :-1] -= GP[:, 1:]
+        # C_s = Phi(z_s) for s < W-1 (the last column is the constant 1)
+        # exp() of arguments that underflow takes a slow path (measured 50x on this CPU), so the
+        # exponent is clamped at -60: phi(11) ~ 1e-27 instead of a denormal, a negligible change.
+        phi = torch.exp((-0.5 * z * z).clamp_min_(-60.0)) * 0.3989422804014327
+        gz = GC[:, :-1] * phi
+        grad_mu = -(gz.sum(dim=1)) / sigma
+        grad_sigma = -((gz * z).sum(dim=1)) / sigma
+        return f, g, grad_mu, grad_sigma
+
+    def _resource_peak_grad(self, P: torch.Tensor, GP: torch.Tensor, weight: float) -> torch.Tensor:
+        usage = self.tensors["usage"]
+        _, K, L = usage.shape
+        keep = self.tensors["res_keep"]
+        if keep.numel() == 0:
+            return P.new_zeros(())
+        R = P.new_zeros(K, self.D + L - 1)
+        for c in range(L):
+            R[:, c : c + self.D] += usage[:, :, c].T @ P
+        scale = self.tensors["res_scale"][:, None] * self.tau
+        z = R[keep] / scale
+        lse = torch.logsumexp(z, dim=1)
+        S = P.new_zeros(K, self.D + L - 1)
+        S[keep] = torch.softmax(z, dim=1) * weight
+        for c in range(L):
+            GP += usage[:, :, c] @ S[:, c : c + self.D]
+        return (scale[:, 0] * lse).sum()
+
+    def _edge_terms_grad(
+        self,
+        C: torch.Tensor,
+        P: torch.Tensor,
+        GC: torch.Tensor,
+        GP: torch.Tensor,
+        f_weight: float,
+        lam: torch.Tensor | None,
+        rho: float,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        W = self.D
+        n = C.shape[0]
+        pad_l, pad_r = int(self.scales["pad_l"]), int(self.scales["pad_r"])
+        ext = torch.cat([C.new_zeros(n, pad_l), C, C.new_ones(n, pad_r)], dim=1)
+        want_comm = self.formulation == "A"
+        src_idx = self.tensors["dep_src"]
+        src_rows = (torch.cat([C, P], dim=1) if want_comm else P).index_select(0, src_idx)
+        Ps = src_rows[:, W:] if want_comm else src_rows
+        G_src = torch.zeros_like(src_rows)
+        G_Ps = G_src[:, W:] if want_comm else G_src
+        G_ext = torch.zeros_like(ext)
+        dep, comm = [], C.new_zeros(())
+        cvs = []
+        for grp in self.dep_groups:
+            lo = min(grp.shift, 0)
+            hi = max(grp.shift, 0) + W
+            cv = ext[:, pad_l + lo : pad_l + hi].index_select(0, grp.dst)
+            off = grp.shift - lo
+            dep.append((Ps[grp.r0 : grp.r1] * cv[:, off : off + W]).sum(dim=1))
+            cvs.append((cv, lo, off))
+        g = torch.cat(dep) if dep else C.new_zeros(0)
+        gam = rho * g if lam is None else lam[: g.shape[0]] + rho * g
+        for grp, (cv, lo, off) in zip(self.dep_groups, cvs, strict=True):
+            gg = gam[grp.r0 : grp.r1, None]
+            G_cv = torch.zeros_like(cv)
+            G_cv[:, off : off + W] = gg * Ps[grp.r0 : grp.r1]
+            G_Ps[grp.r0 : grp.r1] += gg * cv[:, off : off + W]
+            if want_comm and grp.ncomm and W > 1:
+                k = grp.ncomm
+                cu = src_rows[grp.r0 : grp.r0 + k, : W - 1]
+                cvv = cv[:k, -lo : -lo + W - 1]
+                w = self.tensors["comm_w"][grp.comm0 : grp.comm0 + k, None]
+                comm = comm + (w * cu * (1.0 - cvv)).sum()
+                G_src[grp.r0 : grp.r0 + k, : W - 1] += (f_weight * w) * (1.0 - cvv)
+                G_cv[:k, -lo : -lo + W - 1] -= (f_weight * w) * cu
+            G_ext[:, pad_l + lo : pad_l + lo + cv.shape[1]].index_add_(0, grp.dst, G_cv)
+        if want_comm:
+            G_CP = torch.zeros(n, 2 * W, dtype=C.dtype, device=C.device).index_add_(
+                0, src_idx, G_src
+            )
+            GC += G_CP[:, :W]
+            GP += G_CP[:, W:]
+        else:
+            GP.index_add_(0, src_idx, G_src)
+        GC += G_ext[:, pad_l : pad_l + W]
+        return g, comm
+
+    def _modulo_resource_grad(
+        self, P: torch.Tensor, GP: torch.Tensor, lam: torch.Tensor | None, rho: float
+    ) -> torch.Tensor:
+        II = int(self.II or 1)
+        keep = self.tensors["cap_keep"]
+        if keep.numel() == 0:
+            return P.new_zeros(0)
+        n, W = P.shape
+        pad = (-W) % II
+        Q = torch.cat([P, P.new_zeros(n, pad)], dim=1).reshape(n, -1, II).sum(dim=1)
+        usage = self.tensors["usage"][:, keep]
+        U = P.new_zeros(usage.shape[1], II)
+        for c in range(usage.shape[2]):
+            U += torch.roll(usage[:, :, c].T @ Q, shifts=c, dims=1)
+        cap = self.tensors["cap"][:, None]
+        g = (torch.relu(U - cap) / cap).reshape(-1)
+        gam = rho * g if lam is None else lam + rho * g
+        GU = (gam.reshape(U.shape) * (U > cap)) / cap
+        GQ = P.new_zeros(n, II)
+        for c in range(usage.shape[2]):
+            GQ += usage[:, :, c] @ torch.roll(GU, shifts=-c, dims=1)
+        reps = (W + pad) // II
+        GP += GQ.repeat(1, reps)[:, :W]
+        return g
+
+    def _memory_grad(
+        self, C: torch.Tensor, GC: torch.Tensor, weight: float, *, modulo: bool
+    ) -> torch.Tensor:
+        H = int(self.scales["mem_H"])
+        W = self.D
+        n = C.shape[0]
+        T = self.tensors
+        logc = torch.log(C.clamp_min(1e-12))
+        logs = C.new_zeros(n, H)
+        for grp in self.mem_groups:
+            logs[:, grp.shift : grp.shift + W].index_add_(0, grp.src, logc.index_select(0, grp.dst))
+        ci = torch.cat([C, C.new_ones(n, H - W)], dim=1)
+        prod = torch.exp(logs.clamp_min_(-60.0)) * T["mem_alive"]
+        hs, lo = T["has_succ"][:, None], T["live_out"][:, None]
+        keep = (1.0 - prod) * hs + lo
+        reg = T["b"] @ (ci * keep)
+        if modulo:
+            II = int(self.II or 1)
+            pad = (-H) % II
+            folded = torch.cat([reg, reg.new_zeros(pad)]).reshape(-1, II).sum(dim=0)
+            scale = self.scales["mem_unit"] * max(1, int(self.scales["full_D"]) // II) * self.tau
+            f = scale * torch.logsumexp(folded / scale, dim=0)
+            d_reg = torch.softmax(folded / scale, dim=0).repeat((H + pad) // II)[:H]
+        else:
+            scale = self.scales["mem_unit"] * self.tau
+            f = scale * torch.logsumexp(reg / scale, dim=0)
+            d_reg = torch.softmax(reg / scale, dim=0)
+        G_live = (weight * T["b"])[:, None] * d_reg[None, :]
+        GC += (G_live * keep)[:, :W]
+        G_logs = -(G_live * ci * hs) * prod
+        G_logc = torch.zeros_like(logc)
+        for grp in self.mem_groups:
+            G_logc.index_add_(
+                0, grp.dst, G_logs[:, grp.shift : grp.shift + W].index_select(0, grp.src)
+            )
+        GC += torch.where(C > 1e-12, G_logc / C.clamp_min(1e-12), 0.0)
+        return f
+
+
+def _groups(
+    g: GauSGraph, eidx: np.ndarray, shift: np.ndarray, comm: np.ndarray, dev: torch.device
+) -> list[_EdgeGroup]:
+    """Split sorted edges ``eidx`` into runs of equal ``shift``."""
+    out: list[_EdgeGroup] = []
+    if eidx.size == 0:
+        return out
+    cuts = np.flatnonzero(np.diff(shift)) + 1
+    bounds = np.concatenate(([0], cuts, [eidx.size]))
+    comm0 = 0
+    for r0, r1 in zip(bounds[:-1], bounds[1:], strict=True):
+        e = eidx[r0:r1]
+        ncomm = int(comm[r0:r1].sum())
+        out.append(
+            _EdgeGroup(
+                int(r0),
+                int(r1),
+                int(shift[r0]),
+                ncomm,
+                comm0,
+                torch.as_tensor(g.dst[e], device=dev),
+                torch.as_tensor(g.src[e], device=dev),
+            )
+        )
+        comm0 += ncomm
+    return out
