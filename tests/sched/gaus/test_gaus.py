@@ -199,3 +199,44 @@ class TestClosedFormGradient:
         assert torch.allclose(v2, viol.detach(), atol=1e-6)
         assert torch.allclose(c_mu, d_mu, atol=1e-4, rtol=1e-3)
         assert torch.allclose(c_sig, d_sig, atol=1e-4, rtol=1e-3)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(2, 60),
+    density=st.floats(0.0, 0.3),
+    seed=st.integers(0, 10_000),
+    slack=st.integers(0, 6),
+)
+def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack) -> None:
+    import dataclasses
+
+    from twill.sched.gaus.polish import polish_resource
+    from twill.sched.gaus.verify import objective_a
+
+    rng = np.random.default_rng(seed)
+    g = from_dependence_graph(generate_random_dag(n, density, 0, seed=seed))
+    g = dataclasses.replace(
+        g,
+        delay=rng.integers(0, 2, g.num_edges),
+        usage=rng.integers(0, 4, (g.n, 2, 1)).astype(float),
+        comm=rng.integers(0, 2, g.num_edges).astype(float),
+    )
+    asap, _ = asap_alap(g)
+    D = int(asap.max(initial=0)) + 1 + slack
+    t0 = legalise_regular(g, rng.uniform(-0.5, D - 0.5, size=g.n), D)
+    t1, _ = polish_resource(g, t0, D, 10.0)
+    assert schedule_violations(g, t1, D) == []
+    assert objective_a(g, t1, 10.0) <= objective_a(g, t0, 10.0) + 1e-9
+
+
+def test_local_search_reported_separately_and_reaches_balanced_bound(shared_benchmarks) -> None:
+    from twill.io.gml import read_gml
+
+    g = read_gml(shared_benchmarks / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
+    r = GauSSolver(g).solve_resource()
+    assert r.legal and r.gaus_objective is not None and r.objective <= r.gaus_objective
+    lower = 100.0 * g.usage.sum() / r.D  # ratio * balanced stage weight
+    assert r.objective <= 1.02 * lower
+    plain = GauSSolver(g, polish=False).solve_resource()
+    assert plain.gaus_objective is None and plain.objective == pytest.approx(r.gaus_objective)

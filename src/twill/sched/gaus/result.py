@@ -47,6 +47,10 @@ class ScheduleRunResult:
         One line explaining the status.
     settings
         Every hyperparameter used (replays the run together with ``seed``).
+    gaus_objective
+        GauS runs with a post-legalisation local search (:mod:`twill.sched.gaus.polish`):
+        the discrete objective of GauS's own legalised schedule *before* that search, so
+        GauS proper and post-processing stay distinguishable (``objective`` is after it).
     """
 
     status: Status
@@ -69,6 +73,7 @@ class ScheduleRunResult:
     settings: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    gaus_objective: float | None = None
 
     @property
     def feasible(self) -> bool:
@@ -94,6 +99,7 @@ class ScheduleRunResult:
             "settings": dict(self.settings),
             "seed": self.seed,
             "timings": dict(self.timings),
+            "gaus_objective": self.gaus_objective,
             "schedule": dict(self.schedule),
         }
         if history:

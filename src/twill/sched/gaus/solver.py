@@ -385,7 +385,20 @@ class GauSSolver:
                 stacklevel=3,
             )
             return finish(Status.UNKNOWN, None, msg or "no legal schedule found", **hist)
-        return finish(Status.FEASIBLE, out.best_t, f"legal; {out.message}", **hist)
+        best_t, msg = out.best_t, f"legal; {out.message}"
+        if formulation == "A" and settings.polish:
+            from twill.sched.gaus.polish import polish_resource
+
+            t_pol = time.perf_counter()
+            cand, moves = polish_resource(g, best_t, D, ratio, time_limit=settings.polish_time)
+            timings["polish"] = time.perf_counter() - t_pol
+            before = discrete_objective(g, best_t, "A", D=D, ratio=ratio)
+            after = discrete_objective(g, cand, "A", D=D, ratio=ratio)
+            hist["gaus_objective"] = before
+            if not schedule_violations(g, cand, D) and after <= before:
+                best_t = cand
+                msg += f"; local search: {moves} moves, {before:.6g} -> {after:.6g}"
+        return finish(Status.FEASIBLE, best_t, msg, **hist)
 
     def _orig(self, R_cap: float | None) -> DependenceGraph | None:
         return self.original
