@@ -1,22 +1,118 @@
 """Formulation A on the GS-Schedule graphs: GauS vs categorical (GS-Schedule style), list
-scheduling, force-directed and exact CP-SAT (time-capped, with its bound).
+scheduling, force-directed and exact CP-SAT (time-capped, with its bound and any-time curve).
 
 Objective: ``ratio * peak stage weight + #crossing edges`` (GS-Schedule's ILP objective),
 D = nodes on the longest path (GS-Schedule's ILP default), ratio = 100.
 
+Rows per graph:
+
+* ``gaus``: GauS with its default local search after legalisation; ``gaus proper`` in the
+  table is the objective of GauS's own legalised schedule before that search;
+* ``gumbel``, ``list``, ``force``: baselines;
+* ``list+ls``: ablation, the same local search started from list scheduling (separates what
+  the search does from what GauS's optimisation does);
+* ``exact``: CP-SAT with ``--exact-cap`` seconds, one worker; ``t best`` is when its best
+  incumbent appeared (model building included), ``t<=gaus`` when an incumbent first reached
+  GauS's objective.
+
+``LB`` is the trivial bound ``ratio * sum_i w_i / D`` (balanced stages, no crossings).
+
     .venv/bin/python benchmarks/gaus_formulation_a.py                       # all 18 graphs, 120 s
     .venv/bin/python benchmarks/gaus_formulation_a.py --graphs rand_graph_1000_1 --exact-cap 30
+    .venv/bin/python benchmarks/gaus_formulation_a.py --jsonl rows.jsonl    # append rows as it goes
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "benchmarks" / "gs_schedule"
+METHODS = ("gaus", "gumbel", "list", "list+ls", "force", "exact")
+
+
+def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
+    import numpy as np
+
+    from twill.gaus_solver import GauSSolver
+    from twill.io.gml import read_gml
+    from twill.sched.baselines.categorical import gumbel_schedule
+    from twill.sched.baselines.exact import exact_schedule
+    from twill.sched.baselines.force_directed import force_directed_schedule
+    from twill.sched.baselines.list_sched import list_schedule
+    from twill.sched.gaus.bounds import default_D
+    from twill.sched.gaus.polish import polish_resource
+    from twill.sched.gaus.verify import objective_a, schedule_violations
+
+    g = read_gml(path)
+    D = default_D(g, "A")
+    lb = args.ratio * float(g.usage.sum()) / D
+    res: dict = {}
+    extra: dict[str, dict] = {m: {} for m in METHODS}
+    if "gaus" not in args.skip:
+        res["gaus"] = GauSSolver(g, max_iters=args.gaus_iters).solve_resource(ratio=args.ratio)
+        extra["gaus"]["gaus_proper"] = res["gaus"].gaus_objective
+        extra["gaus"]["iterations"] = res["gaus"].iterations
+    if "gumbel" not in args.skip:
+        res["gumbel"] = gumbel_schedule(g, ratio=args.ratio, epochs=args.gumbel_epochs)
+    if "list" not in args.skip:
+        res["list"] = list_schedule(g, "A", ratio=args.ratio)
+        if "list+ls" not in args.skip:
+            t0 = time.perf_counter()
+            base = np.array([res["list"].schedule[x] for x in g.names])
+            t_ls, _ = polish_resource(g, base, D, args.ratio)
+            assert not schedule_violations(g, t_ls, D)
+            extra["list+ls"] = {
+                "objective": objective_a(g, t_ls, args.ratio),
+                "seconds": res["list"].seconds + time.perf_counter() - t0,
+            }
+    if "force" not in args.skip:
+        res["force"] = force_directed_schedule(g, "A", ratio=args.ratio)
+    if "exact" not in args.skip:
+        ex = exact_schedule(g, "A", ratio=args.ratio, time_limit=args.exact_cap)
+        res["exact"] = ex
+        curve = list(ex.objective_history)
+        extra["exact"]["t_best"] = curve[-1][0] if curve else None
+        go = res["gaus"].objective if "gaus" in res else None
+        reach = [s for s, o in curve if go is not None and o <= go + 1e-6]
+        extra["exact"]["t_reach_gaus"] = reach[0] if reach else None
+        extra["exact"]["bound"] = ex.bound
+        extra["exact"]["status"] = ex.status.value
+    objs = {m: r.objective for m, r in res.items() if r.objective is not None}
+    if "objective" in extra["list+ls"]:
+        objs["list+ls"] = extra["list+ls"]["objective"]
+    best = min(objs.values())
+    ex_best = objs.get("exact")
+    rows = []
+    for m in METHODS:
+        if m not in objs and m not in res:
+            continue
+        r = res.get(m)
+        obj = objs.get(m)
+        seconds = extra[m].get("seconds", r.seconds if r is not None else None)
+        rows.append(
+            {
+                "graph": path.stem,
+                "nodes": g.n,
+                "D": D,
+                "method": m,
+                "legal": True if m == "list+ls" else bool(r and r.legal),
+                "objective": obj,
+                "seconds": round(seconds, 2),
+                "ratio_to_best": None if obj is None else obj / best,
+                "gap_to_exact_best": None
+                if (obj is None or ex_best is None)
+                else obj / ex_best - 1,
+                "lb": lb,
+                **{k: v for k, v in extra[m].items() if k not in ("objective", "seconds")},
+            }
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,71 +123,60 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gaus-iters", type=int, default=2000)
     ap.add_argument("--ratio", type=float, default=100.0)
     ap.add_argument("--skip", nargs="*", default=[], help="methods to skip")
-    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the rows as JSON")
+    ap.add_argument("--jsonl", type=Path, default=None, help="append rows to this file")
     args = ap.parse_args(argv)
 
     from rich.console import Console
     from rich.table import Table
 
-    from twill.gaus_solver import GauSSolver
-    from twill.io.gml import read_gml
-    from twill.sched.baselines.categorical import gumbel_schedule
-    from twill.sched.baselines.exact import exact_schedule
-    from twill.sched.baselines.force_directed import force_directed_schedule
-    from twill.sched.baselines.list_sched import list_schedule
+    import twill.sched.gaus.losses  # noqa: F401  (torch import outside the timed calls)
 
     files = sorted(DATA.glob("*.gml"))
     if args.graphs:
         files = [f for f in files if f.stem in args.graphs]
     rows = []
     for f in files:
-        g = read_gml(f)
-        runs = {
-            "gaus": lambda g=g: GauSSolver(g, max_iters=args.gaus_iters).solve_resource(
-                ratio=args.ratio
-            ),
-            "gumbel": lambda g=g: gumbel_schedule(g, ratio=args.ratio, epochs=args.gumbel_epochs),
-            "list": lambda g=g: list_schedule(g, "A", ratio=args.ratio),
-            "force": lambda g=g: force_directed_schedule(g, "A", ratio=args.ratio),
-            "exact": lambda g=g: exact_schedule(
-                g, "A", ratio=args.ratio, time_limit=args.exact_cap
-            ),
-        }
-        res = {m: fn() for m, fn in runs.items() if m not in args.skip}
-        ex = res.get("exact")
-        best = min(r.objective for r in res.values() if r.objective is not None)
-        for m, r in res.items():
-            rows.append(
-                {
-                    "graph": f.stem,
-                    "nodes": g.n,
-                    "method": m,
-                    "legal": r.legal,
-                    "objective": r.objective,
-                    "seconds": round(r.seconds, 2),
-                    "ratio_to_best": None if r.objective is None else r.objective / best,
-                    "gap_to_exact_bound": None
-                    if (ex is None or ex.bound is None or r.objective is None)
-                    else (r.objective - ex.bound) / ex.bound,
-                    "exact_status": None if ex is None else ex.status.value,
-                }
-            )
-        print(f"done {f.stem}", file=sys.stderr, flush=True)
+        new = _rows_for_graph(f, args)
+        rows += new
+        if args.jsonl is not None:
+            with args.jsonl.open("a") as fh:
+                for r in new:
+                    fh.write(json.dumps({**r, "load": os.getloadavg()[0]}) + "\n")
+        print(f"done {f.stem} (load {os.getloadavg()[0]:.1f})", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     t = Table(title=f"Formulation A (ratio {args.ratio}, exact cap {args.exact_cap} s)")
-    for c in ("graph", "nodes", "method", "objective", "x best", "gap to bound", "s"):
+    cols = ("graph", "n", "method", "objective", "x best", "vs exact", "vs LB", "s", "notes")
+    for c in cols:
         t.add_column(c)
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:+.2f}%"
+
     for r in rows:
+        note = ""
+        if r["method"] == "gaus" and r.get("gaus_proper") is not None:
+            note = f"proper {r['gaus_proper']:.5g}, {r['iterations']} it"
+        if r["method"] == "exact":
+            tb, tr = r.get("t_best"), r.get("t_reach_gaus")
+            note = (
+                f"bound {r['bound']:.5g}, t best {tb:.1f}, t<=gaus "
+                + ("never" if tr is None else f"{tr:.1f}")
+                if r.get("bound") is not None
+                else "no solution"
+            )
         t.add_row(
             r["graph"],
             str(r["nodes"]),
             r["method"],
             "-" if r["objective"] is None else f"{r['objective']:.6g}",
             "-" if r["ratio_to_best"] is None else f"{r['ratio_to_best']:.3f}",
-            "-" if r["gap_to_exact_bound"] is None else f"{100 * r['gap_to_exact_bound']:.1f}%",
+            pct(r["gap_to_exact_best"]),
+            "-" if r["objective"] is None else pct(r["objective"] / r["lb"] - 1),
             f"{r['seconds']:.1f}",
+            note,
         )
     Console().print(t)
     return 0
