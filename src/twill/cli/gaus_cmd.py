@@ -45,6 +45,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--plot", default=None, help="save the loss curve to this PNG")
     p.add_argument("--baseline", choices=BASELINES, default=None, help="run a baseline instead")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--no-polish",
+        action="store_true",
+        help="A: skip the local search after legalisation (report GauS proper only)",
+    )
     p.add_argument("--max-iters", type=int, default=None, help="cap on Adam steps")
     p.add_argument("--time-limit", type=float, default=60.0, help="exact baseline cap (s)")
     p.set_defaults(func=run_gaus)
@@ -137,7 +142,12 @@ def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
                 )
 
         solver = GauSSolver(
-            graph, D=args.D, device=args.device, seed=args.seed, on_progress=progress
+            graph,
+            D=args.D,
+            device=args.device,
+            seed=args.seed,
+            on_progress=progress,
+            polish=not args.no_polish,
         )
         return solver.solve(args.formulation, II=II, ratio=args.ratio, max_iters=args.max_iters)
 
