@@ -338,7 +338,21 @@ class GauSSolver:
         )
         lo, hi = asap - 0.5, alap + 0.5
 
+        cache: dict[bytes, tuple[np.ndarray | None, float | None]] = {}
+
         def legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
+            # Legalisation reads only the rounded means (except the perturbed restarts of tiny
+            # modulo graphs), so an unchanged rounding reuses the last answer.
+            key = np.rint(mu).astype(np.int64).tobytes() if g.n > 64 else None
+            if key is not None and key in cache:
+                return cache[key]
+            cache.clear()
+            out = _legalise(mu)
+            if key is not None:
+                cache[key] = out
+            return out
+
+        def _legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
             if formulation == "C":
                 t, _ = legalise_modulo(g, mu, II, D, gens=gens)  # type: ignore[arg-type]
             else:
