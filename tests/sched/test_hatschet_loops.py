@@ -26,7 +26,6 @@ HEAVY = {
     "MachSuite/stencil3d/graph9",
     "origami/e_detect",
     "origami/fir_SAM",
-    "origami/fir_lms",
     "origami/iir_bw",
     "origami/iir_sos16",
     "origami/iir_sos4",
