@@ -234,3 +234,14 @@ def test_ed97_rows_reduce_to_the_dependence():
 def test_unknown_encoding():
     with pytest.raises(InvalidProblemError, match="encoding must be one of ed97, standard"):
         solve_phase1(flash_attention_forward_simplified(), 2, encoding="x")
+
+
+def test_cbc_time_limit_is_unknown_not_infeasible(shared_benchmarks):
+    """PuLP reports CBC's "Stopped on time" as status 0 or as Optimal + sol_status 2: never -1."""
+    g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "aes2" / "graph2.graphml")
+    r = solve_phase1(g, 16, backend="cbc", time_limit=1, tie_break=False)
+    assert r.status is Status.UNKNOWN and r.schedule is None
+    feasible = solve_phase1(g, 24, backend="cbc", time_limit=1, tie_break=False)
+    assert feasible.status in (Status.OPTIMAL, Status.FEASIBLE, Status.UNKNOWN)
+    if feasible.schedule is not None:
+        assert verify_modulo_schedule(g, feasible.schedule, 24) == []
