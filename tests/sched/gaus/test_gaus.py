@@ -158,15 +158,17 @@ class TestClosedFormGradient:
     """The hot path's hand-written gradient equals autograd through ``evaluate``."""
 
     @pytest.mark.parametrize(
-        ("form", "D", "II", "window"),
+        ("form", "D", "II", "window", "delays"),
         [
-            ("A", 30, None, None),
-            ("B", 30, None, (3, 20)),
-            ("C", 60, 5, None),
-            ("C", 60, 5, (10, 35)),
+            ("A", 30, None, None, 3),
+            ("A", 40, None, None, 10),
+            ("B", 30, None, (3, 20), 3),
+            ("C", 60, 5, None, 3),
+            ("C", 60, 5, (10, 35), 3),
+            ("C", 90, 5, (10, 60), 10),
         ],
     )
-    def test_matches_autograd(self, form, D, II, window) -> None:
+    def test_matches_autograd(self, form, D, II, window, delays) -> None:
         import dataclasses
 
         import torch
@@ -178,12 +180,14 @@ class TestClosedFormGradient:
         g = dataclasses.replace(
             g,
             comm=rng.integers(0, 3, g.num_edges).astype(float),
-            delay=rng.integers(0, 3, g.num_edges),
+            delay=rng.integers(0, delays, g.num_edges),
             usage=rng.integers(0, 3, (g.n, 2, 2)).astype(float),
             caps=np.array([4.0, np.inf]),
             live_out=rng.random(g.n) < 0.3,
         )
         m = LossModel.build(g, D=D, formulation=form, II=II, window=window)
+        if delays > 3:  # many distinct shifts: the mixed (per-edge column) group is exercised
+            assert any(grp.cols is not None for grp in m.dep_groups)
         s0, W = window if window else (0, D)
         gen = torch.Generator().manual_seed(1)
         mu = (s0 + 2 + torch.rand(g.n, generator=gen) * (W - 4)).requires_grad_(True)

@@ -68,6 +68,33 @@ class _EdgeGroup:
     comm0: int
     dst: torch.Tensor
     src: torch.Tensor
+    #: Mixed group (edges whose shift is rare): per-edge column index ``[E_g, W]`` into the
+    #: full-width rows; ``None`` for a plain group of one shift.
+    cols: torch.Tensor | None = None
+
+    def rows(self, ext: torch.Tensor, pad_l: int, W: int) -> tuple[torch.Tensor, int]:
+        """Destination rows of ``ext`` this group reads, and their first column in ``ext``."""
+        if self.cols is not None:
+            return ext.index_select(0, self.dst), 0
+        lo = min(self.shift, 0)
+        return ext[:, pad_l + lo : pad_l + max(self.shift, 0) + W].index_select(0, self.dst), (
+            pad_l + lo
+        )
+
+    def pick(self, rows: torch.Tensor, base: int, pad_l: int, W: int) -> torch.Tensor:
+        """``C_v(a + shift)`` for ``a`` in the window, from :meth:`rows`."""
+        if self.cols is not None:
+            return rows.gather(1, self.cols)
+        off = pad_l + self.shift - base
+        return rows[:, off : off + W]
+
+    def put(self, G_rows: torch.Tensor, grad: torch.Tensor, base: int, pad_l: int) -> None:
+        """Add ``grad`` (shaped like :meth:`pick`) into ``G_rows``."""
+        if self.cols is not None:
+            G_rows.scatter_add_(1, self.cols, grad)
+        else:
+            off = pad_l + self.shift - base
+            G_rows[:, off : off + grad.shape[1]] += grad
 
 
 @dataclass
@@ -127,13 +154,18 @@ class LossModel:
         eidx = np.flatnonzero(emask)
         shift = g.delay[eidx] - g.distance[eidx] * ii - 1
         is_comm = (g.comm[eidx] > 0) & (g.distance[eidx] == 0) if formulation == "A" else None
-        # Sort by shift, communication edges first inside a group (window-independent order).
+        mixed = _rare(shift)
+        # Sort by shift (rare shifts last, as one mixed group), communication edges first
+        # inside a group: a window-independent order.
         keys = (~is_comm,) if is_comm is not None else ()
-        order = np.lexsort((eidx, *keys, shift))
-        eidx, shift = eidx[order], shift[order]
+        order = np.lexsort(
+            (eidx, np.where(mixed, shift, 0), *keys, np.where(mixed, 0, shift), mixed)
+        )
+        eidx, shift, mixed = eidx[order], shift[order], mixed[order]
         comm_sorted = is_comm[order] if is_comm is not None else np.zeros(eidx.size, bool)
-        dep_groups = _groups(g, eidx, shift, comm_sorted, dev)
-        scales["pad_l"] = int(max(0, -shift.min(initial=0)))
+        pad_l = int(max(0, -shift.min(initial=0)))
+        dep_groups = _groups(g, eidx, shift, comm_sorted, mixed, dev, W, pad_l)
+        scales["pad_l"] = pad_l
         scales["pad_r"] = int(max(0, shift.max(initial=0)))
         T["dep_src"] = torch.as_tensor(g.src[eidx], device=dev)
         T["usage"] = torch.as_tensor(g.usage, dtype=f32, device=dev)
@@ -153,9 +185,10 @@ class LossModel:
         if formulation in ("B", "C"):
             midx = np.flatnonzero(np.ones(g.num_edges, bool) if modulo else g.forward)
             back = g.distance[midx] * ii
-            morder = np.lexsort((midx, back))
-            midx, back = midx[morder], back[morder]
-            mem_groups = _groups(g, midx, back, np.zeros(midx.size, bool), dev)
+            mmixed = _rare(back)
+            morder = np.lexsort((midx, back, mmixed))
+            midx, back, mmixed = midx[morder], back[morder], mmixed[morder]
+            mem_groups = _groups(g, midx, back, np.zeros(midx.size, bool), mmixed, dev, W, 0)
             H = D + int(back.max(initial=0))
             # A successor j reached over distance delta reads C_j(s - delta*II), which is 0 for
             # s < delta*II: the value is surely live there (a constant mask, no gradient).
@@ -194,14 +227,12 @@ class LossModel:
         Ps = src_rows[:, W:] if want_comm else src_rows
         dep, comm = [], C.new_zeros(())
         for grp in self.dep_groups:
-            lo = min(grp.shift, 0)
-            hi = max(grp.shift, 0) + W
-            cv = ext[:, pad_l + lo : pad_l + hi].index_select(0, grp.dst)
-            off = grp.shift - lo
-            dep.append((Ps[grp.r0 : grp.r1] * cv[:, off : off + W]).sum(dim=1))
+            rows, base = grp.rows(ext, pad_l, W)
+            cv = grp.pick(rows, base, pad_l, W)
+            dep.append((Ps[grp.r0 : grp.r1] * cv).sum(dim=1))
             if want_comm and grp.ncomm and W > 1:
                 cu = src_rows[grp.r0 : grp.r0 + grp.ncomm, : W - 1]
-                cvv = cv[: grp.ncomm, -lo : -lo + W - 1]
+                cvv = rows[: grp.ncomm, pad_l - base : pad_l - base + W - 1]
                 w = self.tensors["comm_w"][grp.comm0 : grp.comm0 + grp.ncomm]
                 comm = comm + (w * (cu * (1.0 - cvv)).sum(dim=1)).sum()
         g = torch.cat(dep) if dep else C.new_zeros(0)
@@ -258,6 +289,11 @@ class LossModel:
         logc = torch.log(C.clamp_min(1e-12))
         logs = C.new_zeros(n, H)
         for grp in self.mem_groups:
+            if grp.cols is not None:
+                rows = logc.index_select(0, grp.dst)
+                spread = C.new_zeros(rows.shape[0], H).scatter(1, grp.cols, rows)
+                logs = logs + C.new_zeros(n, H).index_add(0, grp.src, spread)
+                continue
             part = C.new_zeros(n, W).index_add(0, grp.src, logc.index_select(0, grp.dst))
             k = grp.shift
             if k == 0 and H == W:
@@ -393,28 +429,27 @@ class LossModel:
         dep, comm = [], C.new_zeros(())
         cvs = []
         for grp in self.dep_groups:
-            lo = min(grp.shift, 0)
-            hi = max(grp.shift, 0) + W
-            cv = ext[:, pad_l + lo : pad_l + hi].index_select(0, grp.dst)
-            off = grp.shift - lo
-            dep.append((Ps[grp.r0 : grp.r1] * cv[:, off : off + W]).sum(dim=1))
-            cvs.append((cv, lo, off))
+            rows, base = grp.rows(ext, pad_l, W)
+            cv = grp.pick(rows, base, pad_l, W)
+            dep.append((Ps[grp.r0 : grp.r1] * cv).sum(dim=1))
+            cvs.append((rows, base, cv))
         g = torch.cat(dep) if dep else C.new_zeros(0)
         gam = rho * g if lam is None else lam[: g.shape[0]] + rho * g
-        for grp, (cv, lo, off) in zip(self.dep_groups, cvs, strict=True):
+        for grp, (rows, base, cv) in zip(self.dep_groups, cvs, strict=True):
             gg = gam[grp.r0 : grp.r1, None]
-            G_cv = torch.zeros_like(cv)
-            G_cv[:, off : off + W] = gg * Ps[grp.r0 : grp.r1]
-            G_Ps[grp.r0 : grp.r1] += gg * cv[:, off : off + W]
+            G_rows = torch.zeros_like(rows)
+            grp.put(G_rows, gg * Ps[grp.r0 : grp.r1], base, pad_l)
+            G_Ps[grp.r0 : grp.r1] += gg * cv
             if want_comm and grp.ncomm and W > 1:
                 k = grp.ncomm
+                c0 = pad_l - base
                 cu = src_rows[grp.r0 : grp.r0 + k, : W - 1]
-                cvv = cv[:k, -lo : -lo + W - 1]
+                cvv = rows[:k, c0 : c0 + W - 1]
                 w = self.tensors["comm_w"][grp.comm0 : grp.comm0 + k, None]
                 comm = comm + (w * cu * (1.0 - cvv)).sum()
                 G_src[grp.r0 : grp.r0 + k, : W - 1] += (f_weight * w) * (1.0 - cvv)
-                G_cv[:k, -lo : -lo + W - 1] -= (f_weight * w) * cu
-            G_ext[:, pad_l + lo : pad_l + lo + cv.shape[1]].index_add_(0, grp.dst, G_cv)
+                G_rows[:k, c0 : c0 + W - 1] -= (f_weight * w) * cu
+            G_ext[:, base : base + rows.shape[1]].index_add_(0, grp.dst, G_rows)
         if want_comm:
             G_CP = torch.zeros(n, 2 * W, dtype=C.dtype, device=C.device).index_add_(
                 0, src_idx, G_src
@@ -461,7 +496,12 @@ class LossModel:
         logc = torch.log(C.clamp_min(1e-12))
         logs = C.new_zeros(n, H)
         for grp in self.mem_groups:
-            logs[:, grp.shift : grp.shift + W].index_add_(0, grp.src, logc.index_select(0, grp.dst))
+            rows = logc.index_select(0, grp.dst)
+            if grp.cols is not None:
+                spread = C.new_zeros(rows.shape[0], H).scatter_(1, grp.cols, rows)
+                logs.index_add_(0, grp.src, spread)
+            else:
+                logs[:, grp.shift : grp.shift + W].index_add_(0, grp.src, rows)
         ci = torch.cat([C, C.new_ones(n, H - W)], dim=1)
         prod = torch.exp(logs.clamp_min_(-60.0)) * T["mem_alive"]
         hs, lo = T["has_succ"][:, None], T["live_out"][:, None]
@@ -483,26 +523,57 @@ class LossModel:
         G_logs = -(G_live * ci * hs) * prod
         G_logc = torch.zeros_like(logc)
         for grp in self.mem_groups:
-            G_logc.index_add_(
-                0, grp.dst, G_logs[:, grp.shift : grp.shift + W].index_select(0, grp.src)
-            )
+            if grp.cols is not None:
+                part = G_logs.index_select(0, grp.src).gather(1, grp.cols)
+            else:
+                part = G_logs[:, grp.shift : grp.shift + W].index_select(0, grp.src)
+            G_logc.index_add_(0, grp.dst, part)
         GC += torch.where(C > 1e-12, G_logc / C.clamp_min(1e-12), 0.0)
         return f
 
 
+def _rare(shift: np.ndarray, max_groups: int = 8) -> np.ndarray:
+    """Edges whose shift value is rare: outside the ``max_groups`` most common values or
+    shared by fewer than ``max(16, E / 64)`` edges. They form one mixed group (per-edge column
+    gather) so graphs with many distinct distances do not pay one kernel launch per value."""
+    if shift.size == 0:
+        return np.zeros(0, bool)
+    vals, counts = np.unique(shift, return_counts=True)
+    keep = np.argsort(-counts, kind="stable")[:max_groups]
+    keep = keep[counts[keep] >= max(16, shift.size // 64)]
+    return ~np.isin(shift, vals[keep])
+
+
 def _groups(
-    g: GauSGraph, eidx: np.ndarray, shift: np.ndarray, comm: np.ndarray, dev: torch.device
+    g: GauSGraph,
+    eidx: np.ndarray,
+    shift: np.ndarray,
+    comm: np.ndarray,
+    mixed: np.ndarray,
+    dev: torch.device,
+    W: int,
+    col0: int,
 ) -> list[_EdgeGroup]:
-    """Split sorted edges ``eidx`` into runs of equal ``shift``."""
+    """Split sorted edges ``eidx`` into runs of equal ``shift``, plus one trailing group for
+    the ``mixed`` edges (column index ``col0 + shift_e + a``)."""
     out: list[_EdgeGroup] = []
     if eidx.size == 0:
         return out
-    cuts = np.flatnonzero(np.diff(shift)) + 1
-    bounds = np.concatenate(([0], cuts, [eidx.size]))
+    m0 = int(np.argmax(mixed)) if mixed.any() else eidx.size
+    cuts = np.flatnonzero(np.diff(shift[:m0])) + 1
+    bounds = np.concatenate(([0], cuts, [m0])) if m0 > 0 else np.array([0])
     comm0 = 0
-    for r0, r1 in zip(bounds[:-1], bounds[1:], strict=True):
+    spans = list(zip(bounds[:-1], bounds[1:], strict=True))
+    if m0 < eidx.size:
+        spans.append((m0, eidx.size))
+    for r0, r1 in spans:
         e = eidx[r0:r1]
         ncomm = int(comm[r0:r1].sum())
+        cols = None
+        if r0 >= m0:
+            cols = torch.as_tensor(
+                col0 + shift[r0:r1, None] + np.arange(W)[None, :], dtype=torch.int64, device=dev
+            )
         out.append(
             _EdgeGroup(
                 int(r0),
@@ -512,6 +583,7 @@ def _groups(
                 comm0,
                 torch.as_tensor(g.dst[e], device=dev),
                 torch.as_tensor(g.src[e], device=dev),
+                cols,
             )
         )
         comm0 += ncomm

@@ -363,6 +363,12 @@ class GauSSolver:
 
         if settings.init == "legal_midpoint":
             t_mid, _ = legalise(mu0)
+            if t_mid is None and formulation == "C":
+                # Deep graphs: the midpoint of a wide window can leave too little room after it
+                # for the modulo repair; the earliest starts (the list scheduler's lower bounds)
+                # leave the most. Measured on EPFL priority (D = 314, II = 8): no legal
+                # schedule in 2000 steps from the midpoint, legal from the start this way.
+                t_mid, _ = legalise(asap.astype(np.float64))
             if t_mid is not None:
                 mu0 = t_mid.astype(np.float64)
         t_opt = time.perf_counter()
