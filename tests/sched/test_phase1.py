@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from twill.io import load_graph
 from twill.kernels import KERNELS, flash_attention_forward_simplified
 from twill.results import Status
 from twill.sched.bounds import rec_mii, res_mii
-from twill.sched.exact.phase1 import _ed97_rows, solve_phase1
+from twill.sched.exact.phase1 import _ed97_rows, _greedy_hint, solve_phase1
 from twill.sched.exact.search import search_min_ii, serial_ii_cap
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.verify import verify_modulo_schedule
@@ -219,6 +220,49 @@ def test_encodings_agree_on_random_graphs(graph):
     for ii in (1, 2, 3):
         got = {outcome(graph, ii, b, e) for b, e in CONFIGS}
         assert len(got) == 1, (ii, got)
+
+
+def single_row(graph: DependenceGraph) -> DependenceGraph:
+    """The same graph with every reservation cut to its first cycle (so "residue" applies)."""
+    ins = tuple(
+        dataclasses.replace(
+            i, reservation={f: (1,) + (0,) * (len(r) - 1) for f, r in i.reservation.items()}
+        )
+        for i in graph.instructions
+    )
+    return graph.replace(instructions=ins)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_graphs())
+def test_residue_encoding_and_hints_agree_on_random_graphs(graph):
+    """CP-SAT's integer-residue encoding and the greedy hint (on or off) move no optimum."""
+    graph = single_row(graph)
+    for ii in (1, 2, 3):
+        got = set()
+        for backend, encoding, hint in [
+            ("cbc", "ed97", False),
+            ("cbc", "ed97", True),
+            ("cpsat", "standard", False),
+            ("cpsat", "residue", False),
+            ("cpsat", "residue", True),
+        ]:
+            r = solve_phase1(
+                graph, ii, backend=backend, encoding=encoding, hint=hint, tie_break=False
+            )
+            assert r.status in (Status.OPTIMAL, Status.INFEASIBLE)
+            got.add((r.status, r.L))
+        assert len(got) == 1, (ii, got)
+        seed = _greedy_hint(graph, ii)
+        if seed is not None:
+            assert verify_modulo_schedule(graph, seed, ii) == []
+            assert got.pop()[0] is Status.OPTIMAL
+
+
+def test_residue_encoding_needs_cpsat_and_single_rows():
+    g = flash_attention_forward_simplified()
+    with pytest.raises(InvalidProblemError, match="residue"):
+        solve_phase1(g, 2, backend="cbc", encoding="residue")
 
 
 def test_ed97_rows_reduce_to_the_dependence():

@@ -56,6 +56,7 @@ unless ``check=False``); ``II >= 1``.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -349,6 +350,87 @@ def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: boo
     return start
 
 
+def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
+    """A modulo schedule at ``ii`` from a greedy list scheduler, or ``None`` (heuristic only).
+
+    Ops are placed in a topological order of the distance-0 edges, each at the earliest start
+    after its placed predecessors whose reservation rows fit the modulo reservation table
+    (trying ``ii`` consecutive starts). The stages are then recomputed as the least ones for
+    the chosen residues, which keeps them inside the proven stage bounds. The result is only a
+    *hint* (CP-SAT solution hint, CBC warm start); it is returned only when the independent
+    verifier accepts it. For an acyclic graph whose ops each reserve one row, this always
+    succeeds at ``ii >= ResMII`` (a unit's table has a free class until all its users are
+    placed); with recurrences or multi-row tables it may fail, which costs nothing.
+    """
+    names = graph.names
+    index = graph.index()
+    n = len(names)
+    caps = graph.machine.functional_units
+    preds: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    succ0: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for e in graph.edges:
+        u, v = index[e.src], index[e.dst]
+        preds[v].append((u, e.delay - e.distance * ii))
+        if e.distance == 0 and u != v:
+            succ0[u].append(v)
+            indeg[v] += 1
+    order: list[int] = []
+    ready = [i for i in range(n) if indeg[i] == 0]
+    while ready:
+        i = ready.pop(0)
+        order.append(i)
+        for v in succ0[i]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    if len(order) != n:
+        return None
+    table: dict[tuple[str, int], int] = {}
+    start: dict[int, int] = {}
+    for i in order:
+        ins = graph.instructions[i]
+        rows = [
+            (fu, c, u)
+            for fu, rrt in ins.reservation.items()
+            if caps.get(fu, -1) >= 0
+            for c, u in enumerate(rrt)
+            if u
+        ]
+        est = max([0] + [start[u] + w for u, w in preds[i] if u in start])
+        for t in range(est, est + ii):
+            use: dict[tuple[str, int], int] = {}
+            for fu, c, u in rows:
+                key = (fu, (t + c) % ii)
+                use[key] = use.get(key, 0) + u
+            if all(table.get(k, 0) + u <= caps[k[0]] for k, u in use.items()):
+                for k, u in use.items():
+                    table[k] = table.get(k, 0) + u
+                start[i] = t
+                break
+        else:
+            return None
+    # least starts with the same residues (pointwise smallest: inside the stage bounds)
+    res = [start[i] % ii for i in range(n)]
+    least = list(res)
+    arcs = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
+    for _ in range(n + 1):
+        changed = False
+        for u, v, w in arcs:
+            need = least[u] + w
+            if need > least[v]:
+                least[v] = need + (res[v] - need) % ii
+                changed = True
+        if not changed:
+            break
+    else:
+        return None
+    schedule = {names[i]: least[i] for i in range(n)}
+    if verify_modulo_schedule(graph, schedule, ii):
+        return None
+    return schedule
+
+
 def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
     """Eichenberger-Davidson (PLDI 1997) rows for ``M(y) - M(x) >= w`` (spec §3.2).
 
@@ -367,7 +449,8 @@ def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
     ]
 
 
-ENCODINGS = ("ed97", "standard")
+ENCODINGS = ("ed97", "standard", "residue")
+_ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
 
 # ---------------------------------------------------------------------------------------------
@@ -435,10 +518,25 @@ class _PulpModel:
             self.prob += self.L >= self.start[x] + t, f"len[{x}]"
         self.prob += self.L >= self.m.l_const, "len_const"
 
+    def hint(self, values: dict[int, int]) -> None:
+        """CBC warm start (an incumbent from the start): residues, stages and ``L``."""
+        ii = self.m.ii
+        for i, v in values.items():
+            self.k[i].setInitialValue(v // ii)
+            for r in range(ii):
+                self.a[i, r].setInitialValue(int(v % ii == r))
+        self.L.setInitialValue(_length(self.m, values))
+        self.warm = True
+
     def solve(self, time_limit: float | None, threads: int) -> Status:
         pulp = self.pulp
         solver = pulp.PULP_CBC_CMD(
-            msg=False, timeLimit=time_limit, threads=threads, gapRel=0.0, gapAbs=0.0
+            msg=False,
+            timeLimit=time_limit,
+            threads=threads,
+            gapRel=0.0,
+            gapAbs=0.0,
+            warmStart=getattr(self, "warm", False),
         )
         if not solver.available():  # pragma: no cover - environment
             raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
@@ -499,9 +597,16 @@ class _CpSatModel:
         self.a: dict[tuple[int, int], Any] = {}
         self.start: dict[int, Any] = {}
         self.k: dict[int, Any] = {}
+        self.residue: dict[int, Any] = {}
         ub = dict(m.stage_ub)
         for i in m.kept:
             k = self.k[i] = model.new_int_var(0, ub[i], f"k[{i}]")
+            if self.encoding == "residue":  # integer residue, no 0-1 row
+                r_i = self.residue[i] = model.new_int_var(0, m.ii - 1, f"r[{i}]")
+                t = model.new_int_var(0, m.ii * ub[i] + m.ii - 1, f"M[{i}]")
+                model.add(t == m.ii * k + r_i)
+                self.start[i] = t
+                continue
             row = []
             for r in range(m.ii):
                 self.a[i, r] = model.new_bool_var(f"a[{i},{r}]")
@@ -527,16 +632,19 @@ class _CpSatModel:
             self.model.add(self.start[x] >= h)
 
     def _add_modulo_reservation(self) -> None:
-        for _fu, _r, cap, terms in self.m.mrt_rows:
-            self.model.add(sum(u * self.a[i, res] for i, res, u in terms) <= cap)
-        self._add_redundant_residue_constraints()
+        if self.encoding != "residue":
+            for _fu, _r, cap, terms in self.m.mrt_rows:
+                self.model.add(sum(u * self.a[i, res] for i, res, u in terms) <= cap)
+        self._add_residue_constraints()
 
-    def _add_redundant_residue_constraints(self) -> None:
-        """Labelled redundant constraints (same solutions, stronger propagation): for a unit
-        whose users reserve only their first cycle, the residues form an all-different set
-        (capacity 1, one unit each) or a cumulative of unit-length intervals in ``[0, II)``."""
+    def _add_residue_constraints(self) -> None:
+        """For a unit whose users reserve only their first cycle, the residues form an
+        all-different set (capacity 1, one unit each) or a cumulative of unit-length intervals
+        in ``[0, II)``. With the 0-1 encodings these are labelled redundant constraints (same
+        solutions, stronger propagation); with ``"residue"`` they *are* the modulo
+        reservation table (every limited unit is such a unit, checked by the caller)."""
         m, model = self.m, self.model
-        residue: dict[int, Any] = {}
+        residue: dict[int, Any] = self.residue
         for fu, cap, users in m.residue_groups:
             for i, _ in users:
                 if i not in residue:
@@ -563,6 +671,9 @@ class _CpSatModel:
             solver.parameters.max_time_in_seconds = float(time_limit)
         solver.parameters.num_workers = max(1, threads)
         solver.parameters.random_seed = 0
+        # CP-SAT's presolve expands an all-different over d values into d * |vars| literals
+        # (default for d <= 256); at large II that alone can eat the time limit.
+        solver.parameters.max_alldiff_domain_size = _ALLDIFF_EXPAND
         code = solver.solve(self.model)
         self.solver = solver
         return {
@@ -580,17 +691,26 @@ class _CpSatModel:
 
     def minimise_length_from(self, values: dict[int, int]) -> None:
         """Second step: minimise L, hinted with the schedule found by the first."""
+        self.hint(values)
+        self.model.minimize(self.L)
+
+    def hint(self, values: dict[int, int]) -> None:
+        """Solution hint: the kept ops' starts (and their stages and residues)."""
+        ii = self.m.ii
         self.model.clear_hints()
         for i, v in values.items():
             self.model.add_hint(self.start[i], v)
-        self.model.minimize(self.L)
+            self.model.add_hint(self.k[i], v // ii)
+            if i in self.residue:
+                self.model.add_hint(self.residue[i], v % ii)
+            for r in range(ii):
+                if (i, r) in self.a:
+                    self.model.add_hint(self.a[i, r], int(v % ii == r))
 
     def fix_length_maximise_starts(self, length: int) -> None:
         values = self.values()
         self.model.add(self.L == length)
-        self.model.clear_hints()
-        for i, v in values.items():
-            self.model.add_hint(self.start[i], v)
+        self.hint(values)
         self.model.maximize(sum(self.start.values()))
 
     def size(self) -> dict[str, int]:
@@ -613,6 +733,7 @@ def solve_phase1(
     threads: int = 1,
     check: bool = True,
     encoding: str | None = None,
+    hint: bool = True,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -635,8 +756,17 @@ def solve_phase1(
     encoding
         Dependence rows: ``"ed97"`` (Eichenberger-Davidson structured rows, spec §3.2) or
         ``"standard"`` (one aggregated row per arc). ``None``: ``"ed97"`` for CBC while
-        ``arcs * II <= 2000`` (tighter LP, more rows), else ``"standard"``; CP-SAT uses
-        ``"standard"``. Both give the same optima (tested).
+        ``arcs * II <= 2000`` (tighter LP, more rows), else ``"standard"``. ``"residue"``
+        (CP-SAT only): integer residues with all-different / cumulative constraints instead
+        of 0-1 rows, valid when every limited unit's users reserve only their first cycle;
+        the CP-SAT default when it applies, else ``"standard"``. All give the same optima
+        (tested).
+    hint
+        Seed the solver with a greedy modulo list schedule when one is found (CP-SAT hint,
+        CBC warm start; :func:`_greedy_hint`). Verdicts still come only from the solver,
+        except that a verified hint is itself a proof that ``II`` is feasible: if the solver
+        hits its limit before improving on it, the hint is returned as FEASIBLE
+        (``stats["schedule_source"] = "hint"``, ``L`` not proven).
 
     Returns
     -------
@@ -682,9 +812,18 @@ def solve_phase1(
             Status.INFEASIBLE, II, None, None, backend, time.perf_counter() - t0, 0, stats0
         )
     data = _build_model(graph, II)
+    residue_ok = {row[0] for row in data.mrt_rows} <= {g[0] for g in data.residue_groups}
     if encoding is None:  # ED97 rows tighten CBC's LP but grow as arcs * II
         small = len(data.arcs) * II <= _ED97_MAX_ROWS
-        encoding = "ed97" if backend == "cbc" and small else "standard"
+        if backend == "cbc":
+            encoding = "ed97" if small else "standard"
+        else:
+            encoding = "residue" if residue_ok else "standard"
+    if encoding == "residue" and (backend != "cpsat" or not residue_ok):
+        raise InvalidProblemError(
+            "encoding 'residue' needs backend 'cpsat' and units whose users reserve only "
+            "their first cycle"
+        )
     backend_cls = _PulpModel if backend == "cbc" else _CpSatModel
     impl: _PulpModel | _CpSatModel = backend_cls(data, encoding)
     stats: dict[str, Any] = {
@@ -693,6 +832,10 @@ def solve_phase1(
         "kept_ops": len(data.kept),
         "mrt_rows": len(data.mrt_rows),
     }
+    seed = _greedy_hint(graph, II) if hint else None
+    if seed is not None:
+        impl.hint({x: seed[data.names[x]] for x in data.kept})
+        stats["hint"] = True
     log.info(
         "phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
         backend,
@@ -705,6 +848,21 @@ def solve_phase1(
     )
     status = impl.solve(time_limit, threads)
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
+    if not status.has_solution and seed is not None and status is Status.UNKNOWN:
+        stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
+        low = min(seed.values(), default=0)
+        seed = {n: t - low for n, t in seed.items()}
+        length = max((seed[n] + c for n, c in zip(data.names, data.cycles, strict=True)), default=0)
+        return Phase1Result(
+            Status.FEASIBLE,
+            II,
+            seed,
+            length,
+            backend,
+            time.perf_counter() - t0,
+            data.stage_bound,
+            stats,
+        )
     if not status.has_solution:
         return Phase1Result(
             status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
