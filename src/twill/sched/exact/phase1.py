@@ -350,6 +350,31 @@ def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: boo
     return start
 
 
+def _all_pairs_longest(model: _Model) -> dict[tuple[int, int], int]:
+    """Longest path ``dist[x, y]`` between kept ops over the reduced arcs (``M(y) - M(x) >=``
+    it in every schedule); pairs without a path are absent. Floyd-Warshall with NumPy."""
+    import numpy as np
+
+    kept = list(model.kept)
+    pos = {x: i for i, x in enumerate(kept)}
+    n = len(kept)
+    neg = -(10**15)
+    d = np.full((n, n), neg, dtype=np.int64)
+    np.fill_diagonal(d, 0)
+    for x, y, w in model.arcs:
+        if x != y:
+            d[pos[x], pos[y]] = max(d[pos[x], pos[y]], w)
+    for k in range(n):
+        via = d[:, k : k + 1] + d[k : k + 1, :]
+        via[(d[:, k] <= neg // 2), :] = neg
+        via[:, (d[k, :] <= neg // 2)] = neg
+        np.maximum(d, via, out=d)
+    out = {}
+    for i, j in zip(*np.nonzero(d > neg // 2), strict=True):
+        out[kept[i], kept[j]] = int(d[i, j])
+    return out
+
+
 def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
     """A modulo schedule at ``ii`` from a greedy list scheduler, or ``None`` (heuristic only).
 
@@ -451,6 +476,7 @@ def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
 
 ENCODINGS = ("ed97", "standard", "residue")
 _ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
+_WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <= 4*II values
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
 
 # ---------------------------------------------------------------------------------------------
@@ -577,8 +603,11 @@ class _PulpModel:
 
 
 class _CpSatModel:
-    def __init__(self, model: _Model, encoding: str = "standard") -> None:
+    def __init__(
+        self, model: _Model, encoding: str = "standard", pair_windows: bool = True
+    ) -> None:
         self.encoding = encoding
+        self.pair_windows = pair_windows
         try:
             from ortools.sat.python import cp_model
         except ImportError as exc:  # pragma: no cover - environment
@@ -636,6 +665,8 @@ class _CpSatModel:
             for _fu, _r, cap, terms in self.m.mrt_rows:
                 self.model.add(sum(u * self.a[i, res] for i, res, u in terms) <= cap)
         self._add_residue_constraints()
+        if self.pair_windows:
+            self._add_pair_windows()
 
     def _add_residue_constraints(self) -> None:
         """For a unit whose users reserve only their first cycle, the residues form an
@@ -658,6 +689,31 @@ class _CpSatModel:
                     for i, _ in users
                 ]
                 model.add_cumulative(intervals, [u for _, u in users], cap)
+
+    def _add_pair_windows(self) -> None:
+        """Labelled redundant constraints (same solutions): two users of a capacity-1 unit
+        (one unit, first cycle only) never share a residue, so ``M(y) - M(x)`` is not a
+        multiple of ``II``. Where the dependences confine ``M(y) - M(x)`` to a window
+        ``[lo, hi]`` (longest paths both ways), state it as a domain with those multiples
+        removed; CP-SAT then propagates the residue conflict through the dependences."""
+        m = self.m
+        dist = _all_pairs_longest(m)
+        ii = m.ii
+        for _fu, cap, users in m.residue_groups:
+            if cap != 1 or any(u != 1 for _, u in users):
+                continue
+            ops = [i for i, _ in users]
+            for a, x in enumerate(ops):
+                for y in ops[a + 1 :]:
+                    lo, back = dist.get((x, y)), dist.get((y, x))
+                    if lo is None or back is None or -back - lo > _WINDOW_MAX * ii:
+                        continue
+                    hi = -back
+                    allowed = [
+                        v for v in range(lo, hi + 1) if v % ii
+                    ]  # window is short (<= _WINDOW_MAX * II values)
+                    dom = self.cp.Domain.from_values(allowed)
+                    self.model.add_linear_expression_in_domain(self.start[y] - self.start[x], dom)
 
     def _add_length(self) -> None:
         for x, t in self.m.tail:
