@@ -60,12 +60,23 @@ def register(subparsers: Any) -> None:
 
 def _add_phase2_args(p: argparse.ArgumentParser) -> None:
     """Phase 2 options (issue 3): warp specialisation, probe mode, picture."""
-    p.add_argument("--no-phase2", dest="phase2", action="store_false",
-                   help="Phase 1 only (no warp specialisation)")
-    p.add_argument("--probe", action="store_true",
-                   help="Phase 2 only on the window at the Phase-1 optimal I")
-    p.add_argument("--phase2-time-limit", dest="phase2_time_limit", type=_positive_float,
-                   default=None, metavar="S", help="seconds per Phase-2 (I, L) point")
+    p.add_argument(
+        "--no-phase2",
+        dest="phase2",
+        action="store_false",
+        help="Phase 1 only (no warp specialisation)",
+    )
+    p.add_argument(
+        "--probe", action="store_true", help="Phase 2 only on the window at the Phase-1 optimal I"
+    )
+    p.add_argument(
+        "--phase2-time-limit",
+        dest="phase2_time_limit",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="seconds per Phase-2 (I, L) point",
+    )
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", default=None,
                    help="draw the pipeline (one lane per warp) to FILE")  # fmt: skip
 
