@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -50,6 +51,8 @@ def run_one(path: Path, backend: str, time_limit: float, budget: float) -> dict:
         "optimal": r.optimal,
         "L": r.L,
         "L_optimal": r.L_optimal,
+        "unknown_I": [c.I for c in r.certificate if not c.proven],
+        "hint_only": any(a.stats.get("schedule_source") == "hint" for a in r.attempts),
         "seconds": round(time.perf_counter() - t0, 4),
     }
 
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if "cpsat" in args.backends:  # load OR-Tools before timing (its import takes ~0.5 s)
         from ortools.sat.python import cp_model  # noqa: F401
     rows: list[dict] = []
+    load_before = [round(x, 2) for x in os.getloadavg()]
     for path in loops(args.suites):
         n = len(load_graph(path).instructions)
         if args.max_ops is not None and n > args.max_ops:
@@ -78,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
             r = rows[-1]
             line = f"{r['loop']:<28} {backend:<6} ops={r['ops']:<4} I={r['I']} "
             print(line + f"proven={r['optimal']} {r['seconds']:.2f}s", file=sys.stderr, flush=True)
-    summary = {}
+    summary: dict = {
+        "load_average_before": load_before,
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+    }
     for backend in args.backends:
         mine = [r for r in rows if r["backend"] == backend]
         secs = [r["seconds"] for r in mine]

@@ -475,6 +475,7 @@ def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
 
 
 ENCODINGS = ("ed97", "standard", "residue")
+_SAME = object()  # length_time_limit default: the same as time_limit
 _ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
 _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <= 4*II values
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
@@ -496,7 +497,14 @@ class _PulpModel:
         self._add_dependences()
         self._add_modulo_reservation()
         self._add_length()
-        self.prob.setObjective(pulp.lpSum([self.L]))
+        # feasibility first (it decides II): a zero objective, so CBC stops at the first
+        # schedule; minimise_length_from then minimises L from it (a warm start)
+        self.prob.setObjective(pulp.LpAffineExpression([(self.L, 0)]))
+
+    def minimise_length_from(self, values: dict[int, int]) -> None:
+        """Second step: minimise L, warm-started with the schedule found by the first."""
+        self.hint(values)
+        self.prob.setObjective(self.pulp.LpAffineExpression([(self.L, 1)]))
 
     def _variables(self) -> None:
         pulp, m = self.pulp, self.m
@@ -790,6 +798,7 @@ def solve_phase1(
     check: bool = True,
     encoding: str | None = None,
     hint: bool = True,
+    length_time_limit: float | None | object = _SAME,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -817,6 +826,9 @@ def solve_phase1(
         of 0-1 rows, valid when every limited unit's users reserve only their first cycle;
         the CP-SAT default when it applies, else ``"standard"``. All give the same optima
         (tested).
+    length_time_limit
+        Seconds for the second solve that minimises ``L`` once a schedule is found (default:
+        ``time_limit``). Hitting it gives FEASIBLE; the verdict on ``II`` is unaffected.
     hint
         Seed the solver with a greedy modulo list schedule when one is found (CP-SAT hint,
         CBC warm start; :func:`_greedy_hint`). Verdicts still come only from the solver,
@@ -924,15 +936,15 @@ def solve_phase1(
             status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
         )
     kept_starts = impl.values()
-    if isinstance(impl, _CpSatModel):
-        # CP-SAT ran a pure feasibility search (it decides I); now minimise L from that hint.
-        impl.minimise_length_from(kept_starts)
-        status = impl.solve(time_limit, threads)
-        stats["length_status"] = status.value
-        if status.has_solution:
-            kept_starts = impl.values()
-        else:
-            status = Status.FEASIBLE  # a schedule exists; L not minimised within the limit
+    # Both backends ran a pure feasibility solve (it decides II); now minimise L from that
+    # schedule (hint / warm start), under its own limit: L is secondary to the II verdict.
+    impl.minimise_length_from(kept_starts)
+    status = impl.solve(time_limit if length_time_limit is _SAME else length_time_limit, threads)
+    stats["length_status"] = status.value
+    if status.has_solution:
+        kept_starts = impl.values()
+    else:
+        status = Status.FEASIBLE  # a schedule exists; L not minimised within the limit
     length = _length(data, kept_starts)
     late = False
     if tie_break and status is Status.OPTIMAL:

@@ -170,6 +170,7 @@ def search_min_ii(
     check: bool = True,
     on_attempt: Callable[[Phase1Result], None] | None = None,
     total_time_limit: float | None = None,
+    length_time_limit: float | None = None,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -187,6 +188,11 @@ def search_min_ii(
         Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
     on_attempt
         Called after every Phase-1 solve (progress reporting; the core never prints).
+    length_time_limit
+        Seconds for minimising ``L`` once a schedule is found at an ``I`` (``None``: the same
+        as ``time_limit``). Each Phase-1 solve first only looks for *any* schedule, which is
+        all the minimum-``I`` proof needs (INFEASIBLE below ``I*``, a schedule at ``I*``);
+        ``L`` is secondary and reported as ``L_optimal`` on its own.
     total_time_limit
         Stop trying new ``I`` once this many seconds have passed (``None``: no limit); the
         result then has no schedule and status UNKNOWN unless one was found before.
@@ -238,6 +244,7 @@ def search_min_ii(
             tie_break=tie_break,
             threads=threads,
             check=False,
+            **({} if length_time_limit is None else {"length_time_limit": length_time_limit}),
         )
         attempts.append(r)
         if on_attempt is not None:
