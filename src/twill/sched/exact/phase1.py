@@ -21,11 +21,15 @@ earliest (or, under the tie-break, latest) feasible starts. Because ``II < RecMI
 infeasible by a positive circuit (Bellman-Ford) before any model is built, the longest paths
 are finite.
 
-Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver; one
-solve minimising ``L``) and ``"cpsat"`` (OR-Tools CP-SAT; a pure feasibility solve decides
-``I``, then a second solve minimises ``L`` from that hint). Dependences are written either as
-one aggregated row per arc (``"standard"``) or as Eichenberger-Davidson rows (``"ed97"``,
-spec §3.2, tighter LP); both are exact and tested to agree. Each call returns a
+Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver) and
+``"cpsat"`` (OR-Tools CP-SAT). On both, a pure feasibility solve decides ``I`` (all the
+minimum-``I`` proof needs); a second solve then minimises ``L`` from that schedule (hint /
+warm start) under its own limit. Dependences are written either as one aggregated row per arc
+(``"standard"``) or as Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP);
+CP-SAT also has ``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows;
+its default where every limited unit is reserved for one cycle). All are exact and tested to
+agree. A greedy modulo list schedule, when the verifier accepts it, seeds both solvers.
+Each call returns a
 :class:`Phase1Result` whose status is ``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a
 schedule, ``L`` not proven minimal: a time limit hit after an incumbent), ``INFEASIBLE``
 (proven: no modulo schedule at this ``I``) or ``UNKNOWN`` (limit hit before any proof). A
