@@ -24,7 +24,7 @@ def run() -> None:
                            ("fadiff", fd.report, fd.seconds)):
         t.add_row(name, f"{rep.edp:.4g}", f"{rep.energy_uj:.1f}", f"{rep.cycles:.0f}",
                   f"{rep.dram_bytes / 1e6:.2f}", str(len(rep.fused)), f"{sec:.1f}")
-    Console().print(t)
+    Console(width=140).print(t)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def run() -> None:
         str(r.II),
         f"{r.seconds:.1f}",
     )
-    Console().print(table)
+    Console(width=140).print(table)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def run() -> None:
     from twill.mapping.search import random_search
     from twill.mapping.workload import Layer
 
-    con = Console()
+    con = Console(width=140)
     arch = simba_arch()
     r50_5 = Layer("_outputs_input.5", {"P": 56, "Q": 56, "C": 64, "K": 64})
     rep = evaluate(r50_5, arch, parse_dosa_mapping(GOLDEN))
