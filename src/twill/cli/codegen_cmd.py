@@ -8,8 +8,11 @@ input.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from twill.cli._args import check_output_path, positive_int
 
 __all__ = ["register"]
 
@@ -22,7 +25,8 @@ def register(subparsers: Any) -> None:
                    help="HatScheT resource model")  # fmt: skip
     p.add_argument("--lang", choices=("pseudo", "cuda"), default="pseudo")
     p.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
-    p.add_argument("--max-I", dest="max_I", type=int, default=None, metavar="N")
+    p.add_argument("--max-I", dest="max_I", type=positive_int, default=None, metavar="N",
+                   help="largest initiation interval to try")  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="write to FILE")
     p.set_defaults(func=cmd_codegen)
 
@@ -31,10 +35,12 @@ def cmd_codegen(args: argparse.Namespace) -> int:
     from twill.io import load_graph
     from twill.twill_solver import twill_solve
 
+    check_output_path(args.output, "-o", (args.graph, args.resource_model))
     graph = load_graph(args.graph, args.resource_model)
     result = twill_solve(graph, max_I=args.max_I)
     if result.I is None or result.schedule is None:
-        print(f"twill codegen: no schedule for {graph.name} ({result.status.value})")
+        print(f"twill codegen: no schedule for {graph.name} ({result.status.value})",
+              file=sys.stderr)  # fmt: skip
         return 1
     assignment = result.extra.get("assignment") or None
     if args.lang == "cuda":

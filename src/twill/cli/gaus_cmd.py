@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from twill.cli._args import check_output_path, nonnegative_float, positive_float, positive_int
 from twill.errors import InputFormatError
 
 __all__ = ["register", "load_any_graph", "run_gaus"]
@@ -31,14 +32,18 @@ def register(subparsers: Any) -> None:
     p.add_argument("--formulation", choices=("A", "B", "C"), default="A")
     p.add_argument(
         "--D",
-        type=int,
+        type=positive_int,
         default=None,
         help="latency bound (default: from the "
         "critical path; GS-Schedule data: nodes on the longest path)",
     )
-    p.add_argument("--II", type=int, default=None, help="initiation interval (C; default MII)")
-    p.add_argument("--cap", type=float, default=None, help="capacity of every resource (C)")
-    p.add_argument("--ratio", type=float, default=100.0, help="resource weight in A")
+    p.add_argument(
+        "--II", type=positive_int, default=None, help="initiation interval (C; default MII)"
+    )
+    p.add_argument(
+        "--cap", type=positive_float, default=None, help="capacity of every resource (C)"
+    )
+    p.add_argument("--ratio", type=nonnegative_float, default=100.0, help="resource weight in A")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("-o", "--output", default=None, help="write the JSON result to this file")
@@ -50,8 +55,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="A: skip the local search after legalisation (report GauS proper only)",
     )
-    p.add_argument("--max-iters", type=int, default=None, help="cap on Adam steps")
-    p.add_argument("--time-limit", type=float, default=60.0, help="exact baseline cap (s)")
+    p.add_argument("--max-iters", type=positive_int, default=None, help="cap on Adam steps")
+    p.add_argument("--time-limit", type=positive_float, default=60.0, help="exact baseline cap (s)")
     p.set_defaults(func=run_gaus)
 
 
@@ -74,9 +79,9 @@ def load_any_graph(path: str) -> Any:
 
         return read_hatschet(p)
     if ext == ".json":
-        from twill.io.graph_json import load_graph
+        from twill.io.graph_json import read_graph
 
-        return load_graph(p)
+        return read_graph(p)
     raise InputFormatError(
         f"unknown graph format {ext!r}: expected .gml, .aig, .graphml or .json", source=str(p)
     )
@@ -85,6 +90,8 @@ def load_any_graph(path: str) -> Any:
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.solver import as_gaus_graph
 
+    check_output_path(args.output, "-o", (args.file,))
+    check_output_path(args.plot, "--plot", (args.file,), (".png", ".svg", ".pdf"))
     graph = load_any_graph(args.file)
     g = as_gaus_graph(graph)
     if args.cap is not None:

@@ -15,9 +15,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twill.errors import InvalidProblemError
+from twill.cli._args import check_output_path, positive_float, positive_int
 
 __all__ = ["register"]
+
+# What --plot can write (matplotlib picks the format from the suffix).
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 def register(subparsers: Any) -> None:
@@ -39,7 +42,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--max-I",
         dest="max_I",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="largest initiation interval to try",
@@ -47,7 +50,7 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--time-limit",
         dest="time_limit",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="seconds per Phase-1 solve (a hit makes I unproven)",
@@ -72,7 +75,7 @@ def _add_phase2_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--phase2-time-limit",
         dest="phase2_time_limit",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         metavar="S",
         help="seconds per Phase-2 (I, L) point",
@@ -89,26 +92,6 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
                    help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml)")  # fmt: skip
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, found {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, found {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}")
-    return value
 
 
 def _load(args: argparse.Namespace):
@@ -161,14 +144,6 @@ def cmd_bounds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _same_file(a: str, b: str) -> bool:
-    pa, pb = Path(a), Path(b)
-    try:
-        return pa.exists() and pb.exists() and pa.samefile(pb) or pa.resolve() == pb.resolve()
-    except OSError:
-        return False
-
-
 def _progress_callback():
     """A rich status line on stderr (only when stderr is a terminal)."""
     if not sys.stderr.isatty():
@@ -187,9 +162,9 @@ def _progress_callback():
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.twill_solver import format_result, twill_solve
 
-    inputs = [args.graph] + ([args.resource_model] if args.resource_model else [])
-    if args.output and any(_same_file(args.output, i) for i in inputs):
-        raise InvalidProblemError(f"refusing to overwrite the input file {args.output!r} with -o")
+    inputs = (args.graph, args.resource_model)
+    check_output_path(args.output, "-o", inputs)
+    check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
     graph = _load(args)
     on_attempt, status = _progress_callback()
     try:

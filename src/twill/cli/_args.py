@@ -1,0 +1,91 @@
+"""Argument checks shared by the ``twill`` sub-commands.
+
+Numbers are checked by argparse ``type=`` callables, so a bad value is reported as
+``twill CMD: error: argument --X: expected ..., found '...'`` with exit code 2 before any work
+starts. Output paths (``-o``, ``--plot``) are checked before the (possibly long) solve, so a typo
+never costs a solve, and a file the user gave as input is never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from pathlib import Path
+
+from twill.errors import InvalidProblemError
+
+__all__ = [
+    "positive_int",
+    "positive_float",
+    "nonnegative_float",
+    "same_file",
+    "check_output_path",
+]
+
+
+def _number(text: str, kind: type, expected: str, ok) -> float | int:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {expected}, found {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, found {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (argparse ``type=``)."""
+    return int(_number(text, int, "an integer >= 1", lambda v: v >= 1))
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (argparse ``type=``)."""
+    return float(_number(text, float, "a number > 0", lambda v: 0 < v < float("inf")))
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (argparse ``type=``)."""
+    return float(_number(text, float, "a number >= 0", lambda v: 0 <= v < float("inf")))
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """True when ``a`` and ``b`` name the same file (also through links or ``..``)."""
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return pa.samefile(pb)
+        return pa.resolve() == pb.resolve()
+    except OSError:
+        return False
+
+
+def check_output_path(
+    path: str | None,
+    option: str,
+    inputs: Iterable[str | Path | None] = (),
+    suffixes: tuple[str, ...] | None = None,
+) -> None:
+    """Raise :class:`InvalidProblemError` when ``path`` cannot or must not be written.
+
+    Refused: one of ``inputs`` (the user's data is never overwritten), a directory, a file in a
+    folder that does not exist, and (with ``suffixes``) a suffix outside ``suffixes``. An existing
+    output file is overwritten, as ``cc -o`` and ``sort -o`` do.
+    """
+    if not path:
+        return
+    p = Path(path)
+    for given in inputs:
+        if given and Path(given).exists() and same_file(p, given):
+            raise InvalidProblemError(
+                f"{option} {path}: refusing to overwrite the input file {str(given)!r}"
+            )
+    if p.is_dir():
+        raise InvalidProblemError(f"{option} {path}: is a directory; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise InvalidProblemError(f"{option} {path}: folder {str(parent)!r} does not exist")
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise InvalidProblemError(
+            f"{option} {path}: unsupported file type {p.suffix or '(none)'!r}; "
+            f"expected {', '.join(suffixes)}"
+        )

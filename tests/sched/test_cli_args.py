@@ -1,0 +1,100 @@
+"""Output-path and number checks of the ``twill`` sub-commands (``twill.cli._args``).
+
+Each case is a real bad command line; all must exit 2 with one message naming the option, the
+path and the problem, never a traceback, and never touch a file the user gave as input.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from twill.cli import main
+from twill.cli._args import check_output_path
+from twill.errors import InvalidProblemError
+
+GRAPH = """\
+machine: {functional_units: {TC: 1}}
+instructions:
+  - {name: A, cycles: 1, reservation: {TC: [1]}}
+  - {name: B, cycles: 1, reservation: {TC: [1]}}
+edges:
+  - {src: A, dst: B, delay: 1}
+"""
+
+
+@pytest.fixture
+def graph(tmp_path: Path) -> Path:
+    path = tmp_path / "g.yaml"
+    path.write_text(GRAPH, encoding="utf-8")
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse rejects bad option values itself
+        code = int(exc.code)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "command", [("solve",), ("solve", "--plot"), ("codegen",), ("gaus",), ("gaus", "--plot")]
+)
+def test_never_overwrites_the_input(capsys, tmp_path, command):
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(yaml.safe_load(GRAPH)), encoding="utf-8")
+    before = path.read_bytes()
+    option = command[1] if len(command) > 1 else "-o"
+    code, _, err = run(capsys, command[0], str(path), option, str(tmp_path / "." / "g.json"))
+    assert code == 2 and "refusing to overwrite the input file" in err and option in err
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (("solve", "{g}", "--plot", "{d}"), "is a directory"),
+        (("solve", "{g}", "--plot", "{d}/p.txt"), "unsupported file type '.txt'"),
+        (("solve", "{g}", "-o", "{d}/no/such/r.json"), "does not exist"),
+        (("codegen", "{g}", "-o", "{d}"), "is a directory"),
+        (("codegen", "{g}", "--max-I", "0"), "argument --max-I: expected an integer >= 1"),
+        (("gaus", "{g}", "--II", "-1"), "argument --II: expected an integer >= 1"),
+        (("gaus", "{g}", "--cap", "0"), "argument --cap: expected a number > 0"),
+        (("gaus", "{g}", "--D", "-4"), "argument --D: expected an integer >= 1"),
+        (("gaus", "{g}", "--max-iters", "-1"), "argument --max-iters"),
+        (("gaus", "{g}", "--time-limit", "nan"), "argument --time-limit"),
+    ],
+)
+def test_bad_outputs_and_numbers_exit_2(capsys, tmp_path, graph, argv, needle):
+    argv = tuple(a.format(g=graph, d=tmp_path) for a in argv)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and needle in err, err
+    assert "I = " not in out  # refused before solving
+
+
+def test_gaus_reads_twill_graph_json(capsys, tmp_path):
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(yaml.safe_load(GRAPH)), encoding="utf-8")
+    code, out, _ = run(capsys, "gaus", str(path), "--json", "--max-iters", "20")
+    assert code == 0 and json.loads(out)["legal"] is True
+
+
+def test_gaus_bad_json_is_a_clear_error(capsys, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{bad", encoding="utf-8")
+    code, _, err = run(capsys, "gaus", str(path))
+    assert code == 2 and "bad.json: not valid JSON" in err
+
+
+def test_existing_output_file_is_replaced(tmp_path, graph):
+    out = tmp_path / "r.json"
+    out.write_text("old", encoding="utf-8")
+    check_output_path(str(out), "-o", (graph,))  # allowed, like cc -o
+    with pytest.raises(InvalidProblemError, match="refusing"):
+        check_output_path(str(graph), "-o", (str(out), str(graph)))
