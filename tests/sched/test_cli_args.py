@@ -98,3 +98,11 @@ def test_existing_output_file_is_replaced(tmp_path, graph):
     check_output_path(str(out), "-o", (graph,))  # allowed, like cc -o
     with pytest.raises(InvalidProblemError, match="refusing"):
         check_output_path(str(graph), "-o", (str(out), str(graph)))
+
+
+@pytest.mark.parametrize(("baseline", "formulation"), [("exact", "B"), ("gumbel", "C")])
+def test_gaus_baseline_without_the_formulation(capsys, graph, baseline, formulation):
+    code, _, err = run(
+        capsys, "gaus", str(graph), "--baseline", baseline, "--formulation", formulation
+    )
+    assert code == 2 and f"does not implement formulation {formulation}" in err

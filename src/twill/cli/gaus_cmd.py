@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from twill.cli._args import check_output_path, nonnegative_float, positive_float, positive_int
-from twill.errors import InputFormatError
+from twill.errors import InputFormatError, InvalidProblemError
 
 __all__ = ["register", "load_any_graph", "run_gaus"]
 
 BASELINES = ("list", "force", "gumbel", "exact")
+# The formulations each baseline implements (the others raise inside the baseline).
+BASELINE_FORMULATIONS = {"list": "ABC", "force": "AC", "gumbel": "A", "exact": "AC"}
 
 
 def register(subparsers: Any) -> None:
@@ -90,6 +92,12 @@ def load_any_graph(path: str) -> Any:
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.solver import as_gaus_graph
 
+    if args.baseline and args.formulation not in BASELINE_FORMULATIONS[args.baseline]:
+        supported = ", ".join(BASELINE_FORMULATIONS[args.baseline])
+        raise InvalidProblemError(
+            f"--baseline {args.baseline} does not implement formulation {args.formulation} "
+            f"(it implements: {supported})"
+        )
     check_output_path(args.output, "-o", (args.file,))
     check_output_path(args.plot, "--plot", (args.file,), (".png", ".svg", ".pdf"))
     graph = load_any_graph(args.file)
