@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from twill.cli._args import check_output_path, positive_float, positive_int
 from twill.errors import InvalidProblemError
 
 __all__ = ["register"]
@@ -30,6 +31,11 @@ def _arch(spec: str):
         return simba_arch()
     if spec == "gemmini":
         return gemmini_arch()
+    if not Path(spec).exists():
+        raise InvalidProblemError(
+            f"--arch {spec}: neither a built-in architecture ({', '.join(_BUILTIN_ARCHS)}) "
+            "nor an existing file"
+        )
     return read_arch(spec)
 
 
@@ -71,6 +77,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     from twill.mapping.mapping import to_timeloop_yaml
     from twill.mapping.pipeline import map_layer
 
+    check_output_path(args.output, "-o", (args.layer, args.arch))
     layer = read_layer(args.layer)
     arch = _arch(args.arch)
     check_layer_fits(layer, arch, source=args.layer)
@@ -115,6 +122,7 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             raise InvalidProblemError(
                 f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
             )
+    check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
     layers = read_network(args.directory)
     if args.limit:
         layers = layers[: args.limit]
@@ -314,9 +322,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="MIP backend for --method cosa (default cpsat)",
         )
         p.add_argument(
-            "--time-limit", type=float, default=60.0, help="MIP time limit per layer (s)"
+            "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
         )
-        p.add_argument("--threads", type=int, default=1, help="solver threads per layer")
+        p.add_argument("--threads", type=positive_int, default=1, help="solver threads per layer")
         p.add_argument("--seed", type=int, default=0, help="seed of the solver / random search")
         p.add_argument(
             "--metric",
@@ -332,7 +340,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("layer", help="Timeloop-style problem YAML")
     p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument("--method", choices=MAPPERS, default="cosa")
-    p.add_argument("--n-valid", type=int, default=None, help="valid samples for random search")
+    p.add_argument(
+        "--n-valid", type=positive_int, default=None, help="valid samples for random search"
+    )
     p.add_argument("-o", "--output", help="write the mapping as Timeloop mapping YAML")
     common(p)
     p.set_defaults(func=_cmd_map)
@@ -346,9 +356,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"comma-separated methods among {', '.join(MAPPERS)}",
     )
     p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
-    p.add_argument("--workers", type=int, default=None, help="local pool size")
+    p.add_argument("--workers", type=positive_int, default=None, help="local pool size")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N unique layers")
+    p.add_argument(
+        "--limit", type=positive_int, default=None, help="only the first N unique layers"
+    )
     p.add_argument("--n-valid", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
     common(p)
@@ -362,7 +374,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mapping", help="DOSA mapping string 'L3[WIO] ... - L0[W] ...'")
     p.add_argument("--mapping-file", help="Timeloop mapping YAML instead of --mapping")
     p.add_argument("--dataset", help="DOSA timeloop_sample.csv-style file: evaluate every row")
-    p.add_argument("--limit", type=int, default=None, help="only the first N dataset rows")
+    p.add_argument("--limit", type=positive_int, default=None, help="only the first N dataset rows")
     p.add_argument("--full", action="store_true", help="full report (accesses per level) in JSON")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
     p.set_defaults(func=_cmd_map_eval)

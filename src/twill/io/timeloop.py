@@ -186,6 +186,8 @@ def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
         names = sorted(
             p.stem for p in d.glob("*.yaml") if p.stem not in ("layer_count", "unique_layers")
         )
+    if not names:
+        raise InvalidProblemError("no layer YAML files (and no layers.yaml) in it", source=str(d))
     missing = [n for n in names if not (d / f"{n}.yaml").exists()]
     if missing:
         raise InvalidProblemError(
@@ -616,6 +618,10 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
     bad: list[str] = []
     for i, row in enumerate(rows):
         where = f"row {i + 2}"
+        if None in row.values() or None in row:  # csv: fewer (or more) fields than the header
+            n = sum(k is not None and v is not None for k, v in row.items())
+            bad.append(f"{where}: {n + len(row.get(None) or [])} fields, header has {len(cols)}")
+            continue
         try:
             dims = {d: int(float(row[f"prob.{d.value}"])) for d in DIMS}
             strides = [int(float(row.get(f"prob.{k}") or 1)) for k in _STRIDE_KEYS]
