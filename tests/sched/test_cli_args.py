@@ -119,3 +119,12 @@ def test_map_checks_arch_and_output_first(capsys, tmp_path, shared_benchmarks):
     assert layer.read_bytes() == src.read_bytes()
     code, _, err = run(capsys, "map", str(layer), "--arch", "simba", "--threads", "0")
     assert code == 2 and "argument --threads" in err
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "needle"),
+    [("-o", "{d}", "is a directory"), ("--plot", "{d}/p.txt", "'.txt'"), ("--steps", "0", "--steps")],
+)
+def test_fuse_checks_outputs_before_training(capsys, tmp_path, option, value, needle):
+    code, out, err = run(capsys, "fuse", "bert", option, value.format(d=tmp_path))
+    assert code == 2 and needle in err and "FADiff on" not in out

@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from twill.cli._args import check_output_path, positive_int
+
 __all__ = ["register"]
 
 
@@ -22,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="write the plan as YAML")
     p.add_argument("--plot", help="write the pictures to this PNG file")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--steps", type=positive_int, default=300)
     p.add_argument(
         "--init",
         choices=["none", "cosa"],
@@ -42,6 +44,8 @@ def _run(args: argparse.Namespace) -> int:
     from twill.mapping.fadiff.networks import load_network
     from twill.mapping.fadiff.train import fadiff
 
+    check_output_path(args.output, "-o")
+    check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
     net = load_network(args.network)
     arch = gemmini_arch()
     err = Console(stderr=True)
