@@ -123,7 +123,11 @@ def test_map_checks_arch_and_output_first(capsys, tmp_path, shared_benchmarks):
 
 @pytest.mark.parametrize(
     ("option", "value", "needle"),
-    [("-o", "{d}", "is a directory"), ("--plot", "{d}/p.txt", "'.txt'"), ("--steps", "0", "--steps")],
+    [
+        ("-o", "{d}", "is a directory"),
+        ("--plot", "{d}/p.txt", "'.txt'"),
+        ("--steps", "0", "--steps"),
+    ],
 )
 def test_fuse_checks_outputs_before_training(capsys, tmp_path, option, value, needle):
     code, out, err = run(capsys, "fuse", "bert", option, value.format(d=tmp_path))
