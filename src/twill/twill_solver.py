@@ -80,6 +80,13 @@ class TwillResult:
     def mii(self) -> int:
         return max(self.res_mii, self.rec_mii)
 
+    @property
+    def warps(self) -> dict[str, int] | None:
+        """Op -> (first) warp slot of the verified Phase-2 answer; ``None`` without one
+        (``phase2=False``, or Phase 2 found no joint schedule)."""
+        warps = self.extra.get("warps")
+        return dict(warps) if warps else None
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (the CLI's ``--json`` object)."""
         out = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,18 @@ def test_readme_example_verbatim(capsys):
     assert "schedule: S@0, P@2, O@3" in out
     assert "I=1: excluded by ResMII" in out
     assert "TC (cap 1)  | S | O" in out
+
+
+def test_readme_python_block_runs_as_written(capsys):
+    """The first Python block of README.md, executed exactly as printed there."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "twill_solve(" in block and "result.warps" in block
+    env: dict[str, object] = {}
+    exec(compile(block, "README.md", "exec"), env)
+    result = env["result"]
+    assert set(result.warps) == set(result.schedule) and result.optimal
+    assert twill_solve(env["graph"], max_I=5, phase2=False).warps is None
 
 
 def test_quiet_by_default(capsys):
