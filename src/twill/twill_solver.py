@@ -278,8 +278,14 @@ def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> 
             Status.INFEASIBLE: "every I tried is proven infeasible",
             Status.UNKNOWN: "a time limit was hit before a proof",
         }.get(result.status, result.status.value)
-        tried = result.certificate[-1].I if result.certificate else 0
-        lines.append(f"  no schedule with I <= {tried}: {why}")
+        points = result.extra.get("points") or []
+        if points:  # Phase 1 found I; Algorithm 1 found no joint (warp) schedule
+            tried = max(p["I"] for p in points)
+            lines.append(f"  no warp-specialised schedule with I <= {tried}: {why}")
+            lines.append(f"  (Phase 1 alone, without warps: I = {result.extra.get('phase1_I')})")
+        else:
+            tried = result.certificate[-1].I if result.certificate else 0
+            lines.append(f"  no schedule with I <= {tried}: {why}")
     else:
         proof = "proven optimal" if result.optimal else "NOT proven optimal"
         lines.append(f"  I = {result.I} ({proof})")

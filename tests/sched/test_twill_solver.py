@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from twill.errors import InvalidProblemError
+from twill.results import Status
 from twill.sched.ir import Instruction
-from twill.twill_solver import TwillResult, format_mrt, twill_solve
+from twill.twill_solver import TwillResult, format_mrt, format_result, twill_solve
 
 
 def test_readme_example_verbatim(capsys):
@@ -84,3 +85,25 @@ def test_mrt_picture_multi_row():
     )
     text = format_mrt(g, {"a": 1}, 2)
     assert "a[1]" in text.splitlines()[2] and "a[0]" in text.splitlines()[2]
+
+
+def test_phase2_unknown_is_reported_as_such(capsys):
+    """A Phase-2 time limit must not read as 'no schedule with I <= (Phase-1 bound)'."""
+    from twill.kernels import flash_attention_forward_simplified
+
+    graph = flash_attention_forward_simplified()
+    phase1 = twill_solve(graph, max_I=5, phase2=False)
+    result = dataclasses.replace(
+        phase1,
+        status=Status.UNKNOWN,
+        I=None,
+        L=None,
+        schedule=None,
+        optimal=False,
+        extra={"points": [{"I": 2, "L": 4, "answer": "unknown"}, {"I": 3, "L": 3,
+                                                                   "answer": "unknown"}],
+               "phase1_I": 2},
+    )  # fmt: skip
+    text = format_result(result, graph)
+    assert "no warp-specialised schedule with I <= 3: a time limit was hit" in text
+    assert "Phase 1 alone, without warps: I = 2" in text and "optimal" not in text
