@@ -132,3 +132,12 @@ def test_map_checks_arch_and_output_first(capsys, tmp_path, shared_benchmarks):
 def test_fuse_checks_outputs_before_training(capsys, tmp_path, option, value, needle):
     code, out, err = run(capsys, "fuse", "bert", option, value.format(d=tmp_path))
     assert code == 2 and needle in err and "FADiff on" not in out
+
+
+def test_never_overwrites_the_resource_model_found_beside_a_graphml(capsys, tmp_path):
+    (tmp_path / "g.graphml").write_text("<graphml/>", encoding="utf-8")
+    rm = tmp_path / "gRM.xml"
+    rm.write_text("<ResourceModel/>", encoding="utf-8")
+    code, _, err = run(capsys, "solve", str(tmp_path / "g.graphml"), "-o", str(rm))
+    assert code == 2 and "refusing to overwrite the input file" in err
+    assert rm.read_text(encoding="utf-8") == "<ResourceModel/>"

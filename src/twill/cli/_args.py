@@ -59,6 +59,20 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
+def _with_companions(inputs: Iterable[str | Path | None]) -> list[Path]:
+    """The inputs plus the files read beside them implicitly (a HatScheT ``.graphml``'s
+    ``NAME_RM.xml`` / ``NAMERM.xml`` resource model)."""
+    out: list[Path] = []
+    for given in inputs:
+        if not given:
+            continue
+        q = Path(given)
+        out.append(q)
+        if q.suffix.lower() == ".graphml":
+            out += [q.with_name(q.stem + "_RM.xml"), q.with_name(q.stem + "RM.xml")]
+    return out
+
+
 def check_output_path(
     path: str | None,
     option: str,
@@ -74,7 +88,7 @@ def check_output_path(
     if not path:
         return
     p = Path(path)
-    for given in inputs:
+    for given in _with_companions(inputs):
         if given and Path(given).exists() and same_file(p, given):
             raise InvalidProblemError(
                 f"{option} {path}: refusing to overwrite the input file {str(given)!r}"
