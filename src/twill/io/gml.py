@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.text import read_text_file
 from twill.sched.gaus.graph import GauSGraph, topological_generations
 
 __all__ = ["read_gml", "parse_gml"]
@@ -172,8 +173,4 @@ def read_gml(path: str | Path) -> GauSGraph:
     (2, 1, [5.0, 0.0], [1.0])
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputFormatError(f"not a text file ({exc.reason})", source=str(p)) from None
-    return parse_gml(text, source=str(p))
+    return parse_gml(read_text_file(p), source=str(p))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.text import read_text_file
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import check_graph
 
@@ -281,7 +282,7 @@ def read_graph(path: str | Path) -> DependenceGraph:
         The file does not exist.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path)
     try:
         if _is_yaml(path):
             import yaml

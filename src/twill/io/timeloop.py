@@ -22,12 +22,14 @@ Supported formats:
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.text import read_text_file
 from twill.mapping.arch import (
     SIMBA_ENERGY_PJ,
     Arch,
@@ -73,10 +75,7 @@ def load_yaml(path: str | Path) -> Any:
     import yaml
 
     p = Path(path)
-    try:
-        text = p.read_text()
-    except UnicodeDecodeError as exc:
-        raise InputFormatError(f"not a text file ({exc.reason})", source=str(p)) from None
+    text = read_text_file(p)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -602,7 +601,7 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
     missing columns raise :class:`InvalidProblemError` naming the file and the columns.
     """
     p = Path(path)
-    with p.open(newline="") as fh:
+    with io.StringIO(read_text_file(p), newline="") as fh:
         reader = csv.DictReader(fh)
         cols = set(reader.fieldnames or [])
         need = {"mapping.mapping", "arch.meshX", "arch.mem1_instances", "arch.mem2_entries"}
