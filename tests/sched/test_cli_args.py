@@ -141,3 +141,8 @@ def test_never_overwrites_the_resource_model_found_beside_a_graphml(capsys, tmp_
     code, _, err = run(capsys, "solve", str(tmp_path / "g.graphml"), "-o", str(rm))
     assert code == 2 and "refusing to overwrite the input file" in err
     assert rm.read_text(encoding="utf-8") == "<ResourceModel/>"
+
+
+def test_gaus_reads_twill_graph_yaml(capsys, graph):
+    code, out, _ = run(capsys, "gaus", str(graph), "--json", "--max-iters", "20")
+    assert code == 0 and json.loads(out)["graph"] == "g"

@@ -1,7 +1,7 @@
 """``twill gaus FILE``: GauS (or a baseline) on a graph file (GauS spec; issue "GauS").
 
 Inputs by extension: ``.gml`` (GS-Schedule), ``.aig`` (binary AIGER), ``.graphml`` (HatScheT),
-``.json`` (twill graph JSON). ``--json`` prints one object with ``schedule``, ``legal``,
+``.json``/``.yaml`` (twill graph). ``--json`` prints one object with ``schedule``, ``legal``,
 ``objective``, ``II``, ``D``, ``seconds`` (and more); the progress bar goes to stderr.
 """
 
@@ -27,10 +27,10 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "gaus",
         help="differentiable scheduling with Gaussian start times (GauS) or a baseline",
-        description="Schedule FILE (.gml, .aig, .graphml, .json) with GauS under formulation "
+        description="Schedule FILE (.gml, .aig, .graphml, .json, .yaml) with GauS under formulation "
         "A (resource peak + communication), B (peak memory) or C (modulo: II, caps, memory).",
     )
-    p.add_argument("file", help="graph file: .gml, .aig, .graphml or .json")
+    p.add_argument("file", help="graph file: .gml, .aig, .graphml, or twill .json/.yaml")
     p.add_argument("--formulation", choices=("A", "B", "C"), default="A")
     p.add_argument(
         "--D",
@@ -80,12 +80,13 @@ def load_any_graph(path: str) -> Any:
         from twill.io.hatschet import read_hatschet
 
         return read_hatschet(p)
-    if ext == ".json":
+    if ext in (".json", ".yaml", ".yml"):
         from twill.io.graph_json import read_graph
 
         return read_graph(p)
     raise InputFormatError(
-        f"unknown graph format {ext!r}: expected .gml, .aig, .graphml or .json", source=str(p)
+        f"unknown graph format {ext!r}: expected .gml, .aig, .graphml, .json or .yaml",
+        source=str(p),
     )
 
 
