@@ -27,8 +27,9 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "gaus",
         help="differentiable scheduling with Gaussian start times (GauS) or a baseline",
-        description="Schedule FILE (.gml, .aig, .graphml, .json, .yaml) with GauS under formulation "
-        "A (resource peak + communication), B (peak memory) or C (modulo: II, caps, memory).",
+        description="Schedule FILE (.gml, .aig, .graphml, .json, .yaml) with GauS under "
+        "formulation A (resource peak + communication), B (peak memory) or C (modulo: II, caps, "
+        "memory).",
     )
     p.add_argument("file", help="graph file: .gml, .aig, .graphml, or twill .json/.yaml")
     p.add_argument("--formulation", choices=("A", "B", "C"), default="A")
