@@ -77,6 +77,7 @@ __all__ = [
     "evaluate_plan",
     "greedy_fusion",
     "repair_plan",
+    "layer_cost",
 ]
 
 _W, _I, _O = 0, 1, 2
@@ -278,11 +279,43 @@ def fusion_groups(net: Network, fused) -> list[list[int]]:
 
 
 # ------------------------------------------------------------------------- exact numbers
+#: Exact per-layer costs by (layer key, arch, mapping). Plans are evaluated and verified many
+#: times with mostly the same mappings (read-outs, greedy fusion, repair, group search); the
+#: NumPy model is deterministic, so its results are memoised. Bounded; cleared when full.
+_COSTS: dict[tuple[str, Arch, Mapping], BatchCost] = {}
+_COSTS_MAX = 10_000
+
+
+def layer_cost(layer: Layer, arch: Arch, mapping: Mapping) -> BatchCost:
+    """The NumPy model's cost of one mapped layer (a batch of one row), memoised.
+
+    The returned arrays are shared between callers: read them, never write into them.
+    """
+    key = (layer.key, arch, mapping)
+    got = _COSTS.get(key)
+    if got is None:
+        if len(_COSTS) >= _COSTS_MAX:
+            _COSTS.clear()
+        got = _COSTS[key] = evaluate_batch(layer, arch, batch_from_mappings([mapping]))
+    return got
+
+
+_VIOLATIONS: dict[tuple[str, Arch, Mapping], tuple[Violation, ...]] = {}
+
+
+def _mapping_violations(layer: Layer, arch: Arch, mapping: Mapping) -> tuple[Violation, ...]:
+    """:func:`~twill.mapping.mapping.verify_mapping`, memoised like :func:`layer_cost`."""
+    key = (layer.key, arch, mapping)
+    got = _VIOLATIONS.get(key)
+    if got is None:
+        if len(_VIOLATIONS) >= _COSTS_MAX:
+            _VIOLATIONS.clear()
+        got = _VIOLATIONS[key] = tuple(verify_mapping(layer, arch, mapping))
+    return got
+
+
 def _layer_costs(net: Network, arch: Arch, mappings) -> list[BatchCost]:
-    return [
-        evaluate_batch(ly, arch, batch_from_mappings([m]))
-        for ly, m in zip(net.layers, mappings, strict=True)
-    ]
+    return [layer_cost(ly, arch, m) for ly, m in zip(net.layers, mappings, strict=True)]
 
 
 def _fusion_values(net: Network, fused) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -375,7 +408,7 @@ def verify_plan(net: Network, arch: Arch, plan: FusionPlan, *, costs=None) -> li
             )
         ]
     for ly, m in zip(net.layers, plan.mappings, strict=True):
-        for v in verify_mapping(ly, arch, m):
+        for v in _mapping_violations(ly, arch, m):
             out.append(Violation(v.rule, {"layer": ly.name, **v.at}, v.value, v.limit, v.message))
     if out or not plan.fused:
         return out

@@ -36,13 +36,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
+from twill.mapping.cost.analytical import BatchCost
 from twill.mapping.fadiff.fusion import (
     FusionPlan,
     energy_and_cycles,
     evaluate_plan,
     fused_level_accesses,
     group_scratchpad_words,
+    layer_cost,
     repair_plan,
 )
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
@@ -171,7 +172,7 @@ class _Row:
 
 
 def _row(layer: Layer, arch: Arch, m: Mapping) -> _Row:
-    c = evaluate_batch(layer, arch, batch_from_mappings([m]))
+    c = layer_cost(layer, arch, m)
     top = arch.n_levels - 1
     sp = top - 1
     return _Row(

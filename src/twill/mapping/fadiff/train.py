@@ -44,7 +44,7 @@ from twill.mapping.fadiff.fusion import (
     verify_plan,
 )
 from twill.mapping.fadiff.networks import Network
-from twill.mapping.mapping import Mapping, verify_mapping
+from twill.mapping.mapping import Mapping
 from twill.mapping.workload import DIMS, Layer
 
 __all__ = ["FADiffResult", "fadiff", "all_dram_mapping"]
@@ -103,6 +103,7 @@ def fadiff(
     method: str | None = None,
     group_len: int = 8,
     group_seeds: int = 1,
+    polish: bool = True,
 ) -> FADiffResult:
     """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
     to fuse, by gradient descent through the differentiable Gemmini model.
@@ -156,6 +157,12 @@ def fadiff(
     group_seeds
         How many of the best layer-wise mapping sets (gradient result and ``candidates``,
         lowest unfused EDP first) seed the group search. 1 keeps ResNet-50 under a minute.
+    polish
+        Discrete read-out polish (:mod:`twill.mapping.fadiff.polish`): the best unfused
+        mappings found (read-outs and ``candidates``) are improved by a local search on the
+        exact model before they are returned (``fusion=False``) or seed the group search.
+        Rounded gradient mappings keep e.g. CoSA's partial-sum splits; the polish removes
+        them in about a second per network. ``False`` gives the pure gradient read-out.
 
     Returns
     -------
@@ -200,6 +207,7 @@ def fadiff(
             method=method,
             group_len=group_len,
             group_seeds=group_seeds,
+            polish=polish,
         )
     finally:
         torch.set_num_threads(threads)
@@ -228,6 +236,7 @@ def _fadiff(
     method,
     group_len,
     group_seeds,
+    polish,
 ):
     import torch
 
@@ -289,6 +298,7 @@ def _fadiff(
     )
     best_plan: FusionPlan | None = None
     best_rep: PlanReport | None = None
+    best_unfused: tuple[float, FusionPlan] | None = None  # lowest-EDP mapping set, unfused
     history: list[dict[str, float]] = []
     evals: list[dict[str, float]] = []
     ref = None
@@ -332,6 +342,10 @@ def _fadiff(
             rep = evaluate_plan(net, arch, plan)
             if rep.valid and (best_rep is None or rep.edp < best_rep.edp):
                 best_plan, best_rep = plan, rep
+            bare = plan.with_fused(())
+            e_bare = rep.edp if not plan.fused else evaluate_plan(net, arch, bare).edp
+            if best_unfused is None or e_bare < best_unfused[0]:
+                best_unfused = (e_bare, bare)
             if cap_broken:
                 w_cap = min(w_cap * 10.0, 1e3)
             evals.append(
@@ -356,12 +370,25 @@ def _fadiff(
                 grep = evaluate_plan(net, arch, g)
                 if grep.valid and grep.edp < best_rep.edp:
                     best_plan, best_rep = g, grep
+    # unfused mapping sets, best first: the read-outs' best and every candidate's
+    seeds = [c.with_fused(()) for c in candidates]
+    seeds += [best_unfused[1]] if best_unfused is not None else []
+    seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c).edp)
+    if polish and seeds:
+        from twill.mapping.fadiff.polish import polish_mappings
+
+        seed0 = seeds[0]
+        label = f"polish({seed0.method or 'gradient'})"
+        pol = FusionPlan(net.name, tuple(polish_mappings(layers, arch, seed0.mappings)), (), label)
+        seeds.insert(0, pol)
+        for p in (pol, greedy_fusion(net, arch, pol)) if fusion else (pol,):
+            prep = evaluate_plan(net, arch, p)
+            if prep.valid and (best_rep is None or prep.edp < best_rep.edp):
+                best_plan, best_rep, source = p, prep, label
     if fusion and group_len > 1 and best_plan is not None:
         from twill.mapping.fadiff.groups import group_search
 
-        # depth-first groups seeded by the best mappings found so far (gradient or candidate)
-        seeds = [best_plan] + [c for c in candidates if c.mappings != best_plan.mappings]
-        seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c.with_fused(())).edp)
+        # depth-first groups seeded by the best unfused mappings found (polished first)
         for sd in seeds[:group_seeds]:
             g = group_search(net, arch, sd.with_fused(()), max_len=group_len, method=method)
             grep = evaluate_plan(net, arch, g)
@@ -390,6 +417,7 @@ def _fadiff(
         device=str(device),
         group_len=group_len,
         group_seeds=group_seeds,
+        polish=polish,
     )
     plan = FusionPlan(
         net.name, best_plan.mappings, best_plan.fused, method, {"source": source, **settings}
@@ -623,7 +651,7 @@ def _read_out(net, arch, Th, Sph, s_now, cands, fallback, method):
         else:
             k = int(np.argmin(cost.energy_pj * cost.cycles))
         m = _mapping_from_arrays(Tb, Sb, orders[k])
-        if verify_mapping(ly, arch, m):
+        if not cost.valid[k]:  # the batch model checks factors, capacities and fan-outs
             cap_broken = True
             m = fallback[b]
         mappings.append(m)
