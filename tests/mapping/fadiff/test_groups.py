@@ -3,6 +3,8 @@ derived example, depth-first block re-mapping and the group search."""
 
 from __future__ import annotations
 
+import pytest
+
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.groups import block_mapping, group_search
@@ -102,14 +104,19 @@ def test_group_search_verified_and_not_worse():
     assert out.fused == (0,)
 
 
-def test_single_layer_fusion_off_within_5_percent_of_cosa_latency():
-    """Cross-check: FADiff without fusion (cold start) vs CoSA on one layer, same model."""
+@pytest.mark.parametrize(
+    "key", ["3_3_14_14_256_256_1_1_1", "1_1_128_1_128_64_1_1_1", "1_1_128_1_768_768_1_1_1"]
+)
+def test_single_layer_fusion_off_within_5_percent_of_cosa_latency(key):
+    """Cross-check: FADiff without fusion (cold start) vs CoSA on one layer, same model. The
+    BERT matmuls needed the read-out polish (the rounded gradient mapping alone was +19 % and
+    +9 %)."""
     from twill.mapping.cosa import cosa_map
     from twill.mapping.cost.analytical import evaluate
     from twill.mapping.fadiff.train import fadiff
 
     arch = gemmini_arch()
-    ly = Layer.from_key("3_3_14_14_256_256_1_1_1", name="conv4x")
+    ly = Layer.from_key(key, name="layer")
     ref = evaluate(ly, arch, cosa_map(ly, arch, time_limit=10).mapping)
     got = fadiff(chain_network([ly]), arch, fusion=False, steps=60, eval_every=10, seed=0)
     assert got.report.valid
