@@ -78,6 +78,7 @@ __all__ = [
     "greedy_fusion",
     "repair_plan",
     "layer_cost",
+    "fused_batch_costs",
 ]
 
 _W, _I, _O = 0, 1, 2
@@ -131,6 +132,37 @@ def energy_and_cycles(level_acc, used, compute, macs, arch: Arch):
         return energy, np.ceil(raw - 1e-9)
     raw = xp.stack(terms, dim=1).max(dim=1).values
     return energy, raw + (xp.ceil(raw - 1e-9) - raw).detach()
+
+
+def fused_batch_costs(
+    cost: BatchCost, macs: float, arch: Arch, s_in: float, s_out: float, s_buf: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Energy (pJ) and cycles of every row of one layer's batch ``cost`` under the traffic
+    rewrite with the layer's fusion values ``s_in``, ``s_out``, ``s_buf`` (module docstring).
+    """
+    top = arch.n_levels - 1
+    sp = top - 1
+    used = cost.instances_used
+    o_dram = (cost.updates[:, top, _O] + cost.reads[:, top, _O]) * used[:, top]
+    i_dram = cost.reads[:, top, _I] * used[:, top]
+    i_fill = cost.fills[:, sp, _I] * used[:, sp]
+    n = len(cost.cycles)
+
+    def col(x: float) -> np.ndarray:
+        return np.full(n, float(x))
+
+    acc = fused_level_accesses(
+        cost.level_accesses,
+        o_dram,
+        i_dram,
+        i_fill,
+        col(s_in),
+        col(s_out),
+        sp=sp,
+        top=top,
+        s_buf=col(s_buf),
+    )
+    return energy_and_cycles(acc, used, cost.compute_cycles, col(macs), arch)
 
 
 def check_gemmini(arch: Arch) -> list[str]:

@@ -39,18 +39,17 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost
 from twill.mapping.fadiff.fusion import (
     FusionPlan,
-    energy_and_cycles,
     evaluate_plan,
-    fused_level_accesses,
+    fused_batch_costs,
     group_scratchpad_words,
     layer_cost,
     repair_plan,
 )
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.mapping import Mapping, verify_mapping
-from twill.mapping.workload import DIMS, Dim, Layer, divisors, prime_factors
+from twill.mapping.workload import Dim, Layer, divisors, prime_factors
 
-__all__ = ["block_mapping", "block_variants", "group_search"]
+__all__ = ["block_mapping", "block_variants", "group_search", "polish_groups"]
 
 log = logging.getLogger(__name__)
 _OS_DRAM = tuple(Dim(c) for c in "NQPKCSR")
@@ -163,44 +162,14 @@ def block_variants(layer: Layer, arch: Arch, mapping: Mapping, blocks: int) -> d
 class _Row:
     mapping: Mapping
     cost: BatchCost
-    acc: np.ndarray
-    used: np.ndarray
-    compute: float
-    o_dram: float
-    i_dram: float
-    i_fill: float
 
 
 def _row(layer: Layer, arch: Arch, m: Mapping) -> _Row:
-    c = layer_cost(layer, arch, m)
-    top = arch.n_levels - 1
-    sp = top - 1
-    return _Row(
-        m,
-        c,
-        c.level_accesses[0].copy(),
-        c.instances_used[0].copy(),
-        float(c.compute_cycles[0]),
-        float((c.updates[0, top, _O] + c.reads[0, top, _O]) * c.instances_used[0, top]),
-        float(c.reads[0, top, _I] * c.instances_used[0, top]),
-        float(c.fills[0, sp, _I] * c.instances_used[0, sp]),
-    )
+    return _Row(m, layer_cost(layer, arch, m))
 
 
 def _numbers(r: _Row, arch: Arch, macs: float, s_in: float, s_out: float, s_buf: float):
-    top = arch.n_levels - 1
-    acc = fused_level_accesses(
-        r.acc[None, :],
-        np.array([r.o_dram]),
-        np.array([r.i_dram]),
-        np.array([r.i_fill]),
-        np.array([s_in]),
-        np.array([s_out]),
-        sp=top - 1,
-        top=top,
-        s_buf=np.array([s_buf]),
-    )
-    e, c = energy_and_cycles(acc, r.used[None, :], np.array([r.compute]), np.array([macs]), arch)
+    e, c = fused_batch_costs(r.cost, macs, arch, s_in, s_out, s_buf)
     return float(e[0]), float(c[0])
 
 
@@ -212,6 +181,7 @@ def group_search(
     max_len: int = 8,
     rounds: int = 2,
     method: str = "fadiff",
+    polish: bool = True,
 ) -> FusionPlan:
     """Best depth-first grouping of ``net`` from ``seed``'s mappings (module docstring).
 
@@ -227,6 +197,8 @@ def group_search(
         Re-linearisations of the EDP objective.
     method
         Name stored in the returned plan.
+    polish
+        Polish the fused layers' mappings afterwards (:func:`polish_groups`).
 
     Returns
     -------
@@ -374,9 +346,48 @@ def group_search(
             mappings[j] = m
     plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
     plan = repair_plan(net, arch, plan)
+    if polish and plan.fused:
+        plan = polish_groups(net, arch, plan)
     rep = evaluate_plan(net, arch, plan)
     log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
     return plan
 
 
-_ = DIMS
+
+def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
+    """``plan`` with the on-chip part of every fused layer's mapping polished.
+
+    Each fused layer gets :func:`twill.mapping.fadiff.polish.polish_mapping` with its fusion
+    values (the objective sees the traffic rewrite), the DRAM level frozen (block structure),
+    no partial sums for producers, and its scratchpad tiles capped at their current sizes, so
+    the group scratchpad rule (which grows with those tiles only) keeps holding. The result
+    is verified and kept only if the network EDP drops.
+    """
+    from twill.mapping.fadiff.fusion import _fusion_values, fusion_groups, verify_plan
+    from twill.mapping.fadiff.polish import polish_mapping
+
+    rep = evaluate_plan(net, arch, plan)
+    s_in, s_out, s_buf = _fusion_values(net, plan.fused)
+    sp = arch.n_levels - 2
+    producers = {net.edges[i].src for i in plan.fused}
+    maps = list(plan.mappings)
+    for j in sorted(x for g in fusion_groups(net, plan.fused) for x in g):
+        ly = net.layers[j]
+        tiles = layer_cost(ly, arch, maps[j]).tiles[0]
+        limit = np.full(tiles.shape, np.inf)
+        limit[sp, _W], limit[sp, _I] = tiles[sp, _W], tiles[sp, _I]
+        maps[j] = polish_mapping(
+            ly,
+            arch,
+            maps[j],
+            w_energy=1.0 / rep.energy_pj,
+            w_cycles=1.0 / rep.cycles,
+            freeze_top=True,
+            tile_limit=limit,
+            fusion=(s_in[j], s_out[j], s_buf[j]),
+            no_partial_sums=j in producers,
+        )
+    new = FusionPlan(plan.network, tuple(maps), plan.fused, plan.method, plan.meta)
+    if not verify_plan(net, arch, new) and evaluate_plan(net, arch, new).edp < rep.edp:
+        return new
+    return plan

@@ -86,12 +86,20 @@ def _order_moves(T: np.ndarray, O: np.ndarray, levels: Sequence[int], max_loops:
     return out
 
 
-def _scores(layer, arch, T, S, O, w_e, w_c, tile_limit) -> np.ndarray:
+def _scores(layer, arch, T, S, O, w_e, w_c, tile_limit, fusion, no_psum) -> np.ndarray:
     c = evaluate_batch(layer, arch, MappingBatch(T, S, O))
     ok = c.valid
     if tile_limit is not None:
         ok = ok & np.all(c.tiles <= tile_limit[None] + 1e-9, axis=(1, 2))
-    return np.where(ok, w_e * c.energy_pj + w_c * c.cycles, np.inf), c.valid
+    if no_psum:
+        ok = ok & (c.reads[:, -1, 2] == 0)
+    if fusion is None:
+        energy, cycles = c.energy_pj, c.cycles
+    else:
+        from twill.mapping.fadiff.fusion import fused_batch_costs
+
+        energy, cycles = fused_batch_costs(c, float(layer.macs), arch, *fusion)
+    return np.where(ok, w_e * energy + w_c * cycles, np.inf), c.valid
 
 
 def polish_mapping(
@@ -105,6 +113,8 @@ def polish_mapping(
     freeze_top: bool = False,
     tile_limit: np.ndarray | None = None,
     max_perm_loops: int = 5,
+    fusion: tuple[float, float, float] | None = None,
+    no_partial_sums: bool = False,
 ) -> Mapping:
     """Best-improvement local search around ``mapping`` (module docstring).
 
@@ -125,6 +135,12 @@ def polish_mapping(
         Optional ``(L, 3)`` upper bounds on the tiles (words; ``inf`` = free).
     max_perm_loops
         Levels with more non-unit loops keep their order (``n!`` permutations).
+    fusion
+        ``(s_in, s_out, s_buf)`` of a fused layer: the objective then uses the fusion
+        traffic rewrite (:func:`twill.mapping.fadiff.fusion.fused_batch_costs`).
+    no_partial_sums
+        Only mappings without DRAM output reads (a fused producer's output must be complete
+        before hand-off, fusion rule 2).
 
     Returns
     -------
@@ -147,7 +163,12 @@ def polish_mapping(
     places = _places(arch, freeze_top)
     top = arch.n_levels - 1
     levels = [m for m in range(1, arch.n_levels) if not (freeze_top and m == top)]
-    cur = _scores(layer, arch, T[None], S[None], O[None], w_energy, w_cycles, tile_limit)[0][0]
+
+    def score(Tb: np.ndarray, Sb: np.ndarray, Ob: np.ndarray):
+        args = (w_energy, w_cycles, tile_limit, fusion, no_partial_sums)
+        return _scores(layer, arch, Tb, Sb, Ob, *args)
+
+    cur = score(T[None], S[None], O[None])[0][0]
     for _ in range(max_rounds):
         singles = _factor_moves(T, S, places)
         orders = _order_moves(T, O, levels, max_perm_loops)
@@ -156,7 +177,7 @@ def polish_mapping(
         nO = np.array([O] * len(singles) + orders).reshape(-1, *O.shape)
         if not len(nT):
             break
-        sc, valid = _scores(layer, arch, nT, nS, nO, w_energy, w_cycles, tile_limit)
+        sc, valid = score(nT, nS, nO)
         k = int(np.argmin(sc))
         best, move = sc[k], (nT[k], nS[k], nO[k])
         broken = [i for i in range(len(singles)) if not valid[i]]
@@ -166,7 +187,7 @@ def polish_mapping(
                 pT = np.array([t for t, _ in pairs])
                 pS = np.array([s for _, s in pairs])
                 pO = np.broadcast_to(O, pT.shape).copy()
-                sc2, _ = _scores(layer, arch, pT, pS, pO, w_energy, w_cycles, tile_limit)
+                sc2, _ = score(pT, pS, pO)
                 k2 = int(np.argmin(sc2))
                 if sc2[k2] < best:
                     best, move = sc2[k2], (pT[k2], pS[k2], pO[k2])
