@@ -121,3 +121,25 @@ def test_single_layer_fusion_off_within_5_percent_of_cosa_latency(key):
     got = fadiff(chain_network([ly]), arch, fusion=False, steps=60, eval_every=10, seed=0)
     assert got.report.valid
     assert got.report.cycles <= 1.05 * ref.cycles
+
+
+def test_two_d_blocks_fuse_wide_rows_that_row_blocks_cannot():
+    """A 3x3 -> 1x1 pair on 8 x 512 feature maps with a 32 KB scratchpad: one output row of
+    the 3x3 (512 x 32) plus its carried 3-row input window (3 x 514 x 32 = 49 K words) does not
+    fit, a block of 1 row x 64 columns does (Q split into 8 blocks)."""
+    from twill.mapping.fadiff.fusion import block_counts
+    from twill.mapping.fadiff.polish import polish_mappings
+
+    arch = gemmini_arch(16, 32, 32)
+    a = Layer.from_key("3_3_8_512_32_32_1_1_1", name="a")
+    b = Layer.from_key("1_1_8_512_32_16_1_1_1", name="b")
+    net = chain_network([a, b], "wide")
+    maps = polish_mappings(net.layers, arch, [all_dram_mapping(ly, arch) for ly in net.layers])
+    seed = FusionPlan("wide", tuple(maps))
+    rows_only = group_search(net, arch, seed, max_q_blocks=1)
+    assert rows_only.fused == ()
+    two_d = group_search(net, arch, seed, max_q_blocks=8)
+    assert two_d.fused == (0,) and verify_plan(net, arch, two_d) == []
+    bp, bq, _ = block_counts(two_d.mappings[0])
+    assert bq > 1 and block_counts(two_d.mappings[1]) == (bp, bq, 1)
+    assert evaluate_plan(net, arch, two_d).edp < evaluate_plan(net, arch, seed).edp

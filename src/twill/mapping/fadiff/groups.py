@@ -62,9 +62,16 @@ _REUSE = 64
 
 
 def block_mapping(
-    layer: Layer, arch: Arch, mapping: Mapping, blocks: int, *, variant: str = "seed"
+    layer: Layer,
+    arch: Arch,
+    mapping: Mapping,
+    blocks: int,
+    *,
+    variant: str = "seed",
+    q_blocks: int = 1,
 ) -> Mapping | None:
-    """``mapping`` re-mapped for a depth-first group with ``blocks`` blocks along P.
+    """``mapping`` re-mapped for a depth-first group with ``blocks`` blocks along P (and
+    ``q_blocks`` along Q: 2-D blocks).
 
     Parameters
     ----------
@@ -77,6 +84,10 @@ def block_mapping(
     variant
         ``"seed"`` (keep the seed's K split), ``"resident"`` (all K on chip first) or
         ``"lean"`` (all scratchpad-level K at DRAM first).
+    q_blocks
+        Block count along Q (a divisor of Q). With ``q_blocks > 1`` a block is a tile of
+        ``P/blocks`` rows by ``Q/q_blocks`` columns: smaller hand-off buffers and input
+        windows, the same resident weights (lean weights are re-streamed per block).
 
     Returns
     -------
@@ -94,20 +105,21 @@ def block_mapping(
     (4, 1)
     """
     top, sp = mapping.n_levels - 1, mapping.n_levels - 2
-    if layer.dim(Dim.P) % blocks:
+    if layer.dim(Dim.P) % blocks or layer.dim(Dim.Q) % q_blocks:
         return None
     T = [list(row) for row in mapping.temporal]
     for d in (Dim.R, Dim.S, Dim.C, Dim.Q, Dim.N, Dim.P):
         T[sp][d.index] *= T[top][d.index]
         T[top][d.index] = 1
-    rem = blocks
-    for lvl in range(sp, -1, -1):
-        g = math.gcd(T[lvl][Dim.P.index], rem)
-        T[lvl][Dim.P.index] //= g
-        rem //= g
-    if rem != 1:
-        return None
-    T[top][Dim.P.index] = blocks
+    for d, nb in ((Dim.P, blocks), (Dim.Q, q_blocks)):
+        rem = nb
+        for lvl in range(sp, -1, -1):  # take the block loop out of the on-chip factors
+            g = math.gcd(T[lvl][d.index], rem)
+            T[lvl][d.index] //= g
+            rem //= g
+        if rem != 1:
+            return None
+        T[top][d.index] = nb
     k = Dim.K.index
     if variant == "resident":
         T[sp][k] *= T[top][k]
@@ -182,6 +194,7 @@ def group_search(
     rounds: int = 2,
     method: str = "fadiff",
     polish: bool = True,
+    max_q_blocks: int = 8,
 ) -> FusionPlan:
     """Best depth-first grouping of ``net`` from ``seed``'s mappings (module docstring).
 
@@ -199,6 +212,8 @@ def group_search(
         Name stored in the returned plan.
     polish
         Polish the fused layers' mappings afterwards (:func:`polish_groups`).
+    max_q_blocks
+        Largest block count along Q tried (2-D blocks; 1 = row blocks only).
 
     Returns
     -------
@@ -225,16 +240,16 @@ def group_search(
     out_edges: list[list[int]] = [[] for _ in range(n)]
     for i, e in enumerate(net.edges):
         out_edges[e.src].append(i)
-    rows: dict[tuple[int, int, str], _Row | None] = {}
+    rows: dict[tuple[int, tuple[int, int], str], _Row | None] = {}
 
-    def row(j: int, b: int, v: str) -> _Row | None:
+    def row(j: int, b: tuple[int, int], v: str) -> _Row | None:
         key = (j, b, v)
         if key not in rows:
-            m = block_mapping(net.layers[j], arch, seed.mappings[j], b, variant=v)
+            m = block_mapping(net.layers[j], arch, seed.mappings[j], b[0], variant=v, q_blocks=b[1])
             rows[key] = None if m is None else _row(net.layers[j], arch, m)
         return rows[key]
 
-    def segment(i: int, k: int, b: int, v: str):
+    def segment(i: int, k: int, b: tuple[int, int], v: str):
         """(energy, cycles, fused edges, mappings) of run i..k fused, or None.
 
         ``v`` is a variant, or ``"mixed"``: resident weights, switching the layer with the
@@ -304,7 +319,13 @@ def group_search(
         for k in range(i + 1, min(n, i + max_len)):
             opts = []
             ps = [net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
-            for b in divisors(math.gcd(*ps)):
+            qs = [net.layers[j].dim(Dim.Q) for j in range(i, k + 1)]
+            # row blocks, and 2-D blocks (Q split too) only once the row blocks are 1 row of
+            # the shortest layer (smaller buffers then need a Q split)
+            gp, gq = math.gcd(*ps), math.gcd(*qs)
+            blocks = [(bp, 1) for bp in divisors(gp)]
+            blocks += [(gp, bq) for bq in divisors(gq) if 1 < bq <= max_q_blocks]
+            for b in blocks:
                 for v in (*_VARIANTS, "mixed"):
                     got = segment(i, k, b, v)
                     if got is not None:
@@ -351,7 +372,6 @@ def group_search(
     rep = evaluate_plan(net, arch, plan)
     log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
     return plan
-
 
 
 def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
