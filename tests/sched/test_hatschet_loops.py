@@ -21,12 +21,9 @@ MALFORMED = {"cTest/vanDongen"}  # upstream XML error: tests/io/test_hatschet.py
 # Measured in benchmarks/phase1_hls.py instead, with both backends compared in the same run
 # (docs/benchmarks.md, "Phase 1 on HLS loops"), and why:
 HEAVY = {
-    "MachSuite/fft_strided/graph2",  # CBC does not prove I=73 infeasible within 20 s
-    "MachSuite/stencil3d/graph9",  # CBC does not prove I=8 infeasible within 20 s
-    "origami/iir_sos16",  # 194 ops, II=64: CBC ~20 s, CP-SAT ~10 s
-    "origami/mat_inv",  # 266 ops, II=177: CBC model alone ~40k binaries (~25 s)
-    "origami/r22_FFT",  # 576 ops, II=192: CBC ~50 s
-    "origami/r2_FFT",  # 576 ops, II=192: CBC ~50 s
+    "origami/mat_inv",  # 266 ops, II=177: ~9 s for both (the CBC model for L: 42k binaries)
+    "origami/r22_FFT",  # 576 ops, II=192: ~18 s for both (CBC model for L: 80k binaries)
+    "origami/r2_FFT",  # 576 ops, II=192: ~18 s for both
 }
 
 

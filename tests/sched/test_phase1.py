@@ -283,9 +283,105 @@ def test_unknown_encoding():
 def test_cbc_time_limit_is_unknown_not_infeasible(shared_benchmarks):
     """PuLP reports CBC's "Stopped on time" as status 0 or as Optimal + sol_status 2: never -1."""
     g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "aes2" / "graph2.graphml")
-    r = solve_phase1(g, 16, backend="cbc", time_limit=1, tie_break=False)
+    # the full §3.1 model: CBC cannot settle I = 16 in 1 s there (the window model can)
+    r = solve_phase1(g, 16, backend="cbc", time_limit=1, tie_break=False, decide="full")
     assert r.status is Status.UNKNOWN and r.schedule is None
     feasible = solve_phase1(g, 24, backend="cbc", time_limit=1, tie_break=False)
     assert feasible.status in (Status.OPTIMAL, Status.FEASIBLE, Status.UNKNOWN)
     if feasible.schedule is not None:
         assert verify_modulo_schedule(g, feasible.schedule, 24) == []
+
+
+# --------------------------------------------------------------------------------------------
+# the window model (module twill.sched.exact.window) against a residue enumerator
+# --------------------------------------------------------------------------------------------
+
+
+@st.composite
+def small_cyclic_graphs(draw):
+    """Up to 5 ops with recurrences (back edges) and contended units, one- or two-row RRTs."""
+    n = draw(st.integers(2, 5))
+    names = [f"v{i}" for i in range(n)]
+    machine = MachineDescription("m", {"A": 1, "B": draw(st.sampled_from([1, 2])), "U": -1})
+    ins = []
+    for name in names:
+        fu = draw(st.sampled_from(["A", "A", "B", "U"]))
+        cycles = draw(st.integers(0, 2))
+        row = (1,) + tuple(draw(st.integers(0, 1)) for _ in range(cycles - 1))
+        ins.append(Instruction(name, cycles, {fu: row} if cycles else {}))
+    edges = []
+    for _ in range(draw(st.integers(1, 8))):
+        u, v = draw(st.sampled_from(names)), draw(st.sampled_from(names))
+        forward = names.index(u) < names.index(v)
+        dist = draw(st.integers(0, 1)) if forward else draw(st.integers(1, 2))
+        edges.append(Edge(u, v, draw(st.integers(0, 4)), dist))
+    return DependenceGraph("small", tuple(ins), tuple(edges), machine)
+
+
+def feasible_by_residues(graph: DependenceGraph, ii: int) -> bool:
+    """Is there a modulo schedule at ``ii``? Enumerates every residue vector ``r``; with ``r``
+    fixed the stages obey ``k_v - k_u >= ceil((d - delta*ii - r_v + r_u) / ii)``, a
+    difference system solved by Floyd-Warshall longest paths from a source (``k >= 0``); it
+    has a solution iff no circuit is positive, and that solution must pass the verifier."""
+    index = graph.index()
+    n = len(graph.names)
+    neg = float("-inf")
+    for res in itertools.product(range(ii), repeat=n):
+        if not _mrt_ok(graph, res, ii):
+            continue
+        dist = [[neg] * (n + 1) for _ in range(n + 1)]
+        for i in range(n + 1):
+            dist[i][i] = 0
+            dist[n][i] = max(dist[n][i], 0)  # node n: the source, k >= 0
+        for e in graph.edges:
+            u, v = index[e.src], index[e.dst]
+            need = -((res[v] - res[u] - e.delay + e.distance * ii) // ii)
+            dist[u][v] = max(dist[u][v], need)
+        for k, i, j in itertools.product(range(n + 1), repeat=3):
+            dist[i][j] = max(dist[i][j], dist[i][k] + dist[k][j])
+        if any(dist[i][i] > 0 for i in range(n + 1)):
+            continue
+        sched = {name: ii * int(dist[n][i]) + res[i] for i, name in enumerate(graph.names)}
+        assert verify_modulo_schedule(graph, sched, ii) == []
+        return True
+    return False
+
+
+def _mrt_ok(graph: DependenceGraph, res: tuple[int, ...], ii: int) -> bool:
+    """The modulo reservation table of residues ``res`` respects every capacity."""
+    use: dict[tuple[str, int], int] = {}
+    for r, ins in zip(res, graph.instructions, strict=True):
+        for fu, row in ins.reservation.items():
+            for c, units in enumerate(row):
+                use[fu, (r + c) % ii] = use.get((fu, (r + c) % ii), 0) + units
+    caps = graph.machine.functional_units
+    return all(caps[fu] < 0 or u <= caps[fu] for (fu, _), u in use.items())
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_cyclic_graphs())
+def test_window_decision_agrees_with_residue_enumeration(graph):
+    for ii in range(max(1, rec_mii(graph)), 5):
+        expected = feasible_by_residues(graph, ii)
+        for backend in BACKENDS:
+            r = solve_phase1(graph, ii, backend=backend, tie_break=False, length_time_limit=5)
+            assert r.status is not Status.UNKNOWN
+            assert (r.schedule is not None) == expected, (backend, ii)
+        full = solve_phase1(graph, ii, backend="cpsat", tie_break=False, decide="full")
+        assert (full.schedule is not None) == expected, ii
+
+
+def test_window_model_settles_the_hard_hls_loops(shared_benchmarks):
+    """md_grid/graph7: MII 39, nothing below 43 (the full model left 41, 42 UNKNOWN)."""
+    g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
+    for backend in BACKENDS:
+        r = solve_phase1(g, 42, backend=backend, time_limit=30, tie_break=False)
+        assert r.status is Status.INFEASIBLE, backend
+        assert r.stats["window"]["decided_ops"] == 24
+        r = solve_phase1(g, 43, backend=backend, time_limit=30, length_time_limit=1)
+        assert r.schedule is not None and verify_modulo_schedule(g, r.schedule, 43) == []
+
+
+def test_unknown_decide():
+    with pytest.raises(InvalidProblemError, match="decide must be one of window, full"):
+        solve_phase1(flash_attention_forward_simplified(), 2, decide="x")

@@ -23,12 +23,15 @@ are finite.
 
 Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver) and
 ``"cpsat"`` (OR-Tools CP-SAT). On both, a pure feasibility solve decides ``I`` (all the
-minimum-``I`` proof needs); a second solve then minimises ``L`` from that schedule (hint /
-warm start) under its own limit. Dependences are written either as one aggregated row per arc
-(``"standard"``) or as Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP);
-CP-SAT also has ``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows;
-its default where every limited unit is reserved for one cycle). All are exact and tested to
-agree. A greedy modulo list schedule, when the verifier accepts it, seeds both solvers.
+minimum-``I`` proof needs), by default on the translation-reduced *window* model of
+:mod:`.window` (one op pinned at 0, every op of a recurrence in a short window relative to
+it, free ops removed; exact, the argument is in that module); a second solve then minimises
+``L`` on the model below, started from that schedule (hint / warm start), under its own
+limit. Dependences are written either as one aggregated row per arc (``"standard"``) or as
+Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP); CP-SAT also has
+``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows; its default
+where every limited unit is reserved for one cycle). All are exact and tested to agree. A
+greedy modulo list schedule, when the verifier accepts it, seeds both solvers.
 Each call returns a
 :class:`Phase1Result` whose status is ``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a
 schedule, ``L`` not proven minimal: a time limit hit after an incumbent), ``INFEASIBLE``
@@ -68,6 +71,15 @@ from typing import Any
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.results import Status
 from twill.sched.bounds import has_positive_cycle
+from twill.sched.exact._cbc import run_cbc
+from twill.sched.exact.window import (
+    build_window_model,
+    decide_cbc,
+    decide_cpsat,
+    least_starts,
+    lift,
+    to_window,
+)
 from twill.sched.ir import DependenceGraph
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
@@ -440,19 +452,9 @@ def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
         else:
             return None
     # least starts with the same residues (pointwise smallest: inside the stage bounds)
-    res = [start[i] % ii for i in range(n)]
-    least = list(res)
     arcs = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
-    for _ in range(n + 1):
-        changed = False
-        for u, v, w in arcs:
-            need = least[u] + w
-            if need > least[v]:
-                least[v] = need + (res[v] - need) % ii
-                changed = True
-        if not changed:
-            break
-    else:
+    least = least_starts({i: start[i] % ii for i in range(n)}, dict.fromkeys(range(n), 0), arcs, ii)
+    if least is None:
         return None
     schedule = {names[i]: least[i] for i in range(n)}
     if verify_modulo_schedule(graph, schedule, ii):
@@ -479,6 +481,7 @@ def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
 
 
 ENCODINGS = ("ed97", "standard", "residue")
+DECIDE = ("window", "full")
 _SAME = object()  # length_time_limit default: the same as time_limit
 _ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
 _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <= 4*II values
@@ -567,28 +570,7 @@ class _PulpModel:
         self.warm = True
 
     def solve(self, time_limit: float | None, threads: int) -> Status:
-        pulp = self.pulp
-        solver = pulp.PULP_CBC_CMD(
-            msg=False,
-            timeLimit=time_limit,
-            threads=threads,
-            gapRel=0.0,
-            gapAbs=0.0,
-            warmStart=getattr(self, "warm", False),
-        )
-        if not solver.available():  # pragma: no cover - environment
-            raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
-        self.prob.solve(solver)
-        # PuLP folds "Stopped on time" with an incumbent into status 1 (Optimal) and tells the
-        # difference only through sol_status (1 = proven optimal, 2 = integer feasible).
-        status, sol = self.prob.status, self.prob.sol_status
-        if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
-            return Status.OPTIMAL
-        if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionIntegerFeasible:
-            return Status.FEASIBLE
-        if status == pulp.LpStatusInfeasible:
-            return Status.INFEASIBLE
-        return Status.UNKNOWN
+        return run_cbc(self.prob, time_limit, threads, getattr(self, "warm", False))
 
     def values(self) -> dict[int, int]:
         return {i: int(round(self.pulp.value(s))) for i, s in self.start.items()}
@@ -803,6 +785,7 @@ def solve_phase1(
     encoding: str | None = None,
     hint: bool = True,
     length_time_limit: float | None | object = _SAME,
+    decide: str = "window",
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -833,6 +816,11 @@ def solve_phase1(
     length_time_limit
         Seconds for the second solve that minimises ``L`` once a schedule is found (default:
         ``time_limit``). Hitting it gives FEASIBLE; the verdict on ``II`` is unaffected.
+    decide
+        How ``II`` is decided: ``"window"`` (default) on the translation-reduced window
+        model of :mod:`.window` (small relative-time domains; exact, see its docstring),
+        ``"full"`` by a feasibility solve of the §3.1 model itself. Both are complete and
+        tested to agree; ``L`` is then minimised on the §3.1 model either way.
     hint
         Seed the solver with a greedy modulo list schedule when one is found (CP-SAT hint,
         CBC warm start; :func:`_greedy_hint`). Verdicts still come only from the solver,
@@ -871,6 +859,8 @@ def solve_phase1(
         )
     if isinstance(II, bool) or not isinstance(II, int) or II < 1:
         raise InvalidProblemError(f"II must be an integer >= 1, found {II!r}")
+    if decide not in DECIDE:
+        raise InvalidProblemError(f"decide must be one of {', '.join(DECIDE)}, found {decide!r}")
     if encoding is not None and encoding not in ENCODINGS:
         raise InvalidProblemError(
             f"encoding must be one of {', '.join(ENCODINGS)}, found {encoding!r}"
@@ -897,17 +887,15 @@ def solve_phase1(
             "their first cycle"
         )
     backend_cls = _PulpModel if backend == "cbc" else _CpSatModel
-    impl: _PulpModel | _CpSatModel = backend_cls(data, encoding)
     stats: dict[str, Any] = {
         "encoding": encoding,
-        **impl.size(),
+        "decide": decide,
         "kept_ops": len(data.kept),
         "mrt_rows": len(data.mrt_rows),
     }
     seed = _greedy_hint(graph, II) if hint else None
-    if seed is not None:
-        impl.hint({x: seed[data.names[x]] for x in data.kept})
-        stats["hint"] = True
+    seed_kept = {x: seed[data.names[x]] for x in data.kept} if seed is not None else None
+    stats["hint"] = seed is not None
     log.info(
         "phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
         backend,
@@ -918,9 +906,27 @@ def solve_phase1(
         data.stage_bound,
         stats,
     )
-    status = impl.solve(time_limit, threads)
+    impl: _PulpModel | _CpSatModel | None = None
+    if decide == "window":  # decide II on the translation-reduced model (module window)
+        wm = build_window_model(data, _all_pairs_longest(data))
+        stats["window"] = wm.stats()
+        decider = decide_cbc if backend == "cbc" else decide_cpsat
+        wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
+        status, times = decider(wm, time_limit, threads, wm_hint)
+        kept_starts = lift(data, wm, times) if times is not None else None
+        if times is not None and kept_starts is None:  # impossible by window's docstring
+            raise VerificationError(
+                ["window-model solution could not be lifted"], what=f"phase 1 (II={II})"
+            )
+    else:  # decide II by a feasibility solve of the full §3.1 model
+        impl = backend_cls(data, encoding)
+        stats.update(impl.size())
+        if seed_kept is not None:
+            impl.hint(seed_kept)
+        status = impl.solve(time_limit, threads)
+        kept_starts = impl.values() if status.has_solution else None
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
-    if not status.has_solution and seed is not None and status is Status.UNKNOWN:
+    if kept_starts is None and seed is not None and status is Status.UNKNOWN:
         stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
         low = min(seed.values(), default=0)
         seed = {n: t - low for n, t in seed.items()}
@@ -935,12 +941,14 @@ def solve_phase1(
             data.stage_bound,
             stats,
         )
-    if not status.has_solution:
+    if kept_starts is None:
         return Phase1Result(
             status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
         )
-    kept_starts = impl.values()
-    # Both backends ran a pure feasibility solve (it decides II); now minimise L from that
+    if impl is None:
+        impl = backend_cls(data, encoding)
+        stats.update(impl.size())
+    # A pure feasibility solve decided II; now minimise L from that
     # schedule (hint / warm start), under its own limit: L is secondary to the II verdict.
     impl.minimise_length_from(kept_starts)
     status = impl.solve(time_limit if length_time_limit is _SAME else length_time_limit, threads)

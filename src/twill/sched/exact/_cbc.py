@@ -1,0 +1,40 @@
+"""Running CBC through PuLP and reading its verdict (shared by the Phase-1 models).
+
+PuLP folds CBC's "Stopped on time" with an incumbent into status 1 (Optimal) and tells the
+difference only through ``sol_status`` (1 = proven optimal, 2 = integer feasible); a stop
+without an incumbent is status 0. Only status -1 is a proof of infeasibility.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twill.errors import BackendUnavailableError
+from twill.results import Status
+
+__all__ = ["run_cbc"]
+
+
+def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> Status:
+    """Solve the PuLP problem ``prob`` with CBC; OPTIMAL, FEASIBLE, INFEASIBLE or UNKNOWN."""
+    import pulp
+
+    solver = pulp.PULP_CBC_CMD(
+        msg=False,
+        timeLimit=time_limit,
+        threads=threads,
+        gapRel=0.0,
+        gapAbs=0.0,
+        warmStart=warm,
+    )
+    if not solver.available():  # pragma: no cover - environment
+        raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
+    prob.solve(solver)
+    status, sol = prob.status, prob.sol_status
+    if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
+        return Status.OPTIMAL
+    if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionIntegerFeasible:
+        return Status.FEASIBLE
+    if status == pulp.LpStatusInfeasible:
+        return Status.INFEASIBLE
+    return Status.UNKNOWN

@@ -1,0 +1,427 @@
+"""Deciding Phase 1 at a fixed II on the translation-reduced *window* model (exact; spec §3).
+
+The minimum-I proof needs, per ``II``, only the answer to "does any modulo schedule exist?"
+(spec §2, §5). That question has symmetries that the §3.1 model (:mod:`.phase1`, which also
+minimises ``L``) leaves open; this module removes them, which turns the residue + stage
+search over absolute times ``[0, K*II)`` into a search over short windows of *relative*
+times. Input: the reduced model of :func:`.phase1._build_model` (kept ops, arcs
+``M(y) - M(x) >= w`` with the projected ops eliminated exactly, modulo reservation rows).
+
+Validity (each step keeps exactly the same yes/no answer):
+
+1. **Translation.** If ``M`` is a modulo schedule at ``II``, so is ``M + c`` for every integer
+   ``c``: the dependences are differences, and adding ``c`` rotates every residue by the same
+   amount, which permutes the rows of the modulo reservation table. So one op, the *anchor*
+   of the largest component below, may be pinned to ``M = 0``; the bounds ``M >= 0`` and
+   ``M >= h`` of the §3.1 model are normalisations and are dropped here.
+2. **Windows.** Inside one strongly connected component ``C`` of the arcs, with anchor
+   ``a``, every schedule has ``dist(a, v) <= M(v) - M(a) <= -dist(v, a)`` (longest paths;
+   finite because ``II >= RecMII`` leaves no positive circuit). So each op of the pinned
+   component ranges over the window ``[dist(a, v), -dist(v, a)]``.
+3. **Components.** Drop the arcs between different components. Conversely, from a solution
+   of that relaxation, visit the components in a topological order of the (acyclic)
+   condensation and add to each a multiple of ``II`` large enough for the arcs coming from
+   the components already placed: residues, hence the reservation table, and the arcs inside
+   the component are unchanged. So every component other than the pinned one may have its
+   anchor in ``[0, II)`` (shift by multiples of ``II``), its ops in
+   ``[dist(a, v), II - 1 - dist(v, a)]``.
+4. **Free ops.** A *free* op is a component of its own (no circuit through it) whose only
+   limited reservation is one unit of a *count-only* unit in its first cycle (every user of
+   that unit reserves exactly one unit, first cycle only). Such an op can take any residue,
+   so it is removed: if the rest is schedulable, every residue ``r`` of a count-only unit
+   ``f`` has ``cap(f) - used(r) >= 0`` free places, ``cap(f)*II - (users kept)`` in all,
+   which is at least the number of free users when ``users(f) <= cap(f)*II`` (checked; it is
+   ``II >= ResMII`` for ``f``), so the free ops fill them greedily. Conversely a schedule
+   restricted to the other ops is a solution of the rest.
+5. **Back to the §3.1 model** (:func:`lift`): with the residues fixed, the least stages that
+   satisfy every arc and ``M >= max(0, h)`` exist (by 3 and 1) and are found by longest
+   paths; they are the least solution used in :func:`.phase1._stage_bounds`, so they lie
+   inside the proven stage bounds and hint / warm-start the model that minimises ``L``.
+
+Two complete backends decide the window model: CP-SAT (:func:`decide_cpsat`: integer starts
+in their windows, residues, all-different / cumulative or 0-1 rows, and the *pair windows*
+below) and CBC (:func:`decide_cbc`: a time-indexed 0-1 program over the windows with the
+strong precedence rows, whose LP relaxation is much tighter than the aggregated row).
+INFEASIBLE is reported only on a finished proof; a time limit gives UNKNOWN.
+
+Preconditions: ``II >= RecMII`` (no positive circuit; :func:`.phase1.solve_phase1` checks it
+first) and the model comes from :func:`.phase1._build_model` at that ``II``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from twill.results import Status
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from twill.sched.exact.phase1 import _Model
+
+__all__ = [
+    "WindowModel",
+    "build_window_model",
+    "decide_cbc",
+    "decide_cpsat",
+    "least_starts",
+    "lift",
+    "to_window",
+]
+
+log = logging.getLogger(__name__)
+
+_WINDOW_MAX = 4  # pair windows: only when M(y) - M(x) ranges over <= 4*II values
+_STRONG_MAX_NONZEROS = 500_000  # CBC: strong precedence rows while they stay this small
+
+
+@dataclass(frozen=True)
+class WindowModel:
+    """The decision model at one ``II`` (module docstring, steps 1-4).
+
+    ``domain[v] = (lo, hi)``: the start of op ``v`` (model index) is in ``[lo, hi]``; ``arcs``
+    are the arcs inside components; ``rows`` and ``groups`` are the §3.1 reservation rows and
+    residue groups restricted to the decided ops; ``pairs`` are ``(x, y, lo, hi)`` with
+    ``lo <= M(y) - M(x) <= hi`` for two users of one capacity-1 unit in one component;
+    ``free`` maps each count-only unit to its capacity and free ops; ``anchor[v]`` is the
+    anchor of ``v``'s component, ``pinned`` the anchor pinned at 0; ``overfull`` names a
+    count-only unit with more users than ``cap * II`` (then no schedule exists).
+    """
+
+    ii: int
+    ops: tuple[int, ...]
+    domain: dict[int, tuple[int, int]]
+    arcs: tuple[tuple[int, int, int], ...]
+    rows: tuple[tuple[str, int, int, tuple[tuple[int, int, int], ...]], ...]
+    groups: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...]
+    pairs: tuple[tuple[int, int, int, int], ...]
+    free: dict[str, tuple[int, tuple[int, ...]]]
+    components: int
+    anchor: dict[int, int]
+    pinned: int
+    overfull: str | None = None
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "decided_ops": len(self.ops),
+            "free_ops": sum(len(ops) for _, ops in self.free.values()),
+            "components": self.components,
+            "domain_values": sum(hi - lo + 1 for lo, hi in self.domain.values()),
+        }
+
+
+def _components(kept: tuple[int, ...], dist: dict[tuple[int, int], int]) -> list[list[int]]:
+    """Strongly connected components of the arcs: ``x ~ y`` iff paths both ways."""
+    seen: set[int] = set()
+    comps = []
+    for x in kept:
+        if x in seen:
+            continue
+        comp = [y for y in kept if y not in seen and (x, y) in dist and (y, x) in dist]
+        seen.update(comp)
+        comps.append(comp)
+    # pin the largest component (its anchor at 0); ties: the smallest op index
+    comps.sort(key=lambda c: (-len(c), c[0]))
+    return comps
+
+
+def _count_only_units(m: _Model) -> dict[str, int]:
+    """Units (with rows in the model) whose every user reserves one unit, first cycle only."""
+    return {fu: cap for fu, cap, users in m.residue_groups if all(u == 1 for _, u in users)}
+
+
+def build_window_model(m: _Model, dist: dict[tuple[int, int], int]) -> WindowModel:
+    """The window model of ``m`` (module docstring); ``dist`` from ``_all_pairs_longest(m)``."""
+    ii = m.ii
+    comps = _components(m.kept, dist)
+    comp_of = {v: ci for ci, comp in enumerate(comps) for v in comp}
+    count_only = _count_only_units(m)
+    units_of: dict[int, set[str]] = {v: set() for v in m.kept}
+    for fu, _r, _cap, terms in m.mrt_rows:
+        for i, _res, _u in terms:
+            units_of[i].add(fu)
+    self_arc = {x for x, y, _w in m.arcs if x == y}
+    free: dict[str, list[int]] = {fu: [] for fu in count_only}
+    for comp in comps:
+        (v,) = comp if len(comp) == 1 else (None,)
+        if v is None or v in self_arc or len(units_of[v]) != 1:
+            continue
+        (fu,) = units_of[v]
+        if fu in count_only:
+            free[fu].append(v)
+    overfull = None
+    for fu, cap, users in m.residue_groups:
+        if fu in count_only and len(users) > cap * ii:
+            overfull = fu
+    freed = {v for ops in free.values() for v in ops}
+    domain: dict[int, tuple[int, int]] = {}
+    for ci, comp in enumerate(comps):
+        a = comp[0]
+        top = 0 if ci == 0 else ii - 1  # step 1 pins comps[0]; step 3 the others to [0, II)
+        for v in comp:
+            if v not in freed:
+                domain[v] = (dist[a, v], top - dist[v, a])
+    ops = tuple(sorted(domain))
+    arcs = tuple(
+        (x, y, w) for x, y, w in m.arcs if x != y and x in domain and comp_of[x] == comp_of[y]
+    )
+    rows = []
+    for fu, r, cap, terms in m.mrt_rows:
+        kept_terms = tuple(t for t in terms if t[0] in domain)
+        if sum(u for _, _, u in kept_terms) > cap:
+            rows.append((fu, r, cap, kept_terms))
+    groups = []
+    for fu, cap, users in m.residue_groups:
+        mine = tuple(t for t in users if t[0] in domain)
+        if sum(u for _, u in mine) > cap:
+            groups.append((fu, cap, mine))
+    pairs = []
+    for _fu, cap, users in groups:
+        if cap != 1 or any(u != 1 for _, u in users):
+            continue
+        for k, (x, _) in enumerate(users):
+            for y, _ in users[k + 1 :]:
+                if comp_of[x] == comp_of[y]:
+                    lo, hi = dist[x, y], -dist[y, x]
+                    if hi - lo < _WINDOW_MAX * ii:
+                        pairs.append((x, y, lo, hi))
+    cap_of = {fu: cap for fu, cap, _ in m.residue_groups}
+    return WindowModel(
+        ii=ii,
+        ops=ops,
+        domain=domain,
+        arcs=arcs,
+        rows=tuple(rows),
+        groups=tuple(groups),
+        pairs=tuple(pairs),
+        free={fu: (cap_of[fu], tuple(ops)) for fu, ops in free.items() if ops},
+        components=len(comps),
+        anchor={v: comp[0] for comp in comps for v in comp},
+        pinned=comps[0][0] if comps else -1,
+        overfull=overfull,
+    )
+
+
+def to_window(wm: WindowModel, starts: dict[int, int]) -> dict[int, int]:
+    """A schedule of the kept ops moved into the window model's domains (steps 1 and 3):
+    translated so that the pinned anchor is at 0, each other component then by the multiple
+    of ``II`` that brings its anchor into ``[0, II)``."""
+    if not wm.ops:
+        return {}
+    ii = wm.ii
+    shift0 = starts[wm.pinned]
+    out = {}
+    for v in wm.ops:
+        base = starts[wm.anchor[v]] - shift0
+        out[v] = starts[v] - shift0 - (0 if wm.anchor[v] == wm.pinned else ii * (base // ii))
+    return out
+
+
+def lift(m: _Model, wm: WindowModel, times: dict[int, int]) -> dict[int, int] | None:
+    """Kept starts of the §3.1 model from a window-model solution (steps 4 and 5).
+
+    Free ops take the residues left over by the decided ones (greedily); then the least
+    starts with these residues that satisfy every arc and ``M >= max(0, h)`` are computed
+    by longest paths. Returns ``None`` only if that fails, which the module docstring
+    proves impossible (the caller treats it as a bug through the verifier).
+    """
+    ii = m.ii
+    res = {v: t % ii for v, t in times.items()}
+    used: dict[tuple[str, int], int] = {}
+    for fu, _cap, users in m.residue_groups:
+        for i, u in users:
+            if i in res:
+                used[fu, res[i]] = used.get((fu, res[i]), 0) + u
+    for fu, (cap, ops) in wm.free.items():
+        slots = [r for r in range(ii) for _ in range(max(0, cap - used.get((fu, r), 0)))]
+        if len(slots) < len(ops):
+            return None
+        for v, r in zip(ops, slots, strict=False):
+            res[v] = r
+    lower = dict(m.lower)
+    floor = {v: max(0, lower.get(v, 0)) for v in m.kept}
+    return least_starts(res, floor, m.arcs, ii)
+
+
+def least_starts(
+    res: dict[int, int], floor: dict[int, int], arcs: Iterable[tuple[int, int, int]], ii: int
+) -> dict[int, int] | None:
+    """Pointwise least starts ``M(v) >= floor[v]`` with ``M(v) = res[v] (mod ii)`` and
+    ``M(y) - M(x) >= w`` for every arc, or ``None`` when there are none.
+
+    Longest paths with each value rounded up to its residue: the update is monotone and every
+    solution bounds it from above, so it settles on the least solution after at most
+    ``|V| + 1`` rounds when one exists; a round budget running out means a positive circuit.
+    """
+    arcs = list(arcs)
+    least = {v: f + (res[v] - f) % ii for v, f in floor.items()}
+    for _ in range(len(least) + 1):
+        changed = False
+        for x, y, w in arcs:
+            need = least[x] + w
+            if need > least[y]:
+                least[y] = need + (res[y] - need) % ii
+                changed = True
+        if not changed:
+            return least
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# CP-SAT
+# ---------------------------------------------------------------------------------------------
+
+
+def decide_cpsat(
+    wm: WindowModel,
+    time_limit: float | None,
+    threads: int,
+    hint: dict[int, int] | None = None,
+) -> tuple[Status, dict[int, int] | None]:
+    """Decide the window model with CP-SAT: (status, start per decided op).
+
+    Integer start ``M`` in its window, ``M = II*q + r``; the reservation table as
+    all-different / cumulative over the residues ``r`` where every user of a unit reserves
+    only its first cycle, else as 0-1 rows. Labelled redundant *pair windows* (same
+    solutions): two users of a capacity-1 unit never share a residue, so ``M(y) - M(x)``
+    avoids the multiples of ``II`` in its window ``[lo, hi]``; CP-SAT then propagates residue
+    conflicts through the dependences. ``linearization_level = 2`` puts the all-different
+    and difference rows into CP-SAT's LP, which proved aes2/graph4 at I = 30, 31 in under a
+    second (seconds to minutes without; docs/benchmarks.md).
+    """
+    from ortools.sat.python import cp_model
+
+    if wm.overfull is not None:
+        return Status.INFEASIBLE, None
+    if not wm.ops:
+        return Status.OPTIMAL, {}
+    ii = wm.ii
+    model = cp_model.CpModel()
+    start, res = {}, {}
+    for v in wm.ops:
+        lo, hi = wm.domain[v]
+        start[v] = model.new_int_var(lo, hi, f"M[{v}]")
+        q = model.new_int_var(lo // ii, hi // ii, f"q[{v}]")
+        res[v] = model.new_int_var(0, ii - 1, f"r[{v}]")
+        model.add(start[v] == ii * q + res[v])
+    for x, y, w in wm.arcs:
+        model.add(start[y] - start[x] >= w)
+    grouped = {fu for fu, _, _ in wm.groups}
+    for fu, cap, users in wm.groups:
+        if cap == 1 and all(u == 1 for _, u in users):
+            model.add_all_different([res[i] for i, _ in users])
+        else:
+            slots = [model.new_fixed_size_interval_var(res[i], 1, f"s[{fu},{i}]") for i, _ in users]
+            model.add_cumulative(slots, [u for _, u in users], cap)
+    rows = [row for row in wm.rows if row[0] not in grouped]
+    if rows:
+        a: dict[tuple[int, int], Any] = {}
+        for v in sorted({i for _, _, _, terms in rows for i, _, _ in terms}):
+            lits = [model.new_bool_var(f"a[{v},{r}]") for r in range(ii)]
+            model.add_exactly_one(lits)
+            model.add(res[v] == sum(r * lit for r, lit in enumerate(lits)))
+            a.update({(v, r): lit for r, lit in enumerate(lits)})
+        for _fu, _r, cap, terms in rows:
+            model.add(sum(u * a[i, q] for i, q, u in terms) <= cap)
+    for x, y, lo, hi in wm.pairs:
+        allowed = [d for d in range(lo, hi + 1) if d % ii]
+        model.add_linear_expression_in_domain(
+            start[y] - start[x], cp_model.Domain.from_values(allowed)
+        )
+    if hint:
+        for v, t in hint.items():
+            if v in start:
+                model.add_hint(start[v], t)
+                model.add_hint(res[v], t % ii)
+    solver = cp_model.CpSolver()
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = max(1, threads)
+    solver.parameters.random_seed = 0
+    solver.parameters.linearization_level = 2
+    code = solver.solve(model)
+    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Status.OPTIMAL, {v: int(solver.value(s)) for v, s in start.items()}
+    if code == cp_model.INFEASIBLE:
+        return Status.INFEASIBLE, None
+    return Status.UNKNOWN, None
+
+
+# ---------------------------------------------------------------------------------------------
+# CBC
+# ---------------------------------------------------------------------------------------------
+
+
+def decide_cbc(
+    wm: WindowModel,
+    time_limit: float | None,
+    threads: int,
+    hint: dict[int, int] | None = None,
+) -> tuple[Status, dict[int, int] | None]:
+    """Decide the window model with CBC (PuLP): (status, start per decided op).
+
+    Time-indexed 0-1 program: ``x[v,t] = 1`` iff op ``v`` starts at ``t`` (its window),
+    ``sum_t x[v,t] = 1``; the §3.1 reservation row of unit ``f`` and class ``r`` sums
+    ``x[v,t]`` over the ``t`` with ``t + c = r (mod II)``. An arc ``M(y) - M(x) >= w`` is
+    written as the strong precedence rows ``sum_{s >= t} x[x,s] + sum_{s < t+w} x[y,s] <= 1``
+    for every ``t`` (if ``x`` starts at ``t`` or later, ``y`` cannot start before ``t + w``);
+    together they are equivalent to the arc on 0-1 points and their LP relaxation is the
+    tightest of the usual encodings. Past ``_STRONG_MAX_NONZEROS`` the one aggregated row
+    ``sum t*x[y,t] - sum t*x[x,t] >= w`` per arc is used instead (same 0-1 points).
+    """
+    import pulp
+
+    from twill.sched.exact._cbc import run_cbc
+
+    if wm.overfull is not None:
+        return Status.INFEASIBLE, None
+    if not wm.ops:
+        return Status.OPTIMAL, {}
+    ii = wm.ii
+    prob = pulp.LpProblem(f"window_II{ii}", pulp.LpMinimize)
+    x: dict[int, dict[int, Any]] = {}
+    for v in wm.ops:
+        lo, hi = wm.domain[v]
+        x[v] = {t: pulp.LpVariable(f"x_{v}_{t - lo}", cat="Binary") for t in range(lo, hi + 1)}
+        prob += pulp.lpSum(x[v].values()) == 1, f"one_{v}"
+    size = {v: hi - lo + 1 for v, (lo, hi) in wm.domain.items()}
+    strong = sum(size[a] * (size[a] + size[b]) for a, b, _ in wm.arcs) <= _STRONG_MAX_NONZEROS
+    for k, (a, b, w) in enumerate(wm.arcs):
+        (alo, ahi), (blo, _bhi) = wm.domain[a], wm.domain[b]
+        if not strong:
+            prob += (
+                pulp.lpSum(t * var for t, var in x[b].items())
+                - pulp.lpSum(t * var for t, var in x[a].items())
+                >= w,
+                f"dep_{k}",
+            )
+            continue
+        for t in range(alo + 1, ahi + 1):
+            before = [var for s, var in x[b].items() if s < t + w]
+            if before:
+                later = [var for s, var in x[a].items() if s >= t]
+                prob += pulp.lpSum(later + before) <= 1, f"dep_{k}_{t - alo}"
+        # t = alo: y must not start before alo + w (its window already ensures it)
+        for s, var in x[b].items():
+            if s < alo + w:
+                prob += var == 0, f"dep_{k}_win_{s - blo}"
+    for n, (fu, r, cap, terms) in enumerate(wm.rows):
+        expr = []
+        for i, q, u in terms:
+            expr += [u * var for t, var in x[i].items() if t % ii == q]
+        prob += pulp.lpSum(expr) <= cap, f"mrt_{fu}_{r}_{n}"
+    prob.setObjective(pulp.LpAffineExpression())
+    warm = False
+    if hint and all(v in hint and hint[v] in x[v] for v in wm.ops):
+        for v in wm.ops:
+            for t, var in x[v].items():
+                var.setInitialValue(int(t == hint[v]))
+        warm = True
+    status = run_cbc(prob, time_limit, threads, warm)
+    if status.has_solution:
+        out = {}
+        for v in wm.ops:
+            out[v] = max(x[v], key=lambda t, v=v: pulp.value(x[v][t]) or 0.0)
+        return Status.OPTIMAL, out
+    return status, None
