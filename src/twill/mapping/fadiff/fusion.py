@@ -275,7 +275,18 @@ def _out_block(layer: Layer, blocks: tuple[int, int, int]) -> float:
     return layer.dim(Dim.P) / bp * layer.dim(Dim.Q) / bq * layer.dim(Dim.K) * layer.dim(Dim.N) / bn
 
 
+_WINDOWS: dict[tuple[str, tuple[int, int, int]], float] = {}
+
+
 def _in_window(layer: Layer, blocks: tuple[int, int, int]) -> float:
+    """Input window (with halo) of one block of ``layer`` (memoised by layer key)."""
+    key = (layer.key, blocks)
+    if key not in _WINDOWS:
+        _WINDOWS[key] = _in_window_words(layer, blocks)
+    return _WINDOWS[key]
+
+
+def _in_window_words(layer: Layer, blocks: tuple[int, int, int]) -> float:
     bp, bq, bn = blocks
     ext = {
         Dim.P: layer.dim(Dim.P) // bp,
@@ -520,7 +531,7 @@ def group_scratchpad_words(net: Network, arch: Arch, mappings, costs, fused, gro
     fused = set(fused)
     members = sorted(group)
     pos = {j: k for k, j in enumerate(members)}
-    s_in, _, _ = _fusion_values(net, fused)
+    fused_in = {net.edges[i].dst for i in fused if net.edges[i].kind not in EPILOGUE_KINDS}
     blocks = block_counts(mappings[members[0]])
     multi = blocks[0] * blocks[1] * blocks[2] > 1
     live = [0.0] * len(members)
@@ -549,9 +560,9 @@ def group_scratchpad_words(net: Network, arch: Arch, mappings, costs, fused, gro
         halo = net.layers[j].dim(Dim.R) > 1 or net.layers[j].dim(Dim.S) > 1
         if w_res:
             resident += w_tile
-        if multi and not s_in[j] and halo:
+        if multi and j not in fused_in and halo:
             resident += i_tile
-        work = (0.0 if w_res else w_tile) + (0.0 if s_in[j] else i_tile)
+        work = (0.0 if w_res else w_tile) + (0.0 if j in fused_in else i_tile)
         peak = max(peak, live[k] + work)
     return peak + carried + resident
 
