@@ -8,7 +8,7 @@ from twill.mapping.arch import gemmini_arch
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.fadiff.polish import polish_mapping, polish_mappings
 from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
-from twill.mapping.workload import Layer
+from twill.mapping.workload import Dim, Layer
 
 
 def test_polish_removes_partial_sums_of_resnet_1x1():
@@ -63,3 +63,20 @@ def test_polish_mappings_never_raise_the_network_edp():
     assert all(verify_mapping(ly, arch, m) == [] for ly, m in zip(layers, starts, strict=True))
     assert edp(out) < edp(starts)
     assert edp(polish_mappings(layers, arch, out)) <= edp(out)
+
+
+def test_restarts_reach_what_single_moves_miss_on_bert_ffn():
+    """BERT's 768x3072 matmul as the layer-wise gradient left it: C and K split at DRAM. The
+    one-block re-mapping restart (K only at DRAM) polishes to a lower EDP than the local
+    search from the start alone."""
+    arch = gemmini_arch()
+    ly = Layer.from_key("1_1_128_1_768_3072_1_1_1", name="ffn1")
+    m0 = parse_dosa_mapping(
+        "L3[WIO] C2 K24 - L2[WI] K2 K16X - L1[O] K4 C24 C16X - L0[W] P128", ly, arch
+    )
+    assert verify_mapping(ly, arch, m0) == []
+    plain = polish_mappings([ly], arch, [m0], restarts=False)[0]
+    multi = polish_mappings([ly], arch, [m0])[0]
+    assert verify_mapping(ly, arch, multi) == []
+    assert evaluate(ly, arch, multi).edp < evaluate(ly, arch, plain).edp
+    assert multi.factor(3, Dim.C) == 1  # no DRAM C loop: no partial sums
