@@ -83,6 +83,24 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
         extra["exact"]["t_reach_gaus"] = reach[0] if reach else None
         extra["exact"]["bound"] = ex.bound
         extra["exact"]["status"] = ex.status.value
+    if "gaus" in res and res.get("exact") is not None and res["exact"].objective is not None:
+        # The any-time reading of the target: when GauS first held a legal schedule within
+        # `reach_tol` of CP-SAT's best incumbent (seconds from its call start, local search
+        # included), against when CP-SAT found that incumbent.
+        target = (1 + args.reach_tol) * res["exact"].objective
+        t_reach = res["gaus"].seconds_to_reach(target)
+        t_best = extra["exact"]["t_best"]
+        extra["gaus"]["t_reach_exact"] = t_reach
+        extra["gaus"]["speedup_vs_exact"] = (
+            None if (t_reach is None or t_best is None) else t_best / max(t_reach, 1e-9)
+        )
+        extra["gaus"]["reach_phase"] = (
+            None
+            if t_reach is None
+            else "local search"
+            if not any(o <= target * (1 + 1e-12) for _, o in res["gaus"].objective_history)
+            else "GauS"
+        )
     objs = {m: r.objective for m, r in res.items() if r.objective is not None}
     if "objective" in extra["list+ls"]:
         objs["list+ls"] = extra["list+ls"]["objective"]
@@ -115,6 +133,73 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
     return rows
 
 
+def markdown_table(rows: list[dict]) -> str:
+    """The docs/benchmarks.md table from ``--jsonl`` rows (one line per graph, latest run of
+    each graph/method wins)."""
+    by: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        by.setdefault(r["graph"], {})[r["method"]] = r
+
+    def e(x: float | None) -> str:
+        return "-" if x is None else f"{x:.4g}"
+
+    def rel(x: dict | None, ref: float) -> str:
+        if x is None or x.get("objective") is None:
+            return "-"
+        return f"{e(x['objective'])} ({x['objective'] / ref:.2f}x)"
+
+    head = (
+        "| graph | n | D | GauS (proper -> +LS) | vs exact | vs LB | GauS s | categorical | list "
+        "| list+LS | force | CP-SAT (bound) | CP-SAT t best | GauS t within 2 % | speed-up "
+        "| load |"
+    )
+    out = [head, "|" + "---|" * head.count(" | ") + "---|"]
+
+    def key(name: str) -> tuple[int, bool, str]:
+        return (int(name.split("_")[-2]), "sparse" in name, name)
+
+    for name in sorted(by, key=key):
+        m = by[name]
+        ga, ex = m.get("gaus"), m.get("exact")
+        if ga is None:
+            continue
+        go = ga["objective"]
+        sp = ga.get("speedup_vs_exact")
+        tr = ga.get("t_reach_exact")
+        reach = (
+            "-"
+            if tr is None
+            else f"{tr:.2f}" + (" (LS)" if ga.get("reach_phase") == "local search" else "")
+        )
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    name,
+                    str(ga["nodes"]),
+                    str(ga["D"]),
+                    f"{e(ga.get('gaus_proper'))} -> **{e(go)}**",
+                    "-"
+                    if ga.get("gap_to_exact_best") is None
+                    else f"{100 * ga['gap_to_exact_best']:+.2f}%",
+                    f"{100 * (go / ga['lb'] - 1):+.2f}%",
+                    f"{ga['seconds']:.1f}",
+                    rel(m.get("gumbel"), go),
+                    rel(m.get("list"), go),
+                    rel(m.get("list+ls"), go),
+                    rel(m.get("force"), go),
+                    "-" if ex is None else f"{e(ex['objective'])} ({e(ex.get('bound'))})",
+                    "-" if ex is None or ex.get("t_best") is None else f"{ex['t_best']:.1f}",
+                    reach,
+                    "-" if sp is None else (f"**{sp:.0f}x**" if sp >= 10 else f"{sp:.1f}x"),
+                    f"{ga['load']:.1f}",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--graphs", nargs="*", default=None, help="file stems (default: all)")
@@ -122,10 +207,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gumbel-epochs", type=int, default=100)
     ap.add_argument("--gaus-iters", type=int, default=2000)
     ap.add_argument("--ratio", type=float, default=100.0)
+    ap.add_argument(
+        "--reach-tol",
+        type=float,
+        default=0.02,
+        help="time-to-reach target: objective <= (1 + tol) * CP-SAT's best (default 2 %%)",
+    )
+    ap.add_argument(
+        "--markdown",
+        type=Path,
+        default=None,
+        help="print the docs table from a --jsonl file (no solving)",
+    )
     ap.add_argument("--skip", nargs="*", default=[], help="methods to skip")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--jsonl", type=Path, default=None, help="append rows to this file")
     args = ap.parse_args(argv)
+
+    if args.markdown is not None:
+        print(markdown_table([json.loads(x) for x in args.markdown.read_text().splitlines()]))
+        return 0
 
     from rich.console import Console
     from rich.table import Table
@@ -159,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         note = ""
         if r["method"] == "gaus" and r.get("gaus_proper") is not None:
             note = f"proper {r['gaus_proper']:.5g}, {r['iterations']} it"
+        if r["method"] == "gaus" and r.get("t_reach_exact") is not None:
+            note += f", within {100 * args.reach_tol:g}% of exact at {r['t_reach_exact']:.1f} s"
+            note += f" ({r['speedup_vs_exact']:.1f}x)"
         if r["method"] == "exact":
             tb, tr = r.get("t_best"), r.get("t_reach_gaus")
             note = (

@@ -229,9 +229,15 @@ def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack) 
     asap, _ = asap_alap(g)
     D = int(asap.max(initial=0)) + 1 + slack
     t0 = legalise_regular(g, rng.uniform(-0.5, D - 0.5, size=g.n), D)
-    t1, _ = polish_resource(g, t0, D, 10.0)
+    trace: list[tuple[float, float]] = []
+    t1, moves = polish_resource(g, t0, D, 10.0, trace=trace)
     assert schedule_violations(g, t1, D) == []
     assert objective_a(g, t1, 10.0) <= objective_a(g, t0, 10.0) + 1e-9
+    # the any-time trace: one entry per changing pass, ending at the returned objective
+    assert (len(trace) > 0) == (moves > 0)
+    if trace:
+        assert trace[-1][1] == pytest.approx(objective_a(g, t1, 10.0))
+        assert all(a[0] <= b[0] for a, b in zip(trace, trace[1:], strict=False))
 
 
 def test_local_search_reported_separately_and_reaches_balanced_bound(shared_benchmarks) -> None:
@@ -242,5 +248,21 @@ def test_local_search_reported_separately_and_reaches_balanced_bound(shared_benc
     assert r.legal and r.gaus_objective is not None and r.objective <= r.gaus_objective
     lower = 100.0 * g.usage.sum() / r.D  # ratio * balanced stage weight
     assert r.objective <= 1.02 * lower
+    # any-time reading: the searched incumbent's curve decreases to the returned objective,
+    # GauS proper's own best is held no later than it appears in objective_history, and
+    # nothing better than the result is ever claimed
+    assert r.objective < r.gaus_objective and r.polish_history
+    objs = [o for _, o in r.polish_history]
+    assert objs == sorted(objs, reverse=True) and objs[-1] == pytest.approx(r.objective)
+    t_proper = r.seconds_to_reach(r.gaus_objective)
+    t_final = r.seconds_to_reach(r.objective)
+    first_proper = next(s for s, o in r.objective_history if o <= r.gaus_objective)
+    assert t_proper is not None and t_final is not None
+    assert t_proper <= first_proper and t_proper <= t_final <= r.seconds
+    assert r.seconds_to_reach(0.999 * r.objective) is None
+    # without the checkpoint search only the final schedule is searched: same GauS proper
+    late = GauSSolver(g, polish_share=0.0).solve_resource()
+    assert late.gaus_objective == r.gaus_objective
+    assert late.polish_history[0][0] >= late.objective_history[-1][0]
     plain = GauSSolver(g, polish=False).solve_resource()
     assert plain.gaus_objective is None and plain.objective == pytest.approx(r.gaus_objective)

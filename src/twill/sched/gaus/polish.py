@@ -80,6 +80,7 @@ def polish_resource(
     *,
     max_moves: int | None = None,
     time_limit: float | None = None,
+    trace: list[tuple[float, float]] | None = None,
 ) -> tuple[np.ndarray, int]:
     """Local descent on ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)`` from a legal ``t``.
 
@@ -97,6 +98,10 @@ def polish_resource(
         Cap on applied moves (default ``4 * n``).
     time_limit
         Wall-clock cap in seconds (``None``: none).
+    trace
+        When given, ``(time.perf_counter(), objective)`` is appended after every pass that
+        changed ``t`` (each intermediate ``t`` is legal by construction), so a caller can tell
+        when the descent reached a given objective (the any-time curve of the search).
 
     Returns
     -------
@@ -188,4 +193,7 @@ def polish_resource(
                 changed = True
         if not changed:
             break
+        if trace is not None:
+            obj = ratio * float(load.max(axis=1, initial=0.0).sum()) + float(t @ cnet)
+            trace.append((time.perf_counter(), obj))
     return t, moves

@@ -51,6 +51,14 @@ class ScheduleRunResult:
         GauS runs with a post-legalisation local search (:mod:`twill.sched.gaus.polish`):
         the discrete objective of GauS's own legalised schedule *before* that search, so
         GauS proper and post-processing stay distinguishable (``objective`` is after it).
+    polish_history
+        The any-time curve of that local search (run on improving checkpoints during the
+        optimisation, setting ``polish_share``, and on the final best schedule):
+        ``(seconds from the call start, best searched objective so far)`` after every pass
+        that improved it (each schedule legal by construction; the returned one is
+        verified). Together with ``objective_history`` it gives the run's best legal
+        objective over time (:meth:`seconds_to_reach`). Empty when the search did not run or
+        was not kept.
     """
 
     status: Status
@@ -74,6 +82,20 @@ class ScheduleRunResult:
     seed: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
     gaus_objective: float | None = None
+    polish_history: tuple[tuple[float, float], ...] = ()
+
+    def seconds_to_reach(self, target: float) -> float | None:
+        """Seconds from the call start until a legal schedule with objective ``<= target``
+        was held, the earliest point of ``objective_history`` or ``polish_history``; ``None`` if
+        never.
+
+        This is the any-time reading of a run (e.g. GauS against the time an exact solver
+        needed for its incumbent): model building, legalisation and the local search up to
+        that point are included, the final verification (milliseconds) is not.
+        """
+        tol = 1e-9 * max(1.0, abs(target))
+        hits = [s for s, o in (*self.objective_history, *self.polish_history) if o <= target + tol]
+        return float(min(hits)) if hits else None
 
     @property
     def feasible(self) -> bool:
@@ -106,4 +128,5 @@ class ScheduleRunResult:
             out["loss_history"] = list(self.loss_history)
             out["violation_history"] = list(self.violation_history)
             out["objective_history"] = [list(p) for p in self.objective_history]
+            out["polish_history"] = [list(p) for p in self.polish_history]
         return out

@@ -339,6 +339,11 @@ class GauSSolver:
         lo, hi = asap - 0.5, alap + 0.5
 
         cache: dict[bytes, tuple[np.ndarray | None, float | None]] = {}
+        searched = (
+            _CheckpointSearch(g, D, ratio, start, settings.polish_share)
+            if formulation == "A" and settings.polish
+            else None
+        )
 
         def legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
             # Legalisation reads only the rounded means (except the perturbed restarts of tiny
@@ -350,7 +355,11 @@ class GauSSolver:
             out = _legalise(mu)
             if key is not None:
                 cache[key] = out
+            if searched is not None and out[0] is not None and started[0]:
+                searched.offer(out[0], out[1])  # type: ignore[arg-type]
             return out
+
+        started = [False]
 
         def _legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
             if formulation == "C":
@@ -371,6 +380,7 @@ class GauSSolver:
                 t_mid, _ = legalise(asap.astype(np.float64))
             if t_mid is not None:
                 mu0 = t_mid.astype(np.float64)
+        started[0] = True  # the search skips the starting point (far from a good optimum)
         t_opt = time.perf_counter()
         out = optimise(
             make_model,
@@ -407,21 +417,79 @@ class GauSSolver:
             return finish(Status.UNKNOWN, None, msg or "no legal schedule found", **hist)
         best_t, msg = out.best_t, f"legal; {out.message}"
         if formulation == "A" and settings.polish:
-            from twill.sched.gaus.polish import polish_resource
-
+            assert searched is not None
             t_pol = time.perf_counter()
-            cand, moves = polish_resource(g, best_t, D, ratio, time_limit=settings.polish_time)
-            timings["polish"] = time.perf_counter() - t_pol
             before = discrete_objective(g, best_t, "A", D=D, ratio=ratio)
-            after = discrete_objective(g, cand, "A", D=D, ratio=ratio)
+            searched.final(best_t, before, settings.polish_time)
+            timings["polish"] = time.perf_counter() - t_pol
+            timings["polish_checkpoints"] = searched.spent - timings["polish"]
             hist["gaus_objective"] = before
-            if not schedule_violations(g, cand, D) and after <= before:
-                best_t = cand
-                msg += f"; local search: {moves} moves, {before:.6g} -> {after:.6g}"
+            cand = searched.best_t
+            if cand is not None and not schedule_violations(g, cand, D):
+                after = discrete_objective(g, cand, "A", D=D, ratio=ratio)
+                if after <= before:
+                    best_t = cand
+                    msg += (
+                        f"; local search ({searched.runs} runs, {searched.moves} moves): "
+                        f"{before:.6g} -> {after:.6g}"
+                    )
+                    hist["polish_history"] = tuple(searched.history)
         return finish(Status.FEASIBLE, best_t, msg, **hist)
 
     def _orig(self, R_cap: float | None) -> DependenceGraph | None:
         return self.original
+
+
+class _CheckpointSearch:
+    """The local search of :mod:`twill.sched.gaus.polish` run on legalised checkpoints
+    (setting ``polish_share``) and on the final best one; keeps the best schedule and the
+    any-time curve of the searches, ``(seconds from start, best searched objective so far)``
+    (the unsearched checkpoints are GauS's own ``objective_history``)."""
+
+    def __init__(self, g: GauSGraph, D: int, ratio: float, start: float, share: float) -> None:
+        self.g, self.D, self.ratio, self.start, self.share = g, D, ratio, start, share
+        self.best_t: np.ndarray | None = None
+        self.best_obj = np.inf
+        self.raw_best = np.inf  # best unsearched checkpoint offered so far
+        self.spent = 0.0
+        self.runs = 0
+        self.moves = 0
+        self.history: list[tuple[float, float]] = []
+        self._done: bytes | None = None  # the last searched input, run to a local optimum
+
+    def _run(self, t: np.ndarray, limit: float | None) -> None:
+        from twill.sched.gaus.polish import polish_resource
+
+        t0 = time.perf_counter()
+        trace: list[tuple[float, float]] = []
+        cand, moves = polish_resource(self.g, t, self.D, self.ratio, time_limit=limit, trace=trace)
+        self.spent += time.perf_counter() - t0
+        self.runs += 1
+        self.moves += moves
+        if limit is None or time.perf_counter() - t0 <= limit:
+            self._done = t.tobytes()
+        for s, obj in trace:
+            if obj < self.best_obj:
+                self.best_obj = obj
+                self.history.append((s - self.start, obj))
+        if trace and trace[-1][1] <= self.best_obj:
+            self.best_t = cand
+
+    def offer(self, t: np.ndarray, obj: float) -> None:
+        """A legal checkpoint: searched if it improves the raw best and allowance is left."""
+        if obj >= self.raw_best:
+            return
+        self.raw_best = obj
+        allowance = self.share * (time.perf_counter() - self.start) - self.spent
+        if allowance > 0:
+            self._run(t, allowance)
+
+    def final(self, t: np.ndarray, obj: float, limit: float | None) -> None:
+        """The search on GauS's best legalised schedule (skipped if already run to the end)."""
+        if obj < self.best_obj:
+            self.best_obj, self.best_t = obj, t  # already on objective_history
+        if self._done != t.tobytes():
+            self._run(t, limit)
 
 
 def _enable_logging() -> None:
