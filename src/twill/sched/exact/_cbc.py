@@ -2,17 +2,21 @@
 
 PuLP folds CBC's "Stopped on time" with an incumbent into status 1 (Optimal) and tells the
 difference only through ``sol_status`` (1 = proven optimal, 2 = integer feasible); a stop
-without an incumbent is status 0. Only status -1 is a proof of infeasibility.
+without an incumbent is status 0. Only status -1 is a proof of infeasibility. A CBC run that
+ends in an error (seen with limits under a second on large warm-started models) is UNKNOWN.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from twill.errors import BackendUnavailableError
 from twill.results import Status
 
 __all__ = ["run_cbc"]
+
+log = logging.getLogger(__name__)
 
 
 def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> Status:
@@ -29,7 +33,11 @@ def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> St
     )
     if not solver.available():  # pragma: no cover - environment
         raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
-    prob.solve(solver)
+    try:
+        prob.solve(solver)
+    except pulp.PulpSolverError as exc:  # e.g. CBC dies on a very short limit: no proof
+        log.warning("CBC stopped without an answer (%s): UNKNOWN", exc)
+        return Status.UNKNOWN
     status, sol = prob.status, prob.sol_status
     if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionOptimal:
         return Status.OPTIMAL

@@ -78,6 +78,8 @@ from twill.sched.exact.window import (
     decide_cpsat,
     least_starts,
     lift,
+    longest_matrix,
+    matrix_to_dict,
     to_window,
 )
 from twill.sched.ir import DependenceGraph
@@ -368,27 +370,8 @@ def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: boo
 
 def _all_pairs_longest(model: _Model) -> dict[tuple[int, int], int]:
     """Longest path ``dist[x, y]`` between kept ops over the reduced arcs (``M(y) - M(x) >=``
-    it in every schedule); pairs without a path are absent. Floyd-Warshall with NumPy."""
-    import numpy as np
-
-    kept = list(model.kept)
-    pos = {x: i for i, x in enumerate(kept)}
-    n = len(kept)
-    neg = -(10**15)
-    d = np.full((n, n), neg, dtype=np.int64)
-    np.fill_diagonal(d, 0)
-    for x, y, w in model.arcs:
-        if x != y:
-            d[pos[x], pos[y]] = max(d[pos[x], pos[y]], w)
-    for k in range(n):
-        via = d[:, k : k + 1] + d[k : k + 1, :]
-        via[(d[:, k] <= neg // 2), :] = neg
-        via[:, (d[k, :] <= neg // 2)] = neg
-        np.maximum(d, via, out=d)
-    out = {}
-    for i, j in zip(*np.nonzero(d > neg // 2), strict=True):
-        out[kept[i], kept[j]] = int(d[i, j])
-    return out
+    it in every schedule); pairs without a path are absent."""
+    return matrix_to_dict(model.kept, longest_matrix(model.kept, model.arcs))
 
 
 def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
@@ -893,9 +876,6 @@ def solve_phase1(
         "kept_ops": len(data.kept),
         "mrt_rows": len(data.mrt_rows),
     }
-    seed = _greedy_hint(graph, II) if hint else None
-    seed_kept = {x: seed[data.names[x]] for x in data.kept} if seed is not None else None
-    stats["hint"] = seed is not None
     log.info(
         "phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
         backend,
@@ -907,9 +887,16 @@ def solve_phase1(
         stats,
     )
     impl: _PulpModel | _CpSatModel | None = None
-    if decide == "window":  # decide II on the translation-reduced model (module window)
-        wm = build_window_model(data, _all_pairs_longest(data))
+    wm = build_window_model(data) if decide == "window" else None
+    if wm is not None:
         stats["window"] = wm.stats()
+    known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
+    seed = _greedy_hint(graph, II) if hint and not known else None
+    seed_kept = {x: seed[data.names[x]] for x in data.kept} if seed is not None else None
+    stats["hint"] = seed is not None
+    if wm is not None:  # decide II on the translation-reduced model (module window)
+        if known:
+            stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
         wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
         status, times = decider(wm, time_limit, threads, wm_hint)

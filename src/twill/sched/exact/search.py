@@ -171,6 +171,7 @@ def search_min_ii(
     on_attempt: Callable[[Phase1Result], None] | None = None,
     total_time_limit: float | None = None,
     length_time_limit: float | None = None,
+    decide: str = "window",
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -184,7 +185,7 @@ def search_min_ii(
         ``"cbc"`` or ``"cpsat"``.
     time_limit
         Seconds per Phase-1 solve (``None``: no limit).
-    tie_break, threads, check
+    tie_break, threads, check, decide
         Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
     on_attempt
         Called after every Phase-1 solve (progress reporting; the core never prints).
@@ -244,6 +245,7 @@ def search_min_ii(
             tie_break=tie_break,
             threads=threads,
             check=False,
+            decide=decide,
             **({} if length_time_limit is None else {"length_time_limit": length_time_limit}),
         )
         attempts.append(r)

@@ -73,6 +73,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _WINDOW_MAX = 4  # pair windows: only when M(y) - M(x) ranges over <= 4*II values
+_ENERGY_BUDGET = 4 * 10**7  # energetic arcs: only while kept^2 * users^2 stays below this
+_ENERGY_ROUNDS = 8  # ... and for at most this many rounds
 _STRONG_MAX_NONZEROS = 500_000  # CBC: strong precedence rows while they stay this small
 
 
@@ -85,8 +87,9 @@ class WindowModel:
     residue groups restricted to the decided ops; ``pairs`` are ``(x, y, lo, hi)`` with
     ``lo <= M(y) - M(x) <= hi`` for two users of one capacity-1 unit in one component;
     ``free`` maps each count-only unit to its capacity and free ops; ``anchor[v]`` is the
-    anchor of ``v``'s component, ``pinned`` the anchor pinned at 0; ``overfull`` names a
-    count-only unit with more users than ``cap * II`` (then no schedule exists).
+    anchor of ``v``'s component, ``pinned`` the anchor pinned at 0; ``overfull`` says why
+    no schedule exists when that is already known (a count-only unit with more users than
+    ``cap * II``, or a positive circuit of :func:`energetic_arcs`).
     """
 
     ii: int
@@ -131,9 +134,116 @@ def _count_only_units(m: _Model) -> dict[str, int]:
     return {fu: cap for fu, cap, users in m.residue_groups if all(u == 1 for _, u in users)}
 
 
-def build_window_model(m: _Model, dist: dict[tuple[int, int], int]) -> WindowModel:
-    """The window model of ``m`` (module docstring); ``dist`` from ``_all_pairs_longest(m)``."""
+_NEG = -(10**15)  # "no path" in the longest-path matrices
+
+
+def longest_matrix(kept: tuple[int, ...], arcs: Iterable[tuple[int, int, int]]) -> Any:
+    """All-pairs longest paths over ``arcs`` between the ``kept`` ops (Floyd-Warshall with
+    NumPy): entry ``[i, j]`` bounds ``M(kept[j]) - M(kept[i])`` from below in every schedule,
+    ``<= _NEG // 2`` where there is no path. Finite without positive circuits."""
+    import numpy as np
+
+    pos = {x: i for i, x in enumerate(kept)}
+    n = len(kept)
+    d = np.full((n, n), _NEG, dtype=np.int64)
+    np.fill_diagonal(d, 0)
+    for x, y, w in arcs:
+        if x != y:
+            d[pos[x], pos[y]] = max(d[pos[x], pos[y]], w)
+    for k in range(n):
+        _relax_through(d, k, k, 0)
+    return d
+
+
+def _relax_through(d: Any, i: int, j: int, w: int) -> None:
+    """``d = max(d, d[:, i] + w + d[j, :])``, in place, keeping "no path" entries apart."""
+    import numpy as np
+
+    via = d[:, i : i + 1] + w + d[j : j + 1, :]
+    via[(d[:, i] <= _NEG // 2), :] = _NEG
+    via[:, (d[j, :] <= _NEG // 2)] = _NEG
+    np.maximum(d, via, out=d)
+
+
+def matrix_to_dict(kept: tuple[int, ...], d: Any) -> dict[tuple[int, int], int]:
+    """The finite entries of a :func:`longest_matrix` result, keyed by op pairs."""
+    import numpy as np
+
+    return {
+        (kept[i], kept[j]): int(d[i, j]) for i, j in zip(*np.nonzero(d > _NEG // 2), strict=True)
+    }
+
+
+def energetic_arcs(m: _Model, d: Any) -> tuple[list[tuple[int, int, int]], bool]:
+    """Implied arcs from unit capacities ("energetic" reasoning), tightened to a fixpoint.
+
+    Let ``f`` be a count-only unit of capacity ``c`` (each user reserves one unit in its
+    first cycle). Two users at the same time have the same residue, so at most ``c`` users
+    start at any one time. For ops ``p, q`` and thresholds ``h, t``, every user ``v`` with
+    ``dist(p, v) >= h`` and ``dist(v, q) >= t`` starts in ``[M(p) + h, M(q) - t]``; if there
+    are ``s >= 1`` of them, that interval holds ``ceil(s / c)`` distinct times, so
+    ``M(q) - M(p) >= h + t + ceil(s / c) - 1`` in every schedule. Where this beats
+    ``dist(p, q)`` it is added as an arc (implied, so the answer is unchanged) and the
+    longest paths are updated; a positive circuit then proves that no schedule exists.
+    ``d`` (a :func:`longest_matrix` result) is updated in place. Returns the arcs and
+    whether a positive circuit was found.
+    """
+    import numpy as np
+
+    n = len(m.kept)
+    pos = {x: i for i, x in enumerate(m.kept)}
+    groups = []
+    for _fu, cap, users in m.residue_groups:
+        k = len(users)
+        if all(u == 1 for _, u in users) and cap < k and n * n * k * k <= _ENERGY_BUDGET:
+            groups.append((cap, np.array([pos[i] for i, _ in users])))
+    added: list[tuple[int, int, int]] = []
+    for _ in range(_ENERGY_ROUNDS if groups else 0):
+        new = []
+        for cap, users in groups:
+            tails = d[users, :]  # [v, q] = dist(v, q)
+            t_ok = tails > _NEG // 2
+            # later[v, j, q] = 1 iff dist(v, q) >= dist(j, q), both finite
+            later = (tails[:, None, :] >= tails[None, :, :]) & t_ok[:, None, :] & t_ok[None, :, :]
+            later = later.astype(np.int32)
+            for p in range(n):
+                heads = d[p, users]
+                idx = np.nonzero(heads > _NEG // 2)[0]
+                if len(idx) <= cap:
+                    continue
+                # users by falling dist(p, v); the threshold h = each distinct value, and
+                # count[h, j, q] = #{v : dist(p, v) >= h, dist(v, q) >= dist(j, q)}
+                order = idx[np.argsort(-heads[idx], kind="stable")]
+                falling = heads[order]
+                last = np.r_[np.nonzero(falling[:-1] != falling[1:])[0], len(order) - 1]
+                count = np.cumsum(later[order], axis=0)[last]
+                levels = falling[last]
+                span = levels[:, None, None] + tails[None, :, :] + (count + cap - 1) // cap - 1
+                span[count == 0] = _NEG  # an empty set proves nothing
+                bound = span.max(axis=(0, 1))
+                for q in np.nonzero((bound > d[p, :]) & (d[p, :] > _NEG // 2))[0]:
+                    if q != p:
+                        new.append((p, int(q), int(bound[q])))
+        if not new:
+            break
+        for p, q, bound in new:
+            if bound > d[p, q]:
+                _relax_through(d, p, q, bound)
+                added.append((m.kept[p], m.kept[q], bound))
+        if (np.diagonal(d) > 0).any():
+            return added, True
+    return added, False
+
+
+def build_window_model(m: _Model) -> WindowModel:
+    """The window model of ``m`` (module docstring), with :func:`energetic_arcs`."""
     ii = m.ii
+    d = longest_matrix(m.kept, m.arcs)
+    extra, circuit = energetic_arcs(m, d)
+    if circuit:
+        proof = "a positive circuit of implied arcs (energetic_arcs)"
+        return WindowModel(ii, (), {}, (), (), (), (), {}, 0, {}, -1, overfull=proof)
+    dist = matrix_to_dict(m.kept, d)
     comps = _components(m.kept, dist)
     comp_of = {v: ci for ci, comp in enumerate(comps) for v in comp}
     count_only = _count_only_units(m)
@@ -164,7 +274,9 @@ def build_window_model(m: _Model, dist: dict[tuple[int, int], int]) -> WindowMod
                 domain[v] = (dist[a, v], top - dist[v, a])
     ops = tuple(sorted(domain))
     arcs = tuple(
-        (x, y, w) for x, y, w in m.arcs if x != y and x in domain and comp_of[x] == comp_of[y]
+        (x, y, w)
+        for x, y, w in (*m.arcs, *extra)
+        if x != y and x in domain and y in domain and comp_of[x] == comp_of[y]
     )
     rows = []
     for fu, r, cap, terms in m.mrt_rows:
