@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 #: locally: wide sigmas there raise the expected dependency violation and spread the ops
 #: (longer lifetimes), measured 1013 vs 1048+ MaxLive on the 1000-node seed example.
 FORMULATION_DEFAULTS: dict[str, dict[str, Any]] = {
-    "A": {"lr": 0.2, "sigma_max": 2.0, "init": "asap_alap"},
+    "A": {"lr": 0.2, "sigma_max": 2.0, "init": "asap_alap", "early_readouts": (25, 50)},
     "B": {},
     "C": {},
 }
@@ -340,7 +340,7 @@ class GauSSolver:
 
         cache: dict[bytes, tuple[np.ndarray | None, float | None]] = {}
         searched = (
-            _CheckpointSearch(g, D, ratio, start, settings.polish_share)
+            _CheckpointSearch(g, D, ratio, start, settings)
             if formulation == "A" and settings.polish
             else None
         )
@@ -355,11 +355,7 @@ class GauSSolver:
             out = _legalise(mu)
             if key is not None:
                 cache[key] = out
-            if searched is not None and out[0] is not None and started[0]:
-                searched.offer(out[0], out[1])  # type: ignore[arg-type]
             return out
-
-        started = [False]
 
         def _legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
             if formulation == "C":
@@ -380,7 +376,6 @@ class GauSSolver:
                 t_mid, _ = legalise(asap.astype(np.float64))
             if t_mid is not None:
                 mu0 = t_mid.astype(np.float64)
-        started[0] = True  # the search skips the starting point (far from a good optimum)
         t_opt = time.perf_counter()
         out = optimise(
             make_model,
@@ -394,6 +389,8 @@ class GauSSolver:
             seed=self.seed,
             on_progress=self.on_progress,
             start_time=start,
+            # the search skips the starting point (far from a good optimum)
+            on_readout=searched.offer if searched is not None else None,
         )
         timings = {"optimise": time.perf_counter() - t_opt}
         hist = {
@@ -446,8 +443,14 @@ class _CheckpointSearch:
     any-time curve of the searches, ``(seconds from start, best searched objective so far)``
     (the unsearched checkpoints are GauS's own ``objective_history``)."""
 
-    def __init__(self, g: GauSGraph, D: int, ratio: float, start: float, share: float) -> None:
-        self.g, self.D, self.ratio, self.start, self.share = g, D, ratio, start, share
+    def __init__(
+        self, g: GauSGraph, D: int, ratio: float, start: float, settings: GauSSettings
+    ) -> None:
+        self.g, self.D, self.ratio, self.start = g, D, ratio, start
+        self.share = settings.polish_share
+        self.max_iters = settings.max_iters
+        self.time_limit = settings.time_limit
+        self.borrowed = False  # the first search may use the projected run time's share
         self.best_t: np.ndarray | None = None
         self.best_obj = np.inf
         self.raw_best = np.inf  # best unsearched checkpoint offered so far
@@ -475,12 +478,23 @@ class _CheckpointSearch:
         if trace and trace[-1][1] <= self.best_obj:
             self.best_t = cand
 
-    def offer(self, t: np.ndarray, obj: float) -> None:
-        """A legal checkpoint: searched if it improves the raw best and allowance is left."""
-        if obj >= self.raw_best:
+    def offer(self, t: np.ndarray, obj: float, steps: int) -> None:
+        """A legal checkpoint after ``steps`` Adam steps: searched if it improves the raw best
+        and allowance is left (see ``GauSSettings.polish_share``)."""
+        if steps <= 0 or obj >= self.raw_best:
             return
         self.raw_best = obj
-        allowance = self.share * (time.perf_counter() - self.start) - self.spent
+        elapsed = time.perf_counter() - self.start
+        allowance = self.share * elapsed - self.spent
+        if not self.borrowed:
+            # The first search borrows against the run time projected from the steps so far:
+            # it usually reaches its local optimum (a good incumbent early), and the later
+            # checkpoints wait until the elapsed time has caught up with the share.
+            self.borrowed = True
+            projected = elapsed * self.max_iters / steps
+            if self.time_limit is not None:
+                projected = min(projected, self.time_limit)
+            allowance = max(allowance, self.share * projected - self.spent)
         if allowance > 0:
             self._run(t, allowance)
 
