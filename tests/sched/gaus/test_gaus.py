@@ -223,8 +223,9 @@ class TestClosedFormGradient:
     density=st.floats(0.0, 0.3),
     seed=st.integers(0, 10_000),
     slack=st.integers(0, 6),
+    batch=st.sampled_from([1, 4]),
 )
-def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack) -> None:
+def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack, batch) -> None:
     import dataclasses
 
     from twill.sched.gaus.polish import polish_resource
@@ -242,7 +243,7 @@ def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack) 
     D = int(asap.max(initial=0)) + 1 + slack
     t0 = legalise_regular(g, rng.uniform(-0.5, D - 0.5, size=g.n), D)
     trace: list[tuple[float, float]] = []
-    t1, moves = polish_resource(g, t0, D, 10.0, trace=trace)
+    t1, moves = polish_resource(g, t0, D, 10.0, trace=trace, batch=batch)
     assert schedule_violations(g, t1, D) == []
     assert objective_a(g, t1, 10.0) <= objective_a(g, t0, 10.0) + 1e-9
     # the any-time trace: one entry per changing pass, ending at the returned objective
@@ -272,9 +273,31 @@ def test_local_search_reported_separately_and_reaches_balanced_bound(shared_benc
     assert t_proper is not None and t_final is not None
     assert t_proper <= first_proper and t_proper <= t_final <= r.seconds
     assert r.seconds_to_reach(0.999 * r.objective) is None
-    # without the checkpoint search only the final schedule is searched: same GauS proper
-    late = GauSSolver(g, polish_share=0.0).solve_resource()
-    assert late.gaus_objective == r.gaus_objective
+    # early read-outs after 25 and 50 steps besides the phase ends (and the starting point);
+    # the first checkpoint search runs to its local optimum (it borrows against the projected
+    # run time), which is within 2 % of the final objective before the step-50 read-out
+    assert tuple(r.settings["early_readouts"]) == (25, 50)
+    assert len(r.objective_history) == 3 + -(-r.iterations // 100)
+    reach = r.seconds_to_reach(1.02 * r.objective)
+    assert reach is not None and reach < r.objective_history[2][0]
+    # without the checkpoint search and the early read-outs only the final schedule is
+    # searched: the same GauS proper and steps, and the result is no better
+    late = GauSSolver(g, polish_share=0.0, early_readouts=()).solve_resource()
+    assert late.gaus_objective == r.gaus_objective and late.iterations == r.iterations
+    assert r.objective <= late.objective
+    assert len(late.objective_history) == 1 + -(-late.iterations // 100)
     assert late.polish_history[0][0] >= late.objective_history[-1][0]
     plain = GauSSolver(g, polish=False).solve_resource()
     assert plain.gaus_objective is None and plain.objective == pytest.approx(r.gaus_objective)
+
+
+def test_early_readouts_only_for_formulation_a() -> None:
+    g = generate_random_dag(30, 0.1, 0, seed=1)
+    assert GauSSolver(g, max_iters=50).solve_memory().settings["early_readouts"] == ()
+    assert (
+        GauSSolver(g, max_iters=50).solve_modulo(II=4, R_cap=50.0).settings["early_readouts"] == ()
+    )
+    r = GauSSolver(g, max_iters=150).solve_resource()
+    assert r.legal and tuple(r.settings["early_readouts"]) == (25, 50)
+    # starting point, steps 25 and 50, and the two phase ends (100, 150)
+    assert len(r.objective_history) == 5

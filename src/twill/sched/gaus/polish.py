@@ -49,6 +49,11 @@ class _Bounds:
         self.out_dst, self.out_d, self.out_src = dst[oo], d[oo], src[oo]
         self.out_nodes, self.out_start = np.unique(self.out_src, return_index=True)
         self.src, self.dst = src, dst
+        # undirected adjacency (CSR) for the batched moves: ops next to a moved op keep still
+        ends = np.concatenate([src, dst])
+        order = np.argsort(ends, kind="stable")
+        self.nbr = np.concatenate([dst, src])[order]
+        self.nbr_ptr = np.searchsorted(ends[order], np.arange(g.n + 1))
 
     def __call__(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         lo = np.zeros(self.n, dtype=np.int64)
@@ -72,6 +77,73 @@ def _top3(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return val, idx
 
 
+def _more_moves(
+    t: np.ndarray,
+    load: np.ndarray,
+    w: np.ndarray,
+    cnet: np.ndarray,
+    heavy: np.ndarray,
+    key: np.ndarray,
+    d_cnt: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    first: int,
+    bounds: _Bounds,
+    ratio: float,
+    tol: float,
+    limit: int,
+) -> int:
+    """Further moves in the same pass after the best one (op ``first``), at most ``limit``.
+
+    Each op's best target from the pass's gain arrays is tried in order of that gain; a move
+    is applied only if, evaluated exactly on the current loads, it lowers the objective or
+    keeps it and lowers the number of peak cells (so the descent still cannot cycle), and only
+    for ops not next to an op moved in this pass (their legal ranges are unchanged). Updates
+    ``t`` and ``load`` in place and returns the number of moves applied.
+    """
+    if limit <= 0:
+        return 0
+    rowmin = key.min(axis=1)
+    near = key <= rowmin[:, None] + tol
+    cnt = np.where(near, d_cnt, np.inf)
+    col = cnt.argmin(axis=1)
+    rows = np.flatnonzero(np.isfinite(rowmin))
+    rows = rows[np.lexsort((cnt[rows, col[rows]], rowmin[rows]))][: 2 * limit]
+    touched = np.zeros(t.size, dtype=bool)
+
+    def touch(i: int) -> None:
+        touched[i] = True
+        touched[bounds.nbr[bounds.nbr_ptr[i] : bounds.nbr_ptr[i + 1]]] = True
+
+    def state(ld: np.ndarray) -> tuple[float, int]:
+        pk = ld.max(axis=1)
+        return ratio * float(pk.sum()), int((ld >= pk[:, None] - tol).sum())
+
+    touch(first)
+    peak_obj, count = state(load)
+    done = 0
+    for r in rows:
+        i = int(heavy[r])
+        b = int(col[r])
+        a = int(t[i])
+        if touched[i] or b == a or not lo[i] <= b <= hi[i]:
+            continue
+        new = load.copy()
+        new[:, a] -= w[i]
+        new[:, b] += w[i]
+        new_obj, new_count = state(new)
+        change = new_obj - peak_obj + (b - a) * cnet[i]
+        if change < -tol or (abs(change) <= tol and new_count < count):
+            load[:] = new
+            t[i] = b
+            peak_obj, count = new_obj, new_count
+            touch(i)
+            done += 1
+            if done >= limit:
+                break
+    return done
+
+
 def polish_resource(
     g: GauSGraph,
     t: np.ndarray,
@@ -81,6 +153,7 @@ def polish_resource(
     max_moves: int | None = None,
     time_limit: float | None = None,
     trace: list[tuple[float, float]] | None = None,
+    batch: int = 1,
 ) -> tuple[np.ndarray, int]:
     """Local descent on ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)`` from a legal ``t``.
 
@@ -102,6 +175,11 @@ def polish_resource(
         When given, ``(time.perf_counter(), objective)`` is appended after every pass that
         changed ``t`` (each intermediate ``t`` is legal by construction), so a caller can tell
         when the descent reached a given objective (the any-time curve of the search).
+    batch
+        Moves of ops with usage per pass: 1 (default) is the best-improvement descent; more
+        applies, after the best move, further improving moves of the pass (see
+        :func:`_more_moves`), which reaches a good level in fewer passes but may end at a
+        different local optimum.
 
     Returns
     -------
@@ -191,6 +269,23 @@ def polish_resource(
                 t[i] = int(s)
                 moves += 1
                 changed = True
+                if batch > 1:
+                    moves += _more_moves(
+                        t,
+                        load,
+                        w,
+                        cnet,
+                        heavy,
+                        key,
+                        d_cnt,
+                        lo,
+                        hi,
+                        int(i),
+                        bounds,
+                        ratio,
+                        tol,
+                        min(batch - 1, max_moves - moves),
+                    )
         if not changed:
             break
         if trace is not None:

@@ -448,6 +448,7 @@ class _CheckpointSearch:
     ) -> None:
         self.g, self.D, self.ratio, self.start = g, D, ratio, start
         self.share = settings.polish_share
+        self.batch = settings.polish_batch
         self.max_iters = settings.max_iters
         self.time_limit = settings.time_limit
         self.borrowed = False  # the first search may use the projected run time's share
@@ -458,18 +459,22 @@ class _CheckpointSearch:
         self.runs = 0
         self.moves = 0
         self.history: list[tuple[float, float]] = []
-        self._done: bytes | None = None  # the last searched input, run to a local optimum
+        # the last input searched with batch 1 to a local optimum (the final search's own)
+        self._done: bytes | None = None
 
-    def _run(self, t: np.ndarray, limit: float | None) -> None:
+    def _run(self, t: np.ndarray, limit: float | None, batch: int = 1) -> None:
         from twill.sched.gaus.polish import polish_resource
 
         t0 = time.perf_counter()
         trace: list[tuple[float, float]] = []
-        cand, moves = polish_resource(self.g, t, self.D, self.ratio, time_limit=limit, trace=trace)
+        cand, moves = polish_resource(
+            self.g, t, self.D, self.ratio, time_limit=limit, trace=trace, batch=batch
+        )
         self.spent += time.perf_counter() - t0
         self.runs += 1
         self.moves += moves
-        if limit is None or time.perf_counter() - t0 <= limit:
+        if batch == 1 and (limit is None or time.perf_counter() - t0 <= limit):
+            # only the best-improvement descent stands in for the final search
             self._done = t.tobytes()
         for s, obj in trace:
             if obj < self.best_obj:
@@ -496,7 +501,7 @@ class _CheckpointSearch:
                 projected = min(projected, self.time_limit)
             allowance = max(allowance, self.share * projected - self.spent)
         if allowance > 0:
-            self._run(t, allowance)
+            self._run(t, allowance, self.batch)
 
     def final(self, t: np.ndarray, obj: float, limit: float | None) -> None:
         """The search on GauS's best legalised schedule (skipped if already run to the end)."""
