@@ -133,13 +133,13 @@ class GauSSettings:
         optimum, and later checkpoints are searched again once the elapsed time has caught
         up. The total stays about ``polish_share`` of the run; only its timing moves forward.
     polish_batch : int, default 4
-        Moves of ops with usage per pass in the checkpoint searches (``batch`` of
-        :func:`twill.sched.gaus.polish.polish_resource`); the final search stays the
-        best-improvement descent (1), so the returned objective is never worse than without
-        the checkpoint searches. Measured from GauS's step-25 schedule on the sparse
-        1000-node GS graphs (median of 5, load 3.7): within 2 % of CP-SAT's best after
-        0.078/0.044/0.048 s with 4 against 0.093/0.076/0.077 s with 1 (8 was slower again:
-        more candidates tried per pass).
+        Moves of ops with usage per pass in the first (borrowing) checkpoint search
+        (``batch`` of :func:`twill.sched.gaus.polish.polish_resource`); the later checkpoint
+        searches and the final one stay the best-improvement descent (1), so the returned
+        objective is never worse than without the checkpoint searches. Measured from GauS's
+        step-25 schedule on the sparse 1000-node GS graphs (median of 5, load 3.7): within
+        2 % of CP-SAT's best after 0.078/0.044/0.048 s with 4 against 0.093/0.076/0.077 s
+        with 1 (8 was slower again: more candidates tried per pass).
     early_readouts : tuple of int, default ()
         Extra read-outs after these numbers of Adam steps (counted from the start), besides
         the one after every inner phase: the current means are legalised, the best legal

@@ -494,14 +494,18 @@ class _CheckpointSearch:
         if not self.borrowed:
             # The first search borrows against the run time projected from the steps so far:
             # it usually reaches its local optimum (a good incumbent early), and the later
-            # checkpoints wait until the elapsed time has caught up with the share.
+            # checkpoints wait until the elapsed time has caught up with the share. Batched
+            # moves make it faster; the later searches keep the plain descent (batched, they
+            # ended 0.1 % worse on rand_graph_1000_1, 0.1 % better on rand_graph_1000_2).
             self.borrowed = True
             projected = elapsed * self.max_iters / steps
             if self.time_limit is not None:
                 projected = min(projected, self.time_limit)
             allowance = max(allowance, self.share * projected - self.spent)
-        if allowance > 0:
-            self._run(t, allowance, self.batch)
+            if allowance > 0:
+                self._run(t, allowance, self.batch)
+        elif allowance > 0:
+            self._run(t, allowance)
 
     def final(self, t: np.ndarray, obj: float, limit: float | None) -> None:
         """The search on GauS's best legalised schedule (skipped if already run to the end)."""
