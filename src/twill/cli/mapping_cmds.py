@@ -54,7 +54,7 @@ def _print_json(obj: Any) -> None:
 
 
 def _method_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
-    if method == "cosa":
+    if method in ("cosa", "cosa-rerank"):
         return {
             "backend": args.backend,
             "time_limit": args.time_limit,

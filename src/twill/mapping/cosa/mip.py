@@ -41,6 +41,8 @@ __all__ = [
     "add_symmetry_identical_factors",
     "fix_unit_factors",
     "add_symmetry_gb_slots_packed",
+    "add_no_bypass_refetch",
+    "bypass_refetch_operands",
     "cosa_objective_terms",
 ]
 
@@ -451,6 +453,67 @@ def add_symmetry_gb_slots_packed(model: LinearModel, ix: CosaIndex) -> list[str]
     return rows
 
 
+def bypass_refetch_operands(ix: CosaIndex) -> tuple[Operand, ...]:
+    """Tensors that bypass the global buffer and whose outermost on-chip keeper sits right
+    below it (Gemmini's outputs: accumulator, no scratchpad copy). Their tile is refetched
+    from DRAM whenever a loop irrelevant to them sits outside a relevant loop above that
+    keeper; only then does :func:`add_no_bypass_refetch` add rows. Simba's weights (weight
+    buffer, then the input buffer, then the GB) do not qualify."""
+    out = []
+    for v in OPERANDS:
+        if v in ix.keeps[ix.gb]:
+            continue
+        keepers = [m for m in range(ix.gb) if v in ix.keeps[m]]
+        if keepers and max(keepers) == ix.gb - 1:
+            out.append(v)
+    return tuple(out)
+
+
+def add_no_bypass_refetch(model: LinearModel, ix: CosaIndex) -> list[str]:
+    """Extension (flag ``no_bypass_refetch``; not in CoSA): forbid refetching the tile of a
+    tensor that bypasses the global buffer (:func:`bypass_refetch_operands`).
+
+    Why: on Gemmini the outputs live in the accumulator and go to DRAM directly. A reduction
+    loop (C, R, S) above an output-relevant loop above the accumulator makes every partial sum
+    travel DRAM → accumulator again, and the accumulator's 2 words/cycle then bounds latency.
+    CoSA's traffic term charges that refetch only ``log2`` of the loop's factor, the same as
+    any other DRAM factor (docs/mapping.md, "No bypass refetch").
+
+    Rows: a temporal factor irrelevant to ``v`` at GB slot ``z`` needs ``Y[v,z] = 0`` (no
+    relevant loop at ``z`` or inside it), and one at DRAM needs ``Y[v, last slot] = 0`` (no
+    relevant GB loop; the decoder and the order polish then put the irrelevant DRAM loops
+    innermost). ``Y`` is only bounded below by relevant placements, so the rows are sound:
+    they remove exactly the placements with a relevant loop inside an irrelevant one. The
+    restricted model can be infeasible (a reduction too large for the global buffer)."""
+    rows: list[str] = []
+    slots = list(ix.slots)
+    for v in bypass_refetch_operands(ix):
+        for d, n, p in ix.factors:
+            if d in A_REL[v] or p == 1:
+                continue
+            for z in slots:
+                x = _x(z, d, n, _TM)
+                if model.vars.get(x, ("B", 0.0, 0.0))[2] == 0.0:
+                    continue  # no GB loop of this dimension at z
+                rows.append(
+                    model.add(
+                        f"norefetch[{v.value},{z},{d.value},{n}]",
+                        {x: 1, f"Y[{v.value},{z}]": 1},
+                        "<=",
+                        1,
+                    )
+                )
+            rows.append(
+                model.add(
+                    f"norefetch[{v.value},dram,{d.value},{n}]",
+                    {_x(ix.dram, d, n, _TM): 1, f"Y[{v.value},{slots[-1]}]": 1},
+                    "<=",
+                    1,
+                )
+            )
+    return rows
+
+
 # ----------------------------------------------------------------------------- objective
 def cosa_objective_terms(
     model: LinearModel,
@@ -520,6 +583,7 @@ def build_cosa_model(
     symmetry: bool = True,
     reduce_units: bool = True,
     gb_order: str = "loops",
+    no_bypass_refetch: bool = False,
 ) -> tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]]:
     """Build the linearised CoSA MIP for ``layer`` on ``arch``.
 
@@ -543,6 +607,9 @@ def build_cosa_model(
         ``"loops"`` (default): one GB permutation slot per loop dimension, GB spatial factors
         in one place; ``"slots"``: the paper's ``Zn`` slots, one factor each (§4.1-4.3).
         Both have the same optimum (tested); ``loops`` is about five times smaller.
+    no_bypass_refetch
+        Add :func:`add_no_bypass_refetch` (not CoSA's model: a restriction aimed at
+        Gemmini's accumulator bandwidth; off by default, no rows on Simba).
 
     Returns
     -------
@@ -581,6 +648,8 @@ def build_cosa_model(
     if symmetry:
         add_symmetry_identical_factors(model, ix)
         add_symmetry_gb_slots_packed(model, ix)
+    if no_bypass_refetch:
+        add_no_bypass_refetch(model, ix)
     terms = cosa_objective_terms(model, ix, arch, util)
     obj: dict[str, float] = {}
     for name, wt in (
