@@ -147,7 +147,7 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
             "cpu_seconds_max": max(rr_cpu) if rr_cpu else None,
             "chosen": {
                 v: sum(res.results[rr][i].stats.get("chosen") == v for i in range(len(rows)))
-                for v in ("cosa", "no_bypass_refetch")
+                for v in ("cosa", "no_bypass_refetch", "no_bypass_refetch+register_reuse")
             },
         }
     summary["cosa_latency_le_hybrid"] = sum(

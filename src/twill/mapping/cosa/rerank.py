@@ -6,14 +6,18 @@ bandwidth-bound latency, and its DRAM-level traffic is blind to loop order. On G
 costs latency on about a third of the layers (docs/benchmarks.md, "Whole networks on
 Gemmini"): the MIP optimum leaves a reduction factor (C, R, S) above an output-relevant loop
 above the accumulator, so partial sums go back and forth to DRAM and the accumulator's
-2 words/cycle bound the latency; or the decoder's fixed loop order at DRAM refetches a tile.
+2 words/cycle bound the latency; or the decoder's fixed loop order at DRAM refetches a tile;
+or the one-word weight registers are reloaded so often that the scratchpad bounds latency
+(the proxy counts no reuse of irrelevant factors at inner levels).
 
 What it does, per layer:
 
-1. candidates: the pure CoSA MIP (:func:`~twill.mapping.cosa.cosa_map`) and, when some tensor
+1. candidates: the pure CoSA MIP (:func:`~twill.mapping.cosa.cosa_map`); when some tensor
    bypasses the global buffer, the MIP restricted by
-   :func:`~twill.mapping.cosa.mip.add_no_bypass_refetch` (skipped when it adds no row, e.g. on
-   Simba; may be infeasible);
+   :func:`~twill.mapping.cosa.mip.add_no_bypass_refetch`; when the innermost level is a
+   one-word register under a throttled parent, that MIP also restricted by
+   :func:`~twill.mapping.cosa.mip.add_register_reuse`. Restrictions that add no row are
+   skipped (Simba: only the pure MIP); restricted MIPs may be infeasible;
 2. each decoded, capacity-repaired and verified mapping gets its loop orders polished under
    the cost model (:func:`polish_loop_orders`; tiling and spatial factors unchanged);
 3. the best candidate by ``metric`` wins (default ``lex``: cycles, then energy, since the
@@ -35,7 +39,7 @@ import numpy as np
 
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
-from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands
+from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
 from twill.mapping.cosa.solve import cosa_map
 from twill.mapping.cost.analytical import CostReport, MappingBatch, evaluate, evaluate_batch
 from twill.mapping.mapping import Mapping, verify_mapping
@@ -181,16 +185,20 @@ def cosa_rerank_map(
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     t0, c0 = time.perf_counter(), time.process_time()
-    variants = [("cosa", False)]
     ix = CosaIndex.build(layer, arch, gb_order=gb_order)
-    if bypass_refetch_operands(ix):
-        variants.append(("no_bypass_refetch", True))
+    nbr = bool(bypass_refetch_operands(ix))
+    variants: list[tuple[str, dict[str, bool]]] = [("cosa", {})]
+    if nbr:
+        variants.append(("no_bypass_refetch", {"no_bypass_refetch": True}))
+    if register_reuse_bound(ix, arch) is not None:
+        name = "no_bypass_refetch+register_reuse" if nbr else "register_reuse"
+        variants.append((name, {"no_bypass_refetch": nbr, "register_reuse": True}))
     candidates: list[dict[str, Any]] = []
     best: tuple[tuple[float, ...], str, Mapping, CostReport] | None = None
     first: MapResult | None = None
     solve_s = 0.0
-    for name, flag in variants:
-        r = cosa_map(layer, arch, gb_order=gb_order, no_bypass_refetch=flag, **cosa_options)
+    for name, flags in variants:
+        r = cosa_map(layer, arch, gb_order=gb_order, **flags, **cosa_options)
         first = first or r
         solve_s += r.timings.get("solve", 0.0)
         cand: dict[str, Any] = {
@@ -222,6 +230,7 @@ def cosa_rerank_map(
     timings = {"solve": solve_s, "total": total, "cpu": time.process_time() - c0}
     settings = {**(first.settings if first else {}), "metric": metric, "polish": polish}
     settings.pop("no_bypass_refetch", None)
+    settings.pop("register_reuse", None)
     stats: dict[str, Any] = {"candidates": candidates}
     if best is None:
         status = first.status if first is not None else Status.UNKNOWN

@@ -36,6 +36,7 @@ def cosa_map(
     reduce_units: bool = True,
     gb_order: str = "loops",
     no_bypass_refetch: bool = False,
+    register_reuse: bool = False,
     extra: dict[str, Any] | None = None,
     on_incumbent: Callable[[float, float, float], None] | None = None,
 ) -> MapResult:
@@ -65,6 +66,10 @@ def cosa_map(
         Restrict the MIP: no DRAM refetch of a tensor that bypasses the global buffer
         (:func:`~twill.mapping.cosa.mip.add_no_bypass_refetch`; Gemmini's outputs). Not CoSA's
         model; OPTIMAL then means optimal for the restricted MIP. Off by default.
+    register_reuse
+        Restrict the MIP: a minimum reuse of a one-word stationary register under a throttled
+        parent (:func:`~twill.mapping.cosa.mip.add_register_reuse`; Gemmini's weights). Not
+        CoSA's model; may be infeasible. Off by default.
     extra
         Backend-specific settings passed through untouched.
     on_incumbent
@@ -103,6 +108,7 @@ def cosa_map(
         reduce_units=reduce_units,
         gb_order=gb_order,
         no_bypass_refetch=no_bypass_refetch,
+        register_reuse=register_reuse,
     )
     t_build = time.perf_counter() - t0
     sol = solve_model(
@@ -124,6 +130,7 @@ def cosa_map(
         "reduce_units": reduce_units,
         "gb_order": gb_order,
         "no_bypass_refetch": no_bypass_refetch,
+        "register_reuse": register_reuse,
         "weights": list((weights or CosaWeights()).__dict__.values()),
     }
     stats: dict[str, Any] = {**model.size, **sol.stats}
