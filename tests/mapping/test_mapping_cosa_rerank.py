@@ -10,7 +10,7 @@ import pytest
 
 from twill.mapping.arch import gemmini_arch, simba_arch
 from twill.mapping.cosa import build_cosa_model, cosa_map, cosa_rerank_map, polish_loop_orders
-from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands
+from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
 from twill.mapping.cost.analytical import MappingBatch, evaluate, evaluate_batch
 from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
 from twill.mapping.pipeline import map_layer
@@ -21,6 +21,9 @@ from twill.results import Status
 #: CoSA optimum leaves C4 at DRAM above an output loop, so partial sums are refetched and the
 #: accumulator's bandwidth costs 2.3 % latency over the compute bound.
 PSUM = Layer("psum", {"P": 14, "Q": 14, "C": 1024, "K": 256})
+#: ResNet-50's ``_outputs_input.39`` shape (1x1, 28x28, C 128, K 512): without refetch the
+#: MIP picks P0·Q0 = 8 at the one-word weight registers and the scratchpad bounds latency.
+REUSE = Layer("reuse", {"P": 28, "Q": 28, "C": 128, "K": 512})
 
 
 def _output_fills(layer: Layer, mapping) -> float:
@@ -57,6 +60,45 @@ class TestNoBypassRefetch:
         assert verify_mapping(PSUM, arch, polished) == []
         assert _output_fills(PSUM, polished) == pytest.approx(outputs)  # each output once
         assert evaluate(PSUM, arch, polished).cycles == PSUM.macs // arch.macs
+
+
+class TestRegisterReuse:
+    def test_bound_from_the_architecture(self):
+        ix = CosaIndex.build(REUSE, gemmini_arch(), gb_order="loops")
+        # 256 registers; the scratchpad serves 32 words/cycle, 16 of them to the C columns.
+        assert register_reuse_bound(ix, gemmini_arch()) == (Operand.W, 16.0)
+        big = gemmini_arch(32, 256, 64)
+        assert register_reuse_bound(CosaIndex.build(REUSE, big, gb_order="loops"), big) == (
+            Operand.W,
+            32.0,
+        )
+        simba = CosaIndex.build(REUSE, simba_arch(), gb_order="loops")
+        assert register_reuse_bound(simba, simba_arch()) is None  # no bandwidth limits
+
+    def test_restriction_reaches_the_compute_bound(self):
+        arch = gemmini_arch()
+        only_nbr = cosa_map(REUSE, arch, time_limit=30, no_bypass_refetch=True)
+        both = cosa_map(REUSE, arch, time_limit=30, no_bypass_refetch=True, register_reuse=True)
+        assert only_nbr.status is Status.OPTIMAL and both.status is Status.OPTIMAL
+        assert both.objective >= only_nbr.objective - 1e-6
+        assert np.prod(both.mapping.temporal[0]) >= 16  # MACs per weight-register load
+        assert np.prod(only_nbr.mapping.temporal[0]) < 16
+        polished = polish_loop_orders(REUSE, arch, both.mapping)
+        assert evaluate(REUSE, arch, polished).cycles == REUSE.macs // arch.macs
+        rr = cosa_rerank_map(REUSE, arch, time_limit=30)
+        assert rr.stats["chosen"] == "no_bypass_refetch+register_reuse"
+        assert rr.report.cycles == REUSE.macs // arch.macs
+
+    def test_infeasible_restriction_leaves_the_other_candidates(self):
+        arch = gemmini_arch()
+        small = Layer("small", {"P": 2, "Q": 2, "C": 64, "K": 64})  # P·Q·N = 4 < 16
+        r = cosa_map(small, arch, time_limit=30, register_reuse=True)
+        assert r.status is Status.INFEASIBLE and r.mapping is None
+        rr = cosa_rerank_map(small, arch, time_limit=30)
+        cands = {c["variant"]: c for c in rr.stats["candidates"]}
+        assert cands["no_bypass_refetch+register_reuse"]["mip_status"] == "infeasible"
+        assert "cycles" not in cands["no_bypass_refetch+register_reuse"]
+        assert rr.status is Status.FEASIBLE and verify_mapping(small, arch, rr.mapping) == []
 
 
 class TestPolish:
@@ -108,7 +150,11 @@ class TestRerank:
         assert rr.method == "cosa-rerank" and rr.status is Status.FEASIBLE  # never optimal
         assert rr.objective is None and rr.bound is None
         assert verify_mapping(PSUM, arch, rr.mapping) == []
-        assert [c["variant"] for c in rr.stats["candidates"]] == ["cosa", "no_bypass_refetch"]
+        assert [c["variant"] for c in rr.stats["candidates"]] == [
+            "cosa",
+            "no_bypass_refetch",
+            "no_bypass_refetch+register_reuse",
+        ]
         assert all(c["mip_status"] == "optimal" for c in rr.stats["candidates"])
         assert rr.stats["chosen"] == "no_bypass_refetch"
         assert rr.report.cycles == PSUM.macs // arch.macs < pure.report.cycles
