@@ -55,7 +55,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -71,8 +71,9 @@ if TYPE_CHECKING:  # torch only for annotations: the NumPy paths never import it
 
     from twill.mapping.workload import Operand
 
-    #: The shared formulas take NumPy arrays (exact evaluation) or torch tensors (relaxation).
-    Array = np.ndarray | torch.Tensor
+    #: The shared formulas take NumPy arrays (exact evaluation) or torch tensors (relaxation)
+    #: and return the same kind.
+    Array = TypeVar("Array", np.ndarray, torch.Tensor)
 
 __all__ = [
     "FusionPlan",
