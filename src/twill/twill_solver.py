@@ -28,7 +28,12 @@ from typing import Any
 
 from twill.errors import VerificationError
 from twill.results import Status
-from twill.sched.exact.search import CertificateEntry, SearchResult, search_min_ii
+from twill.sched.exact.search import (
+    CertificateEntry,
+    SearchResult,
+    search_min_ii,
+    search_result_fields,
+)
 from twill.sched.ir import DependenceGraph
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
@@ -89,23 +94,7 @@ class TwillResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (the CLI's ``--json`` object)."""
-        out = {
-            "graph": self.graph,
-            "status": self.status.value,
-            "I": self.I,
-            "optimal": self.optimal,
-            "L": self.L,
-            "L_optimal": self.L_optimal,
-            "schedule": dict(self.schedule) if self.schedule is not None else None,
-            "certificate": [c.to_dict() for c in self.certificate],
-            "res_mii": self.res_mii,
-            "rec_mii": self.rec_mii,
-            "mii": self.mii,
-            "backend": self.backend,
-            "seconds": round(self.seconds, 4),
-        }
-        out.update(self.extra)
-        return out
+        return {"graph": self.graph, **search_result_fields(self), **self.extra}
 
 
 def _check(graph: DependenceGraph) -> None:

@@ -233,7 +233,14 @@ def map_network(
     )
 
 
-def _run_ray(tasks, layers, arch, options, address, done) -> None:
+def _run_ray(
+    tasks: list[tuple[int, str]],
+    layers: Sequence[Layer],
+    arch: Arch,
+    options: dict[str, dict[str, Any]],
+    address: str | None,
+    done: Callable[[int, str, MapResult], None],
+) -> None:
     try:
         import ray
     except ImportError as exc:

@@ -129,6 +129,18 @@ class TestBaselines:
         r = fn(g, "A", **kw)
         assert r.legal and r.objective is not None
 
+    @pytest.mark.parametrize("fn", [list_schedule, force_directed_schedule])
+    def test_infeasible_windows_are_proved(self, fn) -> None:
+        g = from_dependence_graph(generate_random_dag(40, 0.2, 5, seed=4)).with_caps(5.0)
+        too_short = fn(g, "A", D=1)
+        assert too_short.status is Status.INFEASIBLE and "D=1" in too_short.message
+        cm = rec_mii(g)
+        assert cm > 1
+        below = fn(g, "C", D=200, II=cm - 1)
+        assert below.status is Status.INFEASIBLE and "RecMII" in below.message
+        with pytest.raises(ValueError, match="needs II"):
+            fn(g, "C", D=200)
+
     def test_list_modulo(self) -> None:
         g = from_dependence_graph(generate_random_dag(80, 0.05, 4, seed=1)).with_caps(5.0)
         r = list_schedule(g, "C", D=60, II=8)

@@ -1,4 +1,5 @@
-"""Shared plumbing of the scheduling baselines: verify, score and package a schedule.
+"""Shared plumbing of the scheduling baselines: the start-step window, and verify, score and
+package a schedule.
 
 Every baseline returns a :class:`~twill.sched.gaus.result.ScheduleRunResult` whose schedule
 passed :func:`twill.sched.gaus.verify.schedule_violations` (house rule 5).
@@ -7,17 +8,73 @@ passed :func:`twill.sched.gaus.verify.schedule_violations` (house rule 5).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from twill.errors import VerificationError
 from twill.results import Status
-from twill.sched.gaus.graph import GauSGraph
+from twill.sched.gaus.bounds import default_D, modulo_asap
+from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 
-__all__ = ["package"]
+__all__ = ["StartWindow", "package", "start_window"]
+
+
+@dataclass(frozen=True)
+class StartWindow:
+    """Where every op may start, as all baselines compute it before they schedule.
+
+    ``asap`` is raised to the modulo ASAP (recurrences at ``II``) for formulation C; ``common``
+    holds the keyword arguments that :func:`package` needs for this run.
+    """
+
+    D: int
+    asap: np.ndarray
+    alap: np.ndarray
+    gens: list[np.ndarray]
+    common: dict[str, Any]
+
+
+def start_window(
+    g: GauSGraph,
+    method: str,
+    formulation: str,
+    D: int | None,
+    II: int | None,
+    ratio: float,
+    start: float,
+) -> StartWindow | ScheduleRunResult:
+    """The ASAP/ALAP window of ``g`` at latency bound ``D`` (default: formulation's default),
+    or an INFEASIBLE result when no schedule fits (``D`` too small, or ``II`` below RecMII).
+
+    Raises
+    ------
+    ValueError
+        For formulation C without ``II``.
+    """
+    if formulation == "C" and II is None:
+        raise ValueError("formulation C needs II")
+    D = int(D) if D is not None else default_D(g, formulation, II)
+    gens = topological_generations(g)
+    asap, alap = asap_alap(g, D, gens)
+    common = dict(method=method, formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    if np.any(asap > alap):
+        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE, **common)
+    if formulation == "C":
+        masap = modulo_asap(g, II)  # type: ignore[arg-type]
+        if masap is None:
+            return package(
+                g,
+                None,
+                message=f"infeasible at II={II}: RecMII > II",
+                status=Status.INFEASIBLE,
+                **common,
+            )
+        asap = np.maximum(asap, masap)
+    return StartWindow(D, asap, alap, gens, common)
 
 
 def package(

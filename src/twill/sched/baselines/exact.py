@@ -29,9 +29,8 @@ import time
 import numpy as np
 
 from twill.results import Status
-from twill.sched.baselines.common import package
-from twill.sched.gaus.bounds import default_D, modulo_asap
-from twill.sched.gaus.graph import GauSGraph, asap_alap
+from twill.sched.baselines.common import package, start_window
+from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.result import ScheduleRunResult
 
 __all__ = ["exact_schedule"]
@@ -54,24 +53,10 @@ def exact_schedule(
     from ortools.sat.python import cp_model
 
     start = time.perf_counter()
-    D = int(D) if D is not None else default_D(g, formulation, II)
-    asap, alap = asap_alap(g, D)
-    common = dict(method="exact", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
-    if np.any(asap > alap):
-        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE, **common)
-    if formulation == "C":
-        if II is None:
-            raise ValueError("formulation C needs II")
-        masap = modulo_asap(g, II)
-        if masap is None:
-            return package(
-                g,
-                None,
-                message=f"infeasible at II={II}: RecMII > II",
-                status=Status.INFEASIBLE,
-                **common,
-            )
-        asap = np.maximum(asap, masap)
+    window = start_window(g, "exact", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    if isinstance(window, ScheduleRunResult):
+        return window
+    D, asap, alap, common = window.D, window.asap, window.alap, window.common
     m = cp_model.CpModel()
     # -- variables
     s = [m.NewIntVar(int(asap[i]), int(alap[i]), f"s[{g.names[i]}]") for i in range(g.n)]

@@ -19,10 +19,8 @@ import time
 
 import numpy as np
 
-from twill.results import Status
-from twill.sched.baselines.common import package
-from twill.sched.gaus.bounds import default_D, modulo_asap
-from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
+from twill.sched.baselines.common import package, start_window
+from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.result import ScheduleRunResult
 
@@ -47,25 +45,10 @@ def force_directed_schedule(
     if formulation not in ("A", "C"):
         raise ValueError("force-directed scheduling applies to formulations A and C")
     start = time.perf_counter()
-    D = int(D) if D is not None else default_D(g, formulation, II)
-    gens = topological_generations(g)
-    asap, alap = asap_alap(g, D, gens)
-    common = dict(method="force", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
-    if np.any(asap > alap):
-        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE, **common)
-    if formulation == "C":
-        if II is None:
-            raise ValueError("formulation C needs II")
-        masap = modulo_asap(g, II)
-        if masap is None:
-            return package(
-                g,
-                None,
-                message=f"infeasible at II={II}: RecMII > II",
-                status=Status.INFEASIBLE,
-                **common,
-            )
-        asap = np.maximum(asap, masap)
+    window = start_window(g, "force", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    if isinstance(window, ScheduleRunResult):
+        return window
+    D, asap, alap, gens, common = window.D, window.asap, window.alap, window.gens, window.common
     n, K, L = g.usage.shape
     H = D + L
     fold = II if formulation == "C" else None

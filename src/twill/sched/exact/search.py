@@ -109,20 +109,26 @@ class SearchResult:
         return max(self.res_mii, self.rec_mii)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "I": self.I,
-            "optimal": self.optimal,
-            "L": self.L,
-            "L_optimal": self.L_optimal,
-            "schedule": dict(self.schedule) if self.schedule is not None else None,
-            "certificate": [c.to_dict() for c in self.certificate],
-            "res_mii": self.res_mii,
-            "rec_mii": self.rec_mii,
-            "mii": self.mii,
-            "backend": self.backend,
-            "seconds": round(self.seconds, 4),
-        }
+        return search_result_fields(self)
+
+
+def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:
+    """JSON fields of a minimum-I answer, shared by :class:`SearchResult` and
+    :class:`twill.twill_solver.TwillResult` (the CLI's ``--json`` names: keep them stable)."""
+    return {
+        "status": r.status.value,
+        "I": r.I,
+        "optimal": r.optimal,
+        "L": r.L,
+        "L_optimal": r.L_optimal,
+        "schedule": dict(r.schedule) if r.schedule is not None else None,
+        "certificate": [c.to_dict() for c in r.certificate],
+        "res_mii": r.res_mii,
+        "rec_mii": r.rec_mii,
+        "mii": r.mii,
+        "backend": r.backend,
+        "seconds": round(r.seconds, 4),
+    }
 
 
 def serial_ii_cap(graph: DependenceGraph) -> int:
