@@ -191,6 +191,8 @@ def _zigzag_rows(layers, res, arch, arch_name: str, args: argparse.Namespace) ->
                 "loma_seconds": lo.seconds,
             }
         )
+        # LOMA takes minutes per layer: show each row as it comes (stderr, JSON)
+        print(json.dumps({"layer": layer.name, **out[-1]}), file=sys.stderr, flush=True)
     return out
 
 
