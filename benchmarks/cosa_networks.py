@@ -1,6 +1,8 @@
 """CoSA vs random best-of-5 vs Timeloop-Hybrid-like best-of-16K (vs ZigZag LOMA when installed)
 per layer and per network, under twill's Timeloop-class cost model; plus the cost model's error
-distribution against DOSA's 2,000 Timeloop-evaluated Gemmini mappings.
+distribution against DOSA's 2,000 Timeloop-evaluated Gemmini mappings. A second CoSA column,
+``cosa-rerank`` (a few MIP solutions, loop orders polished and the best picked under the cost
+model; not CoSA, never claimed optimal), runs unless ``--no-rerank``.
 
     .venv/bin/python benchmarks/cosa_networks.py                       # ResNet-50 on Simba + DOSA
     .venv/bin/python benchmarks/cosa_networks.py --networks all        # all 8 network/arch pairs
@@ -60,9 +62,10 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
     layers = read_network(BENCH / folder)
     if args.limit:
         layers = layers[: args.limit]
-    methods = ["cosa", "random", "hybrid"]
+    methods = ["cosa", "random", "hybrid"] + ([] if args.no_rerank else ["cosa-rerank"])
     opts = {
         "cosa": {"backend": args.backend, "time_limit": args.time_limit, "threads": 1},
+        "cosa-rerank": {"backend": args.backend, "time_limit": args.time_limit, "threads": 1},
         "random": {"n_valid": 5, "seed": args.seed, "metric": "edp"},
         "hybrid": {"n_valid": args.hybrid_n, "seed": args.seed, "metric": args.hybrid_metric},
     }
@@ -78,6 +81,7 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
                 "cycles": r.report.cycles if r.report else None,
                 "energy_uJ": r.report.energy_uj if r.report else None,
                 "seconds": r.seconds,
+                "cpu_seconds": r.timings.get("cpu"),
                 "status": r.status.value,
                 "mapping": str(r.mapping) if r.mapping else None,
             }
@@ -122,6 +126,37 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
         if not _zigzag_available()
         else f"LOMA on the first {len(zz_rows)} layers (--zigzag N)",
     }
+    if "cosa-rerank" in methods:
+        rr = "cosa-rerank"
+        rr_s = [r[rr]["seconds"] for r in rows]
+        rr_cpu = [r[rr]["cpu_seconds"] for r in rows if r[rr]["cpu_seconds"] is not None]
+        summary["rerank"] = {
+            "latency_speedup_vs_hybrid": totals["hybrid"]["cycles"] / totals[rr]["cycles"],
+            "energy_gain_vs_hybrid": totals["hybrid"]["energy_uJ"] / totals[rr]["energy_uJ"],
+            "latency_speedup_vs_random": totals["random"]["cycles"] / totals[rr]["cycles"],
+            "energy_gain_vs_random": totals["random"]["energy_uJ"] / totals[rr]["energy_uJ"],
+            "latency_speedup_vs_cosa": totals["cosa"]["cycles"] / totals[rr]["cycles"],
+            "energy_gain_vs_cosa": totals["cosa"]["energy_uJ"] / totals[rr]["energy_uJ"],
+            "layer_geomean_latency_vs_hybrid": geomean(
+                [r["hybrid"]["cycles"] / r[rr]["cycles"] for r in ok]
+            ),
+            "latency_le_hybrid": sum(r[rr]["cycles"] <= r["hybrid"]["cycles"] for r in ok),
+            "seconds_median": statistics.median(rr_s),
+            "seconds_max": max(rr_s),
+            "cpu_seconds_median": statistics.median(rr_cpu) if rr_cpu else None,
+            "cpu_seconds_max": max(rr_cpu) if rr_cpu else None,
+            "chosen": {
+                v: sum(res.results[rr][i].stats.get("chosen") == v for i in range(len(rows)))
+                for v in ("cosa", "no_bypass_refetch", "no_bypass_refetch+register_reuse")
+            },
+        }
+    summary["cosa_latency_le_hybrid"] = sum(
+        r["cosa"]["cycles"] <= r["hybrid"]["cycles"] for r in ok
+    )
+    cosa_cpu = [r["cosa"]["cpu_seconds"] for r in rows if r["cosa"]["cpu_seconds"] is not None]
+    if cosa_cpu:
+        summary["cosa_cpu_seconds_median"] = statistics.median(cosa_cpu)
+        summary["cosa_cpu_seconds_max"] = max(cosa_cpu)
     if zz_rows:
         summary["zigzag_cosa_vs_loma_energy_geomean"] = geomean(
             [z["loma_energy_uJ"] / z["cosa_energy_uJ"] for z in zz_rows]
@@ -156,6 +191,8 @@ def _zigzag_rows(layers, res, arch, arch_name: str, args: argparse.Namespace) ->
                 "loma_seconds": lo.seconds,
             }
         )
+        # LOMA takes minutes per layer: show each row as it comes (stderr, JSON)
+        print(json.dumps({"layer": layer.name, **out[-1]}), file=sys.stderr, flush=True)
     return out
 
 
@@ -233,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         help="ZigZag peer (CoSA mapping in ZigZag's model vs LOMA) on the first N layers",
     )
     ap.add_argument("--no-dosa", action="store_true", help="skip the DOSA error distribution")
+    ap.add_argument(
+        "--no-rerank", action="store_true", help="skip the cosa-rerank column (pure CoSA only)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     names = (
@@ -286,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
             "hyb16K µJ",
             "CoSA s",
             "hyb s",
+            "rerank cyc",
+            "rerank µJ",
+            "rerank s",
         ):
             t.add_column(col)
         for r in net["rows"]:
@@ -300,6 +343,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['hybrid']['energy_uJ']:.1f}",
                 f"{r['cosa']['seconds']:.2f}",
                 f"{r['hybrid']['seconds']:.2f}",
+                *(
+                    (
+                        f"{r['cosa-rerank']['cycles']:,}",
+                        f"{r['cosa-rerank']['energy_uJ']:.1f}",
+                        f"{r['cosa-rerank']['seconds']:.2f}",
+                    )
+                    if "cosa-rerank" in r
+                    else ("-", "-", "-")
+                ),
             )
         con.print(t)
         s = net["summary"]

@@ -19,11 +19,20 @@ def run() -> None:
     t = Table(title="FADiff demo: BERT encoder on Gemmini 16x16, 128 KB SP, 32 KB ACC")
     for col in ("method", "EDP (uJ*cycles)", "energy (uJ)", "cycles", "DRAM (MB)", "fused", "s"):
         t.add_column(col)
-    for name, rep, sec in (("layerwise-gradient", lw.report, lw.seconds),
-                           ("layerwise-greedy-fusion", gf.report, gf.seconds),
-                           ("fadiff", fd.report, fd.seconds)):
-        t.add_row(name, f"{rep.edp:.4g}", f"{rep.energy_uj:.1f}", f"{rep.cycles:.0f}",
-                  f"{rep.dram_bytes / 1e6:.2f}", str(len(rep.fused)), f"{sec:.1f}")
+    for name, rep, sec in (
+        ("layerwise-gradient", lw.report, lw.seconds),
+        ("layerwise-greedy-fusion", gf.report, gf.seconds),
+        ("fadiff", fd.report, fd.seconds),
+    ):
+        t.add_row(
+            name,
+            f"{rep.edp:.4g}",
+            f"{rep.energy_uj:.1f}",
+            f"{rep.cycles:.0f}",
+            f"{rep.dram_bytes / 1e6:.2f}",
+            str(len(rep.fused)),
+            f"{sec:.1f}",
+        )
     Console(width=140).print(t)
 
 

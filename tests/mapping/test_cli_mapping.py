@@ -65,6 +65,15 @@ class TestMap:
         )
         assert code == 0 and json.loads(out)["method"] == "random"
 
+    def test_cosa_rerank_method(self, capsys, layer_file):
+        code, out, _ = _run(
+            capsys,
+            ["map", str(layer_file), "--arch", "gemmini", "--method", "cosa-rerank", "--json"],
+        )
+        d = json.loads(out)
+        assert code == 0 and d["method"] == "cosa-rerank" and d["valid"] is True
+        assert d["status"] == "feasible" and d["stats"]["chosen"] in ("cosa", "no_bypass_refetch")
+
     def test_bad_layer_names_file_and_item(self, capsys, tmp_path):
         bad = tmp_path / "bad.yaml"
         bad.write_text("problem:\n  R: 1\n  S: -3\n  P: x\n")

@@ -9,7 +9,7 @@ never costs a solve, and a file the user gave as input is never overwritten.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from twill.errors import InvalidProblemError
@@ -23,7 +23,7 @@ __all__ = [
 ]
 
 
-def _number(text: str, kind: type, expected: str, ok) -> float | int:
+def _number(text: str, kind: type, expected: str, ok: Callable[[float | int], bool]) -> float | int:
     try:
         value = kind(text)
     except ValueError:

@@ -13,17 +13,20 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import check_output_path, positive_float, positive_int
 from twill.errors import InvalidProblemError
+
+if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
+    from twill.mapping.arch import Arch
 
 __all__ = ["register"]
 
 _BUILTIN_ARCHS = ("simba", "gemmini")
 
 
-def _arch(spec: str):
+def _arch(spec: str) -> Arch:
     from twill.io.timeloop import read_arch
     from twill.mapping.arch import gemmini_arch, simba_arch
 
@@ -54,7 +57,7 @@ def _print_json(obj: Any) -> None:
 
 
 def _method_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
-    if method == "cosa":
+    if method in ("cosa", "cosa-rerank"):
         return {
             "backend": args.backend,
             "time_limit": args.time_limit,

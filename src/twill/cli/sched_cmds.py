@@ -12,10 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import check_output_path, positive_float, positive_int
+
+if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
+    from rich.status import Status as RichStatus
+
+    from twill.sched.ir import DependenceGraph
 
 __all__ = ["register"]
 
@@ -94,7 +100,7 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
                    help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml)")  # fmt: skip
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace) -> DependenceGraph:
     from twill.io import load_graph
 
     return load_graph(args.graph, args.resource_model)
@@ -144,7 +150,7 @@ def cmd_bounds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_callback():
+def _progress_callback() -> tuple[Callable[[Any], None] | None, RichStatus | None]:
     """A rich status line on stderr (only when stderr is a terminal)."""
     if not sys.stderr.isatty():
         return None, None

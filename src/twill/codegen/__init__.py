@@ -4,10 +4,15 @@
 Outer layer: it reads schedules, never runs a solver itself.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+
 __all__ = ["generate_pseudocode", "generate_cuda"]
 
 
-def __getattr__(name: str):  # lazy re-exports keep `import twill.codegen` cheap
+# lazy re-exports keep `import twill.codegen` cheap
+def __getattr__(name: str) -> Callable[..., str]:
     if name == "generate_pseudocode":
         from twill.codegen.pseudo import generate_pseudocode
 

@@ -113,7 +113,9 @@ class _Checker:
             return False
         return True
 
-    def keys(self, path: str, value: Mapping[str, Any], allowed: set[str], required: set[str]):
+    def keys(
+        self, path: str, value: Mapping[str, Any], allowed: set[str], required: set[str]
+    ) -> None:
         for key in value:
             if key not in allowed:
                 self.problems.append(

@@ -4,8 +4,9 @@ The chain, spelled out:
 
 1. **layers**: a list of :class:`~twill.mapping.workload.Layer` (unique shapes with counts, as
    :func:`twill.io.timeloop.read_network` returns them);
-2. **mapper**: :func:`map_layer` with one of ``cosa``, ``random``, ``random16k``, ``hybrid``,
-   ``exhaustive`` (each runs check → solve → verify and returns a :class:`MapResult`);
+2. **mapper**: :func:`map_layer` with one of ``cosa``, ``cosa-rerank``, ``random``,
+   ``random16k``, ``hybrid``, ``exhaustive`` (each runs check → solve → verify and returns a
+   :class:`MapResult`);
 3. **cost**: the verified mapping's :class:`CostReport` (inside the result);
 4. **reduce**: per method, the network total ``sum(report)`` weighted by layer counts (layers run
    sequentially, so latencies add);
@@ -37,7 +38,7 @@ __all__ = ["MAPPERS", "map_layer", "map_network", "NetworkResult"]
 log = logging.getLogger(__name__)
 
 #: Mapper names accepted by :func:`map_layer`.
-MAPPERS = ("cosa", "random", "random16k", "hybrid", "exhaustive")
+MAPPERS = ("cosa", "cosa-rerank", "random", "random16k", "hybrid", "exhaustive")
 
 
 def map_layer(layer: Layer, arch: Arch, *, mapper: str = "cosa", **options: Any) -> MapResult:
@@ -49,6 +50,8 @@ def map_layer(layer: Layer, arch: Arch, *, mapper: str = "cosa", **options: Any)
         The layer and the accelerator.
     mapper
         ``cosa`` (MIP; options ``backend``, ``time_limit``, ``threads``, ``seed`` ...),
+        ``cosa-rerank`` (a few CoSA MIP solutions re-ranked under the cost model; same
+        options plus ``metric``, default ``lex``),
         ``random`` (best of 5 valid), ``random16k`` (best of 16,000 valid), ``hybrid``
         (Timeloop-Hybrid-like best of 16,000) or ``exhaustive`` (small layers only).
     **options
@@ -69,6 +72,10 @@ def map_layer(layer: Layer, arch: Arch, *, mapper: str = "cosa", **options: Any)
         from twill.mapping.cosa import cosa_map
 
         return cosa_map(layer, arch, **options)
+    if mapper == "cosa-rerank":
+        from twill.mapping.cosa import cosa_rerank_map
+
+        return cosa_rerank_map(layer, arch, **options)
     if mapper in ("random", "random16k"):
         from twill.mapping.search.random import random_search
 
@@ -226,7 +233,14 @@ def map_network(
     )
 
 
-def _run_ray(tasks, layers, arch, options, address, done) -> None:
+def _run_ray(
+    tasks: list[tuple[int, str]],
+    layers: Sequence[Layer],
+    arch: Arch,
+    options: dict[str, dict[str, Any]],
+    address: str | None,
+    done: Callable[[int, str, MapResult], None],
+) -> None:
     try:
         import ray
     except ImportError as exc:

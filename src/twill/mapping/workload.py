@@ -147,7 +147,10 @@ class Layer:
         full = {d: int(self.dims.get(d, self.dims.get(d.value, 1))) for d in DIMS}
         object.__setattr__(self, "dims", MappingProxyType(full))
 
-    def __reduce__(self):  # MappingProxyType does not pickle; rebuild from a plain dict
+    def __reduce__(
+        self,
+    ) -> tuple[type[Layer], tuple[str, dict[Dim, int], int, int, int, int, int]]:
+        # MappingProxyType does not pickle; rebuild from a plain dict
         return (
             Layer,
             (

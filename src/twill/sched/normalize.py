@@ -83,7 +83,9 @@ class NormalizationResult:
         }
 
 
-def _solve_zlp(costs: Sequence[int], U: int, keep_positive: bool, fix_f: int | None, tl):
+def _solve_zlp(
+    costs: Sequence[int], U: int, keep_positive: bool, fix_f: int | None, tl: float | None
+) -> tuple[Status, list[int] | None, int | None]:
     import pulp
 
     n = len(costs)

@@ -41,6 +41,10 @@ __all__ = [
     "add_symmetry_identical_factors",
     "fix_unit_factors",
     "add_symmetry_gb_slots_packed",
+    "add_no_bypass_refetch",
+    "bypass_refetch_operands",
+    "add_register_reuse",
+    "register_reuse_bound",
     "cosa_objective_terms",
 ]
 
@@ -451,6 +455,126 @@ def add_symmetry_gb_slots_packed(model: LinearModel, ix: CosaIndex) -> list[str]
     return rows
 
 
+def bypass_refetch_operands(ix: CosaIndex) -> tuple[Operand, ...]:
+    """Tensors that bypass the global buffer and whose outermost on-chip keeper sits right
+    below it (Gemmini's outputs: accumulator, no scratchpad copy). Their tile is refetched
+    from DRAM whenever a loop irrelevant to them sits outside a relevant loop above that
+    keeper; only then does :func:`add_no_bypass_refetch` add rows. Simba's weights (weight
+    buffer, then the input buffer, then the GB) do not qualify."""
+    out = []
+    for v in OPERANDS:
+        if v in ix.keeps[ix.gb]:
+            continue
+        keepers = [m for m in range(ix.gb) if v in ix.keeps[m]]
+        if keepers and max(keepers) == ix.gb - 1:
+            out.append(v)
+    return tuple(out)
+
+
+def add_no_bypass_refetch(model: LinearModel, ix: CosaIndex) -> list[str]:
+    """Extension (flag ``no_bypass_refetch``; not in CoSA): forbid refetching the tile of a
+    tensor that bypasses the global buffer (:func:`bypass_refetch_operands`).
+
+    Why: on Gemmini the outputs live in the accumulator and go to DRAM directly. A reduction
+    loop (C, R, S) above an output-relevant loop above the accumulator makes every partial sum
+    travel DRAM → accumulator again, and the accumulator's 2 words/cycle then bounds latency.
+    CoSA's traffic term charges that refetch only ``log2`` of the loop's factor, the same as
+    any other DRAM factor (docs/mapping.md, "CoSA re-ranked").
+
+    Rows: a temporal factor irrelevant to ``v`` at GB slot ``z`` needs ``Y[v,z] = 0`` (no
+    relevant loop at ``z`` or inside it), and one at DRAM needs ``Y[v, last slot] = 0`` (no
+    relevant GB loop). ``Y`` can be 0 exactly when no relevant loop sits at or inside slot
+    ``z``, so the rows remove exactly the tilings with an irrelevant factor outside a relevant
+    one above the keeper. Whether DRAM's own loops refetch still depends on the DRAM loop
+    order, which the MIP does not model: the decoder keeps its fixed order and
+    :func:`~twill.mapping.cosa.rerank.polish_loop_orders` picks a better one. The restricted
+    optimum is never below the unrestricted one (same objective, fewer solutions)."""
+    rows: list[str] = []
+    slots = list(ix.slots)
+    for v in bypass_refetch_operands(ix):
+        for d, n, p in ix.factors:
+            if d in A_REL[v] or p == 1:
+                continue
+            for z in slots:
+                x = _x(z, d, n, _TM)
+                if model.vars.get(x, ("B", 0.0, 0.0))[2] == 0.0:
+                    continue  # no GB loop of this dimension at z
+                rows.append(
+                    model.add(
+                        f"norefetch[{v.value},{z},{d.value},{n}]",
+                        {x: 1, f"Y[{v.value},{z}]": 1},
+                        "<=",
+                        1,
+                    )
+                )
+            rows.append(
+                model.add(
+                    f"norefetch[{v.value},dram,{d.value},{n}]",
+                    {_x(ix.dram, d, n, _TM): 1, f"Y[{v.value},{slots[-1]}]": 1},
+                    "<=",
+                    1,
+                )
+            )
+    return rows
+
+
+def register_reuse_bound(ix: CosaIndex, arch: Arch) -> tuple[Operand, float] | None:
+    """``(v, r)`` when the innermost level is a one-word stationary register for tensor ``v``
+    whose parent throttles bandwidth (Gemmini's weight registers under the scratchpad): ``r``
+    is the reuse (MACs per register load) the parent can sustain. ``None`` otherwise (Simba:
+    no bandwidth limits).
+
+    Derivation (per parent instance, per cycle at full compute): each of the ``n`` registers
+    below one parent instance reloads one word every ``reuse`` cycles, so ``v`` takes
+    ``n / reuse`` words; every other tensor ``u`` read straight from the parent by the MACs
+    (kept at the parent, at no level below it) takes at most its relevant spatial fan-out below
+    the parent (Gemmini's inputs: the 16 C columns). ``r = n / (B − Σ_u)``; ``None`` when
+    ``r <= 1`` or the other streams alone fill the bandwidth ``B``. Giving each stream its
+    share is a sufficient condition, not the cost model's exact bound (which adds the streams
+    up with the rest of the parent's traffic)."""
+    lv0 = arch.levels[0]
+    if len(lv0.keeps) != 1 or lv0.entries != 1:
+        return None
+    (v,) = tuple(lv0.keeps)
+    parent = next((m for m in range(1, ix.top + 1) if v in ix.keeps[m]), None)
+    if parent is None or not arch.levels[parent].bandwidth:
+        return None
+    plv = arch.levels[parent]
+    n = lv0.instances / plv.instances
+    other = 0.0
+    for u in OPERANDS:
+        if u is v or u not in ix.keeps[parent] or any(u in ix.keeps[m] for m in range(parent)):
+            continue
+        fan = 1
+        for m in range(parent + 1):
+            sd = arch.levels[m].spatial_dims
+            if sd is None or any(d in A_REL[u] for d in sd):
+                fan *= arch.fanout(m)
+        other += fan
+    free = plv.bandwidth - other
+    if free <= 0:
+        return None
+    r = n / free
+    return (v, r) if r > 1 else None
+
+
+def add_register_reuse(model: LinearModel, ix: CosaIndex, arch: Arch) -> list[str]:
+    """Extension (flag ``register_reuse``; not in CoSA): the innermost one-word register
+    (:func:`register_reuse_bound`) gets at least ``r`` MACs per load, i.e.
+    ``Σ log2 p ≥ log2 r`` over the ``v``-irrelevant temporal factors at position 0.
+
+    Why: CoSA's traffic term counts only ``v``-relevant factors at inner levels, so it never
+    sees that a weight register is reloaded from the scratchpad after ``P0·Q0·N0`` MACs. With
+    ``P0·Q0 = 8`` on Gemmini the scratchpad then bounds latency (ResNet-50 ``_input.39``).
+    No row when the bound does not apply; the restricted model can be infeasible (small P, Q)."""
+    bound = register_reuse_bound(ix, arch)
+    if bound is None or ix.n_inner == 0:
+        return []
+    v, r = bound
+    expr = {_x(0, d, n, _TM): _lf(p) for d, n, p in ix.factors if d not in A_REL[v] and p > 1}
+    return [model.add(f"register_reuse[{v.value}]", expr, ">=", math.log2(r))]
+
+
 # ----------------------------------------------------------------------------- objective
 def cosa_objective_terms(
     model: LinearModel,
@@ -520,6 +644,8 @@ def build_cosa_model(
     symmetry: bool = True,
     reduce_units: bool = True,
     gb_order: str = "loops",
+    no_bypass_refetch: bool = False,
+    register_reuse: bool = False,
 ) -> tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]]:
     """Build the linearised CoSA MIP for ``layer`` on ``arch``.
 
@@ -543,6 +669,12 @@ def build_cosa_model(
         ``"loops"`` (default): one GB permutation slot per loop dimension, GB spatial factors
         in one place; ``"slots"``: the paper's ``Zn`` slots, one factor each (§4.1-4.3).
         Both have the same optimum (tested); ``loops`` is about five times smaller.
+    no_bypass_refetch
+        Add :func:`add_no_bypass_refetch` (not CoSA's model: a restriction aimed at
+        Gemmini's accumulator bandwidth; off by default, no rows on Simba).
+    register_reuse
+        Add :func:`add_register_reuse` (not CoSA's model: a minimum reuse of a one-word
+        stationary register under a throttled parent; off by default, no row on Simba).
 
     Returns
     -------
@@ -581,6 +713,10 @@ def build_cosa_model(
     if symmetry:
         add_symmetry_identical_factors(model, ix)
         add_symmetry_gb_slots_packed(model, ix)
+    if no_bypass_refetch:
+        add_no_bypass_refetch(model, ix)
+    if register_reuse:
+        add_register_reuse(model, ix, arch)
     terms = cosa_objective_terms(model, ix, arch, util)
     obj: dict[str, float] = {}
     for name, wt in (

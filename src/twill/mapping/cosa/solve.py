@@ -35,6 +35,8 @@ def cosa_map(
     symmetry: bool = True,
     reduce_units: bool = True,
     gb_order: str = "loops",
+    no_bypass_refetch: bool = False,
+    register_reuse: bool = False,
     extra: dict[str, Any] | None = None,
     on_incumbent: Callable[[float, float, float], None] | None = None,
 ) -> MapResult:
@@ -60,6 +62,14 @@ def cosa_map(
     gb_order
         ``"loops"`` (one GB slot per loop dimension, default) or ``"slots"`` (the paper's one
         slot per prime factor); same optimum, see :func:`~twill.mapping.cosa.build_cosa_model`.
+    no_bypass_refetch
+        Restrict the MIP: no DRAM refetch of a tensor that bypasses the global buffer
+        (:func:`~twill.mapping.cosa.mip.add_no_bypass_refetch`; Gemmini's outputs). Not CoSA's
+        model; OPTIMAL then means optimal for the restricted MIP. Off by default.
+    register_reuse
+        Restrict the MIP: a minimum reuse of a one-word stationary register under a throttled
+        parent (:func:`~twill.mapping.cosa.mip.add_register_reuse`; Gemmini's weights). Not
+        CoSA's model; may be infeasible. Off by default.
     extra
         Backend-specific settings passed through untouched.
     on_incumbent
@@ -88,7 +98,7 @@ def cosa_map(
     bad = layer.check() + arch.check()
     if bad:
         raise InvalidProblemError(bad, source=layer.name)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model, ix, terms = build_cosa_model(
         layer,
         arch,
@@ -97,6 +107,8 @@ def cosa_map(
         symmetry=symmetry,
         reduce_units=reduce_units,
         gb_order=gb_order,
+        no_bypass_refetch=no_bypass_refetch,
+        register_reuse=register_reuse,
     )
     t_build = time.perf_counter() - t0
     sol = solve_model(
@@ -117,6 +129,8 @@ def cosa_map(
         "symmetry": symmetry,
         "reduce_units": reduce_units,
         "gb_order": gb_order,
+        "no_bypass_refetch": no_bypass_refetch,
+        "register_reuse": register_reuse,
         "weights": list((weights or CosaWeights()).__dict__.values()),
     }
     stats: dict[str, Any] = {**model.size, **sol.stats}
@@ -148,6 +162,7 @@ def cosa_map(
         "solve": sol.seconds,
         "verify": t_verify,
         "total": t_build + sol.seconds + t_verify,
+        "cpu": time.process_time() - c0,  # this process (SCIP/HiGHS children not included)
     }
     if left:
         stats["violations"] = [str(v) for v in left]

@@ -281,7 +281,20 @@ def evaluate_batch(
     )
 
 
-def _sliding_fills(layer, f, tile, ext, T, Sp, D, F, suffix, gs, m, G):
+def _sliding_fills(
+    layer: Layer,
+    f: np.ndarray,
+    tile: np.ndarray,
+    ext: np.ndarray,
+    T: np.ndarray,
+    Sp: np.ndarray,
+    D: np.ndarray,
+    F: np.ndarray,
+    suffix: np.ndarray,
+    gs: np.ndarray,
+    m: int,
+    G: int,
+) -> np.ndarray:
     """Input fills with sliding-window deltas when the first relevant loop is P/Q/R/S."""
     B = f.shape[0]
     rows = np.arange(B)
@@ -307,7 +320,11 @@ def _sliding_fills(layer, f, tile, ext, T, Sp, D, F, suffix, gs, m, G):
     return np.where(slide, sliding, f)
 
 
-def _valid_mask(layer, arch, T, Sp, tiles, K) -> np.ndarray:
+def _valid_mask(
+    layer: Layer, arch: Arch, T: np.ndarray, Sp: np.ndarray, tiles: np.ndarray, K: np.ndarray
+) -> np.ndarray:
+    """Rows that factorise the layer exactly and respect capacities, fan-outs and the
+    levels' spatial dimensions."""
     bounds = np.array(layer.bounds, dtype=np.float64)
     ok = np.all(np.prod(T * Sp, axis=1) == bounds[None, :], axis=1)
     ok &= np.all(T >= 1, axis=(1, 2)) & np.all(Sp >= 1, axis=(1, 2))

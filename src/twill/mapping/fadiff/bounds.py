@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
+from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
 from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.workload import Dim, Layer, Operand
@@ -160,7 +160,9 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
     return energy, cycles
 
 
-def _free_report(net: Network, arch: Arch, costs, free_edges: list[int]):
+def _free_report(
+    net: Network, arch: Arch, costs: list[BatchCost], free_edges: list[int]
+) -> tuple[float, float, float]:
     """Energy, cycles and DRAM bytes with the DRAM traffic of the tensors on ``free_edges``
     removed (producer output writes/reads, consumer input reads and scratchpad fills)."""
     top = arch.n_levels - 1

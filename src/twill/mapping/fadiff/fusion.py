@@ -52,8 +52,10 @@ scratchpad) and whose top level is DRAM.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -63,6 +65,15 @@ from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evalua
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping, Violation, verify_mapping
 from twill.mapping.workload import Dim, Layer
+
+if TYPE_CHECKING:  # torch only for annotations: the NumPy paths never import it
+    import torch
+
+    from twill.mapping.workload import Operand
+
+    #: The shared formulas take NumPy arrays (exact evaluation) or torch tensors (relaxation)
+    #: and return the same kind.
+    Array = TypeVar("Array", np.ndarray, torch.Tensor)
 
 __all__ = [
     "FusionPlan",
@@ -86,7 +97,8 @@ _BLOCK_DIMS = (Dim.P, Dim.Q, Dim.N)
 
 
 # ------------------------------------------------------------------------ shared formulas
-def _xp(a: Any):
+def _xp(a: Array) -> ModuleType:
+    """The array module of ``a``: NumPy for an ndarray, else torch (imported only then)."""
     if isinstance(a, np.ndarray):
         return np
     import torch
@@ -95,8 +107,17 @@ def _xp(a: Any):
 
 
 def fused_level_accesses(
-    level_acc, o_dram, i_dram, i_fill, s_in, s_out, *, sp: int, top: int, s_buf=None
-):
+    level_acc: Array,
+    o_dram: Array,
+    i_dram: Array,
+    i_fill: Array,
+    s_in: Array,
+    s_out: Array,
+    *,
+    sp: int,
+    top: int,
+    s_buf: Array | None = None,
+) -> Array:
     """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch).
 
     ``o_dram`` = producer's DRAM output updates + reads, ``i_dram`` = DRAM input reads,
@@ -113,7 +134,9 @@ def fused_level_accesses(
     return xp.stack(cols, 1) if xp is np else xp.stack(cols, dim=1)
 
 
-def energy_and_cycles(level_acc, used, compute, macs, arch: Arch):
+def energy_and_cycles(
+    level_acc: Array, used: Array, compute: Array, macs: Array, arch: Arch
+) -> tuple[Array, Array]:
     """Energy (pJ) and roofline cycles (spec §5-§6) from per-level accesses (NumPy or torch).
 
     The ``ceil`` of the NumPy model is applied; in torch it is straight-through.
@@ -195,7 +218,7 @@ class FusionPlan:
     method: str = ""
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def with_fused(self, fused) -> FusionPlan:
+    def with_fused(self, fused: Iterable[int]) -> FusionPlan:
         return FusionPlan(
             self.network, self.mappings, tuple(sorted(set(fused))), self.method, self.meta
         )
@@ -301,7 +324,7 @@ def _in_window_words(layer: Layer, blocks: tuple[int, int, int]) -> float:
     return layer.footprint(Operand.I, ext)
 
 
-def fusion_groups(net: Network, fused) -> list[list[int]]:
+def fusion_groups(net: Network, fused: Iterable[int]) -> list[list[int]]:
     """Connected groups of layers joined by fused edges (each a list of layer indices)."""
     parent = list(range(len(net.layers)))
 
@@ -357,11 +380,11 @@ def _mapping_violations(layer: Layer, arch: Arch, mapping: Mapping) -> tuple[Vio
     return got
 
 
-def _layer_costs(net: Network, arch: Arch, mappings) -> list[BatchCost]:
+def _layer_costs(net: Network, arch: Arch, mappings: Sequence[Mapping]) -> list[BatchCost]:
     return [layer_cost(ly, arch, m) for ly, m in zip(net.layers, mappings, strict=True)]
 
 
-def _fusion_values(net: Network, fused) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _fusion_values(net: Network, fused: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``s_in``, ``s_out``, ``s_buf`` per layer (module docstring) for the fused edge set."""
     from twill.mapping.fadiff.networks import EPILOGUE_KINDS
 
@@ -380,7 +403,11 @@ def _fusion_values(net: Network, fused) -> tuple[np.ndarray, np.ndarray, np.ndar
     return s_in, s_out, s_buf
 
 
-def _stack_costs(costs: list[BatchCost]):
+def _stack_costs(
+    costs: list[BatchCost],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-layer rows of one-row ``costs`` stacked: accesses, used instances, compute cycles,
+    DRAM output traffic, DRAM input reads and scratchpad input fills."""
     acc = np.concatenate([c.level_accesses for c in costs], 0)
     used = np.concatenate([c.instances_used for c in costs], 0)
     compute = np.concatenate([c.compute_cycles for c in costs], 0)
@@ -435,7 +462,9 @@ def evaluate_plan(net: Network, arch: Arch, plan: FusionPlan, *, verify: bool = 
 
 
 # ------------------------------------------------------------------------------ verifier
-def verify_plan(net: Network, arch: Arch, plan: FusionPlan, *, costs=None) -> list[Violation]:
+def verify_plan(
+    net: Network, arch: Arch, plan: FusionPlan, *, costs: Sequence[BatchCost] | None = None
+) -> list[Violation]:
     """Every violated rule of a fused plan (empty = valid): each layer's mapping
     (:func:`twill.mapping.mapping.verify_mapping`) and the fusion rules 1-4 of this module.
     """
@@ -515,7 +544,14 @@ def verify_plan(net: Network, arch: Arch, plan: FusionPlan, *, costs=None) -> li
     return out
 
 
-def group_scratchpad_words(net: Network, arch: Arch, mappings, costs, fused, group) -> float:
+def group_scratchpad_words(
+    net: Network,
+    arch: Arch,
+    mappings: Sequence[Mapping] | dict[int, Mapping],
+    costs: Sequence[BatchCost] | dict[int, BatchCost],
+    fused: Iterable[int],
+    group: Iterable[int],
+) -> float:
     """Scratchpad words a fused ``group`` needs at its peak (rule 4 of the module docstring).
 
     The group runs block by block, its layers in execution order inside a block. A tensor's
@@ -603,7 +639,7 @@ def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
     return plan
 
 
-def _operand_o():
+def _operand_o() -> Operand:
     from twill.mapping.workload import Operand
 
     return Operand.O

@@ -132,7 +132,7 @@ def block_mapping(
     order[sp] = _SP_ORDER  # C innermost: outputs complete in the accumulator, no partial sums
     q = Dim.Q.index
 
-    def build():
+    def build() -> Mapping:
         return Mapping(tuple(tuple(r) for r in T), mapping.spatial, tuple(order), mapping.keeps)
 
     # restore register-level weight reuse lost with the P factors: move Q primes from the
@@ -180,7 +180,9 @@ def _row(layer: Layer, arch: Arch, m: Mapping) -> _Row:
     return _Row(m, layer_cost(layer, arch, m))
 
 
-def _numbers(r: _Row, arch: Arch, macs: float, s_in: float, s_out: float, s_buf: float):
+def _numbers(
+    r: _Row, arch: Arch, macs: float, s_in: float, s_out: float, s_buf: float
+) -> tuple[float, float]:
     e, c = fused_batch_costs(r.cost, macs, arch, s_in, s_out, s_buf)
     return float(e[0]), float(c[0])
 
@@ -249,7 +251,9 @@ def group_search(
             rows[key] = None if m is None else _row(net.layers[j], arch, m)
         return rows[key]
 
-    def segment(i: int, k: int, b: tuple[int, int], v: str):
+    def segment(
+        i: int, k: int, b: tuple[int, int], v: str
+    ) -> tuple[float, float, list[int], dict[int, Mapping]] | None:
         """(energy, cycles, fused edges, mappings) of run i..k fused, or None.
 
         ``v`` is a variant, or ``"mixed"``: resident weights, switching the layer with the

@@ -234,14 +234,29 @@ def bandwidth_cycles(arch: Arch, level_acc: torch.Tensor, per_inst: torch.Tensor
     return torch.stack(terms, dim=1).max(dim=1).values
 
 
-def _assemble(cols: dict[tuple[int, int], torch.Tensor], B: int, L: int, like: torch.Tensor):
+def _assemble(
+    cols: dict[tuple[int, int], torch.Tensor], B: int, L: int, like: torch.Tensor
+) -> torch.Tensor:
+    """``(B, L, 3)`` from per-(level, operand) columns; missing columns are zeros."""
     zero = torch.zeros(B, dtype=like.dtype, device=like.device)
     return torch.stack(
         [torch.stack([cols.get((m, v), zero) for v in range(3)], dim=1) for m in range(L)], dim=1
     )
 
 
-def _sliding_fills(tab, f, tile, ext, T, D, F, suffix, gs, m, G):
+def _sliding_fills(
+    tab: LayerTable,
+    f: torch.Tensor,
+    tile: torch.Tensor,
+    ext: torch.Tensor,
+    T: torch.Tensor,
+    D: torch.Tensor,
+    F: torch.Tensor,
+    suffix: torch.Tensor,
+    gs: torch.Tensor,
+    m: int,
+    G: int,
+) -> torch.Tensor:
     """Input fills as tile deltas when the first relevant loop above is P/Q/R/S (DEC-15)."""
     B = f.shape[0]
     dev = f.device

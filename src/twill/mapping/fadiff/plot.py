@@ -6,11 +6,16 @@ matplotlib is imported lazily (Agg backend). Only verified plans reach this modu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from twill.mapping.fadiff.networks import Network
+    from twill.mapping.fadiff.train import FADiffResult
 
 __all__ = ["plot_fadiff"]
 
 
-def plot_fadiff(net, result, path: str | Path) -> Path:
+def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
     """Write a three-panel PNG for ``result`` (a :class:`~twill.mapping.fadiff.train.FADiffResult`).
 
     Panels: relaxed loss and best exact EDP per step; the layer graph in execution order with

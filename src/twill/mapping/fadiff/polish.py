@@ -51,7 +51,9 @@ def _places(arch: Arch, freeze_top: bool) -> list[list[tuple[int, bool]]]:
     return [[c for c in choices(arch, d) if not (freeze_top and c[0] == top)] for d in DIMS]
 
 
-def _factor_moves(T: np.ndarray, S: np.ndarray, places) -> list[tuple[np.ndarray, np.ndarray]]:
+def _factor_moves(
+    T: np.ndarray, S: np.ndarray, places: list[list[tuple[int, bool]]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Every single prime-factor move between two allowed places."""
     out = []
     for j, pl in enumerate(places):
@@ -70,7 +72,9 @@ def _factor_moves(T: np.ndarray, S: np.ndarray, places) -> list[tuple[np.ndarray
     return out
 
 
-def _order_moves(T: np.ndarray, O: np.ndarray, levels: Sequence[int], max_loops: int):
+def _order_moves(
+    T: np.ndarray, O: np.ndarray, levels: Sequence[int], max_loops: int
+) -> list[np.ndarray]:
     """Every permutation of the non-unit loops of each level in ``levels`` (others fixed)."""
     out = []
     for m in levels:
@@ -86,7 +90,20 @@ def _order_moves(T: np.ndarray, O: np.ndarray, levels: Sequence[int], max_loops:
     return out
 
 
-def _scores(layer, arch, T, S, O, w_e, w_c, tile_limit, fusion, no_psum) -> np.ndarray:
+def _scores(
+    layer: Layer,
+    arch: Arch,
+    T: np.ndarray,
+    S: np.ndarray,
+    O: np.ndarray,
+    w_e: float,
+    w_c: float,
+    tile_limit: np.ndarray | None,
+    fusion: tuple[float, float, float] | None,
+    no_psum: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Objective of every row of the batch ``(T, S, O)`` (``inf`` where a row is invalid or
+    breaks ``tile_limit``/``no_psum``) and the batch model's own validity mask."""
     c = evaluate_batch(layer, arch, MappingBatch(T, S, O))
     ok = c.valid
     if tile_limit is not None:
@@ -164,7 +181,7 @@ def polish_mapping(
     top = arch.n_levels - 1
     levels = [m for m in range(1, arch.n_levels) if not (freeze_top and m == top)]
 
-    def score(Tb: np.ndarray, Sb: np.ndarray, Ob: np.ndarray):
+    def score(Tb: np.ndarray, Sb: np.ndarray, Ob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         args = (w_energy, w_cycles, tile_limit, fusion, no_partial_sums)
         return _scores(layer, arch, Tb, Sb, Ob, *args)
 
@@ -220,7 +237,7 @@ def polish_mappings(
 
     cur = list(mappings)
 
-    def totals(ms):
+    def totals(ms: Sequence[Mapping]) -> tuple[float, float]:
         rs = [evaluate(ly, arch, m) for ly, m in zip(layers, ms, strict=True)]
         return sum(r.energy_pj for r in rs), sum(r.cycles for r in rs)
 

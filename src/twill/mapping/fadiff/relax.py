@@ -203,7 +203,16 @@ def sample_factors(
     return temporal, spatial, chosen
 
 
-def _pick(theta, logd, divf, mask, alpha, tau, generator, hard_eval):
+def _pick(
+    theta: torch.Tensor,
+    logd: torch.Tensor,
+    divf: torch.Tensor,
+    mask: torch.Tensor,
+    alpha: float,
+    tau: float,
+    generator: torch.Generator | None,
+    hard_eval: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Straight-through hard Gumbel-softmax over the masked divisors of the last axis."""
     logits = -alpha * (theta.unsqueeze(-1) - logd) ** 2
     logits = logits.masked_fill(~mask, -math.inf)
@@ -220,7 +229,9 @@ def _pick(theta, logd, divf, mask, alpha, tau, generator, hard_eval):
     return value, hard_val.round().to(torch.long)
 
 
-def order_tensor(B: int, dataflow: str, n_levels: int = 4, device="cpu") -> torch.Tensor:
+def order_tensor(
+    B: int, dataflow: str, n_levels: int = 4, device: str | torch.device = "cpu"
+) -> torch.Tensor:
     """``(B, L, 7)`` outer → inner dimension indices: fixed on-chip orders, ``dataflow`` at DRAM."""
     idx = {d.value: i for i, d in enumerate(DIMS)}
     rows = [[idx[c] for c in ONCHIP_ORDERS[m]] for m in range(n_levels - 1)]

@@ -27,12 +27,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from twill.errors import InvalidProblemError, VerificationError
-from twill.mapping.arch import Arch
+from twill.mapping.arch import Arch, MemoryLevel
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.fadiff.fusion import (
     FusionPlan,
@@ -45,7 +45,12 @@ from twill.mapping.fadiff.fusion import (
 )
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping
-from twill.mapping.workload import DIMS, Layer
+from twill.mapping.workload import DIMS, OPERANDS, Layer
+
+if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
+    import torch
+
+    from twill.mapping.fadiff.model import LayerTable, TorchCost
 
 __all__ = ["FADiffResult", "fadiff", "all_dram_mapping"]
 
@@ -226,31 +231,31 @@ def fadiff(
 
 
 def _fadiff(
-    net,
-    arch,
+    net: Network,
+    arch: Arch,
     *,
-    fusion,
-    steps,
-    lr,
-    alpha,
-    tau0,
-    tau_min,
-    fusion_init,
-    w_cap,
-    w_fuse,
-    eval_every,
-    warmup_fraction,
-    seed,
-    device,
-    init,
-    candidates,
-    on_step,
-    method,
-    group_len,
-    group_seeds,
-    polish,
-    patience,
-):
+    fusion: bool,
+    steps: int,
+    lr: float,
+    alpha: float,
+    tau0: float,
+    tau_min: float,
+    fusion_init: float,
+    w_cap: float,
+    w_fuse: float,
+    eval_every: int,
+    warmup_fraction: float,
+    seed: int,
+    device: str,
+    init: FusionPlan | None,
+    candidates: Sequence[FusionPlan],
+    on_step: Callable[[int, dict[str, float]], None] | None,
+    method: str | None,
+    group_len: int,
+    group_seeds: int,
+    polish: bool,
+    patience: int | None,
+) -> FADiffResult:
     import torch
 
     from twill.mapping.fadiff.model import layer_table, torch_costs
@@ -485,7 +490,9 @@ def _adjacent_candidates(net: Network, cands: list[int]) -> list[list[int]]:
     return out
 
 
-def _edge_meta(net: Network, cands: list[int], device):
+def _edge_meta(
+    net: Network, cands: list[int], device: str | torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Which candidates are data edges, and which layers have only candidate out-edges."""
     import torch
 
@@ -502,31 +509,31 @@ def _edge_meta(net: Network, cands: list[int], device):
     return data, all_cand
 
 
-def _pen(u, cap):
+def _pen(u: torch.Tensor, cap: float) -> torch.Tensor:
     import torch
 
     return torch.nn.functional.softplus((u - 0.95 * cap) / (0.05 * cap)) ** 2
 
 
 def _relaxed_network(
-    tab3,
-    arch,
-    T,
-    Sp,
-    orders,
-    s,
-    src,
-    dst,
-    neighbours,
-    B,
-    caps,
-    sp_cap,
-    ref,
-    os_idx,
-    fuse_on,
-    torch_costs,
-    _edge_meta=None,
-):
+    tab3: LayerTable,
+    arch: Arch,
+    T: torch.Tensor,
+    Sp: torch.Tensor,
+    orders: torch.Tensor,
+    s: torch.Tensor,
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    neighbours: list[list[int]],
+    B: int,
+    caps: list[float],
+    sp_cap: float,
+    ref: tuple[torch.Tensor, torch.Tensor] | None,
+    os_idx: int,
+    fuse_on: bool,
+    torch_costs: Callable[[LayerTable, Arch, torch.Tensor, torch.Tensor, torch.Tensor], TorchCost],
+    _edge_meta: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> dict[str, torch.Tensor]:
     """One forward pass: costs under 3 orders, per-layer order choice, fusion, penalties."""
     import torch
 
@@ -570,7 +577,7 @@ def _relaxed_network(
             choice = torch.where(hot, torch.full_like(choice, os_idx), choice)
     rows = choice * B + torch.arange(B, device=dev)
 
-    def g(x):
+    def g(x: torch.Tensor) -> torch.Tensor:
         return x[rows]
 
     acc, used, compute = g(c.level_acc), g(c.used), g(c.compute)
@@ -637,14 +644,15 @@ def _relaxed_network(
     }
 
 
-def _keeps_idx(arch: Arch):
-    from twill.mapping.workload import OPERANDS
+class _LevelKeeps:
+    """A level's kept operands as indices into ``OPERANDS`` (W, I, O = 0, 1, 2)."""
 
-    class _K:
-        def __init__(self, lv):
-            self.keeps = {i for i, v in enumerate(OPERANDS) if v in lv.keeps}
+    def __init__(self, lv: MemoryLevel) -> None:
+        self.keeps = {i for i, v in enumerate(OPERANDS) if v in lv.keeps}
 
-    return [_K(lv) for lv in arch.levels]
+
+def _keeps_idx(arch: Arch) -> list[_LevelKeeps]:
+    return [_LevelKeeps(lv) for lv in arch.levels]
 
 
 def _mapping_from_arrays(T: np.ndarray, Sp: np.ndarray, order: np.ndarray) -> Mapping:
@@ -654,7 +662,16 @@ def _mapping_from_arrays(T: np.ndarray, Sp: np.ndarray, order: np.ndarray) -> Ma
     return Mapping(t, s, o, None)
 
 
-def _read_out(net, arch, Th, Sph, s_now, cands, fallback, method):
+def _read_out(
+    net: Network,
+    arch: Arch,
+    Th: torch.Tensor,
+    Sph: torch.Tensor,
+    s_now: np.ndarray,
+    cands: list[int],
+    fallback: list[Mapping],
+    method: str,
+) -> tuple[FusionPlan, bool]:
     """Discrete plan from argmax factors: best dataflow per layer, threshold, repair."""
     from twill.mapping.fadiff.relax import order_tensor
 
@@ -687,7 +704,7 @@ def _read_out(net, arch, Th, Sph, s_now, cands, fallback, method):
     return plan, cap_broken
 
 
-def _theta_from_plan(plan: FusionPlan, arch: Arch):
+def _theta_from_plan(plan: FusionPlan, arch: Arch) -> torch.Tensor:
     """Log-factors reproducing ``plan``'s on-chip factors in the slot layout of ``relax``."""
     import torch
 

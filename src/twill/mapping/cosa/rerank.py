@@ -1,0 +1,253 @@
+"""CoSA re-ranked (method ``cosa-rerank``): a few CoSA MIP solutions, loop orders polished and
+the best picked under the true cost model. Not CoSA's method and never claimed optimal.
+
+Why: CoSA's objective is a log-domain proxy (compute, utilisation, traffic). It has no term for
+bandwidth-bound latency, and its DRAM-level traffic is blind to loop order. On Gemmini that
+costs latency on about a third of the layers (docs/benchmarks.md, "Whole networks on
+Gemmini"): the MIP optimum leaves a reduction factor (C, R, S) above an output-relevant loop
+above the accumulator, so partial sums go back and forth to DRAM and the accumulator's
+2 words/cycle bound the latency; or the decoder's fixed loop order at DRAM refetches a tile;
+or the one-word weight registers are reloaded so often that the scratchpad bounds latency
+(the proxy counts no reuse of irrelevant factors at inner levels).
+
+What it does, per layer:
+
+1. candidates: the pure CoSA MIP (:func:`~twill.mapping.cosa.cosa_map`); when some tensor
+   bypasses the global buffer, the MIP restricted by
+   :func:`~twill.mapping.cosa.mip.add_no_bypass_refetch`; when the innermost level is a
+   one-word register under a throttled parent, that MIP also restricted by
+   :func:`~twill.mapping.cosa.mip.add_register_reuse`. Restrictions that add no row are
+   skipped (Simba: only the pure MIP); restricted MIPs may be infeasible;
+2. each decoded, capacity-repaired and verified mapping gets its loop orders polished under
+   the cost model (:func:`polish_loop_orders`; tiling and spatial factors unchanged);
+3. the best candidate by ``metric`` wins (default ``lex``: cycles, then energy, since the
+   issue's target is latency).
+
+Guarantee: FEASIBLE with a verified mapping whose ``metric`` is no worse than the pure CoSA
+mapping's (the pure MIP solution is a candidate and the polish keeps its order when nothing is
+better); the MIP statuses of the candidates are in ``stats["candidates"]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from twill.errors import VerificationError
+from twill.mapping.arch import Arch
+from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
+from twill.mapping.cosa.solve import cosa_map
+from twill.mapping.cost.analytical import CostReport, MappingBatch, evaluate, evaluate_batch
+from twill.mapping.mapping import Mapping, verify_mapping
+from twill.mapping.result import MapResult
+from twill.mapping.search.common import METRICS
+from twill.mapping.workload import DIMS, Layer
+from twill.results import Status
+
+__all__ = ["cosa_rerank_map", "polish_loop_orders"]
+
+
+def _key(cycles: float, energy_pj: float, metric: str) -> tuple[float, ...]:
+    """Comparable score (lower is better) of one evaluated mapping."""
+    if metric == "edp":
+        return (energy_pj * 1e-6 * cycles,)
+    if metric == "cycles":
+        return (cycles,)
+    if metric == "energy":
+        return (energy_pj,)
+    if metric == "lex":
+        return (cycles, energy_pj)
+    raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+
+
+def _level_orders(temporal: tuple[int, ...], current: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Distinct orders (outer → inner dim indices) of one level: every permutation of its
+    non-unit loops; unit loops cost nothing anywhere, so they follow in ``current``'s order."""
+    live = [d for d in current if temporal[d] > 1]
+    rest = tuple(d for d in current if temporal[d] == 1)
+    return [tuple(p) + rest for p in itertools.permutations(live)]
+
+
+def _best_of(
+    layer: Layer, arch: Arch, T: np.ndarray, Sp: np.ndarray, orders: np.ndarray, metric: str
+) -> tuple[int, tuple[float, ...]]:
+    """Index and key of the best order in ``orders`` ``(B, L, 7)`` for the tiling ``T``/``Sp``."""
+    B = orders.shape[0]
+    cost = evaluate_batch(
+        layer, arch, MappingBatch(np.repeat(T[None], B, 0), np.repeat(Sp[None], B, 0), orders)
+    )
+    keys = [
+        _key(float(c), float(e), metric) for c, e in zip(cost.cycles, cost.energy_pj, strict=True)
+    ]
+    k = min(range(B), key=keys.__getitem__)
+    return k, keys[k]
+
+
+def polish_loop_orders(
+    layer: Layer,
+    arch: Arch,
+    mapping: Mapping,
+    *,
+    metric: str = "lex",
+    max_batch: int = 20_000,
+    max_sweeps: int = 4,
+) -> Mapping:
+    """Best loop orders for a fixed tiling under the cost model (tiling, spatial factors and
+    keeps unchanged, so validity is unchanged).
+
+    All levels jointly when the product of their order counts is at most ``max_batch``;
+    otherwise coordinate descent (one level at a time, all its orders, the others fixed,
+    until a sweep improves nothing or ``max_sweeps``). Never worse than ``mapping``'s own
+    orders for ``metric`` (they are among the candidates). Guarantee: exact best order only in
+    the joint case; a heuristic otherwise.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.mapping import parse_dosa_mapping
+    >>> layer = Layer("l", {"P": 4, "C": 32, "K": 32})
+    >>> m = parse_dosa_mapping("L3[WIO] P2 C2 - L2[WI] K2 K16X - L1[O] P2 C16X - L0[W] N1", layer)
+    >>> p = polish_loop_orders(layer, gemmini_arch(), m)
+    >>> evaluate(layer, gemmini_arch(), p).cycles <= evaluate(layer, gemmini_arch(), m).cycles
+    True
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    T = np.array(mapping.temporal, dtype=np.int64)
+    Sp = np.array(mapping.spatial, dtype=np.int64)
+    current = [tuple(d.index for d in lv) for lv in mapping.order]
+    per = [_level_orders(tuple(T[m]), current[m]) for m in range(len(current))]
+    if math.prod(len(p) for p in per) <= max_batch:
+        combos = np.array(list(itertools.product(*per)), dtype=np.int64)
+        k, _ = _best_of(layer, arch, T, Sp, combos, metric)
+        best = [tuple(int(x) for x in row) for row in combos[k]]
+    else:
+        best = list(current)
+        _, best_key = _best_of(layer, arch, T, Sp, np.array([best], dtype=np.int64), metric)
+        for _sweep in range(max_sweeps):
+            improved = False
+            for m, orders in enumerate(per):
+                if len(orders) < 2:
+                    continue
+                trial = np.array([best[:m] + [o] + best[m + 1 :] for o in orders], dtype=np.int64)
+                k, key = _best_of(layer, arch, T, Sp, trial, metric)
+                if key < best_key:
+                    best[m], best_key, improved = orders[k], key, True
+            if not improved:
+                break
+    order = tuple(tuple(DIMS[d] for d in lv) for lv in best)
+    return Mapping(mapping.temporal, mapping.spatial, order, mapping.keeps)
+
+
+def cosa_rerank_map(
+    layer: Layer,
+    arch: Arch,
+    *,
+    metric: str = "lex",
+    polish: bool = True,
+    gb_order: str = "loops",
+    **cosa_options: Any,
+) -> MapResult:
+    """Map one layer with CoSA re-ranked under the cost model (see the module docstring).
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the accelerator.
+    metric
+        How candidates are ranked: ``lex`` (cycles, then energy; default), ``cycles``,
+        ``energy`` or ``edp``.
+    polish
+        Polish each candidate's loop orders (:func:`polish_loop_orders`).
+    gb_order, **cosa_options
+        Passed to every :func:`~twill.mapping.cosa.cosa_map` call (backend, time_limit ...).
+
+    Returns
+    -------
+    MapResult
+        Method ``cosa-rerank``; FEASIBLE with the chosen verified mapping (never OPTIMAL: the
+        choice is the best of a few candidates, not an optimum of the cost model); otherwise
+        the pure MIP's status without a mapping. ``stats["candidates"]`` lists every candidate
+        (variant, MIP status and objective, cycles and energy before and after the polish),
+        ``stats["chosen"]`` the winner; ``timings["total"]`` covers every solve and polish.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> r = cosa_rerank_map(Layer("fc", {"P": 16, "C": 64, "K": 64}), gemmini_arch())
+    >>> r.method, r.status.value, r.report.valid
+    ('cosa-rerank', 'feasible', True)
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    ix = CosaIndex.build(layer, arch, gb_order=gb_order)
+    nbr = bool(bypass_refetch_operands(ix))
+    variants: list[tuple[str, dict[str, bool]]] = [("cosa", {})]
+    if nbr:
+        variants.append(("no_bypass_refetch", {"no_bypass_refetch": True}))
+    if register_reuse_bound(ix, arch) is not None:
+        name = "no_bypass_refetch+register_reuse" if nbr else "register_reuse"
+        variants.append((name, {"no_bypass_refetch": nbr, "register_reuse": True}))
+    candidates: list[dict[str, Any]] = []
+    best: tuple[tuple[float, ...], str, Mapping, CostReport] | None = None
+    first: MapResult | None = None
+    solve_s = 0.0
+    for name, flags in variants:
+        r = cosa_map(layer, arch, gb_order=gb_order, **flags, **cosa_options)
+        first = first or r
+        solve_s += r.timings.get("solve", 0.0)
+        cand: dict[str, Any] = {
+            "variant": name,
+            "mip_status": r.status.value,
+            "mip_objective": r.objective,
+        }
+        candidates.append(cand)
+        if r.mapping is None or r.report is None:
+            continue
+        mapping = r.mapping
+        if polish:
+            mapping = polish_loop_orders(layer, arch, mapping, metric=metric)
+        bad = verify_mapping(layer, arch, mapping)
+        if bad:
+            raise VerificationError(bad, what=f"cosa-rerank mapping of {layer.name}")
+        rep = evaluate(layer, arch, mapping)
+        cand.update(
+            cycles_mip_order=r.report.cycles,
+            energy_uJ_mip_order=r.report.energy_uj,
+            cycles=rep.cycles,
+            energy_uJ=rep.energy_uj,
+            mapping=str(mapping),
+        )
+        key = _key(rep.cycles, rep.energy_pj, metric)
+        if best is None or key < best[0]:
+            best = (key, name, mapping, rep)
+    total = time.perf_counter() - t0
+    timings = {"solve": solve_s, "total": total, "cpu": time.process_time() - c0}
+    settings = {**(first.settings if first else {}), "metric": metric, "polish": polish}
+    settings.pop("no_bypass_refetch", None)
+    settings.pop("register_reuse", None)
+    stats: dict[str, Any] = {"candidates": candidates}
+    if best is None:
+        status = first.status if first is not None else Status.UNKNOWN
+        return MapResult(
+            "cosa-rerank", status, layer.name, None, None, None, None, timings, stats, settings
+        )
+    stats["chosen"] = best[1]
+    return MapResult(
+        "cosa-rerank",
+        Status.FEASIBLE,
+        layer.name,
+        best[2],
+        best[3],
+        None,
+        None,
+        timings,
+        stats,
+        settings,
+        cosa_options.get("seed", 0),
+    )
