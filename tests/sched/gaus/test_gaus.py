@@ -90,6 +90,15 @@ class TestFormulations:
             r = GauSSolver(g, D=80).solve_modulo(II=cm - 1)
             assert r.status is Status.INFEASIBLE and "RecMII" in r.message
 
+    def test_modulo_without_resource_cap(self) -> None:
+        """No capacity-limited unit (no ``R_cap``): only recurrences and D constrain."""
+        g = generate_random_dag(30, 0.1, 2, seed=1)
+        r = GauSSolver(g, max_iters=50).solve_modulo(II=4)
+        assert r.legal and r.II == 4
+        gg = from_dependence_graph(g)
+        t = np.array([r.schedule[x] for x in gg.names])
+        assert schedule_violations(gg, t, r.D, 4) == []
+
     def test_seed_reproducible(self) -> None:
         g = generate_random_dag(50, 0.1, 3, seed=5)
         r1 = GauSSolver(g, D=40, seed=7).solve_modulo(II=6, R_cap=4.0, max_iters=150)

@@ -93,7 +93,8 @@ class _Placer:
         u = g.usage[:, limited, :]
         pad = (-L) % II
         u = np.concatenate([u, np.zeros((n, u.shape[1], pad))], axis=2)
-        self.own = u.reshape(n, u.shape[1], -1, II).sum(axis=2)
+        # explicit fold count: with no limited unit the array is empty and -1 is ambiguous
+        self.own = u.reshape(n, u.shape[1], (L + pad) // II, II).sum(axis=2)
         self.needs = self.own.reshape(n, -1).any(axis=1)
         order = np.argsort(g.dst, kind="stable")
         self.in_src = g.src[order]
