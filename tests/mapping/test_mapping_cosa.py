@@ -62,6 +62,14 @@ class TestReferenceOptima:
             assert r.report.valid
 
 
+    def test_gap_limited_solve_is_never_optimal(self, shared_benchmarks):
+        """A CBC solve with a relative gap limit stops "within 50 %": FEASIBLE, no bound."""
+        layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_3356")
+        r = cosa_map(layer, simba_arch(), backend="cbc", time_limit=60, extra={"gap": 0.5})
+        assert r.status is Status.FEASIBLE and r.mapping is not None
+        assert verify_mapping(layer, simba_arch(), r.mapping) == []
+
+
 _AGREE_LAYERS = ["_outputs_3356", "_outputs_input.2", "_outputs_input.15", "_outputs_input.40"]
 
 

@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twill.errors import BackendUnavailableError
@@ -94,7 +94,12 @@ def solve_model(
     """Solve with ``backend`` (``cpsat``, ``scip``, ``highs`` or ``cbc``); the objective
     reported is always the floating-point objective of the model evaluated at the returned
     values. ``scip`` and ``highs`` run in a child process (``extra={"in_process": True}``
-    runs them here, for debugging)."""
+    runs them here, for debugging).
+
+    With a relative gap limit ``extra={"gap": g}``, g > 0, CBC's, SCIP's and HiGHS's "optimal"
+    only means "within g of the bound": such answers are reported FEASIBLE
+    (``stats["gap_limit"] = g``), never OPTIMAL. CP-SAT does not take a gap and always proves
+    optimality."""
     if backend in ("scip", "highs"):
         sol = _solve_out_of_process(model, backend, time_limit, threads, seed, extra or {})
     elif backend == "cbc":
@@ -105,6 +110,11 @@ def solve_model(
         raise BackendUnavailableError(
             f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})"
         )
+    gap = float((extra or {}).get("gap", 0.0))
+    if gap > 0 and backend != "cpsat" and sol.status is Status.OPTIMAL:  # cpsat ignores "gap"
+        bound = None if backend == "cbc" else sol.bound  # CBC's bound was the objective itself
+        stats = {**sol.stats, "gap_limit": gap}
+        sol = replace(sol, status=Status.FEASIBLE, bound=bound, stats=stats)
     return sol
 
 
