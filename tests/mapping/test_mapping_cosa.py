@@ -61,7 +61,6 @@ class TestReferenceOptima:
         for r in (a, b):
             assert r.report.valid
 
-
     def test_gap_limited_solve_is_never_optimal(self, shared_benchmarks):
         """A CBC solve with a relative gap limit stops "within 50 %": FEASIBLE, no bound."""
         layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_3356")
