@@ -123,7 +123,7 @@ class TestMapEval:
             ],
         )
         d = json.loads(out)
-        assert d["valid"] is False and d["violations"]
+        assert code == 1 and d["valid"] is False and d["violations"]
 
     def test_malformed_mapping_string(self, capsys, layer_file):
         code, _, err = _run(

@@ -282,7 +282,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
         )
         for v in violations:
             Console().print(f"  violation: {v}")
-    return 0
+    return 1 if violations else 0  # the report is printed either way; scripts see the verdict
 
 
 def _eval_dataset(args: argparse.Namespace) -> int:
@@ -370,7 +370,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_map_network)
 
     p = subparsers.add_parser(
-        "map-eval", help="evaluate a given mapping (or a DOSA dataset) with the cost model"
+        "map-eval",
+        help="evaluate a given mapping (or a DOSA dataset) with the cost model",
+        description="Evaluate one mapping (exit 1 if it violates the architecture; the report "
+        "and its violations are printed either way) or every row of a DOSA dataset.",
     )
     p.add_argument("--arch", help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument("--layer", help="Timeloop-style problem YAML")
