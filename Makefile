@@ -1,5 +1,6 @@
 # `make test` and `make demo` work on a fresh machine: they create .venv, install the project
-# with its pinned test dependencies, then run.
+# with its pinned test dependencies and the optional extras the tests exercise (triton, models,
+# peers), then run.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,triton,models,peers]'
 	touch $(STAMP)
 
 test: $(STAMP)
