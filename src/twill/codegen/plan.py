@@ -18,13 +18,56 @@ from dataclasses import dataclass
 
 from twill.sched.ir import DependenceGraph, Edge
 
-__all__ = ["LoopPlan", "Role", "Channel", "make_plan", "ident"]
+__all__ = ["LoopPlan", "Role", "Channel", "make_plan", "ident", "unique_idents", "comment_text"]
+
+# C/C++/CUDA keywords that a sanitised name could spell; such names get a prefix.
+_KEYWORDS = frozenset(
+    "alignas alignof asm auto bool break case catch char class const constexpr continue default "
+    "delete do double else enum explicit extern false float for friend goto if inline int long "
+    "mutable namespace new noexcept nullptr operator private protected public register return "
+    "short signed sizeof static struct switch template this throw true try typedef typename "
+    "union unsigned using virtual void volatile while".split()
+)
 
 
 def ident(name: str) -> str:
-    """A C identifier for an op name."""
-    out = re.sub(r"\W", "_", name)
-    return out if out and not out[0].isdigit() else f"op_{out}"
+    """A C identifier for a user-given name: ASCII letters, digits and ``_`` only.
+
+    Every other character becomes ``_``; a name that would start with a digit, be empty or be a
+    C++ keyword gets the prefix ``op_``. Different names can give the same identifier; use
+    :func:`unique_idents` where identifiers must not clash.
+    """
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return out if out and not out[0].isdigit() and out not in _KEYWORDS else f"op_{out}"
+
+
+def unique_idents(names: Sequence[str]) -> dict[str, str]:
+    """Collision-free identifiers for ``names``, in order: a clash gets ``_2``, ``_3``, ...
+
+    Deterministic: the same names in the same order always give the same identifiers.
+    """
+    used: set[str] = set()
+    out: dict[str, str] = {}
+    for name in names:
+        base = ident(name)
+        cand, k = base, 2
+        while cand in used:
+            cand, k = f"{base}_{k}", k + 1
+        used.add(cand)
+        out[name] = cand
+    return out
+
+
+def comment_text(text: object) -> str:
+    """User text made safe for a one-line comment of generated code.
+
+    Keeps printable ASCII except ``\\`` (a trailing backslash would splice the next line into
+    a C++ ``//`` comment) and ``?`` (trigraphs); every other character, newlines included, is
+    written as ``<U+XXXX>``, so user text can never start a new line of code.
+    """
+    return "".join(
+        c if " " <= c <= "~" and c not in "\\?" else f"<U+{ord(c):04X}>" for c in str(text)
+    )
 
 
 @dataclass(frozen=True)
@@ -58,6 +101,7 @@ class LoopPlan:
     order: tuple[str, ...]
     roles: tuple[Role, ...]
     channels: tuple[Channel, ...]
+    idents: dict[str, str]  # op name -> collision-free C identifier
 
     def stage(self, v: str) -> int:
         return self.schedule[v] // self.ii
@@ -117,4 +161,4 @@ def make_plan(
             for wd in assign[e.dst]:
                 channels.append(Channel(len(channels), e, ws, wd))
     return LoopPlan(graph, sched, assign, II, length, stages, order, tuple(roles),
-                    tuple(channels))  # fmt: skip
+                    tuple(channels), unique_idents(graph.names))  # fmt: skip

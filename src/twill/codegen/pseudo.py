@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from twill.codegen.plan import LoopPlan, make_plan
+from twill.codegen.plan import LoopPlan, comment_text, make_plan
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["generate_pseudocode"]
@@ -19,17 +19,18 @@ __all__ = ["generate_pseudocode"]
 
 def _op_lines(plan: LoopPlan, v: str, slot: int, it: str, indent: str) -> list[str]:
     ins = plan.graph.instruction(v)
+    t = comment_text
     out = []
     for c in plan.in_channels(v, slot):
         d = c.edge.distance
         src_it = f"{it} - {d}" if d else it
-        out.append(f"{indent}wait(full[{c.edge.src}->{v}], iteration {src_it})"
+        out.append(f"{indent}wait(full[{t(c.edge.src)}->{t(v)}], iteration {src_it})"
                    + ("   # skipped when < 0" if d else ""))  # fmt: skip
     unit = "TMA" if ins.variable_latency else (ins.main_unit or "ALU")
-    note = f"  # {ins.note}" if ins.note else ""
-    out.append(f"{indent}{v}[{it}] = {unit.lower()}_{v}(...){note}")
+    note = f"  # {t(ins.note)}" if ins.note else ""
+    out.append(f"{indent}{t(v)}[{it}] = {t(unit.lower())}_{t(v)}(...){note}")
     for c in plan.out_channels(v, slot):
-        out.append(f"{indent}arrive(full[{v}->{c.edge.dst}], iteration {it})")
+        out.append(f"{indent}arrive(full[{t(v)}->{t(c.edge.dst)}], iteration {it})")
     return out
 
 
@@ -65,15 +66,21 @@ def generate_pseudocode(
     plan = make_plan(graph, schedule, assignment, II, L)
     s = plan.stages
     lines = [
-        f"# {graph.name}: I = {II}, L = {plan.length}, {s} stage(s); N = loop trip count",
-        "# M: " + ", ".join(f"{v}@{plan.schedule[v]} (stage {plan.stage(v)})" for v in plan.order),
+        f"# {comment_text(graph.name)}: I = {II}, L = {plan.length}, {s} stage(s);"
+        " N = loop trip count",
+        "# M: "
+        + ", ".join(
+            f"{comment_text(v)}@{plan.schedule[v]} (stage {plan.stage(v)})" for v in plan.order
+        ),
     ]
     for c in plan.channels:
         e = c.edge
-        lines.append(f"# barrier full[{e.src}->{e.dst}]: warp {c.src_slot} -> warp {c.dst_slot}"
-                     f" (distance {e.distance}); empty[...] returns the buffer")  # fmt: skip
+        t = comment_text
+        lines.append(f"# barrier full[{t(e.src)}->{t(e.dst)}]: warp {c.src_slot} -> "
+                     f"warp {c.dst_slot} (distance {e.distance}); "
+                     "empty[...] returns the buffer")  # fmt: skip
     for role in plan.roles:
-        lines += ["", f"warp {role.slot} ({role.name}, {role.threads} threads):"]
+        lines += ["", f"warp {role.slot} ({comment_text(role.name)}, {role.threads} threads):"]
         ops = role.ops
         if s > 1:
             lines.append("  # prologue")
