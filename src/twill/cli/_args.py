@@ -20,6 +20,7 @@ __all__ = [
     "nonnegative_float",
     "same_file",
     "check_output_path",
+    "check_outputs_distinct",
 ]
 
 
@@ -59,20 +60,6 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def _with_companions(inputs: Iterable[str | Path | None]) -> list[Path]:
-    """The inputs plus the files read beside them implicitly (a HatScheT ``.graphml``'s
-    ``NAME_RM.xml`` / ``NAMERM.xml`` resource model)."""
-    out: list[Path] = []
-    for given in inputs:
-        if not given:
-            continue
-        q = Path(given)
-        out.append(q)
-        if q.suffix.lower() == ".graphml":
-            out += [q.with_name(q.stem + "_RM.xml"), q.with_name(q.stem + "RM.xml")]
-    return out
-
-
 def check_output_path(
     path: str | None,
     option: str,
@@ -81,14 +68,16 @@ def check_output_path(
 ) -> None:
     """Raise :class:`InvalidProblemError` when ``path`` cannot or must not be written.
 
-    Refused: one of ``inputs`` (the user's data is never overwritten), a directory, a file in a
-    folder that does not exist, and (with ``suffixes``) a suffix outside ``suffixes``. An existing
-    output file is overwritten, as ``cc -o`` and ``sort -o`` do.
+    Refused: one of ``inputs`` (the user's data is never overwritten; compared as real files,
+    so a symbolic or hard link to an input is refused too), a directory, a file in a folder that
+    does not exist, and (with ``suffixes``) a suffix outside ``suffixes``. ``inputs`` must list
+    every file the command reads, the implicit ones included (the readers' ``*_input_files``
+    helpers give them). An existing output file is overwritten, as ``cc -o`` and ``sort -o`` do.
     """
     if not path:
         return
     p = Path(path)
-    for given in _with_companions(inputs):
+    for given in inputs:
         if given and Path(given).exists() and same_file(p, given):
             raise InvalidProblemError(
                 f"{option} {path}: refusing to overwrite the input file {str(given)!r}"
@@ -103,3 +92,13 @@ def check_output_path(
             f"{option} {path}: unsupported file type {p.suffix or '(none)'!r}; "
             f"expected {', '.join(suffixes)}"
         )
+
+
+def check_outputs_distinct(*outputs: tuple[str, str | None]) -> None:
+    """Raise :class:`InvalidProblemError` when two output options (``(option, path)`` pairs)
+    name the same file, so that one output never silently replaces the other."""
+    given = [(opt, path) for opt, path in outputs if path]
+    for i, (opt_a, a) in enumerate(given):
+        for opt_b, b in given[i + 1 :]:
+            if same_file(a, b):
+                raise InvalidProblemError(f"{opt_a} and {opt_b} name the same file {a!r}")

@@ -32,10 +32,10 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_codegen(args: argparse.Namespace) -> int:
-    from twill.io import load_graph
+    from twill.io import graph_input_files, load_graph
     from twill.twill_solver import twill_solve
 
-    check_output_path(args.output, "-o", (args.graph, args.resource_model))
+    check_output_path(args.output, "-o", graph_input_files(args.graph, args.resource_model))
     graph = load_graph(args.graph, args.resource_model)
     result = twill_solve(graph, max_I=args.max_I)
     if result.I is None or result.schedule is None:

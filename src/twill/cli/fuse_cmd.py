@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from twill.cli._args import check_output_path, positive_int
+from twill.cli._args import check_output_path, check_outputs_distinct, positive_int
 
 __all__ = ["register"]
 
@@ -41,11 +41,13 @@ def _run(args: argparse.Namespace) -> int:
 
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.fusion import fusion_groups
-    from twill.mapping.fadiff.networks import load_network
+    from twill.mapping.fadiff.networks import default_workload_root, load_network
     from twill.mapping.fadiff.train import fadiff
 
-    check_output_path(args.output, "-o")
-    check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
+    inputs = sorted(default_workload_root().rglob("*.yaml"))
+    check_output_path(args.output, "-o", inputs)
+    check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
+    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     net = load_network(args.network)
     arch = gemmini_arch()
     err = Console(stderr=True)

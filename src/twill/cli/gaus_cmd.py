@@ -13,7 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twill.cli._args import check_output_path, nonnegative_float, positive_float, positive_int
+from twill.cli._args import (
+    check_output_path,
+    check_outputs_distinct,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+)
 from twill.errors import InputFormatError, InvalidProblemError
 
 __all__ = ["register", "load_any_graph", "run_gaus"]
@@ -100,8 +106,12 @@ def run_gaus(args: argparse.Namespace) -> int:
             f"--baseline {args.baseline} does not implement formulation {args.formulation} "
             f"(it implements: {supported})"
         )
-    check_output_path(args.output, "-o", (args.file,))
-    check_output_path(args.plot, "--plot", (args.file,), (".png", ".svg", ".pdf"))
+    from twill.io import graph_input_files
+
+    inputs = graph_input_files(args.file)
+    check_output_path(args.output, "-o", inputs)
+    check_output_path(args.plot, "--plot", inputs, (".png", ".svg", ".pdf"))
+    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     graph = load_any_graph(args.file)
     g = as_gaus_graph(graph)
     if args.cap is not None:

@@ -42,6 +42,13 @@ def _arch(spec: str) -> Arch:
     return read_arch(spec)
 
 
+def _arch_files(spec: str) -> list[Path]:
+    """The files ``--arch spec`` reads (none for a built-in architecture)."""
+    from twill.io.timeloop import arch_input_files
+
+    return [] if spec in _BUILTIN_ARCHS else arch_input_files(spec)
+
+
 def _jsonable(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
@@ -80,7 +87,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     from twill.mapping.mapping import to_timeloop_yaml
     from twill.mapping.pipeline import map_layer
 
-    check_output_path(args.output, "-o", (args.layer, args.arch))
+    check_output_path(args.output, "-o", [Path(args.layer), *_arch_files(args.arch)])
     layer = read_layer(args.layer)
     arch = _arch(args.arch)
     check_layer_fits(layer, arch, source=args.layer)
@@ -125,7 +132,10 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             raise InvalidProblemError(
                 f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
             )
-    check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
+    from twill.io.timeloop import network_input_files
+
+    inputs = [*network_input_files(args.directory), *_arch_files(args.arch)]
+    check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     layers = read_network(args.directory)
     if args.limit:
         layers = layers[: args.limit]

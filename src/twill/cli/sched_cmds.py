@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from twill.cli._args import check_output_path, positive_float, positive_int
+from twill.cli._args import check_output_path, check_outputs_distinct, positive_float, positive_int
 
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
     from rich.status import Status as RichStatus
@@ -166,11 +166,13 @@ def _progress_callback() -> tuple[Callable[[Any], None] | None, RichStatus | Non
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from twill.io import graph_input_files
     from twill.twill_solver import format_result, twill_solve
 
-    inputs = (args.graph, args.resource_model)
+    inputs = graph_input_files(args.graph, args.resource_model)
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
+    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     graph = _load(args)
     on_attempt, status = _progress_callback()
     try:

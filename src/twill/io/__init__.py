@@ -13,7 +13,23 @@ from pathlib import Path
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
 
-__all__ = ["load_graph"]
+__all__ = ["load_graph", "graph_input_files"]
+
+
+def graph_input_files(spec: str | Path, resource_model: str | Path | None = None) -> list[Path]:
+    """Every file :func:`load_graph` (or ``twill gaus``) may read for ``spec``: the file itself
+    and, for a HatScheT ``.graphml``, the resource model given or the ones looked for beside it.
+
+    The CLI refuses an output path that names any of them, so no input is ever overwritten.
+    """
+    files = [Path(spec)]
+    if resource_model is not None:
+        files.append(Path(resource_model))
+    elif Path(spec).suffix.lower() in (".graphml", ".xml"):
+        from twill.io.hatschet import resource_model_candidates
+
+        files += resource_model_candidates(spec)
+    return files
 
 
 def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> DependenceGraph:

@@ -28,7 +28,18 @@ from twill.errors import InputFormatError, InvalidProblemError
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import check_graph
 
-__all__ = ["read_hatschet", "find_resource_model", "read_resource_model"]
+__all__ = [
+    "read_hatschet",
+    "find_resource_model",
+    "read_resource_model",
+    "resource_model_candidates",
+]
+
+
+def resource_model_candidates(graphml_path: str | Path) -> list[Path]:
+    """The files :func:`find_resource_model` looks for: ``NAME_RM.xml`` then ``NAMERM.xml``."""
+    path = Path(graphml_path)
+    return [path.with_name(path.stem + "_RM.xml"), path.with_name(path.stem + "RM.xml")]
 
 
 def find_resource_model(graphml_path: str | Path) -> Path:
@@ -40,7 +51,7 @@ def find_resource_model(graphml_path: str | Path) -> Path:
         Neither file exists.
     """
     path = Path(graphml_path)
-    candidates = [path.with_name(path.stem + "_RM.xml"), path.with_name(path.stem + "RM.xml")]
+    candidates = resource_model_candidates(path)
     for cand in candidates:
         if cand.is_file():
             return cand

@@ -49,6 +49,9 @@ __all__ = [
     "validate_arch",
     "build_arch",
     "read_arch",
+    "mapspace_path",
+    "arch_input_files",
+    "network_input_files",
     "read_mapping",
     "check_layer_fits",
     "DatasetRow",
@@ -427,6 +430,32 @@ def build_arch(data: Any, name: str, *, mapspace: Any = None) -> Arch:
     return Arch(name, tuple(levels), macs, mac_e)
 
 
+def mapspace_path(arch_path: str | Path, mapspace: str | Path | None = None) -> Path:
+    """The mapspace file :func:`read_arch` reads: ``mapspace`` or ``mapspace.yaml`` beside."""
+    return Path(mapspace) if mapspace else Path(arch_path).with_name("mapspace.yaml")
+
+
+def arch_input_files(path: str | Path, *, mapspace: str | Path | None = None) -> list[Path]:
+    """Every file :func:`read_arch` may read for ``path`` (the architecture and its mapspace)."""
+    return [Path(path), mapspace_path(path, mapspace)]
+
+
+def network_input_files(directory: str | Path) -> list[Path]:
+    """Every file :func:`read_network` may read in ``directory``: its YAML files (the layers,
+    ``layers.yaml``, ``layer_count.yaml``) and the layer files that ``layers.yaml`` names."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    files = sorted(d.glob("*.yaml"))
+    try:
+        names = load_yaml(d / "layers.yaml") if (d / "layers.yaml").is_file() else None
+    except (InvalidProblemError, OSError):  # the reader reports it, with the file name
+        names = None
+    if isinstance(names, list):
+        files += [d / f"{n}.yaml" for n in names if isinstance(n, str)]
+    return files
+
+
 def read_arch(path: str | Path, *, mapspace: str | Path | None = None) -> Arch:
     """Read a Timeloop architecture YAML (validate, then build).
 
@@ -442,7 +471,7 @@ def read_arch(path: str | Path, *, mapspace: str | Path | None = None) -> Arch:
     data = load_yaml(p)
     bad = validate_arch(data)
     ms_data = None
-    ms_path = Path(mapspace) if mapspace else p.with_name("mapspace.yaml")
+    ms_path = mapspace_path(p, mapspace)
     if ms_path.exists() and ms_path != p:
         ms_data = load_yaml(ms_path)
         ms_data = ms_data.get("mapspace", ms_data) if isinstance(ms_data, dict) else ms_data
