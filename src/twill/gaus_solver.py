@@ -22,6 +22,7 @@ from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.solver import GauSSolver, as_gaus_graph
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.validation import check_int
 
 __all__ = [
     "GauSSolver",
@@ -167,6 +168,8 @@ def gaus_solve_twill_graph(
     """
     from twill.sched.gaus.bounds import default_II
 
+    check_int(target_II, "target_II", none=True)
+    check_int(max_II, "max_II", none=True)
     solver = GauSSolver(graph, D=D, verbose=verbose, **options)
     if target_II is not None:
         return solver.solve_modulo(int(target_II))

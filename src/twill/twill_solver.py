@@ -127,6 +127,26 @@ def _package(graph: DependenceGraph, p1: SearchResult, t0: float) -> TwillResult
     )
 
 
+def _check_options(
+    max_I: object,
+    backend: object,
+    time_limit: object,
+    threads: object,
+    total_time_limit: object,
+    phase2_time_limit: object,
+) -> None:
+    """The numeric and choice options of :func:`twill_solve`, checked as the CLI checks them."""
+    from twill.sched.exact.phase1 import BACKENDS
+    from twill.validation import check_choice, check_int, check_time_limit
+
+    check_int(max_I, "max_I", none=True)
+    check_choice(backend, "backend", BACKENDS)
+    check_int(threads, "threads")
+    for name, value in (("time_limit", time_limit), ("total_time_limit", total_time_limit),
+                        ("phase2_time_limit", phase2_time_limit)):  # fmt: skip
+        check_time_limit(value, name)
+
+
 def twill_solve(
     graph: DependenceGraph,
     max_I: int | None = None,
@@ -197,6 +217,7 @@ def twill_solve(
     {'S': 0, 'P': 2, 'O': 3}
     """
     t0 = time.perf_counter()
+    _check_options(max_I, backend, time_limit, threads, total_time_limit, phase2_time_limit)
     _check(graph)  # step 1: every defect at once
     p1 = _phase1(  # step 2: Phase 1 + search for the minimum I
         graph,

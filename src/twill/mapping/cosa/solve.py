@@ -16,6 +16,7 @@ from twill.mapping.cost.analytical import evaluate
 from twill.mapping.result import MapResult
 from twill.mapping.workload import Layer
 from twill.results import Status
+from twill.validation import check_int, check_real
 
 __all__ = ["cosa_map"]
 
@@ -95,6 +96,9 @@ def cosa_map(
     >>> r.status.value, r.report.valid
     ('optimal', True)
     """
+    check_real(time_limit, "time_limit")
+    check_int(threads, "threads")
+    check_int(seed, "seed", minimum=0)
     bad = layer.check() + arch.check()
     if bad:
         raise InvalidProblemError(bad, source=layer.name)

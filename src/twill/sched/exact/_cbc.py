@@ -13,6 +13,7 @@ from typing import Any
 
 from twill.errors import BackendUnavailableError
 from twill.results import Status
+from twill.validation import check_time_limit
 
 __all__ = ["run_cbc"]
 
@@ -23,6 +24,7 @@ def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> St
     """Solve the PuLP problem ``prob`` with CBC; OPTIMAL, FEASIBLE, INFEASIBLE or UNKNOWN."""
     import pulp
 
+    check_time_limit(time_limit)  # CBC reads "-sec nan" as a limit already hit: no proof
     solver = pulp.PULP_CBC_CMD(
         msg=False,
         timeLimit=time_limit,

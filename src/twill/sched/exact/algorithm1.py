@@ -32,6 +32,7 @@ from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules
+from twill.validation import check_int, check_time_limit
 
 __all__ = [
     "SearchPoint",
@@ -196,6 +197,9 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
+    check_int(max_I, "max_I", none=True)
+    check_time_limit(phase1_time_limit, "phase1_time_limit")
+    check_time_limit(time_limit)
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:

@@ -85,6 +85,7 @@ from twill.sched.exact.window import (
 from twill.sched.ir import DependenceGraph
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
+from twill.validation import check_int, check_time_limit
 
 __all__ = ["Phase1Result", "solve_phase1", "BACKENDS"]
 
@@ -840,8 +841,11 @@ def solve_phase1(
         raise InvalidProblemError(
             f"backend must be one of {', '.join(BACKENDS)}, found {backend!r}"
         )
-    if isinstance(II, bool) or not isinstance(II, int) or II < 1:
-        raise InvalidProblemError(f"II must be an integer >= 1, found {II!r}")
+    check_int(II, "II")
+    check_int(threads, "threads")
+    check_time_limit(time_limit)
+    if length_time_limit is not _SAME:
+        check_time_limit(length_time_limit, "length_time_limit")
     if decide not in DECIDE:
         raise InvalidProblemError(f"decide must be one of {', '.join(DECIDE)}, found {decide!r}")
     if encoding is not None and encoding not in ENCODINGS:

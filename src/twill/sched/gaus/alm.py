@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from twill.validation import check_int, check_real, check_time_limit
+
 __all__ = ["GauSSettings", "ALMOutcome", "optimise"]
 
 log = logging.getLogger(__name__)
@@ -187,6 +189,23 @@ class GauSSettings:
     polish_share: float = 0.15
     polish_batch: int = 4
     early_readouts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        """Refuse settings that would make the run meaningless (NaN, <= 0, wrong type)."""
+        for name in ("lr", "mu_unit", "rho0", "gamma", "rho_max", "kappa", "sigma_min",
+                     "sigma_final", "tau", "sigma_max", "lr_floor", "harden_sigma"):  # fmt: skip
+            check_real(getattr(self, name), name)
+        check_real(self.sigma_decay, "sigma_decay", maximum=1.0)
+        check_real(self.sigma_penalty, "sigma_penalty", strict=False)
+        check_real(self.window_margin, "window_margin", strict=False)
+        check_real(self.polish_share, "polish_share", strict=False, maximum=1.0)
+        check_time_limit(self.time_limit)
+        check_time_limit(self.polish_time, "polish_time")
+        for name in ("max_iters", "inner_steps", "patience", "polish_batch"):
+            check_int(getattr(self, name), name)
+        check_int(self.threads, "threads", none=True)
+        for k in self.early_readouts:
+            check_int(k, "early_readouts[]")
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)

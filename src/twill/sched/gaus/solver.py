@@ -41,6 +41,7 @@ from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 from twill.sched.ir import DependenceGraph, MachineDescription
+from twill.validation import check_int, check_real
 
 __all__ = [
     "FORMULATION_DEFAULTS",
@@ -164,6 +165,8 @@ class GauSSolver:
         on_progress: Callable[[int, int, float, float, float | None], None] | None = None,
         **settings: Any,
     ) -> None:
+        check_int(D, "D", none=True)
+        check_int(seed, "seed", minimum=0)
         self.original = graph if isinstance(graph, DependenceGraph) else None
         self.graph = as_gaus_graph(graph)
         self.D = D
@@ -244,6 +247,10 @@ class GauSSolver:
         ratio: float,
         max_iters: int | None,
     ) -> ScheduleRunResult:
+        check_int(II, "II", none=True)
+        check_real(R_cap, "R_cap", none=True)
+        check_real(ratio, "ratio", strict=False)
+        check_int(max_iters, "max_iters", none=True)
         start = time.perf_counter()
         tuned = {
             k: v for k, v in FORMULATION_DEFAULTS[formulation].items() if k not in self.explicit

@@ -1,0 +1,121 @@
+"""Checks of numeric options shared by the public API and the CLI.
+
+The CLI checks its numbers with argparse; a Python caller reaches the solvers without argparse,
+so each public entry calls these first. A value of the wrong type raises ``TypeError``, one of
+the right type outside its range raises :class:`~twill.errors.InvalidProblemError`; both say
+which option, what is allowed and what was received. Why it matters: a ``NaN`` time limit
+reached CBC as ``-sec nan`` and came back as a false proof of infeasibility.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+from twill.errors import InvalidProblemError
+
+__all__ = [
+    "check_time_limit",
+    "check_int",
+    "check_real",
+    "check_choice",
+]
+
+
+def _received(value: object) -> str:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f"found {text} ({type(value).__name__})"
+
+
+def check_int(
+    value: object, name: str, *, minimum: int = 1, maximum: int | None = None, none: bool = False
+) -> int | None:
+    """``value`` as an ``int`` in ``[minimum, maximum]`` (``None`` passes when ``none``).
+
+    Raises
+    ------
+    TypeError
+        Not an integer (``bool`` and ``float`` are refused, even ``2.0``).
+    InvalidProblemError
+        Out of range.
+    """
+    if value is None and none:
+        return None
+    rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    allowed = f"an integer {rng}" + (" or None" if none else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be {allowed}, {_received(value)}")
+    out = int(value)
+    if out < minimum or (maximum is not None and out > maximum):
+        raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
+    return out
+
+
+def check_real(
+    value: object,
+    name: str,
+    *,
+    minimum: float = 0.0,
+    maximum: float = math.inf,
+    strict: bool = True,
+    none: bool = False,
+) -> float | None:
+    """``value`` as a finite ``float`` above ``minimum`` (``>`` when ``strict``, else ``>=``)
+    and at most ``maximum``; ``None`` passes when ``none``.
+
+    Raises
+    ------
+    TypeError
+        Not a real number (strings such as ``'1'`` and ``bool`` are refused).
+    InvalidProblemError
+        NaN, infinite or out of range.
+    """
+    if value is None and none:
+        return None
+    low = f"> {minimum:g}" if strict else f">= {minimum:g}"
+    rng = low if maximum == math.inf else f"{low} and <= {maximum:g}"
+    allowed = f"a finite number {rng}" + (" or None" if none else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {allowed}, {_received(value)}")
+    out = float(value)
+    below = out <= minimum if strict else out < minimum
+    if not math.isfinite(out) or below or out > maximum:
+        raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
+    return out
+
+
+def check_time_limit(value: object, name: str = "time_limit") -> float | None:
+    """A time limit in seconds: ``None`` (no limit) or a finite number > 0.
+
+    Examples
+    --------
+    >>> check_time_limit(2)
+    2.0
+    >>> check_time_limit(float("nan"))
+    Traceback (most recent call last):
+    ...
+    twill.errors.InvalidProblemError: time_limit must be a finite number > 0 or None, \
+found nan (float)
+    """
+    return check_real(value, name, none=True)
+
+
+def check_choice(value: object, name: str, choices: Iterable[str]) -> str:
+    """``value`` when it is one of ``choices``.
+
+    Raises
+    ------
+    TypeError
+        Not a string.
+    InvalidProblemError
+        A string outside ``choices``.
+    """
+    options = tuple(choices)
+    allowed = f"one of {', '.join(repr(c) for c in options)}"
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be {allowed}, {_received(value)}")
+    if value not in options:
+        raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
+    return value
