@@ -3,8 +3,10 @@
 
 OR-Tools and highspy cannot share a process (their bundled native libraries clash), and a
 crash inside a native solver would take the caller down with it. So the parent serialises the
-model as JSON, runs ``python -m twill.mapping.cosa.worker`` in a fresh interpreter, and reads
-one JSON answer from its standard output. :func:`solve_in_subprocess` does the parent's side;
+model as JSON, runs ``python -m twill.mapping.cosa.worker`` in a fresh, isolated interpreter
+(:func:`twill._isolated.isolated_module_command`: the running twill only, never a ``twill/``
+folder of the current directory), and reads one JSON answer from its standard output.
+:func:`solve_in_subprocess` does the parent's side;
 :func:`solve_payload` is the worker's side (usable in-process too, for tests and debugging).
 
 Protocol: stdin ``{"model": {vars, rows, objective}, "backend", "time_limit", "threads",
@@ -159,7 +161,9 @@ def solve_in_subprocess(payload: dict[str, Any], *, grace_s: float = 60.0) -> di
     ``{"status": "error", "error": ...}`` when the worker crashed, printed no answer or ran
     more than ``grace_s`` past the solver's own time limit (it is then killed).
     """
-    cmd = [sys.executable, "-m", "twill.mapping.cosa.worker"]
+    from twill._isolated import isolated_module_command
+
+    cmd = isolated_module_command("twill.mapping.cosa.worker")  # never imports from the cwd
     try:
         proc = subprocess.run(
             cmd,
