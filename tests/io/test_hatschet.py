@@ -89,3 +89,36 @@ def test_bad_resource_model(tmp_path):
         "Resource[0] 'Add'.latency: expected an integer >= 0, found -1",
         "Resource[0] 'Add'.limit: expected an integer >= -1, found -3",
     ]
+
+
+def test_repeated_node_names_are_renamed_without_clashes(tmp_path):
+    # names a, a, a#2: the two "a" would both want "a#<id>"; id 2's rename must not clash with
+    # the node really called "a#2"
+    nodes = [("1", "a"), ("2", "a"), ("3", "a#2"), ("4", "b")]
+    edges = [("1", "2", 0), ("2", "3", 0), ("3", "4", 0), ("4", "1", 1)]
+    (tmp_path / "dup.graphml").write_text(
+        '<graphml><graph edgedefault="directed">'
+        + "".join(
+            f'<node id="{i}"><data key="name">{n}</data><data key="uses_resource">Add</data></node>'
+            for i, n in nodes
+        )
+        + "".join(
+            f'<edge source="{s}" target="{t}"><data key="distance">{d}</data>'
+            '<data key="delay">0</data></edge>'
+            for s, t, d in edges
+        )
+        + "</graph></graphml>"
+    )
+    (tmp_path / "dupRM.xml").write_text(
+        '<ModelInformation><Resources><Resource name="Add" latency="1" blockingTime="1" '
+        'limit="2"/></Resources></ModelInformation>'
+    )
+    g = read_hatschet(tmp_path / "dup.graphml")
+    assert g.names == ["a#1", "a#2.2", "a#2", "b"]
+    assert [(e.src, e.dst, e.distance) for e in g.edges] == [
+        ("a#1", "a#2.2", 0), ("a#2.2", "a#2", 0), ("a#2", "b", 0), ("b", "a#1", 1)
+    ]  # fmt: skip
+    from twill.twill_solver import twill_solve
+
+    r = twill_solve(g, phase2=False)
+    assert r.status.value == "optimal" and r.I == 4  # the 4-op circuit, latency 1, distance 1

@@ -14,6 +14,9 @@ it. Built as: one functional unit per resource (capacity ``limit``, ``-1`` unlim
 instruction per node with ``cycles = blockingTime`` and an RRT of ones on its resource; one
 edge per graphml edge with ``delay = latency(src) + delay``.
 
+Node names that repeat are made unique: a repeated ``NAME`` becomes ``NAME#ID`` (its node id;
+``NAME#ID.2``, ... if that is taken too), so the operations and edges stay distinct.
+
 The resource model is found beside the graph as ``NAME_RM.xml`` (MachSuite) or ``NAMERM.xml``
 (origami, cTest) unless given. Malformed XML (upstream ``cTest/vanDongen.graphml``) raises
 :class:`~twill.errors.InputFormatError` naming the file and position.
@@ -124,6 +127,33 @@ def _data(elem: ET.Element, *keys: str) -> str | None:
     return None
 
 
+def _unique_names(nodes: list[tuple[str, str, str]]) -> dict[str, str]:
+    """Operation name per node id, unique even when the file repeats names.
+
+    A name used by one node only is kept. Nodes that share a name become ``NAME#ID`` (their
+    node id); if that is itself taken (by a node really called so, or an earlier rename),
+    ``NAME#ID.2``, ``NAME#ID.3``, ... is used. Deterministic: document order decides.
+    """
+    counts: dict[str, int] = {}
+    for _, name, _ in nodes:
+        counts[name] = counts.get(name, 0) + 1
+    taken = {name for name, c in counts.items() if c == 1}
+    out: dict[str, str] = {}
+    for nid, name, _ in nodes:
+        if nid in out:  # duplicate id: reported by the caller
+            continue
+        if counts[name] == 1:
+            out[nid] = name
+            continue
+        base = cand = f"{name}#{nid}"
+        k = 2
+        while cand in taken:
+            cand, k = f"{base}.{k}", k + 1
+        taken.add(cand)
+        out[nid] = cand
+    return out
+
+
 def read_hatschet(
     graphml_path: str | Path, resource_model: str | Path | None = None
 ) -> DependenceGraph:
@@ -169,14 +199,14 @@ def read_hatschet(
         elif res not in resources:
             problems.append(f"{where}: resource {res!r} is not in {rm_path.name}")
         nodes.append((nid, name, res))
-    counts: dict[str, int] = {}
-    for _, name, _ in nodes:
-        counts[name] = counts.get(name, 0) + 1
     ids: dict[str, str] = {}
-    for nid, name, _ in nodes:
-        if nid in ids:
+    for nid, name in _unique_names(nodes).items():
+        ids[nid] = name
+    seen: set[str] = set()
+    for nid, _, _ in nodes:
+        if nid in seen:
             problems.append(f"node id {nid!r}: duplicate id")
-        ids[nid] = name if counts[name] == 1 else f"{name}#{nid}"
+        seen.add(nid)
     used = sorted({res for _, _, res in nodes if res in resources})
     machine = MachineDescription(
         name=rm_path.stem,
