@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
+import threading
 
 from twill import __version__
 from twill.errors import TwillError
@@ -29,6 +31,8 @@ _COMMAND_MODULES = (
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # the solver ran but found no answer (infeasible/unknown)
 EXIT_USAGE = 2  # bad input: file, item or option
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,26 +54,53 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, turned into an exception so that it unwinds like Ctrl-C (solvers stopped,
+    temporary files removed, no result printed, no output file written)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``twill`` command line; returns the exit code.
+
+    Exit codes: 0 answer found, 1 no answer (infeasible/unknown), 2 bad input, 130 interrupted
+    (Ctrl-C), 143 terminated (SIGTERM).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return EXIT_USAGE
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main else None
+    try:
+        return _run(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except TwillError as exc:
         print(f"twill {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except BrokenPipeError:  # stdout closed early (| head): not an error
+        return EXIT_OK
+    except OSError as exc:  # unreadable input, unwritable output (-o /dev/full), ...
         name = getattr(exc, "filename", None) or ""
         print(f"twill {args.command}: error: {name}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Terminated:
+        print(f"twill {args.command}: terminated; no result written", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
-        print(f"twill {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return EXIT_OK
+        print(f"twill {args.command}: interrupted; no result written", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from twill.cli._args import check_output_path, positive_int
+from twill.cli._args import check_output_path, positive_int, write_output
 
 __all__ = ["register"]
 
@@ -53,7 +52,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
 
         text = generate_pseudocode(graph, result.schedule, assignment, result.I, result.L)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_output(args.output, text)
     else:
         print(text, end="")
     return 0

@@ -10,7 +10,13 @@ import argparse
 import json
 import sys
 
-from twill.cli._args import check_output_path, check_outputs_distinct, positive_int
+from twill.cli._args import (
+    atomic_output,
+    check_output_path,
+    check_outputs_distinct,
+    positive_int,
+    write_output,
+)
 
 __all__ = ["register"]
 
@@ -88,12 +94,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.output:
         import yaml
 
-        with open(args.output, "w") as fh:
-            yaml.safe_dump({**res.plan.to_dict(net, arch), **rep.summary()}, fh, sort_keys=False)
+        plan = {**res.plan.to_dict(net, arch), **rep.summary()}
+        write_output(args.output, yaml.safe_dump(plan, sort_keys=False))
     if args.plot:
         from twill.mapping.fadiff.plot import plot_fadiff
 
-        plot_fadiff(net, res, args.plot)
+        with atomic_output(args.plot) as tmp:
+            plot_fadiff(net, res, str(tmp))
     if args.json:
         out = {
             "network": net.name,

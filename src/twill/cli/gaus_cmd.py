@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from twill.cli._args import (
+    atomic_output,
     check_output_path,
     check_outputs_distinct,
     nonnegative_float,
     positive_float,
     positive_int,
+    write_output,
 )
 from twill.errors import InputFormatError, InvalidProblemError
 
@@ -127,9 +129,10 @@ def run_gaus(args: argparse.Namespace) -> int:
         result = _run_gaus(args, graph if args.cap is None else g, II)
     out = result.to_dict(history=bool(args.output))
     if args.plot:
-        _plot(result, args.plot)
+        with atomic_output(args.plot) as tmp:
+            _plot(result, str(tmp))
     if args.output:
-        Path(args.output).write_text(json.dumps(out, indent=1))
+        write_output(args.output, json.dumps(out, indent=1))
     if args.json:
         out.pop("loss_history", None)
         out.pop("violation_history", None)

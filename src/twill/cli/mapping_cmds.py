@@ -15,7 +15,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from twill.cli._args import check_output_path, positive_float, positive_int
+from twill.cli._args import (
+    atomic_output,
+    check_output_path,
+    positive_float,
+    positive_int,
+    write_output,
+)
 from twill.errors import InvalidProblemError
 
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
@@ -93,7 +99,7 @@ def _cmd_map(args: argparse.Namespace) -> int:
     check_layer_fits(layer, arch, source=args.layer)
     res = map_layer(layer, arch, mapper=args.method, **_method_options(args, args.method))
     if res.mapping is not None and args.output:
-        Path(args.output).write_text(to_timeloop_yaml(res.mapping, arch))
+        write_output(args.output, to_timeloop_yaml(res.mapping, arch))
     if args.json:
         _print_json(res.to_dict())
     else:
@@ -169,7 +175,8 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             on_result=tick,
         )
     if args.plot:
-        _plot_network(result, args.plot)
+        with atomic_output(args.plot) as tmp:
+            _plot_network(result, str(tmp))
     if args.json:
         _print_json(result.to_dict())
     else:

@@ -13,10 +13,16 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from twill.cli._args import check_output_path, check_outputs_distinct, positive_float, positive_int
+from twill.cli._args import (
+    atomic_output,
+    check_output_path,
+    check_outputs_distinct,
+    positive_float,
+    positive_int,
+    write_output,
+)
 
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
     from rich.status import Status as RichStatus
@@ -186,7 +192,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     payload = result.to_dict()
     text = json.dumps(payload, indent=2)
     if args.output:
-        Path(args.output).write_text(text + "\n", encoding="utf-8")
+        write_output(args.output, text + "\n")
     if args.json:
         print(text)
     else:
@@ -200,8 +206,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.plot and result.I is not None:
         from twill.visualization.plots import plot_pipeline
 
-        plot_pipeline(graph, result.schedule, result.extra.get("assignment") or None, result.I,
-                      result.L, path=args.plot)  # fmt: skip
+        with atomic_output(args.plot) as tmp:
+            plot_pipeline(graph, result.schedule, result.extra.get("assignment") or None,
+                          result.I, result.L, path=str(tmp))  # fmt: skip
         if not args.json:
             print(f"  picture written to {args.plot}")
     return 0 if result.I is not None else 1

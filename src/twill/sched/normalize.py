@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from twill._interrupt import solve_pulp
 from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.ir import DependenceGraph
@@ -105,7 +106,7 @@ def _solve_zlp(
     else:
         prob += f == fix_f, "fix_F"
         prob.setObjective(pulp.lpSum(c))
-    prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=tl, gapRel=0.0, gapAbs=0.0, threads=1))
+    solve_pulp(prob, pulp.PULP_CBC_CMD(msg=False, timeLimit=tl, gapRel=0.0, gapAbs=0.0, threads=1))
     optimal = prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal
     if prob.status == pulp.LpStatusInfeasible:
         return Status.INFEASIBLE, None, None

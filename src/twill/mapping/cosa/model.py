@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twill._interrupt import solve_cpsat, solve_pulp
 from twill.errors import BackendUnavailableError
 from twill.results import Status
 
@@ -209,7 +210,7 @@ def _solve_cbc(
         options=list(extra.get("options", [])),
     )
     t1 = time.perf_counter()
-    prob.solve(solver)
+    solve_pulp(prob, solver)
     solve_s = time.perf_counter() - t1
     st = pulp.LpStatus.get(prob.status, "Undefined")
     has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
@@ -299,9 +300,9 @@ def _solve_cpsat(
                     time.perf_counter() - t1,
                 )
 
-        code = solver.Solve(m, _CB())
+        code = solve_cpsat(solver, m, _CB())
     else:
-        code = solver.Solve(m)
+        code = solve_cpsat(solver, m)
     solve_s = time.perf_counter() - t1
     status = {
         cp_model.OPTIMAL: Status.OPTIMAL,

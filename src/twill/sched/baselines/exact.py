@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from twill._interrupt import solve_cpsat
 from twill.results import Status
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
@@ -141,7 +142,7 @@ def exact_schedule(
         def on_solution_callback(self) -> None:
             curve.append((time.perf_counter() - start, self.ObjectiveValue() / scale))
 
-    code = solver.Solve(m, _Incumbents())
+    code = solve_cpsat(solver, m, _Incumbents())
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         t = np.array([solver.Value(v) for v in s], dtype=np.int64)
         bound = solver.BestObjectiveBound() / scale

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from twill._interrupt import solve_pulp
 from twill.errors import BackendUnavailableError
 from twill.results import Status
 from twill.validation import check_time_limit
@@ -36,7 +37,7 @@ def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> St
     if not solver.available():  # pragma: no cover - environment
         raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
     try:
-        prob.solve(solver)
+        solve_pulp(prob, solver)
     except pulp.PulpSolverError as exc:  # e.g. CBC dies on a very short limit: no proof
         log.warning("CBC stopped without an answer (%s): UNKNOWN", exc)
         return Status.UNKNOWN

@@ -68,6 +68,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from twill._interrupt import solve_cpsat
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.results import Status
 from twill.sched.bounds import has_positive_cycle
@@ -708,7 +709,7 @@ class _CpSatModel:
         # CP-SAT's presolve expands an all-different over d values into d * |vars| literals
         # (default for d <= 256); at large II that alone can eat the time limit.
         solver.parameters.max_alldiff_domain_size = _ALLDIFF_EXPAND
-        code = solver.solve(self.model)
+        code = solve_cpsat(solver, self.model)
         self.solver = solver
         return {
             cp.OPTIMAL: Status.OPTIMAL,

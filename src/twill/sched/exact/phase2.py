@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from twill._interrupt import check_z3
 from twill.errors import InvalidProblemError, VerificationError
 from twill.results import Status
 from twill.sched.ir import DependenceGraph
@@ -897,7 +898,7 @@ def swp_and_ws(
         if deadline is not None:
             left = max(deadline - time.perf_counter(), 0.001)
             solver.set("timeout", max(1, int(left * 1000)))
-        return solver.check(*assumptions)
+        return check_z3(solver, *assumptions)
 
     hint_used = False
     result = None

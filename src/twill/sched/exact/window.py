@@ -55,6 +55,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from twill._interrupt import solve_cpsat
 from twill.results import Status
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -452,7 +453,7 @@ def decide_cpsat(
     solver.parameters.num_workers = max(1, threads)
     solver.parameters.random_seed = 0
     solver.parameters.linearization_level = 2
-    code = solver.solve(model)
+    code = solve_cpsat(solver, model)
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Status.OPTIMAL, {v: int(solver.value(s)) for v, s in start.items()}
     if code == cp_model.INFEASIBLE:

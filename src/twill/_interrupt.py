@@ -1,0 +1,134 @@
+"""Solver calls that stay interruptible and leave nothing behind.
+
+Two native solvers defeat Ctrl-C when called plainly:
+
+* CP-SAT installs its own SIGINT handler during a solve (``catch_sigint_signal``) and ends the
+  search "as if a time limit was reached": Python never sees the interrupt, and the caller
+  goes on with a full-looking result.
+* Z3 does the same as CP-SAT (its ``ctrl_c`` parameter): the check answers ``unknown``.
+* PuLP runs ``cbc`` as a child process and waits for it. An interrupt delivered to the Python
+  process only (``kill -INT``, a supervisor, SIGTERM turned into an exception) leaves the child
+  running, and PuLP's ``*-pulp.mps/.mst/.sol`` files stay in the temporary folder.
+
+So each solve runs in a helper thread while the main thread waits; a signal therefore reaches
+Python at once, and the waiting code stops the solver (CP-SAT ``StopSearch``, Z3's context
+``interrupt``; the ``cbc`` child is killed), waits for the helper and re-raises the
+interrupt, so the result is never used. PuLP's files go to a private temporary folder that
+is removed on every exit path.
+
+Preconditions: signals only reach Python's main thread; called from another thread the solve
+simply runs in that thread (the caller then owns interrupts).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = ["run_interruptibly", "solve_cpsat", "solve_pulp", "check_z3"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP}
+_POLL_S = 0.2  # how often the waiting main thread wakes (signals interrupt the wait anyway)
+
+
+def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> T:
+    """``work()`` in a helper thread; on any exception in the waiting thread, ``stop()``.
+
+    Parameters
+    ----------
+    work
+        The blocking solver call.
+    stop
+        Makes ``work`` return soon (ask the solver to stop, kill its child process).
+
+    Returns
+    -------
+    The value of ``work()``; its exception is re-raised in the caller.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        (or any exception raised by a signal handler) after ``work`` has been stopped.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    box: dict[str, Any] = {}
+    finished = threading.Event()  # not Thread.join: an interrupted join can mark a live thread
+    # as stopped (CPython gh-90882), and the solver would then outlive the interpreter
+
+    def target() -> None:
+        # signals go to the waiting main thread, never into the native solver's thread
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=target, name="twill-solver", daemon=True).start()
+    try:
+        while not finished.wait(_POLL_S):
+            pass
+    except BaseException:
+        stop()
+        if not finished.wait(30.0):
+            log.warning("the solver did not stop within 30 s of the interrupt")
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def solve_cpsat(solver: Any, model: Any, callback: Any = None) -> int:
+    """``solver.Solve(model, callback)`` with Ctrl-C left to Python (see the module notes)."""
+    solver.parameters.catch_sigint_signal = False
+    if callback is None:
+        return run_interruptibly(lambda: solver.Solve(model), solver.StopSearch)
+    return run_interruptibly(lambda: solver.Solve(model, callback), solver.StopSearch)
+
+
+def _kill_children_using(folder: str) -> None:
+    """SIGKILL this process's children whose command line mentions ``folder`` (Linux /proc)."""
+    me = os.getpid()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (proc / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != me or folder not in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                continue
+            os.kill(int(proc.name), signal.SIGKILL)
+            log.info("killed solver child %s", proc.name)
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or not ours to read
+            continue
+
+
+def solve_pulp(prob: Any, solver: Any) -> None:
+    """``prob.solve(solver)`` for a PuLP command-line solver (CBC), interruptibly, with its
+    temporary files in a private folder that is removed afterwards, whatever happens."""
+    folder = tempfile.mkdtemp(prefix="twill-cbc-")
+    try:
+        solver.tmpDir = folder
+        solver.keepFiles = False
+        run_interruptibly(lambda: prob.solve(solver), lambda: _kill_children_using(folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def check_z3(solver: Any, *assumptions: Any) -> Any:
+    """``solver.check(*assumptions)`` with Ctrl-C left to Python (see the module notes)."""
+    import z3
+
+    z3.set_param("ctrl_c", False)
+    return run_interruptibly(lambda: solver.check(*assumptions), solver.ctx.interrupt)
