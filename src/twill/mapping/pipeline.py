@@ -215,7 +215,8 @@ def map_network(
     elif executor == "local":
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        try:
             futs = {
                 pool.submit(_task, layers[i], arch, m, dict(options.get(m, {}))): (i, m)
                 for i, m in tasks
@@ -223,6 +224,10 @@ def map_network(
             for fut in as_completed(futs):
                 i, m = futs[fut]
                 done(i, m, fut.result())
+        except BaseException:  # Ctrl-C, SIGTERM, a failed task: stop the workers now
+            _stop_pool(pool)
+            raise
+        pool.shutdown()
     elif executor == "ray":
         _run_ray(tasks, layers, arch, options, ray_address, done)
     else:
@@ -231,6 +236,17 @@ def map_network(
     return NetworkResult(
         network, arch.name, tuple(layers), results, time.perf_counter() - t0, executor
     )
+
+
+def _stop_pool(pool: Any) -> None:
+    """Cancel the queued tasks and end the running workers (a plain ``shutdown`` would wait for
+    every running solve to finish, so an interrupt would hang until then)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # no public accessor
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in workers:
+        proc.terminate()
+    for proc in workers:
+        proc.join(5)
 
 
 def _run_ray(
