@@ -94,3 +94,12 @@ def test_validators_messages():
         check_int(5, "x", maximum=4)
     with pytest.raises(InvalidProblemError, match="y must be a finite number >= 0, found -1"):
         check_real(-1, "y", strict=False)
+
+
+def test_random_dag_arguments_are_typed_errors():
+    with pytest.raises(TypeError, match="num_nodes must be an integer >= 1, found None"):
+        generate_random_dag(None, 0.1)
+    with pytest.raises(InvalidProblemError, match="edge_density must be a finite number >= 0"):
+        generate_random_dag(5, math.nan)
+    with pytest.raises(InvalidProblemError, match="num_back_edges"):
+        generate_random_dag(5, 0.1, -1)

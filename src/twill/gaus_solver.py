@@ -22,7 +22,7 @@ from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.solver import GauSSolver, as_gaus_graph
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
-from twill.validation import check_int
+from twill.validation import check_int, check_real
 
 __all__ = [
     "GauSSolver",
@@ -81,12 +81,11 @@ def generate_random_dag(
     >>> len(g.instructions), sum(e.distance > 0 for e in g.edges)
     (10, 2)
     """
-    if num_nodes < 1:
-        raise ValueError(f"num_nodes must be >= 1, found {num_nodes}")
-    if not 0.0 <= edge_density <= 1.0:
-        raise ValueError(f"edge_density must be in [0, 1], found {edge_density}")
-    if num_back_edges < 0:
-        raise ValueError(f"num_back_edges must be >= 0, found {num_back_edges}")
+    check_int(num_nodes, "num_nodes")
+    check_real(edge_density, "edge_density", strict=False, maximum=1.0)
+    check_int(num_back_edges, "num_back_edges", minimum=0)
+    check_int(seed, "seed", minimum=0)
+    check_int(max_recurrence_ratio, "max_recurrence_ratio")
     rng = np.random.default_rng(seed)
     n = num_nodes
     # forward edges: sample the upper triangle row by row (memory O(n) per row)
