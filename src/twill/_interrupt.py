@@ -1,6 +1,6 @@
 """Solver calls that stay interruptible and leave nothing behind.
 
-Two native solvers defeat Ctrl-C when called plainly:
+Three native solvers defeat Ctrl-C when called plainly:
 
 * CP-SAT installs its own SIGINT handler during a solve (``catch_sigint_signal``) and ends the
   search "as if a time limit was reached": Python never sees the interrupt, and the caller
@@ -17,7 +17,9 @@ interrupt, so the result is never used. PuLP's files go to a private temporary f
 is removed on every exit path.
 
 Preconditions: signals only reach Python's main thread; called from another thread the solve
-simply runs in that thread (the caller then owns interrupts).
+simply runs in that thread (the caller then owns interrupts). The ``cbc`` child is found
+through Linux ``/proc``; elsewhere it is left to finish on its own time limit (its files are
+still removed).
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGALRM, signal.SIGHUP}
+_SIGNALS = {
+    getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGALRM", "SIGHUP") if hasattr(signal, n)
+}
 _POLL_S = 0.2  # how often the waiting main thread wakes (signals interrupt the wait anyway)
 
 
@@ -69,7 +73,8 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> T:
 
     def target() -> None:
         # signals go to the waiting main thread, never into the native solver's thread
-        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+        if hasattr(signal, "pthread_sigmask"):  # POSIX
+            signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
         try:
             box["value"] = work()
         except BaseException as exc:  # handed to the caller's thread
