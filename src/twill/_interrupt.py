@@ -54,7 +54,8 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> T:
     work
         The blocking solver call.
     stop
-        Makes ``work`` return soon (ask the solver to stop, kill its child process).
+        Makes ``work`` return soon (ask the solver to stop, kill its child process); called
+        repeatedly until ``work`` has returned, so it must be safe to call more than once.
 
     Returns
     -------
@@ -87,8 +88,11 @@ def run_interruptibly(work: Callable[[], T], stop: Callable[[], None]) -> T:
         while not finished.wait(_POLL_S):
             pass
     except BaseException:
-        stop()
-        if not finished.wait(30.0):
+        for _ in range(int(30 / _POLL_S)):  # again and again: the solver may not have started
+            stop()  # yet (PuLP still writing its model), and must not start unnoticed later
+            if finished.wait(_POLL_S):
+                break
+        else:
             log.warning("the solver did not stop within 30 s of the interrupt")
         raise
     if "error" in box:
