@@ -3,7 +3,9 @@
 Numbers are checked by argparse ``type=`` callables, so a bad value is reported as
 ``twill CMD: error: argument --X: expected ..., found '...'`` with exit code 2 before any work
 starts. Output paths (``-o``, ``--plot``) are checked before the (possibly long) solve, so a typo
-never costs a solve, and a file the user gave as input is never overwritten.
+never costs a solve, and no file the command reads (given or implicit) is ever overwritten.
+Outputs are written atomically (:func:`write_output`, :func:`atomic_output`), so an interrupted
+or failed run leaves either the old file or a complete new one.
 """
 
 from __future__ import annotations
