@@ -25,6 +25,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.text import MAX_INPUT_BYTES
+from twill.io.yaml_safe import short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import check_graph
 
@@ -53,6 +55,10 @@ def find_resource_model(graphml_path: str | Path) -> Path:
 
 
 def _parse(path: Path) -> ET.Element:
+    if path.is_file() and path.stat().st_size > MAX_INPUT_BYTES:
+        raise InputFormatError(
+            f"file larger than the {MAX_INPUT_BYTES:,}-byte limit", source=str(path)
+        )
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -72,7 +78,7 @@ def _int(text: str | None, what: str, problems: list[str], default: int | None =
     try:
         return int(text.strip())
     except ValueError:
-        problems.append(f"{what}: expected an integer, found {text.strip()!r}")
+        problems.append(f"{what}: expected an integer, found {short_repr(text.strip())}")
         return 0
 
 

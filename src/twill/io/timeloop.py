@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from twill.errors import InputFormatError, InvalidProblemError
+from twill.errors import InvalidProblemError
 from twill.io.text import read_text_file
+from twill.io.yaml_safe import load_yaml_file
 from twill.mapping.arch import (
     SIMBA_ENERGY_PJ,
     Arch,
@@ -71,19 +72,8 @@ _STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation")
 
 
 def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; syntax errors become :class:`InputFormatError` naming the file."""
-    import yaml
-
-    p = Path(path)
-    text = read_text_file(p)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputFormatError(
-            f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", source=str(p)
-        ) from None
+    """Parse a YAML file (bounded: see :mod:`twill.io.yaml_safe`); errors name the file."""
+    return load_yaml_file(path)
 
 
 # --------------------------------------------------------------------------- problems
