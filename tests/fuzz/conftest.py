@@ -24,7 +24,10 @@ def run_inprocess(argv: list[str], capsys: object) -> tuple[int, str, str]:
     """``twill.cli.main(argv)`` with stdout/stderr captured."""
     from twill.cli import main
 
-    code = main(argv)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse refuses an option value
+        code = exc.code if isinstance(exc.code, int) else 2
     out = capsys.readouterr()  # type: ignore[attr-defined]
     return code, out.out, out.err
 

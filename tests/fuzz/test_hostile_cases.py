@@ -182,7 +182,7 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
             ),
         },
         ["solve", "{d}/l.graphml"],
-        ["l.graphml", "at most"],
+        ["lRM.xml", "blockingTime", "at most"],
         True,
     ),
     # ---- GS-Schedule GML (gaus)
@@ -421,7 +421,7 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
         [
             "gaus",
             str(
-                SHARED_GML := Path(__file__).resolve().parents[2].parent
+                Path(__file__).resolve().parents[2].parent
                 / "shared/benchmarks/gs_schedule/rand_graph_1000_1.gml"
             ),
             "--formulation",
@@ -429,11 +429,11 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
             "--cap",
             "0.001",
         ],
-        ["cap"],
+        ["--cap", "rand_graph_1000_1.gml"],
         True,
     ),
     ("gaus-ratio-nan", {}, ["gaus", "{kernel}", "--ratio", "nan"], ["ratio"], False),
-    ("output-dev-full", {}, ["bounds", "flash_attention_forward_simplified", "--json"], [], False),
+    ("output-dev-full", {}, ["solve", "{kernel}", "-o", "/dev/full"], ["/dev/full"], False),
 ]
 
 

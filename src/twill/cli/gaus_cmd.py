@@ -91,6 +91,33 @@ def load_any_graph(path: str) -> Any:
     )
 
 
+def _check_size(g: Any, II: int | None, args: argparse.Namespace) -> None:  # noqa: N803
+    """Refuse, before any array is built, a run whose time-indexed arrays (operations x
+    steps) would exceed :data:`~twill.sched.validate.MAX_MODEL_CELLS`, and a capacity that
+    no single operation fits in (no schedule can exist)."""
+    import numpy as np
+
+    from twill.sched.validate import MAX_MODEL_CELLS
+
+    if args.cap is not None:
+        peak = float(np.max(g.usage, initial=0.0))
+        if peak > args.cap:
+            raise InvalidProblemError(
+                f"--cap {args.cap:g}: an operation uses {peak:g} units of a resource in one "
+                "step, so no schedule fits; give a capacity of at least that",
+                source=args.file,
+            )
+    steps = max(args.D or 0, II or 0)
+    cells = g.n * steps
+    if cells > MAX_MODEL_CELLS:
+        raise InvalidProblemError(
+            f"model too large: {g.n:,} operations x {steps:,} steps = about {cells:,} "
+            f"(operation, step) pairs; the limit is {MAX_MODEL_CELLS:,} (lower --D/--II or "
+            "raise --cap)",
+            source=args.file,
+        )
+
+
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.solver import as_gaus_graph
 
@@ -104,6 +131,8 @@ def run_gaus(args: argparse.Namespace) -> int:
     check_output_path(args.plot, "--plot", (args.file,), (".png", ".svg", ".pdf"))
     graph = load_any_graph(args.file)
     g = as_gaus_graph(graph)
+    if g.n == 0:
+        raise InvalidProblemError("the graph has no operations to schedule", source=args.file)
     if args.cap is not None:
         g = g.with_caps(args.cap)
     II = args.II
@@ -111,6 +140,7 @@ def run_gaus(args: argparse.Namespace) -> int:
         from twill.sched.gaus.bounds import default_II
 
         II = default_II(g)
+    _check_size(g, II, args)
     if args.baseline:
         result = _run_baseline(args, g, II)
     else:

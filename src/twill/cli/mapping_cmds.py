@@ -120,6 +120,10 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
     from twill.mapping.pipeline import MAPPERS, map_network
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise InvalidProblemError(
+            f"--methods: no method named in {args.methods!r} (choose from {', '.join(MAPPERS)})"
+        )
     for m in methods:
         if m not in MAPPERS:
             raise InvalidProblemError(

@@ -28,7 +28,7 @@ from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.text import MAX_INPUT_BYTES
 from twill.io.yaml_safe import short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
-from twill.sched.validate import check_graph
+from twill.sched.validate import LIMITS, check_graph
 
 __all__ = ["read_hatschet", "find_resource_model", "read_resource_model"]
 
@@ -99,12 +99,16 @@ def read_resource_model(path: str | Path) -> dict[str, tuple[int, int, int]]:
         latency = _int(res.get("latency"), f"{where}.latency", problems)
         blocking = _int(res.get("blockingTime"), f"{where}.blockingTime", problems)
         limit = _int(res.get("limit"), f"{where}.limit", problems)
-        if latency < 0:
-            problems.append(f"{where}.latency: expected an integer >= 0, found {latency}")
-        if blocking < 0:
-            problems.append(f"{where}.blockingTime: expected an integer >= 0, found {blocking}")
-        if limit < -1:
-            problems.append(f"{where}.limit: expected an integer >= -1, found {limit}")
+        for key, value, lo, hi in (
+            ("latency", latency, 0, LIMITS["delay"]),
+            ("blockingTime", blocking, 0, LIMITS["cycles"]),
+            ("limit", limit, -1, LIMITS["capacity"]),
+        ):
+            if not lo <= value <= hi:
+                problems.append(
+                    f"{where}.{key}: expected an integer from {lo} to at most {hi:,}, "
+                    f"found {short_repr(value)}"
+                )
         out[name] = (latency, blocking, limit)
     if problems:
         raise InvalidProblemError(problems, source=str(path))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,16 +31,18 @@ from typing import Any
 
 from twill.errors import InvalidProblemError
 from twill.io.text import read_text_file
-from twill.io.yaml_safe import load_yaml_file
+from twill.io.yaml_safe import load_yaml_file, short_repr
 from twill.mapping.arch import (
+    ARCH_LIMITS,
     SIMBA_ENERGY_PJ,
     Arch,
     MemoryLevel,
+    arch_value_defects,
     gemmini_arch,
     simba_energy,
 )
 from twill.mapping.mapping import Mapping, parse_dosa_mapping
-from twill.mapping.workload import DIMS, OPERANDS, Dim, Layer, Operand
+from twill.mapping.workload import DIMS, MAX_DIM, MAX_STRIDE, OPERANDS, Dim, Layer, Operand
 
 __all__ = [
     "load_yaml",
@@ -92,6 +95,17 @@ def _problem_section(data: Any) -> tuple[dict[str, Any] | None, str, list[str]]:
     return prob, "problem", []
 
 
+MAX_COUNT = 1_000_000
+"""Largest repeat count of a layer (``count``, ``layer_count.yaml``)."""
+
+
+def _int_defects(where: str, value: object, lo: int, hi: int) -> list[str]:
+    """``[]`` when ``value`` is an integer in ``[lo, hi]``, else one message with the range."""
+    if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
+        return []
+    return [f"{where}: must be an integer from {lo} to at most {hi:,}, found {short_repr(value)}"]
+
+
 def validate_layer(data: Any) -> list[str]:
     """Every defect of a parsed problem YAML, each with its key path (empty = valid)."""
     prob, base, bad = _problem_section(data)
@@ -103,15 +117,10 @@ def validate_layer(data: Any) -> list[str]:
                 continue  # defaults to 1
             bad.append(f"{base}.{key}: missing (a positive integer is required)")
             continue
-        v = prob[key]
-        if isinstance(v, bool) or not isinstance(v, int):
-            bad.append(f"{base}.{key}: must be a positive integer, found {v!r}")
-        elif v < 1:
-            bad.append(f"{base}.{key}: must be a positive integer, found {v}")
-    for key in _STRIDE_KEYS:
-        v = prob.get(key, 1)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (v == 0 and "stride" in key):
-            bad.append(f"{base}.{key}: must be a positive integer, found {v!r}")
+        bad += _int_defects(f"{base}.{key}", prob[key], 1, MAX_DIM)
+    for key in _STRIDE_KEYS:  # a dilation of 0 is read as 1 (DEC-12)
+        bad += _int_defects(f"{base}.{key}", prob.get(key, 1), int("stride" in key), MAX_STRIDE)
+    bad += _int_defects(f"{base}.count", prob.get("count", 1), 1, MAX_COUNT)
     unknown = set(prob) - set(_PROBLEM_KEYS) - set(_STRIDE_KEYS) - {"shape", "name", "count"}
     for key in sorted(unknown):
         bad.append(
@@ -154,6 +163,44 @@ def read_layer(path: str | Path, *, name: str | None = None, count: int = 1) -> 
     return replace(layer, count=count) if count != 1 else layer
 
 
+def _check_layer_names(names: object, source: str) -> None:
+    """``layers.yaml`` must list file stems that stay inside the folder (no ``/``, ``..``)."""
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise InvalidProblemError("expected a list of layer file stems", source=source)
+    bad = [
+        f"entry {i} ({short_repr(n)}): must name a file in the same folder (no '/', '\\', "
+        "'..'), it would reach outside"
+        for i, n in enumerate(names)
+        if not n or "/" in n or "\\" in n or n.startswith(".") or "\0" in n
+    ]
+    if bad:
+        raise InvalidProblemError(bad, source=source)
+
+
+def _read_layer_counts(path: Path, keys: set[str]) -> dict[str, int]:
+    """Counts from DOSA's ``layer_count.yaml`` (``{layer key: {count: N}}``), validated."""
+    data = load_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidProblemError(
+            f"expected a mapping {{layer key: {{count: N}}}}, found {short_repr(data)}",
+            source=str(path),
+        )
+    out: dict[str, int] = {}
+    bad: list[str] = []
+    for key, entry in data.items():
+        if not isinstance(entry, dict) or "count" not in entry:
+            bad.append(f"{short_repr(key)}: expected {{count: N}}, found {short_repr(entry)}")
+            continue
+        bad += _int_defects(f"{short_repr(key)}.count", entry["count"], 1, MAX_COUNT)
+        if str(key) in keys and not bad:
+            out[str(key)] = entry["count"]
+    if bad:
+        raise InvalidProblemError(bad, source=str(path))
+    return out
+
+
 def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
     """Read a network folder (CoSA ``*_graph`` or DOSA workload folder).
 
@@ -167,10 +214,7 @@ def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
     order_file = d / "layers.yaml"
     if order_file.exists():
         names = load_yaml(order_file)
-        if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-            raise InvalidProblemError(
-                "layers.yaml: expected a list of layer file stems", source=str(order_file)
-            )
+        _check_layer_names(names, str(order_file))
     else:
         names = sorted(
             p.stem for p in d.glob("*.yaml") if p.stem not in ("layer_count", "unique_layers")
@@ -192,11 +236,7 @@ def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
         first.setdefault(layer.key, layer)
     lc = d / "layer_count.yaml"
     if lc.exists():
-        data = load_yaml(lc) or {}
-        for key, entry in data.items():
-            k = str(key)
-            if k in first and isinstance(entry, dict) and isinstance(entry.get("count"), int):
-                counts[k] = entry["count"]
+        counts.update(_read_layer_counts(lc, set(first)))
     return [replace(first[k], count=counts[k]) for k in first]
 
 
@@ -286,40 +326,51 @@ def validate_arch(data: Any) -> list[str]:
     if len(comps) < 2 and not bad:
         bad.append("storage: need at least two levels (an on-chip buffer and DRAM)")
     for i, c in enumerate(comps):
-        path = c["_path"]
-        if not c.get("name"):
-            bad.append(f"{path}.name: missing")
-        inst = c.get("instances", 1)
-        if isinstance(inst, bool) or not isinstance(inst, int) or inst < 1:
-            bad.append(f"{path}.instances: must be a positive integer, found {inst!r}")
-        is_top = i == len(comps) - 1
-        ent = c.get("entries", c.get("depth") if "width" not in c else None)
-        if not is_top:
-            if ent is None:
-                bad.append(f"{path}.entries: missing (on-chip levels need a capacity in words)")
-            elif isinstance(ent, bool) or not isinstance(ent, int) or ent < 1:
-                bad.append(f"{path}.entries: must be a positive integer, found {ent!r}")
-        wb = c.get("word-bits", 8)
-        if isinstance(wb, bool) or not isinstance(wb, int) or wb < 1:
-            bad.append(f"{path}.word-bits: must be a positive integer, found {wb!r}")
-        e = c.get("energy_pj")
-        if e is not None and (not isinstance(e, int | float) or e < 0):
-            bad.append(f"{path}.energy_pj: must be a non-negative number, found {e!r}")
+        bad += _component_defects(c, is_top=i == len(comps) - 1)
     if comps:
         top = comps[-1]
         tech = str(top.get("technology", top.get("class", ""))).lower()
         if "dram" not in tech and "dram" not in str(top.get("name", "")).lower():
             bad.append(f"{top['_path']}: the outermost level must be DRAM (missing level)")
     if arith is not None:
-        inst = arith.get("instances")
-        if isinstance(inst, bool) or not isinstance(inst, int) or inst < 1:
-            bad.append(
-                f"{arith.get('_path', 'arch.arithmetic')}.instances: must be a positive integer, "
-                f"found {inst!r}"
-            )
+        where = arith.get("_path", "arch.arithmetic")
+        bad += arch_value_defects(f"{where}.instances", arith.get("instances"), "instances")
+        if arith.get("energy_pj") is not None:
+            bad += arch_value_defects(f"{where}.energy_pj", arith["energy_pj"], "energy_pj")
     ms = data.get("mapspace") if isinstance(data, dict) else None
     if ms is not None:
         bad.extend(_validate_mapspace(ms, {c.get("name") for c in comps}))
+    return bad
+
+
+# Numeric keys of a storage level and the ARCH_LIMITS range each must lie in.
+_LEVEL_NUMBERS = {
+    "instances": "instances",
+    "word-bits": "word_bits",
+    "block-size": "block_size",
+    "block_size": "block_size",
+    "energy_pj": "energy_pj",
+    "bandwidth": "bandwidth",
+    "shared_bandwidth": "bandwidth",
+    "read_bandwidth": "bandwidth",
+    "write_bandwidth": "bandwidth",
+}
+
+
+def _component_defects(c: dict[str, Any], *, is_top: bool) -> list[str]:
+    """Defects of one storage level: name, capacity and every numeric key in range
+    (:data:`~twill.mapping.arch.ARCH_LIMITS`), checked before anything is built."""
+    path = c["_path"]
+    bad = [] if c.get("name") else [f"{path}.name: missing"]
+    for key, kind in _LEVEL_NUMBERS.items():
+        if c.get(key) is not None:
+            bad += arch_value_defects(f"{path}.{key}", c[key], kind)
+    ent = c.get("entries", c.get("depth") if "width" not in c else None)
+    if ent is not None or not is_top:
+        if ent is None:
+            bad.append(f"{path}.entries: missing (on-chip levels need a capacity in words)")
+        else:
+            bad += arch_value_defects(f"{path}.entries", ent, "entries")
     return bad
 
 
@@ -504,9 +555,12 @@ def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mappi
         if kind in ("temporal", "spatial"):
             facs: dict[Dim, int] = {}
             for tok in str(e.get("factors", "")).split():
-                mt = re.fullmatch(r"([RSPQCKN])=(\d+)", tok)
-                if not mt:
-                    bad.append(f"{where}.factors: bad factor {tok!r} (expected e.g. K=4)")
+                mt = re.fullmatch(r"([RSPQCKN])=(\d{1,9})", tok)
+                if not mt or not 1 <= int(mt.group(2)) <= MAX_DIM:
+                    bad.append(
+                        f"{where}.factors: bad factor {short_repr(tok)} (expected e.g. K=4, "
+                        f"a factor from 1 to at most {MAX_DIM:,})"
+                    )
                     continue
                 facs[Dim(mt.group(1))] = int(mt.group(2))
             (temporal if kind == "temporal" else spatial)[m].update(facs)
@@ -557,18 +611,48 @@ def _num(row: dict[str, str], key: str) -> float | None:
     v = row.get(key)
     if v is None or str(v).strip() == "":
         return None
-    return float(v)
+    try:
+        value = float(str(v)[:40])
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"column {key}: expected a finite number, found {short_repr(v)}")
+    return value
+
+
+def _csv_int(row: dict[str, str], key: str, lo: int, hi: int, default: int | None = None) -> int:
+    """Column ``key`` as an integer in ``[lo, hi]`` (``1.0`` is accepted as 1).
+
+    Raises ``ValueError`` naming the column, the range and the text found."""
+    text = row.get(key)
+    if (text is None or not str(text).strip()) and default is not None:
+        return default
+    try:
+        value = float(str(text)[:40])
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value.is_integer() and lo <= value <= hi):
+        raise ValueError(
+            f"column {key}: expected an integer from {lo} to at most {hi:,}, "
+            f"found {short_repr(text)}"
+        )
+    return int(value)
 
 
 def _gemmini_from_row(row: dict[str, str], where: str, cache: dict[tuple, Arch]) -> Arch:
-    pe_dim = int(float(row["arch.meshX"]))
-    acc_entries = int(float(row.get("arch.mem1_depth") or row["arch.mem1_entries"]))
-    acc_inst = int(float(row["arch.mem1_instances"]))
-    acc_bits = int(float(row.get("arch.mem1_word-bits") or 32))
-    sp_entries = int(float(row["arch.mem2_entries"]))
-    sp_bits = int(float(row.get("arch.mem2_word-bits") or 8))
+    big = int(ARCH_LIMITS["entries"][1])
+    pe_dim = _csv_int(row, "arch.meshX", 1, 1024)
+    depth_key = "arch.mem1_depth" if row.get("arch.mem1_depth") else "arch.mem1_entries"
+    acc_entries = _csv_int(row, depth_key, 1, big)
+    acc_inst = _csv_int(row, "arch.mem1_instances", 1, int(ARCH_LIMITS["instances"][1]))
+    acc_bits = _csv_int(row, "arch.mem1_word-bits", 1, 1024, default=32)
+    sp_entries = _csv_int(row, "arch.mem2_entries", 1, big)
+    sp_bits = _csv_int(row, "arch.mem2_word-bits", 1, 1024, default=8)
     acc_bw = _num(row, "arch.mem1_shared_bandwidth")
     sp_bw = _num(row, "arch.mem2_shared_bandwidth")
+    for key, bw in (("mem1", acc_bw), ("mem2", sp_bw)):
+        if bw is not None and arch_value_defects("", bw, "bandwidth"):
+            raise ValueError(f"column arch.{key}_shared_bandwidth: must be > 0, found {bw!r}")
     key = (pe_dim, acc_entries, acc_inst, acc_bits, sp_entries, sp_bits, acc_bw, sp_bw)
     if key in cache:
         return cache[key]
@@ -612,14 +696,13 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
             bad.append(f"{where}: {n + len(row.get(None) or [])} fields, header has {len(cols)}")
             continue
         try:
-            dims = {d: int(float(row[f"prob.{d.value}"])) for d in DIMS}
-            strides = [int(float(row.get(f"prob.{k}") or 1)) for k in _STRIDE_KEYS]
+            dims = {d: _csv_int(row, f"prob.{d.value}", 1, MAX_DIM) for d in DIMS}
+            strides = [_csv_int(row, f"prob.{k}", 0, MAX_STRIDE, default=1) for k in _STRIDE_KEYS]
             arch = _gemmini_from_row(row, where, cache)
         except (KeyError, ValueError) as exc:
-            bad.append(f"{where}: bad number ({exc})")
-            continue
-        if any(v < 1 for v in dims.values()):
-            bad.append(f"{where}: prob.* dimensions must be positive, found {dims}")
+            bad.append(f"{where}: {exc}")
+            if len(bad) >= 20:
+                break
             continue
         layer = Layer(
             f"row{i}", dims, strides[0] or 1, strides[1] or 1, strides[2] or 1, strides[3] or 1
@@ -629,9 +712,11 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
             mapping, err = parse_dosa_mapping(text, layer, arch), None
         except InvalidProblemError as exc:
             mapping, err = None, str(exc)
-        cyc = _num(row, "target.cycle")
-        en = _num(row, "target.energy")
-        edp = _num(row, "target.edp")
+        try:
+            cyc, en, edp = (_num(row, f"target.{k}") for k in ("cycle", "energy", "edp"))
+        except ValueError as exc:
+            bad.append(f"{where}: {exc}")
+            continue
         out.append(DatasetRow(i, layer, arch, text, mapping, err, cyc, en, edp))
     if bad:
         raise InvalidProblemError(bad, source=str(p))
