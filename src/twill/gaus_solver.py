@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.result import ScheduleRunResult
@@ -32,6 +33,24 @@ __all__ = [
 ]
 
 RANDOM_DAG_UNITS = ("ALU", "MUL", "MEM", "TC")
+
+
+def _is_count(value: object, low: int) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= low
+
+
+def _check_dag_args(num_nodes: object, edge_density: object, num_back_edges: object) -> None:
+    """Raise :class:`InvalidProblemError` (a ``ValueError``) naming the bad argument."""
+    bad = []
+    if not _is_count(num_nodes, 1) or num_nodes > 10_000_000:  # type: ignore[operator]
+        bad.append(f"num_nodes must be an integer from 1 to 10,000,000, found {num_nodes!r:.40}")
+    density_ok = isinstance(edge_density, int | float) and not isinstance(edge_density, bool)
+    if not density_ok or not 0.0 <= edge_density <= 1.0:  # type: ignore[operator]
+        bad.append(f"edge_density must be a number in [0, 1], found {edge_density!r:.40}")
+    if not _is_count(num_back_edges, 0):
+        bad.append(f"num_back_edges must be an integer >= 0, found {num_back_edges!r:.40}")
+    if bad:
+        raise InvalidProblemError(bad, source="generate_random_dag")
 
 
 def generate_random_dag(
@@ -80,12 +99,7 @@ def generate_random_dag(
     >>> len(g.instructions), sum(e.distance > 0 for e in g.edges)
     (10, 2)
     """
-    if num_nodes < 1:
-        raise ValueError(f"num_nodes must be >= 1, found {num_nodes}")
-    if not 0.0 <= edge_density <= 1.0:
-        raise ValueError(f"edge_density must be in [0, 1], found {edge_density}")
-    if num_back_edges < 0:
-        raise ValueError(f"num_back_edges must be >= 0, found {num_back_edges}")
+    _check_dag_args(num_nodes, edge_density, num_back_edges)
     rng = np.random.default_rng(seed)
     n = num_nodes
     # forward edges: sample the upper triangle row by row (memory O(n) per row)

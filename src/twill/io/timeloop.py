@@ -253,18 +253,38 @@ _DEFAULT_KEEPS = {
 }
 
 
-def _flatten_v03(node: dict[str, Any], mult: int, out: list[dict[str, Any]], path: str) -> None:
-    """Walk a Timeloop v0.3 ``subtree`` outer → inner, collecting local components."""
-    name = str(node.get("name", ""))
-    mt = re.search(r"\[(\d+)\.\.(\d+)\]$", name)
-    if mt:
-        mult *= int(mt.group(2)) - int(mt.group(1)) + 1
-    for i, comp in enumerate(node.get("local", []) or []):
-        if isinstance(comp, dict):
-            out.append({**comp, "_path": f"{path}.local[{i}]", "_mult": mult})
-    for i, child in enumerate(node.get("subtree", []) or []):
-        if isinstance(child, dict):
-            _flatten_v03(child, mult, out, f"{path}.subtree[{i}]")
+def _list_at(node: dict[str, Any], key: str, path: str, bad: list[str]) -> list[Any]:
+    """``node[key]`` when it is a list (absent or null: empty); otherwise a defect."""
+    value = node.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        bad.append(f"{path}.{key}: expected a list, found {short_repr(value)}")
+        return []
+    return value
+
+
+def _flatten_v03(root: list[Any], out: list[dict[str, Any]], bad: list[str]) -> None:
+    """Walk a Timeloop v0.3 ``subtree`` outer → inner (iteratively), collecting local
+    components with their instance multiplier; shape defects go to ``bad``."""
+    stack = [(node, 1, f"architecture.subtree[{i}]") for i, node in enumerate(root)][::-1]
+    while stack:
+        node, mult, path = stack.pop()
+        if not isinstance(node, dict):
+            bad.append(f"{path}: expected a mapping, found {short_repr(node)}")
+            continue
+        mt = re.search(r"\[(\d{1,9})\.\.(\d{1,9})\]$", str(node.get("name", ""))[:200])
+        if mt:
+            mult *= max(1, int(mt.group(2)) - int(mt.group(1)) + 1)
+        for i, comp in enumerate(_list_at(node, "local", path, bad)):
+            where = f"{path}.local[{i}]"
+            attrs = comp.get("attributes") if isinstance(comp, dict) else None
+            if not isinstance(comp, dict) or not isinstance(attrs, dict | None):
+                bad.append(f"{where}: expected a mapping with 'attributes' as a mapping")
+                continue
+            out.append({**comp, "attributes": attrs or {}, "_path": where, "_mult": mult})
+        children = _list_at(node, "subtree", path, bad)
+        stack += [(c, mult, f"{path}.subtree[{i}]") for i, c in enumerate(children)][::-1]
 
 
 def _arch_components(data: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[str]]:
@@ -296,19 +316,17 @@ def _arch_components(data: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | 
         return comps, arith, bad
     if isinstance(data.get("architecture"), dict):
         flat: list[dict[str, Any]] = []
-        for i, node in enumerate(data["architecture"].get("subtree", []) or []):
-            if isinstance(node, dict):
-                _flatten_v03(node, 1, flat, f"architecture.subtree[{i}]")
+        _flatten_v03(_list_at(data["architecture"], "subtree", "architecture", bad), flat, bad)
         comps, arith = [], None
         for c in flat:
             cls = str(c.get("class", "")).lower()
             if "mac" in cls or "intmac" in cls:
                 arith = {
-                    "instances": c.get("attributes", {}).get("instances", c["_mult"]),
+                    "instances": c["attributes"].get("instances", c["_mult"]),
                     "_path": c["_path"],
                 }
                 continue
-            attrs = dict(c.get("attributes", {}) or {})
+            attrs = dict(c["attributes"])
             attrs.setdefault("instances", c["_mult"])
             comps.append({"name": c.get("name"), **attrs, "technology": cls, "_path": c["_path"]})
         comps.reverse()  # inner first
@@ -335,11 +353,13 @@ def validate_arch(data: Any) -> list[str]:
     if arith is not None:
         where = arith.get("_path", "arch.arithmetic")
         bad += arch_value_defects(f"{where}.instances", arith.get("instances"), "instances")
-        if arith.get("energy_pj") is not None:
+        if "energy_pj" in arith:
             bad += arch_value_defects(f"{where}.energy_pj", arith["energy_pj"], "energy_pj")
     ms = data.get("mapspace") if isinstance(data, dict) else None
     if ms is not None:
-        bad.extend(_validate_mapspace(ms, {c.get("name") for c in comps}))
+        bad.extend(
+            _validate_mapspace(ms, {c.get("name") for c in comps if isinstance(c.get("name"), str)})
+        )
     return bad
 
 
@@ -361,9 +381,10 @@ def _component_defects(c: dict[str, Any], *, is_top: bool) -> list[str]:
     """Defects of one storage level: name, capacity and every numeric key in range
     (:data:`~twill.mapping.arch.ARCH_LIMITS`), checked before anything is built."""
     path = c["_path"]
-    bad = [] if c.get("name") else [f"{path}.name: missing"]
+    name = c.get("name")
+    bad = [] if isinstance(name, str) and name.strip() else [f"{path}.name: missing (a string)"]
     for key, kind in _LEVEL_NUMBERS.items():
-        if c.get(key) is not None:
+        if key in c:  # present, even as null: it must be a number in range
             bad += arch_value_defects(f"{path}.{key}", c[key], kind)
     ent = c.get("entries", c.get("depth") if "width" not in c else None)
     if ent is not None or not is_top:
@@ -372,6 +393,20 @@ def _component_defects(c: dict[str, Any], *, is_top: bool) -> list[str]:
         else:
             bad += arch_value_defects(f"{path}.entries", ent, "entries")
     return bad
+
+
+def _tensor_list_defects(entry: dict[str, Any], key: str, where: str) -> list[str]:
+    """``entry[key]`` must be a list of tensor names (Weights, Inputs, Outputs), or absent."""
+    value = entry.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return [f"{where}.{key}: expected a list of tensors, found {short_repr(value)}"]
+    return [
+        f"{where}.{key}: unknown tensor {short_repr(t)} (Weights, Inputs or Outputs)"
+        for t in value
+        if str(t).lower() not in _TENSOR
+    ]
 
 
 def _validate_mapspace(ms: Any, names: set[Any]) -> list[str]:
@@ -384,12 +419,11 @@ def _validate_mapspace(ms: Any, names: set[Any]) -> list[str]:
             bad.append(f"mapspace.constraints[{i}]: expected a mapping")
             continue
         if c.get("type") == "datatype":
-            if c.get("target") not in names:
-                bad.append(f"mapspace.constraints[{i}].target: unknown level {c.get('target')!r}")
+            target = c.get("target")
+            if not isinstance(target, str) or target not in names:
+                bad.append(f"mapspace.constraints[{i}].target: unknown level {short_repr(target)}")
             for key in ("keep", "bypass"):
-                for t in c.get(key, []) or []:
-                    if str(t).lower() not in _TENSOR:
-                        bad.append(f"mapspace.constraints[{i}].{key}: unknown tensor {t!r}")
+                bad += _tensor_list_defects(c, key, f"mapspace.constraints[{i}]")
     return bad
 
 
@@ -488,7 +522,9 @@ def read_arch(path: str | Path, *, mapspace: str | Path | None = None) -> Arch:
         ms_data = load_yaml(ms_path)
         ms_data = ms_data.get("mapspace", ms_data) if isinstance(ms_data, dict) else ms_data
         comps, _, _ = _arch_components(data)
-        ms_bad = _validate_mapspace(ms_data, {c.get("name") for c in comps})
+        ms_bad = _validate_mapspace(
+            ms_data, {c.get("name") for c in comps if isinstance(c.get("name"), str)}
+        )
         if ms_bad and mapspace:
             bad += [f"{ms_path.name}: {b}" for b in ms_bad]
         elif ms_bad:
@@ -572,13 +608,10 @@ def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mappi
                     inner_first = [Dim(c) for c in perm]
                     order[m] = list(reversed(inner_first))
         elif kind == "bypass":
-            kp = set()
-            for t in e.get("keep", []) or []:
-                if str(t).lower() not in _TENSOR:
-                    bad.append(f"{where}.keep: unknown tensor {t!r}")
-                else:
-                    kp.add(_TENSOR[str(t).lower()])
-            keeps[m] = frozenset(kp)
+            tensor_bad = _tensor_list_defects(e, "keep", where)
+            bad += tensor_bad
+            if not tensor_bad:
+                keeps[m] = frozenset(_TENSOR[str(t).lower()] for t in e.get("keep") or [])
         else:
             bad.append(f"{where}.type: {kind!r} (expected temporal, spatial or bypass)")
     if bad:

@@ -50,7 +50,7 @@ def short_repr(value: object, limit: int = 60) -> str:
     if isinstance(value, list | tuple | dict | set):
         return f"a {type(value).__name__} of {len(value)} items"
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        return f"an integer of {len(str(value)) if value.bit_length() < 60000 else 'many'} digits"
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = repr(value)
     if len(text) <= limit:
         return text
