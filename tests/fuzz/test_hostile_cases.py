@@ -415,6 +415,29 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
         False,
     ),
     # ---- options
+    ("fuse-steps-huge", {}, ["fuse", "bert", "--steps", "9" * 30], ["--steps", "at most"], False),
+    (
+        "gaus-seed-huge",
+        {},
+        ["gaus", "{kernel}", "--seed", "9" * 5000],
+        ["--seed", "characters"],
+        False,
+    ),
+    (
+        "gaus-iters-huge",
+        {},
+        ["gaus", "{kernel}", "--max-iters", "10" + "0" * 12],
+        ["--max-iters"],
+        False,
+    ),
+    (
+        "map-threads-huge",
+        {},
+        ["map", "{layer}", "--arch", "simba", "--threads", "100000"],
+        ["--threads"],
+        False,
+    ),
+    ("fuse-unknown", {}, ["fuse", "../../etc"], ["unknown network"], False),
     (
         "gaus-cap-tiny",
         {},

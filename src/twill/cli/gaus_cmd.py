@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from twill.cli._args import check_output_path, nonnegative_float, positive_float, positive_int
+from twill.cli._args import (
+    bounded_int,
+    check_output_path,
+    nonnegative_float,
+    positive_float,
+    positive_int,
+    seed_int,
+)
 from twill.errors import InputFormatError, InvalidProblemError
 
 __all__ = ["register", "load_any_graph", "run_gaus"]
@@ -52,13 +59,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--output", default=None, help="write the JSON result to this file")
     p.add_argument("--plot", default=None, help="save the loss curve to this PNG")
     p.add_argument("--baseline", choices=BASELINES, default=None, help="run a baseline instead")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument(
         "--no-polish",
         action="store_true",
         help="A: skip the local search after legalisation (report GauS proper only)",
     )
-    p.add_argument("--max-iters", type=positive_int, default=None, help="cap on Adam steps")
+    p.add_argument(
+        "--max-iters", type=bounded_int(10_000_000), default=None, help="cap on Adam steps"
+    )
     p.add_argument("--time-limit", type=positive_float, default=60.0, help="exact baseline cap (s)")
     p.set_defaults(func=run_gaus)
 

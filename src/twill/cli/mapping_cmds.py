@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from twill.cli._args import check_output_path, positive_float, positive_int
+from twill.cli._args import bounded_int, check_output_path, positive_float, positive_int, seed_int
 from twill.errors import InvalidProblemError
 
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
@@ -331,8 +331,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument(
             "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
         )
-        p.add_argument("--threads", type=positive_int, default=1, help="solver threads per layer")
-        p.add_argument("--seed", type=int, default=0, help="seed of the solver / random search")
+        p.add_argument(
+            "--threads", type=bounded_int(1024), default=1, help="solver threads per layer"
+        )
+        p.add_argument(
+            "--seed", type=seed_int, default=0, help="seed of the solver / random search"
+        )
         p.add_argument(
             "--metric",
             choices=("edp", "cycles", "energy", "lex"),
@@ -348,7 +352,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument("--method", choices=MAPPERS, default="cosa")
     p.add_argument(
-        "--n-valid", type=positive_int, default=None, help="valid samples for random search"
+        "--n-valid",
+        type=bounded_int(10_000_000),
+        default=None,
+        help="valid samples for random search",
     )
     p.add_argument("-o", "--output", help="write the mapping as Timeloop mapping YAML")
     common(p)
@@ -363,7 +370,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"comma-separated methods among {', '.join(MAPPERS)}",
     )
     p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
-    p.add_argument("--workers", type=positive_int, default=None, help="local pool size")
+    p.add_argument("--workers", type=bounded_int(1024), default=None, help="local pool size")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
     p.add_argument(
         "--limit", type=positive_int, default=None, help="only the first N unique layers"
