@@ -43,7 +43,7 @@ def short_repr(value: object, limit: int = 60) -> str:
     Examples
     --------
     >>> short_repr("x" * 100, limit=10)
-    "'xxxxxx...' (100 characters)"
+    "'xxxxx...' (100 characters)"
     >>> short_repr([1, 2, 3])
     'a list of 3 items'
     """
