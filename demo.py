@@ -27,6 +27,9 @@ def main() -> int:
         start = time.perf_counter()
         module.run()
         print(f"--- {part}: {time.perf_counter() - start:.1f} s", flush=True)
+    print("\nNext: activate the environment, then try the README's commands:")
+    print("    . .venv/bin/activate")
+    print("    twill kernels")
     return 0
 
 

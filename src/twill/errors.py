@@ -10,6 +10,7 @@ __all__ = [
     "TwillError",
     "InvalidProblemError",
     "InputFormatError",
+    "ArgumentTypeError",
     "VerificationError",
     "BackendUnavailableError",
     "ConvergenceWarning",
@@ -43,7 +44,15 @@ class InvalidProblemError(TwillError, ValueError):
 
     def with_source(self, source: str) -> InvalidProblemError:
         """Return the same error with ``source`` (a file name) attached."""
-        return InvalidProblemError(self.defects, source=source)
+        return type(self)(self.defects, source=source)
+
+
+class ArgumentTypeError(InvalidProblemError, TypeError):
+    """An API argument of the wrong type (``None`` or ``"5"`` where a count belongs).
+
+    It is both a :class:`TypeError`, as Python callers expect, and an
+    :class:`InvalidProblemError`, so that the CLI and ``except TwillError`` see it too.
+    """
 
 
 class InputFormatError(InvalidProblemError):

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.result import ScheduleRunResult
@@ -81,11 +82,14 @@ def generate_random_dag(
     >>> len(g.instructions), sum(e.distance > 0 for e in g.edges)
     (10, 2)
     """
-    check_int(num_nodes, "num_nodes")
-    check_real(edge_density, "edge_density", strict=False, maximum=1.0)
-    check_int(num_back_edges, "num_back_edges", minimum=0)
-    check_int(seed, "seed", minimum=0)
-    check_int(max_recurrence_ratio, "max_recurrence_ratio")
+    try:
+        check_int(num_nodes, "num_nodes", maximum=10_000_000)
+        check_real(edge_density, "edge_density", strict=False, maximum=1.0)
+        check_int(num_back_edges, "num_back_edges", minimum=0)
+        check_int(seed, "seed", minimum=0)
+        check_int(max_recurrence_ratio, "max_recurrence_ratio")
+    except InvalidProblemError as exc:
+        raise exc.with_source("generate_random_dag") from None
     rng = np.random.default_rng(seed)
     n = num_nodes
     # forward edges: sample the upper triangle row by row (memory O(n) per row)

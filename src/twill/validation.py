@@ -13,7 +13,7 @@ import math
 import numbers
 from collections.abc import Iterable
 
-from twill.errors import InvalidProblemError
+from twill.errors import ArgumentTypeError, InvalidProblemError
 
 __all__ = [
     "check_time_limit",
@@ -46,7 +46,7 @@ def check_int(
     rng = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     allowed = f"an integer {rng}" + (" or None" if none else "")
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be {allowed}, {_received(value)}")
+        raise ArgumentTypeError(f"{name} must be {allowed}, {_received(value)}")
     out = int(value)
     if out < minimum or (maximum is not None and out > maximum):
         raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
@@ -78,7 +78,7 @@ def check_real(
     rng = low if maximum == math.inf else f"{low} and <= {maximum:g}"
     allowed = f"a finite number {rng}" + (" or None" if none else "")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be {allowed}, {_received(value)}")
+        raise ArgumentTypeError(f"{name} must be {allowed}, {_received(value)}")
     out = float(value)
     below = out <= minimum if strict else out < minimum
     if not math.isfinite(out) or below or out > maximum:
@@ -115,7 +115,7 @@ def check_choice(value: object, name: str, choices: Iterable[str]) -> str:
     options = tuple(choices)
     allowed = f"one of {', '.join(repr(c) for c in options)}"
     if not isinstance(value, str):
-        raise TypeError(f"{name} must be {allowed}, {_received(value)}")
+        raise ArgumentTypeError(f"{name} must be {allowed}, {_received(value)}")
     if value not in options:
         raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
     return value

@@ -86,8 +86,8 @@ def test_bad_resource_model(tmp_path):
     with pytest.raises(InvalidProblemError) as info:
         read_resource_model(tmp_path / "rm.xml")
     assert info.value.defects == [
-        "Resource[0] 'Add'.latency: expected an integer >= 0, found -1",
-        "Resource[0] 'Add'.limit: expected an integer >= -1, found -3",
+        "Resource[0] 'Add'.latency: expected an integer from 0 to at most 100,000, found -1",
+        "Resource[0] 'Add'.limit: expected an integer from -1 to at most 1,000,000, found -3",
     ]
 
 

@@ -43,7 +43,7 @@ class TestLayers:
     def test_bad_yaml(self, tmp_path):
         p = tmp_path / "broken.yaml"
         p.write_text("problem: [1, 2\n")
-        with pytest.raises(InvalidProblemError, match="broken.yaml.*invalid YAML"):
+        with pytest.raises(InvalidProblemError, match="broken.yaml.*not valid YAML"):
             read_layer(p)
 
     def test_networks_with_counts(self, shared_benchmarks):

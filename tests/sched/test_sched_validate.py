@@ -42,21 +42,23 @@ class TestDefects:
 
     def test_negative_cycles(self):
         (d,) = _defects(_g([Instruction("a", -1)]))
-        assert d == "instruction 'a': cycles must be a non-negative integer, found -1"
+        assert d == "instruction 'a': cycles must be an integer from 0 to at most 100,000, found -1"
 
     def test_non_integer_delay(self):
         ins = [Instruction("a", 1), Instruction("b", 1)]
         (d,) = _defects(_g(ins, [Edge("a", "b", 1.5)]))
-        assert d == "edge a->b (distance 0): delay must be a non-negative integer, found 1.5"
+        assert d == (
+            "edge a->b (distance 0): delay must be an integer from 0 to at most 100,000, found 1.5"
+        )
 
     def test_negative_distance(self):
         ins = [Instruction("a", 1), Instruction("b", 1)]
         (d,) = _defects(_g(ins, [Edge("a", "b", 1, -1)]))
-        assert "distance must be a non-negative integer, found -1" in d
+        assert "distance must be an integer from 0 to at most 10,000, found -1" in d
 
     def test_bool_is_not_an_integer(self):
         (d,) = _defects(_g([Instruction("a", True)]))
-        assert "cycles must be a non-negative integer, found True" in d
+        assert "cycles must be an integer from 0 to at most 100,000, found True" in d
 
     def test_duplicate_names(self):
         (d,) = _defects(_g([Instruction("a", 1), Instruction("a", 1)]))
@@ -76,7 +78,7 @@ class TestDefects:
 
     def test_bad_capacity(self):
         (d,) = _defects(_g([], machine=MachineDescription("m", {"TC": -2})))
-        assert "functional unit 'TC': capacity must be an integer >= 0 or -1" in d
+        assert "functional unit 'TC': capacity must be an integer from 0 to at most 1,000,000" in d
 
     def test_zero_distance_circuit_names_its_nodes(self):
         ins = [Instruction(n, 1) for n in "abcd"]

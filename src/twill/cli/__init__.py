@@ -3,13 +3,17 @@
 Every sub-command module exposes ``register(subparsers)``, which adds its parsers and sets
 ``func`` (a callable taking the parsed ``argparse.Namespace`` and returning an exit code).
 The CLI only calls the public API. Errors the user caused (:class:`twill.errors.TwillError`,
-unreadable files) print one clear message on stderr and exit with code 2; no traceback.
+unreadable files, unwritable outputs, out of memory) print one clear message on stderr and
+exit with code 2; no traceback. Any other exception is a bug: one line that says so and exit
+code 70, the traceback only when ``TWILL_DEBUG`` is set (see ``docs/decisions.md``).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -33,6 +37,7 @@ EXIT_NOT_FOUND = 1  # the solver ran but found no answer (infeasible/unknown)
 EXIT_USAGE = 2  # bad input: file, item or option
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM)
+EXIT_INTERNAL = 70  # an unexpected exception: a bug in twill (BSD EX_SOFTWARE)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the ``twill`` command line; returns the exit code.
 
     Exit codes: 0 answer found, 1 no answer (infeasible/unknown), 2 bad input, 130 interrupted
-    (Ctrl-C), 143 terminated (SIGTERM).
+    (Ctrl-C), 143 terminated (SIGTERM), 70 internal error (a bug).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -87,20 +92,44 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args) or 0)
     except TwillError as exc:
-        print(f"twill {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except BrokenPipeError:  # stdout closed early (| head): not an error
-        return EXIT_OK
-    except OSError as exc:  # unreadable input, unwritable output (-o /dev/full), ...
-        name = getattr(exc, "filename", None) or ""
-        print(f"twill {args.command}: error: {name}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return _fail(args, str(exc))
     except Terminated:
         print(f"twill {args.command}: terminated; no result written", file=sys.stderr)
         return EXIT_TERMINATED
     except KeyboardInterrupt:
         print(f"twill {args.command}: interrupted; no result written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as exc:  # unreadable input, or an output that cannot be written
+        name = exc.filename or (getattr(args, "output", None) if exc.errno in _WRITE_ERRNOS else "")
+        return _fail(args, f"{name or '(file)'}: {exc.strerror or exc}")
+    except MemoryError:
+        return _fail(args, "out of memory: the input is too large for this machine")
+    except (RecursionError, OverflowError) as exc:
+        if os.environ.get("TWILL_DEBUG"):
+            raise
+        what = "nested too deeply" if isinstance(exc, RecursionError) else "has a number too large"
+        return _fail(args, f"the input {what} ({type(exc).__name__}); {_REPORT}")
+    except Exception as exc:  # a bug: say so briefly; the traceback only on request
+        if os.environ.get("TWILL_DEBUG"):
+            raise
+        text = str(exc).splitlines()[0][:200] if str(exc) else ""
+        print(
+            f"twill {args.command}: internal error: {type(exc).__name__}: {text}\n  {_REPORT}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+_REPORT = "this is a bug in twill; please report it (TWILL_DEBUG=1 shows the traceback)"
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    """Print ``twill CMD: error: message`` on stderr; exit code 2 (the user's input)."""
+    print(f"twill {args.command}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,6 +23,8 @@ __all__ = [
     "positive_int",
     "positive_float",
     "nonnegative_float",
+    "bounded_int",
+    "seed_int",
     "same_file",
     "check_output_path",
     "check_outputs_distinct",
@@ -32,13 +34,30 @@ __all__ = [
 
 
 def _number(text: str, kind: type, expected: str, ok: Callable[[float | int], bool]) -> float | int:
+    shown = repr(text) if len(text) <= 40 else repr(text[:36]) + f" ({len(text)} characters)"
     try:
         value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {expected}, found {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {expected}, found {shown}") from None
     if not ok(value):
-        raise argparse.ArgumentTypeError(f"expected {expected}, found {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {expected}, found {shown}")
     return value
+
+
+def bounded_int(hi: int, lo: int = 1) -> Callable[[str], int]:
+    """An argparse ``type=`` accepting integers in ``[lo, hi]``: counts that set how much work
+    a command does get an upper limit, so that no option can make a run unbounded."""
+
+    def parse(text: str) -> int:
+        expected = f"an integer from {lo} to at most {hi:,}"
+        return int(_number(text, int, expected, lambda v: lo <= v <= hi))
+
+    parse.__name__ = f"integer {lo}..{hi}"
+    return parse
+
+
+seed_int = bounded_int(2**32 - 1, lo=0)
+"""A random seed: an integer from 0 to 2^32 - 1."""
 
 
 def positive_int(text: str) -> int:

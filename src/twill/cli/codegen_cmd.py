@@ -36,7 +36,14 @@ def cmd_codegen(args: argparse.Namespace) -> int:
 
     check_output_path(args.output, "-o", graph_input_files(args.graph, args.resource_model))
     graph = load_graph(args.graph, args.resource_model)
-    result = twill_solve(graph, max_I=args.max_I)
+    from twill.cli.sched_cmds import DEFAULT_PHASE2_TIME_LIMIT, DEFAULT_TOTAL_TIME_LIMIT
+
+    result = twill_solve(  # bounded like `twill solve`: a hit is "unknown", never infeasible
+        graph,
+        max_I=args.max_I,
+        total_time_limit=DEFAULT_TOTAL_TIME_LIMIT,
+        phase2_time_limit=DEFAULT_PHASE2_TIME_LIMIT,
+    )
     if result.I is None or result.schedule is None:
         print(f"twill codegen: no schedule for {graph.name} ({result.status.value})",
               file=sys.stderr)  # fmt: skip

@@ -12,9 +12,10 @@ import sys
 
 from twill.cli._args import (
     atomic_output,
+    bounded_int,
     check_output_path,
     check_outputs_distinct,
-    positive_int,
+    seed_int,
     write_output,
 )
 
@@ -29,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", help="write the plan as YAML")
     p.add_argument("--plot", help="write the pictures to this PNG file")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=positive_int, default=300)
+    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument("--steps", type=bounded_int(100_000), default=300)
     p.add_argument(
         "--init",
         choices=["none", "cosa"],

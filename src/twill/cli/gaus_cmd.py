@@ -15,11 +15,13 @@ from typing import Any
 
 from twill.cli._args import (
     atomic_output,
+    bounded_int,
     check_output_path,
     check_outputs_distinct,
     nonnegative_float,
     positive_float,
     positive_int,
+    seed_int,
     write_output,
 )
 from twill.errors import InputFormatError, InvalidProblemError
@@ -60,13 +62,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--output", default=None, help="write the JSON result to this file")
     p.add_argument("--plot", default=None, help="save the loss curve to this PNG")
     p.add_argument("--baseline", choices=BASELINES, default=None, help="run a baseline instead")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument(
         "--no-polish",
         action="store_true",
         help="A: skip the local search after legalisation (report GauS proper only)",
     )
-    p.add_argument("--max-iters", type=positive_int, default=None, help="cap on Adam steps")
+    p.add_argument(
+        "--max-iters", type=bounded_int(10_000_000), default=None, help="cap on Adam steps"
+    )
     p.add_argument("--time-limit", type=positive_float, default=60.0, help="exact baseline cap (s)")
     p.set_defaults(func=run_gaus)
 
@@ -99,6 +103,33 @@ def load_any_graph(path: str) -> Any:
     )
 
 
+def _check_size(g: Any, II: int | None, args: argparse.Namespace) -> None:  # noqa: N803
+    """Refuse, before any array is built, a run whose time-indexed arrays (operations x
+    steps) would exceed :data:`~twill.sched.validate.MAX_MODEL_CELLS`, and a capacity that
+    no single operation fits in (no schedule can exist)."""
+    import numpy as np
+
+    from twill.sched.validate import MAX_MODEL_CELLS
+
+    if args.cap is not None:
+        peak = float(np.max(g.usage, initial=0.0))
+        if peak > args.cap:
+            raise InvalidProblemError(
+                f"--cap {args.cap:g}: an operation uses {peak:g} units of a resource in one "
+                "step, so no schedule fits; give a capacity of at least that",
+                source=args.file,
+            )
+    steps = max(args.D or 0, II or 0)
+    cells = g.n * steps
+    if cells > MAX_MODEL_CELLS:
+        raise InvalidProblemError(
+            f"model too large: {g.n:,} operations x {steps:,} steps = about {cells:,} "
+            f"(operation, step) pairs; the limit is {MAX_MODEL_CELLS:,} (lower --D/--II or "
+            "raise --cap)",
+            source=args.file,
+        )
+
+
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.solver import as_gaus_graph
 
@@ -116,6 +147,8 @@ def run_gaus(args: argparse.Namespace) -> int:
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     graph = load_any_graph(args.file)
     g = as_gaus_graph(graph)
+    if g.n == 0:
+        raise InvalidProblemError("the graph has no operations to schedule", source=args.file)
     if args.cap is not None:
         g = g.with_caps(args.cap)
     II = args.II
@@ -123,6 +156,7 @@ def run_gaus(args: argparse.Namespace) -> int:
         from twill.sched.gaus.bounds import default_II
 
         II = default_II(g)
+    _check_size(g, II, args)
     if args.baseline:
         result = _run_baseline(args, g, II)
     else:

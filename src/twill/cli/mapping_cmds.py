@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
     atomic_output,
+    bounded_int,
     check_output_path,
     positive_float,
     positive_int,
+    seed_int,
     write_output,
 )
 from twill.errors import InvalidProblemError
@@ -133,6 +135,10 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
     from twill.mapping.pipeline import MAPPERS, map_network
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    if not methods:
+        raise InvalidProblemError(
+            f"--methods: no method named in {args.methods!r} (choose from {', '.join(MAPPERS)})"
+        )
     for m in methods:
         if m not in MAPPERS:
             raise InvalidProblemError(
@@ -344,8 +350,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument(
             "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
         )
-        p.add_argument("--threads", type=positive_int, default=1, help="solver threads per layer")
-        p.add_argument("--seed", type=int, default=0, help="seed of the solver / random search")
+        p.add_argument(
+            "--threads", type=bounded_int(1024), default=1, help="solver threads per layer"
+        )
+        p.add_argument(
+            "--seed", type=seed_int, default=0, help="seed of the solver / random search"
+        )
         p.add_argument(
             "--metric",
             choices=("edp", "cycles", "energy", "lex"),
@@ -361,7 +371,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument("--method", choices=MAPPERS, default="cosa")
     p.add_argument(
-        "--n-valid", type=positive_int, default=None, help="valid samples for random search"
+        "--n-valid",
+        type=bounded_int(10_000_000),
+        default=None,
+        help="valid samples for random search",
     )
     p.add_argument("-o", "--output", help="write the mapping as Timeloop mapping YAML")
     common(p)
@@ -376,7 +389,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"comma-separated methods among {', '.join(MAPPERS)}",
     )
     p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
-    p.add_argument("--workers", type=positive_int, default=None, help="local pool size")
+    p.add_argument("--workers", type=bounded_int(1024), default=None, help="local pool size")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
     p.add_argument(
         "--limit", type=positive_int, default=None, help="only the first N unique layers"

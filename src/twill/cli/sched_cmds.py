@@ -67,10 +67,23 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds per Phase-1 solve (a hit makes I unproven)",
     )
+    p.add_argument(
+        "--total-time-limit",
+        dest="total_time_limit",
+        type=positive_float,
+        default=DEFAULT_TOTAL_TIME_LIMIT,
+        metavar="S",
+        help="seconds for the whole search for I (default %(default)g; a hit reports "
+        "'unknown' with the best schedule found)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     _add_phase2_args(p)
     p.set_defaults(func=cmd_solve)  # fmt: skip
+
+
+DEFAULT_TOTAL_TIME_LIMIT = 600.0  # seconds; every exact solve from the CLI is bounded
+DEFAULT_PHASE2_TIME_LIMIT = 60.0  # seconds per Phase-2 (I, L) point
 
 
 def _add_phase2_args(p: argparse.ArgumentParser) -> None:
@@ -88,9 +101,9 @@ def _add_phase2_args(p: argparse.ArgumentParser) -> None:
         "--phase2-time-limit",
         dest="phase2_time_limit",
         type=positive_float,
-        default=None,
+        default=DEFAULT_PHASE2_TIME_LIMIT,
         metavar="S",
-        help="seconds per Phase-2 (I, L) point",
+        help="seconds per Phase-2 (I, L) point (default %(default)g; a hit is 'unknown')",
     )
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", default=None,
                    help="draw the pipeline (one lane per warp) to FILE")  # fmt: skip
@@ -184,6 +197,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     try:
         result = twill_solve(graph, max_I=args.max_I, backend=args.backend,
                              time_limit=args.time_limit, on_attempt=on_attempt,
+                             total_time_limit=args.total_time_limit,
                              phase2=args.phase2, probe=args.probe,
                              phase2_time_limit=args.phase2_time_limit)  # fmt: skip
     finally:

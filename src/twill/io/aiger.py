@@ -24,7 +24,10 @@ import numpy as np
 from twill.errors import InputFormatError
 from twill.sched.gaus.graph import GauSGraph
 
-__all__ = ["read_aiger", "parse_aiger"]
+__all__ = ["read_aiger", "parse_aiger", "MAX_AIGER_VARIABLES"]
+
+MAX_AIGER_VARIABLES = 10_000_000
+"""Largest ``M`` (variables) accepted; the EPFL suite's largest netlist has about 1.2e6."""
 
 
 def _read_varint(data: bytes, pos: int, source: str, gate: int) -> tuple[int, int]:
@@ -43,6 +46,24 @@ def _read_varint(data: bytes, pos: int, source: str, gate: int) -> tuple[int, in
         shift += 7
         if shift > 63:
             raise InputFormatError(f"AND gate {gate}: delta varint too long", source=source)
+
+
+def _check_counts(M: int, O: int, A: int, body_bytes: int, source: str) -> None:  # noqa: N803
+    """Refuse header counts that the file cannot hold, before allocating anything: every
+    output takes at least 2 bytes (a digit and a newline), every AND gate at least 1 (its
+    two varints; the exact check comes while decoding)."""
+    if M > MAX_AIGER_VARIABLES:
+        raise InputFormatError(
+            f"header claims M = {M:,} variables; the limit is {MAX_AIGER_VARIABLES:,}",
+            source=source,
+        )
+    need = 2 * O + A
+    if need > body_bytes:
+        raise InputFormatError(
+            f"header claims {O:,} outputs and {A:,} AND gates (at least {need:,} bytes) but "
+            f"only {body_bytes:,} bytes follow it",
+            source=source,
+        )
 
 
 def parse_aiger(data: bytes, source: str = "<aig>") -> GauSGraph:
@@ -74,15 +95,17 @@ def parse_aiger(data: bytes, source: str = "<aig>") -> GauSGraph:
         )
     if M != I + L + A:
         raise InputFormatError(f"header: M = {M} but I + L + A = {I + L + A}", source=source)
+    _check_counts(M, O, A, len(data) - nl - 1, source)
     pos = nl + 1
     for k in range(O):
         end = data.find(b"\n", pos)
         if end < 0:
             raise InputFormatError(f"output {k}: file ends before the output list", source=source)
         line = data[pos:end].strip()
-        if not line.isdigit():
+        if not line.isdigit() or len(line) > 12 or int(line) > 2 * M + 1:
             raise InputFormatError(
-                f"output {k}: expected a literal, found {line[:20]!r}", source=source
+                f"output {k}: expected a literal from 0 to 2M+1 = {2 * M + 1}, found {line[:20]!r}",
+                source=source,
             )
         pos = end + 1
     names = [f"i{k}" for k in range(I)]
@@ -143,5 +166,11 @@ def read_aiger(path: str | Path) -> GauSGraph:
     InputFormatError
         Bad header, latches, truncated or inconsistent gate encoding (names the file).
     """
+    from twill.io.text import MAX_INPUT_BYTES
+
     p = Path(path)
+    if p.is_file() and p.stat().st_size > MAX_INPUT_BYTES:
+        raise InputFormatError(
+            f"file larger than the {MAX_INPUT_BYTES:,}-byte limit", source=str(p)
+        )
     return parse_aiger(p.read_bytes(), source=str(p))

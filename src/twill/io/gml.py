@@ -23,9 +23,10 @@ import numpy as np
 
 from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.text import read_text_file
+from twill.io.yaml_safe import short_repr
 from twill.sched.gaus.graph import GauSGraph, topological_generations
 
-__all__ = ["read_gml", "parse_gml"]
+__all__ = ["read_gml", "parse_gml", "MAX_GML_DEPTH", "MAX_GML_VALUE"]
 
 _TOKEN = re.compile(r'\s*(?:(\[)|(\])|("(?:[^"\\]|\\.)*")|([^\s\[\]"]+))')
 
@@ -40,7 +41,8 @@ def _tokens(text: str, source: str) -> list[str]:
             if text[pos:].strip() == "":
                 break
             raise InputFormatError(
-                f"unexpected text at offset {pos}: {text[pos : pos + 20]!r}", source=source
+                f"unexpected text at offset {pos}: {short_repr(text[pos : pos + 20])}",
+                source=source,
             )
         pos = m.end()
         tok = next(g for g in m.groups() if g is not None)
@@ -48,24 +50,49 @@ def _tokens(text: str, source: str) -> list[str]:
     return out
 
 
+MAX_GML_DEPTH = 32
+"""Deepest ``[ ... ]`` nesting accepted (GS-Schedule files use 2)."""
+
+MAX_GML_VALUE = 10**15
+"""Largest id or parameter accepted (weights become float64; ids index arrays)."""
+
+
 def _parse_list(tokens: list[str], i: int, source: str) -> tuple[list[tuple[str, object]], int]:
-    items: list[tuple[str, object]] = []
+    """Parse ``key value`` pairs from ``tokens[i]`` up to the ``]`` that closes them.
+
+    Iterative, with nesting limited to :data:`MAX_GML_DEPTH` (no recursion to exhaust).
+    Returns the items and the index after the closing bracket.
+    """
+    root: list[tuple[str, object]] = []
+    stack = [root]
     while i < len(tokens):
         key = tokens[i]
         if key == "]":
-            return items, i + 1
+            stack.pop()
+            i += 1
+            if not stack:
+                return root, i
+            continue
+        if key == "[":
+            raise InputFormatError(f"'[' without a key (token {i})", source=source)
         if i + 1 >= len(tokens):
             raise InputFormatError(f"key {key!r} has no value (file ends)", source=source)
         val = tokens[i + 1]
         if val == "[":
-            sub, i = _parse_list(tokens, i + 2, source)
-            items.append((key, sub))
+            if len(stack) >= MAX_GML_DEPTH:
+                raise InputFormatError(
+                    f"lists nested deeper than {MAX_GML_DEPTH} levels (key {key!r})",
+                    source=source,
+                )
+            sub: list[tuple[str, object]] = []
+            stack[-1].append((key, sub))
+            stack.append(sub)
         elif val == "]":
             raise InputFormatError(f"key {key!r} has no value", source=source)
         else:
-            items.append((key, val.strip('"') if val.startswith('"') else val))
-            i += 2
-    return items, i
+            stack[-1].append((key, val.strip('"') if val.startswith('"') else val))
+        i += 2
+    raise InputFormatError("unbalanced brackets: 'graph [' is not closed", source=source)
 
 
 def parse_gml(text: str, source: str = "<gml>") -> GauSGraph:
@@ -74,16 +101,24 @@ def parse_gml(text: str, source: str = "<gml>") -> GauSGraph:
     if len(tokens) < 2 or tokens[0] != "graph" or tokens[1] != "[":
         raise InputFormatError("expected 'graph [' at the start", source=source)
     items, end = _parse_list(tokens, 2, source)
-    if end > len(tokens) or (end <= len(tokens) and tokens[end - 1] != "]"):
-        raise InputFormatError("unbalanced brackets: 'graph [' is not closed", source=source)
+    if end < len(tokens):
+        raise InputFormatError(
+            f"trailing text after the graph's closing ']': {short_repr(tokens[end])}",
+            source=source,
+        )
     defects: list[str] = []
 
     def as_int(value: object, where: str, key: str) -> int | None:
-        try:
-            return int(str(value))
-        except ValueError:
-            defects.append(f"{where}: {key} must be an integer, found {value!r}")
-            return None
+        text = str(value)
+        if len(text) <= 20 and re.fullmatch(r"-?\d+", text):
+            n = int(text)
+            if abs(n) <= MAX_GML_VALUE:
+                return n
+        defects.append(
+            f"{where}: {key} must be an integer of magnitude at most {MAX_GML_VALUE:.0e}, "
+            f"found {short_repr(value)}"
+        )
+        return None
 
     nodes: dict[int, int] = {}
     edges: list[tuple[int, int, int]] = []

@@ -18,6 +18,7 @@ from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.text import read_text_file
+from twill.io.yaml_safe import load_yaml_text, short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import check_graph
 
@@ -267,6 +268,29 @@ def graph_from_dict(data: Mapping[str, Any], source: str | None = None) -> Depen
     return graph
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {short_repr(key)}")
+        out[key] = value
+    return out
+
+
+def _load_json_text(text: str, source: str) -> Any:  # noqa: ANN401 (any JSON value)
+    """Parse JSON, refusing duplicate keys; deep nesting and huge numbers give one message."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(
+            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=source
+        ) from None
+    except RecursionError:
+        raise InputFormatError("not valid JSON: nested too deeply", source=source) from None
+    except ValueError as exc:  # duplicate key, or an integer too long to convert
+        raise InputFormatError(f"not valid JSON: {exc}", source=source) from None
+
+
 def _is_yaml(path: Path) -> bool:
     return path.suffix.lower() in (".yaml", ".yml")
 
@@ -285,22 +309,10 @@ def read_graph(path: str | Path) -> DependenceGraph:
     """
     path = Path(path)
     text = read_text_file(path)
-    try:
-        if _is_yaml(path):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputFormatError(
-            f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", source=str(path)
-        ) from None
-    except Exception as exc:  # yaml.YAMLError and friends
-        where = getattr(exc, "problem_mark", None)
-        pos = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputFormatError(f"not valid YAML{pos}: {problem}", source=str(path)) from None
+    if _is_yaml(path):
+        data = load_yaml_text(text, str(path))
+    else:
+        data = _load_json_text(text, str(path))
     return graph_from_dict(data, source=str(path))
 
 

@@ -28,8 +28,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.text import MAX_INPUT_BYTES
+from twill.io.yaml_safe import short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
-from twill.sched.validate import check_graph
+from twill.sched.validate import LIMITS, check_graph
 
 __all__ = [
     "read_hatschet",
@@ -67,6 +69,10 @@ def find_resource_model(graphml_path: str | Path) -> Path:
 
 
 def _parse(path: Path) -> ET.Element:
+    if path.is_file() and path.stat().st_size > MAX_INPUT_BYTES:
+        raise InputFormatError(
+            f"file larger than the {MAX_INPUT_BYTES:,}-byte limit", source=str(path)
+        )
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:
@@ -86,7 +92,7 @@ def _int(text: str | None, what: str, problems: list[str], default: int | None =
     try:
         return int(text.strip())
     except ValueError:
-        problems.append(f"{what}: expected an integer, found {text.strip()!r}")
+        problems.append(f"{what}: expected an integer, found {short_repr(text.strip())}")
         return 0
 
 
@@ -107,12 +113,16 @@ def read_resource_model(path: str | Path) -> dict[str, tuple[int, int, int]]:
         latency = _int(res.get("latency"), f"{where}.latency", problems)
         blocking = _int(res.get("blockingTime"), f"{where}.blockingTime", problems)
         limit = _int(res.get("limit"), f"{where}.limit", problems)
-        if latency < 0:
-            problems.append(f"{where}.latency: expected an integer >= 0, found {latency}")
-        if blocking < 0:
-            problems.append(f"{where}.blockingTime: expected an integer >= 0, found {blocking}")
-        if limit < -1:
-            problems.append(f"{where}.limit: expected an integer >= -1, found {limit}")
+        for key, value, lo, hi in (
+            ("latency", latency, 0, LIMITS["delay"]),
+            ("blockingTime", blocking, 0, LIMITS["cycles"]),
+            ("limit", limit, -1, LIMITS["capacity"]),
+        ):
+            if not lo <= value <= hi:
+                problems.append(
+                    f"{where}.{key}: expected an integer from {lo} to at most {hi:,}, "
+                    f"found {short_repr(value)}"
+                )
         out[name] = (latency, blocking, limit)
     if problems:
         raise InvalidProblemError(problems, source=str(path))

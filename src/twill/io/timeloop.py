@@ -23,22 +23,26 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from twill.errors import InputFormatError, InvalidProblemError
+from twill.errors import InvalidProblemError
 from twill.io.text import read_text_file
+from twill.io.yaml_safe import load_yaml_file, short_repr
 from twill.mapping.arch import (
+    ARCH_LIMITS,
     SIMBA_ENERGY_PJ,
     Arch,
     MemoryLevel,
+    arch_value_defects,
     gemmini_arch,
     simba_energy,
 )
 from twill.mapping.mapping import Mapping, parse_dosa_mapping
-from twill.mapping.workload import DIMS, OPERANDS, Dim, Layer, Operand
+from twill.mapping.workload import DIMS, MAX_DIM, MAX_STRIDE, OPERANDS, Dim, Layer, Operand
 
 __all__ = [
     "load_yaml",
@@ -74,19 +78,8 @@ _STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation")
 
 
 def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file; syntax errors become :class:`InputFormatError` naming the file."""
-    import yaml
-
-    p = Path(path)
-    text = read_text_file(p)
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise InputFormatError(
-            f"invalid YAML{where}: {getattr(exc, 'problem', exc)}", source=str(p)
-        ) from None
+    """Parse a YAML file (bounded: see :mod:`twill.io.yaml_safe`); errors name the file."""
+    return load_yaml_file(path)
 
 
 # --------------------------------------------------------------------------- problems
@@ -105,6 +98,17 @@ def _problem_section(data: Any) -> tuple[dict[str, Any] | None, str, list[str]]:
     return prob, "problem", []
 
 
+MAX_COUNT = 1_000_000
+"""Largest repeat count of a layer (``count``, ``layer_count.yaml``)."""
+
+
+def _int_defects(where: str, value: object, lo: int, hi: int) -> list[str]:
+    """``[]`` when ``value`` is an integer in ``[lo, hi]``, else one message with the range."""
+    if isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi:
+        return []
+    return [f"{where}: must be an integer from {lo} to at most {hi:,}, found {short_repr(value)}"]
+
+
 def validate_layer(data: Any) -> list[str]:
     """Every defect of a parsed problem YAML, each with its key path (empty = valid)."""
     prob, base, bad = _problem_section(data)
@@ -116,15 +120,10 @@ def validate_layer(data: Any) -> list[str]:
                 continue  # defaults to 1
             bad.append(f"{base}.{key}: missing (a positive integer is required)")
             continue
-        v = prob[key]
-        if isinstance(v, bool) or not isinstance(v, int):
-            bad.append(f"{base}.{key}: must be a positive integer, found {v!r}")
-        elif v < 1:
-            bad.append(f"{base}.{key}: must be a positive integer, found {v}")
-    for key in _STRIDE_KEYS:
-        v = prob.get(key, 1)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (v == 0 and "stride" in key):
-            bad.append(f"{base}.{key}: must be a positive integer, found {v!r}")
+        bad += _int_defects(f"{base}.{key}", prob[key], 1, MAX_DIM)
+    for key in _STRIDE_KEYS:  # a dilation of 0 is read as 1 (DEC-12)
+        bad += _int_defects(f"{base}.{key}", prob.get(key, 1), int("stride" in key), MAX_STRIDE)
+    bad += _int_defects(f"{base}.count", prob.get("count", 1), 1, MAX_COUNT)
     unknown = set(prob) - set(_PROBLEM_KEYS) - set(_STRIDE_KEYS) - {"shape", "name", "count"}
     for key in sorted(unknown):
         bad.append(
@@ -167,6 +166,44 @@ def read_layer(path: str | Path, *, name: str | None = None, count: int = 1) -> 
     return replace(layer, count=count) if count != 1 else layer
 
 
+def _check_layer_names(names: object, source: str) -> None:
+    """``layers.yaml`` must list file stems that stay inside the folder (no ``/``, ``..``)."""
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise InvalidProblemError("expected a list of layer file stems", source=source)
+    bad = [
+        f"entry {i} ({short_repr(n)}): must name a file in the same folder (no '/', '\\', "
+        "'..'), it would reach outside"
+        for i, n in enumerate(names)
+        if not n or "/" in n or "\\" in n or n.startswith(".") or "\0" in n
+    ]
+    if bad:
+        raise InvalidProblemError(bad, source=source)
+
+
+def _read_layer_counts(path: Path, keys: set[str]) -> dict[str, int]:
+    """Counts from DOSA's ``layer_count.yaml`` (``{layer key: {count: N}}``), validated."""
+    data = load_yaml(path)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidProblemError(
+            f"expected a mapping {{layer key: {{count: N}}}}, found {short_repr(data)}",
+            source=str(path),
+        )
+    out: dict[str, int] = {}
+    bad: list[str] = []
+    for key, entry in data.items():
+        if not isinstance(entry, dict) or "count" not in entry:
+            bad.append(f"{short_repr(key)}: expected {{count: N}}, found {short_repr(entry)}")
+            continue
+        bad += _int_defects(f"{short_repr(key)}.count", entry["count"], 1, MAX_COUNT)
+        if str(key) in keys and not bad:
+            out[str(key)] = entry["count"]
+    if bad:
+        raise InvalidProblemError(bad, source=str(path))
+    return out
+
+
 def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
     """Read a network folder (CoSA ``*_graph`` or DOSA workload folder).
 
@@ -180,10 +217,7 @@ def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
     order_file = d / "layers.yaml"
     if order_file.exists():
         names = load_yaml(order_file)
-        if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-            raise InvalidProblemError(
-                "layers.yaml: expected a list of layer file stems", source=str(order_file)
-            )
+        _check_layer_names(names, str(order_file))
     else:
         names = sorted(
             p.stem for p in d.glob("*.yaml") if p.stem not in ("layer_count", "unique_layers")
@@ -205,11 +239,7 @@ def read_network(directory: str | Path, *, unique: bool = True) -> list[Layer]:
         first.setdefault(layer.key, layer)
     lc = d / "layer_count.yaml"
     if lc.exists():
-        data = load_yaml(lc) or {}
-        for key, entry in data.items():
-            k = str(key)
-            if k in first and isinstance(entry, dict) and isinstance(entry.get("count"), int):
-                counts[k] = entry["count"]
+        counts.update(_read_layer_counts(lc, set(first)))
     return [replace(first[k], count=counts[k]) for k in first]
 
 
@@ -226,18 +256,38 @@ _DEFAULT_KEEPS = {
 }
 
 
-def _flatten_v03(node: dict[str, Any], mult: int, out: list[dict[str, Any]], path: str) -> None:
-    """Walk a Timeloop v0.3 ``subtree`` outer → inner, collecting local components."""
-    name = str(node.get("name", ""))
-    mt = re.search(r"\[(\d+)\.\.(\d+)\]$", name)
-    if mt:
-        mult *= int(mt.group(2)) - int(mt.group(1)) + 1
-    for i, comp in enumerate(node.get("local", []) or []):
-        if isinstance(comp, dict):
-            out.append({**comp, "_path": f"{path}.local[{i}]", "_mult": mult})
-    for i, child in enumerate(node.get("subtree", []) or []):
-        if isinstance(child, dict):
-            _flatten_v03(child, mult, out, f"{path}.subtree[{i}]")
+def _list_at(node: dict[str, Any], key: str, path: str, bad: list[str]) -> list[Any]:
+    """``node[key]`` when it is a list (absent or null: empty); otherwise a defect."""
+    value = node.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        bad.append(f"{path}.{key}: expected a list, found {short_repr(value)}")
+        return []
+    return value
+
+
+def _flatten_v03(root: list[Any], out: list[dict[str, Any]], bad: list[str]) -> None:
+    """Walk a Timeloop v0.3 ``subtree`` outer → inner (iteratively), collecting local
+    components with their instance multiplier; shape defects go to ``bad``."""
+    stack = [(node, 1, f"architecture.subtree[{i}]") for i, node in enumerate(root)][::-1]
+    while stack:
+        node, mult, path = stack.pop()
+        if not isinstance(node, dict):
+            bad.append(f"{path}: expected a mapping, found {short_repr(node)}")
+            continue
+        mt = re.search(r"\[(\d{1,9})\.\.(\d{1,9})\]$", str(node.get("name", ""))[:200])
+        if mt:
+            mult *= max(1, int(mt.group(2)) - int(mt.group(1)) + 1)
+        for i, comp in enumerate(_list_at(node, "local", path, bad)):
+            where = f"{path}.local[{i}]"
+            attrs = comp.get("attributes") if isinstance(comp, dict) else None
+            if not isinstance(comp, dict) or not isinstance(attrs, dict | None):
+                bad.append(f"{where}: expected a mapping with 'attributes' as a mapping")
+                continue
+            out.append({**comp, "attributes": attrs or {}, "_path": where, "_mult": mult})
+        children = _list_at(node, "subtree", path, bad)
+        stack += [(c, mult, f"{path}.subtree[{i}]") for i, c in enumerate(children)][::-1]
 
 
 def _arch_components(data: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | None, list[str]]:
@@ -269,19 +319,17 @@ def _arch_components(data: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | 
         return comps, arith, bad
     if isinstance(data.get("architecture"), dict):
         flat: list[dict[str, Any]] = []
-        for i, node in enumerate(data["architecture"].get("subtree", []) or []):
-            if isinstance(node, dict):
-                _flatten_v03(node, 1, flat, f"architecture.subtree[{i}]")
+        _flatten_v03(_list_at(data["architecture"], "subtree", "architecture", bad), flat, bad)
         comps, arith = [], None
         for c in flat:
             cls = str(c.get("class", "")).lower()
             if "mac" in cls or "intmac" in cls:
                 arith = {
-                    "instances": c.get("attributes", {}).get("instances", c["_mult"]),
+                    "instances": c["attributes"].get("instances", c["_mult"]),
                     "_path": c["_path"],
                 }
                 continue
-            attrs = dict(c.get("attributes", {}) or {})
+            attrs = dict(c["attributes"])
             attrs.setdefault("instances", c["_mult"])
             comps.append({"name": c.get("name"), **attrs, "technology": cls, "_path": c["_path"]})
         comps.reverse()  # inner first
@@ -299,41 +347,69 @@ def validate_arch(data: Any) -> list[str]:
     if len(comps) < 2 and not bad:
         bad.append("storage: need at least two levels (an on-chip buffer and DRAM)")
     for i, c in enumerate(comps):
-        path = c["_path"]
-        if not c.get("name"):
-            bad.append(f"{path}.name: missing")
-        inst = c.get("instances", 1)
-        if isinstance(inst, bool) or not isinstance(inst, int) or inst < 1:
-            bad.append(f"{path}.instances: must be a positive integer, found {inst!r}")
-        is_top = i == len(comps) - 1
-        ent = c.get("entries", c.get("depth") if "width" not in c else None)
-        if not is_top:
-            if ent is None:
-                bad.append(f"{path}.entries: missing (on-chip levels need a capacity in words)")
-            elif isinstance(ent, bool) or not isinstance(ent, int) or ent < 1:
-                bad.append(f"{path}.entries: must be a positive integer, found {ent!r}")
-        wb = c.get("word-bits", 8)
-        if isinstance(wb, bool) or not isinstance(wb, int) or wb < 1:
-            bad.append(f"{path}.word-bits: must be a positive integer, found {wb!r}")
-        e = c.get("energy_pj")
-        if e is not None and (not isinstance(e, int | float) or e < 0):
-            bad.append(f"{path}.energy_pj: must be a non-negative number, found {e!r}")
+        bad += _component_defects(c, is_top=i == len(comps) - 1)
     if comps:
         top = comps[-1]
         tech = str(top.get("technology", top.get("class", ""))).lower()
         if "dram" not in tech and "dram" not in str(top.get("name", "")).lower():
             bad.append(f"{top['_path']}: the outermost level must be DRAM (missing level)")
     if arith is not None:
-        inst = arith.get("instances")
-        if isinstance(inst, bool) or not isinstance(inst, int) or inst < 1:
-            bad.append(
-                f"{arith.get('_path', 'arch.arithmetic')}.instances: must be a positive integer, "
-                f"found {inst!r}"
-            )
+        where = arith.get("_path", "arch.arithmetic")
+        bad += arch_value_defects(f"{where}.instances", arith.get("instances"), "instances")
+        if "energy_pj" in arith:
+            bad += arch_value_defects(f"{where}.energy_pj", arith["energy_pj"], "energy_pj")
     ms = data.get("mapspace") if isinstance(data, dict) else None
     if ms is not None:
-        bad.extend(_validate_mapspace(ms, {c.get("name") for c in comps}))
+        bad.extend(
+            _validate_mapspace(ms, {c.get("name") for c in comps if isinstance(c.get("name"), str)})
+        )
     return bad
+
+
+# Numeric keys of a storage level and the ARCH_LIMITS range each must lie in.
+_LEVEL_NUMBERS = {
+    "instances": "instances",
+    "word-bits": "word_bits",
+    "block-size": "block_size",
+    "block_size": "block_size",
+    "energy_pj": "energy_pj",
+    "bandwidth": "bandwidth",
+    "shared_bandwidth": "bandwidth",
+    "read_bandwidth": "bandwidth",
+    "write_bandwidth": "bandwidth",
+}
+
+
+def _component_defects(c: dict[str, Any], *, is_top: bool) -> list[str]:
+    """Defects of one storage level: name, capacity and every numeric key in range
+    (:data:`~twill.mapping.arch.ARCH_LIMITS`), checked before anything is built."""
+    path = c["_path"]
+    name = c.get("name")
+    bad = [] if isinstance(name, str) and name.strip() else [f"{path}.name: missing (a string)"]
+    for key, kind in _LEVEL_NUMBERS.items():
+        if key in c:  # present, even as null: it must be a number in range
+            bad += arch_value_defects(f"{path}.{key}", c[key], kind)
+    ent = c.get("entries", c.get("depth") if "width" not in c else None)
+    if ent is not None or not is_top:
+        if ent is None:
+            bad.append(f"{path}.entries: missing (on-chip levels need a capacity in words)")
+        else:
+            bad += arch_value_defects(f"{path}.entries", ent, "entries")
+    return bad
+
+
+def _tensor_list_defects(entry: dict[str, Any], key: str, where: str) -> list[str]:
+    """``entry[key]`` must be a list of tensor names (Weights, Inputs, Outputs), or absent."""
+    value = entry.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return [f"{where}.{key}: expected a list of tensors, found {short_repr(value)}"]
+    return [
+        f"{where}.{key}: unknown tensor {short_repr(t)} (Weights, Inputs or Outputs)"
+        for t in value
+        if str(t).lower() not in _TENSOR
+    ]
 
 
 def _validate_mapspace(ms: Any, names: set[Any]) -> list[str]:
@@ -346,12 +422,11 @@ def _validate_mapspace(ms: Any, names: set[Any]) -> list[str]:
             bad.append(f"mapspace.constraints[{i}]: expected a mapping")
             continue
         if c.get("type") == "datatype":
-            if c.get("target") not in names:
-                bad.append(f"mapspace.constraints[{i}].target: unknown level {c.get('target')!r}")
+            target = c.get("target")
+            if not isinstance(target, str) or target not in names:
+                bad.append(f"mapspace.constraints[{i}].target: unknown level {short_repr(target)}")
             for key in ("keep", "bypass"):
-                for t in c.get(key, []) or []:
-                    if str(t).lower() not in _TENSOR:
-                        bad.append(f"mapspace.constraints[{i}].{key}: unknown tensor {t!r}")
+                bad += _tensor_list_defects(c, key, f"mapspace.constraints[{i}]")
     return bad
 
 
@@ -476,7 +551,9 @@ def read_arch(path: str | Path, *, mapspace: str | Path | None = None) -> Arch:
         ms_data = load_yaml(ms_path)
         ms_data = ms_data.get("mapspace", ms_data) if isinstance(ms_data, dict) else ms_data
         comps, _, _ = _arch_components(data)
-        ms_bad = _validate_mapspace(ms_data, {c.get("name") for c in comps})
+        ms_bad = _validate_mapspace(
+            ms_data, {c.get("name") for c in comps if isinstance(c.get("name"), str)}
+        )
         if ms_bad and mapspace:
             bad += [f"{ms_path.name}: {b}" for b in ms_bad]
         elif ms_bad:
@@ -543,9 +620,12 @@ def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mappi
         if kind in ("temporal", "spatial"):
             facs: dict[Dim, int] = {}
             for tok in str(e.get("factors", "")).split():
-                mt = re.fullmatch(r"([RSPQCKN])=(\d+)", tok)
-                if not mt:
-                    bad.append(f"{where}.factors: bad factor {tok!r} (expected e.g. K=4)")
+                mt = re.fullmatch(r"([RSPQCKN])=(\d{1,9})", tok)
+                if not mt or not 1 <= int(mt.group(2)) <= MAX_DIM:
+                    bad.append(
+                        f"{where}.factors: bad factor {short_repr(tok)} (expected e.g. K=4, "
+                        f"a factor from 1 to at most {MAX_DIM:,})"
+                    )
                     continue
                 facs[Dim(mt.group(1))] = int(mt.group(2))
             (temporal if kind == "temporal" else spatial)[m].update(facs)
@@ -557,13 +637,10 @@ def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mappi
                     inner_first = [Dim(c) for c in perm]
                     order[m] = list(reversed(inner_first))
         elif kind == "bypass":
-            kp = set()
-            for t in e.get("keep", []) or []:
-                if str(t).lower() not in _TENSOR:
-                    bad.append(f"{where}.keep: unknown tensor {t!r}")
-                else:
-                    kp.add(_TENSOR[str(t).lower()])
-            keeps[m] = frozenset(kp)
+            tensor_bad = _tensor_list_defects(e, "keep", where)
+            bad += tensor_bad
+            if not tensor_bad:
+                keeps[m] = frozenset(_TENSOR[str(t).lower()] for t in e.get("keep") or [])
         else:
             bad.append(f"{where}.type: {kind!r} (expected temporal, spatial or bypass)")
     if bad:
@@ -596,18 +673,48 @@ def _num(row: dict[str, str], key: str) -> float | None:
     v = row.get(key)
     if v is None or str(v).strip() == "":
         return None
-    return float(v)
+    try:
+        value = float(str(v)[:40])
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ValueError(f"column {key}: expected a finite number, found {short_repr(v)}")
+    return value
+
+
+def _csv_int(row: dict[str, str], key: str, lo: int, hi: int, default: int | None = None) -> int:
+    """Column ``key`` as an integer in ``[lo, hi]`` (``1.0`` is accepted as 1).
+
+    Raises ``ValueError`` naming the column, the range and the text found."""
+    text = row.get(key)
+    if (text is None or not str(text).strip()) and default is not None:
+        return default
+    try:
+        value = float(str(text)[:40])
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value.is_integer() and lo <= value <= hi):
+        raise ValueError(
+            f"column {key}: expected an integer from {lo} to at most {hi:,}, "
+            f"found {short_repr(text)}"
+        )
+    return int(value)
 
 
 def _gemmini_from_row(row: dict[str, str], where: str, cache: dict[tuple, Arch]) -> Arch:
-    pe_dim = int(float(row["arch.meshX"]))
-    acc_entries = int(float(row.get("arch.mem1_depth") or row["arch.mem1_entries"]))
-    acc_inst = int(float(row["arch.mem1_instances"]))
-    acc_bits = int(float(row.get("arch.mem1_word-bits") or 32))
-    sp_entries = int(float(row["arch.mem2_entries"]))
-    sp_bits = int(float(row.get("arch.mem2_word-bits") or 8))
+    big = int(ARCH_LIMITS["entries"][1])
+    pe_dim = _csv_int(row, "arch.meshX", 1, 1024)
+    depth_key = "arch.mem1_depth" if row.get("arch.mem1_depth") else "arch.mem1_entries"
+    acc_entries = _csv_int(row, depth_key, 1, big)
+    acc_inst = _csv_int(row, "arch.mem1_instances", 1, int(ARCH_LIMITS["instances"][1]))
+    acc_bits = _csv_int(row, "arch.mem1_word-bits", 1, 1024, default=32)
+    sp_entries = _csv_int(row, "arch.mem2_entries", 1, big)
+    sp_bits = _csv_int(row, "arch.mem2_word-bits", 1, 1024, default=8)
     acc_bw = _num(row, "arch.mem1_shared_bandwidth")
     sp_bw = _num(row, "arch.mem2_shared_bandwidth")
+    for key, bw in (("mem1", acc_bw), ("mem2", sp_bw)):
+        if bw is not None and arch_value_defects("", bw, "bandwidth"):
+            raise ValueError(f"column arch.{key}_shared_bandwidth: must be > 0, found {bw!r}")
     key = (pe_dim, acc_entries, acc_inst, acc_bits, sp_entries, sp_bits, acc_bw, sp_bw)
     if key in cache:
         return cache[key]
@@ -651,14 +758,13 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
             bad.append(f"{where}: {n + len(row.get(None) or [])} fields, header has {len(cols)}")
             continue
         try:
-            dims = {d: int(float(row[f"prob.{d.value}"])) for d in DIMS}
-            strides = [int(float(row.get(f"prob.{k}") or 1)) for k in _STRIDE_KEYS]
+            dims = {d: _csv_int(row, f"prob.{d.value}", 1, MAX_DIM) for d in DIMS}
+            strides = [_csv_int(row, f"prob.{k}", 0, MAX_STRIDE, default=1) for k in _STRIDE_KEYS]
             arch = _gemmini_from_row(row, where, cache)
         except (KeyError, ValueError) as exc:
-            bad.append(f"{where}: bad number ({exc})")
-            continue
-        if any(v < 1 for v in dims.values()):
-            bad.append(f"{where}: prob.* dimensions must be positive, found {dims}")
+            bad.append(f"{where}: {exc}")
+            if len(bad) >= 20:
+                break
             continue
         layer = Layer(
             f"row{i}", dims, strides[0] or 1, strides[1] or 1, strides[2] or 1, strides[3] or 1
@@ -668,9 +774,11 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
             mapping, err = parse_dosa_mapping(text, layer, arch), None
         except InvalidProblemError as exc:
             mapping, err = None, str(exc)
-        cyc = _num(row, "target.cycle")
-        en = _num(row, "target.energy")
-        edp = _num(row, "target.edp")
+        try:
+            cyc, en, edp = (_num(row, f"target.{k}") for k in ("cycle", "energy", "edp"))
+        except ValueError as exc:
+            bad.append(f"{where}: {exc}")
+            continue
         out.append(DatasetRow(i, layer, arch, text, mapping, err, cyc, en, edp))
     if bad:
         raise InvalidProblemError(bad, source=str(p))

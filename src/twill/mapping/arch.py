@@ -23,6 +23,8 @@ from pathlib import Path
 from twill.mapping.workload import Dim, Operand
 
 __all__ = [
+    "ARCH_LIMITS",
+    "arch_value_defects",
     "MemoryLevel",
     "Arch",
     "simba_arch",
@@ -87,6 +89,45 @@ class MemoryLevel:
 
     def keeps_str(self) -> str:
         return "".join(v.value for v in (Operand.W, Operand.I, Operand.O) if v in self.keeps)
+
+
+ARCH_LIMITS: dict[str, tuple[float, float]] = {
+    "instances": (1, 2**24),  # mesh size, MAC count, instances of a level
+    "entries": (1, 2**40),  # words
+    "word_bits": (1, 1024),
+    "block_size": (1, 2**16),  # words per access
+    "energy_pj": (0.0, 1e9),  # pJ per access, finite
+    "bandwidth": (1e-9, 1e12),  # words per cycle, finite and > 0
+}
+"""Accepted ``(smallest, largest)`` value of each numeric architecture field."""
+
+
+def arch_value_defects(where: str, value: object, kind: str, lo: float | None = None) -> list[str]:
+    """``[]`` when ``value`` is a finite number inside ``ARCH_LIMITS[kind]`` (an integer for
+    integer kinds), else one message naming ``where``, the range and the value."""
+    low, high = ARCH_LIMITS[kind]
+    low = low if lo is None else lo
+    integer = isinstance(low, int)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = ok and (not integer or float(value).is_integer())  # type: ignore[arg-type]
+    ok = ok and math.isfinite(value) and low <= value <= high  # type: ignore[arg-type]
+    if ok:
+        return []
+    what = "an integer" if integer else "a finite number"
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+    return [f"{where}: must be {what} from {low:g} to at most {high:g}, got {shown}"]
+
+
+def _level_defects(where: str, lv: MemoryLevel) -> list[str]:
+    bad = arch_value_defects(f"{where}.instances", lv.instances, "instances")
+    if lv.entries is not None:
+        bad += arch_value_defects(f"{where}.entries", lv.entries, "entries")
+    bad += arch_value_defects(f"{where}.word_bits", lv.word_bits, "word_bits")
+    bad += arch_value_defects(f"{where}.block_size", lv.block_size, "block_size")
+    bad += arch_value_defects(f"{where}.energy_pj", lv.energy_pj, "energy_pj")
+    if lv.bandwidth is not None:
+        bad += arch_value_defects(f"{where}.bandwidth", lv.bandwidth, "bandwidth")
+    return bad
 
 
 @dataclass(frozen=True)
@@ -157,25 +198,20 @@ class Arch:
         )
 
     def check(self) -> list[str]:
-        """Every defect of the architecture (empty when valid)."""
+        """Every defect of the architecture (empty when valid); ranges in :data:`ARCH_LIMITS`."""
         bad: list[str] = []
         if len(self.levels) < 2:
             bad.append("levels: need at least two storage levels (on-chip and DRAM)")
-        if self.macs < 1:
-            bad.append(f"macs: must be positive, got {self.macs}")
+        bad += arch_value_defects("macs", self.macs, "instances")
+        bad += arch_value_defects("mac_energy_pj", self.mac_energy_pj, "energy_pj", lo=0.0)
         for i, lv in enumerate(self.levels):
             where = f"levels[{i}] ({lv.name})"
-            if lv.instances < 1:
-                bad.append(f"{where}.instances: must be positive, got {lv.instances}")
-            if lv.entries is not None and lv.entries < 1:
-                bad.append(f"{where}.entries: must be positive, got {lv.entries}")
+            bad += _level_defects(where, lv)
             if i > 0 and lv.instances > 0 and self.levels[i - 1].instances % max(lv.instances, 1):
                 bad.append(
                     f"{where}.instances: {lv.instances} does not divide the level below "
                     f"({self.levels[i - 1].instances})"
                 )
-            if lv.energy_pj < 0:
-                bad.append(f"{where}.energy_pj: must be >= 0, got {lv.energy_pj}")
         if self.levels and self.levels[-1].entries is not None:
             pass  # a bounded top level is allowed (checked by the verifier)
         if self.levels and set(self.levels[-1].keeps) != {Operand.W, Operand.I, Operand.O}:
@@ -183,6 +219,8 @@ class Arch:
                 f"levels[{len(self.levels) - 1}] ({self.levels[-1].name}): the outermost "
                 "level must keep W, I and O"
             )
+        if bad:
+            return bad
         if self.levels and self.macs % self.levels[0].instances:
             bad.append(
                 f"macs: {self.macs} is not a multiple of the innermost instances "

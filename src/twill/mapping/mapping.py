@@ -151,8 +151,8 @@ class Mapping:
 
 
 # ---------------------------------------------------------------------------- DOSA strings
-_LEVEL_RE = re.compile(r"^\s*L(\d+)\s*(?:\[([A-Za-z]*)\])?\s*(.*?)\s*$")
-_TOKEN_RE = re.compile(r"^([RSPQCKN])(\d+)(X?)$")
+_LEVEL_RE = re.compile(r"^\s*L(\d{1,2})\s*(?:\[([A-Za-z]*)\])?\s*(.*?)\s*$")  # L0 ... L99
+_TOKEN_RE = re.compile(r"^([RSPQCKN])(\d{1,9})(X?)$")  # factors below 10^9 (see MAX_DIM)
 
 
 def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None = None) -> Mapping:
@@ -183,7 +183,10 @@ def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None 
     for ci, chunk in enumerate(chunks):
         mt = _LEVEL_RE.match(chunk)
         if not mt:
-            errors.append(f"mapping part {ci + 1} {chunk!r}: expected 'L<n>[tensors] loops...'")
+            errors.append(
+                f"mapping part {ci + 1} {chunk[:40]!r}: expected 'L<n>[tensors] loops...' "
+                "with n from 0 to 99"
+            )
             continue
         idx, kp, body = int(mt.group(1)), mt.group(2), mt.group(3)
         if idx in parsed:
@@ -196,7 +199,10 @@ def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None 
         for tok in body.split():
             mk = _TOKEN_RE.match(tok.upper())
             if not mk:
-                errors.append(f"level L{idx}: bad loop {tok!r} (expected e.g. P28 or K4X)")
+                errors.append(
+                    f"level L{idx}: bad loop {tok[:40]!r} (expected e.g. P28 or K4X, a factor "
+                    "below 10^9)"
+                )
                 continue
             d, f, sp = Dim(mk.group(1)), int(mk.group(2)), bool(mk.group(3))
             if f < 1:
@@ -222,6 +228,8 @@ def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None 
     else:
         errors.append("empty mapping string")
     if errors:
+        if len(errors) > 20:  # a hostile string must not make the message itself huge
+            errors = [*errors[:20], f"... and {len(errors) - 20} more problems"]
         raise InvalidProblemError(errors, source="mapping")
     temporal, spatial, order, keeps = [], [], [], []
     any_keeps = False

@@ -28,7 +28,15 @@ __all__ = [
     "read_layer",
     "prime_factors",
     "divisors",
+    "MAX_DIM",
+    "MAX_STRIDE",
 ]
+
+MAX_DIM = 2**24
+"""Largest loop bound accepted for a layer dimension (16,777,216); factorising stays cheap."""
+
+MAX_STRIDE = 1024
+"""Largest stride or dilation accepted."""
 
 
 class Dim(str, Enum):
@@ -225,11 +233,18 @@ class Layer:
     def check(self) -> list[str]:
         """Every defect of the layer, one line each (empty when valid)."""
         bad = [
-            f"{d.value}: must be a positive integer, got {v}" for d, v in self.dims.items() if v < 1
+            f"{d.value}: must be an integer from 1 to at most {MAX_DIM:,}, got {v}"
+            for d, v in self.dims.items()
+            if not 1 <= v <= MAX_DIM
         ]
-        for key in ("w_stride", "h_stride", "w_dilation", "h_dilation", "count"):
-            if getattr(self, key) < 1:
-                bad.append(f"{key}: must be a positive integer, got {getattr(self, key)}")
+        for key in ("w_stride", "h_stride", "w_dilation", "h_dilation"):
+            if not 1 <= getattr(self, key) <= MAX_STRIDE:
+                bad.append(
+                    f"{key}: must be an integer from 1 to at most {MAX_STRIDE}, "
+                    f"got {getattr(self, key)}"
+                )
+        if self.count < 1:
+            bad.append(f"count: must be a positive integer, got {self.count}")
         return bad
 
     def describe(self) -> str:

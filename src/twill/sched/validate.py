@@ -15,7 +15,10 @@ Defects reported:
   more units than the machine has (no initiation interval can ever fit it), a footprint in an
   unknown memory;
 * edges: dangling endpoints, negative or non-integer delay/distance;
-* circuits whose total distance is 0 (their nodes are named): no loop can execute them.
+* circuits whose total distance is 0 (their nodes are named): no loop can execute them;
+* values outside the documented ranges (:data:`LIMITS`, ``docs/formats.md``), and graphs whose
+  time-indexed model would exceed :data:`MAX_MODEL_CELLS` (the estimate is in the message).
+  These limits keep every solver's memory and time bounded on hostile input.
 
 Preconditions: none. This module never imports a solver.
 """
@@ -28,7 +31,35 @@ from numbers import Integral
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph, Edge
 
-__all__ = ["check_graph", "graph_defects", "zero_distance_circuits"]
+__all__ = [
+    "LIMITS",
+    "MAX_INSTRUCTIONS",
+    "MAX_EDGES",
+    "MAX_MODEL_CELLS",
+    "check_graph",
+    "graph_defects",
+    "model_cells",
+    "zero_distance_circuits",
+]
+
+LIMITS: dict[str, int] = {
+    "cycles": 100_000,  # latency of one instruction (cycles)
+    "delay": 100_000,  # edge delay (cycles)
+    "distance": 10_000,  # edge distance (iterations)
+    "warps": 64,  # machine and instruction warps (an SM runs at most 64)
+    "capacity": 1_000_000,  # functional-unit capacity (units)
+    "reservation": 1_000_000,  # units in one RRT row
+    "regs": 1_000_000,  # registers (instruction need and machine limit per warp)
+    "spill_cost": 1_000_000_000,
+    "memory": 2**40,  # memory size and footprint (bytes)
+}
+"""Largest value accepted for each numeric field (the smallest is 0, or 1 for warps)."""
+
+MAX_INSTRUCTIONS = 100_000
+MAX_EDGES = 1_000_000
+MAX_MODEL_CELLS = 20_000_000
+"""Largest time-indexed model accepted: instructions x (sum of latencies + largest delay),
+an upper bound on the (operation, time step) pairs a Phase-1 or Phase-2 model may need."""
 
 
 def _is_int(value: object) -> bool:
@@ -39,6 +70,23 @@ def _nonneg(value: object) -> bool:
     return _is_int(value) and int(value) >= 0  # type: ignore[call-overload]
 
 
+def _range_defect(label: str, field: str, value: object, lo: int = 0) -> str | None:
+    """``None`` when ``value`` is an integer in ``[lo, LIMITS[kind]]``, else the message."""
+    hi = LIMITS[field if field in LIMITS else "memory"]
+    if _is_int(value) and lo <= int(value) <= hi:  # type: ignore[call-overload]
+        return None
+    found = short_value(value)
+    return f"{label}: {field} must be an integer from {lo} to at most {hi:,}, found {found}"
+
+
+def short_value(value: object) -> str:
+    """``repr(value)``, shortened so that no message grows with a hostile input."""
+    if _is_int(value) and abs(int(value)).bit_length() > 64:  # type: ignore[call-overload]
+        return f"an integer of about {int(abs(int(value)).bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:56] + "..."
+
+
 def _edge_label(e: Edge) -> str:
     return f"edge {e.src}->{e.dst} (distance {e.distance})"
 
@@ -46,26 +94,16 @@ def _edge_label(e: Edge) -> str:
 def _machine_defects(graph: DependenceGraph) -> list[str]:
     m = graph.machine
     out: list[str] = []
+    label = f"machine {m.name!r}"
     for fu, cap in m.functional_units.items():
-        if not _is_int(cap) or int(cap) < -1:
-            out.append(
-                f"machine {m.name!r}: functional unit {fu!r}: capacity must be an integer "
-                f">= 0 or -1 (unlimited), found {cap!r}"
-            )
-    if not _is_int(m.warps) or int(m.warps) < 1:
-        out.append(f"machine {m.name!r}: warps must be an integer >= 1, found {m.warps!r}")
-    if m.registers_per_warp is not None and not _nonneg(m.registers_per_warp):
-        out.append(
-            f"machine {m.name!r}: registers_per_warp must be a non-negative integer or None, "
-            f"found {m.registers_per_warp!r}"
-        )
-    for mem, size in m.memories.items():
-        if not _nonneg(size):
-            out.append(
-                f"machine {m.name!r}: memory {mem!r}: size must be a non-negative integer "
-                f"(bytes), found {size!r}"
-            )
-    return out
+        if not (_is_int(cap) and int(cap) == -1):
+            bad = _range_defect(f"{label}: functional unit {fu!r}", "capacity", cap)
+            out += [bad + " (or -1, unlimited)"] if bad else []
+    checks = [_range_defect(label, "warps", m.warps, lo=1)]
+    if m.registers_per_warp is not None:
+        checks.append(_range_defect(label, "regs", m.registers_per_warp))
+    checks += [_range_defect(f"{label}: memory {k!r}", "memory", v) for k, v in m.memories.items()]
+    return out + [c for c in checks if c]
 
 
 def _instruction_defects(graph: DependenceGraph) -> list[str]:
@@ -79,20 +117,15 @@ def _instruction_defects(graph: DependenceGraph) -> list[str]:
         if ins.name in seen:
             out.append(f"{label}: duplicate name")
         seen.add(ins.name)
-        for attr in ("cycles", "regs", "spill_cost"):
-            value = getattr(ins, attr)
-            if not _nonneg(value):
-                out.append(f"{label}: {attr} must be a non-negative integer, found {value!r}")
-        if not _is_int(ins.warps) or int(ins.warps) < 1:
-            out.append(f"{label}: warps must be an integer >= 1, found {ins.warps!r}")
+        checks = [
+            _range_defect(label, a, getattr(ins, a)) for a in ("cycles", "regs", "spill_cost")
+        ]
+        checks.append(_range_defect(label, "warps", ins.warps, lo=1))
         for mem, size in ins.footprint.items():
             if mem not in m.memories:
                 out.append(f"{label}: footprint in unknown memory {mem!r}")
-            if not _nonneg(size):
-                out.append(
-                    f"{label}: footprint[{mem!r}] must be a non-negative integer (bytes), "
-                    f"found {size!r}"
-                )
+            checks.append(_range_defect(label, f"footprint[{mem!r}]", size))
+        out += [c for c in checks if c]
         for fu, row in ins.reservation.items():
             if fu not in m.functional_units:
                 known = ", ".join(sorted(m.functional_units)) or "none"
@@ -103,11 +136,9 @@ def _instruction_defects(graph: DependenceGraph) -> list[str]:
                     f"{label}: reservation[{fu!r}] has {len(row)} rows but cycles = {ins.cycles}"
                 )
             for c, units in enumerate(row):
-                if not _nonneg(units):
-                    out.append(
-                        f"{label}: reservation[{fu!r}][{c}] must be a non-negative integer, "
-                        f"found {units!r}"
-                    )
+                bad = _range_defect(f"{label}: reservation[{fu!r}][{c}]", "reservation", units)
+                if bad:
+                    out.append(bad)
                     continue
                 cap = m.functional_units.get(fu)
                 if _is_int(cap) and 0 <= int(cap) < units:
@@ -126,11 +157,37 @@ def _edge_defects(graph: DependenceGraph) -> list[str]:
         for end, name in (("source", e.src), ("target", e.dst)):
             if name not in names:
                 out.append(f"{label}: unknown {end} instruction {name!r} (dangling edge)")
-        if not _nonneg(e.delay):
-            out.append(f"{label}: delay must be a non-negative integer, found {e.delay!r}")
-        if not _nonneg(e.distance):
-            out.append(f"{label}: distance must be a non-negative integer, found {e.distance!r}")
+        for field in ("delay", "distance"):
+            bad = _range_defect(label, field, getattr(e, field))
+            out += [bad] if bad else []
     return out
+
+
+def model_cells(graph: DependenceGraph) -> int:
+    """Estimated (operation, time step) pairs of the largest time-indexed model of ``graph``:
+    instructions x (sum of latencies + largest delay), the serial schedule's length bounding
+    every I and L a solver tries. Assumes the fields are in range."""
+    span = sum(max(1, int(i.cycles)) for i in graph.instructions)
+    span += max((int(e.delay) for e in graph.edges), default=0)
+    return len(graph.instructions) * span
+
+
+def _size_defects(graph: DependenceGraph) -> list[str]:
+    """Refusals for graphs too large to model (checked only when every field is in range)."""
+    n, m = len(graph.instructions), len(graph.edges)
+    if n > MAX_INSTRUCTIONS or m > MAX_EDGES:
+        return [
+            f"graph has {n:,} instructions and {m:,} edges; the limits are "
+            f"{MAX_INSTRUCTIONS:,} and {MAX_EDGES:,}"
+        ]
+    cells = model_cells(graph)
+    if cells > MAX_MODEL_CELLS:
+        return [
+            f"graph too large to model: about {cells:,} (operation, time step) pairs "
+            f"({n:,} instructions x {cells // max(n, 1):,} cycles of serial schedule); "
+            f"the limit is {MAX_MODEL_CELLS:,}"
+        ]
+    return []
 
 
 def zero_distance_circuits(names: Iterable[str], edges: Iterable[Edge]) -> list[list[str]]:
@@ -214,6 +271,8 @@ def zero_distance_circuits(names: Iterable[str], edges: Iterable[Edge]) -> list[
 def graph_defects(graph: DependenceGraph) -> list[str]:
     """Every defect of ``graph`` as one readable line each (empty when the graph is valid)."""
     out = _machine_defects(graph) + _instruction_defects(graph) + _edge_defects(graph)
+    if not out:
+        out = _size_defects(graph)
     for comp in zero_distance_circuits(graph.names, graph.edges):
         out.append(
             "circuit with total distance 0 through "

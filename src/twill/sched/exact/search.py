@@ -240,14 +240,18 @@ def search_min_ii(
     attempts: list[Phase1Result] = []
     found: Phase1Result | None = None
     for ii in range(lo, cap + 1):
-        if total_time_limit is not None and time.perf_counter() - t0 > total_time_limit:
-            log.info("search %s: total time limit hit before I=%d", graph.name, ii)
-            break
+        limit = time_limit
+        if total_time_limit is not None:  # no single solve outlives the overall limit
+            left = total_time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                log.info("search %s: total time limit hit before I=%d", graph.name, ii)
+                break
+            limit = left if limit is None else min(limit, left)
         r = solve_phase1(
             graph,
             ii,
             backend=backend,
-            time_limit=time_limit,
+            time_limit=limit,
             tie_break=tie_break,
             threads=threads,
             check=False,

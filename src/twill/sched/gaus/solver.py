@@ -27,7 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from twill.errors import BackendUnavailableError, ConvergenceWarning, VerificationError
+from twill.errors import (
+    BackendUnavailableError,
+    ConvergenceWarning,
+    InvalidProblemError,
+    VerificationError,
+)
 from twill.results import Status
 from twill.sched.gaus.alm import GauSSettings, optimise
 from twill.sched.gaus.bounds import default_D, modulo_asap, rec_mii, res_mii
@@ -187,8 +192,12 @@ class GauSSolver:
     ) -> ScheduleRunResult:
         """Formulation A: ``ratio * peak resource + communication`` under the latency bound.
 
-        ``ratio = 100`` is GS-Schedule's README setting (spec §9.1).
+        ``ratio = 100`` is GS-Schedule's README setting (spec §9.1). A ratio that is not a
+        finite number >= 0 raises :class:`~twill.errors.InvalidProblemError`.
         """
+        ok = isinstance(ratio, int | float) and not isinstance(ratio, bool)
+        if not ok or not 0.0 <= ratio < float("inf"):
+            raise InvalidProblemError(f"ratio must be a finite number >= 0, found {ratio!r:.40}")
         return self._solve("A", None, None, ratio, max_iters)
 
     def solve_memory(self, *, max_iters: int | None = None) -> ScheduleRunResult:

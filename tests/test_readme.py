@@ -1,0 +1,87 @@
+"""The README's commands run as written, in order, against this checkout's package.
+
+Every line of every ```sh block and every ```python block is run, except:
+
+* lines that only set up the environment (``make ...``, ``. .venv/bin/activate``, ``pip``):
+  the test already runs inside that environment;
+* lines or blocks whose comment contains ``expensive`` (a user reads the same word: these
+  take minutes), and benchmark scripts (``python benchmarks/...``), which belong to
+  ``docs/benchmarks.md``.
+
+Commands run in a scratch folder whose ``../shared`` points at the benchmark data, so the
+README's relative paths resolve exactly as in a checkout and outputs (``-o``, ``--plot``)
+land in the scratch folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+SETUP = ("make ", ". .venv/bin/activate", "source .venv/bin/activate", "pip ")
+SKIP = ("python benchmarks/",)
+
+
+def _blocks(lang: str) -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+
+
+def _sh_commands() -> list[str]:
+    out = []
+    for block in _blocks("sh"):
+        for line in block.replace("\\\n", " ").splitlines():
+            command, _, comment = line.partition("  #")
+            command = command.split(" # ")[0].strip()
+            if not command or command.startswith(SETUP + SKIP) or "expensive" in comment:
+                continue
+            out.append(command)
+    return out
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not SHARED.is_dir():
+        pytest.skip("benchmark data (../shared) not found")
+    base = tmp_path_factory.mktemp("readme")
+    (base / "shared").symlink_to(SHARED)
+    (base / "checkout").mkdir()
+    return base / "checkout"
+
+
+def test_readme_has_the_first_commands() -> None:
+    first = _blocks("sh")[0]
+    assert ". .venv/bin/activate" in first and "twill kernels" in first
+
+
+@pytest.mark.parametrize("command", _sh_commands())
+def test_sh_line_runs(command: str, scratch: Path) -> None:
+    argv = shlex.split(command)
+    assert argv[0] == "twill", f"README command does not start with twill: {command}"
+    proc = _run([sys.executable, "-m", "twill", *argv[1:]], scratch)
+    assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stderr[-2000:]}"
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("index", range(len(_blocks("python"))))
+def test_python_block_runs(index: int, scratch: Path) -> None:
+    code = _blocks("python")[index]
+    if "expensive" in code:
+        pytest.skip("marked expensive in the README")
+    proc = _run([sys.executable, "-c", code], scratch)
+    assert proc.returncode == 0, f"{code}\n{proc.stderr[-2000:]}"
