@@ -29,10 +29,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.results import Status, WarpSchedule
+from twill.results import SolveResult, Status, WarpSchedule
 from twill.sched.exact.search import (
     CertificateEntry,
     SearchResult,
+    search_as_result,
     search_min_ii,
     search_result_fields,
 )
@@ -100,6 +101,11 @@ class TwillResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary (the CLI's ``--json`` object)."""
         return {"graph": self.graph, **search_result_fields(self), **self.extra}
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape; the solution is the :class:`~twill.results.WarpSchedule`
+        when Phase 2 found one, else the Phase-1 schedule."""
+        return search_as_result(self, self.warp_schedule)
 
 
 def _phase1(graph: DependenceGraph, **options: Any) -> SearchResult:

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
 from twill.sched.exact.window import (
@@ -137,6 +137,18 @@ class Phase1Result:
             "stage_bound": self.stage_bound,
             "stats": dict(self.stats),
         }
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape: the schedule, its length ``L`` in cycles at fixed ``II``."""
+        return SolveResult(
+            status=self.status,
+            solution=dict(self.schedule) if self.schedule is not None else None,
+            objective=self.L,
+            objective_unit="cycles",
+            timings=Timings(solve=self.seconds),
+            stats=dict(self.stats),
+            settings={"backend": self.backend, "II": self.II, "stage_bound": self.stage_bound},
+        )
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 
 __all__ = ["ScheduleRunResult"]
+
+
+#: What each formulation's ``objective`` counts (GauS spec §3).
+OBJECTIVE_UNITS = {
+    "A": "ratio x peak resource + communication",
+    "B": "peak live memory (result units)",
+    "C": "modulo MaxLive (result units)",
+}
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,30 @@ class ScheduleRunResult:
     def feasible(self) -> bool:
         """True when a legal schedule was found."""
         return self.legal
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape (solution ``None`` unless ``legal``)."""
+        return SolveResult(
+            status=self.status,
+            solution=dict(self.schedule) if self.legal else None,
+            objective=self.objective,
+            objective_unit=OBJECTIVE_UNITS.get(self.formulation, ""),
+            bound=self.bound,
+            timings=Timings(solve=self.seconds),
+            stats={
+                "iterations": self.iterations,
+                "message": self.message,
+                "II": self.II,
+                "steps_seconds": dict(self.timings),
+            },  # fmt: skip
+            settings={
+                "method": self.method,
+                "formulation": self.formulation,
+                "D": self.D,
+                **self.settings,
+            },  # fmt: skip
+            seed=self.seed,
+        )
 
     def to_dict(self, *, history: bool = True) -> dict[str, Any]:
         """JSON-ready dictionary (``history=False`` drops the per-step curves)."""
