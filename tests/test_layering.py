@@ -23,8 +23,6 @@ ALLOWED_EDGES: set[tuple[str, str]] = {
     ("twill.mapping.workload", "twill.io.timeloop"),
 }
 ALLOWED_CYCLES: set[tuple[str, ...]] = {
-    # the window model shares a private class with phase1 (to be split into its own module)
-    ("twill.sched.exact.phase1", "twill.sched.exact.window"),
     # io.timeloop evaluates datasets with the cost model, which reads through io.timeloop
     ("twill.io.timeloop", "twill.mapping.arch", "twill.mapping.mapping", "twill.mapping.workload"),
     # the fusion-group search and the polish step call each other
