@@ -571,6 +571,12 @@ class _CpSatModel:
 # ---------------------------------------------------------------------------------------------
 
 
+_BACKEND_MODELS: dict[str, type[_PulpModel] | type[_CpSatModel]] = {
+    "cbc": _PulpModel,
+    "cpsat": _CpSatModel,
+}
+
+
 def solve_phase1(
     graph: DependenceGraph,
     II: int,
@@ -651,6 +657,51 @@ def solve_phase1(
     >>> r.status.value, r.L, r.schedule
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
+    _check_arguments(backend, II, decide, encoding)
+    if check:
+        check_graph(graph)
+    t0 = time.perf_counter()
+
+    def result(status: Status, schedule: dict[str, int] | None, length: int | None,
+               bound: int, stats: dict[str, Any]) -> Phase1Result:  # fmt: skip
+        return Phase1Result(status, II, schedule, length, backend, time.perf_counter() - t0,
+                            bound, stats)  # fmt: skip
+
+    if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
+        return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
+    data = build_reduced_model(graph, II)
+    encoding = _choose_encoding(data, backend, encoding)
+    stats: dict[str, Any] = {"encoding": encoding, "decide": decide, "kept_ops": len(data.kept),
+                             "mrt_rows": len(data.mrt_rows)}  # fmt: skip
+    log.info("phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
+             backend, II, len(data.names), len(data.kept), len(data.weights), data.stage_bound,
+             stats)  # fmt: skip
+    status, kept_starts, impl, seed = _decide_ii(
+        graph, data, backend, encoding, decide, hint, time_limit, threads, stats
+    )
+    stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
+    if kept_starts is None and seed is not None and status is Status.UNKNOWN:
+        stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
+        schedule, length = _normalised(data, [seed[n] for n in data.names])
+        return result(Status.FEASIBLE, schedule, length, data.stage_bound, stats)
+    if kept_starts is None:
+        return result(status, None, None, data.stage_bound, stats)
+    if impl is None:
+        impl = _BACKEND_MODELS[backend](data, encoding)
+        stats.update(impl.size())
+    length_limit = time_limit if length_time_limit is _SAME else length_time_limit
+    status, kept_starts, length, late = _minimise_length(
+        impl, kept_starts, data, length_limit, time_limit, threads, tie_break, stats
+    )
+    schedule, length = _normalised(data, _complete(data, kept_starts, length, late))
+    violations = verify_modulo_schedule(graph, schedule, II)
+    if violations:
+        raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
+    return result(status, schedule, length, data.stage_bound, stats)
+
+
+def _check_arguments(backend: str, II: object, decide: str, encoding: str | None) -> None:
+    """Raise :class:`~twill.errors.InvalidProblemError` for an unknown option value."""
     if backend not in BACKENDS:
         raise InvalidProblemError(
             f"backend must be one of {', '.join(BACKENDS)}, found {backend!r}"
@@ -663,53 +714,50 @@ def solve_phase1(
         raise InvalidProblemError(
             f"encoding must be one of {', '.join(ENCODINGS)}, found {encoding!r}"
         )
-    if check:
-        check_graph(graph)
-    t0 = time.perf_counter()
-    if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
-        stats0: dict[str, Any] = {"proof": "positive circuit (II < RecMII)"}
-        return Phase1Result(
-            Status.INFEASIBLE, II, None, None, backend, time.perf_counter() - t0, 0, stats0
-        )
-    data = build_reduced_model(graph, II)
+
+
+def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
+    """The dependence-row encoding: the given one, checked, or the backend's default."""
     residue_ok = {row[0] for row in data.mrt_rows} <= {g[0] for g in data.residue_groups}
     if encoding is None:  # ED97 rows tighten CBC's LP but grow as arcs * II
-        small = len(data.arcs) * II <= _ED97_MAX_ROWS
+        small = len(data.arcs) * data.ii <= _ED97_MAX_ROWS
         if backend == "cbc":
-            encoding = "ed97" if small else "standard"
-        else:
-            encoding = "residue" if residue_ok else "standard"
+            return "ed97" if small else "standard"
+        return "residue" if residue_ok else "standard"
     if encoding == "residue" and (backend != "cpsat" or not residue_ok):
         raise InvalidProblemError(
             "encoding 'residue' needs backend 'cpsat' and units whose users reserve only "
             "their first cycle"
         )
-    backend_cls = _PulpModel if backend == "cbc" else _CpSatModel
-    stats: dict[str, Any] = {
-        "encoding": encoding,
-        "decide": decide,
-        "kept_ops": len(data.kept),
-        "mrt_rows": len(data.mrt_rows),
-    }
-    log.info(
-        "phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
-        backend,
-        II,
-        len(data.names),
-        len(data.kept),
-        len(data.weights),
-        data.stage_bound,
-        stats,
-    )
+    return encoding
+
+
+def _decide_ii(
+    graph: DependenceGraph,
+    data: ReducedModel,
+    backend: str,
+    encoding: str,
+    decide: str,
+    hint: bool,
+    time_limit: float | None,
+    threads: int,
+    stats: dict[str, Any],
+) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
+    """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
+    :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
+
+    Returns the status, the kept ops' starts (when feasible), the full model when it was
+    built, and the verified greedy hint (when one was found).
+    """
     impl: _PulpModel | _CpSatModel | None = None
     wm = build_window_model(data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
-    seed = _greedy_hint(graph, II) if hint and not known else None
+    seed = _greedy_hint(graph, data.ii) if hint and not known else None
     seed_kept = {x: seed[data.names[x]] for x in data.kept} if seed is not None else None
     stats["hint"] = seed is not None
-    if wm is not None:  # decide II on the translation-reduced model (module window)
+    if wm is not None:
         if known:
             stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
@@ -718,42 +766,34 @@ def solve_phase1(
         kept_starts = lift(data, wm, times) if times is not None else None
         if times is not None and kept_starts is None:  # impossible by window's docstring
             raise VerificationError(
-                ["window-model solution could not be lifted"], what=f"phase 1 (II={II})"
+                ["window-model solution could not be lifted"], what=f"phase 1 (II={data.ii})"
             )
-    else:  # decide II by a feasibility solve of the full §3.1 model
-        impl = backend_cls(data, encoding)
-        stats.update(impl.size())
-        if seed_kept is not None:
-            impl.hint(seed_kept)
-        status = impl.solve(time_limit, threads)
-        kept_starts = impl.values() if status.has_solution else None
-    stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
-    if kept_starts is None and seed is not None and status is Status.UNKNOWN:
-        stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
-        low = min(seed.values(), default=0)
-        seed = {n: t - low for n, t in seed.items()}
-        length = max((seed[n] + c for n, c in zip(data.names, data.cycles, strict=True)), default=0)
-        return Phase1Result(
-            Status.FEASIBLE,
-            II,
-            seed,
-            length,
-            backend,
-            time.perf_counter() - t0,
-            data.stage_bound,
-            stats,
-        )
-    if kept_starts is None:
-        return Phase1Result(
-            status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
-        )
-    if impl is None:
-        impl = backend_cls(data, encoding)
-        stats.update(impl.size())
-    # A pure feasibility solve decided II; now minimise L from that
-    # schedule (hint / warm start), under its own limit: L is secondary to the II verdict.
+        return status, kept_starts, None, seed
+    impl = _BACKEND_MODELS[backend](data, encoding)
+    stats.update(impl.size())
+    if seed_kept is not None:
+        impl.hint(seed_kept)
+    status = impl.solve(time_limit, threads)
+    return status, impl.values() if status.has_solution else None, impl, seed
+
+
+def _minimise_length(
+    impl: _PulpModel | _CpSatModel,
+    kept_starts: dict[int, int],
+    data: ReducedModel,
+    length_limit: float | None | object,
+    time_limit: float | None,
+    threads: int,
+    tie_break: bool,
+    stats: dict[str, Any],
+) -> tuple[Status, dict[int, int], int, bool]:
+    """Steps 2 and 3: minimise ``L`` from the deciding schedule (hint / warm start) under its
+    own limit, then, at a proven ``L*``, the as-late-as-possible tie-break.
+
+    Returns the status, the kept starts, ``L`` and whether the tie-break solution was taken.
+    """
     impl.minimise_length_from(kept_starts)
-    status = impl.solve(time_limit if length_time_limit is _SAME else length_time_limit, threads)
+    status = impl.solve(length_limit, threads)  # type: ignore[arg-type]
     stats["length_status"] = status.value
     if status.has_solution:
         kept_starts = impl.values()
@@ -768,13 +808,12 @@ def solve_phase1(
         if second.has_solution:
             kept_starts = impl.values()
             late = True
-    starts = _complete(data, kept_starts, length, late)
+    return status, kept_starts, length, late
+
+
+def _normalised(data: ReducedModel, starts: list[int]) -> tuple[dict[str, int], int]:
+    """The schedule shifted so that ``min M = 0``, and its length ``L``."""
     low = min(starts, default=0)
     schedule = {n: s - low for n, s in zip(data.names, starts, strict=True)}
     length = max((s + c for s, c in zip(schedule.values(), data.cycles, strict=True)), default=0)
-    violations = verify_modulo_schedule(graph, schedule, II)
-    if violations:
-        raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
-    return Phase1Result(
-        status, II, schedule, length, backend, time.perf_counter() - t0, data.stage_bound, stats
-    )
+    return schedule, length
