@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.result import ScheduleRunResult
@@ -81,11 +82,11 @@ def generate_random_dag(
     (10, 2)
     """
     if num_nodes < 1:
-        raise ValueError(f"num_nodes must be >= 1, found {num_nodes}")
+        raise InvalidProblemError(f"num_nodes must be >= 1, found {num_nodes}")
     if not 0.0 <= edge_density <= 1.0:
-        raise ValueError(f"edge_density must be in [0, 1], found {edge_density}")
+        raise InvalidProblemError(f"edge_density must be in [0, 1], found {edge_density}")
     if num_back_edges < 0:
-        raise ValueError(f"num_back_edges must be >= 0, found {num_back_edges}")
+        raise InvalidProblemError(f"num_back_edges must be >= 0, found {num_back_edges}")
     rng = np.random.default_rng(seed)
     n = num_nodes
     # forward edges: sample the upper triangle row by row (memory O(n) per row)
@@ -176,7 +177,7 @@ def gaus_solve_twill_graph(
         last = solver.solve_modulo(ii)
         if last.legal:
             return last
-        if last.status is Status.INFEASIBLE and "D=" in last.message:
+        if last.status is Status.INFEASIBLE and last.infeasible_cause == "D":
             break
     assert last is not None
     return last

@@ -67,6 +67,9 @@ class ScheduleRunResult:
         verified). Together with ``objective_history`` it gives the run's best legal
         objective over time (:meth:`seconds_to_reach`). Empty when the search did not run or
         was not kept.
+    infeasible_cause
+        For a proven INFEASIBLE: ``"D"`` (the latency bound is too short, at every II) or
+        ``"II"`` (the initiation interval is below ResMII or RecMII); ``None`` otherwise.
     """
 
     status: Status
@@ -91,6 +94,7 @@ class ScheduleRunResult:
     timings: dict[str, float] = field(default_factory=dict)
     gaus_objective: float | None = None
     polish_history: tuple[tuple[float, float], ...] = ()
+    infeasible_cause: str | None = None
 
     def seconds_to_reach(self, target: float) -> float | None:
         """Seconds from the call start until a legal schedule with objective ``<= target``
