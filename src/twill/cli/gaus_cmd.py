@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from twill.cli._args import check_output_path, nonnegative_float, positive_float, positive_int
-from twill.errors import InputFormatError, InvalidProblemError
+from twill.errors import InvalidProblemError
 
-__all__ = ["register", "load_any_graph", "run_gaus"]
+__all__ = ["register", "run_gaus"]
 
 BASELINES = ("list", "force", "gumbel", "exact")
 # The formulations each baseline implements (the others raise inside the baseline).
@@ -63,34 +63,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_gaus)
 
 
-def load_any_graph(path: str) -> Any:
-    """A :class:`GauSGraph` or :class:`DependenceGraph` from any supported file."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(2, "no such file", str(p))
-    ext = p.suffix.lower()
-    if ext == ".gml":
-        from twill.io.gml import read_gml
-
-        return read_gml(p)
-    if ext == ".aig":
-        from twill.io.aiger import read_aiger
-
-        return read_aiger(p)
-    if ext in (".graphml", ".xml"):
-        from twill.io.hatschet import read_hatschet
-
-        return read_hatschet(p)
-    if ext in (".json", ".yaml", ".yml"):
-        from twill.io.graph_json import read_graph
-
-        return read_graph(p)
-    raise InputFormatError(
-        f"unknown graph format {ext!r}: expected .gml, .aig, .graphml, .json or .yaml",
-        source=str(p),
-    )
-
-
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.solver import as_gaus_graph
 
@@ -102,7 +74,9 @@ def run_gaus(args: argparse.Namespace) -> int:
         )
     check_output_path(args.output, "-o", (args.file,))
     check_output_path(args.plot, "--plot", (args.file,), (".png", ".svg", ".pdf"))
-    graph = load_any_graph(args.file)
+    from twill.io import load_graph
+
+    graph = load_graph(args.file, arrays=True)
     g = as_gaus_graph(graph)
     if args.cap is not None:
         g = g.with_caps(args.cap)
