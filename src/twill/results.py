@@ -74,8 +74,11 @@ class Timings:
 
 def _jsonable(value: Any) -> Any:
     """``value`` with mappings, sequences, enums and ``to_dict`` objects made JSON-ready."""
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
+    if callable(getattr(value, "to_dict", None)):
+        try:
+            return value.to_dict()
+        except TypeError:  # a to_dict that needs context (e.g. a fusion plan): use its text
+            return str(value)
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, Mapping):
