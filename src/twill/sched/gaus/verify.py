@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from twill.errors import InvalidProblemError
+from twill.results import Violation
 from twill.sched.gaus.graph import GauSGraph
-from twill.sched.verify import Violation
 
 __all__ = [
     "schedule_violations",
