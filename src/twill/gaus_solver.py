@@ -182,7 +182,7 @@ def gaus_solve_twill_graph(
         last = solver.solve_modulo(ii)
         if last.legal:
             return last
-        if last.status is Status.INFEASIBLE and "D=" in last.message:
+        if last.status is Status.INFEASIBLE and last.infeasible_cause == "D":
             break
     assert last is not None
     return last

@@ -5,11 +5,14 @@
 1. check the graph (:func:`twill.sched.validate.check_graph`);
 2. Phase 1: search ``I = MII, MII+1, ...`` for the minimum initiation interval with an exact
    modulo scheduler and a certificate (:func:`twill.sched.exact.search.search_min_ii`);
-3. (a later step: Phase 2, warp specialisation, slots in here without changing the call);
-4. verify and package the answer as a frozen :class:`TwillResult`.
+3. Phase 2: joint software pipelining and warp specialisation (Algorithm 1), unless
+   ``phase2=False``;
+4. verify the answer once, through the problem's ``verify``
+   (:class:`twill.sched.problems.ModuloProblem`, :class:`~twill.sched.problems.WarpSpecProblem`),
+   and package it as a frozen :class:`TwillResult`.
 
-Every schedule returned has passed :func:`twill.verify.verify_modulo_schedule`. This is the one
-public function that prints, and only with ``verbose=True`` (through :func:`format_result`).
+Every schedule returned has passed the independent verifiers, once. Only this front door
+prints, and only with ``verbose=True`` (:func:`format_result`); the solvers underneath log.
 
 Examples
 --------
@@ -26,17 +29,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.errors import VerificationError
-from twill.results import Status
+from twill.results import SolveResult, Status, WarpSchedule
 from twill.sched.exact.search import (
     CertificateEntry,
     SearchResult,
+    search_as_result,
     search_min_ii,
     search_result_fields,
 )
 from twill.sched.ir import DependenceGraph
-from twill.sched.validate import check_graph
-from twill.sched.verify import verify_modulo_schedule
+from twill.sched.problems import ModuloProblem, WarpSpecProblem
 
 __all__ = ["TwillResult", "twill_solve", "format_result", "format_mrt"]
 
@@ -64,6 +66,9 @@ class TwillResult:
         Total wall time.
     extra
         Fields added by later steps (merged into :meth:`to_dict`).
+    warp_schedule
+        The verified joint answer of Phase 2 as one value (``None`` without one): what
+        :mod:`twill.codegen` and :mod:`twill.visualization` take.
     """
 
     status: Status
@@ -80,6 +85,7 @@ class TwillResult:
     L_optimal: bool = False
     phase1: SearchResult | None = field(default=None, repr=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict)
+    warp_schedule: WarpSchedule | None = field(default=None, repr=False, compare=False)
 
     @property
     def mii(self) -> int:
@@ -96,20 +102,27 @@ class TwillResult:
         """JSON-ready dictionary (the CLI's ``--json`` object)."""
         return {"graph": self.graph, **search_result_fields(self), **self.extra}
 
-
-def _check(graph: DependenceGraph) -> None:
-    check_graph(graph, source=graph.name)
+    def as_result(self) -> SolveResult:
+        """The shared result shape; the solution is the :class:`~twill.results.WarpSchedule`
+        when Phase 2 found one, else the Phase-1 schedule."""
+        return search_as_result(self, self.warp_schedule)
 
 
 def _phase1(graph: DependenceGraph, **options: Any) -> SearchResult:
     return search_min_ii(graph, check=False, **options)
 
 
+def _verify(result: TwillResult, graph: DependenceGraph) -> None:
+    """The one verification on the way out: the joint answer, else the Phase-1 schedule."""
+    what = f"Twill schedule of {graph.name}"
+    ws = result.warp_schedule
+    if ws is not None:
+        WarpSpecProblem(graph).verify(ws).raise_if_invalid(what)
+    elif result.schedule is not None and result.I is not None:
+        ModuloProblem(graph).verify(result.schedule, result.I).raise_if_invalid(what)
+
+
 def _package(graph: DependenceGraph, p1: SearchResult, t0: float) -> TwillResult:
-    if p1.schedule is not None:
-        violations = verify_modulo_schedule(graph, p1.schedule, p1.I or 0)
-        if violations:
-            raise VerificationError(violations, what=f"Twill schedule of {graph.name}")
     return TwillResult(
         status=p1.status,
         I=p1.I,
@@ -218,7 +231,7 @@ def twill_solve(
     """
     t0 = time.perf_counter()
     _check_options(max_I, backend, time_limit, threads, total_time_limit, phase2_time_limit)
-    _check(graph)  # step 1: every defect at once
+    WarpSpecProblem(graph, max_II=max_I).check()  # step 1: every defect at once
     p1 = _phase1(  # step 2: Phase 1 + search for the minimum I
         graph,
         max_I=max_I,
@@ -229,17 +242,19 @@ def twill_solve(
         on_attempt=on_attempt,
         total_time_limit=total_time_limit,
     )
-    result = _package(graph, p1, t0)  # step 4: verify and package
-    if phase2 and p1.schedule is not None:  # step 3: Phase 2 + Algorithm 1 (warps), verified
+    result = _package(graph, p1, t0)
+    if phase2 and p1.schedule is not None:  # step 3: Phase 2 + Algorithm 1 (warps)
         from twill.sched.exact.algorithm1 import algorithm1, format_phase2, merge_into
 
         alg = algorithm1(graph, phase1=p1, max_I=max_I, probe=probe, backend=backend,
                          phase1_time_limit=time_limit, time_limit=phase2_time_limit)  # fmt: skip
         result = merge_into(result, alg, graph)
+    _verify(result, graph)  # step 4: verified once, before anything is returned or shown
     if verbose:
-        print(format_result(result, graph))
+        text = format_result(result, graph)
         if phase2 and p1.schedule is not None:
-            print(format_phase2(result.extra))
+            text += "\n" + format_phase2(result.extra)
+        print(text)  # the public front door shows; the solvers underneath only log
     return result
 
 

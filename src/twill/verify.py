@@ -3,7 +3,8 @@
 Re-exports :mod:`twill.sched.verify`; see there for the rules checked.
 """
 
-from twill.sched.verify import Violation, verify_dag_schedule, verify_modulo_schedule
+from twill.results import Violation
+from twill.sched.verify import verify_dag_schedule, verify_modulo_schedule
 from twill.sched.verify_warps import WarpRules, verify_warp_schedule
 
 __all__ = [

@@ -15,7 +15,8 @@ from twill.io import load_graph
 from twill.kernels import KERNELS, flash_attention_forward_simplified
 from twill.results import Status
 from twill.sched.bounds import rec_mii, res_mii
-from twill.sched.exact.phase1 import _build_model, _ed97_rows, _greedy_hint, solve_phase1
+from twill.sched.exact.phase1 import _ed97_rows, _greedy_hint, solve_phase1
+from twill.sched.exact.reduced import build_reduced_model
 from twill.sched.exact.search import search_min_ii, serial_ii_cap
 from twill.sched.exact.window import energetic_arcs, longest_matrix
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
@@ -387,12 +388,12 @@ def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(shared_benchm
     they close a positive circuit on their own (no solver call)."""
     g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
     r = solve_phase1(g, 43, backend="cpsat", decide="full", tie_break=False, time_limit=30)
-    model = _build_model(g, 43)
+    model = build_reduced_model(g, 43)
     arcs, circuit = energetic_arcs(model, longest_matrix(model.kept, model.arcs))
     assert arcs and not circuit
     for x, y, w in arcs:
         assert r.schedule[model.names[y]] - r.schedule[model.names[x]] >= w
-    model = _build_model(g, 42)
+    model = build_reduced_model(g, 42)
     assert energetic_arcs(model, longest_matrix(model.kept, model.arcs))[1]
 
 

@@ -48,16 +48,17 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         print(f"twill codegen: no schedule for {graph.name} ({result.status.value})",
               file=sys.stderr)  # fmt: skip
         return 1
-    assignment = result.extra.get("assignment") or None
+    from twill.results import WarpSchedule
+
+    ws = result.warp_schedule or WarpSchedule.of(graph, result.schedule, None, result.I, result.L)
     if args.lang == "cuda":
         from twill.codegen.cuda import generate_cuda
 
-        text = generate_cuda(graph, result.schedule, assignment, result.I, result.L,
-                             arch=args.arch)  # fmt: skip
+        text = generate_cuda(ws, arch=args.arch)
     else:
         from twill.codegen.pseudo import generate_pseudocode
 
-        text = generate_pseudocode(graph, result.schedule, assignment, result.I, result.L)
+        text = generate_pseudocode(ws)
     if args.output:
         write_output(args.output, text)
     else:

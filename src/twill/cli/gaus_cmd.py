@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from twill.cli._args import (
@@ -24,9 +23,9 @@ from twill.cli._args import (
     seed_int,
     write_output,
 )
-from twill.errors import InputFormatError, InvalidProblemError
+from twill.errors import InvalidProblemError
 
-__all__ = ["register", "load_any_graph", "run_gaus"]
+__all__ = ["register", "run_gaus"]
 
 BASELINES = ("list", "force", "gumbel", "exact")
 # The formulations each baseline implements (the others raise inside the baseline).
@@ -75,34 +74,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_gaus)
 
 
-def load_any_graph(path: str) -> Any:
-    """A :class:`GauSGraph` or :class:`DependenceGraph` from any supported file."""
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(2, "no such file", str(p))
-    ext = p.suffix.lower()
-    if ext == ".gml":
-        from twill.io.gml import read_gml
-
-        return read_gml(p)
-    if ext == ".aig":
-        from twill.io.aiger import read_aiger
-
-        return read_aiger(p)
-    if ext in (".graphml", ".xml"):
-        from twill.io.hatschet import read_hatschet
-
-        return read_hatschet(p)
-    if ext in (".json", ".yaml", ".yml"):
-        from twill.io.graph_json import read_graph
-
-        return read_graph(p)
-    raise InputFormatError(
-        f"unknown graph format {ext!r}: expected .gml, .aig, .graphml, .json or .yaml",
-        source=str(p),
-    )
-
-
 def _check_size(g: Any, II: int | None, args: argparse.Namespace) -> None:  # noqa: N803
     """Refuse, before any array is built, a run whose time-indexed arrays (operations x
     steps) would exceed :data:`~twill.sched.validate.MAX_MODEL_CELLS`, and a capacity that
@@ -139,13 +110,13 @@ def run_gaus(args: argparse.Namespace) -> int:
             f"--baseline {args.baseline} does not implement formulation {args.formulation} "
             f"(it implements: {supported})"
         )
-    from twill.io import graph_input_files
+    from twill.io import graph_input_files, load_graph
 
     inputs = graph_input_files(args.file)
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, (".png", ".svg", ".pdf"))
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
-    graph = load_any_graph(args.file)
+    graph = load_graph(args.file, arrays=True)
     g = as_gaus_graph(graph)
     if g.n == 0:
         raise InvalidProblemError("the graph has no operations to schedule", source=args.file)

@@ -218,11 +218,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if args.output:
             print(f"  JSON result written to {args.output}")
     if args.plot and result.I is not None:
+        from twill.results import WarpSchedule
         from twill.visualization.plots import plot_pipeline
 
+        ws = result.warp_schedule or WarpSchedule.of(
+            graph, result.schedule, None, result.I, result.L
+        )
         with atomic_output(args.plot) as tmp:
-            plot_pipeline(graph, result.schedule, result.extra.get("assignment") or None,
-                          result.I, result.L, path=str(tmp))  # fmt: skip
+            plot_pipeline(ws, path=str(tmp))
         if not args.json:
             print(f"  picture written to {args.plot}")
     return 0 if result.I is not None else 1

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from twill.codegen.plan import LoopPlan, comment_text, ident, make_plan
 from twill.errors import InvalidProblemError
+from twill.results import WarpSchedule
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["generate_cuda", "ARCHES"]
@@ -89,10 +90,10 @@ def _op_call(plan: LoopPlan, v: str, slot: int, it: str, pad: str) -> list[str]:
 
 
 def generate_cuda(
-    graph: DependenceGraph,
-    schedule: Mapping[str, int],
-    assignment: Mapping[str, int | Sequence[int]] | None,
-    II: int,
+    graph: DependenceGraph | WarpSchedule,
+    schedule: Mapping[str, int] | None = None,
+    assignment: Mapping[str, int | Sequence[int]] | None = None,
+    II: int | None = None,
     L: int | None = None,
     *,
     arch: str = "sm_90a",
@@ -104,7 +105,7 @@ def generate_cuda(
     graph
         The loop body.
     schedule, assignment, II, L
-        A verified joint schedule.
+        A verified joint schedule (or one :class:`~twill.results.WarpSchedule` as ``graph``).
     arch
         ``"sm_90a"`` (Hopper) or ``"sm_100a"`` (Blackwell); recorded in the header and checked
         with ``__CUDA_ARCH__``.
@@ -129,7 +130,9 @@ def generate_cuda(
     """
     if arch not in ARCHES:
         raise InvalidProblemError(f"--arch must be one of {', '.join(ARCHES)}, found {arch!r}")
-    plan = make_plan(graph, schedule, assignment, II, L)
+    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
+    plan = make_plan(ws)
+    graph, II = ws.graph, ws.I
     s = plan.stages
     kname = ident(graph.name)
     nslots = max(r.slot for r in plan.roles) + 1

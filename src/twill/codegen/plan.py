@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from twill.results import WarpSchedule
 from twill.sched.ir import DependenceGraph, Edge
 
 __all__ = ["LoopPlan", "Role", "Channel", "make_plan", "ident", "unique_idents", "comment_text"]
@@ -132,22 +133,23 @@ def _role_name(graph: DependenceGraph, ops: Sequence[str]) -> str:
 
 
 def make_plan(
-    graph: DependenceGraph,
-    schedule: Mapping[str, int],
-    assignment: Mapping[str, int | Sequence[int]] | None,
-    II: int,
+    graph: DependenceGraph | WarpSchedule,
+    schedule: Mapping[str, int] | None = None,
+    assignment: Mapping[str, int | Sequence[int]] | None = None,
+    II: int | None = None,
     L: int | None = None,
 ) -> LoopPlan:
-    """The loop structure of a joint schedule (``assignment=None``: everything on warp 0)."""
-    sched = dict(schedule)
-    assign: dict[str, tuple[int, ...]] = {}
-    for v in graph.names:
-        raw = 0 if assignment is None else assignment[v]
-        assign[v] = (raw,) if isinstance(raw, int) else tuple(raw)
-    length = L if L is not None else max(sched[v] + graph.instruction(v).cycles for v in sched)
+    """The loop structure of a joint schedule (``assignment=None``: everything on warp 0).
+
+    Takes a :class:`~twill.results.WarpSchedule`, or its parts.
+    """
+    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
+    graph, II, length = ws.graph, ws.I, ws.L
+    sched = dict(ws.schedule)
+    assign = dict(ws.assignment)
     stages = max(sched.values()) // II + 1
     order = tuple(sorted(graph.names, key=lambda v: (sched[v] % II, sched[v], v)))
-    slots = sorted({w for ws in assign.values() for w in ws})
+    slots = sorted({w for used in assign.values() for w in used})
     roles = []
     for w in slots:
         ops = tuple(v for v in order if w in assign[v])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from twill.codegen.plan import LoopPlan, comment_text, make_plan
+from twill.results import WarpSchedule
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["generate_pseudocode"]
@@ -35,10 +36,10 @@ def _op_lines(plan: LoopPlan, v: str, slot: int, it: str, indent: str) -> list[s
 
 
 def generate_pseudocode(
-    graph: DependenceGraph,
-    schedule: Mapping[str, int],
-    assignment: Mapping[str, int | Sequence[int]] | None,
-    II: int,
+    graph: DependenceGraph | WarpSchedule,
+    schedule: Mapping[str, int] | None = None,
+    assignment: Mapping[str, int | Sequence[int]] | None = None,
+    II: int | None = None,
     L: int | None = None,
 ) -> str:
     """Pseudocode of the pipelined loop, one block per warp role.
@@ -48,7 +49,8 @@ def generate_pseudocode(
     graph
         The loop body.
     schedule, assignment, II, L
-        A verified joint schedule (``M``, op -> warp slot(s), ``I``, ``L``).
+        A verified joint schedule (``M``, op -> warp slot(s), ``I``, ``L``), or one
+        :class:`~twill.results.WarpSchedule` as ``graph``.
 
     Returns
     -------
@@ -63,7 +65,9 @@ def generate_pseudocode(
     >>> "steady state" in text
     True
     """
-    plan = make_plan(graph, schedule, assignment, II, L)
+    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
+    plan = make_plan(ws)
+    graph, II = ws.graph, ws.I
     s = plan.stages
     lines = [
         f"# {comment_text(graph.name)}: I = {II}, L = {plan.length}, {s} stage(s);"

@@ -2,16 +2,22 @@
 
 * :mod:`twill.io.graph_json`: JSON / YAML dependence graphs (schema in ``docs/formats.md``).
 * :mod:`twill.io.hatschet`: HatScheT ``.graphml`` + resource-model XML.
-* :func:`load_graph`: one entry for the CLI and the solvers' users: a kernel name, a
-  ``.json``/``.yaml``/``.yml`` file or a ``.graphml`` file.
+* :mod:`twill.io.gml`, :mod:`twill.io.aiger`: GS-Schedule GML and AIGER (GauS's array view).
+* :func:`load_graph`: the one entry for the CLI and the solvers' users: a kernel name, a
+  ``.json``/``.yaml``/``.yml`` file or a ``.graphml`` file (and, with ``arrays=True``,
+  ``.gml``/``.aig``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
+
+if TYPE_CHECKING:
+    from twill.sched.gaus.graph import GauSGraph
 
 __all__ = ["load_graph", "graph_input_files"]
 
@@ -32,8 +38,10 @@ def graph_input_files(spec: str | Path, resource_model: str | Path | None = None
     return files
 
 
-def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> DependenceGraph:
-    """Load a dependence graph from a kernel name or a file.
+def load_graph(
+    spec: str | Path, resource_model: str | Path | None = None, *, arrays: bool = False
+) -> DependenceGraph | GauSGraph:
+    """Load a dependence graph from a kernel name or a file: the one loader for every format.
 
     Parameters
     ----------
@@ -42,11 +50,17 @@ def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> De
         ``.yml`` or ``.graphml`` (HatScheT).
     resource_model
         HatScheT resource-model XML (only for ``.graphml``; default: found beside the file).
+    arrays
+        Also accept the formats that only GauS reads, GS-Schedule ``.gml`` and AIGER ``.aig``
+        (and HatScheT as ``.xml``); these come back as the array view
+        :class:`~twill.sched.gaus.graph.GauSGraph` (GauS turns a ``DependenceGraph`` into the
+        same view with :func:`~twill.sched.gaus.solver.as_gaus_graph`).
 
     Returns
     -------
-    DependenceGraph
-        A graph that has passed :func:`twill.sched.validate.check_graph`.
+    DependenceGraph or GauSGraph
+        A graph that has passed :func:`twill.sched.validate.check_graph` (a ``GauSGraph`` only
+        for ``.gml`` / ``.aig`` with ``arrays=True``).
 
     Raises
     ------
@@ -77,6 +91,8 @@ def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> De
         from twill.io.graph_json import read_graph
 
         return read_graph(path)
+    if arrays and suffix in (".gml", ".aig", ".xml"):
+        return _load_array_format(path)
     if suffix == ".graphml":
         from twill.io.hatschet import read_hatschet
 
@@ -84,11 +100,30 @@ def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> De
             raise FileNotFoundError(2, "No such file or directory", text)
         return read_hatschet(path, resource_model)
     if path.exists():
+        extra = ", .gml, .aig, .xml" if arrays else ""
         raise InvalidProblemError(
-            f"unsupported file type {suffix or '(none)'!r}; expected .json, .yaml, .yml or "
+            f"unsupported file type {suffix or '(none)'!r}; expected .json, .yaml, .yml{extra} or "
             ".graphml",
             source=text,
         )
     raise InvalidProblemError(
         f"neither a file nor a known kernel; kernels: {', '.join(sorted(KERNELS))}", source=text
     )
+
+
+def _load_array_format(path: Path) -> DependenceGraph | GauSGraph:
+    """GS-Schedule GML, AIGER, or HatScheT under an ``.xml`` name."""
+    if not path.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    suffix = path.suffix.lower()
+    if suffix == ".gml":
+        from twill.io.gml import read_gml
+
+        return read_gml(path)
+    if suffix == ".aig":
+        from twill.io.aiger import read_aiger
+
+        return read_aiger(path)
+    from twill.io.hatschet import read_hatschet
+
+    return read_hatschet(path)

@@ -21,45 +21,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
+from twill.results import Violation
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["Violation", "verify_modulo_schedule", "verify_dag_schedule"]
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule, with its witness.
-
-    Parameters
-    ----------
-    rule
-        Machine-readable rule name: ``"dependence"``, ``"capacity"``, ``"missing"``,
-        ``"extra"``, ``"negative_start"``, ``"non_integer_start"``, ``"invalid_II"``,
-        ``"unknown_unit"``.
-    at
-        Where: e.g. ``{"edge": "S->P", "distance": 0}`` or ``{"fu": "TC", "slot": 0}``.
-    value
-        The offending quantity (slack achieved, units used, the bad start, ...).
-    limit
-        The bound it had to respect (``None`` when not numeric).
-    message
-        A readable sentence.
-    """
-
-    rule: str
-    at: dict[str, Any] = field(default_factory=dict)
-    value: Any = None
-    limit: Any = None
-    message: str = ""
-
-    def __str__(self) -> str:
-        where = ", ".join(f"{k}={v}" for k, v in self.at.items())
-        text = self.message or f"value {self.value!r}, limit {self.limit!r}"
-        return f"[{self.rule}{' @ ' + where if where else ''}] {text}"
 
 
 def _is_int(value: object) -> bool:

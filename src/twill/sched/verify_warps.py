@@ -42,8 +42,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from twill.results import Violation, WarpSchedule
 from twill.sched.ir import DependenceGraph, Edge, Instruction
-from twill.sched.verify import Violation
 
 __all__ = [
     "WARPS_PER_SLOT",
@@ -198,10 +198,10 @@ def _slot_sets(
 
 
 def verify_warp_schedule(
-    graph: DependenceGraph,
-    schedule: Mapping[str, int],
-    assignment: Mapping[str, int | Sequence[int]],
-    II: int,
+    graph: DependenceGraph | WarpSchedule,
+    schedule: Mapping[str, int] | None = None,
+    assignment: Mapping[str, int | Sequence[int]] | None = None,
+    II: int | None = None,
     L: int | None = None,
     *,
     rules: WarpRules | None = None,
@@ -211,7 +211,8 @@ def verify_warp_schedule(
     Parameters
     ----------
     graph
-        The dependence graph with its machine.
+        The dependence graph with its machine, or a whole
+        :class:`~twill.results.WarpSchedule` (then the next four are left out).
     schedule
         ``M``: start cycle of every op in copy 0.
     assignment
@@ -235,6 +236,11 @@ def verify_warp_schedule(
     >>> verify_warp_schedule(g, {"S": 0, "P": 2, "O": 3}, {"S": 0, "P": 0, "O": 0}, 2, 4)
     []
     """
+    if isinstance(graph, WarpSchedule):
+        graph, schedule, assignment, II, L = (graph.graph, graph.schedule, graph.assignment,
+                                              graph.I, graph.L)  # fmt: skip
+    if schedule is None or assignment is None or II is None:
+        raise TypeError("verify_warp_schedule needs schedule, assignment and II")
     rules = rules or WarpRules.for_graph(graph)
     ins_of = {ins.name: ins for ins in graph.instructions}
     out: list[Violation] = []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from twill.results import WarpSchedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import program_shape
 
@@ -34,10 +35,10 @@ def _unit(graph: DependenceGraph, v: str) -> str:
 
 
 def plot_pipeline(
-    graph: DependenceGraph,
-    schedule: Mapping[str, int],
-    assignment: Mapping[str, int | Sequence[int]] | None,
-    II: int,
+    graph: DependenceGraph | WarpSchedule,
+    schedule: Mapping[str, int] | None = None,
+    assignment: Mapping[str, int | Sequence[int]] | None = None,
+    II: int | None = None,
     L: int | None = None,
     *,
     iterations: int | None = None,
@@ -49,7 +50,8 @@ def plot_pipeline(
     Parameters
     ----------
     graph, schedule, assignment, II, L
-        A verified joint schedule (``assignment=None`` puts every op on warp 0).
+        A verified joint schedule (``assignment=None`` puts every op on warp 0), or one
+        :class:`~twill.results.WarpSchedule` as ``graph``.
     iterations
         Loop iterations drawn (default ``n + 2``, so the steady state repeats).
     path
@@ -67,14 +69,13 @@ def plot_pipeline(
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
 
+    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
+    graph, schedule, II, L = ws.graph, ws.schedule, ws.I, ws.L
     if L is None:
         L = max(schedule[v] + graph.instruction(v).cycles for v in schedule)
     n, t_end = program_shape(II, L)
     iters = iterations or n + 2
-    slots: dict[str, tuple[int, ...]] = {}
-    for v in graph.names:
-        raw = 0 if assignment is None else assignment[v]
-        slots[v] = (raw,) if isinstance(raw, int) else tuple(raw)
+    slots = dict(ws.assignment)
     warps = sorted({w for ws in slots.values() for w in ws})
     units = sorted({_unit(graph, v) for v in graph.names})
     colours = {u: UNIT_COLOURS.get(u, _FALLBACK[i % len(_FALLBACK)]) for i, u in enumerate(units)}

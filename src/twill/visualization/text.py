@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from twill.results import WarpSchedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import program_shape
 
@@ -43,13 +44,15 @@ def modulo_gantt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -
 
 
 def program_gantt(
-    graph: DependenceGraph,
-    schedule: Mapping[str, int],
-    assignment: Mapping[str, int | Sequence[int]] | None,
-    II: int,
+    graph: DependenceGraph | WarpSchedule,
+    schedule: Mapping[str, int] | None = None,
+    assignment: Mapping[str, int | Sequence[int]] | None = None,
+    II: int | None = None,
     L: int | None = None,
 ) -> str:
     """The straight-line program per warp: rows are warp slots, columns cycles ``0..T-1``.
+
+    Takes a :class:`~twill.results.WarpSchedule`, or its parts.
 
     Examples
     --------
@@ -60,13 +63,12 @@ def program_gantt(
     phase  | pro | pro | ss      | ss  | epi | epi
     warp 0 | S.0 | .   | S.1,P.0 | O.0 | P.1 | O.1
     """
+    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
+    graph, schedule, II, L = ws.graph, ws.schedule, ws.I, ws.L
     if L is None:
         L = max(schedule[v] + graph.instruction(v).cycles for v in schedule)
     n, t_end = program_shape(II, L)
-    slots: dict[str, tuple[int, ...]] = {}
-    for v in graph.names:
-        raw = 0 if assignment is None else assignment[v]
-        slots[v] = (raw,) if isinstance(raw, int) else tuple(raw)
+    slots = dict(ws.assignment)
     warps = sorted({w for ws in slots.values() for w in ws})
     cells: dict[tuple[int, int], list[str]] = {}
     for v in graph.names:

@@ -24,6 +24,7 @@ import time
 
 import numpy as np
 
+from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.baselines.common import package
 from twill.sched.gaus.bounds import default_D
@@ -59,7 +60,9 @@ def gumbel_schedule(
         Seeds the Gumbel noise (GS-Schedule uses 30).
     """
     if formulation != "A":
-        raise ValueError("the categorical (GS-Schedule) baseline supports formulation A only")
+        raise InvalidProblemError(
+            "the categorical (GS-Schedule) baseline supports formulation A only"
+        )
     import torch
 
     start = time.perf_counter()
@@ -68,7 +71,8 @@ def gumbel_schedule(
     asap, alap = asap_alap(g, D, gens)
     common = dict(method="gumbel", formulation="A", D=D, II=None, ratio=ratio, start=start)
     if np.any(asap > alap):
-        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE, **common)
+        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
+                       infeasible_cause="D", **common)  # fmt: skip
     gen_t = torch.Generator().manual_seed(seed)
     old_threads = torch.get_num_threads()
     torch.set_num_threads(1)

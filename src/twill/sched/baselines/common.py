@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from twill.errors import VerificationError
+from twill.errors import InvalidProblemError, VerificationError
 from twill.results import Status
 from twill.sched.gaus.bounds import default_D, modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
@@ -52,17 +52,18 @@ def start_window(
 
     Raises
     ------
-    ValueError
-        For formulation C without ``II``.
+    InvalidProblemError
+        For formulation C without ``II`` (a ``ValueError``).
     """
     if formulation == "C" and II is None:
-        raise ValueError("formulation C needs II")
+        raise InvalidProblemError("formulation C needs II")
     D = int(D) if D is not None else default_D(g, formulation, II)
     gens = topological_generations(g)
     asap, alap = asap_alap(g, D, gens)
     common = dict(method=method, formulation=formulation, D=D, II=II, ratio=ratio, start=start)
     if np.any(asap > alap):
-        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE, **common)
+        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
+                       infeasible_cause="D", **common)  # fmt: skip
     if formulation == "C":
         masap = modulo_asap(g, II)  # type: ignore[arg-type]
         if masap is None:
@@ -71,6 +72,7 @@ def start_window(
                 None,
                 message=f"infeasible at II={II}: RecMII > II",
                 status=Status.INFEASIBLE,
+                infeasible_cause="II",
                 **common,
             )
         asap = np.maximum(asap, masap)

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from twill._interrupt import solve_cpsat
+from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
@@ -50,7 +51,7 @@ def exact_schedule(
 ) -> ScheduleRunResult:
     """Solve formulation ``A`` or ``C`` with CP-SAT under ``time_limit`` seconds."""
     if formulation not in ("A", "C"):
-        raise ValueError("the exact baseline supports formulations A and C")
+        raise InvalidProblemError("the exact baseline supports formulations A and C")
     from ortools.sat.python import cp_model
 
     start = time.perf_counter()

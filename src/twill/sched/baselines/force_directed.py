@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from twill.errors import InvalidProblemError
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
@@ -43,7 +44,7 @@ def force_directed_schedule(
         For formulation B (a memory objective has no resource distribution graph).
     """
     if formulation not in ("A", "C"):
-        raise ValueError("force-directed scheduling applies to formulations A and C")
+        raise InvalidProblemError("force-directed scheduling applies to formulations A and C")
     start = time.perf_counter()
     window = start_window(g, "force", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
     if isinstance(window, ScheduleRunResult):

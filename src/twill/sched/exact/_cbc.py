@@ -4,11 +4,16 @@ PuLP folds CBC's "Stopped on time" with an incumbent into status 1 (Optimal) and
 difference only through ``sol_status`` (1 = proven optimal, 2 = integer feasible); a stop
 without an incumbent is status 0. Only status -1 is a proof of infeasibility. A CBC run that
 ends in an error (seen with limits under a second on large warm-started models) is UNKNOWN.
+CBC stopped by a very short limit (in its presolve) has also been seen to answer
+"infeasible": so an infeasibility verdict counts only when the run ended before the limit
+could have been reached (CBC's clock, CPU time over all threads, cannot exceed wall time x
+threads); otherwise it is UNKNOWN.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from twill._interrupt import solve_pulp
@@ -36,6 +41,7 @@ def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> St
     )
     if not solver.available():  # pragma: no cover - environment
         raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
+    started = time.perf_counter()
     try:
         solve_pulp(prob, solver)
     except pulp.PulpSolverError as exc:  # e.g. CBC dies on a very short limit: no proof
@@ -47,5 +53,9 @@ def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> St
     if status == pulp.LpStatusOptimal and sol == pulp.LpSolutionIntegerFeasible:
         return Status.FEASIBLE
     if status == pulp.LpStatusInfeasible:
+        spent = (time.perf_counter() - started) * max(threads, 1)
+        if time_limit is not None and spent >= time_limit:
+            log.warning("CBC said infeasible after its time limit could have hit: UNKNOWN")
+            return Status.UNKNOWN
         return Status.INFEASIBLE
     return Status.UNKNOWN

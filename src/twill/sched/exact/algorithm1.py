@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.results import Status
+from twill.results import Status, WarpSchedule
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
@@ -278,25 +278,12 @@ def _default_cap(graph: DependenceGraph, first: int) -> int:
 def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> Any:
     """Fold an :class:`Algorithm1Result` into a Phase-1 ``TwillResult`` (``dataclasses.replace``):
     the final ``I``, ``L``, ``M*`` and status come from Algorithm 1, and ``extra`` gains ``warps``
-    (op -> warp slot), ``assignment``, ``points``, ``phase1_I``, ``phase1_L``. The joint answer
-    is re-checked by both independent verifiers before it is returned.
-
-    Raises
-    ------
-    VerificationError
-        If the joint answer fails a verifier (a bug, never expected).
+    (op -> warp slot), ``assignment``, ``points``, ``phase1_I``, ``phase1_L``, and
+    ``warp_schedule`` (a :class:`~twill.results.WarpSchedule`) is set when there is a joint
+    answer. The caller verifies the merged answer once.
     """
     from dataclasses import replace
 
-    from twill.errors import VerificationError
-    from twill.sched.verify import verify_modulo_schedule
-    from twill.sched.verify_warps import verify_warp_schedule
-
-    if alg.schedule is not None and alg.I is not None and alg.final is not None:
-        violations = verify_modulo_schedule(graph, alg.schedule, alg.I)
-        violations += verify_warp_schedule(graph, alg.schedule, alg.assignment or {}, alg.I, alg.L)
-        if violations:
-            raise VerificationError(violations, what=f"Twill joint schedule of {graph.name}")
     extra = dict(result.extra)
     extra.update(
         {
@@ -323,7 +310,14 @@ def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> An
         seconds=result.seconds + alg.phase2_seconds + (alg.phase1_seconds - alg.phase1.seconds
                                                         if alg.phase1 else 0.0),
         extra=extra,
+        warp_schedule=_warp_schedule(alg, graph),
     )  # fmt: skip
+
+
+def _warp_schedule(alg: Algorithm1Result, graph: DependenceGraph) -> WarpSchedule | None:
+    if alg.schedule is None or alg.I is None or alg.L is None or not alg.assignment:
+        return None
+    return WarpSchedule.of(graph, alg.schedule, alg.assignment, alg.I, alg.L)
 
 
 def format_phase2(extra: Any) -> str:

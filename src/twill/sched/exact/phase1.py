@@ -38,7 +38,7 @@ schedule, ``L`` not proven minimal: a time limit hit after an incumbent), ``INFE
 (proven: no modulo schedule at this ``I``) or ``UNKNOWN`` (limit hit before any proof). A
 time-out is never reported as infeasible.
 
-Stage bound (proven sufficient, per op; see :func:`_stage_bounds`): fix the residues of any
+Stage bound (proven sufficient, per op; see :func:`.reduced.stage_bounds`): fix the residues of any
 feasible solution; the dependences become difference constraints on the stages, whose least
 solution is pointwise smallest (so it also has the smallest ``L``) and is attained on simple
 paths of at most ``|kept| - 1`` arcs. Bounding those path values (rounded-up arc weights, or
@@ -70,9 +70,10 @@ from typing import Any
 
 from twill._interrupt import solve_cpsat
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
+from twill.sched.exact.reduced import ReducedModel, build_reduced_model
 from twill.sched.exact.window import (
     build_window_model,
     decide_cbc,
@@ -140,213 +141,27 @@ class Phase1Result:
             "stats": dict(self.stats),
         }
 
-
-@dataclass(frozen=True)
-class _Model:
-    """Backend-neutral data of the §3.1 model at one ``II``, reduced to the *kept* ops.
-
-    Kept ops appear in at least one modulo-reservation row that could be violated; every
-    other op is projected out (see :func:`_project`).
-    """
-
-    ii: int
-    names: tuple[str, ...]
-    cycles: tuple[int, ...]
-    kept: tuple[int, ...]  # op indices with residue variables
-    arcs: tuple[tuple[int, int, int], ...]  # (x, y, w): M(y) - M(x) >= w between kept ops
-    lower: tuple[tuple[int, int], ...]  # (x, h): M(x) >= h
-    tail: tuple[tuple[int, int], ...]  # (x, t): L >= M(x) + t
-    l_const: int  # L >= l_const (chains of projected ops from time 0)
-    # per (fu, class r): (fu, r, cap, ((op index, residue, units), ...))
-    mrt_rows: tuple[tuple[str, int, int, tuple[tuple[int, int, int], ...]], ...]
-    stage_bound: int  # the largest per-op stage bound
-    stage_ub: tuple[tuple[int, int], ...]  # (x, K_x): 0 <= k[x] <= K_x
-    # units whose every user reserves only its first row: (fu, cap, ((op, units), ...))
-    residue_groups: tuple[tuple[str, int, tuple[tuple[int, int], ...]], ...]
-    weights: tuple[tuple[int, int, int], ...]  # every edge as (u, v, d - delta*II)
-
-    @property
-    def horizon(self) -> int:
-        return self.ii * self.stage_bound + self.ii - 1
-
-    @property
-    def length_ub(self) -> int:
-        ub = dict(self.stage_ub)
-        tails = [self.ii * ub[x] + self.ii - 1 + t for x, t in self.tail]
-        return max([self.l_const] + tails)
+    def as_result(self) -> SolveResult:
+        """The shared result shape: the schedule, its length ``L`` in cycles at fixed ``II``."""
+        return SolveResult(
+            status=self.status,
+            solution=dict(self.schedule) if self.schedule is not None else None,
+            objective=self.L,
+            objective_unit="cycles",
+            timings=Timings(solve=self.seconds),
+            stats=dict(self.stats),
+            settings={"backend": self.backend, "II": self.II, "stage_bound": self.stage_bound},
+        )
 
 
-def _mrt_rows(graph: DependenceGraph, ii: int) -> list[tuple[str, int, int, tuple]]:
-    """§3.1 modulo reservation rows that can be violated at all (others are dropped)."""
-    machine = graph.machine
-    rows = []
-    for fu in sorted(machine.functional_units):
-        cap = machine.functional_units[fu]
-        if cap < 0:
-            continue
-        terms: dict[int, dict[tuple[int, int], int]] = {r: {} for r in range(ii)}
-        total = 0
-        for i, ins in enumerate(graph.instructions):
-            for c, units in enumerate(ins.reservation.get(fu, ())):
-                if units:
-                    total += units
-                    for r in range(ii):
-                        key = (i, (r - c) % ii)
-                        terms[r][key] = terms[r].get(key, 0) + units
-        if total <= cap:
-            continue  # the unit can never be over-subscribed
-        for r in range(ii):
-            if sum(terms[r].values()) > cap:
-                rows.append((fu, r, cap, tuple((i, res, u) for (i, res), u in terms[r].items())))
-    return rows
-
-
-def _project(
-    n: int, kept: set[int], weights: list[tuple[int, int, int]], cycles: tuple[int, ...]
-) -> tuple[list[tuple[int, int, int]], dict[int, int], dict[int, int], int]:
-    """Project the ops outside ``kept`` out of the difference constraints (exact).
-
-    The constraints ``M(v) - M(u) >= w``, ``M >= 0`` and ``L >= M(v) + cycles(v)`` form a
-    difference system; eliminating a set of variables (Fourier-Motzkin) leaves, between every
-    pair of remaining variables, the longest path through eliminated ones. So the reduced
-    model has exactly the same feasible kept starts and the same ``L`` values. Requires no
-    positive cycle (``II >= RecMII``).
-    """
-    succ: dict[int, list[tuple[int, int]]] = {i: [] for i in range(n)}
-    for u, v, w in weights:
-        succ[u].append((v, w))
-    elim = [i for i in range(n) if i not in kept]
-
-    def through(seeds: dict[int, int]) -> dict[int, int]:
-        dist = dict(seeds)
-        queue = list(seeds)
-        while queue:
-            e = queue.pop()
-            for v, w in succ[e]:
-                if v in kept:
-                    continue
-                cand = dist[e] + w
-                if cand > dist.get(v, cand - 1):
-                    dist[v] = cand
-                    queue.append(v)
-        return dist
-
-    arcs: dict[tuple[int, int], int] = {}
-    tail: dict[int, int] = {}
-    for x in sorted(kept):
-        seeds: dict[int, int] = {}
-        for v, w in succ[x]:
-            if v not in kept and w > seeds.get(v, w - 1):
-                seeds[v] = w
-        dist = through(seeds)
-        tail[x] = max([cycles[x]] + [d + cycles[e] for e, d in dist.items()])
-        for src, base in [(x, 0)] + list(dist.items()):
-            for v, w in succ[src]:
-                if v in kept and (src == x or src not in kept):
-                    cand = base + w
-                    if cand > arcs.get((x, v), cand - 1):
-                        arcs[x, v] = cand
-    zero = through(dict.fromkeys(elim, 0))
-    lower: dict[int, int] = {}
-    for e, d in zero.items():
-        for v, w in succ[e]:
-            if v in kept and d + w > lower.get(v, 0):
-                lower[v] = d + w
-    l_const = max([0] + [d + cycles[e] for e, d in zero.items()])
-    return [(x, y, w) for (x, y), w in arcs.items()], lower, tail, l_const
-
-
-def _stage_bounds(
-    ii: int,
-    kept: tuple[int, ...],
-    arcs: list[tuple[int, int, int]],
-    lower: dict[int, int],
-) -> dict[int, int]:
-    """Per-op stage bounds ``K_x`` that cut off no feasible residues and not the optimal ``L``.
-
-    Fix the residues ``r`` of any solution of the reduced system. Each arc becomes
-    ``k_y - k_x >= ceil((w - r_y + r_x)/ii)`` and each lower bound ``k_x >= ceil((h - r_x)/ii)``.
-    The least solution (pointwise smallest, hence also of smallest ``L``) is
-    ``k_v = max(0, longest path from a seed to v)``; the system is feasible, so no circuit is
-    positive and the longest path is attained on a simple path ``P`` (at most
-    ``|kept| - 1`` arcs). Two upper bounds on that path value, the smaller is used:
-
-    * rounding every arc up, ``ceil((w + ii - 1)/ii)``, and relaxing ``|kept| - 1`` rounds;
-    * ``ceil(z/ii) <= (z + ii - 1)/ii`` and the residues telescope along ``P``, so
-      ``k_v <= (A(v) + |kept|*(ii - 1)) / ii`` with ``A(v)`` the longest path with the true
-      weights (from the seeds ``h`` and 0), which is finite because ``ii >= RecMII``.
-    """
-    n = len(kept)
-    bound = {x: max(0, -(-lower.get(x, 0) // ii)) for x in kept}
-    up = [(x, y, -(-(w + ii - 1) // ii)) for x, y, w in arcs if x != y]
-    for _ in range(max(0, n - 1)):
-        changed = False
-        for x, y, w in up:
-            if bound[x] + w > bound[y]:
-                bound[y] = bound[x] + w
-                changed = True
-        if not changed:
-            break
-    asap = {x: max(0, lower.get(x, 0)) for x in kept}
-    for _ in range(n + 1):
-        changed = False
-        for x, y, w in arcs:
-            if x != y and asap[x] + w > asap[y]:
-                asap[y] = asap[x] + w
-                changed = True
-        if not changed:
-            break
-    return {x: min(bound[x], max(0, (asap[x] + n * (ii - 1)) // ii)) for x in kept}
-
-
-def _residue_groups(graph: DependenceGraph, rows: list) -> list:
-    """Units (with a row in the model) whose users each reserve only their first cycle."""
-    out = []
-    for fu in sorted({row[0] for row in rows}):
-        users = []
-        for i, ins in enumerate(graph.instructions):
-            rrt = tuple(ins.reservation.get(fu, ()))
-            if any(rrt):
-                if rrt[0] == 0 or any(rrt[1:]):
-                    break
-                users.append((i, rrt[0]))
-        else:
-            out.append((fu, graph.machine.functional_units[fu], tuple(users)))
-    return out
-
-
-def _build_model(graph: DependenceGraph, ii: int) -> _Model:
-    index = graph.index()
-    rows = _mrt_rows(graph, ii)
-    kept = {i for _, _, _, terms in rows for i, _, _ in terms}
-    weights = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
-    cycles = tuple(ins.cycles for ins in graph.instructions)
-    arcs, lower, tail, l_const = _project(len(cycles), kept, weights, cycles)
-    kept_t = tuple(sorted(kept))
-    ub = _stage_bounds(ii, kept_t, arcs, lower)
-    return _Model(
-        ii=ii,
-        names=tuple(graph.names),
-        cycles=cycles,
-        kept=kept_t,
-        arcs=tuple(arcs),
-        lower=tuple(sorted(lower.items())),
-        tail=tuple(sorted(tail.items())),
-        l_const=l_const,
-        mrt_rows=tuple(rows),
-        stage_bound=max(ub.values(), default=0),
-        stage_ub=tuple(sorted(ub.items())),
-        residue_groups=tuple(_residue_groups(graph, rows)),
-        weights=tuple(weights),
-    )
-
-
-def _length(model: _Model, kept_starts: dict[int, int]) -> int:
+def _length(model: ReducedModel, kept_starts: dict[int, int]) -> int:
     """``L`` of the reduced model for the kept starts (the eliminated ops placed earliest)."""
     return max([model.l_const] + [kept_starts[x] + t for x, t in model.tail])
 
 
-def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: bool) -> list[int]:
+def _complete(
+    model: ReducedModel, kept_starts: dict[int, int], length: int, late: bool
+) -> list[int]:
     """Starts of the projected ops given the kept ones: pointwise earliest or latest."""
     n = len(model.cycles)
     kept = set(model.kept)
@@ -370,7 +185,7 @@ def _complete(model: _Model, kept_starts: dict[int, int], length: int, late: boo
     return start
 
 
-def _all_pairs_longest(model: _Model) -> dict[tuple[int, int], int]:
+def _all_pairs_longest(model: ReducedModel) -> dict[tuple[int, int], int]:
     """Longest path ``dist[x, y]`` between kept ops over the reduced arcs (``M(y) - M(x) >=``
     it in every schedule); pairs without a path are absent."""
     return matrix_to_dict(model.kept, longest_matrix(model.kept, model.arcs))
@@ -478,7 +293,7 @@ _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays be
 
 
 class _PulpModel:
-    def __init__(self, model: _Model, encoding: str = "ed97") -> None:
+    def __init__(self, model: ReducedModel, encoding: str = "ed97") -> None:
         import pulp
 
         self.pulp = pulp
@@ -583,7 +398,7 @@ class _PulpModel:
 
 class _CpSatModel:
     def __init__(
-        self, model: _Model, encoding: str = "standard", pair_windows: bool = True
+        self, model: ReducedModel, encoding: str = "standard", pair_windows: bool = True
     ) -> None:
         self.encoding = encoding
         self.pair_windows = pair_windows
@@ -758,6 +573,12 @@ class _CpSatModel:
 # ---------------------------------------------------------------------------------------------
 
 
+_BACKEND_MODELS: dict[str, type[_PulpModel] | type[_CpSatModel]] = {
+    "cbc": _PulpModel,
+    "cpsat": _CpSatModel,
+}
+
+
 def solve_phase1(
     graph: DependenceGraph,
     II: int,
@@ -838,68 +659,110 @@ def solve_phase1(
     >>> r.status.value, r.L, r.schedule
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
+    _check_arguments(backend, II, decide, encoding)
+    check_int(threads, "threads")
+    check_time_limit(time_limit)
+    if length_time_limit is not _SAME:
+        check_time_limit(length_time_limit, "length_time_limit")
+    if check:
+        check_graph(graph)
+    t0 = time.perf_counter()
+
+    def result(status: Status, schedule: dict[str, int] | None, length: int | None,
+               bound: int, stats: dict[str, Any]) -> Phase1Result:  # fmt: skip
+        return Phase1Result(status, II, schedule, length, backend, time.perf_counter() - t0,
+                            bound, stats)  # fmt: skip
+
+    if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
+        return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
+    data = build_reduced_model(graph, II)
+    encoding = _choose_encoding(data, backend, encoding)
+    stats: dict[str, Any] = {"encoding": encoding, "decide": decide, "kept_ops": len(data.kept),
+                             "mrt_rows": len(data.mrt_rows)}  # fmt: skip
+    log.info("phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
+             backend, II, len(data.names), len(data.kept), len(data.weights), data.stage_bound,
+             stats)  # fmt: skip
+    status, kept_starts, impl, seed = _decide_ii(
+        graph, data, backend, encoding, decide, hint, time_limit, threads, stats
+    )
+    stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
+    if kept_starts is None and seed is not None and status is Status.UNKNOWN:
+        stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
+        schedule, length = _normalised(data, [seed[n] for n in data.names])
+        return result(Status.FEASIBLE, schedule, length, data.stage_bound, stats)
+    if kept_starts is None:
+        return result(status, None, None, data.stage_bound, stats)
+    if impl is None:
+        impl = _BACKEND_MODELS[backend](data, encoding)
+        stats.update(impl.size())
+    length_limit = time_limit if length_time_limit is _SAME else length_time_limit
+    status, kept_starts, length, late = _minimise_length(
+        impl, kept_starts, data, length_limit, time_limit, threads, tie_break, stats
+    )
+    schedule, length = _normalised(data, _complete(data, kept_starts, length, late))
+    violations = verify_modulo_schedule(graph, schedule, II)
+    if violations:
+        raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
+    return result(status, schedule, length, data.stage_bound, stats)
+
+
+def _check_arguments(backend: str, II: object, decide: str, encoding: str | None) -> None:
+    """Raise :class:`~twill.errors.InvalidProblemError` for an unknown option value."""
     if backend not in BACKENDS:
         raise InvalidProblemError(
             f"backend must be one of {', '.join(BACKENDS)}, found {backend!r}"
         )
     check_int(II, "II")
-    check_int(threads, "threads")
-    check_time_limit(time_limit)
-    if length_time_limit is not _SAME:
-        check_time_limit(length_time_limit, "length_time_limit")
     if decide not in DECIDE:
         raise InvalidProblemError(f"decide must be one of {', '.join(DECIDE)}, found {decide!r}")
     if encoding is not None and encoding not in ENCODINGS:
         raise InvalidProblemError(
             f"encoding must be one of {', '.join(ENCODINGS)}, found {encoding!r}"
         )
-    if check:
-        check_graph(graph)
-    t0 = time.perf_counter()
-    if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
-        stats0: dict[str, Any] = {"proof": "positive circuit (II < RecMII)"}
-        return Phase1Result(
-            Status.INFEASIBLE, II, None, None, backend, time.perf_counter() - t0, 0, stats0
-        )
-    data = _build_model(graph, II)
+
+
+def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
+    """The dependence-row encoding: the given one, checked, or the backend's default."""
     residue_ok = {row[0] for row in data.mrt_rows} <= {g[0] for g in data.residue_groups}
     if encoding is None:  # ED97 rows tighten CBC's LP but grow as arcs * II
-        small = len(data.arcs) * II <= _ED97_MAX_ROWS
+        small = len(data.arcs) * data.ii <= _ED97_MAX_ROWS
         if backend == "cbc":
-            encoding = "ed97" if small else "standard"
-        else:
-            encoding = "residue" if residue_ok else "standard"
+            return "ed97" if small else "standard"
+        return "residue" if residue_ok else "standard"
     if encoding == "residue" and (backend != "cpsat" or not residue_ok):
         raise InvalidProblemError(
             "encoding 'residue' needs backend 'cpsat' and units whose users reserve only "
             "their first cycle"
         )
-    backend_cls = _PulpModel if backend == "cbc" else _CpSatModel
-    stats: dict[str, Any] = {
-        "encoding": encoding,
-        "decide": decide,
-        "kept_ops": len(data.kept),
-        "mrt_rows": len(data.mrt_rows),
-    }
-    log.info(
-        "phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
-        backend,
-        II,
-        len(data.names),
-        len(data.kept),
-        len(data.weights),
-        data.stage_bound,
-        stats,
-    )
+    return encoding
+
+
+def _decide_ii(
+    graph: DependenceGraph,
+    data: ReducedModel,
+    backend: str,
+    encoding: str,
+    decide: str,
+    hint: bool,
+    time_limit: float | None,
+    threads: int,
+    stats: dict[str, Any],
+) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
+    """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
+    :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
+
+    Returns the status, the kept ops' starts (when feasible), the full model when it was
+    built, and the verified greedy hint (when one was found).
+    """
     impl: _PulpModel | _CpSatModel | None = None
     wm = build_window_model(data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
-    seed = _greedy_hint(graph, II) if hint and not known else None
+    seed = _greedy_hint(graph, data.ii) if hint and not known else None
     seed_kept = {x: seed[data.names[x]] for x in data.kept} if seed is not None else None
     stats["hint"] = seed is not None
-    if wm is not None:  # decide II on the translation-reduced model (module window)
+    if wm is not None:
         if known:
             stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
@@ -908,42 +771,34 @@ def solve_phase1(
         kept_starts = lift(data, wm, times) if times is not None else None
         if times is not None and kept_starts is None:  # impossible by window's docstring
             raise VerificationError(
-                ["window-model solution could not be lifted"], what=f"phase 1 (II={II})"
+                ["window-model solution could not be lifted"], what=f"phase 1 (II={data.ii})"
             )
-    else:  # decide II by a feasibility solve of the full §3.1 model
-        impl = backend_cls(data, encoding)
-        stats.update(impl.size())
-        if seed_kept is not None:
-            impl.hint(seed_kept)
-        status = impl.solve(time_limit, threads)
-        kept_starts = impl.values() if status.has_solution else None
-    stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
-    if kept_starts is None and seed is not None and status is Status.UNKNOWN:
-        stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
-        low = min(seed.values(), default=0)
-        seed = {n: t - low for n, t in seed.items()}
-        length = max((seed[n] + c for n, c in zip(data.names, data.cycles, strict=True)), default=0)
-        return Phase1Result(
-            Status.FEASIBLE,
-            II,
-            seed,
-            length,
-            backend,
-            time.perf_counter() - t0,
-            data.stage_bound,
-            stats,
-        )
-    if kept_starts is None:
-        return Phase1Result(
-            status, II, None, None, backend, time.perf_counter() - t0, data.stage_bound, stats
-        )
-    if impl is None:
-        impl = backend_cls(data, encoding)
-        stats.update(impl.size())
-    # A pure feasibility solve decided II; now minimise L from that
-    # schedule (hint / warm start), under its own limit: L is secondary to the II verdict.
+        return status, kept_starts, None, seed
+    impl = _BACKEND_MODELS[backend](data, encoding)
+    stats.update(impl.size())
+    if seed_kept is not None:
+        impl.hint(seed_kept)
+    status = impl.solve(time_limit, threads)
+    return status, impl.values() if status.has_solution else None, impl, seed
+
+
+def _minimise_length(
+    impl: _PulpModel | _CpSatModel,
+    kept_starts: dict[int, int],
+    data: ReducedModel,
+    length_limit: float | None | object,
+    time_limit: float | None,
+    threads: int,
+    tie_break: bool,
+    stats: dict[str, Any],
+) -> tuple[Status, dict[int, int], int, bool]:
+    """Steps 2 and 3: minimise ``L`` from the deciding schedule (hint / warm start) under its
+    own limit, then, at a proven ``L*``, the as-late-as-possible tie-break.
+
+    Returns the status, the kept starts, ``L`` and whether the tie-break solution was taken.
+    """
     impl.minimise_length_from(kept_starts)
-    status = impl.solve(time_limit if length_time_limit is _SAME else length_time_limit, threads)
+    status = impl.solve(length_limit, threads)  # type: ignore[arg-type]
     stats["length_status"] = status.value
     if status.has_solution:
         kept_starts = impl.values()
@@ -958,13 +813,12 @@ def solve_phase1(
         if second.has_solution:
             kept_starts = impl.values()
             late = True
-    starts = _complete(data, kept_starts, length, late)
+    return status, kept_starts, length, late
+
+
+def _normalised(data: ReducedModel, starts: list[int]) -> tuple[dict[str, int], int]:
+    """The schedule shifted so that ``min M = 0``, and its length ``L``."""
     low = min(starts, default=0)
     schedule = {n: s - low for n, s in zip(data.names, starts, strict=True)}
     length = max((s + c for s, c in zip(schedule.values(), data.cycles, strict=True)), default=0)
-    violations = verify_modulo_schedule(graph, schedule, II)
-    if violations:
-        raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
-    return Phase1Result(
-        status, II, schedule, length, backend, time.perf_counter() - t0, data.stage_bound, stats
-    )
+    return schedule, length

@@ -877,13 +877,7 @@ def swp_and_ws(
         symmetry_breaking=symmetry_breaking,
         fixed_warps=fixed_warps,
     )
-    text = m.to_smt2()
-    if dump_smt2:
-        with open(dump_smt2, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    solver = z3.SolverFor("QF_FD")
-    solver.set("random_seed", int(seed))
-    solver.from_string(text)
+    solver = _z3_solver(m, seed, dump_smt2)
     build = time.perf_counter() - t0
     stats = m.statistics()
     log.info(
@@ -893,63 +887,92 @@ def swp_and_ws(
     )  # fmt: skip
     t1 = time.perf_counter()
     deadline = None if time_limit is None else t1 + time_limit
-
-    def check(assumptions: list[Any]) -> Any:
-        if deadline is not None:
-            left = max(deadline - time.perf_counter(), 0.001)
-            solver.set("timeout", max(1, int(left * 1000)))
-        return check_z3(solver, *assumptions)
-
-    hint_used = False
-    result = None
-    if hint is not None:
-        shift = min(hint.values()) if hint else 0
-        assumptions = []
-        ok = True
-        for v in m.ins:
-            s = hint.get(v)
-            var = None if s is None else dict(m.starts(v)).get(s - shift)
-            if var is None:
-                ok = False
-                break
-            assumptions.append(z3.Bool(m.names[var]))
-        if ok:
-            result = check(assumptions)
-            hint_used = result == z3.sat
-            if result != z3.sat:
-                result = None
-    if result is None:
-        result = check([])
+    result, hint_used = _solve_hinted(solver, m, hint, deadline)
     solve = time.perf_counter() - t1
     stats["z3"] = _z3_stats(solver)
-    if result == z3.unsat:
-        answer = "unsat"
-    elif result == z3.sat:
-        answer = "sat"
-    else:
-        answer = "unknown"
+    answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
     sched = assign = None
     if answer == "sat":
-        model = solver.model()
-        decision = list(m.x.values()) + [m.o[v, 0, t] for v, _, t in m.o if _ == 0]
-        decision += list(m.opw.values())
-        true = {
-            idx
-            for idx in decision
-            if z3.is_true(model.eval(z3.Bool(m.names[idx]), model_completion=True))
-        }
-        raw, assign = _decode(m, true)
-        shift = min(raw.values())
-        sched = {v: s - shift for v, s in raw.items()}
-        if shift and verify_warp_schedule(graph, sched, assign, II, L, rules=rules):
-            sched = raw  # normalising would break a liveness limit: keep the solver's times
-        violations = verify_warp_schedule(graph, sched, assign, II, L, rules=rules)
-        if violations:
-            raise VerificationError(violations, what=f"Phase-2 solution of {graph.name}")
+        sched, assign = _read_solution(solver, m, graph, II, L, rules)
     log.info("phase2 %s I=%d L=%d: %s in %.2fs", graph.name, II, L, answer, solve)
     return Phase2Result(
         answer, II, L, m.n, m.T, sched, assign, stats, build, solve, hint_used=hint_used
     )
+
+
+def _z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
+    """A z3 ``QF_FD`` solver loaded with the model's SMT-LIB text (also written to
+    ``dump_smt2`` when given)."""
+    import z3
+
+    text = m.to_smt2()
+    if dump_smt2:
+        with open(dump_smt2, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    solver = z3.SolverFor("QF_FD")
+    solver.set("random_seed", int(seed))
+    solver.from_string(text)
+    return solver
+
+
+def _check(solver: Any, assumptions: list[Any], deadline: float | None) -> Any:
+    """``solver.check`` with the time left before ``deadline`` as its timeout; an interrupt
+    stops Z3 (:func:`twill._interrupt.check_z3`)."""
+    if deadline is not None:
+        left = max(deadline - time.perf_counter(), 0.001)
+        solver.set("timeout", max(1, int(left * 1000)))
+    return check_z3(solver, *assumptions)
+
+
+def _solve_hinted(
+    solver: Any, m: Any, hint: Mapping[str, int] | None, deadline: float | None
+) -> tuple[Any, bool]:
+    """Try the hinted start times as assumptions first; if they are not sat, solve freely.
+
+    Returns the z3 result and whether the hint was used.
+    """
+    import z3
+
+    if hint is not None:
+        shift = min(hint.values()) if hint else 0
+        assumptions = []
+        for v in m.ins:
+            s = hint.get(v)
+            var = None if s is None else dict(m.starts(v)).get(s - shift)
+            if var is None:
+                break
+            assumptions.append(z3.Bool(m.names[var]))
+        else:
+            result = _check(solver, assumptions, deadline)
+            if result == z3.sat:
+                return result, True
+    return _check(solver, [], deadline), False
+
+
+def _read_solution(
+    solver: Any, m: Any, graph: DependenceGraph, II: int, L: int, rules: WarpRules
+) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
+    """Decode a sat model into (schedule, assignment), shifted to start at 0 unless that
+    would break a liveness limit; raise ``VerificationError`` if the verifier rejects it."""
+    import z3
+
+    model = solver.model()
+    decision = list(m.x.values()) + [m.o[v, 0, t] for v, _, t in m.o if _ == 0]
+    decision += list(m.opw.values())
+    true = {
+        idx
+        for idx in decision
+        if z3.is_true(model.eval(z3.Bool(m.names[idx]), model_completion=True))
+    }
+    raw, assign = _decode(m, true)
+    shift = min(raw.values())
+    sched = {v: s - shift for v, s in raw.items()}
+    if shift and verify_warp_schedule(graph, sched, assign, II, L, rules=rules):
+        sched = raw  # normalising would break a liveness limit: keep the solver's times
+    violations = verify_warp_schedule(graph, sched, assign, II, L, rules=rules)
+    if violations:
+        raise VerificationError(violations, what=f"Phase-2 solution of {graph.name}")
+    return sched, assign
 
 
 def _z3_stats(solver: Any) -> dict[str, Any]:

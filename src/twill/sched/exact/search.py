@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
 from twill.sched.ir import DependenceGraph
@@ -110,6 +110,28 @@ class SearchResult:
 
     def to_dict(self) -> dict[str, Any]:
         return search_result_fields(self)
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape (:func:`search_as_result`)."""
+        return search_as_result(self)
+
+
+def search_as_result(r: SearchResult | Any, solution: Any = None) -> SolveResult:
+    """A minimum-I answer in the shared shape: objective ``I`` (cycles between iteration
+    starts), bound MII or ``I`` itself when proven optimal, the certificate as proved."""
+    if solution is None and r.schedule is not None:
+        solution = dict(r.schedule)
+    return SolveResult(
+        status=r.status,
+        solution=solution,
+        objective=r.I,
+        objective_unit="cycles (initiation interval)",
+        bound=r.I if r.optimal else r.mii,
+        certificate=[c.to_dict() for c in r.certificate],
+        timings=Timings(solve=r.seconds),
+        stats={"L": r.L, "L_optimal": r.L_optimal, "res_mii": r.res_mii, "rec_mii": r.rec_mii},
+        settings={"backend": r.backend},
+    )
 
 
 def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:

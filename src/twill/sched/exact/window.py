@@ -4,7 +4,7 @@ The minimum-I proof needs, per ``II``, only the answer to "does any modulo sched
 (spec §2, §5). That question has symmetries that the §3.1 model (:mod:`.phase1`, which also
 minimises ``L``) leaves open; this module removes them, which turns the residue + stage
 search over absolute times ``[0, K*II)`` into a search over short windows of *relative*
-times. Input: the reduced model of :func:`.phase1._build_model` (kept ops, arcs
+times. Input: the reduced model of :func:`.reduced.build_reduced_model` (kept ops, arcs
 ``M(y) - M(x) >= w`` with the projected ops eliminated exactly, modulo reservation rows).
 
 Validity (each step keeps exactly the same yes/no answer):
@@ -35,7 +35,7 @@ Validity (each step keeps exactly the same yes/no answer):
    restricted to the other ops is a solution of the rest.
 5. **Back to the §3.1 model** (:func:`lift`): with the residues fixed, the least stages that
    satisfy every arc and ``M >= max(0, h)`` exist (by 3 and 1) and are found by longest
-   paths; they are the least solution used in :func:`.phase1._stage_bounds`, so they lie
+   paths; they are the least solution used in :func:`.reduced.stage_bounds`, so they lie
    inside the proven stage bounds and hint / warm-start the model that minimises ``L``.
 
 Two complete backends decide the window model: CP-SAT (:func:`decide_cpsat`: integer starts
@@ -45,7 +45,7 @@ strong precedence rows, whose LP relaxation is much tighter than the aggregated 
 INFEASIBLE is reported only on a finished proof; a time limit gives UNKNOWN.
 
 Preconditions: ``II >= RecMII`` (no positive circuit; :func:`.phase1.solve_phase1` checks it
-first) and the model comes from :func:`.phase1._build_model` at that ``II``.
+first) and the model comes from :func:`.reduced.build_reduced_model` at that ``II``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from twill._interrupt import solve_cpsat
 from twill.results import Status
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from twill.sched.exact.phase1 import _Model
+    from twill.sched.exact.reduced import ReducedModel
 
 __all__ = [
     "WindowModel",
@@ -130,7 +130,7 @@ def _components(kept: tuple[int, ...], dist: dict[tuple[int, int], int]) -> list
     return comps
 
 
-def _count_only_units(m: _Model) -> dict[str, int]:
+def _count_only_units(m: ReducedModel) -> dict[str, int]:
     """Units (with rows in the model) whose every user reserves one unit, first cycle only."""
     return {fu: cap for fu, cap, users in m.residue_groups if all(u == 1 for _, u in users)}
 
@@ -175,7 +175,7 @@ def matrix_to_dict(kept: tuple[int, ...], d: Any) -> dict[tuple[int, int], int]:
     }
 
 
-def energetic_arcs(m: _Model, d: Any) -> tuple[list[tuple[int, int, int]], bool]:
+def energetic_arcs(m: ReducedModel, d: Any) -> tuple[list[tuple[int, int, int]], bool]:
     """Implied arcs from unit capacities ("energetic" reasoning), tightened to a fixpoint.
 
     Let ``f`` be a count-only unit of capacity ``c`` (each user reserves one unit in its
@@ -236,7 +236,7 @@ def energetic_arcs(m: _Model, d: Any) -> tuple[list[tuple[int, int, int]], bool]
     return added, False
 
 
-def build_window_model(m: _Model) -> WindowModel:
+def build_window_model(m: ReducedModel) -> WindowModel:
     """The window model of ``m`` (module docstring), with :func:`energetic_arcs`."""
     ii = m.ii
     d = longest_matrix(m.kept, m.arcs)
@@ -331,7 +331,7 @@ def to_window(wm: WindowModel, starts: dict[int, int]) -> dict[int, int]:
     return out
 
 
-def lift(m: _Model, wm: WindowModel, times: dict[int, int]) -> dict[int, int] | None:
+def lift(m: ReducedModel, wm: WindowModel, times: dict[int, int]) -> dict[int, int] | None:
     """Kept starts of the §3.1 model from a window-model solution (steps 4 and 5).
 
     Free ops take the residues left over by the decided ones (greedily); then the least

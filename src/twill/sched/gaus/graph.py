@@ -90,7 +90,7 @@ class GauSGraph:
             object.__setattr__(self, attr, np.asarray(getattr(self, attr), dtype=np.float64))
         object.__setattr__(self, "usage", np.asarray(self.usage, dtype=np.float64))
         if self.usage.ndim != 3 or self.usage.shape[0] != n:
-            raise ValueError(f"usage must have shape (n, K, L), found {self.usage.shape}")
+            raise InvalidProblemError(f"usage must have shape (n, K, L), found {self.usage.shape}")
 
     @property
     def n(self) -> int:
@@ -191,7 +191,7 @@ def from_dependence_graph(
     elif memory == "unit":
         mem = np.ones(n)
     else:
-        raise ValueError(f"memory must be auto, footprint, regs or unit, found {memory!r}")
+        raise InvalidProblemError(f"memory must be auto, footprint, regs or unit, found {memory!r}")
     return GauSGraph(
         name=graph.name,
         names=tuple(x.name for x in ins),

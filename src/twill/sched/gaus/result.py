@@ -5,9 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 
 __all__ = ["ScheduleRunResult"]
+
+
+#: What each formulation's ``objective`` counts (GauS spec §3).
+OBJECTIVE_UNITS = {
+    "A": "ratio x peak resource + communication",
+    "B": "peak live memory (result units)",
+    "C": "modulo MaxLive (result units)",
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,9 @@ class ScheduleRunResult:
         verified). Together with ``objective_history`` it gives the run's best legal
         objective over time (:meth:`seconds_to_reach`). Empty when the search did not run or
         was not kept.
+    infeasible_cause
+        For a proven INFEASIBLE: ``"D"`` (the latency bound is too short, at every II) or
+        ``"II"`` (the initiation interval is below ResMII or RecMII); ``None`` otherwise.
     """
 
     status: Status
@@ -83,6 +94,7 @@ class ScheduleRunResult:
     timings: dict[str, float] = field(default_factory=dict)
     gaus_objective: float | None = None
     polish_history: tuple[tuple[float, float], ...] = ()
+    infeasible_cause: str | None = None
 
     def seconds_to_reach(self, target: float) -> float | None:
         """Seconds from the call start until a legal schedule with objective ``<= target``
@@ -101,6 +113,30 @@ class ScheduleRunResult:
     def feasible(self) -> bool:
         """True when a legal schedule was found."""
         return self.legal
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape (solution ``None`` unless ``legal``)."""
+        return SolveResult(
+            status=self.status,
+            solution=dict(self.schedule) if self.legal else None,
+            objective=self.objective,
+            objective_unit=OBJECTIVE_UNITS.get(self.formulation, ""),
+            bound=self.bound,
+            timings=Timings(solve=self.seconds),
+            stats={
+                "iterations": self.iterations,
+                "message": self.message,
+                "II": self.II,
+                "steps_seconds": dict(self.timings),
+            },  # fmt: skip
+            settings={
+                "method": self.method,
+                "formulation": self.formulation,
+                "D": self.D,
+                **self.settings,
+            },  # fmt: skip
+            seed=self.seed,
+        )
 
     def to_dict(self, *, history: bool = True) -> dict[str, Any]:
         """JSON-ready dictionary (``history=False`` drops the per-step curves)."""

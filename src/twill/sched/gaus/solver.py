@@ -86,7 +86,7 @@ def as_gaus_graph(graph: DependenceGraph | GauSGraph) -> GauSGraph:
 def resolve_device(device: str) -> str:
     """``"cpu"`` or ``"cuda"`` (error when CUDA is asked for and not available)."""
     if device not in ("cpu", "cuda") and not device.startswith("cuda:"):
-        raise ValueError(f"device must be 'cpu' or 'cuda', found {device!r}")
+        raise InvalidProblemError(f"device must be 'cpu' or 'cuda', found {device!r}")
     if device.startswith("cuda"):
         import torch
 
@@ -244,7 +244,7 @@ class GauSSolver:
                 g = self.graph if R_cap is None else self.graph.with_caps(R_cap)
                 II = default_II(g)
             return self.solve_modulo(II, R_cap=R_cap, max_iters=max_iters)
-        raise ValueError(f"formulation must be A, B or C, found {formulation!r}")
+        raise InvalidProblemError(f"formulation must be A, B or C, found {formulation!r}")
 
     # -- implementation ----------------------------------------------------------------------
 
@@ -270,10 +270,10 @@ class GauSSolver:
         device = resolve_device(self.device)
         g = self.graph if R_cap is None else self.graph.with_caps(float(R_cap))
         if II is not None and (not isinstance(II, int | np.integer) or II < 1):
-            raise ValueError(f"II must be an integer >= 1, found {II!r}")
+            raise InvalidProblemError(f"II must be an integer >= 1, found {II!r}")
         D = int(self.D) if self.D is not None else default_D(g, formulation, II)
         if D < 1:
-            raise ValueError(f"D must be >= 1, found {D}")
+            raise InvalidProblemError(f"D must be >= 1, found {D}")
         record = {**settings.to_dict(), "ratio": ratio, "R_cap": R_cap, "device": device}
 
         def finish(
@@ -309,14 +309,17 @@ class GauSSolver:
                 Status.INFEASIBLE,
                 None,
                 f"infeasible at D={D}: the critical path needs {int(asap.max()) + 1} steps",
+                infeasible_cause="D",
             )
         if formulation == "C":
             assert II is not None
             rm, cm = res_mii(g), rec_mii(g)
             if II < rm:
-                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: ResMII = {rm}")
+                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: ResMII = {rm}",
+                              infeasible_cause="II")  # fmt: skip
             if II < cm:
-                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: RecMII = {cm}")
+                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: RecMII = {cm}",
+                              infeasible_cause="II")  # fmt: skip
             masap = modulo_asap(g, II)
             if masap is not None and masap.max(initial=0) > D - 1:
                 return finish(
@@ -324,6 +327,7 @@ class GauSSolver:
                     None,
                     f"infeasible at D={D}, II={II}: recurrences push an op to step "
                     f"{int(masap.max())}",
+                    infeasible_cause="D",
                 )
             asap = np.maximum(asap, masap) if masap is not None else asap
 
@@ -346,7 +350,7 @@ class GauSSolver:
         elif settings.init in ("asap_alap", "legal_midpoint"):
             mu0 = 0.5 * (asap + alap).astype(np.float64)
         else:
-            raise ValueError(
+            raise InvalidProblemError(
                 f"init must be legal_midpoint, asap_alap or asap, found {settings.init!r}"
             )
         sigma0 = np.clip(

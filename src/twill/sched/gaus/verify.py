@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from twill.errors import InvalidProblemError
+from twill.results import Violation
 from twill.sched.gaus.graph import GauSGraph
-from twill.sched.verify import Violation
 
 __all__ = [
     "schedule_violations",
@@ -197,6 +198,6 @@ def discrete_objective(
         return peak_memory(g, t, D)
     if formulation == "C":
         if II is None:
-            raise ValueError("formulation C needs II")
+            raise InvalidProblemError("formulation C needs II")
         return modulo_maxlive(g, t, II)
-    raise ValueError(f"formulation must be A, B or C, found {formulation!r}")
+    raise InvalidProblemError(f"formulation must be A, B or C, found {formulation!r}")

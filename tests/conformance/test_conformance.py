@@ -1,0 +1,391 @@
+"""One conformance suite for every solver, mapper and baseline of both families (rule 14).
+
+Every entry of :data:`SOLVERS` runs through the same checks:
+
+* result shape: the native result converts to :class:`twill.results.SolveResult`
+  (``as_result()``), and a solution is present exactly when the status says so;
+* status semantics: a tiny time limit gives UNKNOWN or a solution, never INFEASIBLE;
+* the independent verifier accepts the solution;
+* determinism: the same seed and inputs give the same status, solution and objective;
+* ``to_dict()`` of both the native and the shared result goes through ``json.dumps``;
+* the input is not modified.
+
+Adding a solver (or a mapper) is one :class:`Entry` in :data:`SOLVERS`: how to build its small
+instance, how to run it under :class:`~twill.options.SolverOptions`, and how to verify a
+solution with the problem's own verifier.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from twill.options import SolverOptions
+from twill.results import SolveResult, Status, Violation, WarpSchedule
+
+_STATUSES = set(Status)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One solver under test.
+
+    Attributes
+    ----------
+    name
+        Test id.
+    instance
+        Builds the (small) input; called once per check.
+    run
+        ``run(instance, options)``: the solver's native result (with ``as_result()`` and
+        ``to_dict()``).
+    verify
+        ``verify(instance, result)``: the independent verifier's violations of
+        ``result.solution`` (a :class:`SolveResult`).
+    time_limited
+        The solver honours ``options.time_limit`` (the tiny-limit check runs).
+    known_gaps
+        Checks this solver is known to fail today (run as strict xfail, so a fix shows up and
+        the entry must then be removed), each with its reason.
+    """
+
+    name: str
+    instance: Callable[[], Any]
+    run: Callable[[Any, SolverOptions], Any]
+    verify: Callable[[Any, SolveResult], list[Violation]]
+    time_limited: bool = True
+    known_gaps: tuple[tuple[str, str], ...] = ()
+
+
+# -- instances ------------------------------------------------------------------------------
+
+
+def _simplified() -> Any:
+    from twill.kernels import flash_attention_forward_simplified
+
+    return flash_attention_forward_simplified()
+
+
+def _hopper() -> Any:
+    from twill.kernels import flash_attention_forward_hopper
+
+    return flash_attention_forward_hopper()
+
+
+def _small_dag() -> Any:
+    from twill.gaus_solver import generate_random_dag
+    from twill.sched.gaus.graph import from_dependence_graph
+
+    return from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=11))
+
+
+# -- verifiers (the problems' own, never a solver's) -----------------------------------------
+
+
+def _verify_modulo(graph: Any, r: SolveResult) -> list[Violation]:
+    from twill.sched.problems import ModuloProblem, WarpSpecProblem
+
+    if isinstance(r.solution, WarpSchedule):
+        return list(WarpSpecProblem(graph).verify(r.solution).violations)
+    ii = r.settings.get("II", r.objective)
+    return list(ModuloProblem(graph).verify(r.solution, ii).violations)
+
+
+def _verify_gaus(g: Any, r: SolveResult) -> list[Violation]:
+    from twill.sched.gaus.verify import schedule_violations
+
+    t = np.array([r.solution[n] for n in g.names])
+    ii = r.stats.get("II") if r.settings.get("formulation") == "C" else None
+    return schedule_violations(g, t, r.settings["D"], ii)
+
+
+def _verify_gaus_modulo(graph: Any, r: SolveResult) -> list[Violation]:
+    from twill.sched.problems import ModuloProblem
+
+    return list(ModuloProblem(graph).verify(r.solution, r.stats["II"]).violations)
+
+
+# -- runners: each solver's own call under the shared options --------------------------------
+
+
+def _phase1(backend: str) -> Callable[[Any, SolverOptions], Any]:
+    def run(graph: Any, o: SolverOptions) -> Any:
+        from twill.sched.exact.phase1 import solve_phase1
+
+        return solve_phase1(graph, 4, backend=backend, time_limit=o.time_limit, threads=o.threads)
+
+    return run
+
+
+def _search(graph: Any, o: SolverOptions) -> Any:
+    from twill.sched.exact.search import search_min_ii
+
+    return search_min_ii(graph, max_I=6, time_limit=o.time_limit, threads=o.threads)
+
+
+def _twill(graph: Any, o: SolverOptions) -> Any:
+    from twill.twill_solver import twill_solve
+
+    return twill_solve(graph, max_I=5, time_limit=o.time_limit, phase2_time_limit=o.time_limit,
+                       threads=o.threads)  # fmt: skip
+
+
+def _gaus(formulation: str) -> Callable[[Any, SolverOptions], Any]:
+    def run(g: Any, o: SolverOptions) -> Any:
+        from twill.gaus_solver import GauSSolver
+
+        s = GauSSolver(g, D=10 if formulation != "C" else 20, seed=o.seed, max_iters=150,
+                       time_limit=o.time_limit)  # fmt: skip
+        return s.solve_modulo(4) if formulation == "C" else s.solve(formulation)
+
+    return run
+
+
+def _baseline(name: str) -> Callable[[Any, SolverOptions], Any]:
+    def run(g: Any, o: SolverOptions) -> Any:
+        from twill.sched.baselines.categorical import gumbel_schedule
+        from twill.sched.baselines.exact import exact_schedule
+        from twill.sched.baselines.force_directed import force_directed_schedule
+        from twill.sched.baselines.list_sched import list_schedule
+
+        if name == "list":
+            return list_schedule(g, "A", D=10)
+        if name == "force-directed":
+            return force_directed_schedule(g, "A", D=10)
+        if name == "gumbel":
+            return gumbel_schedule(g, "A", D=10, epochs=5, seed=o.seed, time_limit=o.time_limit)
+        return exact_schedule(g, "A", D=10, time_limit=o.time_limit or 20.0, threads=o.threads,
+                              seed=o.seed)  # fmt: skip
+
+    return run
+
+
+# -- the mapping family: results converted to the shared shape here, outside mapping/ ------
+
+
+@dataclass(frozen=True)
+class _Mapped:
+    """A mapper's native result with the shared-shape view the checks read."""
+
+    native: Any
+    shared: SolveResult
+
+    @property
+    def status(self) -> Status:
+        return self.shared.status
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.native.to_dict()
+        out.setdefault("status", self.shared.status.value)
+        return out
+
+    def as_result(self) -> SolveResult:
+        return self.shared
+
+
+def _from_map_result(r: Any) -> _Mapped:
+    """A :class:`~twill.mapping.result.MapResult` in the shared shape."""
+    metric = r.settings.get("metric", "objective")
+    shared = SolveResult(r.status, solution=r.mapping, objective=r.objective,
+                         objective_unit=f"{r.method} {metric}", bound=r.bound,
+                         stats=r.stats, settings=r.settings, seed=r.seed)  # fmt: skip
+    return _Mapped(r, shared)
+
+
+def _from_fadiff(r: Any) -> _Mapped:
+    """An FADiff result (a verified plan, heuristic) in the shared shape."""
+    shared = SolveResult(Status.FEASIBLE, solution=r.plan, objective=r.report.edp,
+                         objective_unit="EDP", settings=r.settings)  # fmt: skip
+    return _Mapped(r, shared)
+
+
+def _tiny_layer_and_arch() -> Any:
+    from twill.mapping.arch import gemmini_arch
+    from twill.mapping.workload import Layer
+
+    return Layer.gemm(4, 4, 4), gemmini_arch(4, 1, 1)
+
+
+def _layer_and_arch() -> Any:
+    from twill.mapping.arch import gemmini_arch
+    from twill.mapping.workload import Layer
+
+    return Layer("fc", {"P": 8, "C": 32, "K": 32}), gemmini_arch()
+
+
+def _two_layer_net() -> Any:
+    from twill.mapping.arch import gemmini_arch
+    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.workload import Layer
+
+    a = Layer("a", {"P": 8, "Q": 8, "C": 16, "K": 16})
+    b = Layer("b", {"R": 3, "S": 3, "P": 8, "Q": 8, "C": 16, "K": 16})
+    return chain_network([a, b]), gemmini_arch()
+
+
+def _verify_mapping(inst: Any, r: SolveResult) -> list[Violation]:
+    from twill.mapping.mapping import verify_mapping
+
+    return verify_mapping(inst[0], inst[1], r.solution)
+
+
+def _verify_plan(inst: Any, r: SolveResult) -> list[Violation]:
+    from twill.mapping.fadiff.fusion import verify_plan
+
+    return verify_plan(inst[0], inst[1], r.solution)
+
+
+def _mapper(name: str) -> Callable[[Any, SolverOptions], Any]:
+    def run(inst: Any, o: SolverOptions) -> Any:
+        from twill.mapping.cosa.rerank import cosa_rerank_map
+        from twill.mapping.cosa.solve import cosa_map
+        from twill.mapping.search.exhaustive import exhaustive_search
+        from twill.mapping.search.hybrid import hybrid_search
+        from twill.mapping.search.random import random_search
+
+        layer, arch = inst
+        limit = o.time_limit or 60.0
+        calls = {
+            "cosa": lambda: cosa_map(layer, arch, time_limit=limit, threads=o.threads, seed=o.seed),
+            "cosa-rerank": lambda: cosa_rerank_map(layer, arch, time_limit=limit, seed=o.seed),
+            "random": lambda: random_search(layer, arch, n_valid=20, seed=o.seed),
+            "exhaustive": lambda: exhaustive_search(layer, arch, seed=o.seed),
+            "hybrid": lambda: hybrid_search(layer, arch, n_valid=64, seed=o.seed),
+        }
+        return _from_map_result(calls[name]())
+
+    return run
+
+
+def _fadiff(inst: Any, o: SolverOptions) -> Any:
+    from twill.mapping.fadiff.train import fadiff
+
+    net, arch = inst
+    return _from_fadiff(fadiff(net, arch, steps=20, eval_every=10, seed=o.seed))
+
+
+SOLVERS: list[Entry] = [
+    Entry("phase1-cbc", _hopper, _phase1("cbc"), _verify_modulo),
+    Entry("phase1-cpsat", _hopper, _phase1("cpsat"), _verify_modulo),
+    Entry("search-min-ii", _hopper, _search, _verify_modulo),
+    Entry("twill_solve", _simplified, _twill, _verify_modulo),
+    Entry("gaus-A", _small_dag, _gaus("A"), _verify_gaus),
+    Entry("gaus-B", _small_dag, _gaus("B"), _verify_gaus),
+    Entry("gaus-C", _hopper, _gaus("C"), _verify_gaus_modulo),
+    Entry("list", _small_dag, _baseline("list"), _verify_gaus, time_limited=False),
+    Entry("force-directed", _small_dag, _baseline("force-directed"), _verify_gaus, False),
+    Entry("gumbel", _small_dag, _baseline("gumbel"), _verify_gaus),
+    Entry("exact-cpsat", _small_dag, _baseline("exact"), _verify_gaus),
+    Entry("cosa", _layer_and_arch, _mapper("cosa"), _verify_mapping),
+    Entry("cosa-rerank", _layer_and_arch, _mapper("cosa-rerank"), _verify_mapping),
+    Entry("random", _layer_and_arch, _mapper("random"), _verify_mapping, time_limited=False),
+    Entry("exhaustive", _tiny_layer_and_arch, _mapper("exhaustive"), _verify_mapping, False),
+    Entry("hybrid", _layer_and_arch, _mapper("hybrid"), _verify_mapping, time_limited=False),
+    Entry(
+        "fadiff",
+        _two_layer_net,
+        _fadiff,
+        _verify_plan,
+        time_limited=False,
+        known_gaps=(("to_dict", "FADiffResult has no to_dict() yet"),),
+    ),
+]
+
+
+def _params(check: str, entries: list[Entry] = SOLVERS) -> list[Any]:
+    """``entries`` as pytest parameters, with the known gaps of ``check`` as strict xfail."""
+    out = []
+    for e in entries:
+        why = dict(e.known_gaps).get(check)
+        marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+        out.append(pytest.param(e, id=e.name, marks=marks))
+    return out
+
+
+_OPTIONS = SolverOptions(time_limit=30.0, seed=1)
+
+
+@pytest.fixture(scope="module")
+def _cache() -> dict[str, tuple[Any, Any]]:
+    return {}
+
+
+def _solved(entry: Entry, cache: dict[str, tuple[Any, Any]]) -> tuple[Any, Any]:
+    """(instance, native result) of one default run, shared by the checks of one entry."""
+    if entry.name not in cache:
+        instance = entry.instance()
+        cache[entry.name] = (instance, entry.run(instance, _OPTIONS))
+    return cache[entry.name]
+
+
+@pytest.mark.parametrize("entry", _params("shape"))
+def test_result_shape(entry: Entry, _cache: dict) -> None:
+    _, native = _solved(entry, _cache)
+    r = native.as_result()
+    assert isinstance(r, SolveResult) and r.status in _STATUSES
+    assert (r.solution is not None) == r.status.has_solution, (r.status, r.solution)
+    assert r.status.has_solution, f"{entry.name} found nothing on its small instance"
+    assert isinstance(r.objective_unit, str) and r.objective_unit
+    assert r.timings.total >= 0
+
+
+@pytest.mark.parametrize("entry", _params("verify"))
+def test_solution_verifies(entry: Entry, _cache: dict) -> None:
+    instance, native = _solved(entry, _cache)
+    r = native.as_result()
+    assert entry.verify(instance, r) == []
+
+
+@pytest.mark.parametrize("entry", _params("to_dict"))
+def test_to_dict_round_trips(entry: Entry, _cache: dict) -> None:
+    _, native = _solved(entry, _cache)
+    native_json = json.loads(json.dumps(native.to_dict()))
+    assert native_json["status"] == native.status.value
+    shared = json.loads(json.dumps(native.as_result().to_dict()))
+    fields = {"status", "solution", "objective", "objective_unit", "bound", "certificate",
+              "timings", "stats", "settings", "seed"}  # fmt: skip
+    assert fields <= set(shared)
+
+
+@pytest.mark.parametrize("entry", _params("seed"))
+def test_seed_reproduces(entry: Entry, _cache: dict) -> None:
+    instance, native = _solved(entry, _cache)
+    again = entry.run(entry.instance(), _OPTIONS).as_result()
+    first = native.as_result()
+    assert (again.status, again.objective) == (first.status, first.objective)
+    assert again.to_dict()["solution"] == first.to_dict()["solution"]
+
+
+@pytest.mark.parametrize("entry", _params("input"))
+def test_input_untouched(entry: Entry) -> None:
+    instance = entry.instance()
+    before = copy.deepcopy(instance)
+    entry.run(instance, _OPTIONS)
+    assert _same(instance, before)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if hasattr(a, "__dict__") or hasattr(a, "__dataclass_fields__"):
+        return all(_same(getattr(a, k), getattr(b, k)) for k in vars(a))
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+@pytest.mark.parametrize("entry", _params("time_limit", [e for e in SOLVERS if e.time_limited]))
+def test_tiny_time_limit_is_never_infeasible(entry: Entry) -> None:
+    r = entry.run(entry.instance(), SolverOptions(time_limit=1e-3, seed=1)).as_result()
+    assert r.status is not Status.INFEASIBLE
+    assert r.status in (Status.UNKNOWN, Status.FEASIBLE, Status.OPTIMAL)
+    if r.status.has_solution:
+        assert entry.verify(entry.instance(), r) == []

@@ -1,0 +1,54 @@
+"""The shared vocabulary: SolverOptions validation, SolveResult and WarpSchedule."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from twill.errors import InvalidProblemError, VerificationError
+from twill.options import SolverOptions
+from twill.results import SolveResult, Status, Timings, Verdict, Violation, WarpSchedule
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("time_limit", 0), ("time_limit", -1.0), ("time_limit", math.inf), ("time_limit", math.nan),
+     ("time_limit", "10"), ("threads", 0), ("threads", 1.5), ("threads", True), ("seed", 1.0)],
+)  # fmt: skip
+def test_options_reject_out_of_range(field: str, value: object) -> None:
+    with pytest.raises(InvalidProblemError, match=field):
+        SolverOptions(**{field: value})
+
+
+def test_options_are_frozen_and_json_ready() -> None:
+    o = SolverOptions(time_limit=5, threads=2, seed=3, extra={"presolve": False})
+    assert o.time_limit == 5.0 and json.loads(json.dumps(o.to_dict()))["extra"] == {
+        "presolve": False
+    }
+    with pytest.raises(TypeError):
+        o.extra["presolve"] = True  # type: ignore[index]
+
+
+def test_solve_result_round_trips() -> None:
+    r = SolveResult(Status.FEASIBLE, {"a": 1}, 3.0, "cycles", 2.0, ["I=1 infeasible"],
+                    Timings(0.1, 0.2, 0.3), {"nodes": 4}, {"backend": "cbc"}, 7)  # fmt: skip
+    d = json.loads(json.dumps(r.to_dict()))
+    assert d["status"] == "feasible" and d["timings"] == {"build": 0.1, "solve": 0.2, "verify": 0.3}
+    assert r.timings.total == pytest.approx(0.6)
+
+
+def test_verdict_raises_with_the_witness() -> None:
+    v = Violation("capacity", {"fu": "TC", "slot": 0}, value=2, limit=1)
+    with pytest.raises(VerificationError, match="capacity @ fu=TC"):
+        Verdict((v,)).raise_if_invalid("demo")
+
+
+def test_warp_schedule_normalises_assignment() -> None:
+    from twill.kernels import flash_attention_forward_simplified
+
+    g = flash_attention_forward_simplified()
+    ws = WarpSchedule.of(g, {"S": 0, "P": 2, "O": 3}, {"S": 0, "P": (0, 1), "O": 1}, 2)
+    assert ws.assignment["P"] == (0, 1) and ws.warps == {"S": 0, "P": 0, "O": 1} and ws.L == 4
+    assert WarpSchedule.of(ws) is ws
