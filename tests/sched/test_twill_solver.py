@@ -11,7 +11,13 @@ import pytest
 from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.ir import Instruction
-from twill.twill_solver import TwillResult, format_mrt, format_result, twill_solve
+from twill.twill_solver import (
+    PROBLEM_WARP_SPECIALISATION,
+    TwillResult,
+    format_mrt,
+    format_result,
+    twill_solve,
+)
 
 
 def test_readme_example_verbatim(capsys):
@@ -23,7 +29,8 @@ def test_readme_example_verbatim(capsys):
     assert result.I == 2 and result.optimal and result.L == 4
     assert result.schedule == {"S": 0, "P": 2, "O": 3}
     out = capsys.readouterr().out
-    assert "I = 2 (proven optimal)" in out
+    assert "I = 2 cycles (proven optimal for modulo scheduling with warp specialisation)" in out
+    assert "problem: modulo+warp-specialisation" in out
     assert "schedule: S@0, P@2, O@3" in out
     assert "I=1: excluded by ResMII" in out
     assert "TC (cap 1)  | S | O" in out
@@ -100,10 +107,12 @@ def test_phase2_unknown_is_reported_as_such(capsys):
         L=None,
         schedule=None,
         optimal=False,
-        extra={"points": [{"I": 2, "L": 4, "answer": "unknown"}, {"I": 3, "L": 3,
-                                                                   "answer": "unknown"}],
+        problem=PROBLEM_WARP_SPECIALISATION,
+        extra={"points": [{"I": 2, "L": 4, "answer": "unknown", "seconds": 1.0},
+                          {"I": 3, "L": 3, "answer": "unknown", "seconds": 1.0}],
                "phase1_I": 2},
     )  # fmt: skip
     text = format_result(result, graph)
     assert "no warp-specialised schedule with I <= 3: a time limit was hit" in text
     assert "Phase 1 alone, without warps: I = 2" in text and "optimal" not in text
+    assert "(I=3, L=3): unknown" in text
