@@ -116,3 +116,26 @@ def test_phase2_unknown_is_reported_as_such(capsys):
     assert "no warp-specialised schedule with I <= 3: a time limit was hit" in text
     assert "Phase 1 alone, without warps: I = 2" in text and "optimal" not in text
     assert "(I=3, L=3): unknown" in text
+
+
+def test_kernel_name_or_path_like_the_cli():
+    assert twill_solve("simple_gemm_pipeline").I == 2
+    data = Path(__file__).resolve().parents[1] / "data" / "circt_canis14_fig2.yaml"
+    r = twill_solve(data)
+    assert (r.I, r.problem) == (3, "modulo") and twill_solve(str(data)).schedule == r.schedule
+    with pytest.raises(InvalidProblemError, match="no_such_kernel"):
+        twill_solve("no_such_kernel")
+
+
+@pytest.mark.parametrize("bad", [None, 3, ["simple_gemm_pipeline"]])
+def test_wrong_graph_type_is_a_clear_type_error(bad):
+    with pytest.raises(TypeError, match="expects a DependenceGraph, a kernel name .* found"):
+        twill_solve(bad)
+
+
+def test_repr_is_short():
+    r = twill_solve("flash_attention_forward_hopper")
+    text = repr(r)
+    assert text.startswith("TwillResult(graph='flash_attention_forward_hopper'")
+    assert "problem='modulo+warp-specialisation'" in text and "I=4" in text
+    assert len(text) < 200 and "certificate" not in text and "LOAD_K" not in text
