@@ -11,6 +11,7 @@ import json
 import sys
 
 from twill.cli._args import check_output_path, positive_int
+from twill.cli._console import stdout_console
 
 __all__ = ["register"]
 
@@ -116,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{rep.layer_dram_bytes[j] / 1024:.0f}",
             "yes" if j in fused_src else "",
         )
-    con = Console()
+    con = stdout_console()
     con.print(t)
     con.print(
         f"EDP {rep.edp:.4g} uJ*cycles, energy {rep.energy_uj:.1f} uJ, "

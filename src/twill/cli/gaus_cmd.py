@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.cli._args import check_output_path, nonnegative_float, positive_float, positive_int
+from twill.cli._console import stdout_console
 from twill.errors import InputFormatError, InvalidProblemError
 
 __all__ = ["register", "load_any_graph", "run_gaus"]
@@ -197,7 +198,6 @@ def _stderr_console() -> Any:
 
 
 def _table(result: Any) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     t = Table(title=f"{result.method} on {result.graph} (formulation {result.formulation})")
@@ -213,9 +213,9 @@ def _table(result: Any) -> None:
         str(result.iterations),
         f"{result.seconds:.2f}",
     )
-    Console().print(t)
+    stdout_console().print(t)
     if result.message:
-        Console().print(result.message)
+        stdout_console().print(result.message)
 
 
 def _plot(result: Any, path: str) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import check_output_path, positive_float, positive_int
+from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
@@ -127,7 +128,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="twill kernels")
@@ -135,7 +135,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(r["name"], str(r["ops"]), str(r["edges"]), r["machine"], r["description"])
-    Console(width=160).print(table)
+    stdout_console().print(table)
     return 0
 
 
