@@ -64,3 +64,29 @@ def test_twill_solve_forwards_events():
     events: list[ProgressEvent] = []
     r = twill_solve("flash_attention_forward_simplified", on_progress=events.append)
     assert {e.phase for e in events} == {"phase1", "phase2"} and r.I == 2
+
+
+def test_cli_status_line_follows_the_events(monkeypatch, capsys):
+    """On a terminal, `twill solve` hangs a status line on the events (stderr only)."""
+    import sys
+
+    from twill.cli import main, sched_cmds
+
+    seen: list[str] = []
+    real = sched_cmds._progress_callback
+
+    def spy() -> tuple:
+        on_progress, status = real()
+        assert on_progress is not None and status is not None
+
+        def both(event: ProgressEvent) -> None:
+            seen.append(event.describe())
+            on_progress(event)
+
+        return both, status
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(sched_cmds, "_progress_callback", spy)
+    assert main(["solve", "flash_attention_forward_simplified"]) == 0
+    assert seen[0].startswith("Phase 1: I=2 (MII 2") and seen[-1].startswith("Phase 2: (I=2, L=4)")
+    assert "Phase 1" not in capsys.readouterr().out
