@@ -253,7 +253,7 @@ def twill_solve(
     InvalidProblemError
         The graph or an option is invalid (every defect listed), or an unknown kernel name.
     TypeError
-        ``graph`` is neither a graph, a kernel name nor a path.
+        ``graph`` is neither a graph, a kernel name nor a path; ``phase2`` is not a bool.
 
     Notes
     -----
@@ -271,7 +271,9 @@ def twill_solve(
     t0 = time.perf_counter()
     graph = _as_graph(graph)
     _check(graph)  # step 1: every defect at once
-    run_phase2 = has_warp_model(graph) if phase2 is None else bool(phase2)
+    if phase2 is not None and not isinstance(phase2, bool):
+        raise TypeError(f"phase2 must be None, True or False, found {phase2!r}")
+    run_phase2 = has_warp_model(graph) if phase2 is None else phase2
     p1 = _phase1(  # step 2: Phase 1 + search for the minimum I
         graph,
         max_I=max_I,

@@ -93,6 +93,8 @@ def test_api_phase2_none_true_false():
     assert twill_solve(modulo_graph).problem == PROBLEM_MODULO
     r = twill_solve(modulo_graph, phase2=True)
     assert r.problem == PROBLEM_WARP_SPECIALISATION and r.extra["phase1_I"] == 2
+    with pytest.raises(TypeError, match="phase2 must be None, True or False"):
+        twill_solve(g, phase2="no")
 
 
 def test_phase2_options_conflict_with_no_phase2(capsys):
