@@ -5,11 +5,17 @@
 1. check the graph (:func:`twill.sched.validate.check_graph`);
 2. Phase 1: search ``I = MII, MII+1, ...`` for the minimum initiation interval with an exact
    modulo scheduler and a certificate (:func:`twill.sched.exact.search.search_min_ii`);
-3. Phase 2: joint software pipelining and warp specialisation (Algorithm 1), unless
-   ``phase2=False``;
+3. Phase 2, joint modulo scheduling and warp specialisation (Algorithm 1), when the problem
+   has a warp model (:func:`has_warp_model`: the machine has more than one warp, as the GPU
+   kernels do) or when asked for with ``phase2=True``;
 4. verify the answer once, through the problem's ``verify``
    (:class:`twill.sched.problems.ModuloProblem`, :class:`~twill.sched.problems.WarpSpecProblem`),
    and package it as a frozen :class:`TwillResult`.
+
+The result's ``problem`` says which problem its ``optimal`` refers to: ``"modulo"`` (the
+minimum initiation interval of modulo scheduling, Phase 1 alone) or
+``"modulo+warp-specialisation"`` (the minimum ``I`` of a joint schedule and warp assignment,
+which can be larger than the modulo minimum).
 
 Every schedule returned has passed the independent verifiers, once. Only this front door
 prints, and only with ``verbose=True`` (:func:`format_result`); the solvers underneath log.
@@ -24,11 +30,13 @@ Examples
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twill.progress import OnProgress
 from twill.results import SolveResult, Status, WarpSchedule
 from twill.sched.exact.search import (
     CertificateEntry,
@@ -40,7 +48,22 @@ from twill.sched.exact.search import (
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import ModuloProblem, WarpSpecProblem
 
-__all__ = ["TwillResult", "twill_solve", "format_result", "format_mrt"]
+__all__ = [
+    "PROBLEM_MODULO",
+    "PROBLEM_WARP_SPECIALISATION",
+    "TwillResult",
+    "twill_solve",
+    "has_warp_model",
+    "format_result",
+    "format_mrt",
+]
+
+PROBLEM_MODULO = "modulo"
+PROBLEM_WARP_SPECIALISATION = "modulo+warp-specialisation"
+_PROBLEM_TEXT = {
+    PROBLEM_MODULO: "modulo scheduling",
+    PROBLEM_WARP_SPECIALISATION: "modulo scheduling with warp specialisation",
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +92,9 @@ class TwillResult:
     warp_schedule
         The verified joint answer of Phase 2 as one value (``None`` without one): what
         :mod:`twill.codegen` and :mod:`twill.visualization` take.
+    problem
+        The problem ``I``, ``optimal`` and the certificate refer to: :data:`PROBLEM_MODULO`
+        (Phase 1 only) or :data:`PROBLEM_WARP_SPECIALISATION` (Phase 2 ran).
     """
 
     status: Status
@@ -86,6 +112,14 @@ class TwillResult:
     phase1: SearchResult | None = field(default=None, repr=False, compare=False)
     extra: Mapping[str, Any] = field(default_factory=dict)
     warp_schedule: WarpSchedule | None = field(default=None, repr=False, compare=False)
+    problem: str = PROBLEM_MODULO
+
+    def __repr__(self) -> str:
+        return (
+            f"TwillResult(graph={self.graph!r}, problem={self.problem!r}, "
+            f"status={self.status.value!r}, I={self.I}, optimal={self.optimal}, L={self.L}, "
+            f"ops={len(self.schedule or {})}, seconds={self.seconds:.3f})"
+        )
 
     @property
     def mii(self) -> int:
@@ -99,13 +133,40 @@ class TwillResult:
         return dict(warps) if warps else None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (the CLI's ``--json`` object)."""
-        return {"graph": self.graph, **search_result_fields(self), **self.extra}
+        """JSON-ready dictionary (the CLI's ``--json`` object).
+
+        A modulo-only answer carries ``warps: None`` (no warp model), ``points: []`` and
+        ``phase1_I`` equal to ``I``, so both problems share one set of fields.
+        """
+        base = {"warps": None, "points": [], "phase1_I": self.I}
+        return {"graph": self.graph, "problem": self.problem, **search_result_fields(self),
+                **base, **self.extra}  # fmt: skip
 
     def as_result(self) -> SolveResult:
         """The shared result shape; the solution is the :class:`~twill.results.WarpSchedule`
         when Phase 2 found one, else the Phase-1 schedule."""
         return search_as_result(self, self.warp_schedule)
+
+
+def has_warp_model(graph: DependenceGraph) -> bool:
+    """True when the graph's machine has more than one warp, so that warp specialisation
+    (Phase 2) is part of the problem: the GPU kernels of :mod:`twill.kernels`. A HatScheT loop
+    or a JSON/YAML graph without ``machine.warps`` has one warp and is a modulo problem."""
+    return graph.machine.warps > 1
+
+
+def _as_graph(graph: Any) -> DependenceGraph:
+    """The graph itself, or the graph a kernel name or file path names (as ``twill solve``)."""
+    if isinstance(graph, DependenceGraph):
+        return graph
+    if isinstance(graph, str | os.PathLike):
+        from twill.io import load_graph
+
+        return load_graph(graph)
+    raise TypeError(
+        "twill_solve expects a DependenceGraph, a kernel name (see `twill kernels`) or the path "
+        f"of a .json, .yaml or .graphml graph, found {type(graph).__name__}"
+    )
 
 
 def _phase1(graph: DependenceGraph, **options: Any) -> SearchResult:
@@ -161,7 +222,7 @@ def _check_options(
 
 
 def twill_solve(
-    graph: DependenceGraph,
+    graph: DependenceGraph | str | os.PathLike[str],
     max_I: int | None = None,
     verbose: bool = False,
     backend: str = "cbc",
@@ -171,9 +232,10 @@ def twill_solve(
     threads: int = 1,
     on_attempt: Callable[[Any], None] | None = None,
     total_time_limit: float | None = None,
-    phase2: bool = True,
+    phase2: bool | None = None,
     probe: bool = False,
     phase2_time_limit: float | None = None,
+    on_progress: OnProgress | None = None,
 ) -> TwillResult:
     """Minimum-I modulo schedule of ``graph`` with a proof of optimality.
 
@@ -181,7 +243,9 @@ def twill_solve(
     ----------
     graph
         The loop body and its machine (e.g. from :mod:`twill.kernels` or
-        :func:`twill.io.load_graph`).
+        :func:`twill.io.load_graph`), or, as on the command line, a kernel name
+        (``"simple_gemm_pipeline"``) or the path of a ``.json``, ``.yaml`` or ``.graphml``
+        graph.
     max_I
         Largest initiation interval to try (``None``: until a schedule is certain to exist).
     verbose
@@ -202,11 +266,15 @@ def twill_solve(
     phase2
         Run Phase 2 (joint SWP + warp specialisation, Algorithm 1); the result then carries
         ``extra["warps"]``, ``["points"]`` and ``["phase1_I"]``
-        (:func:`twill.sched.exact.algorithm1.merge_into`).
+        (:func:`twill.sched.exact.algorithm1.merge_into`). ``None`` (default): decided by the
+        problem, Phase 2 exactly when the machine has a warp model (:func:`has_warp_model`).
     probe
         Phase 2 only on the window at the Phase-1 optimal I.
     phase2_time_limit
         Seconds per Phase-2 ``(I, L)`` point (a hit is "unknown", never unsat).
+    on_progress
+        Called with a :class:`twill.progress.ProgressEvent` before and after every Phase-1
+        solve and every Phase-2 point (the function itself never prints progress).
 
     Returns
     -------
@@ -215,11 +283,14 @@ def twill_solve(
     Raises
     ------
     InvalidProblemError
-        The graph or an option is invalid (every defect listed).
+        The graph or an option is invalid (every defect listed), or an unknown kernel name.
+    TypeError
+        ``graph`` is neither a graph, a kernel name nor a path; ``phase2`` is not a bool.
 
     Notes
     -----
-    Objective: minimum ``I`` (paper §5), then minimum ``L`` at that ``I``. Guarantee:
+    Objective: minimum ``I`` (paper §5) of the problem in ``result.problem``, then minimum
+    ``L`` at that ``I``. Guarantee:
     ``optimal`` only with an unbroken chain of proofs below ``I``. Fails when ``max_I`` is too
     small (status INFEASIBLE) or time limits are hit (UNKNOWN).
 
@@ -230,8 +301,12 @@ def twill_solve(
     {'S': 0, 'P': 2, 'O': 3}
     """
     t0 = time.perf_counter()
+    graph = _as_graph(graph)
     _check_options(max_I, backend, time_limit, threads, total_time_limit, phase2_time_limit)
     WarpSpecProblem(graph, max_II=max_I).check()  # step 1: every defect at once
+    if phase2 is not None and not isinstance(phase2, bool):
+        raise TypeError(f"phase2 must be None, True or False, found {phase2!r}")
+    run_phase2 = has_warp_model(graph) if phase2 is None else phase2
     p1 = _phase1(  # step 2: Phase 1 + search for the minimum I
         graph,
         max_I=max_I,
@@ -241,20 +316,21 @@ def twill_solve(
         threads=threads,
         on_attempt=on_attempt,
         total_time_limit=total_time_limit,
+        on_progress=on_progress,
     )
     result = _package(graph, p1, t0)
-    if phase2 and p1.schedule is not None:  # step 3: Phase 2 + Algorithm 1 (warps)
-        from twill.sched.exact.algorithm1 import algorithm1, format_phase2, merge_into
+    if run_phase2:  # step 3: Phase 2 + Algorithm 1 (warps)
+        from twill.sched.exact.algorithm1 import algorithm1, merge_into
 
-        alg = algorithm1(graph, phase1=p1, max_I=max_I, probe=probe, backend=backend,
-                         phase1_time_limit=time_limit, time_limit=phase2_time_limit)  # fmt: skip
-        result = merge_into(result, alg, graph)
+        result = replace(result, problem=PROBLEM_WARP_SPECIALISATION)
+        if p1.schedule is not None:
+            alg = algorithm1(graph, phase1=p1, max_I=max_I, probe=probe, backend=backend,
+                             phase1_time_limit=time_limit, time_limit=phase2_time_limit,
+                             on_progress=on_progress)  # fmt: skip
+            result = merge_into(result, alg, graph)
     _verify(result, graph)  # step 4: verified once, before anything is returned or shown
     if verbose:
-        text = format_result(result, graph)
-        if phase2 and p1.schedule is not None:
-            text += "\n" + format_phase2(result.extra)
-        print(text)  # the public front door shows; the solvers underneath only log
+        print(format_result(result, graph))  # the front door shows; the solvers only log
     return result
 
 
@@ -295,8 +371,10 @@ def format_mrt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> 
 
 
 def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> str:
-    """Readable summary: I (proven or not), L, the schedule, the certificate and the MRT."""
+    """Readable summary: the problem solved, I (proven or not), L, the schedule, the
+    certificate, the MRT and, after Phase 2, the warp assignment and the (I, L) points."""
     lines = [f"twill: {result.graph}  (backend {result.backend}, {result.seconds:.2f} s)"]
+    lines.append(f"  problem: {result.problem} ({_PROBLEM_TEXT[result.problem]})")
     lines.append(f"  bounds: ResMII={result.res_mii} RecMII={result.rec_mii} MII={result.mii}")
     if result.I is None:
         why = {
@@ -313,8 +391,10 @@ def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> 
             lines.append(f"  no schedule with I <= {tried}: {why}")
     else:
         proof = "proven optimal" if result.optimal else "NOT proven optimal"
-        lines.append(f"  I = {result.I} ({proof})")
-        lines.append(f"  L = {result.L}" + ("" if result.L_optimal else " (not proven minimal)"))
+        lines.append(f"  I = {result.I} cycles ({proof} for {_PROBLEM_TEXT[result.problem]})")
+        lines.append(
+            f"  L = {result.L} cycles" + ("" if result.L_optimal else " (not proven minimal)")
+        )
         order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
         lines.append("  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order))
     lines.append("  certificate:")
@@ -325,4 +405,10 @@ def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> 
     if graph is not None and result.I is not None and result.schedule is not None:
         lines.append("  modulo reservation table:")
         lines += ["    " + s for s in format_mrt(graph, result.schedule, result.I).splitlines()]
+    if result.problem == PROBLEM_WARP_SPECIALISATION:
+        from twill.sched.exact.algorithm1 import format_phase2
+
+        lines += [s for s in format_phase2(result.extra).splitlines() if s]
+    elif graph is not None and not has_warp_model(graph):
+        lines.append("  (the machine has no warp model: Phase 1 only; Phase 2 with --phase2)")
     return "\n".join(lines)

@@ -58,6 +58,31 @@ class TestMap:
         mapping = read_mapping(out_yaml, simba_arch())
         assert verify_mapping(read_layer(layer_file), simba_arch(), mapping) == []
 
+    def test_text_names_the_objective_and_the_levels(self, capsys, layer_file):
+        code, out, _ = _run(capsys, ["map", str(layer_file), "--arch", "simba"])
+        assert code == 0
+        assert "optimal for the CoSA objective (10*compute - 0.1*utilisation + traffic" in out
+        assert "not the cost model's cycles or energy" in out and "log2 units" in out
+        assert "L4 GlobalBuffer" in out and "L0 Registers" in out and "EDP µJ·cycles" in out
+        code, out, _ = _run(capsys, ["map", str(layer_file), "--arch", "simba", "--json"])
+        d = json.loads(out)
+        assert d["objective_unit"] == "log2 units" and d["objective_meaning"].startswith("CoSA")
+        assert [lv["name"] for lv in d["levels"]][:2] == ["DRAM", "GlobalBuffer"]
+        assert {k: d["levels"][0][k] for k in ("level", "name", "keeps")} == {
+            "level": 5,
+            "name": "DRAM",
+            "keeps": "WIO",
+        }
+
+    def test_baseline_names_its_metric(self, capsys, layer_file):
+        argv = ["map", str(layer_file), "--arch", "simba", "--method", "random"]
+        code, out, _ = _run(capsys, [*argv, "--metric", "energy", "--json"])
+        d = json.loads(out)
+        assert (d["objective_unit"], d["status"]) == ("pJ", "feasible")
+        assert d["objective"] == pytest.approx(d["energy_uJ"] * 1e6)
+        code, out, _ = _run(capsys, argv)
+        assert "feasible, best found for the energy-delay product of the cost model" in out
+
     def test_baseline_method(self, capsys, layer_file):
         code, out, _ = _run(
             capsys,
@@ -72,6 +97,7 @@ class TestMap:
         )
         d = json.loads(out)
         assert code == 0 and d["method"] == "cosa-rerank" and d["valid"] is True
+        assert d["objective_unit"] == "cycles"
         assert d["status"] == "feasible" and d["stats"]["chosen"] in ("cosa", "no_bypass_refetch")
 
     def test_bad_layer_names_file_and_item(self, capsys, tmp_path):
@@ -107,6 +133,7 @@ class TestMapEval:
         assert {"cycles", "energy_uJ", "edp", "valid"} <= set(d)
         assert d["valid"] is True and d["cycles"] == 8 * 8 * 16 * 16  # no spatial factor
         assert d["edp"] == pytest.approx(d["cycles"] * d["energy_uJ"], rel=1e-9)
+        assert [lv["level"] for lv in d["levels"]] == [5, 4, 3, 2, 1, 0]
 
     def test_invalid_mapping_is_reported_not_raised(self, capsys, layer_file):
         code, out, _ = _run(
@@ -204,3 +231,17 @@ class TestMapNetwork:
             capsys, ["map-network", str(tmp_path / "none"), "--arch", "simba", "--json"]
         )
         assert code == 2 and "none" in err and "Traceback" not in err
+
+
+def test_wide_table_is_whole_when_piped(capsys, tmp_path):
+    """stdout is not a terminal under capsys: no cell is cut to '…', no row wrapped."""
+    net = tmp_path / "net"
+    net.mkdir()
+    long_name = "layer_with_a_rather_long_name_" + "x" * 30
+    (net / f"{long_name}.yaml").write_text(LAYER)
+    (net / "layers.yaml").write_text(f"- {long_name}\n")
+    argv = ["map-network", str(net), "--arch", "simba", "--methods", "cosa,random,cosa-rerank"]
+    code, out, _ = _run(capsys, [*argv, "--executor", "serial"])
+    assert code == 0 and "…" not in out
+    row = next(line for line in out.splitlines() if long_name in line)
+    assert "cosa-rerank cycles" in out and row.count("│") == 13  # 12 columns on one line

@@ -11,7 +11,13 @@ import pytest
 from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.ir import Instruction
-from twill.twill_solver import TwillResult, format_mrt, format_result, twill_solve
+from twill.twill_solver import (
+    PROBLEM_WARP_SPECIALISATION,
+    TwillResult,
+    format_mrt,
+    format_result,
+    twill_solve,
+)
 
 
 def test_readme_example_verbatim(capsys):
@@ -23,7 +29,8 @@ def test_readme_example_verbatim(capsys):
     assert result.I == 2 and result.optimal and result.L == 4
     assert result.schedule == {"S": 0, "P": 2, "O": 3}
     out = capsys.readouterr().out
-    assert "I = 2 (proven optimal)" in out
+    assert "I = 2 cycles (proven optimal for modulo scheduling with warp specialisation)" in out
+    assert "problem: modulo+warp-specialisation" in out
     assert "schedule: S@0, P@2, O@3" in out
     assert "I=1: excluded by ResMII" in out
     assert "TC (cap 1)  | S | O" in out
@@ -100,10 +107,35 @@ def test_phase2_unknown_is_reported_as_such(capsys):
         L=None,
         schedule=None,
         optimal=False,
-        extra={"points": [{"I": 2, "L": 4, "answer": "unknown"}, {"I": 3, "L": 3,
-                                                                   "answer": "unknown"}],
+        problem=PROBLEM_WARP_SPECIALISATION,
+        extra={"points": [{"I": 2, "L": 4, "answer": "unknown", "seconds": 1.0},
+                          {"I": 3, "L": 3, "answer": "unknown", "seconds": 1.0}],
                "phase1_I": 2},
     )  # fmt: skip
     text = format_result(result, graph)
     assert "no warp-specialised schedule with I <= 3: a time limit was hit" in text
     assert "Phase 1 alone, without warps: I = 2" in text and "optimal" not in text
+    assert "(I=3, L=3): unknown" in text
+
+
+def test_kernel_name_or_path_like_the_cli():
+    assert twill_solve("simple_gemm_pipeline").I == 2
+    data = Path(__file__).resolve().parents[1] / "data" / "circt_canis14_fig2.yaml"
+    r = twill_solve(data)
+    assert (r.I, r.problem) == (3, "modulo") and twill_solve(str(data)).schedule == r.schedule
+    with pytest.raises(InvalidProblemError, match="no_such_kernel"):
+        twill_solve("no_such_kernel")
+
+
+@pytest.mark.parametrize("bad", [None, 3, ["simple_gemm_pipeline"]])
+def test_wrong_graph_type_is_a_clear_type_error(bad):
+    with pytest.raises(TypeError, match="expects a DependenceGraph, a kernel name .* found"):
+        twill_solve(bad)
+
+
+def test_repr_is_short():
+    r = twill_solve("flash_attention_forward_hopper")
+    text = repr(r)
+    assert text.startswith("TwillResult(graph='flash_attention_forward_hopper'")
+    assert "problem='modulo+warp-specialisation'" in text and "I=4" in text
+    assert len(text) < 200 and "certificate" not in text and "LOAD_K" not in text

@@ -18,6 +18,7 @@ from twill.cli._args import (
     seed_int,
     write_output,
 )
+from twill.cli._console import stdout_console
 
 __all__ = ["register"]
 
@@ -126,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
             f"{rep.layer_dram_bytes[j] / 1024:.0f}",
             "yes" if j in fused_src else "",
         )
-    con = Console()
+    con = stdout_console()
     con.print(t)
     con.print(
         f"EDP {rep.edp:.4g} uJ*cycles, energy {rep.energy_uj:.1f} uJ, "

@@ -3,12 +3,18 @@
 Inputs by extension: ``.gml`` (GS-Schedule), ``.aig`` (binary AIGER), ``.graphml`` (HatScheT),
 ``.json``/``.yaml`` (twill graph). ``--json`` prints one object with ``schedule``, ``legal``,
 ``objective``, ``II``, ``D``, ``seconds`` (and more); the progress bar goes to stderr.
+
+Every number says what it is: ``objective_meaning`` and ``objective_unit`` say what the
+objective (and its ``bound``, in the same unit) measures, e.g. peak memory in the graph's memory
+weights (bytes of footprint, AIGER values, GS-Schedule node weights). Formulation C says which
+resource capacities it used (``caps``, ``cap_source``): ``--cap`` or the graph's own.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -23,6 +29,7 @@ from twill.cli._args import (
     seed_int,
     write_output,
 )
+from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
 __all__ = ["register", "run_gaus"]
@@ -40,7 +47,9 @@ def register(subparsers: Any) -> None:
         "formulation A (resource peak + communication), B (peak memory) or C (modulo: II, caps, "
         "memory).",
     )
-    p.add_argument("file", help="graph file: .gml, .aig, .graphml, or twill .json/.yaml")
+    p.add_argument(
+        "file", help="graph file: .gml, .aig, .graphml, or twill .json/.yaml; or a kernel name"
+    )
     p.add_argument("--formulation", choices=("A", "B", "C"), default="A")
     p.add_argument(
         "--D",
@@ -133,6 +142,10 @@ def run_gaus(args: argparse.Namespace) -> int:
     else:
         result = _run_gaus(args, graph if args.cap is None else g, II)
     out = result.to_dict(history=bool(args.output))
+    meaning, unit = objective_meaning(args.formulation, g.weight_note, args.ratio)
+    out.update(objective_meaning=meaning, objective_unit=unit)
+    if args.formulation == "C":
+        out.update(caps=_caps(g), cap_source="--cap" if args.cap is not None else "graph")
     if args.plot:
         with atomic_output(args.plot) as tmp:
             _plot(result, str(tmp))
@@ -143,8 +156,59 @@ def run_gaus(args: argparse.Namespace) -> int:
         out.pop("violation_history", None)
         print(json.dumps(out))
     else:
-        _table(result)
+        _table(result, meaning, unit)
+        if args.formulation == "C":
+            stdout_console().print(_cap_note(g, args.cap, II), markup=False)
     return 0 if result.legal else 1
+
+
+def _memory_unit(weight_note: str) -> str:
+    """The unit of a graph's memory weights, from the note its reader recorded: GML node
+    weights, one value per AIGER node or operation, footprint bytes or result registers."""
+    if weight_note.startswith("GS-Schedule"):
+        return "node-weight units"
+    if weight_note.startswith("AIGER"):
+        return "values"
+    if "memory weight = footprint" in weight_note:
+        return "bytes"
+    if "memory weight = regs" in weight_note:
+        return "registers"
+    return "values"
+
+
+def objective_meaning(formulation: str, weight_note: str, ratio: float) -> tuple[str, str]:
+    """``(meaning, unit)`` of a GauS objective (and of its bound) for one formulation."""
+    if formulation == "A":
+        return (
+            f"{ratio:g} x (sum over resources of peak units used in one step) + sum over edges "
+            "of communication weight x edge length in steps",
+            "weighted units",
+        )
+    mem = _memory_unit(weight_note)
+    if formulation == "B":
+        return "peak memory: largest total memory weight of the values live at one step", mem
+    return (
+        "modulo peak memory (MaxLive): largest total memory weight of the values live in one "
+        "congruence class modulo II, over overlapping iterations",
+        mem,
+    )
+
+
+def _caps(g: Any) -> dict[str, float | None]:
+    return {
+        r: (float(c) if math.isfinite(c) else None)
+        for r, c in zip(g.resources, g.caps, strict=True)
+    }
+
+
+def _cap_note(g: Any, cap: float | None, II: int | None) -> str:
+    caps = ", ".join(f"{r} {'unlimited' if c is None else f'{c:g}'}" for r, c in _caps(g).items())
+    if cap is not None:
+        return f"capacities: --cap {cap:g} on every resource ({caps}); II = {II}"
+    return (
+        f"capacities: no --cap given, so the graph's own are used ({caps}); II = {II}. "
+        "Give --cap N to limit every resource to N units per step."
+    )
 
 
 def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
@@ -214,26 +278,28 @@ def _stderr_console() -> Any:
     return Console(file=sys.stderr)
 
 
-def _table(result: Any) -> None:
-    from rich.console import Console
+def _table(result: Any, meaning: str, unit: str) -> None:
     from rich.table import Table
 
     t = Table(title=f"{result.method} on {result.graph} (formulation {result.formulation})")
-    for col in ("status", "legal", "objective", "bound", "D", "II", "iterations", "seconds"):
+    for col in ("status", "legal", f"objective ({unit})", "bound", "D steps", "II", "iterations",
+                "seconds"):  # fmt: skip
         t.add_column(col)
     t.add_row(
         result.status.value,
         str(result.legal),
-        f"{result.objective}",
-        f"{result.bound}",
+        "-" if result.objective is None else f"{result.objective:,.6g}",
+        "-" if result.bound is None else f"{result.bound:,.6g}",
         str(result.D),
         str(result.II),
         str(result.iterations),
         f"{result.seconds:.2f}",
     )
-    Console().print(t)
+    con = stdout_console()
+    con.print(t)
+    con.print(f"objective: {meaning}; bound in the same unit", markup=False)
     if result.message:
-        Console().print(result.message)
+        con.print(result.message, markup=False)
 
 
 def _plot(result: Any, path: str) -> None:

@@ -4,6 +4,11 @@
 several methods in parallel (progress bar, per-layer table, optional plot), ``map-eval``
 evaluates a given mapping or a whole DOSA dataset with the cost model. ``--json`` prints one
 JSON document on stdout; human output is a rich table.
+
+Every number says what it is: ``map`` names the objective its status refers to ("optimal for
+the CoSA objective" is CoSA's log-domain proxy, not cycles or energy) with its unit
+(``objective_meaning``, ``objective_unit`` in JSON), and mapping levels print as ``L4
+GlobalBuffer`` (``levels`` in JSON), not as bare numbers.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from twill.cli._args import (
     seed_int,
     write_output,
 )
+from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
@@ -71,6 +77,74 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(_jsonable(obj), indent=2))
 
 
+#: What CoSA's MIP minimises (``twill.mapping.cosa.mip.cosa_objective_terms``).
+COSA_OBJECTIVE = (
+    "CoSA objective (10*compute - 0.1*utilisation + traffic, each a sum of log2 loop factors: "
+    "a proxy for latency and data movement, not the cost model's cycles or energy)",
+    "log2 units",
+)
+#: What the search baselines minimise, by ``--metric`` (``twill.mapping.search.common``).
+METRIC_OBJECTIVES = {
+    "edp": ("energy-delay product of the cost model", "uJ*cycles"),
+    "cycles": ("latency of the cost model", "cycles"),
+    "energy": ("energy of the cost model", "pJ"),
+    "lex": ("latency of the cost model, energy breaking ties (cycles + a fraction < 1)", "cycles"),
+}
+
+
+def objective_meaning(method: str, settings: dict[str, Any]) -> tuple[str, str]:
+    """``(meaning, unit)`` of a mapper's ``objective`` (and of its ``bound``)."""
+    if method == "cosa":
+        return COSA_OBJECTIVE
+    if method == "cosa-rerank":
+        return (
+            "CoSA's MIP candidates re-ranked by the cost model: cycles first, then energy",
+            "cycles",
+        )
+    return METRIC_OBJECTIVES[str(settings.get("metric", "edp"))]
+
+
+def mapping_levels(mapping: Any, arch: Arch) -> list[dict[str, Any]]:
+    """One entry per level, outermost first: number, name, kept tensors and loops (DOSA
+    tokens, ``X`` = spatial), so that ``L4`` reads as ``L4 GlobalBuffer``."""
+    from twill.mapping.workload import OPERANDS
+
+    keeps = mapping.keeps_for(arch)
+    out = []
+    for m in reversed(range(mapping.n_levels)):
+        loops = [f"{d.value}{f}" for d, f in mapping.loops(m)]
+        loops += [f"{d.value}{f}X" for d, f in mapping.spatial_loops(m)]
+        kept = "".join(v.value for v in OPERANDS if v in keeps[m])
+        out.append(
+            {"level": m, "name": arch.levels[m].name, "keeps": kept, "loops": " ".join(loops)}
+        )
+    return out
+
+
+def _level_lines(mapping: Any, arch: Arch) -> list[str]:
+    rows = mapping_levels(mapping, arch)
+    heads = [f"L{r['level']} {r['name']}" for r in rows]
+    width = max(len(h) for h in heads)
+    return [
+        f"  {h.ljust(width)}  {'[' + r['keeps'] + ']':<5}  {r['loops'] or '-'}"
+        for h, r in zip(heads, rows, strict=True)
+    ]
+
+
+def _status_line(res: Any) -> str:
+    """``optimal for the CoSA objective (...): 183.34 log2 units, bound 183.34``."""
+    meaning, unit = objective_meaning(res.method, res.settings)
+    claim = {"optimal": "optimal for", "feasible": "feasible, best found for"}.get(
+        res.status.value, f"{res.status.value}, searched for"
+    )
+    line = f"{claim} the {meaning}"
+    if res.objective is not None:
+        line += f": {res.objective:,.6g} {unit}"
+        if res.bound is not None:
+            line += f", proven bound {res.bound:,.6g} {unit}"
+    return line
+
+
 def _method_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
     if method in ("cosa", "cosa-rerank"):
         return {
@@ -103,26 +177,39 @@ def _cmd_map(args: argparse.Namespace) -> int:
     if res.mapping is not None and args.output:
         write_output(args.output, to_timeloop_yaml(res.mapping, arch))
     if args.json:
-        _print_json(res.to_dict())
+        meaning, unit = objective_meaning(res.method, res.settings)
+        out = {**res.to_dict(), "objective_meaning": meaning, "objective_unit": unit}
+        if res.mapping is not None:
+            out["levels"] = mapping_levels(res.mapping, arch)
+        _print_json(out)
     else:
-        from rich.console import Console
-        from rich.table import Table
-
-        t = Table(title=f"{layer.describe()} on {arch.name}: {res.method}")
-        for col in ("status", "mapping", "cycles", "energy µJ", "EDP", "util", "seconds"):
-            t.add_column(col)
-        rep = res.report
-        t.add_row(
-            res.status.value,
-            str(res.mapping) if res.mapping else "-",
-            f"{rep.cycles:,}" if rep else "-",
-            f"{rep.energy_uj:.3f}" if rep else "-",
-            f"{rep.edp:.4g}" if rep else "-",
-            f"{rep.utilisation:.2f}" if rep else "-",
-            f"{res.seconds:.2f}",
-        )
-        Console().print(t)
+        _print_map(layer, arch, res)
     return 0 if res.mapping is not None else 1
+
+
+def _print_map(layer: Any, arch: Arch, res: Any) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"{res.method}: {layer.describe()} on {arch.name}", title_justify="left")
+    for col in ("status", "cycles", "energy µJ", "EDP µJ·cycles", "PE util", "seconds"):
+        t.add_column(col)
+    rep = res.report
+    t.add_row(
+        res.status.value,
+        f"{rep.cycles:,}" if rep else "-",
+        f"{rep.energy_uj:.3f}" if rep else "-",
+        f"{rep.edp:.4g}" if rep else "-",
+        f"{rep.utilisation:.2f}" if rep else "-",
+        f"{res.seconds:.2f}",
+    )
+    con = stdout_console()
+    con.print(t)
+    con.print(_status_line(res), markup=False)
+    if res.mapping is not None:
+        con.print(
+            "mapping, outermost level first ([kept tensors] loops; X = spatial):", markup=False
+        )
+        con.print("\n".join(_level_lines(res.mapping, arch)), markup=False)
 
 
 # ---------------------------------------------------------------------- map-network
@@ -215,7 +302,7 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
                 f"{sum(result.solve_seconds(m)):.1f}",
             ]
         t.add_row(*tot_row)
-        Console().print(t)
+        stdout_console().print(t)
     ok = all(r.mapping is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
 
@@ -273,16 +360,17 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
     rep = evaluate(layer, arch, mapping)
     out = rep.to_dict(summary=not args.full)
     out.update(valid=not violations, violations=[str(v) for v in violations], mapping=str(mapping))
+    out["levels"] = mapping_levels(mapping, arch)
     if args.json:
         _print_json(out)
     else:
-        from rich.console import Console
         from rich.table import Table
 
         t = Table(title=f"{layer.describe()} on {arch.name}")
+        number = {lv.name: m for m, lv in enumerate(arch.levels)}
         t.add_column("level")
         t.add_column("tensor")
-        t.add_column("tile")
+        t.add_column("tile words")
         t.add_column("reads")
         t.add_column("fills")
         t.add_column("updates")
@@ -290,7 +378,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
         for lvl, per in rep.accesses.items():
             for v, a in per.items():
                 t.add_row(
-                    lvl,
+                    f"L{number[lvl]} {lvl}" if lvl in number else lvl,
                     v,
                     str(rep.tiles[lvl][v]),
                     f"{a['reads']:,.0f}",
@@ -298,13 +386,14 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
                     f"{a['updates']:,.0f}",
                     f"{rep.operand_energy_pj[lvl][v]:,.1f}",
                 )
-        Console().print(t)
-        Console().print(
-            f"cycles {rep.cycles:,}  energy {rep.energy_uj:.4f} µJ  EDP {rep.edp:.4g}  "
-            f"util {rep.utilisation:.2f}  valid {not violations}"
+        stdout_console().print(t)
+        stdout_console().print(
+            f"cycles {rep.cycles:,}  energy {rep.energy_uj:.4f} µJ  "
+            f"EDP {rep.edp:.4g} µJ·cycles  PE utilisation {rep.utilisation:.2f}  "
+            f"valid {not violations}"
         )
         for v in violations:
-            Console().print(f"  violation: {v}")
+            stdout_console().print(f"  violation: {v}")
     return 1 if violations else 0  # the report is printed either way; scripts see the verdict
 
 
@@ -315,7 +404,6 @@ def _eval_dataset(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"rows": rows, "errors": errors})
     else:
-        from rich.console import Console
         from rich.table import Table
 
         t = Table(title=f"{Path(args.dataset).name}: {len(rows)} rows vs Timeloop targets")
@@ -330,8 +418,8 @@ def _eval_dataset(args: argparse.Namespace) -> int:
                     f"{s['p95']:.3%}",
                     f"{s['max']:.3%}",
                 )
-        Console().print(t)
-        Console().print(f"valid rows: {sum(r['valid'] for r in rows)} / {len(rows)}")
+        stdout_console().print(t)
+        stdout_console().print(f"valid rows: {sum(r['valid'] for r in rows)} / {len(rows)}")
     return 0
 
 

@@ -1,10 +1,13 @@
-"""``twill kernels``, ``twill bounds`` and ``twill solve`` (Twill Phase 1; issue 2).
+"""``twill kernels``, ``twill bounds`` and ``twill solve`` (Twill Phases 1 and 2).
 
-``solve`` prints I (proven optimal or not), the schedule, L, the certificate and a text picture
-of the modulo reservation table; ``--json`` prints one object built from
-:meth:`twill.twill_solver.TwillResult.to_dict` (fields ``I``, ``optimal``, ``L``, ``schedule``,
-``certificate``, ``seconds``, ...). Exit codes: 0 schedule found, 1 no schedule (infeasible up
-to ``--max-I`` or time limits), 2 bad input.
+``solve`` prints the problem it solved (``modulo``, or ``modulo+warp-specialisation`` for a
+machine with warps or with ``--phase2``), I (proven optimal or not), the schedule, L, the
+certificate and a text picture of the modulo reservation table; ``--json`` prints one object
+built from :meth:`twill.twill_solver.TwillResult.to_dict` (fields ``problem``, ``I``,
+``optimal``, ``L``, ``schedule``, ``certificate``, ``seconds``, ...). On a terminal, a status
+line on stderr follows the search (the I under test, its verdict, the elapsed time). Exit
+codes: 0 schedule found, 1 no schedule (infeasible up to ``--max-I`` or time limits), 2 bad
+input.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
@@ -23,10 +25,13 @@ from twill.cli._args import (
     positive_int,
     write_output,
 )
+from twill.cli._console import stdout_console
+from twill.errors import InvalidProblemError
 
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
     from rich.status import Status as RichStatus
 
+    from twill.progress import OnProgress, ProgressEvent
     from twill.sched.ir import DependenceGraph
 
 __all__ = ["register"]
@@ -47,7 +52,8 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_bounds)
 
     p = subparsers.add_parser(
-        "solve", help="minimum-I modulo schedule with a certificate (Twill Phase 1)"
+        "solve",
+        help="minimum-I modulo schedule with a certificate (plus warp specialisation on GPUs)",
     )
     _add_graph_args(p)
     p.add_argument("--backend", choices=("cbc", "cpsat"), default="cbc", help="exact solver")
@@ -87,23 +93,28 @@ DEFAULT_PHASE2_TIME_LIMIT = 60.0  # seconds per Phase-2 (I, L) point
 
 
 def _add_phase2_args(p: argparse.ArgumentParser) -> None:
-    """Phase 2 options (issue 3): warp specialisation, probe mode, picture."""
+    """Phase 2 options: warp specialisation on or off, probe mode, picture."""
     p.add_argument(
-        "--no-phase2",
+        "--phase2",
         dest="phase2",
-        action="store_false",
-        help="Phase 1 only (no warp specialisation)",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add (or, with --no-phase2, skip) Phase 2, warp specialisation; default: only "
+        "when the machine has warps (the GPU kernels), so an HLS loop is a modulo problem",
     )
     p.add_argument(
-        "--probe", action="store_true", help="Phase 2 only on the window at the Phase-1 optimal I"
+        "--probe",
+        action="store_true",
+        help="Phase 2 only on the window at the Phase-1 optimal I (implies --phase2)",
     )
     p.add_argument(
         "--phase2-time-limit",
         dest="phase2_time_limit",
         type=positive_float,
-        default=DEFAULT_PHASE2_TIME_LIMIT,
+        default=None,
         metavar="S",
-        help="seconds per Phase-2 (I, L) point (default %(default)g; a hit is 'unknown')",
+        help=f"seconds per Phase-2 (I, L) point (default {DEFAULT_PHASE2_TIME_LIMIT:g}; implies "
+        "--phase2; a hit is 'unknown')",
     )
     p.add_argument("--plot", metavar="FILE.png|FILE.svg", default=None,
                    help="draw the pipeline (one lane per warp) to FILE")  # fmt: skip
@@ -137,7 +148,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title="twill kernels")
@@ -145,7 +155,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(r["name"], str(r["ops"]), str(r["edges"]), r["machine"], r["description"])
-    Console(width=160).print(table)
+    stdout_console().print(table)
     return 0
 
 
@@ -169,8 +179,9 @@ def cmd_bounds(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_callback() -> tuple[Callable[[Any], None] | None, RichStatus | None]:
-    """A rich status line on stderr (only when stderr is a terminal)."""
+def _progress_callback() -> tuple[OnProgress | None, RichStatus | None]:
+    """A rich status line on stderr that follows the solver's progress events (only when
+    stderr is a terminal, so that pipes and logs get no control characters)."""
     if not sys.stderr.isatty():
         return None, None
     from rich.console import Console
@@ -178,10 +189,19 @@ def _progress_callback() -> tuple[Callable[[Any], None] | None, RichStatus | Non
     status = Console(stderr=True).status("Phase 1: searching I ...")
     status.start()
 
-    def on_attempt(r: Any) -> None:
-        status.update(f"Phase 1: I={r.II} {r.status.value} ({r.seconds:.2f} s)")
+    def on_progress(event: ProgressEvent) -> None:
+        status.update(event.describe())
 
-    return on_attempt, status
+    return on_progress, status
+
+
+def _phase2_choice(args: argparse.Namespace) -> bool | None:
+    """``--phase2``/``--no-phase2``, with ``--probe`` and ``--phase2-time-limit`` implying
+    Phase 2 (``None``: the machine decides)."""
+    wants = args.probe or args.phase2_time_limit is not None
+    if wants and args.phase2 is False:
+        raise InvalidProblemError("--probe and --phase2-time-limit need Phase 2; drop --no-phase2")
+    return True if wants else args.phase2
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -192,14 +212,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+    phase2 = _phase2_choice(args)
     graph = _load(args)
-    on_attempt, status = _progress_callback()
+    on_progress, status = _progress_callback()
     try:
         result = twill_solve(graph, max_I=args.max_I, backend=args.backend,
-                             time_limit=args.time_limit, on_attempt=on_attempt,
+                             time_limit=args.time_limit, on_progress=on_progress,
                              total_time_limit=args.total_time_limit,
-                             phase2=args.phase2, probe=args.probe,
-                             phase2_time_limit=args.phase2_time_limit)  # fmt: skip
+                             phase2=phase2, probe=args.probe,
+                             phase2_time_limit=args.phase2_time_limit
+                             or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
     finally:
         if status is not None:
             status.stop()
@@ -210,11 +232,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     else:
-        from twill.sched.exact.algorithm1 import format_phase2
-
         print(format_result(result, graph))
-        if args.phase2:
-            print(format_phase2(result.extra))
         if args.output:
             print(f"  JSON result written to {args.output}")
     if args.plot and result.I is not None:

@@ -81,6 +81,8 @@ def test_fadiff_small_chain_verified_reproducible_never_worse():
     assert torch.get_num_threads() >= 1
     off = fadiff(net, arch, fusion=False, steps=20, seed=0)
     assert off.plan.fused == () and verify_plan(net, arch, off.plan) == []
+    text = repr(r1)  # short: no step history, no per-layer mappings
+    assert text.startswith("FADiffResult(network=") and len(text) < 300 and "loss" not in text
 
 
 def test_plateau_stop_follows_the_documented_rule():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +30,12 @@ class TestVerbatimAPI:
         assert result.legal and result.II == 4
         assert verify_modulo_schedule(g, result.schedule, 4) == []
         assert max(result.schedule.values()) <= 19
+        assert min(result.schedule.values()) == 0  # a modulo schedule starts at step 0
+        logger = logging.getLogger("twill.sched.gaus")  # verbose was for that call only
+        assert logger.level == logging.NOTSET and logger.handlers == []
+        text = repr(result)
+        assert len(text) < 400 and "history" not in text and "LOAD_K" not in text
+        assert "objective=" in text and "legal=True" in text
 
     @pytest.mark.parametrize(
         "kernel",

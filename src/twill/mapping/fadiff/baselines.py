@@ -31,7 +31,7 @@ from twill.mapping.fadiff.fusion import (
     verify_plan,
 )
 from twill.mapping.fadiff.networks import Network
-from twill.mapping.fadiff.train import all_dram_mapping
+from twill.mapping.fadiff.train import all_dram_mapping, plan_repr
 
 __all__ = ["BaselineResult", "layerwise_cosa", "greedy_fusion_baseline", "random_search"]
 
@@ -43,6 +43,9 @@ class BaselineResult:
     plan: FusionPlan
     report: PlanReport
     seconds: float
+
+    def __repr__(self) -> str:
+        return plan_repr(self)
 
 
 def _checked(net: Network, arch: Arch, plan: FusionPlan, t0: float) -> BaselineResult:

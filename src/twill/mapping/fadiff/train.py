@@ -81,6 +81,21 @@ class FADiffResult:
     source: str
     settings: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        return plan_repr(self, n_iter=self.n_iter)
+
+
+def plan_repr(result: Any, **more: object) -> str:
+    """Short ``repr`` of a plan result (``plan``, ``report``, ``seconds``): the network, the
+    method and the exact cost, without per-layer mappings or step histories."""
+    r = result.report
+    extra = "".join(f", {k}={v}" for k, v in more.items())
+    return (
+        f"{type(result).__name__}(network={result.plan.network!r}, method={result.plan.method!r}, "
+        f"edp={r.edp:.4g}, energy_uJ={r.energy_uj:.4g}, cycles={float(r.cycles):.0f}, "
+        f"fused={len(result.plan.fused)}{extra}, seconds={result.seconds:.2f})"
+    )
+
 
 def all_dram_mapping(layer: Layer, arch: Arch) -> Mapping:
     """The trivially valid mapping: every loop at DRAM (tiles of one element)."""

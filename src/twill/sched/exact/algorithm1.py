@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import Status, WarpSchedule
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
@@ -154,6 +155,7 @@ def algorithm1(
     encoding: str = "compact",
     symmetry_breaking: bool = True,
     on_point: Callable[[SearchPoint], None] | None = None,
+    on_progress: OnProgress | None = None,
 ) -> Algorithm1Result:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
@@ -177,7 +179,10 @@ def algorithm1(
     encoding, symmetry_breaking
         Passed to :func:`~twill.sched.exact.phase2.swp_and_ws`.
     on_point
-        Called after every point (progress reporting; the core never prints).
+        Called after every point with its :class:`SearchPoint`.
+    on_progress
+        Called with a :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after
+        every ``(I, L)`` point (progress display; the core never prints).
 
     Returns
     -------
@@ -203,10 +208,18 @@ def algorithm1(
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
-        phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit)
+        phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit,
+                               on_progress=on_progress)  # fmt: skip
     p1_seconds = phase1.seconds
     p2_seconds = 0.0
     points: list[SearchPoint] = []
+
+    def record(point: SearchPoint) -> None:
+        points.append(point)
+        if on_point:
+            on_point(point)
+        emit(on_progress, ProgressEvent("phase2", point.I, time.perf_counter() - t0, L=point.L,
+                                        answer=point.answer))  # fmt: skip
 
     def finish(status: Status, reason: str, final: Phase2Result | None = None,
                optimal: bool = False, l_opt: bool = False) -> Algorithm1Result:  # fmt: skip
@@ -238,14 +251,13 @@ def algorithm1(
         if ii == phase1.I:
             length, hint, len_proven = phase1.L, phase1.schedule, phase1.L_optimal
         else:
+            emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0))
             p1 = solve_phase1(graph, ii, backend=backend, time_limit=phase1_time_limit,
                               check=False)  # fmt: skip
             p1_seconds += p1.seconds
             if p1.schedule is None or p1.L is None:
                 ans = "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
-                points.append(SearchPoint(ii, None, ans, p1.seconds))
-                if on_point:
-                    on_point(points[-1])
+                record(SearchPoint(ii, None, ans, p1.seconds))
                 proof = proof and ans == "p1_infeasible"
                 continue
             length, hint, len_proven = p1.L, p1.schedule, p1.status == Status.OPTIMAL
@@ -253,13 +265,12 @@ def algorithm1(
             proof = proof and len_proven
         l_proof = len_proven
         for length_try in length_window(ii, length):
+            emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=length_try))
             r = swp_and_ws(graph, ii, length_try, rules=rules, encoding=encoding,
                            symmetry_breaking=symmetry_breaking, time_limit=time_limit,
                            hint=hint if length_try == length else None)  # fmt: skip
             p2_seconds += r.seconds
-            points.append(_point(r))
-            if on_point:
-                on_point(points[-1])
+            record(_point(r))
             if r.answer == "sat":
                 status = Status.OPTIMAL if proof else Status.FEASIBLE
                 why = "every earlier point proven" if proof else "an earlier point is unproven"

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
@@ -200,6 +201,7 @@ def search_min_ii(
     total_time_limit: float | None = None,
     length_time_limit: float | None = None,
     decide: str = "window",
+    on_progress: OnProgress | None = None,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -216,7 +218,11 @@ def search_min_ii(
     tie_break, threads, check, decide
         Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
     on_attempt
-        Called after every Phase-1 solve (progress reporting; the core never prints).
+        Called after every Phase-1 solve with its :class:`~.phase1.Phase1Result`.
+    on_progress
+        Called with a :class:`twill.progress.ProgressEvent` (``phase="phase1"``) before and
+        after every Phase-1 solve: the ``I`` under test, the bounds, the elapsed time, the
+        verdict and the length of the schedule found (progress display; the core never prints).
     length_time_limit
         Seconds for minimising ``L`` once a schedule is found at an ``I`` (``None``: the same
         as ``time_limit``). Each Phase-1 solve first only looks for *any* schedule, which is
@@ -261,6 +267,12 @@ def search_min_ii(
         certificate.append(CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII"))
     attempts: list[Phase1Result] = []
     found: Phase1Result | None = None
+
+    def event(ii: int, r: Phase1Result | None = None) -> ProgressEvent:
+        answer, length = (None, None) if r is None else (r.status.value, r.L)
+        return ProgressEvent("phase1", ii, time.perf_counter() - t0, lower_bound=lo,
+                             upper_bound=cap, answer=answer, incumbent=length)  # fmt: skip
+
     for ii in range(lo, cap + 1):
         limit = time_limit
         if total_time_limit is not None:  # no single solve outlives the overall limit
@@ -269,6 +281,7 @@ def search_min_ii(
                 log.info("search %s: total time limit hit before I=%d", graph.name, ii)
                 break
             limit = left if limit is None else min(limit, left)
+        emit(on_progress, event(ii))
         r = solve_phase1(
             graph,
             ii,
@@ -283,6 +296,7 @@ def search_min_ii(
         attempts.append(r)
         if on_attempt is not None:
             on_attempt(r)
+        emit(on_progress, event(ii, r))
         if r.schedule is not None:
             found = r
             break

@@ -76,7 +76,7 @@ class ScheduleRunResult:
     method: str
     formulation: str
     graph: str
-    schedule: dict[str, int]
+    schedule: dict[str, int] = field(repr=False)
     legal: bool
     objective: float | None
     II: int | None
@@ -85,15 +85,15 @@ class ScheduleRunResult:
     iterations: int = 0
     bound: float | None = None
     expected_violation: float | None = None
-    loss_history: tuple[float, ...] = ()
-    violation_history: tuple[float, ...] = ()
-    objective_history: tuple[tuple[float, float], ...] = ()
+    loss_history: tuple[float, ...] = field(default=(), repr=False)
+    violation_history: tuple[float, ...] = field(default=(), repr=False)
+    objective_history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
     message: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict, repr=False)
     seed: int | None = None
-    timings: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict, repr=False)
     gaus_objective: float | None = None
-    polish_history: tuple[tuple[float, float], ...] = ()
+    polish_history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
     infeasible_cause: str | None = None
 
     def seconds_to_reach(self, target: float) -> float | None:

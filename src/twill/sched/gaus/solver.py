@@ -18,12 +18,14 @@ Objective, guarantee, failure (house rule, CIRCT habit 5):
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -57,6 +59,19 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _logged(method: _Method) -> _Method:
+    """Run a solve method under :func:`_verbose_logging` (``self.verbose``)."""
+
+    @functools.wraps(method)
+    def wrapper(self: GauSSolver, *args: Any, **kwargs: Any) -> Any:
+        with _verbose_logging(self.verbose):
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
 
 #: Settings that differ by formulation unless given explicitly. A (GS-Schedule data, delay 0)
 #: starts from the ASAP/ALAP midpoint, where every op shares one step, so it needs wide
@@ -143,8 +158,8 @@ class GauSSolver:
     seed
         Seeds torch (GauS itself is deterministic given its initialisation).
     verbose
-        Log progress at INFO on the ``twill.sched.gaus`` logger (a stderr handler is added if
-        the logger has none).
+        Log progress at INFO on the ``twill.sched.gaus`` logger during each solve (a stderr
+        handler is added if the logger has none); the logger is restored afterwards.
     on_progress
         Callback ``(step, max_steps, loss, violation, best_objective)`` after each Adam step.
     **settings
@@ -182,8 +197,6 @@ class GauSSolver:
         self.explicit = {"lr"} if lr is not None else set()
         self.explicit |= set(settings)
         self.settings = GauSSettings(lr=0.01 if lr is None else lr, **settings)
-        if verbose:
-            _enable_logging()
 
     # -- public entry points -----------------------------------------------------------------
 
@@ -248,6 +261,7 @@ class GauSSolver:
 
     # -- implementation ----------------------------------------------------------------------
 
+    @_logged
     def _solve(
         self,
         formulation: str,
@@ -281,6 +295,8 @@ class GauSSolver:
         ) -> ScheduleRunResult:
             obj = None
             if t is not None:
+                if formulation != "B":  # A and C are shift-invariant: report from step 0
+                    t = t - (t.min() if t.size else 0)
                 verify_result_schedule(
                     g, t, D, II if formulation == "C" else None, self._orig(R_cap)
                 )
@@ -535,10 +551,23 @@ class _CheckpointSearch:
             self._run(t, limit)
 
 
-def _enable_logging() -> None:
+@contextmanager
+def _verbose_logging(enabled: bool) -> Iterator[None]:
+    """INFO logging on ``twill.sched.gaus`` for one solve (a stderr handler when it has none);
+    the logger's level and handlers are restored afterwards, so later calls stay quiet."""
+    if not enabled:
+        yield
+        return
     logger = logging.getLogger("twill.sched.gaus")
+    level, handler = logger.level, None
     if not logger.handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if handler is not None:
+            logger.removeHandler(handler)

@@ -1,0 +1,29 @@
+"""The console the ``twill`` commands print their tables on.
+
+On a terminal, rich fits a table to the terminal's width. When stdout is a pipe or a file there
+is no width to fit: rich would assume 80 columns and cut wide cells to ``…``, losing digits. There
+the console is wide enough for every table at its natural width (and writes no colour codes), so
+``twill map-network ... > table.txt`` keeps every number whole.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["stdout_console", "PIPE_WIDTH"]
+
+#: Width of the console when stdout is not a terminal (wider than any table twill prints).
+PIPE_WIDTH = 4000
+
+
+def stdout_console() -> Console:
+    """A rich console on stdout: the terminal's width, or :data:`PIPE_WIDTH` when piped."""
+    from rich.console import Console
+
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=PIPE_WIDTH, no_color=True, highlight=False)
