@@ -39,9 +39,9 @@ def _run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from twill.io.networks import load_network
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.fusion import fusion_groups
-    from twill.mapping.fadiff.networks import load_network
     from twill.mapping.fadiff.train import fadiff
 
     check_output_path(args.output, "-o")

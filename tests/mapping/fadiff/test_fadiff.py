@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import (
     FusionPlan,
@@ -11,7 +12,7 @@ from twill.mapping.fadiff.fusion import (
     greedy_fusion,
     verify_plan,
 )
-from twill.mapping.fadiff.networks import NETWORKS, chain_network, load_network
+from twill.mapping.fadiff.networks import NETWORKS, chain_network
 from twill.mapping.mapping import parse_dosa_mapping
 from twill.mapping.workload import Layer
 
