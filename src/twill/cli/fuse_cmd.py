@@ -89,7 +89,7 @@ def _run(args: argparse.Namespace) -> int:
         with open(args.output, "w") as fh:
             yaml.safe_dump({**res.plan.to_dict(net, arch), **rep.summary()}, fh, sort_keys=False)
     if args.plot:
-        from twill.mapping.fadiff.plot import plot_fadiff
+        from twill.visualization.fadiff_plots import plot_fadiff
 
         plot_fadiff(net, res, args.plot)
     if args.json:
