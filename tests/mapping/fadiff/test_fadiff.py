@@ -69,12 +69,15 @@ def test_verifier_rejects_misaligned_blocks_and_overflow():
 
 def test_fadiff_small_chain_verified_reproducible_never_worse():
     torch = pytest.importorskip("torch")
-    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.fadiff.train import FADiffSettings, fadiff
 
     arch = gemmini_arch()
     net, plan = _pair()
     r1 = fadiff(net, arch, steps=30, seed=3, eval_every=10, candidates=[plan])
-    r2 = fadiff(net, arch, steps=30, seed=3, eval_every=10, candidates=[plan])
+    # the settings object and the keyword form are the same run
+    cfg = FADiffSettings(steps=30, seed=3, eval_every=10)
+    r2 = fadiff(net, arch, cfg, candidates=[plan])
+    assert r1.settings == r2.settings and r1.settings["steps"] == 30
     assert verify_plan(net, arch, r1.plan) == []
     assert r1.report.valid
     assert r1.report.edp == r2.report.edp and r1.plan.mappings == r2.plan.mappings
