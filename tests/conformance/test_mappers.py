@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from twill.mapping.arch import gemmini_arch, simba_arch
+from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import evaluate_plan, verify_plan
 from twill.mapping.fadiff.networks import chain_network
 from twill.mapping.mapping import verify_mapping
