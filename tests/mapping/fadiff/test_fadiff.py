@@ -6,12 +6,8 @@ import pytest
 
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
-from twill.mapping.fadiff.fusion import (
-    FusionPlan,
-    evaluate_plan,
-    greedy_fusion,
-    verify_plan,
-)
+from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
+from twill.mapping.fadiff.heuristics import greedy_fusion
 from twill.mapping.fadiff.networks import NETWORKS, chain_network
 from twill.mapping.mapping import parse_dosa_mapping
 from twill.mapping.workload import Layer

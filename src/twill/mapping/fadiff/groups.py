@@ -44,8 +44,8 @@ from twill.mapping.fadiff.fusion import (
     fused_batch_costs,
     group_scratchpad_words,
     layer_cost,
-    repair_plan,
 )
+from twill.mapping.fadiff.heuristics import repair_plan
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import Dim, Layer, divisors

@@ -39,10 +39,9 @@ from twill.mapping.fadiff.fusion import (
     PlanReport,
     check_gemmini,
     evaluate_plan,
-    greedy_fusion,
-    repair_plan,
     verify_plan,
 )
+from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import DIMS, OPERANDS, Layer
