@@ -384,40 +384,9 @@ def _fadiff(
         ):
             n_iter = step + 1
             break
-    source = "gradient"
-    for cand in candidates:
-        rep = evaluate_plan(net, arch, cand)
-        if rep.valid and (best_rep is None or rep.edp < best_rep.edp):
-            best_plan, best_rep, source = cand, rep, cand.method or "candidate"
-            if cfg.fusion:
-                g = greedy_fusion(net, arch, cand)
-                grep = evaluate_plan(net, arch, g)
-                if grep.valid and grep.edp < best_rep.edp:
-                    best_plan, best_rep = g, grep
-    # unfused mapping sets, best first: the read-outs' best and every candidate's
-    seeds = [c.with_fused(()) for c in candidates]
-    seeds += [best_unfused[1]] if best_unfused is not None else []
-    seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c).edp)
-    if cfg.polish and seeds:
-        from twill.mapping.fadiff.polish import polish_mappings
-
-        seed0 = seeds[0]
-        label = f"polish({seed0.method or 'gradient'})"
-        pol = FusionPlan(net.name, tuple(polish_mappings(layers, arch, seed0.mappings)), (), label)
-        seeds.insert(0, pol)
-        for p in (pol, greedy_fusion(net, arch, pol)) if cfg.fusion else (pol,):
-            prep = evaluate_plan(net, arch, p)
-            if prep.valid and (best_rep is None or prep.edp < best_rep.edp):
-                best_plan, best_rep, source = p, prep, label
-    if cfg.fusion and cfg.group_len > 1 and best_plan is not None:
-        from twill.mapping.fadiff.groups import group_search
-
-        # depth-first groups seeded by the best unfused mappings found (polished first)
-        for sd in seeds[: cfg.group_seeds]:
-            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method)
-            grep = evaluate_plan(net, arch, g)
-            if grep.valid and grep.edp < best_rep.edp:
-                best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
+    best_plan, best_rep, source = _discrete_phase(
+        net, arch, cfg, method, candidates, best_plan, best_rep, best_unfused
+    )
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
         best_rep = evaluate_plan(net, arch, best_plan)
@@ -453,6 +422,58 @@ def _fadiff(
 
 
 # ----------------------------------------------------------------------------- internals
+def _discrete_phase(
+    net: Network,
+    arch: Arch,
+    cfg: FADiffSettings,
+    method: str,
+    candidates: Sequence[FusionPlan],
+    best_plan: FusionPlan | None,
+    best_rep: PlanReport | None,
+    best_unfused: tuple[float, FusionPlan] | None,
+) -> tuple[FusionPlan | None, PlanReport | None, str]:
+    """After the gradient phase: compare with the ``candidates`` (and their greedy fusion),
+    polish the best unfused mapping set, and run the depth-first group search from the best
+    unfused sets. Returns the best verified plan, its report and where it came from."""
+    source = "gradient"
+    for cand in candidates:
+        rep = evaluate_plan(net, arch, cand)
+        if rep.valid and (best_rep is None or rep.edp < best_rep.edp):
+            best_plan, best_rep, source = cand, rep, cand.method or "candidate"
+            if cfg.fusion:
+                g = greedy_fusion(net, arch, cand)
+                grep = evaluate_plan(net, arch, g)
+                if grep.valid and grep.edp < best_rep.edp:
+                    best_plan, best_rep = g, grep
+    # unfused mapping sets, best first: the read-outs' best and every candidate's
+    seeds = [c.with_fused(()) for c in candidates]
+    seeds += [best_unfused[1]] if best_unfused is not None else []
+    seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c).edp)
+    if cfg.polish and seeds:
+        from twill.mapping.fadiff.polish import polish_mappings
+
+        seed0 = seeds[0]
+        label = f"polish({seed0.method or 'gradient'})"
+        pol = FusionPlan(
+            net.name, tuple(polish_mappings(list(net.layers), arch, seed0.mappings)), (), label
+        )
+        seeds.insert(0, pol)
+        for p in (pol, greedy_fusion(net, arch, pol)) if cfg.fusion else (pol,):
+            prep = evaluate_plan(net, arch, p)
+            if prep.valid and (best_rep is None or prep.edp < best_rep.edp):
+                best_plan, best_rep, source = p, prep, label
+    if cfg.fusion and cfg.group_len > 1 and best_plan is not None:
+        from twill.mapping.fadiff.groups import group_search
+
+        # depth-first groups seeded by the best unfused mappings found (polished first)
+        for sd in seeds[: cfg.group_seeds]:
+            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method)
+            grep = evaluate_plan(net, arch, g)
+            if grep.valid and grep.edp < best_rep.edp:
+                best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
+    return best_plan, best_rep, source
+
+
 def _adjacent_candidates(net: Network, cands: list[int]) -> list[list[int]]:
     """For each candidate (by position), the positions of candidates sharing a layer."""
     out = []
