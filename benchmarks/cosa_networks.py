@@ -236,9 +236,10 @@ def agreement(name: str, args: argparse.Namespace) -> dict:
 
 
 def dosa_errors() -> dict:
-    from twill.io.timeloop import evaluate_dataset
+    from twill.io.timeloop import read_dosa_dataset
+    from twill.mapping.cost.dataset import evaluate_rows
 
-    _rows, errors = evaluate_dataset(BENCH / "dosa" / "timeloop_sample.csv")
+    _rows, errors = evaluate_rows(read_dosa_dataset(BENCH / "dosa" / "timeloop_sample.csv"))
     return errors
 
 

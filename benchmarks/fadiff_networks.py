@@ -23,10 +23,11 @@ import json
 import sys
 import time
 
+from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cosa, random_search
 from twill.mapping.fadiff.bounds import fusion_bounds
-from twill.mapping.fadiff.networks import NETWORKS, load_network
+from twill.mapping.fadiff.networks import NETWORKS
 from twill.mapping.fadiff.train import fadiff
 
 

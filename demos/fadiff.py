@@ -7,9 +7,9 @@ def run() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from twill.io.networks import load_network
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.baselines import greedy_fusion_baseline
-    from twill.mapping.fadiff.networks import load_network
     from twill.mapping.fadiff.train import fadiff
 
     net, arch = load_network("bert"), gemmini_arch()

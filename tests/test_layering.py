@@ -10,24 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src"
-
-# Known violations, each removed as it is fixed. Entries are (importer, imported) for layer
-# rules and the sorted tuple of modules for cycles.
-ALLOWED_EDGES: set[tuple[str, str]] = {
-    # mapping reads Timeloop YAML itself; the readers move to io/ (mapping side of the redesign)
-    ("twill.mapping.arch", "twill.io.timeloop"),
-    ("twill.mapping.fadiff.networks", "twill.io.timeloop"),
-    ("twill.mapping.workload", "twill.io.timeloop"),
-}
-ALLOWED_CYCLES: set[tuple[str, ...]] = {
-    # io.timeloop evaluates datasets with the cost model, which reads through io.timeloop
-    ("twill.io.timeloop", "twill.mapping.arch", "twill.mapping.mapping", "twill.mapping.workload"),
-    # the fusion-group search and the polish step call each other
-    ("twill.mapping.fadiff.groups", "twill.mapping.fadiff.polish"),
-}
 
 _OUTER = ("twill.io", "twill.cli", "twill.visualization", "twill.codegen")
 
@@ -160,26 +143,14 @@ def test_no_layer_violations() -> None:
         f"{src} -> {dst}: {why}"
         for src, dsts in sorted(graph.items())
         for dst in sorted(dsts)
-        if (why := _layer_violation(src, dst)) and (src, dst) not in ALLOWED_EDGES
+        if (why := _layer_violation(src, dst))
     ]
     assert not bad, "layering violations:\n" + "\n".join(bad)
 
 
 def test_no_import_cycles() -> None:
-    cycles = [c for c in _cycles(_package_edges(import_graph())) if c not in ALLOWED_CYCLES]
+    cycles = [c for c in _cycles(_package_edges(import_graph()))]
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
-
-
-@pytest.mark.parametrize("edge", sorted(ALLOWED_EDGES))
-def test_allowed_edges_still_exist(edge: tuple[str, str]) -> None:
-    """An allow-list entry that no longer occurs must be deleted."""
-    assert edge[1] in import_graph().get(edge[0], set()), f"fixed: delete {edge} from ALLOWED_EDGES"
-
-
-@pytest.mark.parametrize("cycle", sorted(ALLOWED_CYCLES))
-def test_allowed_cycles_still_exist(cycle: tuple[str, ...]) -> None:
-    """An allowed cycle that is gone (or changed shape) must be deleted or updated."""
-    assert cycle in _cycles(_package_edges(import_graph())), f"fixed: delete {cycle}"
 
 
 def test_cycle_detection_finds_a_loop() -> None:

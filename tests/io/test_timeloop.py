@@ -7,13 +7,14 @@ import pytest
 from twill.errors import InvalidProblemError
 from twill.io.timeloop import (
     check_layer_fits,
-    evaluate_dataset,
     read_arch,
+    read_dosa_dataset,
     read_layer,
     read_mapping,
     read_network,
 )
 from twill.mapping.arch import gemmini_arch, simba_arch
+from twill.mapping.cost.dataset import evaluate_rows
 from twill.mapping.mapping import parse_dosa_mapping, to_dosa_string, to_timeloop_yaml
 from twill.mapping.workload import Dim
 
@@ -107,7 +108,9 @@ class TestMappings:
 
 class TestDataset:
     def test_error_targets(self, shared_benchmarks):
-        rows, errors = evaluate_dataset(shared_benchmarks / "dosa/timeloop_sample.csv")
+        rows, errors = evaluate_rows(
+            read_dosa_dataset(shared_benchmarks / "dosa/timeloop_sample.csv")
+        )
         assert len(rows) == 2000 and errors["valid"] == 2000
         assert errors["cycles"]["exact_fraction"] > 0.90
         assert errors["energy_uJ"]["median"] < 0.02

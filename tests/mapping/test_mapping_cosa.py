@@ -173,3 +173,13 @@ class TestGemmini:
         assert res.mapping is not None
         assert verify_mapping(layer, gemmini_arch(), res.mapping) == []
         assert res.report.cycles >= layer.macs / 256
+
+
+def test_settings_object_and_keywords_are_the_same_run():
+    from twill.mapping.cosa.solve import CoSASettings
+
+    layer = Layer("fc", {"C": 64, "K": 32})
+    a = cosa_map(layer, simba_arch(), time_limit=20, halo="corrected")
+    b = cosa_map(layer, simba_arch(), CoSASettings(time_limit=20, halo="corrected"))
+    assert a.settings == b.settings and a.settings["halo"] == "corrected"
+    assert list(a.settings)[-1] == "weights" and a.mapping == b.mapping

@@ -47,9 +47,9 @@ def _run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from twill.io.networks import default_workload_root, load_network
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.fusion import fusion_groups
-    from twill.mapping.fadiff.networks import default_workload_root, load_network
     from twill.mapping.fadiff.train import fadiff
 
     inputs = sorted(default_workload_root().rglob("*.yaml"))
@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         plan = {**res.plan.to_dict(net, arch), **rep.summary()}
         write_output(args.output, yaml.safe_dump(plan, sort_keys=False))
     if args.plot:
-        from twill.mapping.fadiff.plot import plot_fadiff
+        from twill.visualization.fadiff_plots import plot_fadiff
 
         with atomic_output(args.plot) as tmp:
             plot_fadiff(net, res, str(tmp))

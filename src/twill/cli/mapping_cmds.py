@@ -398,9 +398,10 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
 
 
 def _eval_dataset(args: argparse.Namespace) -> int:
-    from twill.io.timeloop import evaluate_dataset
+    from twill.io.timeloop import read_dosa_dataset
+    from twill.mapping.cost.dataset import evaluate_rows
 
-    rows, errors = evaluate_dataset(args.dataset, limit=args.limit)
+    rows, errors = evaluate_rows(read_dosa_dataset(args.dataset, limit=args.limit))
     if args.json:
         _print_json({"rows": rows, "errors": errors})
     else:

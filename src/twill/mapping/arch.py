@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from twill.mapping.workload import Dim, Operand
 
@@ -29,7 +28,6 @@ __all__ = [
     "Arch",
     "simba_arch",
     "gemmini_arch",
-    "read_arch",
     "SIMBA_ENERGY_PJ",
     "gemmini_energies",
 ]
@@ -413,13 +411,3 @@ def gemmini_arch(
     )
     label = name or f"gemmini_{pe_dim}x{pe_dim}_sp{scratchpad_kb:g}k_acc{accumulator_kb:g}k"
     return Arch(label, levels, pe_dim * pe_dim, e["MAC"])
-
-
-def read_arch(path: str | Path) -> Arch:
-    """Read a Timeloop architecture YAML (Simba v1 format or DOSA's Gemmini v0.3 tree).
-
-    Thin convenience around :func:`twill.io.timeloop.read_arch` (validate, then build).
-    """
-    from twill.io.timeloop import read_arch as _read  # reader layer, loaded on use
-
-    return _read(path)

@@ -6,15 +6,13 @@ R and P go with the width stride/dilation, S and Q with the height ones. A GEMM
 ``(M x K) . (K x N)`` is the special case P = M, C = K, K = N, every other dimension 1.
 
 Preconditions: dimensions are positive integers (checked by :meth:`Layer.check`). Readers for
-Timeloop-style problem YAML live in :mod:`twill.io.timeloop`; :func:`read_layer` here is a thin
-convenience that defers to them.
+Timeloop-style problem YAML live in :mod:`twill.io.timeloop`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -25,7 +23,6 @@ __all__ = [
     "OPERANDS",
     "RELEVANT",
     "Layer",
-    "read_layer",
     "prime_factors",
     "divisors",
     "MAX_DIM",
@@ -250,13 +247,3 @@ class Layer:
     def describe(self) -> str:
         s = " ".join(f"{d.value}{v}" for d, v in self.dims.items())
         return f"{self.name} ({s}, stride {self.w_stride}x{self.h_stride})"
-
-
-def read_layer(path: str | Path) -> Layer:
-    """Read a Timeloop-style problem YAML (CoSA or DOSA workloads).
-
-    Thin convenience around :func:`twill.io.timeloop.read_layer` (validate, then build).
-    """
-    from twill.io.timeloop import read_layer as _read  # reader layer, loaded on use
-
-    return _read(path)

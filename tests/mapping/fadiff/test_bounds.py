@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.bounds import dram_floor_bytes, fusion_bounds, ideal_bound
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan
-from twill.mapping.fadiff.networks import load_network
 from twill.mapping.fadiff.train import all_dram_mapping
 
 

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
-from twill.mapping.fadiff.fusion import (
-    FusionPlan,
-    evaluate_plan,
-    greedy_fusion,
-    verify_plan,
-)
-from twill.mapping.fadiff.networks import NETWORKS, chain_network, load_network
+from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
+from twill.mapping.fadiff.heuristics import greedy_fusion
+from twill.mapping.fadiff.networks import NETWORKS, chain_network
 from twill.mapping.mapping import parse_dosa_mapping
 from twill.mapping.workload import Layer
 
@@ -68,12 +65,15 @@ def test_verifier_rejects_misaligned_blocks_and_overflow():
 
 def test_fadiff_small_chain_verified_reproducible_never_worse():
     torch = pytest.importorskip("torch")
-    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.fadiff.train import FADiffSettings, fadiff
 
     arch = gemmini_arch()
     net, plan = _pair()
     r1 = fadiff(net, arch, steps=30, seed=3, eval_every=10, candidates=[plan])
-    r2 = fadiff(net, arch, steps=30, seed=3, eval_every=10, candidates=[plan])
+    # the settings object and the keyword form are the same run
+    cfg = FADiffSettings(steps=30, seed=3, eval_every=10)
+    r2 = fadiff(net, arch, cfg, candidates=[plan])
+    assert r1.settings == r2.settings and r1.settings["steps"] == 30
     assert verify_plan(net, arch, r1.plan) == []
     assert r1.report.valid
     assert r1.report.edp == r2.report.edp and r1.plan.mappings == r2.plan.mappings

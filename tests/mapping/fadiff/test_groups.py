@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.groups import block_mapping, group_search
-from twill.mapping.fadiff.networks import Edge, Network, chain_network, load_network
+from twill.mapping.fadiff.networks import Edge, Network, chain_network
 from twill.mapping.fadiff.train import all_dram_mapping
 from twill.mapping.workload import Dim, Layer
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from twill.errors import InvalidProblemError
@@ -18,35 +19,17 @@ from twill.mapping.workload import Layer
 from twill.results import Status
 from twill.validation import check_int, check_real
 
-__all__ = ["cosa_map"]
+__all__ = ["CoSASettings", "cosa_map"]
 
 log = logging.getLogger(__name__)
 
 
-def cosa_map(
-    layer: Layer,
-    arch: Arch,
-    *,
-    backend: str = "cpsat",
-    time_limit: float = 60.0,
-    threads: int = 1,
-    seed: int = 0,
-    weights: CosaWeights | None = None,
-    halo: str = "v010",
-    symmetry: bool = True,
-    reduce_units: bool = True,
-    gb_order: str = "loops",
-    no_bypass_refetch: bool = False,
-    register_reuse: bool = False,
-    extra: dict[str, Any] | None = None,
-    on_incumbent: Callable[[float, float, float], None] | None = None,
-) -> MapResult:
-    """Map one layer with CoSA's MIP.
+@dataclass(frozen=True)
+class CoSASettings:
+    """The settings of one :func:`cosa_map` run (defaults listed here once).
 
-    Parameters
+    Attributes
     ----------
-    layer, arch
-        The layer and the accelerator.
     backend
         ``"cpsat"`` (OR-Tools CP-SAT, objective coefficients scaled to integers; default),
         ``"scip"`` (SCIP via PySCIPOpt in a child process, floating point), ``"highs"``
@@ -73,8 +56,56 @@ def cosa_map(
         CoSA's model; may be infeasible. Off by default.
     extra
         Backend-specific settings passed through untouched.
+    """
+
+    backend: str = "cpsat"
+    time_limit: float = 60.0
+    threads: int = 1
+    seed: int = 0
+    weights: CosaWeights | None = None
+    halo: str = "v010"
+    symmetry: bool = True
+    reduce_units: bool = True
+    gb_order: str = "loops"
+    no_bypass_refetch: bool = False
+    register_reuse: bool = False
+    extra: dict[str, Any] | None = None
+
+    def model_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~twill.mapping.cosa.mip.build_cosa_model`."""
+        keys = ("halo", "symmetry", "reduce_units", "gb_order", "no_bypass_refetch")
+        keys += ("register_reuse", "weights")
+        return {k: getattr(self, k) for k in keys}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``settings`` recorded in the result (seed and ``extra`` travel separately)."""
+        out = {"backend": self.backend, "time_limit": self.time_limit, "threads": self.threads}
+        out.update(self.model_options())
+        out["weights"] = list((self.weights or CosaWeights()).__dict__.values())
+        return out
+
+
+def cosa_map(
+    layer: Layer,
+    arch: Arch,
+    settings: CoSASettings | None = None,
+    *,
+    on_incumbent: Callable[[float, float, float], None] | None = None,
+    **overrides: Any,
+) -> MapResult:
+    """Map one layer with CoSA's MIP.
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the accelerator.
+    settings
+        The run's :class:`CoSASettings` (default: all defaults).
     on_incumbent
         ``callback(objective, bound, elapsed)`` for progress (CP-SAT).
+    **overrides
+        Individual :class:`CoSASettings` fields replacing those of ``settings``
+        (``cosa_map(layer, arch, time_limit=20)``).
 
     Returns
     -------
@@ -85,7 +116,7 @@ def cosa_map(
     -----
     Objective: CoSA's weighted log-domain proxy (compute, utilisation, traffic), not the cost
     model's latency or energy. Guarantee: OPTIMAL means optimal for that objective with a
-    proof from the backend; a capacity repair (DEC-11) or a timeout gives FEASIBLE; no
+    proof from the backend; a capacity repair or a timeout gives FEASIBLE; no
     solution within the limit gives UNKNOWN; a model without any placement, INFEASIBLE.
     Every returned mapping passed :func:`~twill.mapping.mapping.verify_mapping`.
 
@@ -96,61 +127,44 @@ def cosa_map(
     >>> r.status.value, r.report.valid
     ('optimal', True)
     """
-    check_real(time_limit, "time_limit")
-    check_int(threads, "threads")
-    check_int(seed, "seed", minimum=0)
+    cfg = replace(settings or CoSASettings(), **overrides)
+    check_real(cfg.time_limit, "time_limit")
+    check_int(cfg.threads, "threads")
+    check_int(cfg.seed, "seed", minimum=0)
     bad = layer.check() + arch.check()
     if bad:
         raise InvalidProblemError(bad, source=layer.name)
     t0, c0 = time.perf_counter(), time.process_time()
-    model, ix, terms = build_cosa_model(
-        layer,
-        arch,
-        weights=weights,
-        halo=halo,
-        symmetry=symmetry,
-        reduce_units=reduce_units,
-        gb_order=gb_order,
-        no_bypass_refetch=no_bypass_refetch,
-        register_reuse=register_reuse,
-    )
+    model, ix, terms = build_cosa_model(layer, arch, **cfg.model_options())
     t_build = time.perf_counter() - t0
     sol = solve_model(
         model,
-        backend,
-        time_limit=time_limit,
-        threads=threads,
-        seed=seed,
-        extra=extra,
+        cfg.backend,
+        time_limit=cfg.time_limit,
+        threads=cfg.threads,
+        seed=cfg.seed,
+        extra=cfg.extra,
         on_incumbent=on_incumbent,
     )
     t1 = time.perf_counter()
-    settings = {
-        "backend": backend,
-        "time_limit": time_limit,
-        "threads": threads,
-        "halo": halo,
-        "symmetry": symmetry,
-        "reduce_units": reduce_units,
-        "gb_order": gb_order,
-        "no_bypass_refetch": no_bypass_refetch,
-        "register_reuse": register_reuse,
-        "weights": list((weights or CosaWeights()).__dict__.values()),
-    }
     stats: dict[str, Any] = {**model.size, **sol.stats}
-    if not sol.status.has_solution:
+
+    def result(status: Status, timings: dict[str, float], **found: Any) -> MapResult:
         return MapResult(
             "cosa",
-            sol.status,
+            status,
             layer.name,
-            None,
-            None,
-            None,
-            sol.bound,
-            {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds},
-            stats,
-            settings,
-            seed,
+            bound=sol.bound,
+            timings=timings,
+            stats=stats,
+            settings=cfg.to_dict(),
+            seed=cfg.seed,
+            **found,
+        )
+
+    if not sol.status.has_solution:
+        return result(
+            sol.status, {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds}
         )
     stats["terms"] = {
         name: model.value({k: c for k, c in expr.items() if k != "__const__"}, sol.values)
@@ -171,31 +185,7 @@ def cosa_map(
     if left:
         stats["violations"] = [str(v) for v in left]
         log.warning("cosa mapping of %s failed verification: %s", layer.name, left)
-        return MapResult(
-            "cosa",
-            Status.ERROR,
-            layer.name,
-            None,
-            None,
-            sol.objective,
-            sol.bound,
-            timings,
-            stats,
-            settings,
-            seed,
-        )
+        return result(Status.ERROR, timings, objective=sol.objective)
     status = sol.status if moves == 0 else Status.FEASIBLE
     report = evaluate(layer, arch, mapping)
-    return MapResult(
-        "cosa",
-        status,
-        layer.name,
-        mapping,
-        report,
-        sol.objective,
-        sol.bound,
-        timings,
-        stats,
-        settings,
-        seed,
-    )
+    return result(status, timings, mapping=mapping, report=report, objective=sol.objective)

@@ -23,13 +23,8 @@ import numpy as np
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import evaluate_batch
-from twill.mapping.fadiff.fusion import (
-    FusionPlan,
-    PlanReport,
-    evaluate_plan,
-    greedy_fusion,
-    verify_plan,
-)
+from twill.mapping.fadiff.fusion import FusionPlan, PlanReport, evaluate_plan, verify_plan
+from twill.mapping.fadiff.heuristics import greedy_fusion
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.train import all_dram_mapping, plan_repr
 

@@ -118,7 +118,7 @@ def dram_floor_bytes(net: Network) -> float:
 
     Examples
     --------
-    >>> from twill.mapping.fadiff.networks import load_network
+    >>> from twill.io.networks import load_network
     >>> int(dram_floor_bytes(load_network("resnet50")))
     25661235
     """
@@ -135,7 +135,7 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
     Examples
     --------
     >>> from twill.mapping.arch import gemmini_arch
-    >>> from twill.mapping.fadiff.networks import load_network
+    >>> from twill.io.networks import load_network
     >>> e, c = ideal_bound(load_network("bert"), gemmini_arch())
     >>> int(c)
     2957312
@@ -207,7 +207,7 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     Examples
     --------
     >>> from twill.mapping.arch import gemmini_arch
-    >>> from twill.mapping.fadiff.networks import load_network
+    >>> from twill.io.networks import load_network
     >>> from twill.mapping.fadiff.train import all_dram_mapping
     >>> net, arch = load_network("bert"), gemmini_arch()
     >>> plan = FusionPlan("bert", tuple(all_dram_mapping(ly, arch) for ly in net.layers))

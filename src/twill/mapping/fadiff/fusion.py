@@ -53,27 +53,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
+from twill.mapping.fadiff.formulas import (
+    check_gemmini,
+    energy_and_cycles,
+    fused_batch_costs,
+    fused_level_accesses,
+)
 from twill.mapping.fadiff.networks import Network
+from twill.mapping.fadiff.plan import FusionPlan, PlanReport
 from twill.mapping.mapping import Mapping, Violation, verify_mapping
 from twill.mapping.workload import Dim, Layer
-
-if TYPE_CHECKING:  # torch only for annotations: the NumPy paths never import it
-    import torch
-
-    from twill.mapping.workload import Operand
-
-    #: The shared formulas take NumPy arrays (exact evaluation) or torch tensors (relaxation)
-    #: and return the same kind.
-    Array = TypeVar("Array", np.ndarray, torch.Tensor)
 
 __all__ = [
     "FusionPlan",
@@ -86,199 +80,12 @@ __all__ = [
     "group_scratchpad_words",
     "verify_plan",
     "evaluate_plan",
-    "greedy_fusion",
-    "repair_plan",
     "layer_cost",
     "fused_batch_costs",
 ]
 
 _W, _I, _O = 0, 1, 2
 _BLOCK_DIMS = (Dim.P, Dim.Q, Dim.N)
-
-
-# ------------------------------------------------------------------------ shared formulas
-def _xp(a: Array) -> ModuleType:
-    """The array module of ``a``: NumPy for an ndarray, else torch (imported only then)."""
-    if isinstance(a, np.ndarray):
-        return np
-    import torch
-
-    return torch
-
-
-def fused_level_accesses(
-    level_acc: Array,
-    o_dram: Array,
-    i_dram: Array,
-    i_fill: Array,
-    s_in: Array,
-    s_out: Array,
-    *,
-    sp: int,
-    top: int,
-    s_buf: Array | None = None,
-) -> Array:
-    """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch).
-
-    ``o_dram`` = producer's DRAM output updates + reads, ``i_dram`` = DRAM input reads,
-    ``i_fill`` = scratchpad input fills (all ``(B,)`` totals over utilised instances);
-    ``s_in`` the fusion value of the layer's data input, ``s_out`` that of "no reader needs
-    the output in DRAM", ``s_buf`` that of "some reader takes it from the scratchpad"
-    (default ``s_out``).
-    """
-    xp = _xp(level_acc)
-    s_buf = s_out if s_buf is None else s_buf
-    cols = [level_acc[:, m] for m in range(level_acc.shape[1])]
-    cols[top] = cols[top] - s_out * o_dram - s_in * i_dram
-    cols[sp] = cols[sp] + s_buf * o_dram - s_in * i_fill
-    return xp.stack(cols, 1) if xp is np else xp.stack(cols, dim=1)
-
-
-def energy_and_cycles(
-    level_acc: Array, used: Array, compute: Array, macs: Array, arch: Arch
-) -> tuple[Array, Array]:
-    """Energy (pJ) and roofline cycles (spec §5-§6) from per-level accesses (NumPy or torch).
-
-    The ``ceil`` of the NumPy model is applied; in torch it is straight-through.
-    """
-    xp = _xp(level_acc)
-    e_lvl = [lv.energy_pj for lv in arch.levels]
-    energy = macs * arch.mac_energy_pj
-    terms = [compute]
-    for m, lv in enumerate(arch.levels):
-        energy = energy + level_acc[:, m] * e_lvl[m]
-        if lv.bandwidth:
-            src = level_acc[:, m] if lv.bandwidth_shared else level_acc[:, m] / used[:, m]
-            terms.append(src / lv.bandwidth)
-    if xp is np:
-        raw = np.max(np.stack(terms, 1), axis=1)
-        return energy, np.ceil(raw - 1e-9)
-    raw = xp.stack(terms, dim=1).max(dim=1).values
-    return energy, raw + (xp.ceil(raw - 1e-9) - raw).detach()
-
-
-def fused_batch_costs(
-    cost: BatchCost, macs: float, arch: Arch, s_in: float, s_out: float, s_buf: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Energy (pJ) and cycles of every row of one layer's batch ``cost`` under the traffic
-    rewrite with the layer's fusion values ``s_in``, ``s_out``, ``s_buf`` (module docstring).
-    """
-    top = arch.n_levels - 1
-    sp = top - 1
-    used = cost.instances_used
-    o_dram = (cost.updates[:, top, _O] + cost.reads[:, top, _O]) * used[:, top]
-    i_dram = cost.reads[:, top, _I] * used[:, top]
-    i_fill = cost.fills[:, sp, _I] * used[:, sp]
-    n = len(cost.cycles)
-
-    def col(x: float) -> np.ndarray:
-        return np.full(n, float(x))
-
-    acc = fused_level_accesses(
-        cost.level_accesses,
-        o_dram,
-        i_dram,
-        i_fill,
-        col(s_in),
-        col(s_out),
-        sp=sp,
-        top=top,
-        s_buf=col(s_buf),
-    )
-    return energy_and_cycles(acc, used, cost.compute_cycles, col(macs), arch)
-
-
-def check_gemmini(arch: Arch) -> list[str]:
-    """Defects that make ``arch`` unusable for the fusion model (empty when usable)."""
-    bad = []
-    if arch.n_levels < 2:
-        bad.append("need an on-chip level and DRAM")
-        return bad
-    from twill.mapping.workload import Operand
-
-    if Operand.I not in arch.levels[-2].keeps:
-        bad.append(f"the outermost on-chip level {arch.levels[-2].name} must keep inputs")
-    if arch.levels[-2].entries is None:
-        bad.append(f"the outermost on-chip level {arch.levels[-2].name} must be bounded")
-    return bad
-
-
-# ------------------------------------------------------------------------------ the plan
-@dataclass(frozen=True)
-class FusionPlan:
-    """Per-layer mappings of a network plus the set of fused boundaries.
-
-    ``fused`` holds indices into ``Network.edges``. ``method`` names the algorithm that produced
-    the plan; ``meta`` carries settings and statistics (seed, steps, timings).
-    """
-
-    network: str
-    mappings: tuple[Mapping, ...]
-    fused: tuple[int, ...] = ()
-    method: str = ""
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def with_fused(self, fused: Iterable[int]) -> FusionPlan:
-        return FusionPlan(
-            self.network, self.mappings, tuple(sorted(set(fused))), self.method, self.meta
-        )
-
-    def to_dict(self, net: Network, arch: Arch) -> dict[str, Any]:
-        """YAML/JSON-ready form: one DOSA mapping string per layer and the fused edges."""
-        from twill.mapping.mapping import to_dosa_string
-
-        return {
-            "network": self.network,
-            "arch": arch.name,
-            "method": self.method,
-            "layers": [
-                {"name": ly.name, "mapping": to_dosa_string(m, arch)}
-                for ly, m in zip(net.layers, self.mappings, strict=True)
-            ],
-            "fused": [
-                {
-                    "producer": net.layers[net.edges[i].src].name,
-                    "consumer": net.layers[net.edges[i].dst].name,
-                }
-                for i in self.fused
-            ],
-        }
-
-
-@dataclass(frozen=True)
-class PlanReport:
-    """Exact (NumPy) cost of a plan. Energies pJ, latencies cycles, traffic bytes.
-
-    ``layer_*`` are per-layer arrays in network order; ``edp`` is µJ·cycles of the network
-    (Σ latency × Σ energy, spec pitfall 7).
-    """
-
-    energy_pj: float
-    cycles: float
-    dram_bytes: float
-    layer_energy_pj: np.ndarray
-    layer_cycles: np.ndarray
-    layer_dram_bytes: np.ndarray
-    layer_level_energy_pj: np.ndarray
-    fused: tuple[int, ...]
-    valid: bool
-    violations: tuple[Violation, ...] = ()
-
-    @property
-    def energy_uj(self) -> float:
-        return self.energy_pj * 1e-6
-
-    @property
-    def edp(self) -> float:
-        return self.energy_uj * self.cycles
-
-    def summary(self) -> dict[str, float]:
-        return {
-            "edp": self.edp,
-            "energy_uJ": self.energy_uj,
-            "cycles": float(self.cycles),
-            "dram_bytes": float(self.dram_bytes),
-        }
 
 
 # ------------------------------------------------------------------------- block structure
@@ -601,65 +408,3 @@ def group_scratchpad_words(
         work = (0.0 if w_res else w_tile) + (0.0 if j in fused_in else i_tile)
         peak = max(peak, live[k] + work)
     return peak + carried + resident
-
-
-def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
-    """Unfuse boundaries until the plan verifies (spec §9: drop, in a violating group, the
-    boundary with the largest intermediate; illegal boundaries are dropped first)."""
-    for _ in range(len(plan.fused) + 1):
-        viol = verify_plan(net, arch, plan)
-        if not viol:
-            return plan
-        if any(
-            v.rule
-            not in {"fusion.partial_sums", "fusion.blocks", "fusion.capacity", "fusion.candidate"}
-            for v in viol
-        ):
-            raise InvalidProblemError([str(v) for v in viol], source=f"plan for {net.name}")
-        bad_edges = set()
-        for v in viol:
-            if v.rule == "fusion.candidate":
-                bad_edges.add(v.at["edge"])
-            elif v.rule in {"fusion.partial_sums", "fusion.blocks"}:
-                for i in plan.fused:
-                    e = net.edges[i]
-                    if (net.layers[e.src].name, net.layers[e.dst].name) == (
-                        v.at["producer"],
-                        v.at["consumer"],
-                    ):
-                        bad_edges.add(i)
-        if not bad_edges:  # capacity: drop the largest intermediate of the first bad group
-            names = [v.at["group"] for v in viol if v.rule == "fusion.capacity"][0].split("->")
-            members = {net.index(n) for n in names}
-            inside = [i for i in plan.fused if net.edges[i].src in members]
-            bad_edges.add(
-                max(inside, key=lambda i: net.layers[net.edges[i].src].footprint(_operand_o()))
-            )
-        plan = plan.with_fused(set(plan.fused) - bad_edges)
-    return plan
-
-
-def _operand_o() -> Operand:
-    from twill.mapping.workload import Operand
-
-    return Operand.O
-
-
-def greedy_fusion(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
-    """Fuse every candidate boundary that keeps the plan valid and lowers the network EDP,
-    largest intermediate first (the ``layerwise-greedy-fusion`` baseline's second step)."""
-    order = sorted(
-        net.candidates, key=lambda i: -net.layers[net.edges[i].src].footprint(_operand_o())
-    )
-    best = plan
-    best_edp = evaluate_plan(net, arch, plan, verify=False).edp
-    for i in order:
-        if i in best.fused:
-            continue
-        trial = best.with_fused(set(best.fused) | {i})
-        if verify_plan(net, arch, trial):
-            continue
-        edp = evaluate_plan(net, arch, trial, verify=False).edp
-        if edp < best_edp:
-            best, best_edp = trial, edp
-    return best

@@ -1,9 +1,9 @@
 """Networks as producer → consumer graphs of layers (FADiff spec §10, DECIDE 9).
 
 DOSA's workload folders give each network's layers in execution order (``layers.yaml``, one
-problem YAML per layer) but no edges. The edges here come from the public architectures
-(ResNet-50 v1.5, BERT-base encoder, RetinaNet FPN + heads, U-Net), as documented in
-``docs/fadiff.md``. Every edge has a ``kind``:
+problem YAML per layer, read by :mod:`twill.io.networks`) but no edges. The edges here come
+from the public architectures (ResNet-50 v1.5, BERT-base encoder, RetinaNet FPN + heads,
+U-Net), as documented in ``docs/fadiff.md``. Every edge has a ``kind``:
 
 * ``chain``: the consumer reads exactly the producer's output. Element-wise operators between
   (ReLU, GELU, softmax) are assumed to run on the intermediate on chip and cost nothing in
@@ -30,14 +30,13 @@ consumer has exactly one data producer, producer K = consumer C, same N, and the
 P/Q equal the consumer's input extent under "same" or "valid" padding (or the consumer is a
 2×2 up-convolution); for ``add`` edges the two outputs have the same K, P, Q, N.
 
-Preconditions: the layer files exist and are Timeloop-style problem YAML.
+Preconditions: the layers are given in the folder's ``layers.yaml`` order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from twill.errors import InvalidProblemError
 from twill.mapping.workload import Dim, Layer
@@ -46,13 +45,13 @@ __all__ = [
     "Edge",
     "Network",
     "NETWORKS",
-    "load_network",
+    "build_network",
+    "network_key",
     "resnet50",
     "bert",
     "retinanet",
     "unet",
     "chain_network",
-    "default_workload_root",
 ]
 
 NETWORKS = ("resnet50", "bert", "retinanet", "unet")
@@ -159,67 +158,7 @@ def shape_mismatch(p: Layer, c: Layer, kind: str = "chain") -> str:
     return ""
 
 
-# ------------------------------------------------------------------------------ loading
-def default_workload_root() -> Path:
-    """``../shared/benchmarks/dosa/workloads`` relative to the repository root."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent.parent / "shared" / "benchmarks" / "dosa" / "workloads"
-        if cand.is_dir():
-            return cand
-    return Path("../shared/benchmarks/dosa/workloads").resolve()
-
-
-def _read_layer(path: Path) -> Layer:
-    try:
-        from twill.io.timeloop import read_layer  # the shared reader when present
-    except ImportError:  # pragma: no cover - fallback while the reader is absent
-        read_layer = None
-    if read_layer is not None:
-        ly = read_layer(path)
-        return Layer(
-            path.stem, dict(ly.dims), ly.w_stride, ly.h_stride, ly.w_dilation, ly.h_dilation, 1
-        )
-    import yaml
-
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise InvalidProblemError(f"not valid YAML ({exc})", source=str(path)) from exc
-    prob = (doc or {}).get("problem") if isinstance(doc, dict) else None
-    if not isinstance(prob, dict):
-        raise InvalidProblemError("missing the 'problem' mapping", source=str(path))
-    bad = [
-        f"problem.{k}: missing or not an integer"
-        for k in "RSPQCKN"
-        if not isinstance(prob.get(k), int)
-    ]
-    if bad:
-        raise InvalidProblemError(bad, source=str(path))
-    dims = {Dim(k): prob[k] for k in "RSPQCKN"}
-    return Layer(
-        path.stem,
-        dims,
-        int(prob.get("Wstride", 1)),
-        int(prob.get("Hstride", 1)),
-        int(prob.get("Wdilation", 1) or 1),
-        int(prob.get("Hdilation", 1) or 1),
-        1,
-    )
-
-
-def _read_layers(folder: Path) -> list[Layer]:
-    import yaml
-
-    order_file = folder / "layers.yaml"
-    if not order_file.is_file():
-        raise InvalidProblemError("layers.yaml not found", source=str(folder))
-    names = yaml.safe_load(order_file.read_text())
-    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-        raise InvalidProblemError("expected a list of layer file stems", source=str(order_file))
-    return [_read_layer(folder / f"{n}.yaml") for n in names]
-
-
+# ------------------------------------------------------------------------------ building
 def _build(
     name: str,
     layers: list[Layer],
@@ -236,7 +175,7 @@ def _build(
     return net
 
 
-def resnet50(root: str | Path | None = None) -> Network:
+def resnet50(layers: list[Layer], source: str = "resnet50") -> Network:
     """ResNet-50 v1.5 (stride in the 3×3), 54 layers of DOSA's ``resnet50`` folder.
 
     Bottleneck ``1×1 → 3×3 → 1×1`` pairs are ``chain`` edges; the block output reaches the
@@ -245,8 +184,6 @@ def resnet50(root: str | Path | None = None) -> Network:
     (``add`` edge from conv3); the stem goes through max-pooling and the last block through
     average pooling (``pool``).
     """
-    folder = Path(root or default_workload_root()) / "resnet50"
-    layers = _read_layers(folder)
     names = [ly.name for ly in layers]
     stem, fc = names[0], names[-1]
     body = names[1:-1]
@@ -284,7 +221,7 @@ def resnet50(root: str | Path | None = None) -> Network:
         "resnet50",
         layers,
         edges,
-        str(folder),
+        source,
         (
             "block outputs are produced in the epilogue of the layer doing the residual add "
             "(conv3 for identity blocks, the projection for projection blocks); 'add' edges "
@@ -293,7 +230,7 @@ def resnet50(root: str | Path | None = None) -> Network:
     )
 
 
-def bert(root: str | Path | None = None) -> Network:
+def bert(layers: list[Layer], source: str = "bert") -> Network:
     """DOSA's BERT variant: one encoder, sequence 128, one head for the attention matmuls.
 
     ``mm_0`` (768×768 projection) → ``mm_1`` (QKᵀ of one head: a 64-column slice, ``slice``)
@@ -302,8 +239,6 @@ def bert(root: str | Path | None = None) -> Network:
     LayerNorm → ``mm_4`` (FFN up; the LayerNorm output also feeds the second residual add, so
     ``residual``) → GELU → ``mm_5`` (FFN down, ``chain``).
     """
-    folder = Path(root or default_workload_root()) / "bert"
-    layers = _read_layers(folder)
     edges = [
         ("mm_0", "mm_1", "slice"),
         ("mm_1", "mm_2", "chain"),
@@ -311,18 +246,16 @@ def bert(root: str | Path | None = None) -> Network:
         ("mm_3", "mm_4", "residual"),
         ("mm_4", "mm_5", "chain"),
     ]
-    return _build("bert", layers, edges, str(folder))
+    return _build("bert", layers, edges, source)
 
 
-def retinanet(root: str | Path | None = None) -> Network:
+def retinanet(layers: list[Layer], source: str = "retinanet") -> Network:
     """DOSA's RetinaNet FPN + heads (27 layers; the backbone is not part of the workload).
 
     Per pyramid level F: lateral 1×1 ``pF_1`` → (top-down add for P3-P5) → 3×3 ``pF_2`` → shared
     head 3×3 ``pF_head_layer`` → {classification, regression} outputs. P6 is a stride-2 3×3 on
     C5 and P7 a stride-2 3×3 on P6 (whose output therefore has two consumers).
     """
-    folder = Path(root or default_workload_root()) / "retinanet"
-    layers = _read_layers(folder)
     edges: list[tuple[str, str, str]] = []
     for f in (3, 4, 5, 6, 7):
         p = f"p{f}"
@@ -339,10 +272,10 @@ def retinanet(root: str | Path | None = None) -> Network:
         ("p6", "p7", "branch"),
         ("p7", "p7_1", "chain"),
     ]
-    return _build("retinanet", layers, edges, str(folder))
+    return _build("retinanet", layers, edges, source)
 
 
-def unet(root: str | Path | None = None) -> Network:
+def unet(layers: list[Layer], source: str = "unet") -> Network:
     """U-Net (572² input, valid convolutions), 23 layers.
 
     Within a level the two 3×3 convolutions form a ``chain``; encoder outputs go to max-pooling
@@ -350,8 +283,6 @@ def unet(root: str | Path | None = None) -> Network:
     up-convolution (``upconv``, a candidate), whose output is concatenated with the skip
     (``concat``); the final 3×3 feeds the 1×1 classifier (``chain``).
     """
-    folder = Path(root or default_workload_root()) / "unet"
-    layers = _read_layers(folder)
     edges: list[tuple[str, str, str]] = []
     for lvl in range(9):
         edges.append((f"{lvl}_0_conv", f"{lvl}_1_conv", "chain"))
@@ -362,7 +293,7 @@ def unet(root: str | Path | None = None) -> Network:
         edges.append((f"{lvl}_1_conv", f"{lvl}_2_upconv", "upconv"))
         edges.append((f"{lvl}_2_upconv", f"{lvl + 1}_0_conv", "concat"))
     edges.append(("8_1_conv", "8_2_conv", "chain"))
-    return _build("unet", layers, edges, str(folder))
+    return _build("unet", layers, edges, source)
 
 
 def chain_network(layers: list[Layer], name: str = "chain") -> Network:
@@ -383,15 +314,35 @@ def chain_network(layers: list[Layer], name: str = "chain") -> Network:
     return _build(name, lays, edges, name)
 
 
-def load_network(name: str, root: str | Path | None = None) -> Network:
-    """One of :data:`NETWORKS` (``resnet50``, ``bert``, ``retinanet``, ``unet``)."""
+def build_network(name: str, layers: list[Layer], source: str | None = None) -> Network:
+    """One of :data:`NETWORKS` (``resnet50``, ``bert``, ``retinanet``, ``unet``) built from
+    its layers, already read in execution order (:func:`twill.io.networks.load_network` reads
+    them from DOSA's workload folders).
+
+    Raises
+    ------
+    InvalidProblemError
+        For an unknown name, or layers that do not form the named network.
+    """
     builders = {"resnet50": resnet50, "bert": bert, "retinanet": retinanet, "unet": unet}
+    key = network_key(name)
+    return builders[key](layers, source or key)
+
+
+def network_key(name: str) -> str:
+    """The canonical :data:`NETWORKS` entry for ``name`` (case, ``-`` and ``_`` ignored).
+
+    Raises
+    ------
+    InvalidProblemError
+        When ``name`` is none of :data:`NETWORKS`.
+    """
     key = name.lower().replace("-", "").replace("_", "")
-    if key not in builders:
+    if key not in NETWORKS:
         raise InvalidProblemError(
             f"unknown network {name!r}; choose one of {', '.join(NETWORKS)}", source="network"
         )
-    return builders[key](root)
+    return key
 
 
 def _dedupe(edges: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

@@ -37,6 +37,7 @@ import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, batch_from_mappings, evaluate_batch
+from twill.mapping.fadiff.blocks import block_variants
 from twill.mapping.mapping import Mapping
 from twill.mapping.search.common import choices
 from twill.mapping.workload import DIMS, Layer, prime_factors
@@ -269,9 +270,7 @@ def polish_mappings(
 def _restarts(layer: Layer, arch: Arch, mapping: Mapping) -> list[Mapping]:
     """Extra starts for the local search: ``mapping`` with every DRAM loop except K moved
     on chip (no partial sums, inputs read once), with three K splits
-    (:func:`twill.mapping.fadiff.groups.block_mapping` with one block). The local search
+    (:func:`twill.mapping.fadiff.blocks.block_mapping` with one block). The local search
     from the start alone misses them when several factors must move at once (BERT's
     768×768 and 768×3072 matmuls: ``C2 K6`` at DRAM → ``K24``)."""
-    from twill.mapping.fadiff.groups import block_variants
-
     return [x for x in block_variants(layer, arch, mapping, 1).values() if x != mapping]

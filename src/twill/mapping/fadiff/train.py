@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,10 +39,9 @@ from twill.mapping.fadiff.fusion import (
     PlanReport,
     check_gemmini,
     evaluate_plan,
-    greedy_fusion,
-    repair_plan,
     verify_plan,
 )
+from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import DIMS, OPERANDS, Layer
@@ -52,7 +51,7 @@ if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` mus
 
     from twill.mapping.fadiff.model import LayerTable, TorchCost
 
-__all__ = ["FADiffResult", "fadiff", "all_dram_mapping"]
+__all__ = ["FADiffResult", "FADiffSettings", "fadiff", "all_dram_mapping"]
 
 log = logging.getLogger(__name__)
 _ORDERS = ("WS", "IS", "OS")
@@ -104,39 +103,12 @@ def all_dram_mapping(layer: Layer, arch: Arch) -> Mapping:
     return Mapping.from_levels(temporal)
 
 
-def fadiff(
-    net: Network,
-    arch: Arch,
-    *,
-    fusion: bool = True,
-    steps: int = 400,
-    lr: float = 0.08,
-    alpha: float = 2.0,
-    tau0: float = 1.0,
-    tau_min: float = 0.1,
-    fusion_init: float = 0.7,
-    w_cap: float = 1.0,
-    w_fuse: float = 1.0,
-    eval_every: int = 20,
-    warmup_fraction: float = 0.4,
-    seed: int = 0,
-    device: str = "cpu",
-    init: FusionPlan | None = None,
-    candidates: Sequence[FusionPlan] = (),
-    on_step: Callable[[int, dict[str, float]], None] | None = None,
-    method: str | None = None,
-    group_len: int = 8,
-    group_seeds: int = 1,
-    polish: bool = True,
-    patience: int | None = 5,
-) -> FADiffResult:
-    """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
-    to fuse, by gradient descent through the differentiable Gemmini model.
+@dataclass(frozen=True)
+class FADiffSettings:
+    """The settings of one :func:`fadiff` run (defaults: the values the benchmarks use).
 
-    Parameters
+    Attributes
     ----------
-    net, arch
-        The network graph and the accelerator.
     fusion
         Optimise fusion variables (FADiff); ``False`` is the DOSA-like layer-wise method.
     steps
@@ -166,14 +138,6 @@ def fadiff(
         Seeds the Gumbel noise (one torch generator); same seed, same result.
     device
         ``"cpu"`` (default) or ``"cuda"`` (only when available).
-    init
-        Start from this plan's mappings (log-factors set to its factors).
-    candidates
-        Verified plans the answer is compared with; the best is returned.
-    on_step
-        Progress callback ``(step, {"loss", "edp", "best_edp", "tau"})``.
-    method
-        Name stored in the plan (default ``"fadiff"`` or ``"layerwise-gradient"``).
     group_len
         Longest depth-first group of the discrete group search
         (:func:`twill.mapping.fadiff.groups.group_search`) run after the gradient phase on the
@@ -194,6 +158,77 @@ def fadiff(
         the best read-out on the four networks is the first one (the descent only moves
         away from it), so the remaining steps cost time for nothing. ``None`` runs all
         ``steps``.
+
+    method
+        Name stored in the plan (default ``"fadiff"`` or ``"layerwise-gradient"``).
+    """
+
+    fusion: bool = True
+    steps: int = 400
+    lr: float = 0.08
+    alpha: float = 2.0
+    tau0: float = 1.0
+    tau_min: float = 0.1
+    fusion_init: float = 0.7
+    w_cap: float = 1.0
+    w_fuse: float = 1.0
+    eval_every: int = 20
+    warmup_fraction: float = 0.4
+    seed: int = 0
+    device: str = "cpu"
+    group_len: int = 8
+    group_seeds: int = 1
+    polish: bool = True
+    patience: int | None = 5
+    method: str | None = None
+
+    def check(self) -> list[str]:
+        """Every defect of these settings (empty = usable)."""
+        bad = []
+        if (
+            self.steps < 1
+            or self.lr <= 0
+            or self.tau_min <= 0
+            or self.tau0 < self.tau_min
+            or self.eval_every < 1
+        ):
+            bad.append("settings: need steps >= 1, lr > 0, 0 < tau_min <= tau0, eval_every >= 1")
+        if self.patience is not None and self.patience < 1:
+            bad.append("settings: patience must be >= 1 or None")
+        dev = str(self.device)
+        if dev not in ("cpu", "cuda") and not dev.startswith("cuda:"):
+            bad.append(f"device: expected 'cpu' or 'cuda', got {self.device!r}")
+        return bad
+
+
+def fadiff(
+    net: Network,
+    arch: Arch,
+    settings: FADiffSettings | None = None,
+    *,
+    init: FusionPlan | None = None,
+    candidates: Sequence[FusionPlan] = (),
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+    **overrides: Any,
+) -> FADiffResult:
+    """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
+    to fuse, by gradient descent through the differentiable Gemmini model.
+
+    Parameters
+    ----------
+    net, arch
+        The network graph and the accelerator.
+    settings
+        The run's :class:`FADiffSettings` (default: all defaults).
+    init
+        Start from this plan's mappings (log-factors set to its factors).
+    candidates
+        Verified plans the answer is compared with; the best is returned.
+    on_step
+        Progress callback ``(step, {"loss", "edp", "best_edp", "tau"})``.
+    **overrides
+        Individual :class:`FADiffSettings` fields replacing those of ``settings``
+        (``fadiff(net, arch, steps=60, seed=3)``).
 
     Returns
     -------
@@ -216,31 +251,8 @@ def fadiff(
     # which on a loaded 2-core machine costs milliseconds per kernel. Restored on exit.
     torch.set_num_threads(1)
     try:
-        return _fadiff(
-            net,
-            arch,
-            fusion=fusion,
-            steps=steps,
-            lr=lr,
-            alpha=alpha,
-            tau0=tau0,
-            tau_min=tau_min,
-            fusion_init=fusion_init,
-            w_cap=w_cap,
-            w_fuse=w_fuse,
-            eval_every=eval_every,
-            warmup_fraction=warmup_fraction,
-            seed=seed,
-            device=device,
-            init=init,
-            candidates=candidates,
-            on_step=on_step,
-            method=method,
-            group_len=group_len,
-            group_seeds=group_seeds,
-            polish=polish,
-            patience=patience,
-        )
+        cfg = replace(settings or FADiffSettings(), **overrides)
+        return _fadiff(net, arch, cfg, init, candidates, on_step)
     finally:
         torch.set_num_threads(threads)
 
@@ -248,28 +260,10 @@ def fadiff(
 def _fadiff(
     net: Network,
     arch: Arch,
-    *,
-    fusion: bool,
-    steps: int,
-    lr: float,
-    alpha: float,
-    tau0: float,
-    tau_min: float,
-    fusion_init: float,
-    w_cap: float,
-    w_fuse: float,
-    eval_every: int,
-    warmup_fraction: float,
-    seed: int,
-    device: str,
+    cfg: FADiffSettings,
     init: FusionPlan | None,
     candidates: Sequence[FusionPlan],
     on_step: Callable[[int, dict[str, float]], None] | None,
-    method: str | None,
-    group_len: int,
-    group_seeds: int,
-    polish: bool,
-    patience: int | None,
 ) -> FADiffResult:
     import torch
 
@@ -278,34 +272,30 @@ def _fadiff(
 
     t0 = time.perf_counter()
     bad = net.check() + check_gemmini(arch)
-    if steps < 1 or lr <= 0 or tau_min <= 0 or tau0 < tau_min or eval_every < 1:
-        bad.append("settings: need steps >= 1, lr > 0, 0 < tau_min <= tau0, eval_every >= 1")
-    if patience is not None and patience < 1:
-        bad.append("settings: patience must be >= 1 or None")
-    if device not in ("cpu", "cuda") and not str(device).startswith("cuda:"):
-        bad.append(f"device: expected 'cpu' or 'cuda', got {device!r}")
+    bad += cfg.check()
     if bad:
         raise InvalidProblemError(bad, source=net.name)
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
+    if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():
         raise InvalidProblemError(
             "device 'cuda' requested but CUDA is not available", source=net.name
         )
-    method = method or ("fadiff" if fusion else "layerwise-gradient")
+    method = cfg.method or ("fadiff" if cfg.fusion else "layerwise-gradient")
+    w_cap, w_fuse = cfg.w_cap, cfg.w_fuse  # w_cap grows when read-outs break a capacity
     torch_dtype = torch.float64
-    gen = torch.Generator(device=device)
-    gen.manual_seed(int(seed))
+    gen = torch.Generator(device=cfg.device)
+    gen.manual_seed(int(cfg.seed))
     layers = list(net.layers)
     B = len(layers)
     L = arch.n_levels
-    tab = layer_table(layers, device)
+    tab = layer_table(layers, cfg.device)
     tab3 = type(tab)(
         *(
             x.repeat(3, *([1] * (x.dim() - 1)))
             for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size)
         )
     )
-    space = factor_space(layers, arch, device)
-    orders = torch.cat([order_tensor(B, o, L, device) for o in _ORDERS], 0)
+    space = factor_space(layers, arch, cfg.device)
+    orders = torch.cat([order_tensor(B, o, L, cfg.device) for o in _ORDERS], 0)
     os_idx = _ORDERS.index("OS")
 
     theta0 = torch.zeros(B, 5, 7, dtype=torch_dtype)
@@ -314,20 +304,22 @@ def _fadiff(
     else:
         for k, lvl in ((1, 1), (3, 2)):
             theta0[:, k, :] = math.log(arch.fanout(lvl))
-    theta = theta0.clone().to(device).requires_grad_(True)
-    cands = list(net.candidates) if fusion else []
+    theta = theta0.clone().to(cfg.device).requires_grad_(True)
+    cands = list(net.candidates) if cfg.fusion else []
     E = len(cands)
-    phi = torch.full((E,), float(fusion_init), dtype=torch_dtype, device=device, requires_grad=True)
-    src = torch.tensor([net.edges[i].src for i in cands], dtype=torch.long, device=device)
-    dst = torch.tensor([net.edges[i].dst for i in cands], dtype=torch.long, device=device)
+    phi = torch.full(
+        (E,), float(cfg.fusion_init), dtype=torch_dtype, device=cfg.device, requires_grad=True
+    )
+    src = torch.tensor([net.edges[i].src for i in cands], dtype=torch.long, device=cfg.device)
+    dst = torch.tensor([net.edges[i].dst for i in cands], dtype=torch.long, device=cfg.device)
     neighbours = _adjacent_candidates(net, cands)
-    edge_meta = _edge_meta(net, cands, device)
+    edge_meta = _edge_meta(net, cands, cfg.device)
     params = [theta] + ([phi] if E else [])
-    opt = torch.optim.Adam(params, lr=lr)
-    decay = (tau_min / tau0) ** (1.0 / max(1.0, 0.8 * steps))
+    opt = torch.optim.Adam(params, lr=cfg.lr)
+    decay = (cfg.tau_min / cfg.tau0) ** (1.0 / max(1.0, 0.8 * cfg.steps))
     sp_cap = float(arch.levels[L - 2].entries)
     caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
-    warm = int(round(warmup_fraction * steps)) if fusion else steps
+    warm = int(round(cfg.warmup_fraction * cfg.steps)) if cfg.fusion else cfg.steps
     fallback = (
         list(init.mappings) if init is not None else [all_dram_mapping(ly, arch) for ly in layers]
     )
@@ -338,12 +330,12 @@ def _fadiff(
     evals: list[dict[str, float]] = []
     ref = None
     plateau_from = warm if E > 0 else 0  # fusion runs get their fusion phase first
-    last_gain, n_iter = 0, steps
-    for step in range(steps):
-        tau = temperature(step, tau0=tau0, tau_min=tau_min, decay=decay)
-        T, Sp, _ = sample_factors(theta, space, alpha=alpha, tau=tau, generator=gen)
+    last_gain, n_iter = 0, cfg.steps
+    for step in range(cfg.steps):
+        tau = temperature(step, tau0=cfg.tau0, tau_min=cfg.tau_min, decay=decay)
+        T, Sp, _ = sample_factors(theta, space, alpha=cfg.alpha, tau=tau, generator=gen)
         fuse_on = E > 0 and step >= warm
-        s = torch.sigmoid(phi) if fuse_on else torch.zeros(E, dtype=torch_dtype, device=device)
+        s = torch.sigmoid(phi) if fuse_on else torch.zeros(E, dtype=torch_dtype, device=cfg.device)
         out = _relaxed_network(
             tab3,
             arch,
@@ -369,10 +361,10 @@ def _fadiff(
         opt.step()
         ref = (out["energy"].detach(), out["cycles"].detach())
         rec = {"loss": float(loss.detach()), "edp": float(out["edp"].detach()), "tau": tau}
-        if step % eval_every == 0 or step == steps - 1:
+        if step % cfg.eval_every == 0 or step == cfg.steps - 1:
             with torch.no_grad():
                 Th, Sph, _ = sample_factors(
-                    theta, space, alpha=alpha, tau=tau, generator=None, hard_eval=True
+                    theta, space, alpha=cfg.alpha, tau=tau, generator=None, hard_eval=True
                 )
             s_now = torch.sigmoid(phi).detach().cpu().numpy() if fuse_on else np.zeros(E)
             plan, cap_broken = _read_out(net, arch, Th, Sph, s_now, cands, fallback, method)
@@ -399,44 +391,17 @@ def _fadiff(
         history.append(rec)
         if on_step is not None:
             on_step(step, rec)
-        span = (patience or 0) * eval_every
-        if patience and step % eval_every == 0 and step - max(last_gain, plateau_from) >= span:
+        span = (cfg.patience or 0) * cfg.eval_every
+        if (
+            cfg.patience
+            and step % cfg.eval_every == 0
+            and step - max(last_gain, plateau_from) >= span
+        ):
             n_iter = step + 1
             break
-    source = "gradient"
-    for cand in candidates:
-        rep = evaluate_plan(net, arch, cand)
-        if rep.valid and (best_rep is None or rep.edp < best_rep.edp):
-            best_plan, best_rep, source = cand, rep, cand.method or "candidate"
-            if fusion:
-                g = greedy_fusion(net, arch, cand)
-                grep = evaluate_plan(net, arch, g)
-                if grep.valid and grep.edp < best_rep.edp:
-                    best_plan, best_rep = g, grep
-    # unfused mapping sets, best first: the read-outs' best and every candidate's
-    seeds = [c.with_fused(()) for c in candidates]
-    seeds += [best_unfused[1]] if best_unfused is not None else []
-    seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c).edp)
-    if polish and seeds:
-        from twill.mapping.fadiff.polish import polish_mappings
-
-        seed0 = seeds[0]
-        label = f"polish({seed0.method or 'gradient'})"
-        pol = FusionPlan(net.name, tuple(polish_mappings(layers, arch, seed0.mappings)), (), label)
-        seeds.insert(0, pol)
-        for p in (pol, greedy_fusion(net, arch, pol)) if fusion else (pol,):
-            prep = evaluate_plan(net, arch, p)
-            if prep.valid and (best_rep is None or prep.edp < best_rep.edp):
-                best_plan, best_rep, source = p, prep, label
-    if fusion and group_len > 1 and best_plan is not None:
-        from twill.mapping.fadiff.groups import group_search
-
-        # depth-first groups seeded by the best unfused mappings found (polished first)
-        for sd in seeds[:group_seeds]:
-            g = group_search(net, arch, sd.with_fused(()), max_len=group_len, method=method)
-            grep = evaluate_plan(net, arch, g)
-            if grep.valid and grep.edp < best_rep.edp:
-                best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
+    best_plan, best_rep, source = _discrete_phase(
+        net, arch, cfg, method, candidates, best_plan, best_rep, best_unfused
+    )
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
         best_rep = evaluate_plan(net, arch, best_plan)
@@ -444,26 +409,8 @@ def _fadiff(
     if viol:  # pragma: no cover - read-out only keeps verified plans
         raise VerificationError(viol, what=f"{method} plan for {net.name}")
     seconds = time.perf_counter() - t0
-    settings = dict(
-        fusion=fusion,
-        steps=steps,
-        lr=lr,
-        alpha=alpha,
-        tau0=tau0,
-        tau_min=tau_min,
-        fusion_init=fusion_init,
-        w_cap=w_cap,
-        w_fuse=w_fuse,
-        eval_every=eval_every,
-        warmup_fraction=warmup_fraction,
-        seed=seed,
-        device=str(device),
-        group_len=group_len,
-        group_seeds=group_seeds,
-        polish=polish,
-        patience=patience,
-        n_iter=n_iter,
-    )
+    settings = {k: v for k, v in asdict(cfg).items() if k != "method"}
+    settings.update(w_cap=w_cap, device=str(cfg.device), n_iter=n_iter)
     plan = FusionPlan(
         net.name, best_plan.mappings, best_plan.fused, method, {"source": source, **settings}
     )
@@ -490,6 +437,58 @@ def _fadiff(
 
 
 # ----------------------------------------------------------------------------- internals
+def _discrete_phase(
+    net: Network,
+    arch: Arch,
+    cfg: FADiffSettings,
+    method: str,
+    candidates: Sequence[FusionPlan],
+    best_plan: FusionPlan | None,
+    best_rep: PlanReport | None,
+    best_unfused: tuple[float, FusionPlan] | None,
+) -> tuple[FusionPlan | None, PlanReport | None, str]:
+    """After the gradient phase: compare with the ``candidates`` (and their greedy fusion),
+    polish the best unfused mapping set, and run the depth-first group search from the best
+    unfused sets. Returns the best verified plan, its report and where it came from."""
+    source = "gradient"
+    for cand in candidates:
+        rep = evaluate_plan(net, arch, cand)
+        if rep.valid and (best_rep is None or rep.edp < best_rep.edp):
+            best_plan, best_rep, source = cand, rep, cand.method or "candidate"
+            if cfg.fusion:
+                g = greedy_fusion(net, arch, cand)
+                grep = evaluate_plan(net, arch, g)
+                if grep.valid and grep.edp < best_rep.edp:
+                    best_plan, best_rep = g, grep
+    # unfused mapping sets, best first: the read-outs' best and every candidate's
+    seeds = [c.with_fused(()) for c in candidates]
+    seeds += [best_unfused[1]] if best_unfused is not None else []
+    seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c).edp)
+    if cfg.polish and seeds:
+        from twill.mapping.fadiff.polish import polish_mappings
+
+        seed0 = seeds[0]
+        label = f"polish({seed0.method or 'gradient'})"
+        pol = FusionPlan(
+            net.name, tuple(polish_mappings(list(net.layers), arch, seed0.mappings)), (), label
+        )
+        seeds.insert(0, pol)
+        for p in (pol, greedy_fusion(net, arch, pol)) if cfg.fusion else (pol,):
+            prep = evaluate_plan(net, arch, p)
+            if prep.valid and (best_rep is None or prep.edp < best_rep.edp):
+                best_plan, best_rep, source = p, prep, label
+    if cfg.fusion and cfg.group_len > 1 and best_plan is not None:
+        from twill.mapping.fadiff.groups import group_search
+
+        # depth-first groups seeded by the best unfused mappings found (polished first)
+        for sd in seeds[: cfg.group_seeds]:
+            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method)
+            grep = evaluate_plan(net, arch, g)
+            if grep.valid and grep.edp < best_rep.edp:
+                best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
+    return best_plan, best_rep, source
+
+
 def _adjacent_candidates(net: Network, cands: list[int]) -> list[list[int]]:
     """For each candidate (by position), the positions of candidates sharing a layer."""
     out = []

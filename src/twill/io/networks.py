@@ -1,0 +1,57 @@
+"""Reading DOSA's network workload folders (``layers.yaml`` plus one problem YAML per layer)
+into :class:`~twill.mapping.fadiff.networks.Network` graphs.
+
+The edges come from :mod:`twill.mapping.fadiff.networks`; this module only finds and reads
+the files. The data root is an argument; :func:`default_workload_root` (the benchmark data
+beside the repository) is the default the CLI, the benchmarks and the demos use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from twill.errors import InvalidProblemError
+from twill.mapping.fadiff.networks import Network, build_network, network_key
+from twill.mapping.workload import Layer
+
+__all__ = ["default_workload_root", "load_network", "read_network_layers"]
+
+
+def default_workload_root() -> Path:
+    """``../shared/benchmarks/dosa/workloads`` relative to the repository root."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent.parent / "shared" / "benchmarks" / "dosa" / "workloads"
+        if cand.is_dir():
+            return cand
+    return Path("../shared/benchmarks/dosa/workloads").resolve()
+
+
+def read_network_layers(folder: str | Path) -> list[Layer]:
+    """The layers of one workload folder, in the order of its ``layers.yaml``.
+
+    Raises
+    ------
+    InvalidProblemError
+        When ``layers.yaml`` is missing or not a list of file stems, or a layer file is bad.
+    """
+    from twill.io.timeloop import load_yaml, read_layer
+
+    folder = Path(folder)
+    order_file = folder / "layers.yaml"
+    if not order_file.is_file():
+        raise InvalidProblemError("layers.yaml not found", source=str(folder))
+    names = load_yaml(order_file)
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+        raise InvalidProblemError("expected a list of layer file stems", source=str(order_file))
+    # each layer counts once in a network (a file's ``count`` is for CoSA's per-layer runs)
+    return [replace(read_layer(folder / f"{n}.yaml", name=n), count=1) for n in names]
+
+
+def load_network(name: str, root: str | Path | None = None) -> Network:
+    """One of :data:`~twill.mapping.fadiff.networks.NETWORKS` read from ``root`` (DOSA's
+    ``workloads`` folder; :func:`default_workload_root` when ``None``)."""
+    key = network_key(name)
+    folder = Path(root or default_workload_root()) / key
+    return build_network(key, read_network_layers(folder), str(folder))

@@ -1,0 +1,96 @@
+"""The fusion plan (one mapping per layer plus the fused boundaries) and its exact report
+(FADiff spec §7, §9)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from twill.mapping.arch import Arch
+from twill.mapping.fadiff.networks import Network
+from twill.mapping.mapping import Mapping, Violation
+
+_W, _I, _O = 0, 1, 2
+
+__all__ = ["FusionPlan", "PlanReport"]
+
+
+# ------------------------------------------------------------------------------ the plan
+@dataclass(frozen=True)
+class FusionPlan:
+    """Per-layer mappings of a network plus the set of fused boundaries.
+
+    ``fused`` holds indices into ``Network.edges``. ``method`` names the algorithm that produced
+    the plan; ``meta`` carries settings and statistics (seed, steps, timings).
+    """
+
+    network: str
+    mappings: tuple[Mapping, ...]
+    fused: tuple[int, ...] = ()
+    method: str = ""
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def with_fused(self, fused: Iterable[int]) -> FusionPlan:
+        return FusionPlan(
+            self.network, self.mappings, tuple(sorted(set(fused))), self.method, self.meta
+        )
+
+    def to_dict(self, net: Network, arch: Arch) -> dict[str, Any]:
+        """YAML/JSON-ready form: one DOSA mapping string per layer and the fused edges."""
+        from twill.mapping.mapping import to_dosa_string
+
+        return {
+            "network": self.network,
+            "arch": arch.name,
+            "method": self.method,
+            "layers": [
+                {"name": ly.name, "mapping": to_dosa_string(m, arch)}
+                for ly, m in zip(net.layers, self.mappings, strict=True)
+            ],
+            "fused": [
+                {
+                    "producer": net.layers[net.edges[i].src].name,
+                    "consumer": net.layers[net.edges[i].dst].name,
+                }
+                for i in self.fused
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Exact (NumPy) cost of a plan. Energies pJ, latencies cycles, traffic bytes.
+
+    ``layer_*`` are per-layer arrays in network order; ``edp`` is µJ·cycles of the network
+    (Σ latency × Σ energy, spec pitfall 7).
+    """
+
+    energy_pj: float
+    cycles: float
+    dram_bytes: float
+    layer_energy_pj: np.ndarray
+    layer_cycles: np.ndarray
+    layer_dram_bytes: np.ndarray
+    layer_level_energy_pj: np.ndarray
+    fused: tuple[int, ...]
+    valid: bool
+    violations: tuple[Violation, ...] = ()
+
+    @property
+    def energy_uj(self) -> float:
+        return self.energy_pj * 1e-6
+
+    @property
+    def edp(self) -> float:
+        return self.energy_uj * self.cycles
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "edp": self.edp,
+            "energy_uJ": self.energy_uj,
+            "cycles": float(self.cycles),
+            "dram_bytes": float(self.dram_bytes),
+        }
