@@ -96,6 +96,24 @@ class GauSSettings:
         ``window_margin``), rebuilt every outer iteration (spec §13).
     window_margin : float, default 8.0
         Extra steps on each side of the evaluation window; means stay ``4 sigma`` inside it.
+    sparse : bool, default True
+        Evaluate every op on its own support window
+        (:class:`~twill.sched.gaus.sparse.SparseLossModel`): its feasible range ``[ASAP,
+        ALAP]`` cut to ``mu +- (window_k sigma + window_slack)``, rebuilt every outer
+        iteration, with the mass outside folded into the window's edge steps. Time and memory
+        grow with ``n`` times the longest window instead of ``n * D``. ``False``: the dense
+        model over one shared window (``window``, ``window_margin``), which is also used when
+        the widest possible window (see ``window_slack``) is not narrower than ``D``.
+    window_k : float, default 4.0
+        Half-width of an op's window in standard deviations (plus ``window_slack``). The mean
+        is kept ``window_k sigma`` inside a cut edge, so at most ``Phi(-4) = 3e-5`` of its mass
+        is folded there.
+    window_slack : float, default 2.0
+        Extra steps on each side of an op's window: how far a mean may move within one inner
+        phase (about ``inner_steps * lr`` steps; with the formulation A defaults ``lr = 0.2``
+        the box stops it at the window edge until the next rebuild). Windows are padded to the
+        longest one (a single bucket): with ``sigma <= sigma_max`` that is at most
+        ``2 (window_k sigma_max + window_slack) + 2`` columns.
     lr_floor : float, default 0.05
         The learning rate follows ``lr * sigma / sigma_0`` (steps shrink as the distribution
         hardens), never below ``lr_floor * lr``.
@@ -179,6 +197,9 @@ class GauSSettings:
     sigma_max: float = 0.5
     window: bool = True
     window_margin: float = 8.0
+    sparse: bool = True
+    window_k: float = 4.0
+    window_slack: float = 2.0
     lr_floor: float = 0.05
     harden_sigma: float = 0.15
     threads: int | None = 1
@@ -361,6 +382,9 @@ def _optimise(
         )
 
     sigma = torch.tensor(sigma0, dtype=f32, device=dev)
+    per_op = hasattr(model, "set_windows")
+    if per_op:
+        model.set_windows(mu0, sigma0, settings.window_k, settings.window_slack)  # type: ignore[attr-defined]
     params = [theta]
     rho_param = None
     if settings.learn_sigma:
@@ -412,12 +436,20 @@ def _optimise(
         steps = min(settings.inner_steps, settings.max_iters - it)
         sig_now = float(current_sigma().max())
         mu_cur = (theta.detach() * scale).cpu().numpy()
-        win = _window(mu_cur, sig_now, D, II if model.formulation == "C" else None, margin)  # type: ignore[attr-defined]
-        if settings.window and win is not None:
-            model = make_model(win)
-        elif model.D != D:  # type: ignore[attr-defined]
-            model = make_model(None)
-        lo_t, hi_t = box(win if settings.window else None, sig_now)
+        if per_op:
+            win = None
+            blo, bhi = model.set_windows(  # type: ignore[attr-defined]
+                mu_cur, current_sigma().cpu().numpy(), settings.window_k, settings.window_slack
+            )
+            lo_t = torch.tensor(np.maximum(lo, blo) / scale, dtype=f32, device=dev)
+            hi_t = torch.tensor(np.minimum(hi, bhi) / scale, dtype=f32, device=dev)
+        else:
+            win = _window(mu_cur, sig_now, D, II if model.formulation == "C" else None, margin)  # type: ignore[attr-defined]
+            if settings.window and win is not None:
+                model = make_model(win)
+            elif model.D != D:  # type: ignore[attr-defined]
+                model = make_model(None)
+            lo_t, hi_t = box(win if settings.window else None, sig_now)
         with torch.no_grad():
             theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
         opt.lr = settings.lr * max(sig_now / sig0, settings.lr_floor)
