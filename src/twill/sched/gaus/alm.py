@@ -132,8 +132,9 @@ class GauSSettings:
         not part of the paper; the result keeps the GauS objective before it in
         ``gaus_objective``).
     polish_time : float or None, default None
-        Wall-clock cap of that search in seconds (``None``: until a local optimum or
-        ``4 n`` moves).
+        Wall-clock cap of the final search in seconds (``None``: until a local optimum or
+        ``4 n`` moves, but at most ``max(30 s, time elapsed before it)``, so the search at
+        most doubles a long run).
     polish_share : float, default 0.15
         Formulation A with ``polish``: the same search also runs on every legalised
         checkpoint that improves GauS's own best (not on the starting point), as long as the
@@ -158,6 +159,14 @@ class GauSSettings:
         step-25 schedule on the sparse 1000-node GS graphs (median of 5, load 3.7): within
         2 % of CP-SAT's best after 0.078/0.044/0.048 s with 4 against 0.093/0.076/0.077 s
         with 1 (8 was slower again: more candidates tried per pass).
+    polish_radius : int, default 32
+        Steps around its current one at which an op is tried per pass of the search, so a
+        pass costs ``O(n * polish_radius)`` (windows of ``D <= 2 polish_radius + 1`` steps,
+        such as the GS-Schedule graphs', are searched whole).
+    polish_batch_deep : int, default 64
+        Moves per pass of every search on deeper windows (``D > 2 polish_radius + 1``, EPFL
+        designs): applying one move per ``O(n)`` pass would make the search quadratic on
+        50,000-node graphs.
     early_readouts : tuple of int, default ()
         Extra read-outs after these numbers of Adam steps (counted from the start), besides
         the one after every inner phase: the current means are legalised, the best legal
@@ -207,6 +216,8 @@ class GauSSettings:
     polish_time: float | None = None
     polish_share: float = 0.15
     polish_batch: int = 4
+    polish_radius: int = 32
+    polish_batch_deep: int = 64
     early_readouts: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, object]:

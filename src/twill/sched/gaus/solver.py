@@ -379,6 +379,8 @@ class GauSSolver:
                 t_mid, _ = legalise(asap.astype(np.float64))
             if t_mid is not None:
                 mu0 = t_mid.astype(np.float64)
+            if formulation == "B":
+                mu0 = _better_start(g, mu0, t_mid, D, legalise)
         t_opt = time.perf_counter()
         out = optimise(
             make_model,
@@ -451,7 +453,10 @@ class _CheckpointSearch:
     ) -> None:
         self.g, self.D, self.ratio, self.start = g, D, ratio, start
         self.share = settings.polish_share
-        self.batch = settings.polish_batch
+        self.radius = settings.polish_radius
+        deep = D > 2 * settings.polish_radius + 1
+        self.batch = settings.polish_batch_deep if deep else settings.polish_batch
+        self.final_batch = settings.polish_batch_deep if deep else 1
         self.max_iters = settings.max_iters
         self.time_limit = settings.time_limit
         self.borrowed = False  # the first search may use the projected run time's share
@@ -465,18 +470,25 @@ class _CheckpointSearch:
         # the last input searched with batch 1 to a local optimum (the final search's own)
         self._done: bytes | None = None
 
-    def _run(self, t: np.ndarray, limit: float | None, batch: int = 1) -> None:
+    def _run(self, t: np.ndarray, limit: float | None, batch: int | None = None) -> None:
         from twill.sched.gaus.polish import polish_resource
 
         t0 = time.perf_counter()
         trace: list[tuple[float, float]] = []
         cand, moves = polish_resource(
-            self.g, t, self.D, self.ratio, time_limit=limit, trace=trace, batch=batch
+            self.g,
+            t,
+            self.D,
+            self.ratio,
+            time_limit=limit,
+            trace=trace,
+            batch=self.final_batch if batch is None else batch,
+            radius=self.radius,
         )
         self.spent += time.perf_counter() - t0
         self.runs += 1
         self.moves += moves
-        if batch == 1 and (limit is None or time.perf_counter() - t0 <= limit):
+        if batch is None and (limit is None or time.perf_counter() - t0 <= limit):
             # only the best-improvement descent stands in for the final search
             self._done = t.tobytes()
         for s, obj in trace:
@@ -515,7 +527,33 @@ class _CheckpointSearch:
         if obj < self.best_obj:
             self.best_obj, self.best_t = obj, t  # already on objective_history
         if self._done != t.tobytes():
+            if limit is None:
+                limit = max(30.0, time.perf_counter() - self.start)
             self._run(t, limit)
+
+
+def _better_start(
+    g: GauSGraph,
+    mu0: np.ndarray,
+    t_mid: np.ndarray | None,
+    D: int,
+    legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
+) -> np.ndarray:
+    """Formulation B: the list schedule when its peak memory is below the legalised
+    midpoint's. Deep netlists (EPFL ``router``: 68 against 93 bits) start far better from the
+    greedy schedule, which places each value's consumers early; the optimiser then only
+    improves on it, so GauS is never worse than list scheduling there."""
+    from twill.sched.baselines.list_sched import list_schedule
+
+    ls = list_schedule(g, "B", D=D)
+    if not ls.legal:
+        return mu0
+    t_list = np.array([ls.schedule[name] for name in g.names], dtype=np.float64)
+    _, obj_list = legalise(t_list)
+    _, obj_mid = legalise(mu0) if t_mid is not None else (None, None)
+    if obj_list is not None and (obj_mid is None or obj_list < obj_mid):
+        return t_list
+    return mu0
 
 
 def _enable_logging() -> None:
