@@ -6,7 +6,7 @@ for any other binary AIGER files) is scheduled in each formulation by each metho
 * ``gaus``: :class:`twill.gaus_solver.GauSSolver` with its default settings;
 * ``list``: list scheduling (A, B, C); ``force``: force-directed scheduling (A, C; it has no
   memory model, so B is reported as not applicable);
-* ``cpsat``: CP-SAT (A, C) capped at ``--cpsat-limit`` seconds (default 900 s, the GauS paper's
+* ``cpsat``: CP-SAT (A, B, C) capped at ``--cpsat-limit`` seconds (default 900 s, the GauS paper's
   15 minutes), reporting its best incumbent and its proven bound; skipped with the reason when
   the model would be too large to build (``--cpsat-max-vars`` booleans);
 * ``gumbel``: the categorical GS-Schedule-style baseline (A only), capped like CP-SAT, skipped as
@@ -116,10 +116,10 @@ def skip_reason(method: str, g: Any, form: str, D: int, args: argparse.Namespace
     if method == "force" and form == "B":
         return "not applicable (force-directed has no memory model)"
     if method == "cpsat":
-        if form == "B":
-            return "not applicable (no CP-SAT model for formulation B)"
         asap, alap = asap_alap(g, D)
-        nvars = int(np.maximum(alap - asap + 1, 1).sum()) if form == "A" else g.n * (II + 2)
+        nvars = {"A": int(np.maximum(alap - asap + 1, 1).sum()), "B": 3 * g.n}.get(
+            form, g.n * (II + 2)
+        )
         if nvars > args.cpsat_max_vars:
             return f"model too large ({nvars:,} booleans > {args.cpsat_max_vars:,})"
     if method == "gumbel":
