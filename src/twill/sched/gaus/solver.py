@@ -546,13 +546,13 @@ def _better_start(
     """The list schedule when its objective is below the (legalised) midpoint's.
 
     B: on deep netlists (EPFL ``router``: 68 against 93 bits) the midpoint spreads each value's
-    consumers and lengthens lifetimes. A on deep windows: the
-    midpoint piles every op of a level onto one step and a few thousand Adam steps cannot
-    spread thousands of steps' worth of ops (measured on a 25,000-node, depth-5,000 network:
-    3.8e6 from the midpoint against 1.0e6 for list scheduling). "Deep" means ``D > lr *
-    max_iters``, the farthest Adam can move a mean (400 steps with the A defaults); on
-    shallower windows the midpoint does better (EPFL ``router``, D = 69: 3565 against 3724). The optimiser and the local
-    search then only keep improvements, so GauS is never worse than list scheduling there.
+    consumers and lengthens lifetimes. A on deep windows: the midpoint piles every op of a
+    level onto one step and a few thousand Adam steps cannot spread thousands of steps' worth
+    of ops (a 25,000-node, depth-5,000 network: 3.8e6 from the midpoint against 1.0e6 for list
+    scheduling). "Deep" means ``D > lr * max_iters``, the farthest Adam can move a mean (400
+    steps with the A defaults); on shallower windows the midpoint does better (EPFL
+    ``router``, D = 69: 3565 against 3724). The optimiser and the local search then only keep
+    improvements, so GauS is never worse than list scheduling there.
     """
     from twill.sched.baselines.list_sched import list_schedule
 
