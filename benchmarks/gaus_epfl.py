@@ -215,10 +215,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gumbel-batch", type=int, default=16)
     ap.add_argument("--mem-limit-gb", type=float, default=4.0)
     ap.add_argument("--json", action="store_true", help="one JSON object per design and method")
-    ap.add_argument("--table-from", metavar="JSONL", help="print the table of saved --json lines")
+    ap.add_argument(
+        "--table-from",
+        nargs="+",
+        metavar="JSONL",
+        help="print the table of saved --json lines (the latest row per design, formulation "
+        "and method wins)",
+    )
     args = ap.parse_args(argv)
     if args.table_from:
-        print_table([json.loads(x) for x in Path(args.table_from).read_text().splitlines() if x])
+        latest: dict[tuple, dict] = {}  # the latest row of each design/formulation/method wins
+        for path in args.table_from:
+            for line in Path(path).read_text().splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    latest[(r["design"], r["formulation"], r["method"])] = r
+        print_table(list(latest.values()))
         return 0
     designs = args.designs or [str(p) for p in sorted(EPFL.glob("*.aig"), key=os.path.getsize)]
     designs += [f"synthetic:{s}" for s in args.synthetic]
@@ -250,6 +262,36 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def summary(rows: list[dict]) -> list[str]:
+    """Per formulation: median list/GauS ratio, and on how many designs GauS is no worse than
+    list, force-directed and CP-SAT's incumbent (where CP-SAT did not prove optimality)."""
+    import statistics
+
+    by = {(r["design"], r["formulation"], r["method"]): r for r in rows}
+    out = []
+    for form in "ABC":
+        designs = [d for (d, f, m) in by if f == form and m == "gaus"]
+        if not designs:
+            continue
+        ratios, tally = [], {"list": [0, 0], "force": [0, 0], "cpsat": [0, 0]}
+        for d in designs:
+            ref = by[(d, form, "gaus")]["objective"]
+            for m, cnt in tally.items():
+                r = by.get((d, form, m))
+                if ref is None or r is None or r["objective"] is None:
+                    continue
+                if m == "cpsat" and r.get("status") == "optimal":
+                    continue
+                cnt[0] += ref <= r["objective"] + 1e-9
+                cnt[1] += 1
+                if m == "list":
+                    ratios.append(r["objective"] / ref)
+        med = f"{statistics.median(ratios):.3f}" if ratios else "-"
+        parts = ", ".join(f"<= {m} on {a}/{b}" for m, (a, b) in tally.items())
+        out.append(f"{form}: median list/GauS {med}; GauS {parts} (cpsat: unproven only)")
+    return out
+
+
 def print_table(rows: list[dict]) -> None:
     """Markdown table: one line per design, formulation and method; ``x gaus`` is the
     method's objective over GauS's (above 1: GauS better)."""
@@ -274,6 +316,9 @@ def print_table(rows: list[dict]) -> None:
             f"| {r['design']} | {r['nodes']} | {r['depth']} | {r['D']} | {r['formulation']} | "
             f"{r['method']} | {obj_s} | {rel} | {r['legal']} | {sec} | {mb} | {note} |"
         )
+    print()
+    for line in summary(rows):
+        print(f"* {line}")
 
 
 if __name__ == "__main__":
