@@ -188,7 +188,10 @@ def in_child(method: str, g: Any, form: str, D: int, II_: int | None, args: Any)
     p = ctx.Process(target=_child, args=(send, method, g, form, D, II_, args))
     p.start()
     send.close()
-    row = recv.recv() if recv.poll(None) else None
+    try:
+        row = recv.recv()
+    except EOFError:  # the child died (killed, out of memory) before sending
+        row = None
     p.join()
     if row is None:
         row = {"objective": None, "legal": False, "seconds": None, "peak_rss_mb": None}
