@@ -1,4 +1,4 @@
-"""Binary AIGER reader."""
+"""AIGER reader (binary and ASCII)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,23 @@ def test_tiny_and_gate() -> None:
     assert g.names == ("i0", "i1", "6") and sorted(g.src.tolist()) == [0, 1]
 
 
+def test_ascii_and_aiger_1_9_headers_read_like_the_binary_file() -> None:
+    binary = parse_aiger(b"aig 3 2 0 1 1\n6\n\x02\x02")
+    ascii_ = parse_aiger(b"aag 3 2 0 1 1\n2\n4\n6\n6 4 2\n")
+    # AIGER 1.9: one bad-state literal after the output, then the gates
+    v19 = parse_aiger(b"aig 3 2 0 1 1 1 0 0 0\n6\n7\n\x02\x02")
+    for g in (ascii_, v19):
+        assert g.names == binary.names
+        assert sorted(zip(g.src.tolist(), g.dst.tolist(), strict=True)) == [(0, 2), (1, 2)]
+
+
 @pytest.mark.parametrize(
     "data, fragment",
     [
-        (b"aag 3 2 0 1 1\n", "aag"),
+        (b"aag 3 2 0 1 1\n", "input 0"),
+        (b"aag 3 1 0 1 2\n2\n6\n4 6 2\n6 4 2\n", "cycle"),
+        (b"aag 4 2 0 1 1\n2\n4\n6\n6 8 2\n", "not defined"),
+        (b"xyz 3 2 0 1 1\n", "'aig' or 'aag'"),
         (b"aig 3 2\n", "M I L O A"),
         (b"aig 3 2 1 1 0\n", "latches"),
         (b"aig 4 2 0 1 1\n", "M = 4"),

@@ -100,7 +100,7 @@ def test_existing_output_file_is_replaced(tmp_path, graph):
         check_output_path(str(graph), "-o", (str(out), str(graph)))
 
 
-@pytest.mark.parametrize(("baseline", "formulation"), [("exact", "B"), ("gumbel", "C")])
+@pytest.mark.parametrize(("baseline", "formulation"), [("force", "B"), ("gumbel", "C")])
 def test_gaus_baseline_without_the_formulation(capsys, graph, baseline, formulation):
     code, _, err = run(
         capsys, "gaus", str(graph), "--baseline", baseline, "--formulation", formulation

@@ -36,7 +36,7 @@ __all__ = ["register", "run_gaus"]
 
 BASELINES = ("list", "force", "gumbel", "exact")
 # The formulations each baseline implements (the others raise inside the baseline).
-BASELINE_FORMULATIONS = {"list": "ABC", "force": "AC", "gumbel": "A", "exact": "AC"}
+BASELINE_FORMULATIONS = {"list": "ABC", "force": "AC", "gumbel": "A", "exact": "ABC"}
 
 
 def register(subparsers: Any) -> None:
@@ -68,7 +68,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("-o", "--output", default=None, help="write the JSON result to this file")
-    p.add_argument("--plot", default=None, help="save the loss curve to this PNG")
+    p.add_argument(
+        "--plot",
+        default=None,
+        help="save the loss curve and the any-time curve (best legal objective against "
+        "seconds) to this PNG/SVG/PDF",
+    )
     p.add_argument("--baseline", choices=BASELINES, default=None, help="run a baseline instead")
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument(
@@ -303,23 +308,6 @@ def _table(result: Any, meaning: str, unit: str) -> None:
 
 
 def _plot(result: Any, path: str) -> None:
-    import matplotlib
+    from twill.visualization.gaus_plots import plot_gaus_run
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3.2))
-    ax[0].plot(result.loss_history, label="augmented Lagrangian")
-    ax[0].plot(result.violation_history, label="expected violation")
-    ax[0].set_yscale("symlog", linthresh=1e-3)
-    ax[0].set_xlabel("Adam step")
-    ax[0].legend()
-    if result.objective_history:
-        xs, ys = zip(*result.objective_history, strict=True)
-        ax[1].step(xs, ys, where="post")
-    ax[1].set_xlabel("seconds")
-    ax[1].set_ylabel("best legal objective")
-    fig.suptitle(f"{result.method} on {result.graph}, formulation {result.formulation}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot_gaus_run(result, path)

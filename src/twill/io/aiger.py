@@ -1,8 +1,11 @@
-"""Reader for binary AIGER netlists (``.aig``, format version 1; GauS spec §10.1).
+"""Reader for AIGER netlists (binary ``.aig`` and ASCII ``.aag``; GauS spec §10.1).
 
-Header ``aig M I L O A``, then ``O`` output literals (ASCII lines), then ``A`` AND gates in
-the binary delta encoding: gate ``i`` has ``lhs = 2 (I + L + i + 1)`` and two LEB128-style
-7-bit varints ``delta0 = lhs - rhs0`` and ``delta1 = rhs0 - rhs1``. Symbol table and comments
+Binary: header ``aig M I L O A`` (AIGER 1.9 may add ``B C J F``), then ``O`` output literals
+(ASCII lines; then the ``B`` bad-state, ``C`` constraint, justice and ``F`` fairness lines of
+1.9, skipped), then ``A`` AND gates in the binary delta encoding: gate ``i`` has
+``lhs = 2 (I + L + i + 1)`` and two LEB128-style 7-bit varints ``delta0 = lhs - rhs0`` and
+``delta1 = rhs0 - rhs1``. ASCII: header ``aag M I L O A``, one literal per input and output
+line, then one ``lhs rhs0 rhs1`` line per AND gate, in any order. Symbol table and comments
 after the gates are ignored. Only combinational netlists (``L = 0``) are accepted.
 
 The netlist becomes an AND-gate DAG (:class:`~twill.sched.gaus.graph.GauSGraph`):
@@ -67,47 +70,42 @@ def _check_counts(M: int, O: int, A: int, body_bytes: int, source: str) -> None:
 
 
 def parse_aiger(data: bytes, source: str = "<aig>") -> GauSGraph:
-    """Parse binary AIGER bytes (see module docstring)."""
+    """Parse AIGER bytes, binary or ASCII (see module docstring)."""
     nl = data.find(b"\n")
     if nl < 0:
         raise InputFormatError("no header line", source=source)
     header = data[:nl].decode("ascii", errors="replace").split()
-    if not header or header[0] != "aig":
+    if not header or header[0] not in ("aig", "aag"):
         what = header[0] if header else "an empty line"
-        hint = " (ASCII 'aag' files are not supported)" if header and header[0] == "aag" else ""
-        raise InputFormatError(f"header must start with 'aig', found {what!r}{hint}", source=source)
-    if len(header) < 6:
         raise InputFormatError(
-            f"header must be 'aig M I L O A', found {' '.join(header)!r}", source=source
+            f"header must start with 'aig' or 'aag', found {what!r}", source=source
+        )
+    if not 6 <= len(header) <= 10:
+        raise InputFormatError(
+            f"header must be '{header[0]} M I L O A [B C J F]', found {' '.join(header)!r}",
+            source=source,
         )
     try:
-        M, I, L, O, A = (int(x) for x in header[1:6])
+        M, I, L, O, A, *extra = (int(x) for x in header[1:])
     except ValueError:
         raise InputFormatError(
-            f"header fields M I L O A must be integers, found {' '.join(header[1:6])!r}",
+            f"header fields must be integers, found {' '.join(header[1:])!r}",
             source=source,
         ) from None
-    if min(M, I, L, O, A) < 0:
+    if min(M, I, L, O, A, *extra) < 0:
         raise InputFormatError("header fields must be non-negative", source=source)
     if L != 0:
         raise InputFormatError(
             f"{L} latches: only combinational netlists (L = 0) are supported", source=source
         )
+    if header[0] == "aag":
+        _check_counts(M, 0, 0, 0, source)  # lines are read one by one: only M allocates
+        return _parse_ascii(data[nl + 1 :], source, M, I, O, A, extra)
     if M != I + L + A:
         raise InputFormatError(f"header: M = {M} but I + L + A = {I + L + A}", source=source)
     _check_counts(M, O, A, len(data) - nl - 1, source)
-    pos = nl + 1
-    for k in range(O):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            raise InputFormatError(f"output {k}: file ends before the output list", source=source)
-        line = data[pos:end].strip()
-        if not line.isdigit() or len(line) > 12 or int(line) > 2 * M + 1:
-            raise InputFormatError(
-                f"output {k}: expected a literal from 0 to 2M+1 = {2 * M + 1}, found {line[:20]!r}",
-                source=source,
-            )
-        pos = end + 1
+    lines, pos = _skip_lines(data, nl + 1, O, extra, source)
+    del lines
     names = [f"i{k}" for k in range(I)]
     var_node = np.full(M + 1, -1, dtype=np.int64)  # variable index -> node index
     var_node[1 : I + 1] = np.arange(I)
@@ -138,6 +136,108 @@ def parse_aiger(data: bytes, source: str = "<aig>") -> GauSGraph:
                 )
             src.append(int(var_node[var]))
             dst.append(node)
+    return _and_graph(source, names, I, src, dst)
+
+
+def _line(data: bytes, pos: int, what: str, source: str) -> tuple[bytes, int]:
+    end = data.find(b"\n", pos)
+    if end < 0:
+        raise InputFormatError(f"{what}: file ends before it", source=source)
+    return data[pos:end].strip(), end + 1
+
+
+def _skip_lines(
+    data: bytes, pos: int, O: int, extra: list[int], source: str
+) -> tuple[list[bytes], int]:
+    """The ``O`` output lines and the AIGER 1.9 property lines after them (``B``, ``C``,
+    justice sizes and literals, ``F``); returns the lines and the position after them."""
+    B, C, J, F = (*extra, 0, 0, 0, 0)[:4]
+    out: list[bytes] = []
+    for k in range(O + B + C):
+        line, pos = _line(data, pos, f"output/property line {k}", source)
+        if not line.isdigit() or len(line) > 12:
+            raise InputFormatError(
+                f"output/property line {k}: expected a literal, found {line[:20]!r}",
+                source=source,
+            )
+        out.append(line)
+    sizes = []
+    for k in range(J):
+        line, pos = _line(data, pos, f"justice property {k}", source)
+        if not line.isdigit() or len(line) > 12:
+            raise InputFormatError(f"justice property {k}: expected a size", source=source)
+        sizes.append(int(line))
+    for k in range(sum(sizes) + F):
+        _, pos = _line(data, pos, f"justice/fairness literal {k}", source)
+    return out, pos
+
+
+def _parse_ascii(
+    body: bytes, source: str, M: int, I: int, O: int, A: int, extra: list[int]
+) -> GauSGraph:
+    """ASCII AIGER after the header line (gates in any order, checked to form a DAG)."""
+    pos = 0
+    var_node = np.full(M + 1, -1, dtype=np.int64)
+    names: list[str] = []
+    for k in range(I):
+        line, pos = _line(body, pos, f"input {k}", source)
+        if not line.isdigit() or int(line) % 2 or not 0 < int(line) // 2 <= M:
+            raise InputFormatError(f"input {k}: invalid literal {line[:20]!r}", source=source)
+        var_node[int(line) // 2] = k
+        names.append(f"i{k}")
+    _, pos = _skip_lines(body, pos, O, extra, source)
+    gates = []
+    for k in range(A):
+        line, pos = _line(body, pos, f"AND gate {k}", source)
+        parts = line.split()
+        if len(parts) != 3 or not all(p.isdigit() for p in parts):
+            raise InputFormatError(f"AND gate {k}: expected 'lhs rhs0 rhs1'", source=source)
+        lhs, r0, r1 = (int(p) for p in parts)
+        if lhs % 2 or not 0 < lhs // 2 <= M or max(r0, r1) // 2 > M or var_node[lhs // 2] >= 0:
+            raise InputFormatError(
+                f"AND gate {k}: invalid or repeated literal {lhs}", source=source
+            )
+        var_node[lhs // 2] = len(names)
+        names.append(str(lhs))
+        gates.append((r0, r1))
+    src: list[int] = []
+    dst: list[int] = []
+    for k, (r0, r1) in enumerate(gates):
+        for rhs in (r0, r1):
+            if rhs // 2 == 0:
+                continue
+            if var_node[rhs // 2] < 0:
+                raise InputFormatError(
+                    f"AND gate {k}: fan-in literal {rhs} is not defined", source=source
+                )
+            src.append(int(var_node[rhs // 2]))
+            dst.append(I + k)
+    _check_acyclic(len(names), src, dst, source)
+    return _and_graph(source, names, I, src, dst)
+
+
+def _check_acyclic(n: int, src: list[int], dst: list[int], source: str) -> None:
+    """Kahn's algorithm: every node must get a topological position."""
+    indeg = np.bincount(np.asarray(dst, dtype=np.int64), minlength=n)
+    order = np.argsort(np.asarray(src, dtype=np.int64), kind="stable")
+    s_sorted = np.asarray(src, dtype=np.int64)[order]
+    d_sorted = np.asarray(dst, dtype=np.int64)[order]
+    ptr = np.searchsorted(s_sorted, np.arange(n + 1))
+    stack = list(np.flatnonzero(indeg == 0))
+    seen = 0
+    while stack:
+        u = stack.pop()
+        seen += 1
+        for v in d_sorted[ptr[u] : ptr[u + 1]]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                stack.append(v)
+    if seen < n:
+        raise InputFormatError("AND gates form a cycle", source=source)
+
+
+def _and_graph(source: str, names: list[str], I: int, src: list[int], dst: list[int]) -> GauSGraph:
+    """The AND-gate DAG with the default weights (module docstring)."""
     n = len(names)
     usage = np.zeros((n, 1, 1))
     usage[I:, 0, 0] = 1.0
@@ -159,7 +259,7 @@ def parse_aiger(data: bytes, source: str = "<aig>") -> GauSGraph:
 
 
 def read_aiger(path: str | Path) -> GauSGraph:
-    """Read a binary AIGER ``.aig`` file as an AND-gate DAG.
+    """Read an AIGER file (binary ``aig`` or ASCII ``aag``) as an AND-gate DAG.
 
     Raises
     ------

@@ -17,7 +17,7 @@ from twill.sched.baselines.list_sched import list_schedule
 from twill.sched.gaus.bounds import rec_mii
 from twill.sched.gaus.graph import asap_alap, from_dependence_graph
 from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
-from twill.sched.gaus.verify import schedule_violations
+from twill.sched.gaus.verify import peak_memory, schedule_violations
 from twill.verify import verify_modulo_schedule
 
 
@@ -172,6 +172,16 @@ class TestExact:
         ex = exact_schedule(g, "A", D=10, time_limit=20)
         assert ex.status is Status.OPTIMAL and ex.bound == pytest.approx(ex.objective)
         for r in (GauSSolver(g, D=10, max_iters=200).solve_resource(), list_schedule(g, "A", D=10)):
+            assert r.objective >= ex.objective - 1e-6
+
+    def test_exact_b_optimal_on_small_graph_and_bounds_gaus(self) -> None:
+        from twill.sched.baselines.exact import exact_schedule
+
+        g = from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=4))
+        ex = exact_schedule(g, "B", D=12, time_limit=20)
+        assert ex.status is Status.OPTIMAL and ex.bound == pytest.approx(ex.objective)
+        assert ex.objective == peak_memory(g, np.array([ex.schedule[n] for n in g.names]), 12)
+        for r in (GauSSolver(g, D=12, max_iters=200).solve_memory(), list_schedule(g, "B", D=12)):
             assert r.objective >= ex.objective - 1e-6
 
     def test_exact_c_proves_res_mii(self) -> None:

@@ -98,6 +98,24 @@ class GauSSettings:
         ``window_margin``), rebuilt every outer iteration (spec §13).
     window_margin : float, default 8.0
         Extra steps on each side of the evaluation window; means stay ``4 sigma`` inside it.
+    sparse : bool, default True
+        Evaluate every op on its own support window
+        (:class:`~twill.sched.gaus.sparse.SparseLossModel`): its feasible range ``[ASAP,
+        ALAP]`` cut to ``mu +- (window_k sigma + window_slack)``, rebuilt every outer
+        iteration, with the mass outside folded into the window's edge steps. Time and memory
+        grow with ``n`` times the longest window instead of ``n * D``. ``False``: the dense
+        model over one shared window (``window``, ``window_margin``), which is also used when
+        the widest possible window (see ``window_slack``) is not narrower than ``D``.
+    window_k : float, default 4.0
+        Half-width of an op's window in standard deviations (plus ``window_slack``). The mean
+        is kept ``window_k sigma`` inside a cut edge, so at most ``Phi(-4) = 3e-5`` of its mass
+        is folded there.
+    window_slack : float, default 2.0
+        Extra steps on each side of an op's window: how far a mean may move within one inner
+        phase (about ``inner_steps * lr`` steps; with the formulation A defaults ``lr = 0.2``
+        the box stops it at the window edge until the next rebuild). Windows are padded to the
+        longest one (a single bucket): with ``sigma <= sigma_max`` that is at most
+        ``2 (window_k sigma_max + window_slack) + 2`` columns.
     lr_floor : float, default 0.05
         The learning rate follows ``lr * sigma / sigma_0`` (steps shrink as the distribution
         hardens), never below ``lr_floor * lr``.
@@ -116,8 +134,9 @@ class GauSSettings:
         not part of the paper; the result keeps the GauS objective before it in
         ``gaus_objective``).
     polish_time : float or None, default None
-        Wall-clock cap of that search in seconds (``None``: until a local optimum or
-        ``4 n`` moves).
+        Wall-clock cap of the final search in seconds (``None``: until a local optimum or
+        ``4 n`` moves, but at most ``max(30 s, time elapsed before it)``, so the search at
+        most doubles a long run).
     polish_share : float, default 0.15
         Formulation A with ``polish``: the same search also runs on every legalised
         checkpoint that improves GauS's own best (not on the starting point), as long as the
@@ -142,6 +161,14 @@ class GauSSettings:
         step-25 schedule on the sparse 1000-node GS graphs (median of 5, load 3.7): within
         2 % of CP-SAT's best after 0.078/0.044/0.048 s with 4 against 0.093/0.076/0.077 s
         with 1 (8 was slower again: more candidates tried per pass).
+    polish_radius : int, default 32
+        Steps around its current one at which an op is tried per pass of the search, so a
+        pass costs ``O(n * polish_radius)`` (windows of ``D <= 2 polish_radius + 1`` steps,
+        such as the GS-Schedule graphs', are searched whole).
+    polish_batch_deep : int, default 64
+        Moves per pass of every search on deeper windows (``D > 2 polish_radius + 1``, EPFL
+        designs): applying one move per ``O(n)`` pass would make the search quadratic on
+        50,000-node graphs.
     early_readouts : tuple of int, default ()
         Extra read-outs after these numbers of Adam steps (counted from the start), besides
         the one after every inner phase: the current means are legalised, the best legal
@@ -181,6 +208,9 @@ class GauSSettings:
     sigma_max: float = 0.5
     window: bool = True
     window_margin: float = 8.0
+    sparse: bool = True
+    window_k: float = 4.0
+    window_slack: float = 2.0
     lr_floor: float = 0.05
     harden_sigma: float = 0.15
     threads: int | None = 1
@@ -188,6 +218,8 @@ class GauSSettings:
     polish_time: float | None = None
     polish_share: float = 0.15
     polish_batch: int = 4
+    polish_radius: int = 32
+    polish_batch_deep: int = 64
     early_readouts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -380,6 +412,9 @@ def _optimise(
         )
 
     sigma = torch.tensor(sigma0, dtype=f32, device=dev)
+    per_op = hasattr(model, "set_windows")
+    if per_op:
+        model.set_windows(mu0, sigma0, settings.window_k, settings.window_slack)  # type: ignore[attr-defined]
     params = [theta]
     rho_param = None
     if settings.learn_sigma:
@@ -431,12 +466,20 @@ def _optimise(
         steps = min(settings.inner_steps, settings.max_iters - it)
         sig_now = float(current_sigma().max())
         mu_cur = (theta.detach() * scale).cpu().numpy()
-        win = _window(mu_cur, sig_now, D, II if model.formulation == "C" else None, margin)  # type: ignore[attr-defined]
-        if settings.window and win is not None:
-            model = make_model(win)
-        elif model.D != D:  # type: ignore[attr-defined]
-            model = make_model(None)
-        lo_t, hi_t = box(win if settings.window else None, sig_now)
+        if per_op:
+            win = None
+            blo, bhi = model.set_windows(  # type: ignore[attr-defined]
+                mu_cur, current_sigma().cpu().numpy(), settings.window_k, settings.window_slack
+            )
+            lo_t = torch.tensor(np.maximum(lo, blo) / scale, dtype=f32, device=dev)
+            hi_t = torch.tensor(np.minimum(hi, bhi) / scale, dtype=f32, device=dev)
+        else:
+            win = _window(mu_cur, sig_now, D, II if model.formulation == "C" else None, margin)  # type: ignore[attr-defined]
+            if settings.window and win is not None:
+                model = make_model(win)
+            elif model.D != D:  # type: ignore[attr-defined]
+                model = make_model(None)
+            lo_t, hi_t = box(win if settings.window else None, sig_now)
         with torch.no_grad():
             theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
         opt.lr = settings.lr * max(sig_now / sig0, settings.lr_floor)

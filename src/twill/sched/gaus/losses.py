@@ -38,16 +38,25 @@ __all__ = ["LossModel", "step_distribution", "smooth_max"]
 
 
 def step_distribution(
-    mu: torch.Tensor, sigma: torch.Tensor, D: int
+    mu: torch.Tensor,
+    sigma: torch.Tensor,
+    D: int,
+    clip: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(C, P)``: CDF and probability of every op on every step, both ``[n, D]``.
 
-    The tails outside ``[-1/2, D-1/2]`` are folded into steps 0 and ``D-1`` (clip, spec §2 (a)).
+    The tails outside ``[-1/2, D-1/2]`` are folded into steps 0 and ``D-1`` (clip, spec §2 (a));
+    with ``clip = (lo, hi)`` (steps per op), into ``lo_i`` and ``hi_i`` instead (the reference
+    for the per-op windows of :mod:`twill.sched.gaus.sparse`).
     """
     s = torch.arange(D - 1, device=mu.device, dtype=mu.dtype)
     z = (s[None, :] + 0.5 - mu[:, None]) / sigma[:, None]
     cdf = torch.special.ndtr(z)
     C = torch.cat([cdf, torch.ones_like(mu)[:, None]], dim=1)
+    if clip is not None:
+        steps = torch.arange(D, device=mu.device)[None, :]
+        C = torch.where(steps < clip[0][:, None], 0.0, C)
+        C = torch.where(steps >= clip[1][:, None], 1.0, C)
     P = torch.diff(C, dim=1, prepend=torch.zeros_like(mu)[:, None])
     return C, P
 
@@ -133,6 +142,8 @@ class LossModel:
         tau: float = 0.05,
         device: str | torch.device = "cpu",
         window: tuple[int, int] | None = None,
+        dtype: torch.dtype = torch.float32,
+        clip: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> LossModel:
         """Precompute index tensors.
 
@@ -145,7 +156,7 @@ class LossModel:
         s0, W = (0, D) if window is None else (int(window[0]), int(window[1]))
         full_D = D
         D = W
-        f32 = torch.float32
+        f32 = dtype
         T: dict[str, torch.Tensor] = {}
         scales: dict[str, float] = {}
         modulo = formulation == "C"
@@ -205,6 +216,9 @@ class LossModel:
             scales["mem_unit"] = max(float(g.mem.sum()) / max(full_D, 1), 1e-9)
         scales["offset"] = s0
         scales["full_D"] = full_D
+        if clip is not None:
+            T["clip_lo"] = torch.as_tensor(np.asarray(clip[0]) - s0, device=dev)
+            T["clip_hi"] = torch.as_tensor(np.asarray(clip[1]) - s0, device=dev)
         return cls(g, D, II, formulation, tau, dev, T, scales, dep_groups, mem_groups)
 
     # -- the terms ---------------------------------------------------------------------------
@@ -323,7 +337,12 @@ class LossModel:
         self, mu: torch.Tensor, sigma: torch.Tensor, *, ratio: float = 1.0
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(f, g)``: the formulation's smooth objective and its violation vector (``g >= 0``)."""
-        C, P = step_distribution(mu - self.scales["offset"], sigma, self.D)
+        clip = (
+            (self.tensors["clip_lo"], self.tensors["clip_hi"])
+            if "clip_lo" in self.tensors
+            else None
+        )
+        C, P = step_distribution(mu - self.scales["offset"], sigma, self.D, clip)
         g, comm = self.edge_terms(C, P)
         if self.formulation == "A":
             f = ratio * self.resource_peak(P) + comm

@@ -10,7 +10,8 @@ moves that keeps legality by construction:
 * an op ``i`` may move to any step ``b`` in ``[lo_i, hi_i]`` with
   ``lo_i = max(0, max_u t_u + d_ui)`` and ``hi_i = min(D - 1, min_v t_v - d_iv)`` over
   distance-0 edges, so every dependence and the latency bound stay satisfied;
-* the gain of every (op, step) pair is computed at once (``[n, D]`` arrays): the new peak of
+* the gain of every (op, step) pair within ``radius`` steps is computed at once (flat arrays
+  of ``O(n * radius)`` pairs, never ``[n, D]``): the new peak of
   each resource is ``max(peak without steps a and b, load_a - w, load_b + w)`` from the three
   largest loads, and the communication change is ``(b - a)(c_in,i - c_out,i)``;
 * the best move is applied when it lowers the objective, or keeps it and lowers the number of
@@ -83,8 +84,7 @@ def _more_moves(
     w: np.ndarray,
     cnet: np.ndarray,
     heavy: np.ndarray,
-    key: np.ndarray,
-    d_cnt: np.ndarray,
+    best: tuple[np.ndarray, np.ndarray, np.ndarray],
     lo: np.ndarray,
     hi: np.ndarray,
     first: int,
@@ -95,20 +95,18 @@ def _more_moves(
 ) -> int:
     """Further moves in the same pass after the best one (op ``first``), at most ``limit``.
 
-    Each op's best target from the pass's gain arrays is tried in order of that gain; a move
-    is applied only if, evaluated exactly on the current loads, it lowers the objective or
-    keeps it and lowers the number of peak cells (so the descent still cannot cycle), and only
-    for ops not next to an op moved in this pass (their legal ranges are unchanged). Updates
-    ``t`` and ``load`` in place and returns the number of moves applied.
+    ``best = (gain, step, count change)`` is each heavy op's best target from the pass's gain
+    arrays (:func:`_row_best`). Targets are tried in order of that gain; a move is applied
+    only if, evaluated exactly on the current loads, it lowers the objective or keeps it and
+    lowers the number of peak cells (so the descent still cannot cycle), and only for ops not
+    next to an op moved in this pass (their legal ranges are unchanged). Updates ``t`` and
+    ``load`` in place and returns the number of moves applied.
     """
     if limit <= 0:
         return 0
-    rowmin = key.min(axis=1)
-    near = key <= rowmin[:, None] + tol
-    cnt = np.where(near, d_cnt, np.inf)
-    col = cnt.argmin(axis=1)
+    rowmin, col, cnt = best
     rows = np.flatnonzero(np.isfinite(rowmin))
-    rows = rows[np.lexsort((cnt[rows, col[rows]], rowmin[rows]))][: 2 * limit]
+    rows = rows[np.lexsort((cnt[rows], rowmin[rows]))][: 2 * limit]
     touched = np.zeros(t.size, dtype=bool)
 
     def touch(i: int) -> None:
@@ -144,6 +142,40 @@ def _more_moves(
     return done
 
 
+def _row_best(
+    key: np.ndarray, d_cnt: np.ndarray, rows: np.ndarray, b: np.ndarray, nrows: int, tol: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of the flat candidate arrays: the best gain, the first step within ``tol`` of
+    it with the smallest count change, and that count change (``inf`` for rows with none)."""
+    rowmin = np.full(nrows, np.inf)
+    col = np.zeros(nrows, dtype=np.int64)
+    cnt = np.full(nrows, np.inf)
+    if rows.size == 0:
+        return rowmin, col, cnt
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    present = rows[starts]
+    rowmin[present] = np.minimum.reduceat(key, starts)
+    near = key <= rowmin[rows] + tol
+    cv = np.where(near, d_cnt, np.inf)
+    cnt[present] = np.minimum.reduceat(cv, starts)
+    hit = np.flatnonzero(cv == cnt[rows])
+    first_rows, first = np.unique(rows[hit], return_index=True)
+    col[first_rows] = b[hit[first]]
+    return rowmin, col, cnt
+
+
+def _candidates(
+    a: np.ndarray, lo: np.ndarray, hi: np.ndarray, radius: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Flat ``(row, step)`` pairs: every legal step of each op within ``radius`` of ``a``."""
+    lo_r = np.maximum(lo, a - radius)
+    hi_r = np.minimum(hi, a + radius)
+    cnt = np.maximum(hi_r - lo_r + 1, 0)
+    rows = np.repeat(np.arange(a.size), cnt)
+    off = np.cumsum(cnt) - cnt
+    return rows, lo_r[rows] + np.arange(rows.size) - off[rows]
+
+
 def polish_resource(
     g: GauSGraph,
     t: np.ndarray,
@@ -154,6 +186,7 @@ def polish_resource(
     time_limit: float | None = None,
     trace: list[tuple[float, float]] | None = None,
     batch: int = 1,
+    radius: int = 32,
 ) -> tuple[np.ndarray, int]:
     """Local descent on ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)`` from a legal ``t``.
 
@@ -180,6 +213,10 @@ def polish_resource(
         applies, after the best move, further improving moves of the pass (see
         :func:`_more_moves`), which reaches a good level in fewer passes but may end at a
         different local optimum.
+    radius
+        Candidate steps of an op are its legal steps within ``radius`` of its current one, so
+        a pass costs ``O(n * radius)`` instead of ``O(n * D)`` (memory too); farther moves
+        take several passes. Windows of ``D <= 2 radius + 1`` steps are searched whole.
 
     Returns
     -------
@@ -202,7 +239,6 @@ def polish_resource(
     bounds = _Bounds(g, D)
     heavy = np.flatnonzero(w.any(axis=1))
     light = np.flatnonzero(~w.any(axis=1) & (cnet != 0))
-    steps = np.arange(D)
     tol = 1e-9 * max(1.0, float(ratio) * float(w.sum(axis=0).max(initial=1.0)))
     load = np.zeros((K, D))
     for k in range(K):
@@ -232,26 +268,26 @@ def polish_resource(
             peak = load.max(axis=1)
             count = (load >= peak[:, None] - tol).sum(axis=1)
             val, idx = _top3(load)
-            a = t[heavy]
-            b = steps[None, :]
-            ok = (b >= lo[heavy, None]) & (b <= hi[heavy, None]) & (b != a[:, None])
-            d_obj = (b - a[:, None]) * cnet[heavy, None]
+            rows, b = _candidates(t[heavy], lo[heavy], hi[heavy], radius)
+            ar = t[heavy][rows]
+            ok = b != ar
+            d_obj = (b - ar) * cnet[heavy][rows]
             d_cnt = np.zeros(d_obj.shape)
             for k in range(K):
-                wk = w[heavy, k]
+                wk = w[heavy, k][rows]
                 excl = np.where(
-                    (idx[k, 0] != a[:, None]) & (idx[k, 0] != b),
+                    (idx[k, 0] != ar) & (idx[k, 0] != b),
                     val[k, 0],
-                    np.where((idx[k, 1] != a[:, None]) & (idx[k, 1] != b), val[k, 1], val[k, 2]),
+                    np.where((idx[k, 1] != ar) & (idx[k, 1] != b), val[k, 1], val[k, 2]),
                 )
-                new_a = load[k, a] - wk
-                new_b = load[k][None, :] + wk[:, None]
-                new_peak = np.maximum(np.maximum(excl, new_a[:, None]), new_b)
+                new_a = load[k, ar] - wk
+                new_b = load[k, b] + wk
+                new_peak = np.maximum(np.maximum(excl, new_a), new_b)
                 d_obj = d_obj + ratio * (new_peak - peak[k])
                 on = wk > 0
                 same = np.abs(new_peak - peak[k]) <= tol
-                dc = -((load[k, a] >= peak[k] - tol) & on)[:, None].astype(float) + (
-                    (new_b >= peak[k] - tol) & on[:, None]
+                dc = -((load[k, ar] >= peak[k] - tol) & on).astype(float) + (
+                    (new_b >= peak[k] - tol) & on
                 )
                 d_cnt = d_cnt + np.where(same, dc, np.where(new_peak < peak[k], -count[k], 0.0))
             score_ok = ok & ((d_obj < -tol) | ((np.abs(d_obj) <= tol) & (d_cnt < 0)))
@@ -262,11 +298,11 @@ def polish_resource(
                 flat = np.flatnonzero(
                     np.where(cand, d_cnt, np.inf) == np.where(cand, d_cnt, np.inf).min()
                 )
-                r, s = np.unravel_index(flat[0], key.shape)
-                i = heavy[r]
+                i = heavy[rows[flat[0]]]
+                s = int(b[flat[0]])
                 load[:, t[i]] -= w[i]
                 load[:, s] += w[i]
-                t[i] = int(s)
+                t[i] = s
                 moves += 1
                 changed = True
                 if batch > 1:
@@ -276,8 +312,7 @@ def polish_resource(
                         w,
                         cnet,
                         heavy,
-                        key,
-                        d_cnt,
+                        _row_best(key, d_cnt, rows, b, heavy.size, tol),
                         lo,
                         hi,
                         int(i),
