@@ -126,7 +126,18 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
                 f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
             )
     check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
-    layers = read_network(args.directory)
+    notes: tuple[str, ...] = ()
+    if Path(args.directory).suffix.lower() == ".onnx":
+        from twill.io.onnx_model import read_onnx, unique_layers
+
+        all_layers = read_onnx(args.directory).layers
+        layers = unique_layers(all_layers)
+        notes = (
+            f"{len(all_layers)} compute layers, {len(layers)} unique shapes: each shape is "
+            "mapped once and weighted by its count in the totals",
+        )
+    else:
+        layers = read_network(args.directory)
     if args.limit:
         layers = layers[: args.limit]
     arch = _arch(args.arch)
@@ -158,6 +169,10 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             network=Path(args.directory).name,
             on_result=tick,
         )
+    if notes:
+        from dataclasses import replace
+
+        result = replace(result, notes=result.notes + notes)
     if args.plot:
         _plot_network(result, args.plot)
     if args.json:
@@ -193,6 +208,8 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             ]
         t.add_row(*tot_row)
         Console().print(t)
+        for note in result.notes:
+            Console().print(note)
     ok = all(r.mapping is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
 
@@ -228,6 +245,20 @@ def _plot_network(result: Any, path: str) -> None:
 
 
 # ------------------------------------------------------------------------- map-eval
+def _cmd_import_onnx(args: argparse.Namespace) -> int:
+    from twill.io.onnx_model import read_onnx, unique_layers, write_layer_folder
+
+    imp = read_onnx(args.model)
+    out = write_layer_folder(imp, args.output)
+    uniq = unique_layers(imp.layers)
+    net = imp.network
+    print(
+        f"{out}: {len(imp.layers)} layers ({len(uniq)} unique shapes, repeated ones are mapped "
+        f"once and counted), {len(net.edges)} edges, {len(net.candidates)} fusion candidates"
+    )
+    return 0
+
+
 def _cmd_map_eval(args: argparse.Namespace) -> int:
     if args.dataset:
         return _eval_dataset(args)
@@ -350,8 +381,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(p)
     p.set_defaults(func=_cmd_map)
 
-    p = subparsers.add_parser("map-network", help="map every layer of a network folder")
-    p.add_argument("directory", help="folder with layer YAMLs and layers.yaml")
+    p = subparsers.add_parser(
+        "map-network", help="map every layer of a network folder or ONNX model"
+    )
+    p.add_argument("directory", help="folder with layer YAMLs and layers.yaml, or MODEL.onnx")
     p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument(
         "--methods",
@@ -368,6 +401,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
     common(p)
     p.set_defaults(func=_cmd_map_network)
+
+    p = subparsers.add_parser(
+        "import-onnx", help="turn an ONNX model into a layer folder and its graph"
+    )
+    p.add_argument("model", help="MODEL.onnx")
+    p.add_argument("-o", "--output", required=True, help="new (or empty) output folder")
+    p.set_defaults(func=_cmd_import_onnx)
 
     p = subparsers.add_parser(
         "map-eval",

@@ -67,7 +67,7 @@ _PROBLEM_KEYS = {
     "K": "K",
     "N": "N",
 }
-_STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation")
+_STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation", "G")
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -120,12 +120,17 @@ def validate_layer(data: Any) -> list[str]:
             bad.append(f"{base}.{key}: must be a positive integer, found {v}")
     for key in _STRIDE_KEYS:
         v = prob.get(key, 1)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or (v == 0 and "stride" in key):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int)
+            or v < 0
+            or (v == 0 and key[1:] != "dilation")
+        ):
             bad.append(f"{base}.{key}: must be a positive integer, found {v!r}")
     unknown = set(prob) - set(_PROBLEM_KEYS) - set(_STRIDE_KEYS) - {"shape", "name", "count"}
     for key in sorted(unknown):
         bad.append(
-            f"{base}.{key}: unknown key (allowed: R S P Q C K N Wstride Hstride "
+            f"{base}.{key}: unknown key (allowed: R S P Q C K N G Wstride Hstride "
             "Wdilation Hdilation shape)"
         )
     return bad
@@ -144,7 +149,26 @@ def build_layer(data: Any, name: str) -> Layer:
         w_dilation=int(prob.get("Wdilation", 1)) or 1,
         h_dilation=int(prob.get("Hdilation", 1)) or 1,
         count=int(prob.get("count", 1)),
+        groups=int(prob.get("G", 1)),
     )
+
+
+def layer_yaml(layer: Layer) -> dict[str, Any]:
+    """The Timeloop-style problem document of ``layer`` (``G`` written only when > 1).
+
+    :func:`build_layer` reads it back to an equal layer (count aside).
+    """
+    prob: dict[str, Any] = {d.value: layer.dim(d) for d in Dim}
+    if layer.groups > 1:
+        prob["G"] = layer.groups
+    prob.update(
+        Wstride=layer.w_stride,
+        Hstride=layer.h_stride,
+        Wdilation=layer.w_dilation,
+        Hdilation=layer.h_dilation,
+        shape="cnn-layer",
+    )
+    return {"problem": prob}
 
 
 def read_layer(path: str | Path, *, name: str | None = None, count: int = 1) -> Layer:

@@ -565,5 +565,5 @@ def evaluate(
         dram_bytes=dram_bytes,
         mac_units=arch.macs,
         valid=bool(bc.valid[0]),
-        count=layer.count,
+        count=layer.multiplicity,
     )
