@@ -266,8 +266,8 @@ def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[Edge]:
     seen: dict[tuple[int, int], str] = {}
     for s, d, k in raw:
         seen.setdefault((s, d), k)
-    data_in: dict[int, int] = {}
-    for (_s, d), k in seen.items():
+    data_in: dict[int, int] = {}  # data operands traced to a producer (before dedupe)
+    for _s, d, k in raw:
         if k != "add":
             data_in[d] = data_in.get(d, 0) + 1
     out: list[Edge] = []
