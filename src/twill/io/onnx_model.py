@@ -60,6 +60,7 @@ _POOL_OPS = frozenset(
 _JOIN_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
 FREE_OPS = _PASS_OPS | _POOL_OPS | _JOIN_OPS | {"Concat"}
 _CONTROL_OPS = frozenset({"If", "Loop", "Scan"})
+_DATA = ("chain", "block")  # a tensor read as produced (possibly after a residual add)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def _load(path: str | Path) -> Any:
         raise InputFormatError("file not found", source=str(p))
     try:
         model = onnx.load(str(p))
-        return onnx.shape_inference.infer_shapes(model)
+        return onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception as exc:  # noqa: BLE001 - onnx raises many types for bad files
         raise InputFormatError(f"not a readable ONNX model ({exc})", source=str(p)) from None
 
@@ -224,9 +225,15 @@ def read_onnx(path: str | Path) -> OnnxImport:
 def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Layer]) -> list[Edge]:
     """Producer → consumer edges between compute nodes, traced through free nodes."""
     producer = {o: i for i, n in enumerate(g.node) for o in n.output}
-    adds: list[tuple[int, int, str]] = []
+    adds: dict[tuple[int, int, str], None] = {}  # ordered set: each add node counted once
+    memo: dict[tuple[str, str], list[tuple[int, str]]] = {}
 
     def trace(tensor: str, kind: str) -> list[tuple[int, str]]:
+        if (tensor, kind) not in memo:
+            memo[tensor, kind] = walk(tensor, kind)
+        return memo[tensor, kind]
+
+    def walk(tensor: str, kind: str) -> list[tuple[int, str]]:
         if tensor in consts or tensor not in producer:
             return []
         i = producer[tensor]
@@ -243,12 +250,18 @@ def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Laye
         if len(acts) == 1:  # join op with a constant: element-wise on one tensor
             return trace(acts[0], kind)
         found = [trace(t, kind) for t in acts]
-        if node.op_type == "Add" and all(len(f) == 1 and f[0][1] == "chain" for f in found):
-            (a, _), (b, _) = found[0][0], found[1][0]
-            if a != b:  # residual: the add runs in the epilogue of the later producer
-                early, late = sorted((a, b))
-                adds.append((early, late, "add"))
-                return [(late, "block" if kind == "chain" else kind)]
+        flat = {pk for f in found for pk in f}
+        if len(flat) == 1 and next(iter(flat))[1] == kind:  # f(x) op g(x): still one tensor
+            return list(flat)
+        late = max(p for f in found for p, _ in f) if any(found) else -1
+        main = [i for i, f in enumerate(found) if f[:1] == [(late, f[0][1])] and len(f) == 1]
+        if node.op_type == "Add" and len(found) == 2 and main and found[main[0]][0][1] in _DATA:
+            # residual: the add runs in the epilogue of the later producer
+            other = found[1 - main[0]]
+            for p, k in other:
+                ok = len(other) == 1 and k in _DATA
+                adds[p, late, "add" if ok else "residual"] = None
+            return [(late, "block" if kind == "chain" else kind)]
         return [(p, "branch") for f in found for p, _ in f]
 
     raw: list[tuple[int, int, str]] = []
@@ -258,7 +271,7 @@ def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Laye
         ins = node.input[:2] if node.op_type == "MatMul" else node.input[:1]
         for t in ins:
             raw += [(p, layer_of[i], k) for p, k in trace(t, "chain") if p != layer_of[i]]
-    return _legal(raw + adds, layers)
+    return _legal(raw + list(adds), layers)
 
 
 def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[Edge]:
