@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from twill.cli._args import check_output_path, positive_int
 
@@ -17,7 +18,10 @@ __all__ = ["register"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuse", help="FADiff: joint mapping and layer fusion of a network")
-    p.add_argument("network", help="resnet50, bert, retinanet or unet")
+    p.add_argument("network", nargs="?", help="resnet50, bert, retinanet, unet, or MODEL.onnx")
+    from twill.cli.mapping_cmds import add_model_options
+
+    add_model_options(p)
     p.add_argument("--arch", default="gemmini", choices=["gemmini"], help="accelerator")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -34,6 +38,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _network(args: argparse.Namespace, load_network: Any) -> Any:
+    """A built-in network by name, or the graph of an ONNX file / ``--model`` network."""
+    from twill.cli.mapping_cmds import _input_shape, _model_source
+
+    source = _model_source(args, "network")
+    if not args.model and not source.lower().endswith(".onnx"):
+        return load_network(source)
+    from twill.io.onnx_model import import_model
+
+    return import_model(source, _input_shape(args)).network
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -46,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
 
     check_output_path(args.output, "-o")
     check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
-    net = load_network(args.network)
+    net = _network(args, load_network)
     arch = gemmini_arch()
     err = Console(stderr=True)
     init = None

@@ -127,22 +127,23 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             )
     check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
     notes: tuple[str, ...] = ()
-    if Path(args.directory).suffix.lower() == ".onnx":
-        from twill.io.onnx_model import read_onnx, unique_layers
+    source = _model_source(args, "directory")
+    if args.model or source.lower().endswith(".onnx"):
+        from twill.io.onnx_model import import_model, unique_layers
 
-        all_layers = read_onnx(args.directory).layers
+        all_layers = import_model(source, _input_shape(args)).layers
         layers = unique_layers(all_layers)
         notes = (
             f"{len(all_layers)} compute layers, {len(layers)} unique shapes: each shape is "
             "mapped once and weighted by its count in the totals",
         )
     else:
-        layers = read_network(args.directory)
+        layers = read_network(source)
     if args.limit:
         layers = layers[: args.limit]
     arch = _arch(args.arch)
     for layer in layers:
-        check_layer_fits(layer, arch, source=f"{args.directory}/{layer.name}.yaml")
+        check_layer_fits(layer, arch, source=f"{source}/{layer.name}")
     err = Console(stderr=True)
     n_tasks = len(layers) * len(methods)
     with Progress(
@@ -153,7 +154,7 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
         console=err,
         disable=args.json and not sys.stderr.isatty(),
     ) as progress:
-        task = progress.add_task(f"mapping {Path(args.directory).name}", total=n_tasks)
+        task = progress.add_task(f"mapping {Path(source).name}", total=n_tasks)
 
         def tick(i: int, method: str, res: Any) -> None:
             progress.update(task, advance=1, description=f"{method}: {layers[i].name}")
@@ -166,7 +167,7 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             executor=args.executor,
             workers=args.workers,
             ray_address=args.ray_address,
-            network=Path(args.directory).name,
+            network=Path(source).stem if not args.model else source,
             on_result=tick,
         )
     if notes:
@@ -245,10 +246,37 @@ def _plot_network(result: Any, path: str) -> None:
 
 
 # ------------------------------------------------------------------------- map-eval
-def _cmd_import_onnx(args: argparse.Namespace) -> int:
-    from twill.io.onnx_model import read_onnx, unique_layers, write_layer_folder
+def _model_source(args: argparse.Namespace, positional: str) -> str:
+    """The model the user named: the positional path, or ``--model NAME`` (exactly one)."""
+    given = getattr(args, positional)
+    if bool(given) == bool(args.model):
+        raise InvalidProblemError(
+            f"give either {positional.upper()} or --model NAME (not both, not neither)",
+            source="arguments",
+        )
+    return str(given or args.model)
 
-    imp = read_onnx(args.model)
+
+def _input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
+    from twill.io.model_zoo import parse_input_shape
+
+    return parse_input_shape(args.input) if args.input else None
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """``--model NAME`` and ``--input NxCxHxW``: a zoo network instead of a path."""
+    p.add_argument(
+        "--model",
+        help="a built-in PyTorch model, exported to ONNX on the fly: resnet50, "
+        "mobilenet_v2, efficientnet_b0, vit_b_16",
+    )
+    p.add_argument("--input", help="input shape for --model, NxCxHxW (default 1x3x224x224)")
+
+
+def _cmd_import_onnx(args: argparse.Namespace) -> int:
+    from twill.io.onnx_model import import_model, unique_layers, write_layer_folder
+
+    imp = import_model(_model_source(args, "path"), _input_shape(args))
     out = write_layer_folder(imp, args.output)
     uniq = unique_layers(imp.layers)
     net = imp.network
@@ -384,7 +412,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "map-network", help="map every layer of a network folder or ONNX model"
     )
-    p.add_argument("directory", help="folder with layer YAMLs and layers.yaml, or MODEL.onnx")
+    p.add_argument(
+        "directory", nargs="?", help="folder with layer YAMLs and layers.yaml, or MODEL.onnx"
+    )
+    add_model_options(p)
     p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument(
         "--methods",
@@ -405,8 +436,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "import-onnx", help="turn an ONNX model into a layer folder and its graph"
     )
-    p.add_argument("model", help="MODEL.onnx")
+    p.add_argument("path", nargs="?", help="MODEL.onnx")
     p.add_argument("-o", "--output", required=True, help="new (or empty) output folder")
+    add_model_options(p)
     p.set_defaults(func=_cmd_import_onnx)
 
     p = subparsers.add_parser(

@@ -39,6 +39,7 @@ __all__ = [
     "COMPUTE_OPS",
     "FREE_OPS",
     "OnnxImport",
+    "import_model",
     "read_onnx",
     "unique_layers",
     "write_layer_folder",
@@ -334,3 +335,29 @@ def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
     }
     (d / "graph.yaml").write_text(yaml.safe_dump(graph, sort_keys=False))
     return d
+
+
+def import_model(
+    source: str | Path | Any, input_shape: tuple[int, ...] | None = None
+) -> OnnxImport:
+    """One entry for every kind of model: an ``.onnx`` path, a zoo name, or an ``nn.Module``.
+
+    Zoo names and modules are exported to ONNX (batch and image size from ``input_shape``,
+    default 1×3×224×224) in a private temporary folder, read, and the folder removed.
+    """
+    from twill.io.model_zoo import MODELS, exported_model, parse_input_shape
+
+    shape = input_shape or parse_input_shape(None)
+    if isinstance(source, (str, Path)):
+        text = str(source)
+        if text.lower().endswith(".onnx") or Path(text).is_file():
+            return read_onnx(text)
+        if text.lower().replace("-", "_") not in MODELS:
+            raise InvalidProblemError(
+                f"not an .onnx file nor a zoo model (choose one of {', '.join(MODELS)})",
+                source=text,
+            )
+    with exported_model(source, shape) as path:
+        imp = read_onnx(path)
+    name = source if isinstance(source, str) else type(source).__name__
+    return replace(imp, network=replace(imp.network, name=str(name), source=str(name)))

@@ -263,6 +263,12 @@ def _fadiff(
 
     t0 = time.perf_counter()
     bad = net.check() + check_gemmini(arch)
+    bad += [
+        f"layer {ly.name}: {ly.groups} groups (grouped/depthwise convolution or batched "
+        "matmul); FADiff maps plain layers only, use map-network for this network"
+        for ly in net.layers
+        if ly.groups > 1
+    ]
     if steps < 1 or lr <= 0 or tau_min <= 0 or tau0 < tau_min or eval_every < 1:
         bad.append("settings: need steps >= 1, lr > 0, 0 < tau_min <= tau0, eval_every >= 1")
     if patience is not None and patience < 1:
