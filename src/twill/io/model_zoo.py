@@ -81,8 +81,8 @@ def _resnet50(nn: Any) -> Any:
             self.relu = nn.ReLU()
 
         def forward(self, x: Any) -> Any:
-            s = x if self.short is None else self.short(x)
-            return self.relu(self.body(x) + s)
+            out = self.body(x)  # the projection shortcut runs after conv3, as in torchvision
+            return self.relu(out + (x if self.short is None else self.short(x)))
 
     blocks: list[Any] = []
     cin = 64
