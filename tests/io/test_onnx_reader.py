@@ -163,3 +163,35 @@ def test_refusals(tmp_path):
     with pytest.raises(InputFormatError, match="not a readable ONNX"):
         (tmp_path / "junk.onnx").write_text("junk")
         read_onnx(tmp_path / "junk.onnx")
+
+
+def test_cli_map_network_and_import(tmp_path, capsys):
+    import json
+
+    from twill.cli import main
+
+    model = _resnet_like(tmp_path)
+    assert (
+        main(
+            [
+                "map-network",
+                str(model),
+                "--arch",
+                "simba",
+                "--methods",
+                "cosa",
+                "--workers",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    want = sum(ly.total_macs for ly in read_onnx(model).layers)
+    assert out["totals"]["cosa"]["macs"] == want
+    assert [row["count"] for row in out["layers"]] == [1, 4, 1]
+    assert "3 unique shapes" in out["notes"][0]
+    assert main(["import-onnx", str(model), "-o", str(tmp_path / "d")]) == 0
+    assert (tmp_path / "d" / "graph.yaml").is_file()
+    assert main(["import-onnx", str(model), "--model", "resnet50", "-o", str(tmp_path / "e")]) == 2

@@ -9,7 +9,8 @@ objects (:class:`~twill.mapping.workload.Layer`, :class:`~twill.mapping.arch.Arc
 Supported formats:
 
 * problem: ``problem: {R, S, P, Q, C, K, N, Wstride, Hstride, Wdilation, Hdilation}`` (CoSA,
-  DOSA); Timeloop v0.4 ``problem: {instance: {...}}`` is accepted too.
+  DOSA), plus an optional group count ``G`` (C and K per group); Timeloop v0.4
+  ``problem: {instance: {...}}`` is accepted too. :func:`layer_yaml` writes one.
 * architecture: Timeloop v1 ``arch: {arithmetic, storage: [...]}`` (CoSA's Simba) and the v0.3
   ``architecture: {subtree: ...}`` tree (DOSA's Gemmini). Energies: an optional per-level
   ``energy_pj`` (pJ per word access) wins; otherwise Simba levels take the golden-run table
