@@ -22,7 +22,7 @@ def test_key_and_yaml_round_trip():
     plain = Layer("p", {"P": 7, "C": 4, "K": 8})
     assert plain.key == "1_1_7_1_4_8_1_1_1_1_1"  # G = 1 leaves the key as it was
     assert DW.key.endswith("_g32") and Layer.from_key(DW.key).groups == 32
-    assert DW.total_macs == 32 * 9 * 28 * 28 and DW.multiplicity == 32
+    assert DW.total_macs == 32 * 9 * 28 * 28
     doc = layer_yaml(DW)
     assert doc["problem"]["G"] == 32 and "G" not in layer_yaml(plain)["problem"]
     assert validate_layer(doc) == []

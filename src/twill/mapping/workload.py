@@ -9,9 +9,8 @@ Grouped and depthwise convolutions carry a group count G (:attr:`Layer.groups`);
 are then per group. The groups share nothing (G is relevant to weights, inputs and outputs
 alike, so a G loop gives no reuse to any tensor), and they are run one after another: G is an
 outermost temporal loop at the backing store. The mappers therefore map one group (the 7-D
-nest above), and the cost of the layer is exactly G times the cost of that group; reports
-carry the factor in their ``count`` (:attr:`Layer.multiplicity`). A depthwise convolution is
-C = K = 1 with G channels. What this leaves out: spreading groups over the spatial array.
+nest above), and the cost of the layer is exactly G times the cost of that group (the cost
+model's reports are for the whole layer). A depthwise convolution is C = K = 1 with G channels. What this leaves out: spreading groups over the spatial array.
 
 Preconditions: dimensions are positive integers (checked by :meth:`Layer.check`). Readers for
 Timeloop-style problem YAML live in :mod:`twill.io.timeloop`; :func:`read_layer` here is a thin
@@ -227,11 +226,6 @@ class Layer:
     def total_macs(self) -> int:
         """MACs of the whole layer, all groups, one occurrence."""
         return self.macs * self.groups
-
-    @property
-    def multiplicity(self) -> int:
-        """How many copies of the mapped nest the network runs: ``count * groups``."""
-        return self.count * self.groups
 
     def footprint(self, operand: Operand, extents: dict[Dim, int] | None = None) -> int:
         """Words of ``operand`` touched by a tile with the given extents (whole layer if None).
