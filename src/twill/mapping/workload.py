@@ -10,7 +10,8 @@ are then per group. The groups share nothing (G is relevant to weights, inputs a
 alike, so a G loop gives no reuse to any tensor), and they are run one after another: G is an
 outermost temporal loop at the backing store. The mappers therefore map one group (the 7-D
 nest above), and the cost of the layer is exactly G times the cost of that group (the cost
-model's reports are for the whole layer). A depthwise convolution is C = K = 1 with G channels. What this leaves out: spreading groups over the spatial array.
+model's reports are for the whole layer). A depthwise convolution is C = K = 1 with G
+channels. What this leaves out: spreading groups over the spatial array.
 
 Preconditions: dimensions are positive integers (checked by :meth:`Layer.check`). Readers for
 Timeloop-style problem YAML live in :mod:`twill.io.timeloop`; :func:`read_layer` here is a thin
