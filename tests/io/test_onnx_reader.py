@@ -195,3 +195,14 @@ def test_cli_map_network_and_import(tmp_path, capsys):
     assert main(["import-onnx", str(model), "-o", str(tmp_path / "d")]) == 0
     assert (tmp_path / "d" / "graph.yaml").is_file()
     assert main(["import-onnx", str(model), "--model", "resnet50", "-o", str(tmp_path / "e")]) == 2
+
+
+def test_cli_fuse_refuses_what_fadiff_does_not_model(tmp_path, capsys):
+    from twill.cli import main
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1])]
+    model = _save(tmp_path, nodes, [("x", [1, 8, 8, 8])], [_w("w", 8, 1, 3, 3)])
+    assert main(["fuse", str(model), "--steps", "1"]) == 2
+    assert "dw: 8 groups" in capsys.readouterr().err
+    assert main(["fuse", str(model), "--arch", "simba", "--steps", "1"]) == 2
+    assert "Gemmini-shaped" in capsys.readouterr().err

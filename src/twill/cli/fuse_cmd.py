@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from twill.cli._args import check_output_path, positive_int
+from twill.errors import InvalidProblemError
 
 __all__ = ["register"]
 
@@ -22,7 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from twill.cli.mapping_cmds import add_model_options
 
     add_model_options(p)
-    p.add_argument("--arch", default="gemmini", choices=["gemmini"], help="accelerator")
+    p.add_argument(
+        "--arch",
+        default="gemmini",
+        help="'gemmini' (default) or a Gemmini-shaped architecture YAML (4 levels; the "
+        "scratchpad keeps inputs and is bounded)",
+    )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", help="write the plan as YAML")
@@ -55,6 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from twill.cli.mapping_cmds import _arch
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.fusion import fusion_groups
     from twill.mapping.fadiff.networks import load_network
@@ -63,7 +70,13 @@ def _run(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o")
     check_output_path(args.plot, "--plot", (), (".png", ".pdf", ".svg"))
     net = _network(args, load_network)
-    arch = gemmini_arch()
+    arch = gemmini_arch() if args.arch == "gemmini" else _arch(args.arch)
+    if arch.n_levels != gemmini_arch().n_levels:
+        raise InvalidProblemError(
+            f"FADiff covers Gemmini-shaped architectures ({gemmini_arch().n_levels} levels: "
+            f"registers, accumulator, scratchpad, DRAM); {arch.name} has {arch.n_levels}",
+            source="--arch",
+        )
     err = Console(stderr=True)
     init = None
     cands = []
