@@ -206,3 +206,13 @@ def test_cli_fuse_refuses_what_fadiff_does_not_model(tmp_path, capsys):
     assert "dw: 8 groups" in capsys.readouterr().err
     assert main(["fuse", str(model), "--arch", "simba", "--steps", "1"]) == 2
     assert "Gemmini-shaped" in capsys.readouterr().err
+
+
+def test_conv_1d_and_3d(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c1", strides=[2])]
+    imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 4, 16])], [_w("w", 8, 4, 3)], name="one"))
+    assert _dims(imp.layers[0]) == (3, 1, 7, 1, 4, 8, 1) and imp.layers[0].strides == (2, 1)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c3")]
+    path = _save(tmp_path, nodes, [("x", [1, 4, 8, 8, 8])], [_w("w", 8, 4, 3, 3, 3)], name="t")
+    with pytest.raises(InputFormatError, match=r"c3 \(Conv with 3 spatial"):
+        read_onnx(path)

@@ -206,6 +206,12 @@ def read_onnx(path: str | Path) -> OnnxImport:
         if any(t not in shp for t in need):
             missing.append(f"{node.name or '?'} ({node.op_type})")
             continue
+        if node.op_type.startswith("Conv") and len(shp[node.input[0]]) not in (3, 4):
+            raise InputFormatError(
+                f"nodes that cannot be mapped: {node.name or '?'} ({node.op_type} with "
+                f"{len(shp[node.input[0]]) - 2} spatial dimensions; 1-D and 2-D only)",
+                source=src,
+            )
         layer_of[i] = len(layers)
         layers.append(_layer(node, shp, consts, _safe(node.name or node.op_type, len(layers))))
     if missing:
