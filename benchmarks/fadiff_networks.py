@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/fadiff_networks.py [--networks resnet50,bert,retinanet,unet] [--json]
+    python benchmarks/fadiff_networks.py --networks path/to/model.onnx   # an ONNX model
         [--steps N] [--seed N] [--cosa-time-limit S]
 
 Methods per network (one shared exact NumPy cost model): ``layerwise-cosa`` (CoSA per layer),
@@ -44,9 +45,19 @@ def _row(net: str, method: str, report, seconds: float, fused: int) -> dict:
     }
 
 
+def _network(name: str):  # noqa: ANN202 - benchmark script
+    """A built-in network, or the graph of an ONNX file / zoo model (``PATH.onnx``)."""
+    if name.lower().endswith(".onnx"):
+        from twill.io.onnx_model import import_model
+
+        return import_model(name).network
+    return load_network(name)
+
+
 def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> list[dict]:
     arch = gemmini_arch()
-    net = load_network(name)
+    net = _network(name)
+    name = net.name
     rows = []
     print(f"[{name}] layerwise-cosa ...", file=sys.stderr, flush=True)
     cosa = layerwise_cosa(net, arch, time_limit=cosa_time_limit)

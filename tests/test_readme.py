@@ -35,15 +35,19 @@ def _blocks(lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
 
 
-def _sh_commands() -> list[str]:
+def _sh_blocks() -> list[list[str]]:
+    """The commands of each ```sh block, in order (a block's lines may build on each other)."""
     out = []
     for block in _blocks("sh"):
+        commands = []
         for line in block.replace("\\\n", " ").splitlines():
             command, _, comment = line.partition("  #")
             command = command.split(" # ")[0].strip()
             if not command or command.startswith(SETUP + SKIP) or "expensive" in comment:
                 continue
-            out.append(command)
+            commands.append(command)
+        if commands:
+            out.append(commands)
     return out
 
 
@@ -69,13 +73,17 @@ def test_readme_has_the_first_commands() -> None:
     assert ". .venv/bin/activate" in first and "twill kernels" in first
 
 
-@pytest.mark.parametrize("command", _sh_commands())
-def test_sh_line_runs(command: str, scratch: Path) -> None:
-    argv = shlex.split(command)
-    assert argv[0] == "twill", f"README command does not start with twill: {command}"
-    proc = _run([sys.executable, "-m", "twill", *argv[1:]], scratch)
-    assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stderr[-2000:]}"
-    assert "Traceback" not in proc.stderr
+@pytest.mark.parametrize("commands", _sh_blocks(), ids=lambda c: c[0][:60])
+def test_sh_block_runs(commands: list[str], tmp_path: Path, scratch: Path) -> None:
+    """Each block runs line by line, in order, in a folder of its own beside ``shared``."""
+    folder = scratch.parent / tmp_path.name
+    folder.mkdir()
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "twill", f"README command does not start with twill: {command}"
+        proc = _run([sys.executable, "-m", "twill", *argv[1:]], folder)
+        assert proc.returncode == 0, f"{command}\nexit {proc.returncode}\n{proc.stderr[-2000:]}"
+        assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("index", range(len(_blocks("python"))))

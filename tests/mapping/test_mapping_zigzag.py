@@ -37,3 +37,25 @@ def test_golden_mapping_in_zigzag(shared_benchmarks):
     ours = evaluate(R50_5, simba_arch(), mapping)
     assert ours.energy_uj == pytest.approx(peer.energy_uj, rel=5e-3)
     assert ours.cycles <= peer.latency_cycles <= 1.05 * ours.cycles  # ZigZag adds on/off-load
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, groups=32),
+        Layer("gc", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 8, "K": 8}, groups=4),
+        Layer("g2", {"P": 56, "Q": 56, "C": 64, "K": 64}, groups=2),
+    ],
+    ids=["depthwise", "grouped", "golden-x2"],
+)
+def test_grouped_layers_match_zigzag(shared_benchmarks, layer):
+    """ZigZag's own G dimension (relevant to every operand, outermost) against our G x one group."""
+    from twill.mapping.cosa import cosa_map
+
+    acc = shared_benchmarks / "cosa" / "zigzag" / "simba_tl.yaml"
+    arch = simba_arch()
+    mapping = parse_dosa_mapping(GOLDEN) if layer.name == "g2" else cosa_map(layer, arch).mapping
+    peer = zigzag_evaluate(layer, mapping, arch, acc)
+    ours = evaluate(layer, arch, mapping).weighted()
+    assert ours.energy_uj == pytest.approx(peer.energy_uj, rel=5e-3)
+    assert ours.cycles <= peer.latency_cycles

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from twill.cli._args import (
     atomic_output,
@@ -19,14 +21,23 @@ from twill.cli._args import (
     write_output,
 )
 from twill.cli._console import stdout_console
+from twill.errors import InvalidProblemError
 
 __all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuse", help="FADiff: joint mapping and layer fusion of a network")
-    p.add_argument("network", help="resnet50, bert, retinanet or unet")
-    p.add_argument("--arch", default="gemmini", choices=["gemmini"], help="accelerator")
+    p.add_argument("network", nargs="?", help="resnet50, bert, retinanet, unet, or MODEL.onnx")
+    from twill.cli.mapping_cmds import add_model_options
+
+    add_model_options(p)
+    p.add_argument(
+        "--arch",
+        default="gemmini",
+        help="'gemmini' (default) or a Gemmini-shaped architecture YAML (4 levels; the "
+        "scratchpad keeps inputs and is bounded)",
+    )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", help="write the plan as YAML")
@@ -42,22 +53,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _network(args: argparse.Namespace, load_network: Any) -> Any:
+    """A built-in network by name, or the graph of an ONNX file / ``--model`` network."""
+    from twill.cli.mapping_cmds import _input_shape, _model_source
+
+    source = _model_source(args, "network")
+    if not args.model and not source.lower().endswith(".onnx"):
+        return load_network(source)
+    from twill.io.onnx_model import import_model
+
+    return import_model(source, _input_shape(args)).network
+
+
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from twill.cli.mapping_cmds import _arch, _arch_files
     from twill.io.networks import default_workload_root, load_network
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.fusion import fusion_groups
     from twill.mapping.fadiff.train import fadiff
 
-    inputs = sorted(default_workload_root().rglob("*.yaml"))
+    model_file = [Path(args.network)] if args.network and Path(args.network).is_file() else []
+    inputs = [*sorted(default_workload_root().rglob("*.yaml")), *model_file]
+    inputs += _arch_files(args.arch)
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
-    net = load_network(args.network)
-    arch = gemmini_arch()
+    net = _network(args, load_network)
+    arch = gemmini_arch() if args.arch == "gemmini" else _arch(args.arch)
+    if arch.n_levels != gemmini_arch().n_levels:
+        raise InvalidProblemError(
+            f"FADiff covers Gemmini-shaped architectures ({gemmini_arch().n_levels} levels: "
+            f"registers, accumulator, scratchpad, DRAM); {arch.name} has {arch.n_levels}",
+            source="--arch",
+        )
     err = Console(stderr=True)
     init = None
     cands = []

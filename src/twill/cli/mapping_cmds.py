@@ -233,14 +233,30 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             )
     from twill.io.timeloop import network_input_files
 
-    inputs = [*network_input_files(args.directory), *_arch_files(args.arch)]
+    notes: tuple[str, ...] = ()
+    source = _model_source(args, "directory")
+    if Path(source).is_dir():
+        model_files = network_input_files(source)
+    else:
+        model_files = [Path(source)] if not args.model else []
+    inputs = [*model_files, *_arch_files(args.arch)]
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
-    layers = read_network(args.directory)
+    if args.model or source.lower().endswith(".onnx"):
+        from twill.io.onnx_model import import_model, unique_layers
+
+        all_layers = import_model(source, _input_shape(args)).layers
+        layers = unique_layers(all_layers)
+        notes = (
+            f"{len(all_layers)} compute layers, {len(layers)} unique shapes: each shape is "
+            "mapped once and weighted by its count in the totals",
+        )
+    else:
+        layers = read_network(source)
     if args.limit:
         layers = layers[: args.limit]
     arch = _arch(args.arch)
     for layer in layers:
-        check_layer_fits(layer, arch, source=f"{args.directory}/{layer.name}.yaml")
+        check_layer_fits(layer, arch, source=f"{source}/{layer.name}")
     err = Console(stderr=True)
     n_tasks = len(layers) * len(methods)
     with Progress(
@@ -251,7 +267,7 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
         console=err,
         disable=args.json and not sys.stderr.isatty(),
     ) as progress:
-        task = progress.add_task(f"mapping {Path(args.directory).name}", total=n_tasks)
+        task = progress.add_task(f"mapping {Path(source).name}", total=n_tasks)
 
         def tick(i: int, method: str, res: Any) -> None:
             progress.update(task, advance=1, description=f"{method}: {layers[i].name}")
@@ -264,9 +280,13 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
             executor=args.executor,
             workers=args.workers,
             ray_address=args.ray_address,
-            network=Path(args.directory).name,
+            network=Path(source).stem if not args.model else source,
             on_result=tick,
         )
+    if notes:
+        from dataclasses import replace
+
+        result = replace(result, notes=result.notes + notes)
     if args.plot:
         with atomic_output(args.plot) as tmp:
             _plot_network(result, str(tmp))
@@ -302,7 +322,10 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
                 f"{sum(result.solve_seconds(m)):.1f}",
             ]
         t.add_row(*tot_row)
-        stdout_console().print(t)
+        con = stdout_console()
+        con.print(t)
+        for note in result.notes:
+            con.print(note, markup=False)
     ok = all(r.mapping is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
 
@@ -338,6 +361,47 @@ def _plot_network(result: Any, path: str) -> None:
 
 
 # ------------------------------------------------------------------------- map-eval
+def _model_source(args: argparse.Namespace, positional: str) -> str:
+    """The model the user named: the positional path, or ``--model NAME`` (exactly one)."""
+    given = getattr(args, positional)
+    if bool(given) == bool(args.model):
+        raise InvalidProblemError(
+            f"give either {positional.upper()} or --model NAME (not both, not neither)",
+            source="arguments",
+        )
+    return str(given or args.model)
+
+
+def _input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
+    from twill.io.model_zoo import parse_input_shape
+
+    return parse_input_shape(args.input) if args.input else None
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """``--model NAME`` and ``--input NxCxHxW``: a zoo network instead of a path."""
+    p.add_argument(
+        "--model",
+        help="a built-in PyTorch model, exported to ONNX on the fly: resnet50, "
+        "mobilenet_v2, efficientnet_b0, vit_b_16",
+    )
+    p.add_argument("--input", help="input shape for --model, NxCxHxW (default 1x3x224x224)")
+
+
+def _cmd_import_onnx(args: argparse.Namespace) -> int:
+    from twill.io.onnx_model import import_model, unique_layers, write_layer_folder
+
+    imp = import_model(_model_source(args, "path"), _input_shape(args))
+    out = write_layer_folder(imp, args.output)
+    uniq = unique_layers(imp.layers)
+    net = imp.network
+    print(
+        f"{out}: {len(imp.layers)} layers ({len(uniq)} unique shapes, repeated ones are mapped "
+        f"once and counted), {len(net.edges)} edges, {len(net.candidates)} fusion candidates"
+    )
+    return 0
+
+
 def _cmd_map_eval(args: argparse.Namespace) -> int:
     if args.dataset:
         return _eval_dataset(args)
@@ -469,8 +533,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common(p)
     p.set_defaults(func=_cmd_map)
 
-    p = subparsers.add_parser("map-network", help="map every layer of a network folder")
-    p.add_argument("directory", help="folder with layer YAMLs and layers.yaml")
+    p = subparsers.add_parser(
+        "map-network", help="map every layer of a network folder or ONNX model"
+    )
+    p.add_argument(
+        "directory", nargs="?", help="folder with layer YAMLs and layers.yaml, or MODEL.onnx"
+    )
+    add_model_options(p)
     p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
     p.add_argument(
         "--methods",
@@ -487,6 +556,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
     common(p)
     p.set_defaults(func=_cmd_map_network)
+
+    p = subparsers.add_parser(
+        "import-onnx", help="turn an ONNX model into a layer folder and its graph"
+    )
+    p.add_argument("path", nargs="?", help="MODEL.onnx")
+    p.add_argument("-o", "--output", required=True, help="new (or empty) output folder")
+    add_model_options(p)
+    p.set_defaults(func=_cmd_import_onnx)
 
     p = subparsers.add_parser(
         "map-eval",

@@ -3,6 +3,9 @@
 * :mod:`twill.io.graph_json`: JSON / YAML dependence graphs (schema in ``docs/formats.md``).
 * :mod:`twill.io.hatschet`: HatScheT ``.graphml`` + resource-model XML.
 * :mod:`twill.io.gml`, :mod:`twill.io.aiger`: GS-Schedule GML and AIGER (GauS's array view).
+* :mod:`twill.io.timeloop`: Timeloop-style problem / architecture / mapping YAML, DOSA CSV.
+* :mod:`twill.io.onnx_model`: ONNX models (and :mod:`twill.io.model_zoo` PyTorch networks) to
+  layers and their producer → consumer graph.
 * :func:`load_graph`: the one entry for the CLI and the solvers' users: a kernel name, a
   ``.json``/``.yaml``/``.yml`` file or a ``.graphml`` file (and, with ``arrays=True``,
   ``.gml``/``.aig``).

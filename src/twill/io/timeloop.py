@@ -9,7 +9,8 @@ objects (:class:`~twill.mapping.workload.Layer`, :class:`~twill.mapping.arch.Arc
 Supported formats:
 
 * problem: ``problem: {R, S, P, Q, C, K, N, Wstride, Hstride, Wdilation, Hdilation}`` (CoSA,
-  DOSA); Timeloop v0.4 ``problem: {instance: {...}}`` is accepted too.
+  DOSA), plus an optional group count ``G`` (C and K per group); Timeloop v0.4
+  ``problem: {instance: {...}}`` is accepted too. :func:`layer_yaml` writes one.
 * architecture: Timeloop v1 ``arch: {arithmetic, storage: [...]}`` (CoSA's Simba) and the v0.3
   ``architecture: {subtree: ...}`` tree (DOSA's Gemmini). Energies: an optional per-level
   ``energy_pj`` (pJ per word access) wins; otherwise Simba levels take the golden-run table
@@ -73,7 +74,7 @@ _PROBLEM_KEYS = {
     "K": "K",
     "N": "N",
 }
-_STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation")
+_STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation", "G")
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -120,13 +121,14 @@ def validate_layer(data: Any) -> list[str]:
             bad.append(f"{base}.{key}: missing (a positive integer is required)")
             continue
         bad += _int_defects(f"{base}.{key}", prob[key], 1, MAX_DIM)
-    for key in _STRIDE_KEYS:  # a dilation of 0 is read as 1 (DEC-12)
+    for key in _STRIDE_KEYS[:4]:  # a dilation of 0 is read as 1
         bad += _int_defects(f"{base}.{key}", prob.get(key, 1), int("stride" in key), MAX_STRIDE)
+    bad += _int_defects(f"{base}.G", prob.get("G", 1), 1, MAX_DIM)
     bad += _int_defects(f"{base}.count", prob.get("count", 1), 1, MAX_COUNT)
     unknown = set(prob) - set(_PROBLEM_KEYS) - set(_STRIDE_KEYS) - {"shape", "name", "count"}
     for key in sorted(unknown):
         bad.append(
-            f"{base}.{key}: unknown key (allowed: R S P Q C K N Wstride Hstride "
+            f"{base}.{key}: unknown key (allowed: R S P Q C K N G Wstride Hstride "
             "Wdilation Hdilation shape)"
         )
     return bad
@@ -145,7 +147,26 @@ def build_layer(data: Any, name: str) -> Layer:
         w_dilation=int(prob.get("Wdilation", 1)) or 1,
         h_dilation=int(prob.get("Hdilation", 1)) or 1,
         count=int(prob.get("count", 1)),
+        groups=int(prob.get("G", 1)),
     )
+
+
+def layer_yaml(layer: Layer) -> dict[str, Any]:
+    """The Timeloop-style problem document of ``layer`` (``G`` written only when > 1).
+
+    :func:`build_layer` reads it back to an equal layer (count aside).
+    """
+    prob: dict[str, Any] = {d.value: layer.dim(d) for d in Dim}
+    if layer.groups > 1:
+        prob["G"] = layer.groups
+    prob.update(
+        Wstride=layer.w_stride,
+        Hstride=layer.h_stride,
+        Wdilation=layer.w_dilation,
+        Hdilation=layer.h_dilation,
+        shape="cnn-layer",
+    )
+    return {"problem": prob}
 
 
 def read_layer(path: str | Path, *, name: str | None = None, count: int = 1) -> Layer:

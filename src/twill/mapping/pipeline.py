@@ -131,7 +131,12 @@ class NetworkResult:
             "totals": {},
         }
         for i, layer in enumerate(self.layers):
-            row: dict[str, Any] = {"layer": layer.name, "shape": layer.key, "count": layer.count}
+            row: dict[str, Any] = {
+                "layer": layer.name,
+                "shape": layer.key,
+                "count": layer.count,
+                "groups": layer.groups,
+            }
             for method, res in self.results.items():
                 row[method] = res[i].to_dict()
             out["layers"].append(row)

@@ -5,6 +5,14 @@ I[n][c][q*Hs + s*Hd][p*Ws + r*Wd]`` with the dimension order fixed as R, S, P, Q
 R and P go with the width stride/dilation, S and Q with the height ones. A GEMM
 ``(M x K) . (K x N)`` is the special case P = M, C = K, K = N, every other dimension 1.
 
+Grouped and depthwise convolutions carry a group count G (:attr:`Layer.groups`); C and K
+are then per group. The groups share nothing (G is relevant to weights, inputs and outputs
+alike, so a G loop gives no reuse to any tensor), and they are run one after another: G is an
+outermost temporal loop at the backing store. The mappers therefore map one group (the 7-D
+nest above), and the cost of the layer is exactly G times the cost of that group (the cost
+model's reports are for the whole layer). A depthwise convolution is C = K = 1 with G
+channels. What this leaves out: spreading groups over the spatial array.
+
 Preconditions: dimensions are positive integers (checked by :meth:`Layer.check`). Readers for
 Timeloop-style problem YAML live in :mod:`twill.io.timeloop`.
 """
@@ -130,6 +138,8 @@ class Layer:
         Dilations; a dilation of 0 in a file is read as 1 (DEC-12).
     count
         How many times this layer occurs in its network (weights network totals).
+    groups
+        Convolution groups G (1 for a plain layer); ``dims`` C and K are per group.
 
     Examples
     --------
@@ -147,6 +157,7 @@ class Layer:
     w_dilation: int = 1
     h_dilation: int = 1
     count: int = 1
+    groups: int = 1
 
     def __post_init__(self) -> None:
         full = {d: int(self.dims.get(d, self.dims.get(d.value, 1))) for d in DIMS}
@@ -154,7 +165,7 @@ class Layer:
 
     def __reduce__(
         self,
-    ) -> tuple[type[Layer], tuple[str, dict[Dim, int], int, int, int, int, int]]:
+    ) -> tuple[type[Layer], tuple[str, dict[Dim, int], int, int, int, int, int, int]]:
         # MappingProxyType does not pickle; rebuild from a plain dict
         return (
             Layer,
@@ -166,6 +177,7 @@ class Layer:
                 self.w_dilation,
                 self.h_dilation,
                 self.count,
+                self.groups,
             ),
         )
 
@@ -177,11 +189,12 @@ class Layer:
 
     @classmethod
     def from_key(cls, key: str, *, name: str | None = None, count: int = 1) -> Layer:
-        """Build from DOSA's key ``R_S_P_Q_C_K_N[_Ws_Hs[_Wd_Hd]]``."""
-        parts = [int(x) for x in key.strip("'\"").split("_")]
+        """Build from DOSA's key ``R_S_P_Q_C_K_N[_Ws_Hs[_Wd_Hd]]`` (``_gG`` for G groups)."""
+        body, _, grp = key.strip("'\"").partition("_g")
+        parts = [int(x) for x in body.split("_")]
         dims = dict(zip(DIMS, parts[:7], strict=False))
         ws, hs, wd, hd = (parts[7:11] + [1, 1, 1, 1])[:4]
-        return cls(name or key, dims, ws, hs, wd or 1, hd or 1, count)
+        return cls(name or key, dims, ws, hs, wd or 1, hd or 1, count, int(grp or 1))
 
     # ------------------------------------------------------------------ properties
     def dim(self, d: Dim) -> int:
@@ -202,16 +215,23 @@ class Layer:
 
     @property
     def key(self) -> str:
-        """DOSA's layer key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd``."""
+        """DOSA's layer key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd``, plus ``_gG`` when G > 1."""
         vals = [*self.bounds, self.w_stride, self.h_stride, self.w_dilation, self.h_dilation]
-        return "_".join(str(v) for v in vals)
+        key = "_".join(str(v) for v in vals)
+        return key if self.groups == 1 else f"{key}_g{self.groups}"
 
     @property
     def macs(self) -> int:
+        """MACs of one group (the nest the mappers see); :attr:`total_macs` for all groups."""
         out = 1
         for v in self.bounds:
             out *= v
         return out
+
+    @property
+    def total_macs(self) -> int:
+        """MACs of the whole layer, all groups, one occurrence."""
+        return self.macs * self.groups
 
     def footprint(self, operand: Operand, extents: dict[Dim, int] | None = None) -> int:
         """Words of ``operand`` touched by a tile with the given extents (whole layer if None).
@@ -240,10 +260,12 @@ class Layer:
                     f"{key}: must be an integer from 1 to at most {MAX_STRIDE}, "
                     f"got {getattr(self, key)}"
                 )
-        if self.count < 1:
-            bad.append(f"count: must be a positive integer, got {self.count}")
+        for key in ("count", "groups"):
+            if getattr(self, key) < 1:
+                bad.append(f"{key}: must be a positive integer, got {getattr(self, key)}")
         return bad
 
     def describe(self) -> str:
         s = " ".join(f"{d.value}{v}" for d, v in self.dims.items())
-        return f"{self.name} ({s}, stride {self.w_stride}x{self.h_stride})"
+        g = f", {self.groups} groups" if self.groups > 1 else ""
+        return f"{self.name} ({s}, stride {self.w_stride}x{self.h_stride}{g})"

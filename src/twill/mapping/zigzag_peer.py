@@ -5,7 +5,8 @@ mapper on the same layer and Simba-like accelerator.
 ZigZag is an optional extra (``pip install 'twill-sched[peers]'``); nothing here imports it
 at module import time, and :func:`zigzag_available` says whether it can be used.
 
-Translation (our → ZigZag): P → OX, Q → OY, R → FX, S → FY, N → B, C and K unchanged.
+Translation (our → ZigZag): P → OX, Q → OY, R → FX, S → FY, N → B, C and K unchanged; a
+grouped layer adds ZigZag's G loop (relevant to all operands) as the outermost temporal loop.
 Spatial factors of the fanned-out levels become ZigZag's array dimensions, outermost first
 (Simba: GB → PEs = ``D1``, InputBuffer → lanes = ``D2``, AccumulationBuffer → MACs = ``D3``).
 Temporal loops are listed inner → outer, level by level, each level in its own loop order.
@@ -98,18 +99,27 @@ def zigzag_workload(layer: Layer, *, precision_bits: int = 8) -> list[dict[str, 
     [1, 1, 2, 1, 4, 1, 1]
     """
     b = precision_bits
+    g = layer.groups
+    eq = "O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]"
+    dims, sizes = (
+        ["B", "K", "C", "OY", "OX", "FY", "FX"],
+        [layer.dim(d) for d in (Dim.N, Dim.K, Dim.C, Dim.Q, Dim.P, Dim.S, Dim.R)],
+    )
+    if g > 1:  # groups: a loop relevant to all three operands
+        eq = "O[b][g][k][oy][ox]+=W[g][k][c][fy][fx]*I[b][g][c][iy][ix]"
+        dims, sizes = [*dims, "G"], [*sizes, g]
     return [
         {
             "id": 0,
             "name": layer.name,
             "operator_type": "Conv",
-            "equation": "O[b][k][oy][ox]+=W[k][c][fy][fx]*I[b][c][iy][ix]",
+            "equation": eq,
             "dimension_relations": [
                 f"ix={layer.w_stride}*ox+{layer.w_dilation}*fx",
                 f"iy={layer.h_stride}*oy+{layer.h_dilation}*fy",
             ],
-            "loop_dims": ["B", "K", "C", "OY", "OX", "FY", "FX"],
-            "loop_sizes": [layer.dim(d) for d in (Dim.N, Dim.K, Dim.C, Dim.Q, Dim.P, Dim.S, Dim.R)],
+            "loop_dims": dims,
+            "loop_sizes": sizes,
             "operand_precision": {"W": b, "I": b, "O": b, "O_final": b},
             "operand_source": {"I": 0, "W": 0},
         }
@@ -211,6 +221,8 @@ def zigzag_evaluate(
         When ZigZag is not installed.
     """
     entry = zigzag_mapping(mapping, arch)
+    if layer.groups > 1:  # the groups run one after another: outermost temporal loop
+        entry["temporal_ordering"].append(["G", layer.groups])
     return _run(layer, entry, accelerator, opt="EDP", lpf_limit=6)
 
 

@@ -25,7 +25,7 @@ costs are computed for every row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -508,7 +508,9 @@ def evaluate(
     -------
     CostReport
         ``valid`` tells whether :func:`twill.mapping.mapping.verify_mapping` would accept the
-        mapping; costs are computed either way.
+        mapping; costs are computed either way. For a grouped layer the mapping is one
+        group's, and cycles, energies and MACs are G times that group's (per-instance
+        ``accesses`` and ``tiles`` stay those of one group).
 
     Notes
     -----
@@ -548,7 +550,7 @@ def evaluate(
             op_e[nm][v.value] = float(bc.operand_energy_pj[0, m, vi])
     top = arch.top
     dram_bytes = float(bc.level_accesses[0, top]) * arch.levels[top].word_bits / 8
-    return CostReport(
+    rep = CostReport(
         name=layer.name,
         arch=arch.name,
         macs=layer.macs,
@@ -565,5 +567,9 @@ def evaluate(
         dram_bytes=dram_bytes,
         mac_units=arch.macs,
         valid=bool(bc.valid[0]),
-        count=layer.count,
+        count=layer.groups,
     )
+    if layer.groups == 1:
+        return rep if layer.count == 1 else replace(rep, count=layer.count)
+    # groups run one after another: the layer costs G x one group (accesses, tiles: one group)
+    return replace(rep.weighted(), count=layer.count, layers=())

@@ -135,8 +135,9 @@ def shape_mismatch(p: Layer, c: Layer, kind: str = "chain") -> str:
             if p.dim(d) != c.dim(d):
                 return f"add: producer {d.value}={p.dim(d)} != consumer {d.value}={c.dim(d)}"
         return ""
-    if p.dim(Dim.K) != c.dim(Dim.C):
-        return f"producer K={p.dim(Dim.K)} != consumer C={c.dim(Dim.C)}"
+    pk, cc = p.dim(Dim.K) * p.groups, c.dim(Dim.C) * c.groups  # channels over all groups
+    if pk != cc:
+        return f"producer K={pk} != consumer C={cc}"
     if p.dim(Dim.N) != c.dim(Dim.N):
         return f"producer N={p.dim(Dim.N)} != consumer N={c.dim(Dim.N)}"
     for out_d, in_d, flt, s in (

@@ -273,6 +273,12 @@ def _fadiff(
     t0 = time.perf_counter()
     bad = net.check() + check_gemmini(arch)
     bad += cfg.check()
+    bad += [
+        f"layer {ly.name}: {ly.groups} groups (grouped/depthwise convolution or batched "
+        "matmul); FADiff maps plain layers only, use map-network for this network"
+        for ly in net.layers
+        if ly.groups > 1
+    ]
     if bad:
         raise InvalidProblemError(bad, source=net.name)
     if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():

@@ -1,0 +1,218 @@
+"""The ONNX reader on small models built here with onnx.helper: convolution attributes
+(groups, strides, dilation, padding), Gemm/MatMul (batched attention), ConvTranspose, the
+derived graph (residual adds, concats, fan-out), refusals, and the layer folder it writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from twill.errors import InputFormatError, InvalidProblemError  # noqa: E402
+from twill.io.onnx_model import read_onnx, unique_layers, write_layer_folder  # noqa: E402
+from twill.io.timeloop import read_network  # noqa: E402
+from twill.mapping.workload import Dim  # noqa: E402
+
+
+def _w(name, *shape):
+    return numpy_helper.from_array(np.zeros(shape, np.float32), name)
+
+
+def _save(tmp_path, nodes, inputs, inits, name="m"):
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs]
+    out = helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, name, ins, [out], inits)
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(helper.make_model(g), str(path))
+    return path
+
+
+def _dims(ly):
+    return tuple(ly.dim(d) for d in Dim)
+
+
+def test_conv_attributes(tmp_path):
+    nodes = [
+        helper.make_node(
+            "Conv", ["x", "w1"], ["a"], name="dw", group=32, pads=[1, 1, 1, 1], strides=[2, 2]
+        ),
+        helper.make_node(
+            "Conv", ["a", "w2"], ["b"], name="dil", dilations=[2, 2], pads=[2, 2, 2, 2]
+        ),
+        helper.make_node("Conv", ["b", "w3"], ["c"], name="grp", group=4),
+        helper.make_node("ConvTranspose", ["c", "w4"], ["d"], name="up", strides=[2, 2]),
+    ]
+    inits = [
+        _w("w1", 32, 1, 3, 3),
+        _w("w2", 64, 32, 3, 3),
+        _w("w3", 64, 16, 1, 1),
+        _w("w4", 64, 16, 2, 2),
+    ]
+    imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 32, 56, 56])], inits))
+    dw, dil, grp, up = imp.layers
+    assert _dims(dw) == (3, 3, 28, 28, 1, 1, 1) and dw.groups == 32 and dw.strides == (2, 2)
+    assert _dims(dil) == (3, 3, 28, 28, 32, 64, 1) and dil.dilations == (2, 2)
+    assert _dims(grp) == (1, 1, 28, 28, 16, 16, 1) and grp.groups == 4
+    assert up.total_macs == 64 * 28 * 28 * 16 * 2 * 2  # every input pixel scatters a 2x2 patch
+    assert [e.kind for e in imp.network.edges] == ["chain", "chain", "chain"]
+
+
+def test_gemm_and_batched_matmul(tmp_path):
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"], name="proj"),
+        helper.make_node("Reshape", ["q", "shape"], ["q4"]),
+        helper.make_node("Transpose", ["q4"], ["qh"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["q4"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "qh"], ["o"], name="context"),
+        helper.make_node("Flatten", ["o"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "wf"], ["y"], name="fc", transB=1),
+    ]
+    shape = numpy_helper.from_array(np.array([1, 8, 4, 16], np.int64), "shape")
+    inits = [_w("wq", 64, 64), shape, _w("wf", 10, 4 * 8 * 16)]
+    imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 8, 64])], inits))
+    proj, scores, context, fc = imp.layers
+    assert (proj.dim(Dim.P), proj.dim(Dim.C), proj.dim(Dim.K), proj.groups) == (8, 64, 64, 1)
+    assert (scores.dim(Dim.P), scores.dim(Dim.C), scores.dim(Dim.K), scores.groups) == (8, 16, 8, 4)
+    assert (context.dim(Dim.P), context.dim(Dim.C), context.dim(Dim.K)) == (8, 8, 16)
+    assert (fc.dim(Dim.P), fc.dim(Dim.C), fc.dim(Dim.K)) == (1, 512, 10)
+    kinds = {(imp.layers[e.src].name, imp.layers[e.dst].name): e.kind for e in imp.network.edges}
+    assert kinds[(proj.name, scores.name)] == "branch"  # two producers: not fusable
+    assert kinds[(scores.name, context.name)] == "branch"
+
+
+def _resnet_like(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["a"], name="stem", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["a"], ["ar"]),
+        helper.make_node("Conv", ["ar", "w1"], ["b"], name="c1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["b"], ["br"]),
+        helper.make_node("Conv", ["br", "w1"], ["c"], name="c2", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "ar"], ["s"]),
+        helper.make_node("Relu", ["s"], ["sr"]),
+        helper.make_node("Conv", ["sr", "w1"], ["d"], name="c3", pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["sr", "w1"], ["e"], name="c4", pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["d", "e"], ["cat"], axis=1),
+        helper.make_node("MaxPool", ["cat"], ["pool"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["pool", "w2"], ["y"], name="head"),
+    ]
+    inits = [_w("w0", 16, 3, 3, 3), _w("w1", 16, 16, 3, 3), _w("w2", 8, 32, 1, 1)]
+    return _save(tmp_path, nodes, [("x", [1, 3, 16, 16])], inits, name="resnet_like")
+
+
+def test_graph_residual_concat_fanout(tmp_path):
+    imp = read_onnx(_resnet_like(tmp_path))
+    names = [ly.name for ly in imp.layers]
+    edges = {(names[e.src], names[e.dst]): e.kind for e in imp.network.edges}
+    stem, c1, c2, c3, c4, head = names
+    assert edges[(stem, c1)] == "chain"
+    assert edges[(c1, c2)] == "chain"
+    assert edges[(stem, c2)] == "add"  # residual: the add runs in c2's epilogue
+    assert edges[(c2, c3)] == edges[(c2, c4)] == "block"  # fan-out of the block output
+    assert edges[(c3, head)] == edges[(c4, head)] == "pool"  # concat then pool: not fused
+    assert imp.network.check() == []
+    cands = {
+        (names[imp.network.edges[i].src], names[imp.network.edges[i].dst])
+        for i in imp.network.candidates
+    }
+    assert cands == {(stem, c1), (c1, c2), (stem, c2), (c2, c3), (c2, c4)}
+    assert imp.free_ops == {"Relu": 3, "Add": 1, "Concat": 1, "MaxPool": 1}
+
+
+def test_layer_folder_and_repeats(tmp_path):
+    imp = read_onnx(_resnet_like(tmp_path))
+    uniq = unique_layers(imp.layers)
+    assert [ly.count for ly in uniq] == [1, 4, 1]  # c1..c4 share one shape
+    out = write_layer_folder(imp, tmp_path / "out")
+    back = read_network(out)
+    assert [(ly.key, ly.count) for ly in back] == [(ly.key, ly.count) for ly in uniq]
+    assert (out / "graph.yaml").is_file()
+    with pytest.raises(InvalidProblemError, match="not empty"):
+        write_layer_folder(imp, out)
+
+
+def test_refusals(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["a"], name="c"),
+        helper.make_node("TopK", ["a", "k"], ["v", "i"], name="top"),
+        helper.make_node("NonZero", ["v"], ["nz"], name="nz"),
+    ]
+    k = numpy_helper.from_array(np.array([2], np.int64), "k")
+    path = _save(tmp_path, nodes, [("x", [1, 3, 8, 8])], [_w("w", 4, 3, 1, 1), k])
+    with pytest.raises(InputFormatError, match=r"top \(TopK\), nz \(NonZero\)"):
+        read_onnx(path)
+    then = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["t"])],
+        "t",
+        [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)],
+    )
+    cond = helper.make_node("If", ["c"], ["y"], name="branchy", then_branch=then, else_branch=then)
+    g = helper.make_graph(
+        [cond],
+        "cf",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    onnx.save(helper.make_model(g), str(tmp_path / "cf.onnx"))
+    with pytest.raises(InputFormatError, match=r"control flow.*branchy \(If\)"):
+        read_onnx(tmp_path / "cf.onnx")
+    with pytest.raises(InputFormatError, match="not a readable ONNX"):
+        (tmp_path / "junk.onnx").write_text("junk")
+        read_onnx(tmp_path / "junk.onnx")
+
+
+def test_cli_map_network_and_import(tmp_path, capsys):
+    import json
+
+    from twill.cli import main
+
+    model = _resnet_like(tmp_path)
+    assert (
+        main(
+            [
+                "map-network",
+                str(model),
+                "--arch",
+                "simba",
+                "--methods",
+                "cosa",
+                "--workers",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    out = json.loads(capsys.readouterr().out)
+    want = sum(ly.total_macs for ly in read_onnx(model).layers)
+    assert out["totals"]["cosa"]["macs"] == want
+    assert [row["count"] for row in out["layers"]] == [1, 4, 1]
+    assert "3 unique shapes" in out["notes"][0]
+    assert main(["import-onnx", str(model), "-o", str(tmp_path / "d")]) == 0
+    assert (tmp_path / "d" / "graph.yaml").is_file()
+    assert main(["import-onnx", str(model), "--model", "resnet50", "-o", str(tmp_path / "e")]) == 2
+
+
+def test_cli_fuse_refuses_what_fadiff_does_not_model(tmp_path, capsys):
+    from twill.cli import main
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1])]
+    model = _save(tmp_path, nodes, [("x", [1, 8, 8, 8])], [_w("w", 8, 1, 3, 3)])
+    assert main(["fuse", str(model), "--steps", "1"]) == 2
+    assert "dw: 8 groups" in capsys.readouterr().err
+    assert main(["fuse", str(model), "--arch", "simba", "--steps", "1"]) == 2
+    assert "Gemmini-shaped" in capsys.readouterr().err
+
+
+def test_conv_1d_and_3d(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c1", strides=[2])]
+    imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 4, 16])], [_w("w", 8, 4, 3)], name="one"))
+    assert _dims(imp.layers[0]) == (3, 1, 7, 1, 4, 8, 1) and imp.layers[0].strides == (2, 1)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c3")]
+    path = _save(tmp_path, nodes, [("x", [1, 4, 8, 8, 8])], [_w("w", 8, 4, 3, 3, 3)], name="t")
+    with pytest.raises(InputFormatError, match=r"c3 \(Conv with 3 spatial"):
+        read_onnx(path)

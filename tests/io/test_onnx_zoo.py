@@ -1,0 +1,28 @@
+"""The model zoo through the ONNX reader: ResNet-50 exported from its PyTorch module gives the
+same 54 layers, in the same order, and the same edges (hence the same fusion candidates) as the
+hand-written ResNet-50 graph over DOSA's layer folder."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+pytest.importorskip("onnx")
+pytest.importorskip("torch")
+
+
+def _edges(net):
+    return Counter((net.layers[e.src].key, net.layers[e.dst].key, e.kind) for e in net.edges)
+
+
+def test_resnet50_graph_matches_hand_written(shared_benchmarks):
+    from twill.io.onnx_model import import_model
+    from twill.io.networks import load_network
+
+    ours = import_model("resnet50").network
+    hand = load_network("resnet50")
+    assert [ly.key for ly in ours.layers] == [ly.key for ly in hand.layers]
+    assert _edges(ours) == _edges(hand)
+    assert len(ours.candidates) == len(hand.candidates) == 66
+    assert sum(ly.total_macs for ly in ours.layers) == 4_089_184_256
