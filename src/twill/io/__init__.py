@@ -16,7 +16,9 @@ from twill.sched.ir import DependenceGraph
 __all__ = ["load_graph"]
 
 
-def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> DependenceGraph:
+def load_graph(
+    spec: str | Path, resource_model: str | Path | None = None, arch: str | None = None
+) -> DependenceGraph:
     """Load a dependence graph from a kernel name or a file.
 
     Parameters
@@ -26,6 +28,9 @@ def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> De
         ``.yml`` or ``.graphml`` (HatScheT).
     resource_model
         HatScheT resource-model XML (only for ``.graphml``; default: found beside the file).
+    arch
+        Target of a Triton kernel ``FILE.py:KERNEL`` or a ``.ttgir`` file (``sm_90a`` or
+        ``sm_100a``; :func:`twill.triton.import_triton`).
 
     Returns
     -------
@@ -55,6 +60,12 @@ def load_graph(spec: str | Path, resource_model: str | Path | None = None) -> De
         raise InvalidProblemError(
             "a resource model only applies to HatScheT .graphml files", source=text
         )
+    if suffix == ".ttgir" or (":" in text and text.rpartition(":")[0].endswith(".py")):
+        if arch is None:
+            raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=text)
+        from twill.triton import import_triton
+
+        return import_triton(text, arch)
     if text in KERNELS and not path.exists():
         return KERNELS[text]()
     if suffix in (".json", ".yaml", ".yml"):

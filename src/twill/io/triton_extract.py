@@ -159,8 +159,12 @@ def _innermost_loop(module: TtgirModule) -> TtgirOp:
     return loop
 
 
-def _node_name(op: TtgirOp, used: set[str]) -> str:
-    base = op.results[0].lstrip("%").replace("#", "_") if op.results else op.name.split(".")[-1]
+def _node_name(op: TtgirOp, unit: str, module: TtgirModule, used: set[str]) -> str:
+    """``UNIT_var`` from the Triton variable name of the op's location (unique)."""
+    var = module.loc_name(op.loc)
+    if var is None:
+        var = op.results[0].lstrip("%").split("#")[0] if op.results else op.name.split(".")[-1]
+    base = f"{unit}_{var}"
     name, k = base, 1
     while name in used:
         k += 1
@@ -222,7 +226,9 @@ class _Builder:
             for r in op.results:
                 self.sources[r] = srcs
             return
-        node = _Node(_node_name(op, self.used), op, unit, _cycles(op, unit, self.rates))
+        node = _Node(
+            _node_name(op, unit, self.module, self.used), op, unit, _cycles(op, unit, self.rates)
+        )
         for v in op.operands:
             node.preds += self._src(v, node.name)
         self.nodes[node.name] = node

@@ -84,6 +84,11 @@ class TtgirModule:
     target: str | None
     source: str
 
+    def loc_name(self, loc: str | None) -> str | None:
+        """The variable name Triton attached to a location (``loc("acc"(#loc9))``), if any."""
+        m = re.match(r'"([A-Za-z_]\w*)"\(', self.locs.get(loc or "", ""))
+        return m.group(1) if m else None
+
     def source_line(self, loc: str | None) -> str:
         """``file:line`` of a ``#locN`` alias (``"unknown"`` when it cannot be resolved)."""
         seen: set[str] = set()
