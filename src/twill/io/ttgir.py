@@ -204,7 +204,7 @@ def parse_ttgir(text: str, source: str = "<ttgir>") -> TtgirModule:
             if line.endswith("{"):  # "} else {": the region op continues with a second region
                 continue
             loc = _LOC_TAIL.search(line)
-            if loc and stack[-1][0].name != "scf.for":
+            if loc:  # a region op carries its location on its closing line
                 stack[-1][0].loc = loc.group(1)
             _close_region(stack)
             continue
