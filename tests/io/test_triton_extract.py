@@ -134,3 +134,16 @@ def test_unknown_arch_and_bad_assignments() -> None:
         "BM": 128,
         "s": 0.5,
     }
+
+
+def test_without_triton_the_command_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from twill.cli import main
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton -> ImportError
+    rc = main(["import-triton", f"{SHIPPED_DIR / 'kernels.py'}:gemm", "--arch", "sm_90a"])
+    assert rc == 2
+    assert "pip install -e '.[triton]'" in capsys.readouterr().err
