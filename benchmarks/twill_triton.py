@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 PAPER_S = {("fa_fwd", "sm_90a"): 28.0, ("fa_fwd", "sm_100a"): 18.0,
@@ -71,7 +72,11 @@ def main() -> None:
                     help="seconds per Phase-1 solve and per Phase-2 point")  # fmt: skip
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    rows = [run(k, a, args.time_limit) for k in args.kernels for a in args.arches]
+    rows = []
+    for k in args.kernels:
+        for a in args.arches:
+            rows.append(run(k, a, args.time_limit))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
     if args.json:
         print(json.dumps(rows, indent=1))
         return
