@@ -11,7 +11,7 @@ longer than a third of the paper's time, the row names the phase and the (I, L) 
 the most.
 
     .venv/bin/python benchmarks/twill_triton.py [--kernels fa_fwd ...] [--arches sm_90a ...]
-        [--time-limit S] [--json]
+        [--time-limit S] [--probe] [--json]
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ def _graph(kernel: str, arch: str):  # noqa: ANN202
         return import_triton(SHIPPED_DIR / f"{kernel}.{arch}.ttgir", arch), "golden"
 
 
-def run(kernel: str, arch: str, time_limit: float) -> dict:
+def run(kernel: str, arch: str, time_limit: float, probe: bool = False) -> dict:
     from twill.sched.exact.algorithm1 import algorithm1
 
     t0 = time.perf_counter()
     g, source = _graph(kernel, arch)
     extract_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit)
+    r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit, probe=probe)
     total = time.perf_counter() - t0
     paper = PAPER_S.get((kernel, arch))
     row = {
@@ -70,12 +70,14 @@ def main() -> None:
     ap.add_argument("--arches", nargs="+", default=["sm_90a", "sm_100a"])
     ap.add_argument("--time-limit", type=float, default=120.0,
                     help="seconds per Phase-1 solve and per Phase-2 point")  # fmt: skip
+    ap.add_argument("--probe", action="store_true",
+                    help="Phase 2 only on the window at the Phase-1 minimum I")  # fmt: skip
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
     for k in args.kernels:
         for a in args.arches:
-            rows.append(run(k, a, args.time_limit))
+            rows.append(run(k, a, args.time_limit, args.probe))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
     if args.json:
         print(json.dumps(rows, indent=1))
