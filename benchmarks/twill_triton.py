@@ -68,7 +68,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernels", nargs="+", default=["fa_fwd", "fa_bwd", "gemm"])
     ap.add_argument("--arches", nargs="+", default=["sm_90a", "sm_100a"])
-    ap.add_argument("--time-limit", type=float, default=120.0,
+    ap.add_argument("--time-limit", type=float, default=10.0,
                     help="seconds per Phase-1 solve and per Phase-2 point")  # fmt: skip
     ap.add_argument("--probe", action="store_true",
                     help="Phase 2 only on the window at the Phase-1 minimum I")  # fmt: skip
