@@ -147,3 +147,15 @@ def test_without_triton_the_command_says_how_to_install(
     rc = main(["import-triton", f"{SHIPPED_DIR / 'kernels.py'}:gemm", "--arch", "sm_90a"])
     assert rc == 2
     assert "pip install -e '.[triton]'" in capsys.readouterr().err
+
+
+def test_unsubtiled_blackwell_forward_is_unsat_at_its_phase1_minimum() -> None:
+    """Paper ablation 2 on the extracted graph: without sub-tiling Phase 2 fails at the
+    Phase-1 minimum I (every point of the window proven unsat)."""
+    from twill.results import Status
+    from twill.sched.exact.algorithm1 import algorithm1
+
+    g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd_plain.sm_100a.ttgir")
+    r = algorithm1(g, probe=True, phase1_time_limit=5, time_limit=20)
+    assert r.status is Status.INFEASIBLE
+    assert r.points and all(p.answer == "unsat" and p.I == r.phase1_I for p in r.points)
