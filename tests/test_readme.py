@@ -8,8 +8,9 @@ Every line of every ```sh block and every ```python block is run, except:
   take minutes), and benchmark scripts (``python benchmarks/...``), which belong to
   ``docs/benchmarks.md``.
 
-Commands run in a scratch folder whose ``../shared`` points at the benchmark data, so the
-README's relative paths resolve exactly as in a checkout and outputs (``-o``, ``--plot``)
+Commands run in a scratch folder whose ``../shared`` points at the benchmark data and whose
+``src`` points at this checkout's, so the README's relative paths resolve exactly as in a
+checkout and outputs (``-o``, ``--plot``)
 land in the scratch folder.
 """
 
@@ -78,6 +79,7 @@ def test_sh_block_runs(commands: list[str], tmp_path: Path, scratch: Path) -> No
     """Each block runs line by line, in order, in a folder of its own beside ``shared``."""
     folder = scratch.parent / tmp_path.name
     folder.mkdir()
+    (folder / "src").symlink_to(ROOT / "src")  # paths into the checkout resolve as written
     for command in commands:
         argv = shlex.split(command)
         assert argv[0] == "twill", f"README command does not start with twill: {command}"

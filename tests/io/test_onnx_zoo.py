@@ -17,8 +17,8 @@ def _edges(net):
 
 
 def test_resnet50_graph_matches_hand_written(shared_benchmarks):
-    from twill.io.onnx_model import import_model
     from twill.io.networks import load_network
+    from twill.io.onnx_model import import_model
 
     ours = import_model("resnet50").network
     hand = load_network("resnet50")

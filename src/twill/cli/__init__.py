@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "twill.cli.gaus_cmd",  # gaus
     "twill.cli.mapping_cmds",  # map, map-network, map-eval
     "twill.cli.fuse_cmd",  # fuse
+    "twill.cli.triton_cmd",  # import-triton
 )
 
 EXIT_OK = 0

@@ -124,16 +124,19 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "graph",
         metavar="FILE|KERNEL",
-        help="kernel name (see `twill kernels`), .json/.yaml graph or HatScheT .graphml",
+        help="kernel name (see `twill kernels`), .json/.yaml graph, HatScheT .graphml, "
+        "Triton FILE.py:KERNEL or .ttgir (with --arch)",
     )
     p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
                    help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml)")  # fmt: skip
+    p.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
+                   help="target of a Triton FILE.py:KERNEL or .ttgir graph")  # fmt: skip
 
 
 def _load(args: argparse.Namespace) -> DependenceGraph:
     from twill.io import load_graph
 
-    return load_graph(args.graph, args.resource_model)
+    return load_graph(args.graph, args.resource_model, getattr(args, "arch", None))
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:

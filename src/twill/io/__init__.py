@@ -31,7 +31,10 @@ def graph_input_files(spec: str | Path, resource_model: str | Path | None = None
 
     The CLI refuses an output path that names any of them, so no input is ever overwritten.
     """
-    files = [Path(spec)]
+    text = str(spec)
+    if ":" in text and text.rpartition(":")[0].endswith(".py"):  # a Triton FILE.py:KERNEL
+        text = text.rpartition(":")[0]
+    files = [Path(text)]
     if resource_model is not None:
         files.append(Path(resource_model))
     elif Path(spec).suffix.lower() in (".graphml", ".xml"):
@@ -42,7 +45,11 @@ def graph_input_files(spec: str | Path, resource_model: str | Path | None = None
 
 
 def load_graph(
-    spec: str | Path, resource_model: str | Path | None = None, *, arrays: bool = False
+    spec: str | Path,
+    resource_model: str | Path | None = None,
+    arch: str | None = None,
+    *,
+    arrays: bool = False,
 ) -> DependenceGraph | GauSGraph:
     """Load a dependence graph from a kernel name or a file: the one loader for every format.
 
@@ -58,6 +65,9 @@ def load_graph(
         (and HatScheT as ``.xml``); these come back as the array view
         :class:`~twill.sched.gaus.graph.GauSGraph` (GauS turns a ``DependenceGraph`` into the
         same view with :func:`~twill.sched.gaus.solver.as_gaus_graph`).
+    arch
+        Target of a Triton kernel ``FILE.py:KERNEL`` or a ``.ttgir`` file (``sm_90a`` or
+        ``sm_100a``; :func:`twill.triton.import_triton`).
 
     Returns
     -------
@@ -88,6 +98,12 @@ def load_graph(
         raise InvalidProblemError(
             "a resource model only applies to HatScheT .graphml files", source=text
         )
+    if suffix == ".ttgir" or (":" in text and text.rpartition(":")[0].endswith(".py")):
+        if arch is None:
+            raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=text)
+        from twill.triton import import_triton
+
+        return import_triton(text, arch)
     if text in KERNELS and not path.exists():
         return KERNELS[text]()
     if suffix in (".json", ".yaml", ".yml"):

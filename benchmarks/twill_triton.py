@@ -1,0 +1,95 @@
+"""Twill on loop bodies extracted from our Triton kernels (``twill import-triton``).
+
+For every kernel (``fa_fwd``: FlashAttention forward with two Q sub-tiles, ``fa_bwd``:
+FlashAttention backward, ``gemm``) and architecture (``sm_90a``: H100, ``sm_100a``: B200) it
+compiles the shipped kernel with Triton (or, without Triton, reads the shipped golden TTGIR),
+extracts and normalises the graph, and runs Twill's full search (Phase 1, then Algorithm 1 with
+Phase 2). Columns: operations and edges of the extracted graph; the Phase-1 minimum I; the final
+I and L; whether the answer is proven optimal; warp slots used; Phase-1 seconds; full search
+seconds (proofs included); the paper's Table 1 time (none for the GEMM). Where a search took
+longer than a third of the paper's time, the row names the phase and the (I, L) point that cost
+the most.
+
+    .venv/bin/python benchmarks/twill_triton.py [--kernels fa_fwd ...] [--arches sm_90a ...]
+        [--time-limit S] [--probe] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+PAPER_S = {("fa_fwd", "sm_90a"): 28.0, ("fa_fwd", "sm_100a"): 18.0,
+           ("fa_bwd", "sm_90a"): 84.0, ("fa_bwd", "sm_100a"): 242.0}  # fmt: skip
+
+
+def _graph(kernel: str, arch: str):  # noqa: ANN202
+    """Compile with Triton when installed, else the shipped golden TTGIR."""
+    from twill.triton import SHIPPED_DIR, import_triton
+
+    try:
+        import triton  # noqa: F401
+
+        return import_triton(f"{SHIPPED_DIR / 'kernels.py'}:{kernel}", arch), "triton"
+    except ImportError:
+        return import_triton(SHIPPED_DIR / f"{kernel}.{arch}.ttgir", arch), "golden"
+
+
+def run(kernel: str, arch: str, time_limit: float, probe: bool = False) -> dict:
+    from twill.sched.exact.algorithm1 import algorithm1
+
+    t0 = time.perf_counter()
+    g, source = _graph(kernel, arch)
+    extract_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit, probe=probe)
+    total = time.perf_counter() - t0
+    paper = PAPER_S.get((kernel, arch))
+    row = {
+        "kernel": kernel, "arch": arch, "source": source, "ops": len(g.instructions),
+        "edges": len(g.edges), "phase1_I": r.phase1_I, "I": r.I, "L": r.L,
+        "optimal": r.optimal, "warps": len(set((r.warps or {}).values())),
+        "phase1_seconds": round(r.phase1_seconds, 2), "seconds": round(total, 2),
+        "extract_seconds": round(extract_s, 2), "paper_seconds": paper,
+        "points": [f"({p.I},{p.L}):{p.answer}" for p in r.points],
+    }  # fmt: skip
+    if paper is not None and total > paper / 3:
+        worst = max(r.points, key=lambda p: p.seconds, default=None)
+        phase2 = total - r.phase1_seconds
+        if worst is not None and phase2 > r.phase1_seconds:
+            row["slow"] = (f"Phase 2: {phase2:.1f} s over {len(r.points)} (I, L) points, slowest "
+                           f"(I={worst.I}, L={worst.L}) {worst.seconds:.1f} s")  # fmt: skip
+        else:
+            row["slow"] = f"Phase 1 (minimum I {r.phase1_I}): {r.phase1_seconds:.1f} s"
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernels", nargs="+", default=["fa_fwd", "fa_bwd", "gemm"])
+    ap.add_argument("--arches", nargs="+", default=["sm_90a", "sm_100a"])
+    ap.add_argument("--time-limit", type=float, default=10.0,
+                    help="seconds per Phase-1 solve and per Phase-2 point")  # fmt: skip
+    ap.add_argument("--probe", action="store_true",
+                    help="Phase 2 only on the window at the Phase-1 minimum I")  # fmt: skip
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    for k in args.kernels:
+        for a in args.arches:
+            rows.append(run(k, a, args.time_limit, args.probe))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    head = ("kernel", "arch", "ops", "edges", "phase1_I", "I", "L", "optimal", "warps",
+            "phase1_seconds", "seconds", "paper_seconds")  # fmt: skip
+    print(" | ".join(head))
+    for r in rows:
+        print(" | ".join(str(r[h]) for h in head) + (f"  [{r['slow']}]" if "slow" in r else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Triton front end: extraction of the shipped kernels from their golden TTGIR (no Triton)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from twill.errors import InvalidProblemError
+from twill.io.graph_json import graph_from_dict, graph_to_dict
+from twill.io.triton_extract import extract_graph, extract_ttgir_file
+from twill.sched.validate import check_graph
+from twill.triton import SHIPPED_DIR, parse_assignments
+
+GOLDEN = {
+    # (file, arch): (ops, unit counts, loop-carried edges)
+    ("gemm", "sm_90a"): (3, {"TMA": 2, "TC": 1}, 1),
+    ("gemm", "sm_100a"): (3, {"TMA": 2, "TC": 1}, 1),
+    ("fa_fwd", "sm_90a"): (28, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 16, "SMEM": 2}, 8),
+    ("fa_fwd", "sm_100a"): (34, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 16, "TMEM": 8}, 10),
+    ("fa_fwd_plain", "sm_90a"): (15, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "SMEM": 1}, 4),
+    ("fa_fwd_plain", "sm_100a"): (
+        20, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "SMEM": 2, "TMEM": 4}, 5),
+    ("fa_bwd", "sm_90a"): (22, {"TMA": 5, "TC": 5, "EXP": 1, "FMA": 6, "SMEM": 5}, 2),
+    ("fa_bwd", "sm_100a"): (24, {"TMA": 5, "TC": 5, "EXP": 1, "FMA": 6, "SMEM": 2, "TMEM": 5}, 2),
+}  # fmt: skip
+
+
+def _raw(kernel: str, arch: str):  # noqa: ANN202
+    return extract_ttgir_file(SHIPPED_DIR / f"{kernel}.{arch}.ttgir", normalize=False)
+
+
+@pytest.mark.parametrize(("kernel", "arch"), sorted(GOLDEN))
+def test_golden_extraction(kernel: str, arch: str) -> None:
+    ops, units, carried = GOLDEN[(kernel, arch)]
+    g = _raw(kernel, arch)
+    check_graph(g)
+    assert len(g.instructions) == ops
+    assert Counter(i.unit for i in g.instructions) == units
+    assert sum(1 for e in g.edges if e.distance == 1) == carried
+    assert all(i.variable_latency == (i.unit == "TMA") for i in g.instructions)
+    assert g.machine.name == ("h100-sxm5" if arch == "sm_90a" else "b200")
+
+
+def test_cycles_from_shapes_and_rates() -> None:
+    g = _raw("fa_fwd_plain", "sm_90a")
+    tc = [i for i in g.instructions if i.unit == "TC"]
+    # 128x128x128 FP16 GEMM at 4096 FLOP/clk/SM = 1024 clocks; exp of 128x128 at 16/clk = 1024
+    assert [i.cycles for i in tc] == [1024, 1024]
+    assert max(i.cycles for i in g.instructions if i.unit == "EXP") == 1024
+    b = _raw("fa_fwd_plain", "sm_100a")
+    assert {i.cycles for i in b.instructions if i.unit == "TC"} == {512}
+
+
+def test_accumulator_and_softmax_state_are_loop_carried() -> None:
+    g = _raw("gemm", "sm_90a")
+    mma = next(i.name for i in g.instructions if i.unit == "TC")
+    assert any(e.src == e.dst == mma and e.distance == 1 for e in g.edges)
+    b = _raw("fa_fwd", "sm_100a")
+    # the second MMA writes O in TMEM; next iteration's correction reads it (blocking)
+    carried = [e for e in b.edges if e.distance == 1 and e.blocking]
+    assert carried and all(b.instruction(e.dst).unit == "TMEM" for e in carried)
+
+
+def test_streaming_loads_have_zero_delay() -> None:
+    g = _raw("fa_fwd", "sm_90a")
+    for ins in g.instructions:
+        if ins.streaming:
+            assert all(e.delay == 0 for e in g.out_edges(ins.name))
+    assert sum(i.streaming for i in g.instructions) == 2
+
+
+def test_normalised_graph_round_trips_through_json() -> None:
+    g = extract_ttgir_file(SHIPPED_DIR / "gemm.sm_90a.ttgir")
+    assert graph_from_dict(graph_to_dict(g)) == g
+    assert sum(i.cycles for i in g.instructions) <= 300
+
+
+_NO_LOOP = """module attributes {ttg.target = "cuda:90"} {
+  tt.func public @k(%a: i32 loc("a"(#loc))) {
+    %0 = arith.addi %a, %a : i32 loc(#loc2)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("k.py":1:1)
+#loc2 = loc("k.py":3:5)
+"""
+
+_LOOP = """module attributes {ttg.target = "cuda:90"} {
+  tt.func public @k(%a: i32 loc("a"(#loc)), %p: tensor<64xf32> loc("p"(#loc))) {
+    %r = scf.for %i = %a to %a step %a iter_args(%x = %p) -> (tensor<64xf32>)  : i32 {
+      BODY
+      scf.yield %y : tensor<64xf32> loc(#loc2)
+    } loc(#loc2)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("k.py":1:1)
+#loc2 = loc("k.py":7:9)
+"""
+
+
+def test_no_loop_is_an_error() -> None:
+    with pytest.raises(InvalidProblemError, match="no scf.for"):
+        extract_graph(_NO_LOOP, "sm_90a")
+
+
+def test_nested_loop_names_its_line() -> None:
+    body = ("%z = scf.for %j = %a to %a step %a iter_args(%w = %x) -> (tensor<64xf32>) : i32 {\n"
+            "  scf.yield %w : tensor<64xf32> loc(#loc2)\n} loc(#loc2)\n"
+            "%y = math.exp2 %z : tensor<64xf32> loc(#loc2)")  # fmt: skip
+    with pytest.raises(InvalidProblemError, match=r"nested loop scf.for at k.py:7"):
+        extract_graph(_LOOP.replace("BODY", body), "sm_90a")
+
+
+def test_unmapped_op_names_op_and_line() -> None:
+    body = "%y = tt.mystery_op %x : tensor<64xf32> loc(#loc2)"
+    with pytest.raises(InvalidProblemError, match=r"tt.mystery_op at k.py:7 .*no functional"):
+        extract_graph(_LOOP.replace("BODY", body), "sm_90a")
+
+
+def test_small_loop_extracts_and_carries() -> None:
+    g = extract_graph(_LOOP.replace("BODY", "%y = math.exp2 %x : tensor<64xf32> loc(#loc2)"),
+                      "sm_90a", normalize=False)  # fmt: skip
+    assert [(e.src, e.dst, e.distance) for e in g.edges] == [("EXP_y", "EXP_y", 1)]
+
+
+def test_unknown_arch_and_bad_assignments() -> None:
+    with pytest.raises(InvalidProblemError, match="unknown --arch"):
+        extract_graph(_NO_LOOP, "sm_80")
+    with pytest.raises(InvalidProblemError, match="NAME=VALUE"):
+        parse_assignments(["BM"], "--constexpr", numeric=True)
+    assert parse_assignments(["BM=128", "s=0.5"], "--constexpr", numeric=True) == {
+        "BM": 128,
+        "s": 0.5,
+    }
+
+
+def test_without_triton_the_command_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from twill.cli import main
+
+    monkeypatch.setitem(sys.modules, "triton", None)  # import triton -> ImportError
+    rc = main(["import-triton", f"{SHIPPED_DIR / 'kernels.py'}:gemm", "--arch", "sm_90a"])
+    assert rc == 2
+    assert "pip install -e '.[triton]'" in capsys.readouterr().err
+
+
+def test_unsubtiled_blackwell_forward_is_unsat_at_its_phase1_minimum() -> None:
+    """Paper ablation 2 on the extracted graph: without sub-tiling Phase 2 fails at the
+    Phase-1 minimum I (every point of the window proven unsat)."""
+    from twill.results import Status
+    from twill.sched.exact.algorithm1 import algorithm1
+
+    g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd_plain.sm_100a.ttgir")
+    r = algorithm1(g, probe=True, phase1_time_limit=5, time_limit=20)
+    assert r.status is Status.INFEASIBLE
+    assert r.points and all(p.answer == "unsat" and p.I == r.phase1_I for p in r.points)
