@@ -35,8 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--arch",
         default="gemmini",
-        help="'gemmini' (default) or a Gemmini-shaped architecture YAML (4 levels; the "
-        "scratchpad keeps inputs and is bounded)",
+        help="'gemmini' (default), a shipped gemmini_* name (docs/mapping.md) or a "
+        "Gemmini-shaped architecture YAML (4 levels; the scratchpad keeps inputs and is bounded)",
     )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -41,26 +41,31 @@ _BUILTIN_ARCHS = ("simba", "gemmini")
 
 
 def _arch(spec: str) -> Arch:
-    from twill.io.timeloop import read_arch
+    from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.arch import gemmini_arch, simba_arch
 
     if spec == "simba":
         return simba_arch()
     if spec == "gemmini":
         return gemmini_arch()
+    shipped = shipped_archs()
+    if spec in shipped and not Path(spec).exists():
+        return read_arch(shipped[spec])
     if not Path(spec).exists():
         raise InvalidProblemError(
-            f"--arch {spec}: neither a built-in architecture ({', '.join(_BUILTIN_ARCHS)}) "
-            "nor an existing file"
+            f"--arch {spec}: neither a built-in architecture "
+            f"({', '.join(_BUILTIN_ARCHS + tuple(shipped))}) nor an existing file"
         )
     return read_arch(spec)
 
 
 def _arch_files(spec: str) -> list[Path]:
     """The files ``--arch spec`` reads (none for a built-in architecture)."""
-    from twill.io.timeloop import arch_input_files
+    from twill.io.timeloop import arch_input_files, shipped_archs
 
-    return [] if spec in _BUILTIN_ARCHS else arch_input_files(spec)
+    if spec in _BUILTIN_ARCHS or (spec in shipped_archs() and not Path(spec).exists()):
+        return []
+    return arch_input_files(spec)
 
 
 def _jsonable(x: Any) -> Any:
@@ -521,7 +526,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "map", help="map one DNN layer onto an accelerator (CoSA MIP or a baseline)"
     )
     p.add_argument("layer", help="Timeloop-style problem YAML")
-    p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
+    p.add_argument(
+        "--arch",
+        required=True,
+        help="architecture YAML, 'simba', 'gemmini' or a shipped gemmini_* name",
+    )
     p.add_argument("--method", choices=MAPPERS, default="cosa")
     p.add_argument(
         "--n-valid",
@@ -540,7 +549,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "directory", nargs="?", help="folder with layer YAMLs and layers.yaml, or MODEL.onnx"
     )
     add_model_options(p)
-    p.add_argument("--arch", required=True, help="architecture YAML, or 'simba' / 'gemmini'")
+    p.add_argument(
+        "--arch",
+        required=True,
+        help="architecture YAML, 'simba', 'gemmini' or a shipped gemmini_* name",
+    )
     p.add_argument(
         "--methods",
         default="cosa,random,hybrid",
@@ -571,7 +584,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluate one mapping (exit 1 if it violates the architecture; the report "
         "and its violations are printed either way) or every row of a DOSA dataset.",
     )
-    p.add_argument("--arch", help="architecture YAML, or 'simba' / 'gemmini'")
+    p.add_argument(
+        "--arch", help="architecture YAML, 'simba', 'gemmini' or a shipped gemmini_* name"
+    )
     p.add_argument("--layer", help="Timeloop-style problem YAML")
     p.add_argument("--mapping", help="DOSA mapping string 'L3[WIO] ... - L0[W] ...'")
     p.add_argument("--mapping-file", help="Timeloop mapping YAML instead of --mapping")

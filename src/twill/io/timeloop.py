@@ -55,6 +55,7 @@ __all__ = [
     "validate_arch",
     "build_arch",
     "read_arch",
+    "shipped_archs",
     "mapspace_path",
     "arch_input_files",
     "network_input_files",
@@ -585,6 +586,17 @@ def read_arch(path: str | Path, *, mapspace: str | Path | None = None) -> Arch:
     if arch_bad:
         raise InvalidProblemError(arch_bad, source=str(p))
     return arch
+
+
+def shipped_archs() -> dict[str, Path]:
+    """The architecture YAMLs shipped in ``twill/data/arch`` (the Gemmini family), by name.
+
+    Each file is an ordinary architecture YAML read by :func:`read_arch`; the name is the file
+    stem (``gemmini_16x16_sp256k_acc64k``: array, scratchpad and accumulator sizes). The CLI's
+    ``--arch`` accepts these names as well as paths.
+    """
+    folder = Path(__file__).resolve().parent.parent / "data" / "arch"
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
 
 
 def check_layer_fits(layer: Layer, arch: Arch, source: str | None = None) -> None:
