@@ -1,17 +1,32 @@
-"""FADiff vs layer-wise baselines on whole networks (default Gemmini 16x16, 128 KB SP, 32 KB ACC).
+"""FADiff vs layer-wise baselines on whole networks and Gemmini configurations, with headroom.
 
 Usage::
 
-    python benchmarks/fadiff_networks.py [--networks resnet50,bert,retinanet,unet] [--json]
-    python benchmarks/fadiff_networks.py --networks path/to/model.onnx   # an ONNX model
-        [--steps N] [--seed N] [--cosa-time-limit S]
+    python benchmarks/fadiff_networks.py [--networks resnet50,bert,retinanet,unet,fsrcnn] [--json]
+    python benchmarks/fadiff_networks.py --networks path/to/model.onnx,mobilenet_v2
+    python benchmarks/fadiff_networks.py --arch gemmini --arch gemmini_16x16_sp512k_acc128k
+        [--steps N] [--seed N] [--cosa-time-limit S] [--no-ablation]
+
+``--networks`` takes built-in names, ``.onnx`` paths and zoo names (as ``--model``);
+``--arch`` (repeatable) takes ``gemmini``, a shipped ``gemmini_*`` name or an architecture
+YAML. Each network x architecture is one case; a case FADiff cannot take (e.g. grouped
+convolutions) is reported as skipped with the reason.
 
 Methods per network (one shared exact NumPy cost model): ``layerwise-cosa`` (CoSA per layer),
 ``layerwise-gradient`` (gradient descent with fusion off and the read-out polish, the better
 of two starts: CoSA's plan, as DOSA, and a cold start), ``layerwise-greedy-fusion`` (best
 layer-wise plan + greedy fusion), ``random`` (same number of model evaluations as FADiff) and
-``fadiff`` (joint mapping + fusion from a cold start, then the depth-first group search on the
-best layer-wise mappings; compared with every layer-wise plan, so never worse). ``seconds`` is
+``no-gradient`` (the ablation: FADiff's discrete phase alone, i.e. greedy fusion, polish
+and the group search, on CoSA's plan, same settings) and ``fadiff`` (joint mapping + fusion
+from a cold start, then the depth-first group search on the best layer-wise mappings; compared
+with every layer-wise plan, so never worse). Its ``source`` says which step produced the
+winning plan (``gradient`` only when a gradient read-out won).
+
+Headroom: ``bound_edp`` is the ``ideal`` bound of :mod:`twill.mapping.fadiff.bounds` (no plan
+and no mapping can go below it), ``headroom_captured = (lw/fadiff - 1) / (lw/bound - 1)`` with
+``lw`` the best layer-wise EDP; ``headroom_captured_candidates`` uses the tighter
+``candidates free`` bound, which holds for plans keeping the best layer-wise mappings only
+(FADiff changes mappings, so it may exceed 1). ``seconds`` is
 each method's own optimisation time; FADiff's includes the layer-wise gradient runs and the
 greedy fusion whose plans it takes as candidates, not the CoSA run. Progress goes to stderr;
 with ``--json`` stdout is one JSON list.
@@ -24,17 +39,19 @@ import json
 import sys
 import time
 
+from twill.errors import InvalidProblemError
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cosa, random_search
 from twill.mapping.fadiff.bounds import fusion_bounds
-from twill.mapping.fadiff.networks import NETWORKS
-from twill.mapping.fadiff.train import fadiff
+from twill.mapping.fadiff.networks import IMAGE_NETWORKS, NETWORKS
+from twill.mapping.fadiff.train import discrete_only, fadiff
 
 
 def _row(net: str, method: str, report, seconds: float, fused: int) -> dict:
     return {
         "network": net,
+        "arch": "",
         "method": method,
         "edp": report.edp,
         "energy_uJ": report.energy_uj,
@@ -46,18 +63,41 @@ def _row(net: str, method: str, report, seconds: float, fused: int) -> dict:
 
 
 def _network(name: str):  # noqa: ANN202 - benchmark script
-    """A built-in network, or the graph of an ONNX file / zoo model (``PATH.onnx``)."""
-    if name.lower().endswith(".onnx"):
+    """A built-in network, or the graph of an ONNX file (``PATH.onnx``) or a zoo model."""
+    from twill.io.model_zoo import MODELS
+
+    if name.lower().endswith(".onnx") or (
+        name.lower().replace("-", "_") in MODELS and name not in NETWORKS + IMAGE_NETWORKS
+    ):
         from twill.io.onnx_model import import_model
 
         return import_model(name).network
     return load_network(name)
 
 
-def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> list[dict]:
-    arch = gemmini_arch()
-    net = _network(name)
-    name = net.name
+def _arch(spec: str):  # noqa: ANN202 - benchmark script
+    """``gemmini`` (DOSA's default), a shipped ``gemmini_*`` name, or an architecture YAML."""
+    from twill.io.timeloop import read_arch, shipped_archs
+
+    if spec == "gemmini":
+        return gemmini_arch(name="gemmini")
+    return read_arch(shipped_archs().get(spec, spec))
+
+
+def run_case(net, arch, *, steps: int, seed: int, cosa_time_limit: float, ablation: bool):  # noqa: ANN001, ANN201
+    """Every method on one network x architecture; rows carry the arch and the headroom."""
+    try:
+        rows = _methods(net, arch, steps, seed, cosa_time_limit, ablation)
+    except InvalidProblemError as exc:
+        print(f"[{net.name} @ {arch.name}] skipped: {exc}", file=sys.stderr, flush=True)
+        return [{"network": net.name, "arch": arch.name, "method": "skipped", "reason": str(exc)}]
+    for r in rows:
+        r["arch"] = arch.name
+    return rows
+
+
+def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation: bool):  # noqa: ANN001, ANN202
+    name = f"{net.name} @ {arch.name}"
     rows = []
     print(f"[{name}] layerwise-cosa ...", file=sys.stderr, flush=True)
     cosa = layerwise_cosa(net, arch, time_limit=cosa_time_limit)
@@ -76,6 +116,12 @@ def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> 
     print(f"[{name}] layerwise-greedy-fusion ...", file=sys.stderr, flush=True)
     gf = greedy_fusion_baseline(net, arch, best_lw)
     rows.append(_row(name, "layerwise-greedy-fusion", gf.report, gf.seconds, len(gf.plan.fused)))
+    if ablation:
+        print(f"[{name}] no-gradient ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        ng_plan, ng_rep, ng_src = discrete_only(net, arch, [cosa.plan])
+        rows.append(_row(name, "no-gradient", ng_rep, time.perf_counter() - t0, len(ng_plan.fused)))
+        rows[-1]["source"] = ng_src
     print(f"[{name}] fadiff ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     fd = fadiff(
@@ -83,12 +129,18 @@ def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> 
     )
     fd_seconds = time.perf_counter() - t0 + lg_seconds + gf.seconds
     rows.append(_row(name, "fadiff", fd.report, fd_seconds, len(fd.plan.fused)))
+    rows[-1]["source"] = fd.source
     print(f"[{name}] random ({fd.n_evaluations} evaluations) ...", file=sys.stderr, flush=True)
     rnd = random_search(net, arch, evaluations=fd.n_evaluations, seed=seed)
     rows.append(_row(name, "random", rnd.report, rnd.seconds, 0))
     # Upper bounds on any fusion gain over the best layer-wise plan (docs/fadiff.md).
     b = fusion_bounds(net, arch, best_lw)
+    lw = min(cosa.report.edp, lg.report.edp)
     extra = {
+        "bound_edp": b.ideal_edp,
+        "bound_candidates_edp": b.candidates_free_edp,
+        "headroom_captured": _captured(lw, fd.report.edp, b.ideal_edp),
+        "headroom_captured_candidates": _captured(lw, fd.report.edp, b.candidates_free_edp),
         "bound_gain_candidates": b.gain_candidates,
         "bound_gain_all": b.gain_all,
         "bound_gain_ideal": b.gain_ideal,
@@ -98,7 +150,14 @@ def run_network(name: str, *, steps: int, seed: int, cosa_time_limit: float) -> 
     }
     for r in rows:
         r.update(extra)
+        r["network"] = net.name
     return rows
+
+
+def _captured(lw: float, got: float, bound: float) -> float | None:
+    """``(lw/got - 1) / (lw/bound - 1)``; ``None`` when the bound leaves no headroom."""
+    room = lw / bound - 1
+    return (lw / got - 1) / room if room > 1e-12 else None
 
 
 CROSSCHECK_LAYERS = (
@@ -140,11 +199,17 @@ def crosscheck(*, steps: int, seed: int, cosa_time_limit: float) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--networks", default=",".join(NETWORKS))
+    ap.add_argument("--networks", default=",".join(NETWORKS + IMAGE_NETWORKS))
+    ap.add_argument(
+        "--arch",
+        action="append",
+        help="gemmini (default), a shipped gemmini_* name or an architecture YAML; repeatable",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cosa-time-limit", type=float, default=10.0)
+    ap.add_argument("--no-ablation", action="store_true", help="skip the no-gradient run")
     ap.add_argument(
         "--crosscheck",
         action="store_true",
@@ -153,43 +218,72 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.crosscheck:
         return crosscheck(steps=args.steps, seed=args.seed, cosa_time_limit=args.cosa_time_limit)
+    try:
+        archs = [_arch(a) for a in args.arch or ["gemmini"]]
+        nets = [_network(n.strip()) for n in args.networks.split(",") if n.strip()]
+    except InvalidProblemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     rows: list[dict] = []
-    for name in [n.strip() for n in args.networks.split(",") if n.strip()]:
-        rows += run_network(
-            name, steps=args.steps, seed=args.seed, cosa_time_limit=args.cosa_time_limit
-        )
+    for net in nets:
+        for arch in archs:
+            rows += run_case(
+                net,
+                arch,
+                steps=args.steps,
+                seed=args.seed,
+                cosa_time_limit=args.cosa_time_limit,
+                ablation=not args.no_ablation,
+            )
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    by_net: dict[str, dict[str, dict]] = {}
+    print_tables(rows)
+    return 0
+
+
+def print_tables(rows: list[dict]) -> None:
+    """The per-method table, then the headroom table (one line per network x architecture)."""
+    cases: dict[tuple[str, str], dict[str, dict]] = {}
     for r in rows:
-        by_net.setdefault(r["network"], {})[r["method"]] = r
-    hdr = (
-        f"{'network':10} {'method':24} {'EDP uJ*cyc':>12} {'energy uJ':>10} {'cycles':>11} "
-        f"{'DRAM MB':>8} {'fused':>5} {'s':>6} {'EDP/best-lw':>11}"
+        cases.setdefault((r["network"], r["arch"]), {})[r["method"]] = r
+    print(
+        f"{'network':12} {'arch':28} {'method':24} {'EDP uJ*cyc':>12} {'energy uJ':>10} "
+        f"{'cycles':>11} {'DRAM MB':>8} {'fused':>5} {'s':>6} {'EDP/best-lw':>11} source"
     )
-    print(hdr)
-    for net, ms in by_net.items():
+    for (net, arch), ms in cases.items():
+        if "skipped" in ms:
+            print(f"{net:12} {arch:28} skipped: {ms['skipped']['reason']}")
+            continue
         best_lw = min(ms["layerwise-cosa"]["edp"], ms["layerwise-gradient"]["edp"])
         for m, r in ms.items():
             print(
-                f"{net:10} {m:24} {r['edp']:12.4g} {r['energy_uJ']:10.1f} {r['cycles']:11.0f} "
-                f"{r['dram_bytes'] / 1e6:8.2f} {r['fused']:5d} {r['seconds']:6.1f} "
-                f"{best_lw / r['edp']:10.3f}x"
+                f"{net:12} {arch:28} {m:24} {r['edp']:12.4g} {r['energy_uJ']:10.1f} "
+                f"{r['cycles']:11.0f} {r['dram_bytes'] / 1e6:8.2f} {r['fused']:5d} "
+                f"{r['seconds']:6.1f} {best_lw / r['edp']:10.3f}x {r.get('source', '')}"
             )
-    print("\nUpper bounds on the EDP gain of any fusion plan over the best layer-wise plan:")
+    print("\nHeadroom (gains over the best layer-wise EDP; captured = achieved / possible):")
     print(
-        f"{'network':10} {'cands free':>10} {'all free':>9} {'ideal':>7} {'floor MB':>9} "
-        f"{'DRAM-bound layers':>17} {'DRAM energy share':>17}"
+        f"{'network':12} {'arch':28} {'greedy':>7} {'no-grad':>7} {'fadiff':>7} "
+        f"{'cands free':>10} {'ideal':>7} {'captured':>8} {'capt. cands':>11}"
     )
-    for net, ms in by_net.items():
-        r = next(iter(ms.values()))
+    for (net, arch), ms in cases.items():
+        if "skipped" in ms:
+            continue
+        lw = min(ms["layerwise-cosa"]["edp"], ms["layerwise-gradient"]["edp"])
+        r = ms["fadiff"]
+        ng = ms.get("no-gradient")
+        ng_gain = f"{lw / ng['edp']:6.3f}x" if ng else "-"
         print(
-            f"{net:10} {r['bound_gain_candidates']:9.3f}x {r['bound_gain_all']:8.3f}x "
-            f"{r['bound_gain_ideal']:6.3f}x {r['floor_dram_bytes'] / 1e6:9.2f} "
-            f"{r['dram_bound_layers']:17d} {r['dram_energy_share']:17.2f}"
+            f"{net:12} {arch:28} {lw / ms['layerwise-greedy-fusion']['edp']:6.3f}x "
+            f"{ng_gain:>7} {lw / r['edp']:6.3f}x "
+            f"{lw / r['bound_candidates_edp']:9.3f}x {lw / r['bound_edp']:6.3f}x "
+            f"{_pct(r['headroom_captured']):>8} {_pct(r['headroom_captured_candidates']):>11}"
         )
-    return 0
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from twill.errors import InvalidProblemError
-from twill.mapping.fadiff.networks import Network, build_network, network_key
+from twill.mapping.fadiff.networks import Network, build_network, fsrcnn, network_key
 from twill.mapping.workload import Layer
 
 __all__ = ["default_workload_root", "load_network", "read_network_layers"]
@@ -51,7 +51,10 @@ def read_network_layers(folder: str | Path) -> list[Layer]:
 
 def load_network(name: str, root: str | Path | None = None) -> Network:
     """One of :data:`~twill.mapping.fadiff.networks.NETWORKS` read from ``root`` (DOSA's
-    ``workloads`` folder; :func:`default_workload_root` when ``None``)."""
+    ``workloads`` folder; :func:`default_workload_root` when ``None``), or one of
+    :data:`~twill.mapping.fadiff.networks.IMAGE_NETWORKS`, which are written in code."""
     key = network_key(name)
+    if key == "fsrcnn":
+        return fsrcnn()
     folder = Path(root or default_workload_root()) / key
     return build_network(key, read_network_layers(folder), str(folder))

@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` mus
 
     from twill.mapping.fadiff.model import LayerTable, TorchCost
 
-__all__ = ["FADiffResult", "FADiffSettings", "fadiff", "all_dram_mapping"]
+__all__ = ["FADiffResult", "FADiffSettings", "fadiff", "all_dram_mapping", "discrete_only"]
 
 log = logging.getLogger(__name__)
 _ORDERS = ("WS", "IS", "OS")
@@ -443,6 +443,31 @@ def _fadiff(
 
 
 # ----------------------------------------------------------------------------- internals
+def discrete_only(
+    net: Network,
+    arch: Arch,
+    candidates: Sequence[FusionPlan],
+    settings: FADiffSettings | None = None,
+) -> tuple[FusionPlan, PlanReport, str]:
+    """FADiff with the gradient phase switched off: greedy fusion, the read-out polish and the
+    group search of :func:`fadiff`'s discrete phase, run on ``candidates`` alone.
+
+    The ablation baseline for the gradient (same discrete steps, same settings); returns the
+    best verified plan, its report and which step produced it.
+    """
+    cfg = settings or FADiffSettings()
+    if not candidates:
+        raise InvalidProblemError(
+            "discrete_only needs at least one candidate plan", source=net.name
+        )
+    plan, rep, source = _discrete_phase(net, arch, cfg, "no-gradient", candidates, None, None, None)
+    assert plan is not None and rep is not None  # candidates are verified plans
+    viol = verify_plan(net, arch, plan)
+    if viol:  # pragma: no cover - every step keeps verified plans only
+        raise VerificationError(viol, what=f"no-gradient plan for {net.name}")
+    return plan, rep, source
+
+
 def _discrete_phase(
     net: Network,
     arch: Arch,
