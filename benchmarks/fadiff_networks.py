@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cosa-time-limit", type=float, default=10.0)
     ap.add_argument("--no-ablation", action="store_true", help="skip the no-gradient run")
+    ap.add_argument("--save", help="also write the JSON rows to this (new) file")
     ap.add_argument(
         "--crosscheck",
         action="store_true",
@@ -235,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                 cosa_time_limit=args.cosa_time_limit,
                 ablation=not args.no_ablation,
             )
+    if args.save:
+        with open(args.save, "x") as fh:  # never overwrite
+            json.dump(rows, fh, indent=1)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
