@@ -28,7 +28,9 @@ __all__ = ["register"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuse", help="FADiff: joint mapping and layer fusion of a network")
-    p.add_argument("network", nargs="?", help="resnet50, bert, retinanet, unet, fsrcnn (1080p), or MODEL.onnx")
+    p.add_argument(
+        "network", nargs="?", help="resnet50, bert, retinanet, unet, fsrcnn (1080p), or MODEL.onnx"
+    )
     from twill.cli.mapping_cmds import add_model_options
 
     add_model_options(p)
