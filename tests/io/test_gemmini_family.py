@@ -43,3 +43,13 @@ def test_cosa_maps_a_resnet_layer_verified(name):
     rep = evaluate(layer, arch, res.mapping)
     # a spatial array can never beat MACs / PEs cycles
     assert rep.cycles >= layer.macs / arch.macs
+
+
+def test_cli_map_takes_a_shipped_name(capsys, shared_benchmarks):
+    from twill.cli import main
+
+    layer = shared_benchmarks / "cosa" / "workloads" / "alexnet_graph" / "_outputs_input.2.yaml"
+    assert main(["map", str(layer), "--arch", "gemmini_32x32_sp128k_acc64k", "--json"]) == 0
+    assert '"cycles"' in capsys.readouterr().out
+    assert main(["map", str(layer), "--arch", "gemmini_16x16_sp999k_acc1k"]) == 2
+    assert "gemmini_16x16_sp512k_acc128k" in capsys.readouterr().err
