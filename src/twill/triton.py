@@ -1,8 +1,12 @@
 """Public API of the Triton front end: a Triton kernel or saved TTGIR -> dependence graph.
 
->>> from twill.triton import import_triton                       # doctest: +SKIP
->>> g = import_triton("attn.py:fa_fwd", "sm_90a",
-...                   signature={"q_ptr": "*fp16", ...}, constexprs={"BM": 128, ...})
+A ``FILE.py:KERNEL`` is compiled with Triton (``signature`` and ``constexprs`` as on the
+command line, or from a YAML beside the file); a saved ``.ttgir`` needs no Triton:
+
+>>> from twill.triton import SHIPPED_DIR, import_triton
+>>> g = import_triton(str(SHIPPED_DIR / "fa_fwd.sm_90a.ttgir"), "sm_90a")
+>>> g.name, len(g.instructions)
+('fa_fwd', 28)
 """
 
 from __future__ import annotations
