@@ -69,9 +69,11 @@ def run(kernel: str, arch: str, time_limit: float, probe: bool = False, backend:
                            f"(I={worst.I}, L={worst.lengths}) {worst.seconds:.1f} s")  # fmt: skip
         else:
             first = r.phase1.seconds if r.phase1 else r.phase1_seconds
+            later = r.phase1_seconds - first
             row["slow"] = (f"Phase 1: {r.phase1_seconds:.1f} s (minimum-I search to I = "
-                           f"{r.phase1_I} {first:.1f} s, LEN(M) at the I above it "
-                           f"{r.phase1_seconds - first:.1f} s)")  # fmt: skip
+                           f"{r.phase1_I} {first:.1f} s"
+                           + (f", LEN(M) at the I above it {later:.1f} s)" if later >= 0.05
+                              else ")"))  # fmt: skip
     return row
 
 
