@@ -51,7 +51,11 @@ def test_missing_signature_type_is_named(capsys: pytest.CaptureFixture[str]) -> 
 def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["solve", str(SHIPPED_DIR / "gemm.sm_100a.ttgir"), "--arch", "sm_100a", "--json"])
     assert rc == 0
-    assert '"optimal": true' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"optimal": true' in out and '"backend": "cpsat"' in out  # CP-SAT with --arch
+    args = [str(SHIPPED_DIR / "gemm.sm_100a.ttgir"), "--arch", "sm_100a", "--json"]
+    assert main(["solve", *args, "--backend", "cbc"]) == 0
+    assert '"backend": "cbc"' in capsys.readouterr().out
 
 
 def test_ttgir_needs_arch(capsys: pytest.CaptureFixture[str]) -> None:

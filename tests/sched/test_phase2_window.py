@@ -121,6 +121,13 @@ def test_start_windows_hold_on_solutions_and_close_below_recmii():
     assert swp_and_ws(loop, 2, 6).answer == "unsat"
 
 
+def test_unknown_window_search_is_an_error():
+    from twill.errors import InvalidProblemError
+
+    with pytest.raises(InvalidProblemError, match="window must be one of monotone, scan"):
+        algorithm1(flash_attention_forward_blackwell(), window="binary")
+
+
 def test_time_limit_gives_unknown_never_unsat():
     g = flash_attention_forward_blackwell()
     out = solve_window(g, 2, 5, rules=WarpRules.for_graph(g, cross_warp=False), time_limit=1e-6)
