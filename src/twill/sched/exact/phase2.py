@@ -249,12 +249,15 @@ class Phase2Model:
 
     def executing(self, o: str, t: int) -> Lit:
         """A literal that is true whenever some copy of ``o`` executes at cycle ``t``."""
+        key = ("ex", o, t)
+        if key in self._aux:  # built once (the blocking rows ask for it per consumer)
+            return self._aux[key]
         c = self.ins[o].cycles
         lits = [self.op(o, i, tp) for i in range(self.n) for tp in range(t - c + 1, t + 1)]
         lits = [lit for lit in lits if lit is not False]
         if not lits:
             return False
-        e = self.aux(("ex", o, t), f"ex[{o},{t}]")
+        e = self.aux(key, f"ex[{o},{t}]")
         for lit in lits:
             self.clause("fig6.executing", _neg(lit), e)
         return e
@@ -665,13 +668,12 @@ def add_fig6_blocking(m: Phase2Model) -> int:
             if sh is False:
                 continue
             for t in range(m.T):
-                ex = m.executing(o, t)
+                issues = [iv for i in range(m.n) if (iv := m.op(v, i, t)) is not False]
+                ex = m.executing(o, t) if issues else False  # no literal where v never issues
                 if ex is False:
                     continue
-                for i in range(m.n):
-                    iv = m.op(v, i, t)
-                    if iv is not False:
-                        m.clause(fam, _neg(iv), _neg(cond), _neg(ex), _neg(sh))
+                for iv in issues:
+                    m.clause(fam, _neg(iv), _neg(cond), _neg(ex), _neg(sh))
     return m.rows[fam] - before
 
 
