@@ -133,3 +133,20 @@ def test_time_limit_gives_unknown_never_unsat():
     out = solve_window(g, 2, 5, rules=WarpRules.for_graph(g, cross_warp=False), time_limit=1e-6)
     assert out.answer == "unknown" and out.final is None and not out.first_proven
     assert [r.answer for r in out.checks] == ["unknown"]
+
+
+def test_unsat_window_with_unproven_length_is_not_infeasible():
+    """An unproven LEN(M) leaves the window itself unproven: no INFEASIBLE, no optimal I."""
+    import dataclasses
+
+    from twill.results import Status
+    from twill.sched.exact.search import search_min_ii
+
+    g = flash_attention_forward_blackwell()
+    rules = WarpRules.for_graph(g, cross_warp=False)  # unsat in the whole first window
+    p1 = search_min_ii(g)
+    assert algorithm1(g, phase1=p1, probe=True, rules=rules).status is Status.INFEASIBLE
+    unproven = dataclasses.replace(p1, L_optimal=False)
+    r = algorithm1(g, phase1=unproven, probe=True, rules=rules)
+    assert r.status is Status.UNKNOWN and not r.optimal
+    assert [p.answer for p in r.points] == ["unsat"]

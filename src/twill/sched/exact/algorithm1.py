@@ -330,7 +330,9 @@ def algorithm1(
                           l_opt=len_proven and outcome.first_proven)  # fmt: skip
         # an unsat window proves this I only when LEN(M), hence the window, is exact
         proof = proof and outcome.answer == "unsat" and len_proven
-    status = Status.INFEASIBLE if all(p.proven_empty for p in points) else Status.UNKNOWN
+    # INFEASIBLE needs the whole chain: every window examined is the exact one (LEN(M) proven)
+    proven = proof and all(p.proven_empty for p in points)
+    status = Status.INFEASIBLE if proven else Status.UNKNOWN
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
     return finish(status, f"no satisfiable point for {where}")
 
