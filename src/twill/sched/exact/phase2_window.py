@@ -95,14 +95,14 @@ class _Window:
     """The model at the top length with its selectors, and one Z3 solver over it."""
 
     def __init__(self, graph: DependenceGraph, ii: int, low: int, rules: WarpRules,
-                 options: dict[str, Any]) -> None:  # fmt: skip
+                 options: dict[str, Any], seed: int = 0) -> None:  # fmt: skip
         t0 = time.perf_counter()
         self.graph, self.ii, self.rules = graph, ii, rules
         self.n, _ = program_shape(ii, low)
         self.low, self.top = low, ii * self.n
         self.m = build_phase2_model(graph, ii, self.top, rules=rules, **options)
         self.sel = _add_length_selectors(self.m, range(low, self.top))
-        self.solver = _z3_solver(self.m, options.get("seed", 0), None)
+        self.solver = _z3_solver(self.m, seed, None)
         self.stats = self.m.statistics()
         self.build = time.perf_counter() - t0
         self.carry = 0.0
@@ -180,8 +180,7 @@ def solve_window(
     """
     rules = rules or WarpRules.for_graph(graph)
     options = {"encoding": encoding, "symmetry_breaking": symmetry_breaking}
-    w = _Window(graph, II, low, rules, options)
-    w.solver.set("random_seed", int(seed))
+    w = _Window(graph, II, low, rules, options, seed)
     checks: list[Phase2Result] = []
 
     def done(answer: str, final: Phase2Result | None, proven: bool) -> WindowOutcome:
