@@ -946,7 +946,9 @@ def _z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
     if dump_smt2:
         with open(dump_smt2, "w", encoding="utf-8") as fh:
             fh.write(text)
-    solver = z3.SolverFor("QF_FD")
+    # a private context: the answer must not depend on what earlier solves left in Z3's
+    # global one (term ids there change with garbage collection and steer the search)
+    solver = z3.SolverFor("QF_FD", ctx=z3.Context())
     solver.set("random_seed", int(seed))
     solver.from_string(text)
     return solver
@@ -972,7 +974,7 @@ def _solve_hinted(
 
     names = hint_literals(m, hint) if hint is not None else None
     if names is not None:
-        result = _check(solver, [z3.Bool(nm) for nm in names], deadline)
+        result = _check(solver, [z3.Bool(nm, solver.ctx) for nm in names], deadline)
         if result == z3.sat:
             return result, True
     return _check(solver, [], deadline), False
@@ -1005,7 +1007,7 @@ def _read_solution(
     true = {
         idx
         for idx in decision
-        if z3.is_true(model.eval(z3.Bool(m.names[idx]), model_completion=True))
+        if z3.is_true(model.eval(z3.Bool(m.names[idx], solver.ctx), model_completion=True))
     }
     raw, assign = _decode(m, true)
     shift = min(raw.values())

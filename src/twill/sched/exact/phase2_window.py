@@ -117,7 +117,7 @@ class _Window:
             names.append(self.m.names[self.sel[length]])
         t1 = time.perf_counter()
         deadline = None if time_limit is None else t1 + time_limit
-        result = _check(self.solver, [z3.Bool(nm) for nm in names], deadline)
+        result = _check(self.solver, [z3.Bool(nm, self.solver.ctx) for nm in names], deadline)
         solve = time.perf_counter() - t1
         answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
         sched = assign = None
