@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from twill.errors import InputFormatError, InvalidProblemError  # noqa: E402
 from twill.io.onnx_model import read_onnx, unique_layers, write_layer_folder  # noqa: E402
 from twill.io.timeloop import read_network  # noqa: E402
-from twill.mapping.workload import Dim  # noqa: E402
+from twill.mapping.workload import DIMS, Dim  # noqa: E402
 
 
 def _w(name, *shape):
@@ -30,7 +30,7 @@ def _save(tmp_path, nodes, inputs, inits, name="m"):
 
 
 def _dims(ly):
-    return tuple(ly.dim(d) for d in Dim)
+    return tuple(ly.dim(d) for d in DIMS)
 
 
 def test_conv_attributes(tmp_path):

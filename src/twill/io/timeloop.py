@@ -156,7 +156,7 @@ def layer_yaml(layer: Layer) -> dict[str, Any]:
 
     :func:`build_layer` reads it back to an equal layer (count aside).
     """
-    prob: dict[str, Any] = {d.value: layer.dim(d) for d in Dim}
+    prob: dict[str, Any] = {d.value: layer.dim(d) for d in DIMS}
     if layer.groups > 1:
         prob["G"] = layer.groups
     prob.update(
