@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from twill.io.timeloop import build_layer, layer_yaml, validate_layer
+from twill.io.timeloop import build_layer, layer_yaml, read_mapping, validate_layer
 from twill.mapping.arch import gemmini_arch, simba_arch
 from twill.mapping.cost import evaluate
-from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
+from twill.mapping.mapping import parse_dosa_mapping, timeloop_mapping_dict, verify_mapping
 from twill.mapping.pipeline import map_layer
 from twill.mapping.result import Status
 from twill.mapping.workload import Dim, Layer
@@ -65,6 +65,7 @@ def test_group_factors_in_strings_and_verifier():
     m = parse_dosa_mapping(text)
     assert str(m) == text and m.group_temporal[5] == 4 and m.group_spatial[4] == 2
     assert verify_mapping(layer, simba_arch(), m) == []
+    assert read_mapping(timeloop_mapping_dict(m, simba_arch()), simba_arch()) == m
     g16 = Layer("g", dict(layer.dims), groups=16)
     assert {v.rule for v in verify_mapping(g16, simba_arch(), m)} == {"factors.product"}
     gem = parse_dosa_mapping("L3[WIO] G2 P4 - L2[WI] G4X - L1[O] C2X - L0[W] N1")

@@ -336,26 +336,24 @@ def timeloop_mapping_dict(mapping: Mapping, arch: Arch) -> dict[str, Any]:
     inner to outer, then one bypass entry per level."""
     keeps = mapping.keeps_for(arch)
     entries: list[dict[str, Any]] = []
+    dims = DIMS if mapping.group_temporal is None else ALL_DIMS  # G written when placed
     for m, lv in enumerate(arch.levels):
         if m > 0 and arch.fanout(m) > 1 or any(f > 1 for f in mapping.spatial[m]):
             entries.append(
                 {
                     "target": lv.name,
                     "type": "spatial",
-                    "factors": " ".join(
-                        f"{d.value}={f}" for d, f in zip(DIMS, mapping.spatial[m], strict=True)
-                    ),
-                    "permutation": "".join(d.value for d in DIMS),
+                    "factors": " ".join(f"{d.value}={mapping.spatial_factor(m, d)}" for d in dims),
+                    "permutation": "".join(d.value for d in dims),
                 }
             )
+        inner_first = [*reversed(mapping.order[m]), *dims[7:]]  # the G loop is outermost
         entries.append(
             {
                 "target": lv.name,
                 "type": "temporal",
-                "factors": " ".join(
-                    f"{d.value}={f}" for d, f in zip(DIMS, mapping.temporal[m], strict=True)
-                ),
-                "permutation": "".join(d.value for d in reversed(mapping.order[m])),
+                "factors": " ".join(f"{d.value}={mapping.factor(m, d)}" for d in dims),
+                "permutation": "".join(d.value for d in inner_first),
             }
         )
     for m, lv in enumerate(arch.levels):
