@@ -242,12 +242,15 @@ class Layer:
         return self.macs * self.groups
 
     def footprint(self, operand: Operand, extents: dict[Dim, int] | None = None) -> int:
-        """Words of ``operand`` touched by a tile with the given extents (one group if None).
+        """Words of ``operand`` touched by a tile with the given extents (whole layer, all
+        groups, if None).
 
         Inputs use the halo ``(P-1)*Ws + (R-1)*Wd + 1`` by ``(Q-1)*Hs + (S-1)*Hd + 1``; a
         G extent (absent: 1) multiplies every tensor.
         """
-        e = dict(self.dims) if extents is None else {d: extents.get(d, 1) for d in ALL_DIMS}
+        if extents is None:
+            extents = {**self.dims, Dim.G: self.groups}
+        e = {d: extents.get(d, 1) for d in ALL_DIMS}
         g = e.get(Dim.G, 1)
         if operand is Operand.W:
             return g * e[Dim.R] * e[Dim.S] * e[Dim.C] * e[Dim.K]

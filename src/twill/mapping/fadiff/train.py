@@ -273,12 +273,6 @@ def _fadiff(
     t0 = time.perf_counter()
     bad = net.check() + check_gemmini(arch)
     bad += cfg.check()
-    bad += [
-        f"layer {ly.name}: {ly.groups} groups (grouped/depthwise convolution or batched "
-        "matmul); FADiff maps plain layers only, use map-network for this network"
-        for ly in net.layers
-        if ly.groups > 1
-    ]
     if bad:
         raise InvalidProblemError(bad, source=net.name)
     if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():
@@ -297,7 +291,7 @@ def _fadiff(
     tab3 = type(tab)(
         *(
             x.repeat(3, *([1] * (x.dim() - 1)))
-            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size)
+            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size, tab.groups)
         )
     )
     space = factor_space(layers, arch, cfg.device)
