@@ -1,8 +1,12 @@
 """Public API of the Triton front end: a Triton kernel or saved TTGIR -> dependence graph.
 
->>> from twill.triton import import_triton                       # doctest: +SKIP
->>> g = import_triton("attn.py:fa_fwd", "sm_90a",
-...                   signature={"q_ptr": "*fp16", ...}, constexprs={"BM": 128, ...})
+A ``FILE.py:KERNEL`` is compiled with Triton (``signature`` and ``constexprs`` as on the
+command line, or from a YAML beside the file); a saved ``.ttgir`` needs no Triton:
+
+>>> from twill.triton import SHIPPED_DIR, import_triton
+>>> g = import_triton(str(SHIPPED_DIR / "fa_fwd.sm_90a.ttgir"), "sm_90a")
+>>> g.name, len(g.instructions)
+('fa_fwd', 28)
 """
 
 from __future__ import annotations
@@ -14,9 +18,15 @@ from typing import Any
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
 
-__all__ = ["import_triton", "kernel_options", "SHIPPED_DIR"]
+__all__ = ["import_triton", "kernel_options", "kernel_option_files", "SHIPPED_DIR"]
 
 SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
+
+
+def kernel_option_files(path: Path) -> list[Path]:
+    """The YAML files that may give a kernel's signature and constexprs: ``FILE.yaml`` and
+    ``kernels.yaml`` beside ``FILE.py``."""
+    return [path.with_suffix(".yaml"), path.parent / "kernels.yaml"]
 
 
 def kernel_options(path: Path, kernel: str) -> tuple[dict[str, str], dict[str, Any]]:
@@ -25,15 +35,21 @@ def kernel_options(path: Path, kernel: str) -> tuple[dict[str, str], dict[str, A
     The file is ``FILE.yaml`` or ``kernels.yaml`` in the same folder, with one mapping per
     kernel: ``{KERNEL: {signature: {ARG: TYPE}, constexpr: {NAME: VALUE}}}``.
     """
-    import yaml
+    from twill.io.yaml_safe import load_yaml_file
 
-    for candidate in (path.with_suffix(".yaml"), path.parent / "kernels.yaml"):
+    for candidate in kernel_option_files(path):
         if candidate.is_file():
-            data = yaml.safe_load(candidate.read_text(encoding="utf-8")) or {}
+            data = load_yaml_file(candidate) or {}
             entry = data.get(kernel) if isinstance(data, dict) else None
-            if isinstance(entry, dict):
-                sig = {str(k): str(v) for k, v in (entry.get("signature") or {}).items()}
-                return sig, dict(entry.get("constexpr") or {})
+            if not isinstance(entry, dict):
+                continue
+            sig, const = entry.get("signature") or {}, entry.get("constexpr") or {}
+            if not isinstance(sig, dict) or not isinstance(const, dict):
+                raise InvalidProblemError(
+                    f"{kernel}: 'signature' and 'constexpr' must be mappings (NAME: VALUE)",
+                    source=str(candidate),
+                )
+            return {str(k): str(v) for k, v in sig.items()}, dict(const)
     return {}, {}
 
 
