@@ -134,3 +134,28 @@ def test_fadiff_on_grouped_layers_counts_every_group():
     one = Layer("one", dict(layers[1].dims))
     dw = evaluate(one, arch, r.plan.mappings[1])
     assert per_layer[1].energy_pj == pytest.approx(96 * dw.energy_pj, rel=1e-12)
+
+
+def test_fadiff_on_simba_verified_and_never_worse_than_cosa():
+    """FADiff beyond Gemmini: Simba's six levels (eight learnable slots), the global buffer
+    holding the fused intermediates; an architecture whose outermost on-chip level does not
+    keep inputs is refused."""
+    pytest.importorskip("torch")
+    from dataclasses import replace
+
+    from twill.errors import InvalidProblemError
+    from twill.mapping.arch import simba_arch
+    from twill.mapping.fadiff.baselines import layerwise_cosa
+    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.workload import Operand
+
+    arch = simba_arch()
+    net, _ = _pair()
+    cosa = layerwise_cosa(net, arch).plan
+    r = fadiff(net, arch, steps=30, seed=0, eval_every=10, candidates=[cosa])
+    assert verify_plan(net, arch, r.plan) == [] and r.report.valid
+    assert r.report.edp <= evaluate_plan(net, arch, cosa).edp
+    levels = list(arch.levels)
+    levels[-2] = replace(levels[-2], keeps=frozenset({Operand.O}), partition=None)
+    with pytest.raises(InvalidProblemError, match="must keep inputs"):
+        fadiff(net, replace(arch, levels=tuple(levels)), steps=1)
