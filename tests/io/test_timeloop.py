@@ -114,3 +114,17 @@ class TestDataset:
         assert len(rows) == 2000 and errors["valid"] == 2000
         assert errors["cycles"]["exact_fraction"] > 0.90
         assert errors["energy_uJ"]["median"] < 0.02
+
+
+def test_dosa_gemmini_descriptions_agree_on_the_pe_array(shared_benchmarks):
+    """DOSA ships Gemmini twice: a v0.3 tree (16 accumulator instances, 32 KB accumulator,
+    128 KB scratchpad) and a flat v1 file (256 MACs, one merged 64 KB accumulator, 256 KB
+    scratchpad). Both have the 16 x 16 PE array."""
+    folder = shared_benchmarks / "dosa" / "hw" / "gemmini" / "arch"
+    sizes = {"arch.yaml": (32, 128), "arch_cosa.yaml": (64, 256)}
+    for name, (acc_kb, sp_kb) in sizes.items():
+        arch = read_arch(folder / name)
+        acc, sp = arch.levels[1], arch.levels[2]
+        assert (arch.macs, acc.instances) == (256, 16), name
+        assert acc.entries * acc.instances * acc.word_bits // 8 == acc_kb * 1024, name
+        assert sp.entries * sp.word_bits // 8 == sp_kb * 1024, name

@@ -458,6 +458,14 @@ def _keeps_from_mapspace(ms: Any) -> dict[str, frozenset[Operand]]:
     return out
 
 
+def _gemmini_pe_dim(macs: int, accumulator_instances: int) -> int:
+    """The side of Gemmini's square PE array: the square root of the MAC count when it is a
+    square (DOSA's ``arch_cosa.yaml`` gives 256 MACs and one merged accumulator), otherwise
+    the number of accumulator instances (one per array column, as in DOSA's ``arch.yaml``)."""
+    side = math.isqrt(macs)
+    return side if side * side == macs and side > 1 else accumulator_instances
+
+
 def build_arch(data: Any, name: str, *, mapspace: Any = None) -> Arch:
     """Build an :class:`Arch` from validated architecture data.
 
@@ -474,7 +482,7 @@ def build_arch(data: Any, name: str, *, mapspace: Any = None) -> Arch:
     lowered = [n.lower() for n in names]
     if lowered == ["registers", "accumulator", "scratchpad", "dram"]:
         acc, sp, dram = comps[1], comps[2], comps[3]
-        pe_dim = int(acc.get("instances", 16))
+        pe_dim = _gemmini_pe_dim(macs, int(acc.get("instances", 16)))
         acc_kb = acc["entries"] * acc["instances"] * acc.get("word-bits", 32) / 8 / 1024
         sp_kb = sp["entries"] * sp.get("word-bits", 8) / 8 / 1024
         arch = gemmini_arch(

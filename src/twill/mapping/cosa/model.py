@@ -216,8 +216,8 @@ def _solve_cbc(
     has = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     if st == "Optimal" and prob.sol_status == pulp.LpSolutionOptimal:
         status = Status.OPTIMAL
-    elif st == "Infeasible":
-        status = Status.INFEASIBLE
+    elif st == "Infeasible" and (time_limit is None or solve_s * max(1, threads) < time_limit):
+        status = Status.INFEASIBLE  # CBC stopped by its limit may say "infeasible": no proof
     elif has:
         status = Status.FEASIBLE
     else:
