@@ -59,10 +59,10 @@ def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapp
     for m in range(L):
         seq = inner_first if m == ix.gb else list(_CANONICAL_INNER_FIRST)
         order.append(tuple(reversed(seq)))
-    blank = Mapping((), (), tuple(order), None)
+    plain = Mapping(tuple(tuple(r[:7]) for r in T), tuple(tuple(r[:7]) for r in Sp), tuple(order))
     if not any(d is Dim.G for d, _n, _p in ix.factors):
-        return Mapping(tuple(tuple(r[:7]) for r in T), tuple(tuple(r[:7]) for r in Sp), blank.order)
-    return blank.with_full_factors(T, Sp)
+        return plain
+    return plain.with_full_factors(T, Sp)
 
 
 def _primes(x: int) -> list[int]:
