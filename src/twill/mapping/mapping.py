@@ -183,9 +183,9 @@ class Mapping:
     def full_factors(self, groups: int) -> tuple[list[list[int]], list[list[int]]]:
         """Temporal and spatial factors per level over :data:`ALL_DIMS` (G last), as lists."""
         p = self.placed(groups)
-        assert p.group_temporal is not None and p.group_spatial is not None
-        t = [[*row, g] for row, g in zip(p.temporal, p.group_temporal, strict=True)]
-        s = [[*row, g] for row, g in zip(p.spatial, p.group_spatial, strict=True)]
+        gt, gs = p.group_temporal or (), p.group_spatial or ()  # both set by placed()
+        t = [[*row, g] for row, g in zip(p.temporal, gt, strict=True)]
+        s = [[*row, g] for row, g in zip(p.spatial, gs, strict=True)]
         return t, s
 
     def with_full_factors(self, temporal: list[list[int]], spatial: list[list[int]]) -> Mapping:
