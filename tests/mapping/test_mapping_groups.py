@@ -85,6 +85,10 @@ def test_cost_is_groups_times_one_group():
 
 @pytest.mark.parametrize("mapper", ["random", "hybrid"])
 def test_baselines_map_grouped_layers(mapper):
+    """The random and hybrid baselines place G's primes too (spatially where allowed)."""
     res = map_layer(GROUPED, simba_arch(), mapper=mapper, seed=1, n_valid=50)
     assert res.mapping is not None and verify_mapping(GROUPED, simba_arch(), res.mapping) == []
+    assert res.mapping.group_temporal is not None and res.mapping.dim_product(Dim.G) == 4
     assert res.report.macs == GROUPED.total_macs
+    gem = map_layer(DW, gemmini_arch(), mapper=mapper, seed=1, n_valid=50).mapping
+    assert verify_mapping(DW, gemmini_arch(), gem) == [] and gem.dim_product(Dim.G) == 32

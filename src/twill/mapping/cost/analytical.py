@@ -98,6 +98,17 @@ class MappingBatch:
         gs = tuple(int(x) for x in self.group_spatial[b])
         return Mapping(t, s, o, keeps, gt, gs)
 
+    def take(self, rows: np.ndarray) -> MappingBatch:
+        """The mappings at ``rows`` (in that order, repeats allowed)."""
+        gt, gs = self.group_temporal, self.group_spatial
+        return MappingBatch(
+            self.temporal[rows],
+            self.spatial[rows],
+            self.order[rows],
+            None if gt is None else gt[rows],
+            None if gs is None else gs[rows],
+        )
+
     def full(self, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Factors ``(B, L, 8)`` over :data:`ALL_DIMS` and orders ``(B, L, 8)`` with the G
         loop outermost in every level."""
