@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -73,13 +74,22 @@ def _level_orders(temporal: tuple[int, ...], current: tuple[int, ...]) -> list[t
 
 
 def _best_of(
-    layer: Layer, arch: Arch, T: np.ndarray, Sp: np.ndarray, orders: np.ndarray, metric: str
+    layer: Layer, arch: Arch, tiling: Mapping, orders: np.ndarray, metric: str
 ) -> tuple[int, tuple[float, ...]]:
-    """Index and key of the best order in ``orders`` ``(B, L, 7)`` for the tiling ``T``/``Sp``."""
+    """Index and key of the best order in ``orders`` ``(B, L, 7)`` for the tiling of
+    ``tiling`` (its factors, G's included)."""
     B = orders.shape[0]
-    cost = evaluate_batch(
-        layer, arch, MappingBatch(np.repeat(T[None], B, 0), np.repeat(Sp[None], B, 0), orders)
+    placed = tiling.placed(layer.groups)
+    T, Sp = np.array(tiling.temporal), np.array(tiling.spatial)
+    gt, gs = np.array([placed.group_temporal]), np.array([placed.group_spatial])
+    batch = MappingBatch(
+        np.repeat(T[None], B, 0),
+        np.repeat(Sp[None], B, 0),
+        orders,
+        np.repeat(gt, B, 0),
+        np.repeat(gs, B, 0),
     )
+    cost = evaluate_batch(layer, arch, batch)
     keys = [
         _key(float(c), float(e), metric) for c, e in zip(cost.cycles, cost.energy_pj, strict=True)
     ]
@@ -118,29 +128,28 @@ def polish_loop_orders(
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     T = np.array(mapping.temporal, dtype=np.int64)
-    Sp = np.array(mapping.spatial, dtype=np.int64)
     current = [tuple(d.index for d in lv) for lv in mapping.order]
     per = [_level_orders(tuple(T[m]), current[m]) for m in range(len(current))]
     if math.prod(len(p) for p in per) <= max_batch:
         combos = np.array(list(itertools.product(*per)), dtype=np.int64)
-        k, _ = _best_of(layer, arch, T, Sp, combos, metric)
+        k, _ = _best_of(layer, arch, mapping, combos, metric)
         best = [tuple(int(x) for x in row) for row in combos[k]]
     else:
         best = list(current)
-        _, best_key = _best_of(layer, arch, T, Sp, np.array([best], dtype=np.int64), metric)
+        _, best_key = _best_of(layer, arch, mapping, np.array([best], dtype=np.int64), metric)
         for _sweep in range(max_sweeps):
             improved = False
             for m, orders in enumerate(per):
                 if len(orders) < 2:
                     continue
                 trial = np.array([best[:m] + [o] + best[m + 1 :] for o in orders], dtype=np.int64)
-                k, key = _best_of(layer, arch, T, Sp, trial, metric)
+                k, key = _best_of(layer, arch, mapping, trial, metric)
                 if key < best_key:
                     best[m], best_key, improved = orders[k], key, True
             if not improved:
                 break
     order = tuple(tuple(DIMS[d] for d in lv) for lv in best)
-    return Mapping(mapping.temporal, mapping.spatial, order, mapping.keeps)
+    return replace(mapping, order=order)
 
 
 def cosa_rerank_map(

@@ -273,12 +273,6 @@ def _fadiff(
     t0 = time.perf_counter()
     bad = net.check() + check_gemmini(arch)
     bad += cfg.check()
-    bad += [
-        f"layer {ly.name}: {ly.groups} groups (grouped/depthwise convolution or batched "
-        "matmul); FADiff maps plain layers only, use map-network for this network"
-        for ly in net.layers
-        if ly.groups > 1
-    ]
     if bad:
         raise InvalidProblemError(bad, source=net.name)
     if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():
@@ -297,19 +291,20 @@ def _fadiff(
     tab3 = type(tab)(
         *(
             x.repeat(3, *([1] * (x.dim() - 1)))
-            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size)
+            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size, tab.groups)
         )
     )
     space = factor_space(layers, arch, cfg.device)
     orders = torch.cat([order_tensor(B, o, L, cfg.device) for o in _ORDERS], 0)
     os_idx = _ORDERS.index("OS")
 
-    theta0 = torch.zeros(B, 5, 7, dtype=torch_dtype)
+    theta0 = torch.zeros(B, len(space.slots), 7, dtype=torch_dtype)
     if init is not None:
         theta0 = _theta_from_plan(init, arch)
-    else:
-        for k, lvl in ((1, 1), (3, 2)):
-            theta0[:, k, :] = math.log(arch.fanout(lvl))
+    else:  # spatial slots start at the full fan-out
+        for k, (lvl, kind) in enumerate(space.slots):
+            if kind == "s":
+                theta0[:, k, :] = math.log(arch.fanout(lvl))
     theta = theta0.clone().to(cfg.device).requires_grad_(True)
     cands = list(net.candidates) if cfg.fusion else []
     E = len(cands)
@@ -728,11 +723,12 @@ def _theta_from_plan(plan: FusionPlan, arch: Arch) -> torch.Tensor:
     """Log-factors reproducing ``plan``'s on-chip factors in the slot layout of ``relax``."""
     import torch
 
-    from twill.mapping.fadiff.relax import SLOTS
+    from twill.mapping.fadiff.relax import slots_for
 
-    th = torch.zeros(len(plan.mappings), len(SLOTS), 7, dtype=torch.float64)
+    slots = slots_for(arch)
+    th = torch.zeros(len(plan.mappings), len(slots), 7, dtype=torch.float64)
     for b, m in enumerate(plan.mappings):
-        for k, (lvl, kind) in enumerate(SLOTS):
+        for k, (lvl, kind) in enumerate(slots):
             vals = m.spatial[lvl] if kind == "s" else m.temporal[lvl]
             for j in range(7):
                 th[b, k, j] = math.log(max(1, vals[j]))

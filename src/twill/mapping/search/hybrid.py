@@ -14,11 +14,12 @@ within ``max_samples`` draws. Same seed, same result.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
+from twill.mapping.cost.analytical import evaluate_batch
 from twill.mapping.result import MapResult
 from twill.mapping.search.common import finish, metric_values
 from twill.mapping.search.random import random_orders, sample_batch
@@ -84,9 +85,9 @@ def hybrid_search(
         if idx.size == 0:
             continue
         tilings_used += idx.size
-        T = np.repeat(tiles.temporal[idx], ppt, axis=0)[: n_valid - evaluated]
-        Sp = np.repeat(tiles.spatial[idx], ppt, axis=0)[: n_valid - evaluated]
-        batch = MappingBatch(T, Sp, random_orders(rng, T.shape[0], L))
+        chosen = tiles.take(np.repeat(idx, ppt)[: n_valid - evaluated])  # each tiling ppt times
+        T = chosen.temporal
+        batch = replace(chosen, order=random_orders(rng, T.shape[0], L))
         cost = evaluate_batch(layer, arch, batch)
         evaluated += T.shape[0]
         score = metric_values(cost, metric)

@@ -20,7 +20,7 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
 from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
-from twill.mapping.workload import DIMS, Layer, prime_factors
+from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.results import Status
 
 __all__ = ["sample_batch", "random_orders", "random_search"]
@@ -40,7 +40,8 @@ def sample_batch(
     rng: np.random.Generator | None = None,
     permute: bool = True,
 ) -> MappingBatch:
-    """Draw ``n`` random perfect factorisations (valid or not) as a :class:`MappingBatch`.
+    """Draw ``n`` random perfect factorisations (valid or not) as a :class:`MappingBatch`;
+    a grouped layer's G primes are placed like the others' (``group_temporal/spatial``).
 
     Examples
     --------
@@ -51,10 +52,11 @@ def sample_batch(
     """
     rng = rng if rng is not None else np.random.default_rng(seed)
     L = arch.n_levels
-    T = np.ones((n, L, 7), dtype=np.int64)
-    Sp = np.ones((n, L, 7), dtype=np.int64)
+    dims = ALL_DIMS if layer.groups > 1 else DIMS
+    T = np.ones((n, L, len(dims)), dtype=np.int64)
+    Sp = np.ones((n, L, len(dims)), dtype=np.int64)
     rows = np.arange(n)
-    for j, d in enumerate(DIMS):
+    for j, d in enumerate(dims):
         ch = choices(arch, d)
         lvl = np.array([c[0] for c in ch])
         spatial = np.array([c[1] for c in ch])
@@ -69,7 +71,9 @@ def sample_batch(
         order = random_orders(rng, n, L)
     else:
         order = np.broadcast_to(np.array(CANONICAL_ORDER), (n, L, 7)).copy()
-    return MappingBatch(T, Sp, order)
+    if layer.groups == 1:
+        return MappingBatch(T, Sp, order)
+    return MappingBatch(T[..., :7], Sp[..., :7], order, T[..., 7], Sp[..., 7])
 
 
 def random_search(
