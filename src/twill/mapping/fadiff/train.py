@@ -43,8 +43,9 @@ from twill.mapping.fadiff.fusion import (
 )
 from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
-from twill.mapping.mapping import Mapping
+from twill.mapping.mapping import Mapping, to_dosa_string
 from twill.mapping.workload import DIMS, OPERANDS, Layer
+from twill.results import SolveResult, Status, Timings
 
 if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
     import torch
@@ -82,6 +83,55 @@ class FADiffResult:
 
     def __repr__(self) -> str:
         return plan_repr(self, n_iter=self.n_iter)
+
+    @property
+    def status(self) -> Status:
+        """FEASIBLE: the plan is verified; FADiff is a heuristic and proves no optimum."""
+        return Status.FEASIBLE
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the plan (one DOSA mapping string per layer, fused edge indices),
+        its exact cost, the run's statistics and histories (NaN written as ``None``)."""
+        return {
+            "network": self.plan.network,
+            "method": self.plan.method,
+            "status": self.status.value,
+            "mappings": [to_dosa_string(m) for m in self.plan.mappings],
+            "fused": list(self.plan.fused),
+            **{k: _finite(v) for k, v in self.report.summary().items()},
+            "valid": bool(self.report.valid),
+            "n_iter": self.n_iter,
+            "n_evaluations": self.n_evaluations,
+            "seconds": self.seconds,
+            "source": self.source,
+            "settings": dict(self.settings),
+            "history": [{k: _finite(v) for k, v in h.items()} for h in self.history],
+            "evals": [{k: _finite(v) for k, v in e.items()} for e in self.evals],
+        }
+
+    def as_result(self) -> SolveResult:
+        """The shared :class:`~twill.results.SolveResult`: the verified plan as solution, its
+        exact EDP (µJ·cycles) as objective, no bound (heuristic)."""
+        stats = {"n_iter": self.n_iter, "n_evaluations": self.n_evaluations,
+                 "source": self.source, "fused": len(self.plan.fused),
+                 **self.report.summary()}  # fmt: skip
+        return SolveResult(
+            self.status,
+            solution=self.plan,
+            objective=self.report.edp,
+            objective_unit="EDP (uJ*cycles)",
+            timings=Timings(solve=self.seconds),
+            stats=stats,
+            settings=dict(self.settings),
+            seed=self.settings.get("seed"),
+        )
+
+
+def _finite(value: object) -> object:
+    """``value`` with a non-finite float replaced by ``None`` (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def plan_repr(result: Any, **more: object) -> str:
