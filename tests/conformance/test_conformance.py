@@ -214,13 +214,12 @@ def _mapper(name: str) -> Callable[[Any, SolverOptions], Any]:
         from twill.mapping.search.random import random_search
 
         layer, arch = inst
-        limit = o.time_limit or 60.0
         calls = {
-            "cosa": lambda: cosa_map(layer, arch, time_limit=limit, threads=o.threads, seed=o.seed),
-            "cosa-rerank": lambda: cosa_rerank_map(layer, arch, time_limit=limit, seed=o.seed),
-            "random": lambda: random_search(layer, arch, n_valid=20, seed=o.seed),
-            "exhaustive": lambda: exhaustive_search(layer, arch, seed=o.seed),
-            "hybrid": lambda: hybrid_search(layer, arch, n_valid=64, seed=o.seed),
+            "cosa": lambda: cosa_map(layer, arch, options=o),
+            "cosa-rerank": lambda: cosa_rerank_map(layer, arch, options=o),
+            "random": lambda: random_search(layer, arch, n_valid=20, options=o),
+            "exhaustive": lambda: exhaustive_search(layer, arch, options=o),
+            "hybrid": lambda: hybrid_search(layer, arch, n_valid=64, options=o),
         }
         return calls[name]()
 
@@ -231,7 +230,7 @@ def _fadiff(inst: Any, o: SolverOptions) -> Any:
     from twill.mapping.fadiff.train import fadiff
 
     net, arch = inst
-    return fadiff(net, arch, steps=20, eval_every=10, seed=o.seed)
+    return fadiff(net, arch, steps=20, eval_every=10, options=o)
 
 
 SOLVERS: list[Entry] = [
@@ -248,9 +247,9 @@ SOLVERS: list[Entry] = [
     Entry("exact-cpsat", _small_dag, _baseline("exact"), _verify_gaus),
     Entry("cosa", _layer_and_arch, _mapper("cosa"), _verify_mapping),
     Entry("cosa-rerank", _layer_and_arch, _mapper("cosa-rerank"), _verify_mapping),
-    Entry("random", _layer_and_arch, _mapper("random"), _verify_mapping, time_limited=False),
-    Entry("exhaustive", _tiny_layer_and_arch, _mapper("exhaustive"), _verify_mapping, False),
-    Entry("hybrid", _layer_and_arch, _mapper("hybrid"), _verify_mapping, time_limited=False),
+    Entry("random", _layer_and_arch, _mapper("random"), _verify_mapping),
+    Entry("exhaustive", _tiny_layer_and_arch, _mapper("exhaustive"), _verify_mapping),
+    Entry("hybrid", _layer_and_arch, _mapper("hybrid"), _verify_mapping),
     Entry("fadiff", _two_layer_net, _fadiff, _verify_plan, time_limited=False),
 ]
 

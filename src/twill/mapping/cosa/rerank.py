@@ -173,7 +173,8 @@ def cosa_rerank_map(
     polish
         Polish each candidate's loop orders (:func:`polish_loop_orders`).
     gb_order, **cosa_options
-        Passed to every :func:`~twill.mapping.cosa.cosa_map` call (backend, time_limit ...).
+        Passed to every :func:`~twill.mapping.cosa.cosa_map` call (backend, time_limit,
+        ``options=SolverOptions(...)`` ...).
 
     Returns
     -------
@@ -258,5 +259,5 @@ def cosa_rerank_map(
         timings,
         stats,
         settings,
-        cosa_options.get("seed", 0),
+        first.seed if first is not None else None,
     )

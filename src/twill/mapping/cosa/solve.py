@@ -15,7 +15,9 @@ from twill.mapping.cosa.mip import CosaWeights, build_cosa_model
 from twill.mapping.cosa.model import solve_model
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.result import MapResult
+from twill.mapping.solver_options import common_fields, progress
 from twill.mapping.workload import Layer
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.validation import check_int, check_real
 
@@ -91,6 +93,7 @@ def cosa_map(
     settings: CoSASettings | None = None,
     *,
     on_incumbent: Callable[[float, float, float], None] | None = None,
+    options: SolverOptions | None = None,
     **overrides: Any,
 ) -> MapResult:
     """Map one layer with CoSA's MIP.
@@ -103,6 +106,10 @@ def cosa_map(
         The run's :class:`CoSASettings` (default: all defaults).
     on_incumbent
         ``callback(objective, bound, elapsed)`` for progress (CP-SAT).
+    options
+        Shared solver options; when given, their ``seed``, ``threads``, ``time_limit`` (when
+        set) and ``extra`` replace those of ``settings`` and ``overrides``, and
+        ``on_progress`` receives ``{"objective", "bound", "elapsed"}`` per incumbent.
     **overrides
         Individual :class:`CoSASettings` fields replacing those of ``settings``
         (``cosa_map(layer, arch, time_limit=20)``).
@@ -127,10 +134,7 @@ def cosa_map(
     >>> r.status.value, r.report.valid
     ('optimal', True)
     """
-    cfg = replace(settings or CoSASettings(), **overrides)
-    check_real(cfg.time_limit, "time_limit")
-    check_int(cfg.threads, "threads")
-    check_int(cfg.seed, "seed", minimum=0)
+    cfg = _settings(settings, options, overrides)
     bad = layer.check() + arch.check()
     if bad:
         raise InvalidProblemError(bad, source=layer.name)
@@ -144,7 +148,7 @@ def cosa_map(
         threads=cfg.threads,
         seed=cfg.seed,
         extra=cfg.extra,
-        on_incumbent=on_incumbent,
+        on_incumbent=on_incumbent or _incumbent_events(options),
     )
     t1 = time.perf_counter()
     stats: dict[str, Any] = {**model.size, **sol.stats}
@@ -166,11 +170,7 @@ def cosa_map(
         return result(
             sol.status, {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds}
         )
-    stats["terms"] = {
-        name: model.value({k: c for k, c in expr.items() if k != "__const__"}, sol.values)
-        + expr.get("__const__", 0.0)
-        for name, expr in terms.items()
-    }
+    stats["terms"] = _term_values(model, terms, sol.values)
     mapping = decode_solution(sol.values, ix, arch)
     mapping, moves, left = repair_capacity(layer, arch, mapping)
     stats["repair_moves"] = moves
@@ -189,3 +189,40 @@ def cosa_map(
     status = sol.status if moves == 0 else Status.FEASIBLE
     report = evaluate(layer, arch, mapping)
     return result(status, timings, mapping=mapping, report=report, objective=sol.objective)
+
+
+def _settings(
+    settings: CoSASettings | None, options: SolverOptions | None, overrides: dict[str, Any]
+) -> CoSASettings:
+    """The run's settings: ``settings``, then ``overrides``, then the shared ``options``."""
+    cfg = replace(settings or CoSASettings(), **overrides)
+    if options is not None:
+        extra = {**(cfg.extra or {}), **options.extra} or None
+        cfg = replace(cfg, extra=extra, **common_fields(options))
+    check_real(cfg.time_limit, "time_limit")
+    check_int(cfg.threads, "threads")
+    check_int(cfg.seed, "seed", minimum=0)
+    return cfg
+
+
+def _incumbent_events(
+    options: SolverOptions | None,
+) -> Callable[[float, float, float], None] | None:
+    """``options.on_progress`` as CP-SAT's incumbent callback (``None`` without one)."""
+    report = progress(options)
+    if report is None:
+        return None
+
+    def on_incumbent(objective: float, bound: float, elapsed: float) -> None:
+        report({"objective": objective, "bound": bound, "elapsed": elapsed})
+
+    return on_incumbent
+
+
+def _term_values(model: Any, terms: dict[str, Any], values: Any) -> dict[str, float]:
+    """The value of each named objective term (compute, utilisation, traffic) at ``values``."""
+    return {
+        name: model.value({k: c for k, c in expr.items() if k != "__const__"}, values)
+        + expr.get("__const__", 0.0)
+        for name, expr in terms.items()
+    }

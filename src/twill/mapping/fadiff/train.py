@@ -45,6 +45,7 @@ from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping, to_dosa_string
 from twill.mapping.workload import DIMS, OPERANDS, Layer
+from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
 
 if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
@@ -125,6 +126,20 @@ class FADiffResult:
             settings=dict(self.settings),
             seed=self.settings.get("seed"),
         )
+
+
+def _step_events(
+    options: SolverOptions | None,
+) -> Callable[[int, dict[str, float]], None] | None:
+    """``options.on_progress`` as :func:`fadiff`'s ``on_step`` (``None`` without one)."""
+    report = None if options is None else options.on_progress
+    if report is None:
+        return None
+
+    def on_step(step: int, record: dict[str, float]) -> None:
+        report({"step": step, **record})
+
+    return on_step
 
 
 def _finite(value: object) -> object:
@@ -259,6 +274,7 @@ def fadiff(
     init: FusionPlan | None = None,
     candidates: Sequence[FusionPlan] = (),
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    options: SolverOptions | None = None,
     **overrides: Any,
 ) -> FADiffResult:
     """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
@@ -279,6 +295,11 @@ def fadiff(
     **overrides
         Individual :class:`FADiffSettings` fields replacing those of ``settings``
         (``fadiff(net, arch, steps=60, seed=3)``).
+    options
+        Shared solver options; when given, ``options.seed`` replaces the settings' seed,
+        ``options.threads`` sets torch's intra-op threads (1 otherwise) and
+        ``options.on_progress`` receives ``{"step", "loss", "edp", "best_edp", "tau"}`` per
+        step. The run is bounded by ``steps``: ``options.time_limit`` is not used.
 
     Returns
     -------
@@ -299,10 +320,12 @@ def fadiff(
     threads = torch.get_num_threads()
     # The tensors are tiny (a few hundred rows): intra-op threads only add synchronisation,
     # which on a loaded 2-core machine costs milliseconds per kernel. Restored on exit.
-    torch.set_num_threads(1)
+    torch.set_num_threads(1 if options is None else options.threads)
     try:
         cfg = replace(settings or FADiffSettings(), **overrides)
-        return _fadiff(net, arch, cfg, init, candidates, on_step)
+        if options is not None:
+            cfg = replace(cfg, seed=options.seed)
+        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options))
     finally:
         torch.set_num_threads(threads)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -12,10 +13,20 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, evaluate
 from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.result import MapResult
+from twill.mapping.solver_options import deadline, progress, resolve_seed
 from twill.mapping.workload import Dim, Layer
+from twill.options import SolverOptions
 from twill.results import Status
 
-__all__ = ["METRICS", "choices", "metric_values", "finish", "CANONICAL_ORDER"]
+__all__ = [
+    "METRICS",
+    "choices",
+    "metric_values",
+    "finish",
+    "CANONICAL_ORDER",
+    "search_controls",
+    "stopped_stats",
+]
 
 #: Metrics the searches minimise: ``edp`` (default), ``cycles``, ``energy``, or ``lex``
 #: (cycles first, energy breaks ties).
@@ -92,3 +103,16 @@ def finish(
         settings,
         seed,
     )
+
+
+def search_controls(
+    seed: int | None, options: SolverOptions | None
+) -> tuple[int | None, float, Callable[[dict[str, Any]], None] | None]:
+    """A search's seed, stop time (``perf_counter`` value) and progress callback: those of
+    ``options`` when given, else its own ``seed``, no limit and no callback."""
+    return resolve_seed(seed, options), deadline(options), progress(options)
+
+
+def stopped_stats(stop: float, done: bool) -> dict[str, str]:
+    """``{"stopped": "time_limit"}`` when a search that is not ``done`` ran out of time."""
+    return {"stopped": "time_limit"} if not done and time.perf_counter() >= stop else {}

@@ -20,8 +20,16 @@ from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
+from twill.mapping.search.common import (
+    CANONICAL_ORDER,
+    choices,
+    finish,
+    metric_values,
+    search_controls,
+    stopped_stats,
+)
 from twill.mapping.workload import DIMS, Layer, prime_factors
+from twill.options import SolverOptions
 from twill.results import Status
 
 __all__ = ["exhaustive_search", "count_tilings"]
@@ -69,6 +77,7 @@ def exhaustive_search(
     max_mappings: int = 2_000_000,
     batch_size: int = 65536,
     seed: int | None = None,
+    options: SolverOptions | None = None,
 ) -> MapResult:
     """Enumerate the whole mapping space of a small layer and return the best mapping.
 
@@ -85,6 +94,11 @@ def exhaustive_search(
         Refuse spaces with more tilings (or tiling x order pairs) than this.
     seed
         Unused (deterministic); accepted for a uniform interface.
+    options
+        Shared solver options; when given, ``options.seed`` is recorded, the evaluation stops
+        at ``options.time_limit`` (then the best mapping so far is FEASIBLE, not OPTIMAL, and
+        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
+        ``{"evaluated", "total", "best"}`` after each batch.
 
     Raises
     ------
@@ -99,6 +113,7 @@ def exhaustive_search(
     ('optimal', True)
     """
     t0 = time.perf_counter()
+    seed, stop, report = search_controls(seed, options)
     L = arch.n_levels
     opts = [_dim_options(layer, arch, j) for j in range(7)]
     total = math.prod(len(o) for o in opts)
@@ -141,17 +156,25 @@ def exhaustive_search(
         owner = [np.array(rows_t, dtype=np.int64)]
     order_all, own = orders_arr[0], owner[0]
     best_score, best = np.inf, None
-    for s in range(0, len(own), batch_size):
-        sel = own[s : s + batch_size]
-        batch = MappingBatch(T[sel], Sp[sel], order_all[s : s + batch_size])
+    done = 0
+    while done < len(own) and time.perf_counter() < stop:
+        sel = own[done : done + batch_size]
+        batch = MappingBatch(T[sel], Sp[sel], order_all[done : done + batch_size])
         score = metric_values(evaluate_batch(layer, arch, batch), metric)
+        done += len(sel)
         k = int(np.argmin(score))
         if score[k] < best_score:
             best_score, best = float(score[k]), batch.mapping(k)
-    proven = orders == "all" and best is not None
-    status = (
-        Status.OPTIMAL if proven else (Status.FEASIBLE if best is not None else Status.INFEASIBLE)
-    )
+        if report is not None:
+            report({"evaluated": done, "total": int(len(own)), "best": best_score})
+    stopped = stopped_stats(stop, done >= len(own))
+    proven = orders == "all" and best is not None and not stopped
+    if proven:
+        status = Status.OPTIMAL
+    elif best is not None:
+        status = Status.FEASIBLE
+    else:  # nothing valid: a proof only when every candidate was evaluated
+        status = Status.UNKNOWN if stopped else Status.INFEASIBLE
     return finish(
         layer,
         arch,
@@ -160,7 +183,7 @@ def exhaustive_search(
         status=status,
         t0=t0,
         objective=None if best is None else best_score,
-        stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": int(len(own))},
+        stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": done, **stopped},
         settings={"metric": metric, "orders": orders},
         seed=seed,
     )

@@ -21,9 +21,10 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import finish, metric_values
+from twill.mapping.search.common import finish, metric_values, search_controls, stopped_stats
 from twill.mapping.search.random import random_orders, sample_batch
 from twill.mapping.workload import Layer
+from twill.options import SolverOptions
 from twill.results import Status
 
 __all__ = ["hybrid_search"]
@@ -39,6 +40,7 @@ def hybrid_search(
     metric: str = "edp",
     max_samples: int = 5_000_000,
     batch_size: int = 8192,
+    options: SolverOptions | None = None,
 ) -> MapResult:
     """Best of ``n_valid`` valid mappings, ``permutations_per_tiling`` orders per valid tiling.
 
@@ -56,6 +58,11 @@ def hybrid_search(
         What "best" means: ``edp`` (default), ``cycles``, ``energy`` or ``lex``.
     max_samples
         Tilings drawn before giving up.
+    options
+        Shared solver options; when given, ``options.seed`` replaces ``seed``, the search
+        stops drawing at ``options.time_limit`` (the best valid mapping so far is returned,
+        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
+        ``{"samples", "evaluated", "best"}`` after each batch.
 
     Returns
     -------
@@ -69,12 +76,13 @@ def hybrid_search(
     (320, True)
     """
     t0 = time.perf_counter()
+    seed, stop, report = search_controls(seed, options)
     rng = np.random.default_rng(seed)
     L = arch.n_levels
     ppt = max(1, permutations_per_tiling)
     best_score, best = np.inf, None
     samples = evaluated = tilings_used = 0
-    while evaluated < n_valid and samples < max_samples:
+    while evaluated < n_valid and samples < max_samples and time.perf_counter() < stop:
         size = min(batch_size, max_samples - samples)
         tiles = sample_batch(layer, arch, size, rng=rng, permute=False)
         samples += size
@@ -94,7 +102,10 @@ def hybrid_search(
         k = int(np.argmin(score))
         if score[k] < best_score:
             best_score, best = float(score[k]), batch.mapping(k)
+        if report is not None:
+            report({"samples": samples, "evaluated": evaluated, "best": best_score})
     status = Status.FEASIBLE if best is not None else Status.UNKNOWN
+    stopped = stopped_stats(stop, evaluated >= n_valid or samples >= max_samples)
     return finish(
         layer,
         arch,
@@ -103,7 +114,7 @@ def hybrid_search(
         status=status,
         t0=t0,
         objective=None if best is None else best_score,
-        stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used},
+        stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used, **stopped},
         settings={"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric},
         seed=seed,
     )

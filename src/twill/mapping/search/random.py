@@ -19,8 +19,16 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
+from twill.mapping.search.common import (
+    CANONICAL_ORDER,
+    choices,
+    finish,
+    metric_values,
+    search_controls,
+    stopped_stats,
+)
 from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
+from twill.options import SolverOptions
 from twill.results import Status
 
 __all__ = ["sample_batch", "random_orders", "random_search"]
@@ -86,6 +94,7 @@ def random_search(
     permute: bool = True,
     max_samples: int = 2_000_000,
     batch_size: int = 8192,
+    options: SolverOptions | None = None,
 ) -> MapResult:
     """Best of the first ``n_valid`` valid random mappings.
 
@@ -103,6 +112,11 @@ def random_search(
         Random loop order per level (default) or CoSA's canonical order.
     max_samples
         Give up (status UNKNOWN when nothing valid was found) after this many draws.
+    options
+        Shared solver options; when given, ``options.seed`` replaces ``seed``, the search
+        stops drawing at ``options.time_limit`` (the best valid mapping so far is returned,
+        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
+        ``{"samples", "valid", "best"}`` after each batch.
 
     Returns
     -------
@@ -117,10 +131,11 @@ def random_search(
     ('feasible', True)
     """
     t0 = time.perf_counter()
+    seed, stop, report = search_controls(seed, options)
     rng = np.random.default_rng(seed)
     best_score, best = np.inf, None
     samples = found = 0
-    while found < n_valid and samples < max_samples:
+    while found < n_valid and samples < max_samples and time.perf_counter() < stop:
         size = min(batch_size, max_samples - samples)
         batch = sample_batch(layer, arch, size, rng=rng, permute=permute)
         samples += size
@@ -132,7 +147,10 @@ def random_search(
             k = int(np.argmin(score))
             if score[k] < best_score:
                 best_score, best = float(score[k]), batch.mapping(int(idx[k]))
+        if report is not None:
+            report({"samples": samples, "valid": found, "best": best_score})
     status = Status.FEASIBLE if best is not None else Status.UNKNOWN
+    stopped = stopped_stats(stop, found >= n_valid or samples >= max_samples)
     return finish(
         layer,
         arch,
@@ -141,7 +159,7 @@ def random_search(
         status=status,
         t0=t0,
         objective=None if best is None else best_score,
-        stats={"samples": samples, "valid": found},
+        stats={"samples": samples, "valid": found, **stopped},
         settings={"n_valid": n_valid, "metric": metric, "permute": permute},
         seed=seed,
     )
