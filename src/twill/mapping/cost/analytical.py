@@ -41,6 +41,7 @@ from twill.mapping.mapping import Mapping
 from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, RELEVANT, Layer, Operand
 
 __all__ = [
+    "EnergyDelay",
     "CostOptions",
     "CostReport",
     "BatchCost",
@@ -386,8 +387,26 @@ def _valid_mask(
 
 
 # ----------------------------------------------------------------------------- reports
+class EnergyDelay:
+    """The derived figures of a report with ``energy_pj`` and ``cycles``: energy in µJ and the
+    energy-delay product (µJ·cycles), shared by layer and network reports."""
+
+    energy_pj: float
+    cycles: float
+
+    @property
+    def energy_uj(self) -> float:
+        """Energy in µJ."""
+        return self.energy_pj * 1e-6
+
+    @property
+    def edp(self) -> float:
+        """Energy-delay product, µJ·cycles."""
+        return self.energy_uj * self.cycles
+
+
 @dataclass(frozen=True)
-class CostReport:
+class CostReport(EnergyDelay):
     """Cost of one mapped layer (or, after ``+``/``sum``, of a whole network).
 
     Energies in pJ, latency in cycles. ``count`` is how many times the layer occurs; network
@@ -413,15 +432,6 @@ class CostReport:
     valid: bool = True
     count: int = 1
     layers: tuple[dict[str, Any], ...] = field(default=())
-
-    @property
-    def energy_uj(self) -> float:
-        return self.energy_pj * 1e-6
-
-    @property
-    def edp(self) -> float:
-        """Energy-delay product, µJ·cycles."""
-        return self.energy_uj * self.cycles
 
     @property
     def utilisation(self) -> float:

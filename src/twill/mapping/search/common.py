@@ -26,6 +26,7 @@ __all__ = [
     "CANONICAL_ORDER",
     "search_controls",
     "stopped_stats",
+    "finish_sampled",
 ]
 
 #: Metrics the searches minimise: ``edp`` (default), ``cycles``, ``energy``, or ``lex``
@@ -116,3 +117,33 @@ def search_controls(
 def stopped_stats(stop: float, done: bool) -> dict[str, str]:
     """``{"stopped": "time_limit"}`` when a search that is not ``done`` ran out of time."""
     return {"stopped": "time_limit"} if not done and time.perf_counter() >= stop else {}
+
+
+def finish_sampled(
+    layer: Layer,
+    arch: Arch,
+    best: Mapping | None,
+    best_score: float,
+    *,
+    method: str,
+    t0: float,
+    stop: float,
+    done: bool,
+    stats: dict[str, Any],
+    settings: dict[str, Any],
+    seed: int | None,
+) -> MapResult:
+    """:func:`finish` for a sampling search: FEASIBLE with its best mapping, UNKNOWN without
+    one (sampling proves nothing); a search not ``done`` at ``stop`` records the stop."""
+    return finish(
+        layer,
+        arch,
+        best,
+        method=method,
+        status=Status.FEASIBLE if best is not None else Status.UNKNOWN,
+        t0=t0,
+        objective=None if best is None else best_score,
+        stats={**stats, **stopped_stats(stop, done)},
+        settings=settings,
+        seed=seed,
+    )

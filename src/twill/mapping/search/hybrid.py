@@ -21,11 +21,10 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import finish, metric_values, search_controls, stopped_stats
+from twill.mapping.search.common import finish_sampled, metric_values, search_controls
 from twill.mapping.search.random import random_orders, sample_batch
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
-from twill.results import Status
 
 __all__ = ["hybrid_search"]
 
@@ -104,17 +103,16 @@ def hybrid_search(
             best_score, best = float(score[k]), batch.mapping(k)
         if report is not None:
             report({"samples": samples, "evaluated": evaluated, "best": best_score})
-    status = Status.FEASIBLE if best is not None else Status.UNKNOWN
-    stopped = stopped_stats(stop, evaluated >= n_valid or samples >= max_samples)
-    return finish(
+    return finish_sampled(
         layer,
         arch,
         best,
+        best_score,
         method="hybrid",
-        status=status,
         t0=t0,
-        objective=None if best is None else best_score,
-        stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used, **stopped},
+        stop=stop,
+        done=evaluated >= n_valid or samples >= max_samples,
+        stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used},
         settings={"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric},
         seed=seed,
     )

@@ -22,14 +22,12 @@ from twill.mapping.result import MapResult
 from twill.mapping.search.common import (
     CANONICAL_ORDER,
     choices,
-    finish,
+    finish_sampled,
     metric_values,
     search_controls,
-    stopped_stats,
 )
 from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.options import SolverOptions
-from twill.results import Status
 
 __all__ = ["sample_batch", "random_orders", "random_search"]
 
@@ -149,17 +147,16 @@ def random_search(
                 best_score, best = float(score[k]), batch.mapping(int(idx[k]))
         if report is not None:
             report({"samples": samples, "valid": found, "best": best_score})
-    status = Status.FEASIBLE if best is not None else Status.UNKNOWN
-    stopped = stopped_stats(stop, found >= n_valid or samples >= max_samples)
-    return finish(
+    return finish_sampled(
         layer,
         arch,
         best,
+        best_score,
         method="random",
-        status=status,
         t0=t0,
-        objective=None if best is None else best_score,
-        stats={"samples": samples, "valid": found, **stopped},
+        stop=stop,
+        done=found >= n_valid or samples >= max_samples,
+        stats={"samples": samples, "valid": found},
         settings={"n_valid": n_valid, "metric": metric, "permute": permute},
         seed=seed,
     )
