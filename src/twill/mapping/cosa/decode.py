@@ -19,7 +19,7 @@ from __future__ import annotations
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.mip import CosaIndex
 from twill.mapping.mapping import Mapping, Violation, verify_mapping
-from twill.mapping.workload import ALL_DIMS, DIMS, RELEVANT, Dim, Layer, Operand
+from twill.mapping.workload import ALL_DIMS, DIMS, RELEVANT, Dim, Layer, Operand, prime_factors
 
 __all__ = ["decode_solution", "repair_capacity"]
 
@@ -65,18 +65,6 @@ def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapp
     return plain.with_full_factors(T, Sp)
 
 
-def _primes(x: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= x:
-        while x % p == 0:
-            out.append(p)
-            x //= p
-        p += 1
-    if x > 1:
-        out.append(x)
-    return out
-
-
 def _move_one(
     mapping: Mapping, arch: Arch, level: int, tensors: set[Operand], groups: int = 1
 ) -> Mapping | None:
@@ -87,7 +75,7 @@ def _move_one(
     for src in range(level, -1, -1):
         for table in (T, Sp):
             cands = [
-                (min(_primes(table[src][d.index])), d)
+                (min(prime_factors(table[src][d.index])), d)
                 for d in ALL_DIMS
                 if d in dims and table[src][d.index] > 1
             ]
