@@ -227,13 +227,58 @@ def evaluate_batch(
     if L != arch.n_levels:
         raise ValueError(f"mappings have {L} levels, architecture {arch.name} has {arch.n_levels}")
     K = np.array([[v in keeps[m] for v in OPERANDS] for m in range(L)], dtype=bool)  # (L, 3)
-    rows = np.arange(B)
 
     TS = T * Sp
     ext = np.cumprod(TS, axis=1)  # (B, L, 8): extents of levels 0..m
     tiles = _footprints(ext, layer)  # (B, L, 3)
     compute = np.prod(T.reshape(B, -1), axis=1)
 
+    fills = _batch_fills(layer, opts, T, Sp, perm, K, ext, tiles)
+    reads, updates = _batch_reads_updates(opts, T, Sp, K, fills, tiles, compute)
+
+    used, per_op, per_inst, level_acc = _batch_accesses(Sp, K, reads, fills, updates)
+    e_lvl = np.array([lv.energy_pj for lv in arch.levels])
+    op_energy = per_op * used[:, :, None] * e_lvl[None, :, None]
+    level_energy = level_acc * e_lvl[None, :]
+    mac_e = layer.total_macs * arch.mac_energy_pj
+    energy = level_energy.sum(axis=1) + mac_e
+    bw_cycles = _bandwidth_cycles(arch, per_inst, level_acc)
+    cycles = np.ceil(np.maximum(compute, bw_cycles.max(axis=1)) - 1e-9)
+    util = layer.total_macs / (cycles * arch.macs)
+    valid = _valid_mask(layer, arch, T, Sp, tiles, K)
+    return BatchCost(
+        cycles=cycles,
+        compute_cycles=compute,
+        energy_pj=energy,
+        level_energy_pj=level_energy,
+        operand_energy_pj=op_energy,
+        reads=reads,
+        fills=fills,
+        updates=updates,
+        level_accesses=level_acc,
+        instances_used=used,
+        tiles=tiles,
+        bandwidth_cycles=bw_cycles,
+        utilisation=util,
+        valid=valid,
+        mac_energy_pj=mac_e,
+    )
+
+
+def _batch_fills(
+    layer: Layer,
+    opts: CostOptions,
+    T: np.ndarray,
+    Sp: np.ndarray,
+    perm: np.ndarray,
+    K: np.ndarray,
+    ext: np.ndarray,
+    tiles: np.ndarray,
+) -> np.ndarray:
+    """Per-instance fills ``(B, L, 3)`` of each kept operand: its tile times the temporal
+    iterations from the first relevant loop above the level outwards."""
+    B, L, _ = T.shape
+    rows = np.arange(B)
     # Temporal loops inner -> outer: index g = m*8 + k, k = 0 innermost loop of level m.
     D = perm[:, :, ::-1].reshape(B, L * _W)
     F = np.take_along_axis(T, perm[:, :, ::-1], axis=2).reshape(B, L * _W)
@@ -257,7 +302,21 @@ def evaluate_batch(
             if v is Operand.I and opts.sliding_window:
                 f = _sliding_fills(layer, f, tiles[:, m, vi], ext, T, Sp, D, F, suffix, gs, m, G)
             fills[:, m, vi] = f
+    return fills
 
+
+def _batch_reads_updates(
+    opts: CostOptions,
+    T: np.ndarray,
+    Sp: np.ndarray,
+    K: np.ndarray,
+    fills: np.ndarray,
+    tiles: np.ndarray,
+    compute: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-instance reads and updates ``(B, L, 3)``: what the child level (or the MACs)
+    asks of each kept level, scaled by the relevant spatial fan-out in between."""
+    B, L, _ = T.shape
     # Relevant spatial fan-out per level and its running product.
     sprel = np.stack([np.prod(np.where(_REL[vi], Sp, 1.0), axis=2) for vi in range(3)], axis=-1)
     cprel = np.cumprod(sprel, axis=1)  # (B, L, 3)
@@ -287,45 +346,32 @@ def evaluate_batch(
             else:
                 reads[:, m, vi] = base
             child = m
+    return reads, updates
 
+
+def _batch_accesses(
+    Sp: np.ndarray, K: np.ndarray, reads: np.ndarray, fills: np.ndarray, updates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Instances used per level, per-operand and per-level accesses per instance, and the
+    level's accesses over all its instances."""
+    B, L, _ = Sp.shape
     used = np.ones((B, L))
     fan = np.prod(Sp, axis=2)  # (B, L)
     used[:, :-1] = np.cumprod(fan[:, ::-1], axis=1)[:, ::-1][:, 1:]
     per_op = (reads + fills + updates) * K[None, :, :]  # (B, L, 3) per instance
     per_inst = per_op.sum(axis=2)
-    level_acc = per_inst * used
-    e_lvl = np.array([lv.energy_pj for lv in arch.levels])
-    op_energy = per_op * used[:, :, None] * e_lvl[None, :, None]
-    level_energy = level_acc * e_lvl[None, :]
-    mac_e = layer.total_macs * arch.mac_energy_pj
-    energy = level_energy.sum(axis=1) + mac_e
+    return used, per_op, per_inst, per_inst * used
 
-    bw_cycles = np.zeros((B, L))
+
+def _bandwidth_cycles(arch: Arch, per_inst: np.ndarray, level_acc: np.ndarray) -> np.ndarray:
+    """Cycles each level's bandwidth needs ``(B, L)`` (zero for unlimited levels)."""
+    bw_cycles = np.zeros(per_inst.shape)
     for m, lv in enumerate(arch.levels):
         if lv.bandwidth:
             bw_cycles[:, m] = (
                 level_acc[:, m] if lv.bandwidth_shared else per_inst[:, m]
             ) / lv.bandwidth
-    cycles = np.ceil(np.maximum(compute, bw_cycles.max(axis=1)) - 1e-9)
-    util = layer.total_macs / (cycles * arch.macs)
-    valid = _valid_mask(layer, arch, T, Sp, tiles, K)
-    return BatchCost(
-        cycles=cycles,
-        compute_cycles=compute,
-        energy_pj=energy,
-        level_energy_pj=level_energy,
-        operand_energy_pj=op_energy,
-        reads=reads,
-        fills=fills,
-        updates=updates,
-        level_accesses=level_acc,
-        instances_used=used,
-        tiles=tiles,
-        bandwidth_cycles=bw_cycles,
-        utilisation=util,
-        valid=valid,
-        mac_energy_pj=mac_e,
-    )
+    return bw_cycles
 
 
 def _sliding_fills(
