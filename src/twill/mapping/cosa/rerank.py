@@ -195,14 +195,7 @@ def cosa_rerank_map(
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     t0, c0 = time.perf_counter(), time.process_time()
-    ix = CosaIndex.build(layer, arch, gb_order=gb_order)
-    nbr = bool(bypass_refetch_operands(ix))
-    variants: list[tuple[str, dict[str, bool]]] = [("cosa", {})]
-    if nbr:
-        variants.append(("no_bypass_refetch", {"no_bypass_refetch": True}))
-    if register_reuse_bound(ix, arch) is not None:
-        name = "no_bypass_refetch+register_reuse" if nbr else "register_reuse"
-        variants.append((name, {"no_bypass_refetch": nbr, "register_reuse": True}))
+    variants = _variants(layer, arch, gb_order)
     candidates: list[dict[str, Any]] = []
     best: tuple[tuple[float, ...], str, Mapping, CostReport] | None = None
     first: MapResult | None = None
@@ -219,20 +212,7 @@ def cosa_rerank_map(
         candidates.append(cand)
         if r.mapping is None or r.report is None:
             continue
-        mapping = r.mapping
-        if polish:
-            mapping = polish_loop_orders(layer, arch, mapping, metric=metric)
-        bad = verify_mapping(layer, arch, mapping)
-        if bad:
-            raise VerificationError(bad, what=f"cosa-rerank mapping of {layer.name}")
-        rep = evaluate(layer, arch, mapping)
-        cand.update(
-            cycles_mip_order=r.report.cycles,
-            energy_uJ_mip_order=r.report.energy_uj,
-            cycles=rep.cycles,
-            energy_uJ=rep.energy_uj,
-            mapping=str(mapping),
-        )
+        mapping, rep = _ranked(layer, arch, r.mapping, r.report, cand, polish=polish, metric=metric)
         key = _key(rep.cycles, rep.energy_pj, metric)
         if best is None or key < best[0]:
             best = (key, name, mapping, rep)
@@ -261,3 +241,44 @@ def cosa_rerank_map(
         settings,
         first.seed if first is not None else None,
     )
+
+
+def _variants(layer: Layer, arch: Arch, gb_order: str) -> list[tuple[str, dict[str, bool]]]:
+    """The MIP variants solved: plain CoSA, then the restrictions this layer admits."""
+    ix = CosaIndex.build(layer, arch, gb_order=gb_order)
+    nbr = bool(bypass_refetch_operands(ix))
+    variants: list[tuple[str, dict[str, bool]]] = [("cosa", {})]
+    if nbr:
+        variants.append(("no_bypass_refetch", {"no_bypass_refetch": True}))
+    if register_reuse_bound(ix, arch) is not None:
+        name = "no_bypass_refetch+register_reuse" if nbr else "register_reuse"
+        variants.append((name, {"no_bypass_refetch": nbr, "register_reuse": True}))
+    return variants
+
+
+def _ranked(
+    layer: Layer,
+    arch: Arch,
+    mapping: Mapping,
+    mip_report: CostReport,
+    cand: dict[str, Any],
+    *,
+    polish: bool,
+    metric: str,
+) -> tuple[Mapping, CostReport]:
+    """One MIP candidate's (polished, verified) mapping and exact cost, recorded in ``cand``
+    beside the cost of the MIP's own loop order (``mip_report``)."""
+    if polish:
+        mapping = polish_loop_orders(layer, arch, mapping, metric=metric)
+    bad = verify_mapping(layer, arch, mapping)
+    if bad:
+        raise VerificationError(bad, what=f"cosa-rerank mapping of {layer.name}")
+    rep = evaluate(layer, arch, mapping)
+    cand.update(
+        cycles_mip_order=mip_report.cycles,
+        energy_uJ_mip_order=mip_report.energy_uj,
+        cycles=rep.cycles,
+        energy_uJ=rep.energy_uj,
+        mapping=str(mapping),
+    )
+    return mapping, rep

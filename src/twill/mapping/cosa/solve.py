@@ -171,17 +171,9 @@ def cosa_map(
             sol.status, {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds}
         )
     stats["terms"] = _term_values(model, terms, sol.values)
-    mapping = decode_solution(sol.values, ix, arch)
-    mapping, moves, left = repair_capacity(layer, arch, mapping)
+    mapping, moves, left = repair_capacity(layer, arch, decode_solution(sol.values, ix, arch))
     stats["repair_moves"] = moves
-    t_verify = time.perf_counter() - t1
-    timings = {
-        "build": t_build,
-        "solve": sol.seconds,
-        "verify": t_verify,
-        "total": t_build + sol.seconds + t_verify,
-        "cpu": time.process_time() - c0,  # this process (SCIP/HiGHS children not included)
-    }
+    timings = _timings(t_build, sol.seconds, time.perf_counter() - t1, c0)
     if left:
         stats["violations"] = [str(v) for v in left]
         log.warning("cosa mapping of %s failed verification: %s", layer.name, left)
@@ -189,6 +181,14 @@ def cosa_map(
     status = sol.status if moves == 0 else Status.FEASIBLE
     report = evaluate(layer, arch, mapping)
     return result(status, timings, mapping=mapping, report=report, objective=sol.objective)
+
+
+def _timings(build: float, solve: float, verify: float, cpu0: float) -> dict[str, float]:
+    """Wall seconds per phase and in total, and this process's CPU seconds since ``cpu0``
+    (SCIP/HiGHS children not included)."""
+    total = build + solve + verify
+    cpu = time.process_time() - cpu0
+    return {"build": build, "solve": solve, "verify": verify, "total": total, "cpu": cpu}
 
 
 def _settings(
