@@ -708,12 +708,7 @@ def build_cosa_model(
     add_c5_halo_helpers(model, ix)
     add_c6_spatial_fanout(model, ix)
     h = halo_expression(model, ix)
-    if halo not in ("v010", "corrected"):
-        raise ValueError(f"halo must be 'v010' or 'corrected', got {halo!r}")
-    levels = () if ix.halo_level is None else (ix.halo_level,)
-    if halo == "corrected" and Operand.I in ix.keeps[ix.gb]:
-        levels = tuple(sorted(set(levels) | {ix.gb}))
-    util = utilisation_expressions(ix, h, levels)
+    util = utilisation_expressions(ix, h, _halo_levels(ix, halo))
     add_c7_buffer_capacity(model, ix, util)
     add_spatial_dim_restrictions(model, ix, arch)
     if reduce_units:
@@ -726,6 +721,27 @@ def build_cosa_model(
     if register_reuse:
         add_register_reuse(model, ix, arch)
     terms = cosa_objective_terms(model, ix, arch, util)
+    _set_weighted_objective(model, terms, w)
+    log.info("cosa model %s: %s, Zn=%d", layer.name, model.size, ix.zn)
+    return model, ix, terms
+
+
+def _halo_levels(ix: CosaIndex, halo: str) -> tuple[int, ...]:
+    """Levels whose input tile carries the halo term: the released code's one level
+    (``v010``), plus the global buffer when it keeps inputs (``corrected``, DEC-1)."""
+    if halo not in ("v010", "corrected"):
+        raise ValueError(f"halo must be 'v010' or 'corrected', got {halo!r}")
+    levels = () if ix.halo_level is None else (ix.halo_level,)
+    if halo == "corrected" and Operand.I in ix.keeps[ix.gb]:
+        levels = tuple(sorted(set(levels) | {ix.gb}))
+    return levels
+
+
+def _set_weighted_objective(
+    model: LinearModel, terms: dict[str, dict[str, float]], w: CosaWeights
+) -> None:
+    """Minimise ``w_C·compute + w_U·utilisation + w_T·traffic``; the constant part of the
+    utilisation term goes to ``model.objective_constant``."""
     obj: dict[str, float] = {}
     for name, wt in (
         ("compute", w.compute),
@@ -736,7 +752,4 @@ def build_cosa_model(
             if k != "__const__":
                 obj[k] = obj.get(k, 0.0) + wt * c
     model.set_objective(obj)
-    const = w.utilisation * terms["utilisation"].get("__const__", 0.0)
-    model.objective_constant = const
-    log.info("cosa model %s: %s, Zn=%d", layer.name, model.size, ix.zn)
-    return model, ix, terms
+    model.objective_constant = w.utilisation * terms["utilisation"].get("__const__", 0.0)
