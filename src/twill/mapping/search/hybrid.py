@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import evaluate_batch
+from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
 from twill.mapping.search.common import finish_sampled, metric_values, search_controls
 from twill.mapping.search.random import random_orders, sample_batch
@@ -77,7 +77,6 @@ def hybrid_search(
     t0 = time.perf_counter()
     seed, stop, report = search_controls(seed, options)
     rng = np.random.default_rng(seed)
-    L = arch.n_levels
     ppt = max(1, permutations_per_tiling)
     best_score, best = np.inf, None
     samples = evaluated = tilings_used = 0
@@ -86,17 +85,13 @@ def hybrid_search(
         tiles = sample_batch(layer, arch, size, rng=rng, permute=False)
         samples += size
         ok = evaluate_batch(layer, arch, tiles).valid  # validity does not depend on the order
-        idx = np.flatnonzero(ok)
-        need = -(-(n_valid - evaluated) // ppt)
-        idx = idx[:need]
+        idx = np.flatnonzero(ok)[: -(-(n_valid - evaluated) // ppt)]
         if idx.size == 0:
             continue
         tilings_used += idx.size
-        chosen = tiles.take(np.repeat(idx, ppt)[: n_valid - evaluated])  # each tiling ppt times
-        T = chosen.temporal
-        batch = replace(chosen, order=random_orders(rng, T.shape[0], L))
+        batch = _with_orders(tiles, idx, ppt, n_valid - evaluated, rng)
         cost = evaluate_batch(layer, arch, batch)
-        evaluated += T.shape[0]
+        evaluated += batch.temporal.shape[0]
         score = metric_values(cost, metric)
         k = int(np.argmin(score))
         if score[k] < best_score:
@@ -116,3 +111,12 @@ def hybrid_search(
         settings={"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric},
         seed=seed,
     )
+
+
+def _with_orders(
+    tiles: MappingBatch, idx: np.ndarray, ppt: int, room: int, rng: np.random.Generator
+) -> MappingBatch:
+    """The valid tilings ``idx`` of ``tiles``, each repeated ``ppt`` times with random loop
+    orders, cut to ``room`` rows."""
+    chosen = tiles.take(np.repeat(idx, ppt)[:room])
+    return replace(chosen, order=random_orders(rng, chosen.temporal.shape[0], tiles.order.shape[1]))
