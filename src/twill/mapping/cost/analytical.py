@@ -590,6 +590,33 @@ class CostReport(EnergyDelay):
         return out
 
 
+def _per_operand(
+    bc: BatchCost, names: list[str], keeps: tuple[frozenset[Operand], ...]
+) -> tuple[
+    dict[str, dict[str, dict[str, float]]], dict[str, dict[str, int]], dict[str, dict[str, float]]
+]:
+    """The first mapping of ``bc`` per level name and kept operand: its accesses (``reads``,
+    ``fills``, ``updates``), tile size and energy (pJ)."""
+    acc: dict[str, dict[str, dict[str, float]]] = {}
+    tiles: dict[str, dict[str, int]] = {}
+    op_e: dict[str, dict[str, float]] = {}
+    for m, nm in enumerate(names):
+        acc[nm] = {}
+        tiles[nm] = {}
+        op_e[nm] = {}
+        for vi, v in enumerate(OPERANDS):
+            if v not in keeps[m]:
+                continue
+            acc[nm][v.value] = {
+                "reads": float(bc.reads[0, m, vi]),
+                "fills": float(bc.fills[0, m, vi]),
+                "updates": float(bc.updates[0, m, vi]),
+            }
+            tiles[nm][v.value] = int(bc.tiles[0, m, vi])
+            op_e[nm][v.value] = float(bc.operand_energy_pj[0, m, vi])
+    return acc, tiles, op_e
+
+
 def evaluate(
     layer: Layer,
     arch: Arch,
@@ -634,23 +661,7 @@ def evaluate(
     batch = batch_from_mappings([mapping], layer.groups)
     bc = evaluate_batch(layer, arch, batch, keeps=keeps, options=options)
     names = [lv.name for lv in arch.levels]
-    acc: dict[str, dict[str, dict[str, float]]] = {}
-    tiles: dict[str, dict[str, int]] = {}
-    op_e: dict[str, dict[str, float]] = {}
-    for m, nm in enumerate(names):
-        acc[nm] = {}
-        tiles[nm] = {}
-        op_e[nm] = {}
-        for vi, v in enumerate(OPERANDS):
-            if v not in keeps[m]:
-                continue
-            acc[nm][v.value] = {
-                "reads": float(bc.reads[0, m, vi]),
-                "fills": float(bc.fills[0, m, vi]),
-                "updates": float(bc.updates[0, m, vi]),
-            }
-            tiles[nm][v.value] = int(bc.tiles[0, m, vi])
-            op_e[nm][v.value] = float(bc.operand_energy_pj[0, m, vi])
+    acc, tiles, op_e = _per_operand(bc, names, keeps)
     top = arch.top
     dram_bytes = float(bc.level_accesses[0, top]) * arch.levels[top].word_bits / 8
     rep = CostReport(
