@@ -216,31 +216,9 @@ def cosa_rerank_map(
         key = _key(rep.cycles, rep.energy_pj, metric)
         if best is None or key < best[0]:
             best = (key, name, mapping, rep)
-    total = time.perf_counter() - t0
-    timings = {"solve": solve_s, "total": total, "cpu": time.process_time() - c0}
-    settings = {**(first.settings if first else {}), "metric": metric, "polish": polish}
-    settings.pop("no_bypass_refetch", None)
-    settings.pop("register_reuse", None)
-    stats: dict[str, Any] = {"candidates": candidates}
-    if best is None:
-        status = first.status if first is not None else Status.UNKNOWN
-        return MapResult(
-            "cosa-rerank", status, layer.name, None, None, None, None, timings, stats, settings
-        )
-    stats["chosen"] = best[1]
-    return MapResult(
-        "cosa-rerank",
-        Status.FEASIBLE,
-        layer.name,
-        best[2],
-        best[3],
-        None,
-        None,
-        timings,
-        stats,
-        settings,
-        first.seed if first is not None else None,
-    )
+    timings = {"solve": solve_s, "total": time.perf_counter() - t0}
+    timings["cpu"] = time.process_time() - c0
+    return _rerank_result(layer, first, best, candidates, timings, metric=metric, polish=polish)
 
 
 def _variants(layer: Layer, arch: Arch, gb_order: str) -> list[tuple[str, dict[str, bool]]]:
@@ -282,3 +260,39 @@ def _ranked(
         mapping=str(mapping),
     )
     return mapping, rep
+
+
+def _rerank_result(
+    layer: Layer,
+    first: MapResult | None,
+    best: tuple[tuple[float, ...], str, Mapping, CostReport] | None,
+    candidates: list[dict[str, Any]],
+    timings: dict[str, float],
+    *,
+    metric: str,
+    polish: bool,
+) -> MapResult:
+    """FEASIBLE with the ``best`` candidate, else the plain MIP's (``first``) status."""
+    settings = {**(first.settings if first else {}), "metric": metric, "polish": polish}
+    settings.pop("no_bypass_refetch", None)
+    settings.pop("register_reuse", None)
+    stats: dict[str, Any] = {"candidates": candidates}
+    if best is None:
+        status = first.status if first is not None else Status.UNKNOWN
+        return MapResult(
+            "cosa-rerank", status, layer.name, None, None, None, None, timings, stats, settings
+        )
+    stats["chosen"] = best[1]
+    return MapResult(
+        "cosa-rerank",
+        Status.FEASIBLE,
+        layer.name,
+        best[2],
+        best[3],
+        None,
+        None,
+        timings,
+        stats,
+        settings,
+        first.seed if first is not None else None,
+    )

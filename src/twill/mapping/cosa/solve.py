@@ -11,8 +11,8 @@ from typing import Any
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.decode import decode_solution, repair_capacity
-from twill.mapping.cosa.mip import CosaWeights, build_cosa_model
-from twill.mapping.cosa.model import solve_model
+from twill.mapping.cosa.mip import CosaIndex, CosaWeights, build_cosa_model
+from twill.mapping.cosa.model import LinearModel, Solution, solve_model
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.result import MapResult
 from twill.mapping.solver_options import common_fields, progress
@@ -150,6 +150,21 @@ def cosa_map(
         extra=cfg.extra,
         on_incumbent=on_incumbent or _incumbent_events(options),
     )
+    return _map_result(layer, arch, cfg, (model, ix, terms), sol, t_build, c0)
+
+
+def _map_result(
+    layer: Layer,
+    arch: Arch,
+    cfg: CoSASettings,
+    built: tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]],
+    sol: Solution,
+    t_build: float,
+    c0: float,
+) -> MapResult:
+    """The solved MIP as a :class:`MapResult`: decoded, capacity-repaired and verified
+    mapping with its cost, or the backend's status without one."""
+    model, ix, terms = built
     t1 = time.perf_counter()
     stats: dict[str, Any] = {**model.size, **sol.stats}
 
@@ -219,7 +234,9 @@ def _incumbent_events(
     return on_incumbent
 
 
-def _term_values(model: Any, terms: dict[str, Any], values: Any) -> dict[str, float]:
+def _term_values(
+    model: LinearModel, terms: dict[str, dict[str, float]], values: dict[str, float]
+) -> dict[str, float]:
     """The value of each named objective term (compute, utilisation, traffic) at ``values``."""
     return {
         name: model.value({k: c for k, c in expr.items() if k != "__const__"}, values)
