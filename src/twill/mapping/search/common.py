@@ -10,7 +10,7 @@ import numpy as np
 
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import BatchCost, evaluate
+from twill.mapping.cost.analytical import BatchCost, MappingBatch, evaluate
 from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.result import MapResult
 from twill.mapping.solver_options import deadline, progress, resolve_seed
@@ -27,6 +27,7 @@ __all__ = [
     "search_controls",
     "stopped_stats",
     "finish_sampled",
+    "keep_best",
 ]
 
 #: Metrics the searches minimise: ``edp`` (default), ``cycles``, ``energy``, or ``lex``
@@ -147,3 +148,17 @@ def finish_sampled(
         settings=settings,
         seed=seed,
     )
+
+
+def keep_best(
+    score: np.ndarray,
+    rows: np.ndarray,
+    batch: MappingBatch,
+    best: tuple[float, Mapping | None],
+) -> tuple[float, Mapping | None]:
+    """``best`` (score, mapping) updated with the lowest ``score`` of a batch, whose entries
+    belong to the batch's ``rows``; ties keep the earlier mapping."""
+    k = int(np.argmin(score))
+    if score[k] < best[0]:
+        return float(score[k]), batch.mapping(int(rows[k]))
+    return best

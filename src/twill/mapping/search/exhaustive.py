@@ -24,6 +24,7 @@ from twill.mapping.search.common import (
     CANONICAL_ORDER,
     choices,
     finish,
+    keep_best,
     metric_values,
     search_controls,
     stopped_stats,
@@ -129,9 +130,7 @@ def exhaustive_search(
         batch = MappingBatch(T[sel], Sp[sel], order_all[done : done + batch_size])
         score = metric_values(evaluate_batch(layer, arch, batch), metric)
         done += len(sel)
-        k = int(np.argmin(score))
-        if score[k] < best_score:
-            best_score, best = float(score[k]), batch.mapping(k)
+        best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
         if report is not None:
             report({"evaluated": done, "total": int(len(own)), "best": best_score})
     stopped = stopped_stats(stop, done >= len(own))

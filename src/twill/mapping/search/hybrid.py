@@ -21,7 +21,7 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import finish_sampled, metric_values, search_controls
+from twill.mapping.search.common import finish_sampled, keep_best, metric_values, search_controls
 from twill.mapping.search.random import random_orders, sample_batch
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
@@ -93,9 +93,7 @@ def hybrid_search(
         cost = evaluate_batch(layer, arch, batch)
         evaluated += batch.temporal.shape[0]
         score = metric_values(cost, metric)
-        k = int(np.argmin(score))
-        if score[k] < best_score:
-            best_score, best = float(score[k]), batch.mapping(k)
+        best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
         if report is not None:
             report({"samples": samples, "evaluated": evaluated, "best": best_score})
     return finish_sampled(

@@ -23,6 +23,7 @@ from twill.mapping.search.common import (
     CANONICAL_ORDER,
     choices,
     finish_sampled,
+    keep_best,
     metric_values,
     search_controls,
 )
@@ -142,9 +143,7 @@ def random_search(
         if idx.size:
             found += idx.size
             score = metric_values(cost, metric)[idx]
-            k = int(np.argmin(score))
-            if score[k] < best_score:
-                best_score, best = float(score[k]), batch.mapping(int(idx[k]))
+            best_score, best = keep_best(score, idx, batch, (best_score, best))
         if report is not None:
             report({"samples": samples, "valid": found, "best": best_score})
     return finish_sampled(
