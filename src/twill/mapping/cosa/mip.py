@@ -711,6 +711,25 @@ def build_cosa_model(
     util = utilisation_expressions(ix, h, _halo_levels(ix, halo))
     add_c7_buffer_capacity(model, ix, util)
     add_spatial_dim_restrictions(model, ix, arch)
+    switches = (reduce_units, symmetry, no_bypass_refetch, register_reuse)
+    _add_optional_rows(model, ix, arch, *switches)
+    terms = cosa_objective_terms(model, ix, arch, util)
+    _set_weighted_objective(model, terms, w)
+    log.info("cosa model %s: %s, Zn=%d", layer.name, model.size, ix.zn)
+    return model, ix, terms
+
+
+def _add_optional_rows(
+    model: LinearModel,
+    ix: CosaIndex,
+    arch: Arch,
+    reduce_units: bool,
+    symmetry: bool,
+    no_bypass_refetch: bool,
+    register_reuse: bool,
+) -> None:
+    """The switched rows: unit-factor fixing and symmetry breaking (optimum unchanged), and
+    the two restrictions that are not CoSA's model."""
     if reduce_units:
         fix_unit_factors(model, ix)
     if symmetry:
@@ -720,10 +739,6 @@ def build_cosa_model(
         add_no_bypass_refetch(model, ix)
     if register_reuse:
         add_register_reuse(model, ix, arch)
-    terms = cosa_objective_terms(model, ix, arch, util)
-    _set_weighted_objective(model, terms, w)
-    log.info("cosa model %s: %s, Zn=%d", layer.name, model.size, ix.zn)
-    return model, ix, terms
 
 
 def _halo_levels(ix: CosaIndex, halo: str) -> tuple[int, ...]:
