@@ -401,7 +401,6 @@ def verify_mapping(layer: Layer, arch: Arch, mapping: Mapping) -> list[Violation
     >>> verify_mapping(layer, gemmini_arch(), m)
     []
     """
-    out: list[Violation] = []
     if mapping.n_levels != arch.n_levels or len(mapping.spatial) != arch.n_levels:
         return [
             Violation(
@@ -415,6 +414,31 @@ def verify_mapping(layer: Layer, arch: Arch, mapping: Mapping) -> list[Violation
         ]
     mapping = mapping.placed(layer.groups)
     full_t, full_s = mapping.full_factors(layer.groups)
+    out = _nonpositive_factors(arch, full_t, full_s)
+    if out:
+        return out
+    out += _product_violations(layer, mapping)
+    keeps = mapping.keeps_for(arch)
+    if len(keeps) != arch.n_levels or set(keeps[-1]) != set(OPERANDS):
+        out.append(
+            Violation(
+                "keeps",
+                {"level": arch.levels[-1].name},
+                None,
+                None,
+                "the outermost level must keep W, I and O",
+            )
+        )
+    for m in range(arch.n_levels):
+        out += _level_violations(layer, arch, mapping, keeps, math.prod(full_s[m]), m)
+    return out
+
+
+def _nonpositive_factors(
+    arch: Arch, full_t: list[list[int]], full_s: list[list[int]]
+) -> list[Violation]:
+    """A violation per temporal or spatial factor below 1."""
+    out: list[Violation] = []
     for m in range(arch.n_levels):
         for j, d in enumerate(ALL_DIMS):
             for kind, vals in (("temporal", full_t), ("spatial", full_s)):
@@ -428,8 +452,12 @@ def verify_mapping(layer: Layer, arch: Arch, mapping: Mapping) -> list[Violation
                             "factor < 1",
                         )
                     )
-    if out:
-        return out
+    return out
+
+
+def _product_violations(layer: Layer, mapping: Mapping) -> list[Violation]:
+    """A violation per dimension whose factors do not multiply to the layer's bound."""
+    out: list[Violation] = []
     for d in ALL_DIMS:
         prod = mapping.dim_product(d)
         if prod != layer.dim(d):
@@ -442,57 +470,59 @@ def verify_mapping(layer: Layer, arch: Arch, mapping: Mapping) -> list[Violation
                     f"factors of {d.value} multiply to {prod}, layer bound is {layer.dim(d)}",
                 )
             )
-    keeps = mapping.keeps_for(arch)
-    if len(keeps) != arch.n_levels or set(keeps[-1]) != set(OPERANDS):
-        out.append(
-            Violation(
-                "keeps",
-                {"level": arch.levels[-1].name},
-                None,
-                None,
-                "the outermost level must keep W, I and O",
-            )
-        )
-    for m, lv in enumerate(arch.levels):
-        ext = tile_extents(mapping, m)
-        if lv.entries is not None and m < len(keeps):
-            used = sum(layer.footprint(v, ext) for v in keeps[m])
-            if used > lv.entries:
-                out.append(
-                    Violation(
-                        "capacity",
-                        {
-                            "level": lv.name,
-                            "tensors": "".join(v.value for v in OPERANDS if v in keeps[m]),
-                        },
-                        used,
-                        lv.entries,
-                        f"tiles need {used} words, {lv.name} holds {lv.entries}",
-                    )
-                )
-        fan = math.prod(full_s[m])
-        if fan > arch.fanout(m):
+    return out
+
+
+def _level_violations(
+    layer: Layer,
+    arch: Arch,
+    mapping: Mapping,
+    keeps: tuple[frozenset[Operand], ...],
+    fan: int,
+    m: int,
+) -> list[Violation]:
+    """Level ``m``'s capacity, fan-out (``fan`` spatial instances) and spatial-dimension
+    violations."""
+    out: list[Violation] = []
+    lv = arch.levels[m]
+    ext = tile_extents(mapping, m)
+    if lv.entries is not None and m < len(keeps):
+        used = sum(layer.footprint(v, ext) for v in keeps[m])
+        if used > lv.entries:
             out.append(
                 Violation(
-                    "fanout",
-                    {"level": lv.name},
-                    fan,
-                    arch.fanout(m),
-                    f"spatial factors {fan} exceed the fan-out {arch.fanout(m)} below {lv.name}",
+                    "capacity",
+                    {
+                        "level": lv.name,
+                        "tensors": "".join(v.value for v in OPERANDS if v in keeps[m]),
+                    },
+                    used,
+                    lv.entries,
+                    f"tiles need {used} words, {lv.name} holds {lv.entries}",
                 )
             )
-        if lv.spatial_dims is not None:
-            for d, f in mapping.spatial_loops(m):
-                if d not in lv.spatial_dims:
-                    allowed = "".join(x.value for x in ALL_DIMS if x in lv.spatial_dims)
-                    allowed = allowed or "none"
-                    out.append(
-                        Violation(
-                            "spatial.dim",
-                            {"level": lv.name, "dim": d.value},
-                            f,
-                            1,
-                            f"{d.value} may not be spatial below {lv.name} (allowed: {allowed})",
-                        )
+    if fan > arch.fanout(m):
+        out.append(
+            Violation(
+                "fanout",
+                {"level": lv.name},
+                fan,
+                arch.fanout(m),
+                f"spatial factors {fan} exceed the fan-out {arch.fanout(m)} below {lv.name}",
+            )
+        )
+    if lv.spatial_dims is not None:
+        for d, f in mapping.spatial_loops(m):
+            if d not in lv.spatial_dims:
+                allowed = "".join(x.value for x in ALL_DIMS if x in lv.spatial_dims)
+                allowed = allowed or "none"
+                out.append(
+                    Violation(
+                        "spatial.dim",
+                        {"level": lv.name, "dim": d.value},
+                        f,
+                        1,
+                        f"{d.value} may not be spatial below {lv.name} (allowed: {allowed})",
                     )
+                )
     return out
