@@ -216,6 +216,34 @@ _LEVEL_RE = re.compile(r"^\s*L(\d{1,2})\s*(?:\[([A-Za-z]*)\])?\s*(.*?)\s*$")  # 
 _TOKEN_RE = re.compile(r"^([RSPQCKNG])(\d{1,9})(X?)$")  # factors below 10^9 (see MAX_DIM)
 
 
+def _dosa_loops(idx: int, body: str, errors: list[str]) -> list[tuple[Dim, int, bool]]:
+    """The loops ``(dim, factor, spatial)`` of level ``L<idx>``'s text, appending a message to
+    ``errors`` for each malformed or repeated loop."""
+    loops: list[tuple[Dim, int, bool]] = []
+    seen_t: set[Dim] = set()
+    seen_s: set[Dim] = set()
+    for tok in body.split():
+        mk = _TOKEN_RE.match(tok.upper())
+        if not mk:
+            errors.append(
+                f"level L{idx}: bad loop {tok[:40]!r} (expected e.g. P28 or K4X, a factor "
+                "below 10^9)"
+            )
+            continue
+        d, f, sp = Dim(mk.group(1)), int(mk.group(2)), bool(mk.group(3))
+        if f < 1:
+            errors.append(f"level L{idx}: loop {tok!r} has a non-positive factor")
+            continue
+        seen = seen_s if sp else seen_t
+        if d in seen:
+            errors.append(
+                f"level L{idx}: two {'spatial' if sp else 'temporal'} loops over {d.value}"
+            )
+        seen.add(d)
+        loops.append((d, f, sp))
+    return loops
+
+
 def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None = None) -> Mapping:
     """Parse DOSA's mapping string (levels numbered from the registers up, outer → inner).
 
@@ -254,29 +282,7 @@ def parse_dosa_mapping(text: str, layer: Layer | None = None, arch: Arch | None 
             errors.append(f"level L{idx}: appears twice")
         if kp is not None and any(c not in "WIO" for c in kp.upper()):
             errors.append(f"level L{idx}: kept tensors {kp!r} must be letters of W, I, O")
-        loops: list[tuple[Dim, int, bool]] = []
-        seen_t: set[Dim] = set()
-        seen_s: set[Dim] = set()
-        for tok in body.split():
-            mk = _TOKEN_RE.match(tok.upper())
-            if not mk:
-                errors.append(
-                    f"level L{idx}: bad loop {tok[:40]!r} (expected e.g. P28 or K4X, a factor "
-                    "below 10^9)"
-                )
-                continue
-            d, f, sp = Dim(mk.group(1)), int(mk.group(2)), bool(mk.group(3))
-            if f < 1:
-                errors.append(f"level L{idx}: loop {tok!r} has a non-positive factor")
-                continue
-            seen = seen_s if sp else seen_t
-            if d in seen:
-                errors.append(
-                    f"level L{idx}: two {'spatial' if sp else 'temporal'} loops over {d.value}"
-                )
-            seen.add(d)
-            loops.append((d, f, sp))
-        parsed[idx] = (kp.upper() if kp is not None else None, loops)
+        parsed[idx] = (kp.upper() if kp is not None else None, _dosa_loops(idx, body, errors))
     if parsed:
         n = max(parsed) + 1
         missing = [i for i in range(n) if i not in parsed]
