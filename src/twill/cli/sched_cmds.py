@@ -215,7 +215,8 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.io import graph_input_files
-    from twill.twill_solver import format_result, twill_solve
+    from twill.twill_solver import twill_solve
+    from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
     check_output_path(args.output, "-o", inputs)

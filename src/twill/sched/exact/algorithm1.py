@@ -47,7 +47,6 @@ __all__ = [
     "algorithm1",
     "length_window",
     "merge_into",
-    "format_phase2",
 ]
 
 log = logging.getLogger(__name__)
@@ -384,24 +383,3 @@ def _warp_schedule(alg: Algorithm1Result, graph: DependenceGraph) -> WarpSchedul
     if alg.schedule is None or alg.I is None or alg.L is None or not alg.assignment:
         return None
     return WarpSchedule.of(graph, alg.schedule, alg.assignment, alg.I, alg.L)
-
-
-def format_phase2(extra: Any) -> str:
-    """Text lines for the warp assignment and the (I, L) points of a merged result's ``extra``."""
-    warps = extra.get("warps") or {}
-    lines = []
-    if warps:
-        by_slot: dict[int, list[str]] = {}
-        for op, ws in (extra.get("assignment") or {}).items():
-            for w in ws:
-                by_slot.setdefault(w, []).append(op)
-        lines.append("  warp assignment:")
-        lines += [f"    warp {w}: {', '.join(ops)}" for w, ops in sorted(by_slot.items())]
-    pts = extra.get("points") or []
-    if pts:
-        lines.append(f"  Phase 2 points (Phase-1 minimum I = {extra.get('phase1_I')}):")
-        for p in pts:
-            span = f"{p['from_L']}..{p['L']}" if p.get("from_L") is not None else p["L"]
-            where = f"I={p['I']}" + (f", L={span}" if p["L"] is not None else "")
-            lines.append(f"    ({where}): {p['answer']} in {p['seconds']:.3f} s")
-    return "\n".join(lines)
