@@ -34,7 +34,7 @@ def run(names: list[str]) -> list[dict]:
         last = r.points[-1] if r.points else None
         rows.append({
             "kernel": name, "I": r.I, "L": r.L, "optimal": r.optimal, "phase1_I": r.phase1_I,
-            "points": [f"({p.I},{p.L}):{p.answer}" for p in r.points],
+            "points": [f"({p.I},{p.lengths}):{p.answer}" for p in r.points],
             "variables": last.variables if last else 0, "clauses": last.clauses if last else 0,
             "pb_rows": last.pb_constraints if last else 0,
             "phase1_s": round(r.phase1_seconds, 3), "phase2_s": round(r.phase2_seconds, 3),

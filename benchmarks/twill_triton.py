@@ -5,13 +5,17 @@ FlashAttention backward, ``gemm``) and architecture (``sm_90a``: H100, ``sm_100a
 compiles the shipped kernel with Triton (or, without Triton, reads the shipped golden TTGIR),
 extracts and normalises the graph, and runs Twill's full search (Phase 1, then Algorithm 1 with
 Phase 2). Columns: operations and edges of the extracted graph; the Phase-1 minimum I; the final
-I and L; whether the answer is proven optimal; warp slots used; Phase-1 seconds; full search
-seconds (proofs included); the paper's Table 1 time (none for the GEMM). Where a search took
+I and L; whether I is proven optimal, and whether L is the proven first satisfiable length of
+its window (``L_optimal``); warp slots used; Phase-1 seconds; full search
+seconds (proofs included; with ``--json`` also ``I_seconds``, when I was settled, before the
+calls that only prove L); the paper's Table 1 time (none for the GEMM). With ``--json``,
+``points`` lists every Phase-2 solver call as ``(I,L):answer seconds``, where ``L`` is
+``low..high`` for an unsat answer that covers a range of lengths. Where a search took
 longer than a third of the paper's time, the row names the phase and the (I, L) point that cost
 the most.
 
     .venv/bin/python benchmarks/twill_triton.py [--kernels fa_fwd ...] [--arches sm_90a ...]
-        [--time-limit S] [--probe] [--json]
+        [--time-limit S] [--probe] [--backend cpsat|cbc] [--window monotone|scan] [--json]
 """
 
 from __future__ import annotations
@@ -37,14 +41,16 @@ def _graph(kernel: str, arch: str):  # noqa: ANN202
         return import_triton(SHIPPED_DIR / f"{kernel}.{arch}.ttgir", arch), "golden"
 
 
-def run(kernel: str, arch: str, time_limit: float, probe: bool = False) -> dict:
+def run(kernel: str, arch: str, time_limit: float, probe: bool = False, backend: str = "cpsat",
+        window: str = "monotone") -> dict:  # fmt: skip
     from twill.sched.exact.algorithm1 import algorithm1
 
     t0 = time.perf_counter()
     g, source = _graph(kernel, arch)
     extract_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit, probe=probe)
+    r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit, probe=probe,
+                   backend=backend, window=window)  # fmt: skip
     total = time.perf_counter() - t0
     paper = PAPER_S.get((kernel, arch))
     row = {
@@ -53,16 +59,25 @@ def run(kernel: str, arch: str, time_limit: float, probe: bool = False) -> dict:
         "optimal": r.optimal, "warps": len(set((r.warps or {}).values())),
         "phase1_seconds": round(r.phase1_seconds, 2), "seconds": round(total, 2),
         "extract_seconds": round(extract_s, 2), "paper_seconds": paper,
-        "points": [f"({p.I},{p.L}):{p.answer}" for p in r.points],
+        "L_optimal": r.L_optimal, "backend": backend, "window": window,
+        "points": [f"({p.I},{p.lengths}):{p.answer} {p.seconds:.1f}s" for p in r.points],
     }  # fmt: skip
+    first_sat = next((k for k, p in enumerate(r.points) if p.answer == "sat"), None)
+    if first_sat is not None:  # the calls after the first sat only prove L
+        row["I_seconds"] = round(total - sum(p.seconds for p in r.points[first_sat + 1 :]), 2)
     if paper is not None and total > paper / 3:
         worst = max(r.points, key=lambda p: p.seconds, default=None)
         phase2 = total - r.phase1_seconds
         if worst is not None and phase2 > r.phase1_seconds:
             row["slow"] = (f"Phase 2: {phase2:.1f} s over {len(r.points)} (I, L) points, slowest "
-                           f"(I={worst.I}, L={worst.L}) {worst.seconds:.1f} s")  # fmt: skip
+                           f"(I={worst.I}, L={worst.lengths}) {worst.seconds:.1f} s")  # fmt: skip
         else:
-            row["slow"] = f"Phase 1 (minimum I {r.phase1_I}): {r.phase1_seconds:.1f} s"
+            first = r.phase1.seconds if r.phase1 else r.phase1_seconds
+            later = r.phase1_seconds - first
+            row["slow"] = (f"Phase 1: {r.phase1_seconds:.1f} s (minimum-I search to I = "
+                           f"{r.phase1_I} {first:.1f} s"
+                           + (f", LEN(M) at the I above it {later:.1f} s)" if later >= 0.05
+                              else ")"))  # fmt: skip
     return row
 
 
@@ -70,21 +85,33 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernels", nargs="+", default=["fa_fwd", "fa_bwd", "gemm"])
     ap.add_argument("--arches", nargs="+", default=["sm_90a", "sm_100a"])
-    ap.add_argument("--time-limit", type=float, default=10.0,
-                    help="seconds per Phase-1 solve and per Phase-2 point")  # fmt: skip
+    ap.add_argument("--time-limit", type=float, default=30.0,
+                    help="seconds per Phase-1 solve and per Phase-2 solver call")  # fmt: skip
     ap.add_argument("--probe", action="store_true",
                     help="Phase 2 only on the window at the Phase-1 minimum I")  # fmt: skip
+    ap.add_argument(
+        "--backend",
+        choices=("cpsat", "cbc"),
+        default="cpsat",
+        help="Phase-1 solver (default cpsat: it proves LEN(M) fast on these graphs)",
+    )
+    ap.add_argument(
+        "--window",
+        choices=("monotone", "scan"),
+        default="monotone",
+        help="Phase-2 search of each length window (scan: one solve per L)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
     for k in args.kernels:
         for a in args.arches:
-            rows.append(run(k, a, args.time_limit, args.probe))
+            rows.append(run(k, a, args.time_limit, args.probe, args.backend, args.window))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
     if args.json:
         print(json.dumps(rows, indent=1))
         return
-    head = ("kernel", "arch", "ops", "edges", "phase1_I", "I", "L", "optimal", "warps",
+    head = ("kernel", "arch", "ops", "edges", "phase1_I", "I", "L", "optimal", "L_optimal", "warps",
             "phase1_seconds", "seconds", "paper_seconds")  # fmt: skip
     print(" | ".join(head))
     for r in rows:

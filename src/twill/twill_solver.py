@@ -46,7 +46,14 @@ from twill.sched.exact.search import (
     search_result_fields,
 )
 from twill.sched.ir import DependenceGraph
-from twill.sched.problems import ModuloProblem, WarpSpecProblem
+from twill.sched.problems import (
+    PROBLEM_MODULO,
+    PROBLEM_WARP_SPECIALISATION,
+    ModuloProblem,
+    WarpSpecProblem,
+    has_warp_model,
+)
+from twill.visualization.text import format_mrt, format_result
 
 __all__ = [
     "PROBLEM_MODULO",
@@ -57,13 +64,6 @@ __all__ = [
     "format_result",
     "format_mrt",
 ]
-
-PROBLEM_MODULO = "modulo"
-PROBLEM_WARP_SPECIALISATION = "modulo+warp-specialisation"
-_PROBLEM_TEXT = {
-    PROBLEM_MODULO: "modulo scheduling",
-    PROBLEM_WARP_SPECIALISATION: "modulo scheduling with warp specialisation",
-}
 
 
 @dataclass(frozen=True)
@@ -146,13 +146,6 @@ class TwillResult:
         """The shared result shape; the solution is the :class:`~twill.results.WarpSchedule`
         when Phase 2 found one, else the Phase-1 schedule."""
         return search_as_result(self, self.warp_schedule)
-
-
-def has_warp_model(graph: DependenceGraph) -> bool:
-    """True when the graph's machine has more than one warp, so that warp specialisation
-    (Phase 2) is part of the problem: the GPU kernels of :mod:`twill.kernels`. A HatScheT loop
-    or a JSON/YAML graph without ``machine.warps`` has one warp and is a modulo problem."""
-    return graph.machine.warps > 1
 
 
 def _as_graph(graph: Any) -> DependenceGraph:
@@ -332,83 +325,3 @@ def twill_solve(
     if verbose:
         print(format_result(result, graph))  # the front door shows; the solvers only log
     return result
-
-
-def format_mrt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> str:
-    """Text picture of the modulo reservation table: one row per limited unit, one column
-    per congruence class ``0..II-1``, listing the ops (with RRT row ``[c]`` when multi-row)."""
-    units = [fu for fu, cap in graph.machine.functional_units.items()]
-    cells: dict[tuple[str, int], list[str]] = {}
-    for ins in graph.instructions:
-        if ins.name not in schedule:
-            continue
-        for fu, row in ins.reservation.items():
-            for c, units_used in enumerate(row):
-                if units_used:
-                    tag = ins.name if len(row) == 1 else f"{ins.name}[{c}]"
-                    if units_used > 1:
-                        tag += f"x{units_used}"
-                    cells.setdefault((fu, (schedule[ins.name] + c) % II), []).append(tag)
-    used_units = [fu for fu in units if any((fu, r) in cells for r in range(II))]
-    if not used_units:
-        return "(no reserved units)"
-    caps = graph.machine.functional_units
-    labels = {
-        fu: f"{fu} ({'unlimited' if caps[fu] < 0 else f'cap {caps[fu]}'})" for fu in used_units
-    }
-    table = [
-        [labels[fu]] + [" ".join(cells.get((fu, r), [])) or "." for r in range(II)]
-        for fu in used_units
-    ]
-    header = ["unit \\ slot"] + [str(r) for r in range(II)]
-    widths = [max(len(row[i]) for row in [header] + table) for i in range(II + 1)]
-
-    def line(row: list[str]) -> str:
-        return " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-
-    sep = "-+-".join("-" * w for w in widths)
-    return "\n".join([line(header), sep] + [line(r) for r in table])
-
-
-def format_result(result: TwillResult, graph: DependenceGraph | None = None) -> str:
-    """Readable summary: the problem solved, I (proven or not), L, the schedule, the
-    certificate, the MRT and, after Phase 2, the warp assignment and the (I, L) points."""
-    lines = [f"twill: {result.graph}  (backend {result.backend}, {result.seconds:.2f} s)"]
-    lines.append(f"  problem: {result.problem} ({_PROBLEM_TEXT[result.problem]})")
-    lines.append(f"  bounds: ResMII={result.res_mii} RecMII={result.rec_mii} MII={result.mii}")
-    if result.I is None:
-        why = {
-            Status.INFEASIBLE: "every I tried is proven infeasible",
-            Status.UNKNOWN: "a time limit was hit before a proof",
-        }.get(result.status, result.status.value)
-        points = result.extra.get("points") or []
-        if points:  # Phase 1 found I; Algorithm 1 found no joint (warp) schedule
-            tried = max(p["I"] for p in points)
-            lines.append(f"  no warp-specialised schedule with I <= {tried}: {why}")
-            lines.append(f"  (Phase 1 alone, without warps: I = {result.extra.get('phase1_I')})")
-        else:
-            tried = result.certificate[-1].I if result.certificate else 0
-            lines.append(f"  no schedule with I <= {tried}: {why}")
-    else:
-        proof = "proven optimal" if result.optimal else "NOT proven optimal"
-        lines.append(f"  I = {result.I} cycles ({proof} for {_PROBLEM_TEXT[result.problem]})")
-        lines.append(
-            f"  L = {result.L} cycles" + ("" if result.L_optimal else " (not proven minimal)")
-        )
-        order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
-        lines.append("  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order))
-    lines.append("  certificate:")
-    if result.certificate:
-        lines += [f"    {c}" for c in result.certificate]
-    else:
-        lines.append("    I = 1 needs no certificate")
-    if graph is not None and result.I is not None and result.schedule is not None:
-        lines.append("  modulo reservation table:")
-        lines += ["    " + s for s in format_mrt(graph, result.schedule, result.I).splitlines()]
-    if result.problem == PROBLEM_WARP_SPECIALISATION:
-        from twill.sched.exact.algorithm1 import format_phase2
-
-        lines += [s for s in format_phase2(result.extra).splitlines() if s]
-    elif graph is not None and not has_warp_model(graph):
-        lines.append("  (the machine has no warp model: Phase 1 only; Phase 2 with --phase2)")
-    return "\n".join(lines)

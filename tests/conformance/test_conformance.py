@@ -166,43 +166,7 @@ def _baseline(name: str) -> Callable[[Any, SolverOptions], Any]:
     return run
 
 
-# -- the mapping family: results converted to the shared shape here, outside mapping/ ------
-
-
-@dataclass(frozen=True)
-class _Mapped:
-    """A mapper's native result with the shared-shape view the checks read."""
-
-    native: Any
-    shared: SolveResult
-
-    @property
-    def status(self) -> Status:
-        return self.shared.status
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self.native.to_dict()
-        out.setdefault("status", self.shared.status.value)
-        return out
-
-    def as_result(self) -> SolveResult:
-        return self.shared
-
-
-def _from_map_result(r: Any) -> _Mapped:
-    """A :class:`~twill.mapping.result.MapResult` in the shared shape."""
-    metric = r.settings.get("metric", "objective")
-    shared = SolveResult(r.status, solution=r.mapping, objective=r.objective,
-                         objective_unit=f"{r.method} {metric}", bound=r.bound,
-                         stats=r.stats, settings=r.settings, seed=r.seed)  # fmt: skip
-    return _Mapped(r, shared)
-
-
-def _from_fadiff(r: Any) -> _Mapped:
-    """An FADiff result (a verified plan, heuristic) in the shared shape."""
-    shared = SolveResult(Status.FEASIBLE, solution=r.plan, objective=r.report.edp,
-                         objective_unit="EDP", settings=r.settings)  # fmt: skip
-    return _Mapped(r, shared)
+# -- the mapping family ---------------------------------------------------------------------
 
 
 def _tiny_layer_and_arch() -> Any:
@@ -250,15 +214,14 @@ def _mapper(name: str) -> Callable[[Any, SolverOptions], Any]:
         from twill.mapping.search.random import random_search
 
         layer, arch = inst
-        limit = o.time_limit or 60.0
         calls = {
-            "cosa": lambda: cosa_map(layer, arch, time_limit=limit, threads=o.threads, seed=o.seed),
-            "cosa-rerank": lambda: cosa_rerank_map(layer, arch, time_limit=limit, seed=o.seed),
-            "random": lambda: random_search(layer, arch, n_valid=20, seed=o.seed),
-            "exhaustive": lambda: exhaustive_search(layer, arch, seed=o.seed),
-            "hybrid": lambda: hybrid_search(layer, arch, n_valid=64, seed=o.seed),
+            "cosa": lambda: cosa_map(layer, arch, options=o),
+            "cosa-rerank": lambda: cosa_rerank_map(layer, arch, options=o),
+            "random": lambda: random_search(layer, arch, n_valid=20, options=o),
+            "exhaustive": lambda: exhaustive_search(layer, arch, options=o),
+            "hybrid": lambda: hybrid_search(layer, arch, n_valid=64, options=o),
         }
-        return _from_map_result(calls[name]())
+        return calls[name]()
 
     return run
 
@@ -267,7 +230,7 @@ def _fadiff(inst: Any, o: SolverOptions) -> Any:
     from twill.mapping.fadiff.train import fadiff
 
     net, arch = inst
-    return _from_fadiff(fadiff(net, arch, steps=20, eval_every=10, seed=o.seed))
+    return fadiff(net, arch, steps=20, eval_every=10, options=o)
 
 
 SOLVERS: list[Entry] = [
@@ -284,17 +247,10 @@ SOLVERS: list[Entry] = [
     Entry("exact-cpsat", _small_dag, _baseline("exact"), _verify_gaus),
     Entry("cosa", _layer_and_arch, _mapper("cosa"), _verify_mapping),
     Entry("cosa-rerank", _layer_and_arch, _mapper("cosa-rerank"), _verify_mapping),
-    Entry("random", _layer_and_arch, _mapper("random"), _verify_mapping, time_limited=False),
-    Entry("exhaustive", _tiny_layer_and_arch, _mapper("exhaustive"), _verify_mapping, False),
-    Entry("hybrid", _layer_and_arch, _mapper("hybrid"), _verify_mapping, time_limited=False),
-    Entry(
-        "fadiff",
-        _two_layer_net,
-        _fadiff,
-        _verify_plan,
-        time_limited=False,
-        known_gaps=(("to_dict", "FADiffResult has no to_dict() yet"),),
-    ),
+    Entry("random", _layer_and_arch, _mapper("random"), _verify_mapping),
+    Entry("exhaustive", _tiny_layer_and_arch, _mapper("exhaustive"), _verify_mapping),
+    Entry("hybrid", _layer_and_arch, _mapper("hybrid"), _verify_mapping),
+    Entry("fadiff", _two_layer_net, _fadiff, _verify_plan, time_limited=False),
 ]
 
 

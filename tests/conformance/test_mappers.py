@@ -84,3 +84,10 @@ def test_fadiff_tiny_network():
     assert r1.report.valid and r1.report.edp == evaluate_plan(net, arch, r1.plan).edp
     assert r1.plan.mappings == r2.plan.mappings and r1.report.edp == r2.report.edp
     assert json.loads(json.dumps(r1.settings)) == r1.settings
+    d = r1.to_dict()
+    assert json.loads(json.dumps(d, allow_nan=False)) == d  # strict JSON: no NaN left
+    assert d["edp"] == r1.report.edp and len(d["mappings"]) == 2 and d["status"] == "feasible"
+    shared = r1.as_result()
+    assert shared.status is Status.FEASIBLE and shared.solution == r1.plan
+    assert shared.objective == r1.report.edp and shared.seed == 1
+    json.dumps(shared.to_dict(), allow_nan=False)

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from twill.errors import InputFormatError, InvalidProblemError  # noqa: E402
 from twill.io.onnx_model import read_onnx, unique_layers, write_layer_folder  # noqa: E402
 from twill.io.timeloop import read_network  # noqa: E402
-from twill.mapping.workload import Dim  # noqa: E402
+from twill.mapping.workload import DIMS, Dim  # noqa: E402
 
 
 def _w(name, *shape):
@@ -30,7 +30,7 @@ def _save(tmp_path, nodes, inputs, inits, name="m"):
 
 
 def _dims(ly):
-    return tuple(ly.dim(d) for d in Dim)
+    return tuple(ly.dim(d) for d in DIMS)
 
 
 def test_conv_attributes(tmp_path):
@@ -197,15 +197,24 @@ def test_cli_map_network_and_import(tmp_path, capsys):
     assert main(["import-onnx", str(model), "--model", "resnet50", "-o", str(tmp_path / "e")]) == 2
 
 
-def test_cli_fuse_refuses_what_fadiff_does_not_model(tmp_path, capsys):
+def test_cli_fuse_grouped_model_on_gemmini_and_simba(tmp_path, capsys):
+    """FADiff takes grouped layers (never fusing their edges) on Gemmini and on Simba."""
+    import json
+
     from twill.cli import main
 
-    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1])]
-    model = _save(tmp_path, nodes, [("x", [1, 8, 8, 8])], [_w("w", 8, 1, 3, 3)])
-    assert main(["fuse", str(model), "--steps", "1"]) == 2
-    assert "dw: 8 groups" in capsys.readouterr().err
-    assert main(["fuse", str(model), "--arch", "simba", "--steps", "1"]) == 2
-    assert "Gemmini-shaped" in capsys.readouterr().err
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["a"], name="dw", group=8, pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["a", "w1"], ["b"], name="pw1"),
+        helper.make_node("Conv", ["b", "w2"], ["y"], name="pw2"),
+    ]
+    inits = [_w("w", 8, 1, 3, 3), _w("w1", 16, 8, 1, 1), _w("w2", 8, 16, 1, 1)]
+    model = _save(tmp_path, nodes, [("x", [1, 8, 8, 8])], inits)
+    for arch in ("gemmini", "simba"):
+        assert main(["fuse", str(model), "--arch", arch, "--steps", "5", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["method"] == "fadiff" and out["edp"] > 0
+        assert all("dw" not in e["producer"] + e["consumer"] for e in out["fused"])
 
 
 def test_conv_1d_and_3d(tmp_path):

@@ -17,15 +17,23 @@ KERNELS = SHIPPED_DIR / "kernels.py"
 def test_compile_extract_solve(kernel: str, arch: str) -> None:
     pytest.importorskip("triton")
     from twill.sched.bounds import mii
-    from twill.sched.exact.search import search_min_ii
+    from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.verify_warps import verify_warp_schedule
 
     g = import_triton(f"{KERNELS}:{kernel}", arch)
     check_graph(g)
     golden = import_triton(SHIPPED_DIR / f"{kernel}.{arch}.ttgir", arch, normalize=False)
     assert g.names == golden.names  # the golden file is what Triton prints today
-    # Phase 1 at the bound only (the full search is the benchmark's job)
-    r = search_min_ii(g, max_I=mii(g), time_limit=20, length_time_limit=5)
-    assert r.I is None or r.I == mii(g)
+    # Phase 1, then Phase 2 on the window at the Phase-1 minimum I (the full search is the
+    # benchmark's job): the forward kernels and the GEMM are sat there, the backward
+    # kernels' window is proven unsat (their joint I is higher)
+    r = algorithm1(g, probe=True, backend="cpsat", phase1_time_limit=30, time_limit=30)
+    assert r.phase1_I == mii(g) and r.phase1.optimal
+    if kernel == "fa_bwd":
+        assert r.I is None and r.points and all(p.answer == "unsat" for p in r.points)
+    else:
+        assert r.optimal and r.I == mii(g)
+        assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
 
 
 def test_missing_signature_type_is_named(capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,7 +51,11 @@ def test_missing_signature_type_is_named(capsys: pytest.CaptureFixture[str]) -> 
 def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["solve", str(SHIPPED_DIR / "gemm.sm_100a.ttgir"), "--arch", "sm_100a", "--json"])
     assert rc == 0
-    assert '"optimal": true' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"optimal": true' in out and '"backend": "cpsat"' in out  # CP-SAT with --arch
+    args = [str(SHIPPED_DIR / "gemm.sm_100a.ttgir"), "--arch", "sm_100a", "--json"]
+    assert main(["solve", *args, "--backend", "cbc"]) == 0
+    assert '"backend": "cbc"' in capsys.readouterr().out
 
 
 def test_ttgir_needs_arch(capsys: pytest.CaptureFixture[str]) -> None:

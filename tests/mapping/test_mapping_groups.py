@@ -1,18 +1,19 @@
 """Grouped and depthwise convolutions: the group count G through the workload spec, the
-problem YAML, the cost model (exactly G times one group), CoSA (verified, proven optimal for
-its objective) and the search baselines."""
+problem YAML, the mapping (G factors, DOSA strings, verifier), the cost model (G times one group
+when the groups run one after another, less when they share the array), CoSA (G's primes
+placed like any dimension; verified, proven optimal for its objective) and the baselines."""
 
 from __future__ import annotations
 
 import pytest
 
-from twill.io.timeloop import build_layer, layer_yaml, validate_layer
+from twill.io.timeloop import build_layer, layer_yaml, read_mapping, validate_layer
 from twill.mapping.arch import gemmini_arch, simba_arch
 from twill.mapping.cost import evaluate
-from twill.mapping.mapping import verify_mapping
+from twill.mapping.mapping import parse_dosa_mapping, timeloop_mapping_dict, verify_mapping
 from twill.mapping.pipeline import map_layer
 from twill.mapping.result import Status
-from twill.mapping.workload import Layer
+from twill.mapping.workload import Dim, Layer
 
 DW = Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, w_stride=2, h_stride=2, groups=32)
 GROUPED = Layer("gc", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 8, "K": 8}, groups=4)
@@ -35,16 +36,48 @@ def test_cosa_depthwise_verified_and_optimal(arch):
     res = map_layer(DW, arch, mapper="cosa")
     assert res.status is Status.OPTIMAL  # proven optimal for the CoSA objective
     assert verify_mapping(DW, arch, res.mapping) == []
+    assert res.mapping.dim_product(Dim.G) == 32  # G's primes placed by the MIP
     rep = res.report  # the whole layer: all 32 groups
     assert rep.valid and rep.count == 1 and rep.macs == DW.total_macs
-    assert rep.cycles == 32 * evaluate(Layer("one", dict(DW.dims), 2, 2), arch, res.mapping).cycles
+    assert rep.to_dict() == evaluate(DW, arch, res.mapping).to_dict()
+    if arch.levels[-2].spatial_dims is not None:  # Gemmini: G may not be spatial
+        assert all(res.mapping.spatial_factor(m, Dim.G) == 1 for m in range(arch.n_levels))
+
+
+def test_spreading_groups_beats_one_group_at_a_time():
+    """On Simba a depthwise group uses 9 of 1024 MACs; CoSA spreads groups over the PEs."""
+    arch = simba_arch()
+    spread = map_layer(DW, arch, mapper="cosa")
+    one = map_layer(Layer("one", dict(DW.dims), 2, 2), arch, mapper="cosa")
+    serial = evaluate(DW, arch, one.mapping)  # no G factors: the groups one after another
+    assert serial.valid and serial.macs == DW.total_macs
+    assert any(spread.mapping.spatial_factor(m, Dim.G) > 1 for m in range(arch.n_levels))
+    assert spread.report.cycles < serial.cycles
+    assert spread.report.utilisation > serial.utilisation
+
+
+def test_group_factors_in_strings_and_verifier():
+    layer = Layer("g", {"P": 56, "Q": 56, "C": 64, "K": 64}, groups=8)
+    text = (
+        "L5[WIO] G4 Q7 P2 K2 - L4[IO] P2X Q2X K2X G2X - L3[I] P2X Q4X - L2[W] K2 - "
+        "L1[O] K4 C16 C4X K2X - L0[W] P7"
+    )
+    m = parse_dosa_mapping(text)
+    assert str(m) == text and m.group_temporal[5] == 4 and m.group_spatial[4] == 2
+    assert verify_mapping(layer, simba_arch(), m) == []
+    assert read_mapping(timeloop_mapping_dict(m, simba_arch()), simba_arch()) == m
+    g16 = Layer("g", dict(layer.dims), groups=16)
+    assert {v.rule for v in verify_mapping(g16, simba_arch(), m)} == {"factors.product"}
+    gem = parse_dosa_mapping("L3[WIO] G2 P4 - L2[WI] G4X - L1[O] C2X - L0[W] N1")
+    bad = verify_mapping(Layer("x", {"P": 4, "C": 2}, groups=8), gemmini_arch(), gem)
+    assert [v.rule for v in bad] == ["spatial.dim"] and bad[0].at["dim"] == "G"
 
 
 def test_cost_is_groups_times_one_group():
     arch = simba_arch()
     one = Layer("one", dict(GROUPED.dims))
     res = map_layer(one, arch, mapper="cosa")
-    a = evaluate(GROUPED, arch, res.mapping).weighted()
+    a = evaluate(GROUPED, arch, res.mapping)
     b = evaluate(one, arch, res.mapping)
     assert a.energy_pj == pytest.approx(4 * b.energy_pj, rel=1e-12)
     assert a.cycles == 4 * b.cycles and a.macs == GROUPED.total_macs
@@ -52,6 +85,10 @@ def test_cost_is_groups_times_one_group():
 
 @pytest.mark.parametrize("mapper", ["random", "hybrid"])
 def test_baselines_map_grouped_layers(mapper):
+    """The random and hybrid baselines place G's primes too (spatially where allowed)."""
     res = map_layer(GROUPED, simba_arch(), mapper=mapper, seed=1, n_valid=50)
     assert res.mapping is not None and verify_mapping(GROUPED, simba_arch(), res.mapping) == []
+    assert res.mapping.group_temporal is not None and res.mapping.dim_product(Dim.G) == 4
     assert res.report.macs == GROUPED.total_macs
+    gem = map_layer(DW, gemmini_arch(), mapper=mapper, seed=1, n_valid=50).mapping
+    assert verify_mapping(DW, gemmini_arch(), gem) == [] and gem.dim_product(Dim.G) == 32

@@ -25,7 +25,10 @@ def test_probe_mode_ends_unsat_ablation_with_proofs():
     g = flash_attention_forward_blackwell()
     r = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False))
     assert r.status is Status.INFEASIBLE and r.I is None
-    assert [(p.I, p.L, p.answer) for p in r.points] == [(2, 5, "unsat"), (2, 6, "unsat")]
+    # one refutation at the window's top covers the whole window [5, 6]
+    assert [(p.I, p.from_L, p.L, p.answer) for p in r.points] == [(2, 5, 6, "unsat")]
+    scan = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False), window="scan")
+    assert [(p.I, p.L, p.answer) for p in scan.points] == [(2, 5, "unsat"), (2, 6, "unsat")]
 
 
 def test_capped_search_moves_to_larger_I():

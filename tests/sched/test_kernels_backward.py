@@ -38,7 +38,10 @@ class TestHopperBackward:
         assert (r.phase1_I, r.phase1_L) == (5, 5)
         # the joint constraints raise I above Phase 1's, every earlier point proven unsat
         assert (r.I, r.L, r.optimal) == (6, 6, True)
-        assert [(p.I, p.L, p.answer) for p in r.points][:-1] == [(5, 5, "unsat"), (6, 5, "unsat")]
+        # window [5, 5] at I = 5 unsat; at I = 6 the top length 6 is sat and 5 is unsat
+        assert [(p.I, p.L, p.answer) for p in r.points] == [
+            (5, 5, "unsat"), (6, 6, "sat"), (6, 5, "unsat")
+        ]  # fmt: skip
         assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
         assert r.L <= r.I  # one copy: no overlap across iterations (register-bound FA3)
         m = r.schedule
@@ -64,7 +67,9 @@ class TestBlackwellBackward:
         r = algorithm1(g)
         assert (r.phase1_I, r.phase1_L) == (5, 7)
         assert r.optimal and r.I == 5 and r.L > r.phase1_L
-        assert all(p.answer == "unsat" for p in r.points[:-1]) and r.points[-1].answer == "sat"
+        # the lengths 7..8 of the window are proven unsat (one refutation), 9 is sat
+        unsat = [(p.from_L, p.L) for p in r.points if p.answer == "unsat"]
+        assert unsat == [(7, 8)] and r.L_optimal and r.L == 9
         assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
         assert r.L > r.I  # overlapped copies
         w = r.warps

@@ -251,5 +251,8 @@ class TestTimeout:
         g = flash_attention_forward_blackwell()
         rules = WarpRules.for_graph(g, cross_warp=False)  # unsat when it finishes
         r = algorithm1(g, probe=True, rules=rules, time_limit=1e-6)
+        assert [p.answer for p in r.points] == ["unknown"]  # the window's top: no verdict
+        assert r.status is Status.UNKNOWN and not r.optimal
+        r = algorithm1(g, probe=True, rules=rules, time_limit=1e-6, window="scan")
         assert [p.answer for p in r.points] == ["unknown", "unknown"]
         assert r.status is Status.UNKNOWN and not r.optimal

@@ -37,8 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--arch",
         default="gemmini",
-        help="'gemmini' (default), a shipped gemmini_* name (docs/mapping.md) or a "
-        "Gemmini-shaped architecture YAML (4 levels; the scratchpad keeps inputs and is bounded)",
+        help="'gemmini' (default), 'simba', a shipped gemmini_* name (docs/mapping.md) or an "
+        "architecture YAML whose outermost on-chip level keeps inputs and is bounded (it holds "
+        "the fused intermediates)",
     )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -74,8 +75,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from twill.cli.mapping_cmds import _arch, _arch_files
     from twill.io.networks import default_workload_root, load_network
-    from twill.mapping.arch import gemmini_arch
-    from twill.mapping.fadiff.fusion import fusion_groups
+    from twill.mapping.fadiff.fusion import check_gemmini, fusion_groups
     from twill.mapping.fadiff.train import fadiff
 
     model_file = [Path(args.network)] if args.network and Path(args.network).is_file() else []
@@ -85,13 +85,10 @@ def _run(args: argparse.Namespace) -> int:
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     net = _network(args, load_network)
-    arch = gemmini_arch() if args.arch == "gemmini" else _arch(args.arch)
-    if arch.n_levels != gemmini_arch().n_levels:
-        raise InvalidProblemError(
-            f"FADiff covers Gemmini-shaped architectures ({gemmini_arch().n_levels} levels: "
-            f"registers, accumulator, scratchpad, DRAM); {arch.name} has {arch.n_levels}",
-            source="--arch",
-        )
+    arch = _arch(args.arch)
+    bad = check_gemmini(arch)
+    if bad:
+        raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
     err = Console(stderr=True)
     init = None
     cands = []

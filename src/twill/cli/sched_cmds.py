@@ -56,7 +56,13 @@ def register(subparsers: Any) -> None:
         help="minimum-I modulo schedule with a certificate (plus warp specialisation on GPUs)",
     )
     _add_graph_args(p)
-    p.add_argument("--backend", choices=("cbc", "cpsat"), default="cbc", help="exact solver")
+    p.add_argument(
+        "--backend",
+        choices=("cbc", "cpsat"),
+        default=None,
+        help="exact Phase-1 solver (default: cpsat for a Triton kernel or TTGIR file given "
+        "with --arch, whose fine-grained graphs CBC is slow on; else cbc)",
+    )
     p.add_argument(
         "--max-I",
         dest="max_I",
@@ -209,7 +215,8 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
 
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.io import graph_input_files
-    from twill.twill_solver import format_result, twill_solve
+    from twill.twill_solver import twill_solve
+    from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
     check_output_path(args.output, "-o", inputs)
@@ -219,7 +226,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     graph = _load(args)
     on_progress, status = _progress_callback()
     try:
-        result = twill_solve(graph, max_I=args.max_I, backend=args.backend,
+        backend = args.backend or ("cpsat" if getattr(args, "arch", None) else "cbc")
+        result = twill_solve(graph, max_I=args.max_I, backend=backend,
                              time_limit=args.time_limit, on_progress=on_progress,
                              total_time_limit=args.total_time_limit,
                              phase2=phase2, probe=args.probe,

@@ -157,7 +157,7 @@ def layer_yaml(layer: Layer) -> dict[str, Any]:
 
     :func:`build_layer` reads it back to an equal layer (count aside).
     """
-    prob: dict[str, Any] = {d.value: layer.dim(d) for d in Dim}
+    prob: dict[str, Any] = {d.value: layer.dim(d) for d in DIMS}
     if layer.groups > 1:
         prob["G"] = layer.groups
     prob.update(
@@ -660,7 +660,7 @@ def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mappi
         if kind in ("temporal", "spatial"):
             facs: dict[Dim, int] = {}
             for tok in str(e.get("factors", "")).split():
-                mt = re.fullmatch(r"([RSPQCKN])=(\d{1,9})", tok)
+                mt = re.fullmatch(r"([RSPQCKNG])=(\d{1,9})", tok)
                 if not mt or not 1 <= int(mt.group(2)) <= MAX_DIM:
                     bad.append(
                         f"{where}.factors: bad factor {short_repr(tok)} (expected e.g. K=4, "
@@ -671,8 +671,8 @@ def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mappi
             (temporal if kind == "temporal" else spatial)[m].update(facs)
             if kind == "temporal":
                 perm = str(e.get("permutation", ""))
-                if perm and (len(set(perm)) != len(perm) or any(c not in "RSPQCKN" for c in perm)):
-                    bad.append(f"{where}.permutation: {perm!r} is not a permutation of RSPQCKN")
+                if perm and (len(set(perm)) != len(perm) or any(c not in "RSPQCKNG" for c in perm)):
+                    bad.append(f"{where}.permutation: {perm!r} is not a permutation of RSPQCKN(G)")
                 else:
                     inner_first = [Dim(c) for c in perm]
                     order[m] = list(reversed(inner_first))

@@ -31,6 +31,7 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.result import MapResult
 from twill.mapping.workload import Layer
+from twill.options import SolverOptions
 from twill.results import Status
 
 __all__ = ["MAPPERS", "map_layer", "map_network", "NetworkResult"]
@@ -41,7 +42,14 @@ log = logging.getLogger(__name__)
 MAPPERS = ("cosa", "cosa-rerank", "random", "random16k", "hybrid", "exhaustive")
 
 
-def map_layer(layer: Layer, arch: Arch, *, mapper: str = "cosa", **options: Any) -> MapResult:
+def map_layer(
+    layer: Layer,
+    arch: Arch,
+    *,
+    mapper: str = "cosa",
+    options: SolverOptions | None = None,
+    **mapper_options: Any,
+) -> MapResult:
     """Map one layer with ``mapper``; every returned mapping passed the verifier.
 
     Parameters
@@ -54,8 +62,10 @@ def map_layer(layer: Layer, arch: Arch, *, mapper: str = "cosa", **options: Any)
         options plus ``metric``, default ``lex``),
         ``random`` (best of 5 valid), ``random16k`` (best of 16,000 valid), ``hybrid``
         (Timeloop-Hybrid-like best of 16,000) or ``exhaustive`` (small layers only).
-    **options
-        Passed to the mapper.
+    options
+        Shared solver options (seed, threads, time limit, progress), passed to the mapper.
+    **mapper_options
+        The mapper's own keywords.
 
     Examples
     --------
@@ -71,25 +81,25 @@ def map_layer(layer: Layer, arch: Arch, *, mapper: str = "cosa", **options: Any)
     if mapper == "cosa":
         from twill.mapping.cosa import cosa_map
 
-        return cosa_map(layer, arch, **options)
+        return cosa_map(layer, arch, options=options, **mapper_options)
     if mapper == "cosa-rerank":
         from twill.mapping.cosa import cosa_rerank_map
 
-        return cosa_rerank_map(layer, arch, **options)
+        return cosa_rerank_map(layer, arch, options=options, **mapper_options)
     if mapper in ("random", "random16k"):
         from twill.mapping.search.random import random_search
 
-        options.setdefault("n_valid", 5 if mapper == "random" else 16_000)
-        res = random_search(layer, arch, **options)
+        mapper_options.setdefault("n_valid", 5 if mapper == "random" else 16_000)
+        res = random_search(layer, arch, options=options, **mapper_options)
         return res if mapper == "random" else _renamed(res, mapper)
     if mapper == "hybrid":
         from twill.mapping.search.hybrid import hybrid_search
 
-        return hybrid_search(layer, arch, **options)
+        return hybrid_search(layer, arch, options=options, **mapper_options)
     if mapper == "exhaustive":
         from twill.mapping.search.exhaustive import exhaustive_search
 
-        return exhaustive_search(layer, arch, **options)
+        return exhaustive_search(layer, arch, options=options, **mapper_options)
     raise InvalidProblemError(f"unknown mapper {mapper!r} (choose from {', '.join(MAPPERS)})")
 
 

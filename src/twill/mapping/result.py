@@ -7,7 +7,7 @@ from typing import Any
 
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping, to_dosa_string
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 
 __all__ = ["MapResult"]
 
@@ -72,3 +72,20 @@ class MapResult:
             if not summary:
                 out["report"] = rep
         return out
+
+    def as_result(self) -> SolveResult:
+        """The shared :class:`~twill.results.SolveResult`: the mapping as solution, the
+        mapper's own objective (its unit names the method and metric) and proven bound."""
+        metric = self.settings.get("metric", "objective")
+        phases = {k: float(self.timings.get(k, 0.0)) for k in ("build", "solve", "verify")}
+        return SolveResult(
+            self.status,
+            solution=self.mapping,
+            objective=self.objective,
+            objective_unit=f"{self.method} {metric}",
+            bound=self.bound,
+            timings=Timings(**phases),
+            stats=dict(self.stats),
+            settings=dict(self.settings),
+            seed=self.seed,
+        )

@@ -6,12 +6,13 @@ R and P go with the width stride/dilation, S and Q with the height ones. A GEMM
 ``(M x K) . (K x N)`` is the special case P = M, C = K, K = N, every other dimension 1.
 
 Grouped and depthwise convolutions carry a group count G (:attr:`Layer.groups`); C and K
-are then per group. The groups share nothing (G is relevant to weights, inputs and outputs
-alike, so a G loop gives no reuse to any tensor), and they are run one after another: G is an
-outermost temporal loop at the backing store. The mappers therefore map one group (the 7-D
-nest above), and the cost of the layer is exactly G times the cost of that group (the cost
-model's reports are for the whole layer). A depthwise convolution is C = K = 1 with G
-channels. What this leaves out: spreading groups over the spatial array.
+are then per group. G is an eighth loop, :attr:`Dim.G`, relevant to weights, inputs and
+outputs alike (the groups share nothing, so a G loop gives no reuse to any tensor). Its prime
+factors can be placed like any other dimension's: temporally at any level, spatially where a
+level allows G (:class:`~twill.mapping.mapping.Mapping` keeps them apart from the seven
+others; a mapping that places none runs the groups one after another at the outermost
+level). :data:`DIMS` stays the seven dimensions of one group's nest; :data:`ALL_DIMS` adds G.
+A depthwise convolution is C = K = 1 with G channels.
 
 Preconditions: dimensions are positive integers (checked by :meth:`Layer.check`). Readers for
 Timeloop-style problem YAML live in :mod:`twill.io.timeloop`.
@@ -28,6 +29,7 @@ __all__ = [
     "Dim",
     "Operand",
     "DIMS",
+    "ALL_DIMS",
     "OPERANDS",
     "RELEVANT",
     "Layer",
@@ -54,6 +56,7 @@ class Dim(str, Enum):
     C = "C"
     K = "K"
     N = "N"
+    G = "G"  # convolution groups (not in DIMS: see ALL_DIMS)
 
     @property
     def index(self) -> int:
@@ -72,15 +75,19 @@ class Operand(str, Enum):
         return {"W": "Weights", "I": "Inputs", "O": "Outputs"}[self.value]
 
 
-DIMS: tuple[Dim, ...] = tuple(Dim)
+DIMS: tuple[Dim, ...] = (Dim.R, Dim.S, Dim.P, Dim.Q, Dim.C, Dim.K, Dim.N)
+"""The seven dimensions of one group's nest, in index order."""
+ALL_DIMS: tuple[Dim, ...] = (*DIMS, Dim.G)
+"""The seven dimensions and the group dimension G (index 7)."""
 OPERANDS: tuple[Operand, ...] = tuple(Operand)
-_DIM_INDEX = {d: i for i, d in enumerate(DIMS)}
+_DIM_INDEX = {d: i for i, d in enumerate(ALL_DIMS)}
 
-#: Dimensions relevant to each tensor (R and S count for inputs through the halo).
+#: Dimensions relevant to each tensor (R and S count for inputs through the halo; G counts for
+#: all three).
 RELEVANT: dict[Operand, frozenset[Dim]] = {
-    Operand.W: frozenset({Dim.R, Dim.S, Dim.C, Dim.K}),
-    Operand.I: frozenset({Dim.R, Dim.S, Dim.P, Dim.Q, Dim.C, Dim.N}),
-    Operand.O: frozenset({Dim.P, Dim.Q, Dim.K, Dim.N}),
+    Operand.W: frozenset({Dim.R, Dim.S, Dim.C, Dim.K, Dim.G}),
+    Operand.I: frozenset({Dim.R, Dim.S, Dim.P, Dim.Q, Dim.C, Dim.N, Dim.G}),
+    Operand.O: frozenset({Dim.P, Dim.Q, Dim.K, Dim.N, Dim.G}),
 }
 
 
@@ -198,7 +205,8 @@ class Layer:
 
     # ------------------------------------------------------------------ properties
     def dim(self, d: Dim) -> int:
-        return self.dims[d]
+        """Loop bound of ``d``; :attr:`Dim.G` gives :attr:`groups`."""
+        return self.groups if d is Dim.G else self.dims[d]
 
     @property
     def bounds(self) -> tuple[int, ...]:
@@ -234,18 +242,23 @@ class Layer:
         return self.macs * self.groups
 
     def footprint(self, operand: Operand, extents: dict[Dim, int] | None = None) -> int:
-        """Words of ``operand`` touched by a tile with the given extents (whole layer if None).
+        """Words of ``operand`` touched by a tile with the given extents (whole layer, all
+        groups, if None).
 
-        Inputs use the halo ``(P-1)*Ws + (R-1)*Wd + 1`` by ``(Q-1)*Hs + (S-1)*Hd + 1``.
+        Inputs use the halo ``(P-1)*Ws + (R-1)*Wd + 1`` by ``(Q-1)*Hs + (S-1)*Hd + 1``; a
+        G extent (absent: 1) multiplies every tensor.
         """
-        e = dict(self.dims) if extents is None else {d: extents.get(d, 1) for d in DIMS}
+        if extents is None:
+            extents = {**self.dims, Dim.G: self.groups}
+        e = {d: extents.get(d, 1) for d in ALL_DIMS}
+        g = e.get(Dim.G, 1)
         if operand is Operand.W:
-            return e[Dim.R] * e[Dim.S] * e[Dim.C] * e[Dim.K]
+            return g * e[Dim.R] * e[Dim.S] * e[Dim.C] * e[Dim.K]
         if operand is Operand.O:
-            return e[Dim.P] * e[Dim.Q] * e[Dim.K] * e[Dim.N]
+            return g * e[Dim.P] * e[Dim.Q] * e[Dim.K] * e[Dim.N]
         width = (e[Dim.P] - 1) * self.w_stride + (e[Dim.R] - 1) * self.w_dilation + 1
         height = (e[Dim.Q] - 1) * self.h_stride + (e[Dim.S] - 1) * self.h_dilation + 1
-        return e[Dim.N] * e[Dim.C] * width * height
+        return g * e[Dim.N] * e[Dim.C] * width * height
 
     def check(self) -> list[str]:
         """Every defect of the layer, one line each (empty when valid)."""

@@ -29,7 +29,7 @@ from typing import Any
 from twill.errors import BackendUnavailableError
 from twill.mapping.arch import Arch
 from twill.mapping.mapping import Mapping
-from twill.mapping.workload import DIMS, Dim, Layer
+from twill.mapping.workload import Dim, Layer
 
 __all__ = [
     "ZIGZAG_DIM",
@@ -52,6 +52,7 @@ ZIGZAG_DIM = {
     Dim.C: "C",
     Dim.K: "K",
     Dim.N: "B",
+    Dim.G: "G",
 }
 _LINKS = {"O": "O", "W": "I2", "I": "I1"}
 
@@ -147,18 +148,11 @@ def zigzag_mapping(mapping: Mapping, arch: Arch) -> dict[str, Any]:
     """
     spatial: dict[str, list[str]] = {}
     for a, m in enumerate(_array_levels(arch), start=1):
-        ent = [
-            f"{ZIGZAG_DIM[d]}, {mapping.spatial[m][d.index]}"
-            for d in DIMS
-            if mapping.spatial[m][d.index] > 1
-        ]
-        spatial[f"D{a}"] = ent
+        spatial[f"D{a}"] = [f"{ZIGZAG_DIM[d]}, {f}" for d, f in mapping.spatial_loops(m)]
     temporal: list[list[Any]] = []
     for m in range(arch.n_levels):
-        for d in reversed(mapping.order[m]):  # order is outer → inner
-            f = mapping.temporal[m][d.index]
-            if f > 1:
-                temporal.append([ZIGZAG_DIM[d], int(f)])
+        for d, f in reversed(mapping.loops(m)):  # loops are outer → inner, G outermost
+            temporal.append([ZIGZAG_DIM[d], int(f)])
     return {
         "name": "default",
         "spatial_mapping": spatial,
@@ -220,9 +214,8 @@ def zigzag_evaluate(
     BackendUnavailableError
         When ZigZag is not installed.
     """
-    entry = zigzag_mapping(mapping, arch)
-    if layer.groups > 1:  # the groups run one after another: outermost temporal loop
-        entry["temporal_ordering"].append(["G", layer.groups])
+    # a mapping without G factors runs the groups one after another: outermost temporal loop
+    entry = zigzag_mapping(mapping.placed(layer.groups) if layer.groups > 1 else mapping, arch)
     return _run(layer, entry, accelerator, opt="EDP", lpf_limit=6)
 
 

@@ -33,7 +33,28 @@ from twill.sched.validate import graph_defects
 from twill.sched.verify import verify_modulo_schedule
 from twill.sched.verify_warps import WarpRules, verify_warp_schedule
 
-__all__ = ["ModuloProblem", "WarpSpecProblem"]
+__all__ = [
+    "PROBLEM_MODULO",
+    "PROBLEM_WARP_SPECIALISATION",
+    "PROBLEM_TEXT",
+    "has_warp_model",
+    "ModuloProblem",
+    "WarpSpecProblem",
+]
+
+PROBLEM_MODULO = "modulo"
+PROBLEM_WARP_SPECIALISATION = "modulo+warp-specialisation"
+PROBLEM_TEXT = {
+    PROBLEM_MODULO: "modulo scheduling",
+    PROBLEM_WARP_SPECIALISATION: "modulo scheduling with warp specialisation",
+}
+
+
+def has_warp_model(graph: DependenceGraph) -> bool:
+    """True when the graph's machine has more than one warp, so that warp specialisation
+    (Phase 2) is part of the problem: the GPU kernels of :mod:`twill.kernels`. A HatScheT loop
+    or a JSON/YAML graph without ``machine.warps`` has one warp and is a modulo problem."""
+    return graph.machine.warps > 1
 
 
 def _ii_defects(min_ii: int | None, max_ii: int | None) -> list[str]:

@@ -5,17 +5,22 @@
 * :func:`program_gantt`: the straight-line program ``Q`` (``n`` copies, ``T`` cycles) with one row
   per warp slot; each cell lists ``op.copy`` issued there, with prologue / steady state /
   epilogue marked above.
+* :func:`format_result`, :func:`format_mrt`, :func:`format_phase2`: the text report of
+  ``twill solve`` (and ``twill_solve(verbose=True)``): the problem solved, I and its proof, the
+  certificate, the modulo reservation table, the warps and the (I, L) points.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from twill.results import WarpSchedule
+from twill.results import Status, WarpSchedule
 from twill.sched.ir import DependenceGraph
+from twill.sched.problems import PROBLEM_TEXT, PROBLEM_WARP_SPECIALISATION, has_warp_model
 from twill.sched.verify_warps import program_shape
 
-__all__ = ["modulo_gantt", "program_gantt"]
+__all__ = ["modulo_gantt", "program_gantt", "format_mrt", "format_result", "format_phase2"]
 
 
 def modulo_gantt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> str:
@@ -85,3 +90,104 @@ def program_gantt(
         " | ".join(cell.ljust(wd) for cell, wd in zip(r, widths, strict=True)).rstrip()
         for r in rows
     )
+
+
+def format_mrt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> str:
+    """Text picture of the modulo reservation table: one row per limited unit, one column
+    per congruence class ``0..II-1``, listing the ops (with RRT row ``[c]`` when multi-row)."""
+    units = [fu for fu, cap in graph.machine.functional_units.items()]
+    cells: dict[tuple[str, int], list[str]] = {}
+    for ins in graph.instructions:
+        if ins.name not in schedule:
+            continue
+        for fu, row in ins.reservation.items():
+            for c, units_used in enumerate(row):
+                if units_used:
+                    tag = ins.name if len(row) == 1 else f"{ins.name}[{c}]"
+                    if units_used > 1:
+                        tag += f"x{units_used}"
+                    cells.setdefault((fu, (schedule[ins.name] + c) % II), []).append(tag)
+    used_units = [fu for fu in units if any((fu, r) in cells for r in range(II))]
+    if not used_units:
+        return "(no reserved units)"
+    caps = graph.machine.functional_units
+    labels = {
+        fu: f"{fu} ({'unlimited' if caps[fu] < 0 else f'cap {caps[fu]}'})" for fu in used_units
+    }
+    table = [
+        [labels[fu]] + [" ".join(cells.get((fu, r), [])) or "." for r in range(II)]
+        for fu in used_units
+    ]
+    header = ["unit \\ slot"] + [str(r) for r in range(II)]
+    widths = [max(len(row[i]) for row in [header] + table) for i in range(II + 1)]
+
+    def line(row: list[str]) -> str:
+        return " | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+    sep = "-+-".join("-" * w for w in widths)
+    return "\n".join([line(header), sep] + [line(r) for r in table])
+
+
+def format_result(result: Any, graph: DependenceGraph | None = None) -> str:  # noqa: ANN401
+    """Readable summary of a :class:`twill.twill_solver.TwillResult` (typed loosely so that
+    this outer layer does not import the entry point back): the problem solved, I (proven or
+    not), L, the schedule, the certificate, the MRT and, after Phase 2, the warp assignment
+    and the (I, L) points."""
+    lines = [f"twill: {result.graph}  (backend {result.backend}, {result.seconds:.2f} s)"]
+    lines.append(f"  problem: {result.problem} ({PROBLEM_TEXT[result.problem]})")
+    lines.append(f"  bounds: ResMII={result.res_mii} RecMII={result.rec_mii} MII={result.mii}")
+    if result.I is None:
+        why = {
+            Status.INFEASIBLE: "every I tried is proven infeasible",
+            Status.UNKNOWN: "a time limit was hit before a proof",
+        }.get(result.status, result.status.value)
+        points = result.extra.get("points") or []
+        if points:  # Phase 1 found I; Algorithm 1 found no joint (warp) schedule
+            tried = max(p["I"] for p in points)
+            lines.append(f"  no warp-specialised schedule with I <= {tried}: {why}")
+            lines.append(f"  (Phase 1 alone, without warps: I = {result.extra.get('phase1_I')})")
+        else:
+            tried = result.certificate[-1].I if result.certificate else 0
+            lines.append(f"  no schedule with I <= {tried}: {why}")
+    else:
+        proof = "proven optimal" if result.optimal else "NOT proven optimal"
+        lines.append(f"  I = {result.I} cycles ({proof} for {PROBLEM_TEXT[result.problem]})")
+        lines.append(
+            f"  L = {result.L} cycles" + ("" if result.L_optimal else " (not proven minimal)")
+        )
+        order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
+        lines.append("  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order))
+    lines.append("  certificate:")
+    if result.certificate:
+        lines += [f"    {c}" for c in result.certificate]
+    else:
+        lines.append("    I = 1 needs no certificate")
+    if graph is not None and result.I is not None and result.schedule is not None:
+        lines.append("  modulo reservation table:")
+        lines += ["    " + s for s in format_mrt(graph, result.schedule, result.I).splitlines()]
+    if result.problem == PROBLEM_WARP_SPECIALISATION:
+        lines += [s for s in format_phase2(result.extra).splitlines() if s]
+    elif graph is not None and not has_warp_model(graph):
+        lines.append("  (the machine has no warp model: Phase 1 only; Phase 2 with --phase2)")
+    return "\n".join(lines)
+
+
+def format_phase2(extra: Any) -> str:
+    """Text lines for the warp assignment and the (I, L) points of a merged result's ``extra``."""
+    warps = extra.get("warps") or {}
+    lines = []
+    if warps:
+        by_slot: dict[int, list[str]] = {}
+        for op, ws in (extra.get("assignment") or {}).items():
+            for w in ws:
+                by_slot.setdefault(w, []).append(op)
+        lines.append("  warp assignment:")
+        lines += [f"    warp {w}: {', '.join(ops)}" for w, ops in sorted(by_slot.items())]
+    pts = extra.get("points") or []
+    if pts:
+        lines.append(f"  Phase 2 points (Phase-1 minimum I = {extra.get('phase1_I')}):")
+        for p in pts:
+            span = f"{p['from_L']}..{p['L']}" if p.get("from_L") is not None else p["L"]
+            where = f"I={p['I']}" + (f", L={span}" if p["L"] is not None else "")
+            lines.append(f"    ({where}): {p['answer']} in {p['seconds']:.3f} s")
+    return "\n".join(lines)

@@ -106,3 +106,56 @@ def test_plateau_stop_follows_the_documented_rule():
         stops.append(ev["step"] - last_gain >= 2 * 10)
     assert stops[-1] and not any(stops[:-1])
     assert r.report.edp <= evaluate_plan(net, arch, plan).edp
+
+
+def test_fadiff_on_grouped_layers_counts_every_group():
+    """A MobileNet-style block (expand, depthwise, project, next expand): the depthwise layer's
+    edges are no fusion candidates, the plan is verified and its totals are the NumPy model's
+    whole-layer costs (G x one group for the depthwise layer)."""
+    pytest.importorskip("torch")
+    from twill.mapping.cost import evaluate
+    from twill.mapping.fadiff.train import fadiff
+
+    arch = gemmini_arch()
+    layers = [
+        Layer("expand", {"P": 14, "Q": 14, "C": 16, "K": 96}),
+        Layer("dw", {"R": 3, "S": 3, "P": 14, "Q": 14}, groups=96),
+        Layer("project", {"P": 14, "Q": 14, "C": 96, "K": 24}),
+        Layer("next", {"P": 14, "Q": 14, "C": 24, "K": 144}),
+    ]
+    net = chain_network(layers)
+    assert net.check() == [] and [net.edges[i].src for i in net.candidates] == [2]
+    assert net.macs == sum(ly.total_macs for ly in layers)
+    r = fadiff(net, arch, steps=30, seed=1, eval_every=10)
+    assert verify_plan(net, arch, r.plan) == [] and r.report.valid
+    unfused = evaluate_plan(net, arch, FusionPlan("u", r.plan.mappings))
+    per_layer = [evaluate(ly, arch, m) for ly, m in zip(layers, r.plan.mappings, strict=True)]
+    assert unfused.energy_pj == pytest.approx(sum(p.energy_pj for p in per_layer), rel=1e-9)
+    one = Layer("one", dict(layers[1].dims))
+    dw = evaluate(one, arch, r.plan.mappings[1])
+    assert per_layer[1].energy_pj == pytest.approx(96 * dw.energy_pj, rel=1e-12)
+
+
+def test_fadiff_on_simba_verified_and_never_worse_than_cosa():
+    """FADiff beyond Gemmini: Simba's six levels (eight learnable slots), the global buffer
+    holding the fused intermediates; an architecture whose outermost on-chip level does not
+    keep inputs is refused."""
+    pytest.importorskip("torch")
+    from dataclasses import replace
+
+    from twill.errors import InvalidProblemError
+    from twill.mapping.arch import simba_arch
+    from twill.mapping.fadiff.baselines import layerwise_cosa
+    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.workload import Operand
+
+    arch = simba_arch()
+    net, _ = _pair()
+    cosa = layerwise_cosa(net, arch).plan
+    r = fadiff(net, arch, steps=30, seed=0, eval_every=10, candidates=[cosa])
+    assert verify_plan(net, arch, r.plan) == [] and r.report.valid
+    assert r.report.edp <= evaluate_plan(net, arch, cosa).edp
+    levels = list(arch.levels)
+    levels[-2] = replace(levels[-2], keeps=frozenset({Operand.O}), partition=None)
+    with pytest.raises(InvalidProblemError, match="must keep inputs"):
+        fadiff(net, replace(arch, levels=tuple(levels)), steps=1)

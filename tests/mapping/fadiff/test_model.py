@@ -68,6 +68,9 @@ LAYERS = [
     Layer("r50_3x3", {"R": 3, "S": 3, "P": 28, "Q": 28, "C": 128, "K": 128}),
     Layer("r50_s2", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 256, "K": 256}, 2, 2),
     Layer("unet_up", {"R": 2, "S": 2, "P": 56, "Q": 56, "C": 64, "K": 32}),
+    # grouped layers: one group's mapping, the groups one after another (G x one group)
+    Layer("mbv2_dw_s2", {"R": 3, "S": 3, "P": 56, "Q": 56}, 2, 2, groups=144),
+    Layer("vit_scores", {"P": 197, "C": 64, "K": 197}, groups=12),
 ]
 
 
@@ -88,6 +91,10 @@ def test_agrees_with_numpy_on_random_valid_mappings(layer, sliding):
     np.testing.assert_array_equal(out.cycles.numpy(), ref.cycles)
     np.testing.assert_allclose(out.level_acc.numpy(), ref.level_accesses, rtol=1e-12)
     np.testing.assert_allclose(out.fills.numpy(), ref.fills, rtol=1e-12)
+    if layer.groups > 1:  # the whole layer: G times one group's energy
+        one_group = Layer("one", dict(layer.dims), *layer.strides)
+        one = evaluate_batch(one_group, arch, sub, options=opts)
+        np.testing.assert_allclose(ref.energy_pj, layer.groups * one.energy_pj, rtol=1e-12)
 
 
 def test_gradient_flows_to_factors():

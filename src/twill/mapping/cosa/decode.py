@@ -5,6 +5,8 @@ the post-solve validity step (DEC-11: check exact footprints, repair outward).
 * GB loop order: scan the GB slots from slot 0 (innermost) outward and order the dimensions of
   the temporal factors by first appearance, innermost first; missing dimensions follow in
   R,S,P,Q,C,K,N order. Every other level uses the fixed order R,S,P,Q,C,K,N innermost first.
+  The group dimension G has no place in these orders: its temporal loop is outermost in its
+  level (never more fills than any other place, so the MIP's optimum is unchanged).
 * The MIP's capacity rows approximate the input halo and count strides per prime factor, so a
   decoded mapping can overflow a buffer by a few words. :func:`repair_capacity` then moves one
   prime factor relevant to the overflowing tensor from the overflowing level (or below) to the
@@ -17,7 +19,7 @@ from __future__ import annotations
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.mip import CosaIndex
 from twill.mapping.mapping import Mapping, Violation, verify_mapping
-from twill.mapping.workload import DIMS, RELEVANT, Dim, Layer, Operand
+from twill.mapping.workload import ALL_DIMS, DIMS, RELEVANT, Dim, Layer, Operand, prime_factors
 
 __all__ = ["decode_solution", "repair_capacity"]
 
@@ -27,8 +29,8 @@ _CANONICAL_INNER_FIRST = tuple(DIMS)  # R S P Q C K N, innermost first
 def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapping:
     """Turn the X values of a solved model into a mapping (§5.1)."""
     L = arch.n_levels
-    T = [[1] * 7 for _ in range(L)]
-    Sp = [[1] * 7 for _ in range(L)]
+    T = [[1] * 8 for _ in range(L)]  # ALL_DIMS: the seven dimensions, then G
+    Sp = [[1] * 8 for _ in range(L)]
     gb_temporal: list[tuple[int, Dim]] = []
     for d, n, p in ix.factors:
         placed = None
@@ -46,7 +48,7 @@ def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapp
             Sp[m][d.index] *= p
         else:
             T[m][d.index] *= p
-            if m == ix.gb and ix.n_inner <= i < ix.dram:
+            if m == ix.gb and ix.n_inner <= i < ix.dram and d is not Dim.G:
                 gb_temporal.append((i, d))
     inner_first: list[Dim] = []
     for _i, d in sorted(gb_temporal, key=lambda t: t[0]):
@@ -57,41 +59,38 @@ def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapp
     for m in range(L):
         seq = inner_first if m == ix.gb else list(_CANONICAL_INNER_FIRST)
         order.append(tuple(reversed(seq)))
-    return Mapping(tuple(tuple(r) for r in T), tuple(tuple(r) for r in Sp), tuple(order), None)
+    plain = Mapping(tuple(tuple(r[:7]) for r in T), tuple(tuple(r[:7]) for r in Sp), tuple(order))
+    if not any(d is Dim.G for d, _n, _p in ix.factors):
+        return plain
+    return plain.with_full_factors(T, Sp)
 
 
-def _primes(x: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= x:
-        while x % p == 0:
-            out.append(p)
-            x //= p
-        p += 1
-    if x > 1:
-        out.append(x)
-    return out
-
-
-def _move_one(mapping: Mapping, arch: Arch, level: int, tensors: set[Operand]) -> Mapping | None:
+def _move_one(
+    mapping: Mapping, arch: Arch, level: int, tensors: set[Operand], groups: int = 1
+) -> Mapping | None:
     """Move the smallest relevant prime from ``level`` (or the nearest level below that has
     one) to the temporal loops of ``level + 1``; temporal factors first, then spatial."""
-    dims = set().union(*(RELEVANT[v] for v in tensors)) if tensors else set(DIMS)
-    T = [list(r) for r in mapping.temporal]
-    Sp = [list(r) for r in mapping.spatial]
+    dims = set().union(*(RELEVANT[v] for v in tensors)) if tensors else set(ALL_DIMS)
+    T, Sp = mapping.full_factors(groups)
     for src in range(level, -1, -1):
         for table in (T, Sp):
             cands = [
-                (min(_primes(table[src][d.index])), d)
-                for d in DIMS
+                (min(prime_factors(table[src][d.index])), d)
+                for d in ALL_DIMS
                 if d in dims and table[src][d.index] > 1
             ]
             if cands:
                 p, d = min(cands, key=lambda c: (c[0], c[1].index))
                 table[src][d.index] //= p
                 T[level + 1][d.index] *= p
-                return Mapping(
-                    tuple(map(tuple, T)), tuple(map(tuple, Sp)), mapping.order, mapping.keeps
-                )
+                if mapping.group_temporal is None and groups == 1:
+                    return Mapping(
+                        tuple(tuple(r[:7]) for r in T),
+                        tuple(tuple(r[:7]) for r in Sp),
+                        mapping.order,
+                        mapping.keeps,
+                    )
+                return mapping.with_full_factors(T, Sp)
     return None
 
 
@@ -112,7 +111,7 @@ def repair_capacity(
         v = caps[0]
         lvl = arch.level_index(v.at["level"])
         tensors = {Operand(c) for c in v.at.get("tensors", "")}
-        nxt = _move_one(current, arch, lvl, tensors)
+        nxt = _move_one(current, arch, lvl, tensors, layer.groups)
         if nxt is None or lvl + 1 >= arch.n_levels:
             return current, moves, bad
         current = nxt

@@ -13,6 +13,12 @@ Generalisation (DEC-19): the "global buffer" is the outermost on-chip level (``t
 inner levels are everything below it; Simba gives CoSA's indices exactly. Levels that restrict
 their spatial dimensions (Gemmini) forbid the other spatial placements.
 
+Grouped layers (extension): the group dimension G is one more dimension whose prime factors
+are placed like the others; it is relevant to all three tensors (in ``A_REL``), so its factors
+enter every tile size, the compute term when temporal and every traffic term. Levels that list
+their spatial dimensions allow G only when they name it. The objective keeps its meaning: it
+is CoSA's score of the whole layer's mapping, all groups included.
+
 Preconditions: the architecture passed :meth:`Arch.check`; layer dims are positive.
 """
 
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.model import LinearModel
-from twill.mapping.workload import DIMS, OPERANDS, Dim, Layer, Operand, prime_factors
+from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, Dim, Layer, Operand, prime_factors
 
 __all__ = [
     "CosaWeights",
@@ -50,11 +56,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: CoSA's relevance matrix A[j][v] (R, S -> I deliberately 0; the halo term handles them).
+#: CoSA's relevance matrix A[j][v] (R, S -> I deliberately 0; the halo term handles them),
+#: with the group dimension G relevant to all three.
 A_REL: dict[Operand, frozenset[Dim]] = {
-    Operand.W: frozenset({Dim.R, Dim.S, Dim.C, Dim.K}),
-    Operand.I: frozenset({Dim.P, Dim.Q, Dim.C, Dim.N}),
-    Operand.O: frozenset({Dim.P, Dim.Q, Dim.K, Dim.N}),
+    Operand.W: frozenset({Dim.R, Dim.S, Dim.C, Dim.K, Dim.G}),
+    Operand.I: frozenset({Dim.P, Dim.Q, Dim.C, Dim.N, Dim.G}),
+    Operand.O: frozenset({Dim.P, Dim.Q, Dim.K, Dim.N, Dim.G}),
 }
 _SP, _TM = 0, 1  # k: spatial, temporal
 
@@ -130,7 +137,8 @@ class CosaIndex:
     ) -> CosaIndex:
         if gb_order not in ("slots", "loops"):
             raise ValueError(f"gb_order must be 'slots' or 'loops', got {gb_order!r}")
-        factors = tuple((d, n, p) for d in DIMS for n, p in enumerate(prime_factors(layer.dim(d))))
+        dims = ALL_DIMS if layer.groups > 1 else DIMS
+        factors = tuple((d, n, p) for d in dims for n, p in enumerate(prime_factors(layer.dim(d))))
         top = arch.top
         gb = top - 1
         keeps = tuple(lv.keeps for lv in arch.levels)
@@ -149,7 +157,7 @@ class CosaIndex:
                 cap[(m, v)] = math.log2(max(1.0, words))
         strides = {(Dim.P, Operand.I): layer.w_stride, (Dim.Q, Operand.I): layer.h_stride}
         fan = tuple(math.log2(arch.fanout(m)) for m in range(arch.n_levels))
-        loop_dims = tuple(d for d in DIMS if not reduce_units or layer.dim(d) > 1)
+        loop_dims = tuple(d for d in dims if not reduce_units or layer.dim(d) > 1)
         return CosaIndex(factors, gb, gb, top, halo, fan, cap, keeps, strides, gb_order, loop_dims)
 
 
@@ -700,14 +708,28 @@ def build_cosa_model(
     add_c5_halo_helpers(model, ix)
     add_c6_spatial_fanout(model, ix)
     h = halo_expression(model, ix)
-    if halo not in ("v010", "corrected"):
-        raise ValueError(f"halo must be 'v010' or 'corrected', got {halo!r}")
-    levels = () if ix.halo_level is None else (ix.halo_level,)
-    if halo == "corrected" and Operand.I in ix.keeps[ix.gb]:
-        levels = tuple(sorted(set(levels) | {ix.gb}))
-    util = utilisation_expressions(ix, h, levels)
+    util = utilisation_expressions(ix, h, _halo_levels(ix, halo))
     add_c7_buffer_capacity(model, ix, util)
     add_spatial_dim_restrictions(model, ix, arch)
+    switches = (reduce_units, symmetry, no_bypass_refetch, register_reuse)
+    _add_optional_rows(model, ix, arch, *switches)
+    terms = cosa_objective_terms(model, ix, arch, util)
+    _set_weighted_objective(model, terms, w)
+    log.info("cosa model %s: %s, Zn=%d", layer.name, model.size, ix.zn)
+    return model, ix, terms
+
+
+def _add_optional_rows(
+    model: LinearModel,
+    ix: CosaIndex,
+    arch: Arch,
+    reduce_units: bool,
+    symmetry: bool,
+    no_bypass_refetch: bool,
+    register_reuse: bool,
+) -> None:
+    """The switched rows: unit-factor fixing and symmetry breaking (optimum unchanged), and
+    the two restrictions that are not CoSA's model."""
     if reduce_units:
         fix_unit_factors(model, ix)
     if symmetry:
@@ -717,7 +739,24 @@ def build_cosa_model(
         add_no_bypass_refetch(model, ix)
     if register_reuse:
         add_register_reuse(model, ix, arch)
-    terms = cosa_objective_terms(model, ix, arch, util)
+
+
+def _halo_levels(ix: CosaIndex, halo: str) -> tuple[int, ...]:
+    """Levels whose input tile carries the halo term: the released code's one level
+    (``v010``), plus the global buffer when it keeps inputs (``corrected``, DEC-1)."""
+    if halo not in ("v010", "corrected"):
+        raise ValueError(f"halo must be 'v010' or 'corrected', got {halo!r}")
+    levels = () if ix.halo_level is None else (ix.halo_level,)
+    if halo == "corrected" and Operand.I in ix.keeps[ix.gb]:
+        levels = tuple(sorted(set(levels) | {ix.gb}))
+    return levels
+
+
+def _set_weighted_objective(
+    model: LinearModel, terms: dict[str, dict[str, float]], w: CosaWeights
+) -> None:
+    """Minimise ``w_C·compute + w_U·utilisation + w_T·traffic``; the constant part of the
+    utilisation term goes to ``model.objective_constant``."""
     obj: dict[str, float] = {}
     for name, wt in (
         ("compute", w.compute),
@@ -728,7 +767,4 @@ def build_cosa_model(
             if k != "__const__":
                 obj[k] = obj.get(k, 0.0) + wt * c
     model.set_objective(obj)
-    const = w.utilisation * terms["utilisation"].get("__const__", 0.0)
-    model.objective_constant = const
-    log.info("cosa model %s: %s, Zn=%d", layer.name, model.size, ix.zn)
-    return model, ix, terms
+    model.objective_constant = w.utilisation * terms["utilisation"].get("__const__", 0.0)

@@ -243,19 +243,9 @@ def _is_int(x: float) -> bool:
     return abs(x - round(x)) < 1e-12
 
 
-def _solve_cpsat(
-    model: LinearModel,
-    time_limit: float,
-    threads: int,
-    seed: int,
-    extra: dict[str, Any],
-    on_incumbent: Callable[[float, float, float], None] | None,
-) -> Solution:
-    try:
-        from ortools.sat.python import cp_model
-    except ImportError as exc:  # pragma: no cover
-        raise BackendUnavailableError("backend cpsat needs ortools") from exc
-    t0 = time.perf_counter()
+def _cpsat_model(cp_model: Any, model: LinearModel) -> tuple[Any, dict[str, Any]]:
+    """``model``'s variables and rows as a CP-SAT model (rows with fractional coefficients
+    scaled by ``ROW_SCALE`` and widened by a rounding slack), and its variables by name."""
     m = cp_model.CpModel()
     cv: dict[str, Any] = {}
     for name, (kind, lb, ub) in model.vars.items():
@@ -280,6 +270,23 @@ def _solve_cpsat(
             m.Add(lhs >= math.ceil(r - slack))
         else:
             m.Add(lhs == int(round(r)))
+    return m, cv
+
+
+def _solve_cpsat(
+    model: LinearModel,
+    time_limit: float,
+    threads: int,
+    seed: int,
+    extra: dict[str, Any],
+    on_incumbent: Callable[[float, float, float], None] | None,
+) -> Solution:
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError as exc:  # pragma: no cover
+        raise BackendUnavailableError("backend cpsat needs ortools") from exc
+    t0 = time.perf_counter()
+    m, cv = _cpsat_model(cp_model, model)
     m.Minimize(sum(int(round(c * OBJ_SCALE)) * cv[k] for k, c in model.objective.items()))
     build = time.perf_counter() - t0
     solver = cp_model.CpSolver()

@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -73,13 +74,22 @@ def _level_orders(temporal: tuple[int, ...], current: tuple[int, ...]) -> list[t
 
 
 def _best_of(
-    layer: Layer, arch: Arch, T: np.ndarray, Sp: np.ndarray, orders: np.ndarray, metric: str
+    layer: Layer, arch: Arch, tiling: Mapping, orders: np.ndarray, metric: str
 ) -> tuple[int, tuple[float, ...]]:
-    """Index and key of the best order in ``orders`` ``(B, L, 7)`` for the tiling ``T``/``Sp``."""
+    """Index and key of the best order in ``orders`` ``(B, L, 7)`` for the tiling of
+    ``tiling`` (its factors, G's included)."""
     B = orders.shape[0]
-    cost = evaluate_batch(
-        layer, arch, MappingBatch(np.repeat(T[None], B, 0), np.repeat(Sp[None], B, 0), orders)
+    placed = tiling.placed(layer.groups)
+    T, Sp = np.array(tiling.temporal), np.array(tiling.spatial)
+    gt, gs = np.array([placed.group_temporal]), np.array([placed.group_spatial])
+    batch = MappingBatch(
+        np.repeat(T[None], B, 0),
+        np.repeat(Sp[None], B, 0),
+        orders,
+        np.repeat(gt, B, 0),
+        np.repeat(gs, B, 0),
     )
+    cost = evaluate_batch(layer, arch, batch)
     keys = [
         _key(float(c), float(e), metric) for c, e in zip(cost.cycles, cost.energy_pj, strict=True)
     ]
@@ -118,29 +128,28 @@ def polish_loop_orders(
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     T = np.array(mapping.temporal, dtype=np.int64)
-    Sp = np.array(mapping.spatial, dtype=np.int64)
     current = [tuple(d.index for d in lv) for lv in mapping.order]
     per = [_level_orders(tuple(T[m]), current[m]) for m in range(len(current))]
     if math.prod(len(p) for p in per) <= max_batch:
         combos = np.array(list(itertools.product(*per)), dtype=np.int64)
-        k, _ = _best_of(layer, arch, T, Sp, combos, metric)
+        k, _ = _best_of(layer, arch, mapping, combos, metric)
         best = [tuple(int(x) for x in row) for row in combos[k]]
     else:
         best = list(current)
-        _, best_key = _best_of(layer, arch, T, Sp, np.array([best], dtype=np.int64), metric)
+        _, best_key = _best_of(layer, arch, mapping, np.array([best], dtype=np.int64), metric)
         for _sweep in range(max_sweeps):
             improved = False
             for m, orders in enumerate(per):
                 if len(orders) < 2:
                     continue
                 trial = np.array([best[:m] + [o] + best[m + 1 :] for o in orders], dtype=np.int64)
-                k, key = _best_of(layer, arch, T, Sp, trial, metric)
+                k, key = _best_of(layer, arch, mapping, trial, metric)
                 if key < best_key:
                     best[m], best_key, improved = orders[k], key, True
             if not improved:
                 break
     order = tuple(tuple(DIMS[d] for d in lv) for lv in best)
-    return Mapping(mapping.temporal, mapping.spatial, order, mapping.keeps)
+    return replace(mapping, order=order)
 
 
 def cosa_rerank_map(
@@ -164,7 +173,8 @@ def cosa_rerank_map(
     polish
         Polish each candidate's loop orders (:func:`polish_loop_orders`).
     gb_order, **cosa_options
-        Passed to every :func:`~twill.mapping.cosa.cosa_map` call (backend, time_limit ...).
+        Passed to every :func:`~twill.mapping.cosa.cosa_map` call (backend, time_limit,
+        ``options=SolverOptions(...)`` ...).
 
     Returns
     -------
@@ -185,14 +195,7 @@ def cosa_rerank_map(
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     t0, c0 = time.perf_counter(), time.process_time()
-    ix = CosaIndex.build(layer, arch, gb_order=gb_order)
-    nbr = bool(bypass_refetch_operands(ix))
-    variants: list[tuple[str, dict[str, bool]]] = [("cosa", {})]
-    if nbr:
-        variants.append(("no_bypass_refetch", {"no_bypass_refetch": True}))
-    if register_reuse_bound(ix, arch) is not None:
-        name = "no_bypass_refetch+register_reuse" if nbr else "register_reuse"
-        variants.append((name, {"no_bypass_refetch": nbr, "register_reuse": True}))
+    variants = _variants(layer, arch, gb_order)
     candidates: list[dict[str, Any]] = []
     best: tuple[tuple[float, ...], str, Mapping, CostReport] | None = None
     first: MapResult | None = None
@@ -209,25 +212,67 @@ def cosa_rerank_map(
         candidates.append(cand)
         if r.mapping is None or r.report is None:
             continue
-        mapping = r.mapping
-        if polish:
-            mapping = polish_loop_orders(layer, arch, mapping, metric=metric)
-        bad = verify_mapping(layer, arch, mapping)
-        if bad:
-            raise VerificationError(bad, what=f"cosa-rerank mapping of {layer.name}")
-        rep = evaluate(layer, arch, mapping)
-        cand.update(
-            cycles_mip_order=r.report.cycles,
-            energy_uJ_mip_order=r.report.energy_uj,
-            cycles=rep.cycles,
-            energy_uJ=rep.energy_uj,
-            mapping=str(mapping),
-        )
+        mapping, rep = _ranked(layer, arch, r.mapping, r.report, cand, polish=polish, metric=metric)
         key = _key(rep.cycles, rep.energy_pj, metric)
         if best is None or key < best[0]:
             best = (key, name, mapping, rep)
-    total = time.perf_counter() - t0
-    timings = {"solve": solve_s, "total": total, "cpu": time.process_time() - c0}
+    timings = {"solve": solve_s, "total": time.perf_counter() - t0}
+    timings["cpu"] = time.process_time() - c0
+    return _rerank_result(layer, first, best, candidates, timings, metric=metric, polish=polish)
+
+
+def _variants(layer: Layer, arch: Arch, gb_order: str) -> list[tuple[str, dict[str, bool]]]:
+    """The MIP variants solved: plain CoSA, then the restrictions this layer admits."""
+    ix = CosaIndex.build(layer, arch, gb_order=gb_order)
+    nbr = bool(bypass_refetch_operands(ix))
+    variants: list[tuple[str, dict[str, bool]]] = [("cosa", {})]
+    if nbr:
+        variants.append(("no_bypass_refetch", {"no_bypass_refetch": True}))
+    if register_reuse_bound(ix, arch) is not None:
+        name = "no_bypass_refetch+register_reuse" if nbr else "register_reuse"
+        variants.append((name, {"no_bypass_refetch": nbr, "register_reuse": True}))
+    return variants
+
+
+def _ranked(
+    layer: Layer,
+    arch: Arch,
+    mapping: Mapping,
+    mip_report: CostReport,
+    cand: dict[str, Any],
+    *,
+    polish: bool,
+    metric: str,
+) -> tuple[Mapping, CostReport]:
+    """One MIP candidate's (polished, verified) mapping and exact cost, recorded in ``cand``
+    beside the cost of the MIP's own loop order (``mip_report``)."""
+    if polish:
+        mapping = polish_loop_orders(layer, arch, mapping, metric=metric)
+    bad = verify_mapping(layer, arch, mapping)
+    if bad:
+        raise VerificationError(bad, what=f"cosa-rerank mapping of {layer.name}")
+    rep = evaluate(layer, arch, mapping)
+    cand.update(
+        cycles_mip_order=mip_report.cycles,
+        energy_uJ_mip_order=mip_report.energy_uj,
+        cycles=rep.cycles,
+        energy_uJ=rep.energy_uj,
+        mapping=str(mapping),
+    )
+    return mapping, rep
+
+
+def _rerank_result(
+    layer: Layer,
+    first: MapResult | None,
+    best: tuple[tuple[float, ...], str, Mapping, CostReport] | None,
+    candidates: list[dict[str, Any]],
+    timings: dict[str, float],
+    *,
+    metric: str,
+    polish: bool,
+) -> MapResult:
+    """FEASIBLE with the ``best`` candidate, else the plain MIP's (``first``) status."""
     settings = {**(first.settings if first else {}), "metric": metric, "polish": polish}
     settings.pop("no_bypass_refetch", None)
     settings.pop("register_reuse", None)
@@ -249,5 +294,5 @@ def cosa_rerank_map(
         timings,
         stats,
         settings,
-        cosa_options.get("seed", 0),
+        first.seed if first is not None else None,
     )

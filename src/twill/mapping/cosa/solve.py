@@ -11,11 +11,13 @@ from typing import Any
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.decode import decode_solution, repair_capacity
-from twill.mapping.cosa.mip import CosaWeights, build_cosa_model
-from twill.mapping.cosa.model import solve_model
+from twill.mapping.cosa.mip import CosaIndex, CosaWeights, build_cosa_model
+from twill.mapping.cosa.model import LinearModel, Solution, solve_model
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.result import MapResult
+from twill.mapping.solver_options import common_fields, progress
 from twill.mapping.workload import Layer
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.validation import check_int, check_real
 
@@ -91,6 +93,7 @@ def cosa_map(
     settings: CoSASettings | None = None,
     *,
     on_incumbent: Callable[[float, float, float], None] | None = None,
+    options: SolverOptions | None = None,
     **overrides: Any,
 ) -> MapResult:
     """Map one layer with CoSA's MIP.
@@ -103,6 +106,10 @@ def cosa_map(
         The run's :class:`CoSASettings` (default: all defaults).
     on_incumbent
         ``callback(objective, bound, elapsed)`` for progress (CP-SAT).
+    options
+        Shared solver options; when given, their ``seed``, ``threads``, ``time_limit`` (when
+        set) and ``extra`` replace those of ``settings`` and ``overrides``, and
+        ``on_progress`` receives ``{"objective", "bound", "elapsed"}`` per incumbent.
     **overrides
         Individual :class:`CoSASettings` fields replacing those of ``settings``
         (``cosa_map(layer, arch, time_limit=20)``).
@@ -127,10 +134,7 @@ def cosa_map(
     >>> r.status.value, r.report.valid
     ('optimal', True)
     """
-    cfg = replace(settings or CoSASettings(), **overrides)
-    check_real(cfg.time_limit, "time_limit")
-    check_int(cfg.threads, "threads")
-    check_int(cfg.seed, "seed", minimum=0)
+    cfg = _settings(settings, options, overrides)
     bad = layer.check() + arch.check()
     if bad:
         raise InvalidProblemError(bad, source=layer.name)
@@ -144,8 +148,23 @@ def cosa_map(
         threads=cfg.threads,
         seed=cfg.seed,
         extra=cfg.extra,
-        on_incumbent=on_incumbent,
+        on_incumbent=on_incumbent or _incumbent_events(options),
     )
+    return _map_result(layer, arch, cfg, (model, ix, terms), sol, t_build, c0)
+
+
+def _map_result(
+    layer: Layer,
+    arch: Arch,
+    cfg: CoSASettings,
+    built: tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]],
+    sol: Solution,
+    t_build: float,
+    c0: float,
+) -> MapResult:
+    """The solved MIP as a :class:`MapResult`: decoded, capacity-repaired and verified
+    mapping with its cost, or the backend's status without one."""
+    model, ix, terms = built
     t1 = time.perf_counter()
     stats: dict[str, Any] = {**model.size, **sol.stats}
 
@@ -166,22 +185,10 @@ def cosa_map(
         return result(
             sol.status, {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds}
         )
-    stats["terms"] = {
-        name: model.value({k: c for k, c in expr.items() if k != "__const__"}, sol.values)
-        + expr.get("__const__", 0.0)
-        for name, expr in terms.items()
-    }
-    mapping = decode_solution(sol.values, ix, arch)
-    mapping, moves, left = repair_capacity(layer, arch, mapping)
+    stats["terms"] = _term_values(model, terms, sol.values)
+    mapping, moves, left = repair_capacity(layer, arch, decode_solution(sol.values, ix, arch))
     stats["repair_moves"] = moves
-    t_verify = time.perf_counter() - t1
-    timings = {
-        "build": t_build,
-        "solve": sol.seconds,
-        "verify": t_verify,
-        "total": t_build + sol.seconds + t_verify,
-        "cpu": time.process_time() - c0,  # this process (SCIP/HiGHS children not included)
-    }
+    timings = _timings(t_build, sol.seconds, time.perf_counter() - t1, c0)
     if left:
         stats["violations"] = [str(v) for v in left]
         log.warning("cosa mapping of %s failed verification: %s", layer.name, left)
@@ -189,3 +196,50 @@ def cosa_map(
     status = sol.status if moves == 0 else Status.FEASIBLE
     report = evaluate(layer, arch, mapping)
     return result(status, timings, mapping=mapping, report=report, objective=sol.objective)
+
+
+def _timings(build: float, solve: float, verify: float, cpu0: float) -> dict[str, float]:
+    """Wall seconds per phase and in total, and this process's CPU seconds since ``cpu0``
+    (SCIP/HiGHS children not included)."""
+    total = build + solve + verify
+    cpu = time.process_time() - cpu0
+    return {"build": build, "solve": solve, "verify": verify, "total": total, "cpu": cpu}
+
+
+def _settings(
+    settings: CoSASettings | None, options: SolverOptions | None, overrides: dict[str, Any]
+) -> CoSASettings:
+    """The run's settings: ``settings``, then ``overrides``, then the shared ``options``."""
+    cfg = replace(settings or CoSASettings(), **overrides)
+    if options is not None:
+        extra = {**(cfg.extra or {}), **options.extra} or None
+        cfg = replace(cfg, extra=extra, **common_fields(options))
+    check_real(cfg.time_limit, "time_limit")
+    check_int(cfg.threads, "threads")
+    check_int(cfg.seed, "seed", minimum=0)
+    return cfg
+
+
+def _incumbent_events(
+    options: SolverOptions | None,
+) -> Callable[[float, float, float], None] | None:
+    """``options.on_progress`` as CP-SAT's incumbent callback (``None`` without one)."""
+    report = progress(options)
+    if report is None:
+        return None
+
+    def on_incumbent(objective: float, bound: float, elapsed: float) -> None:
+        report({"objective": objective, "bound": bound, "elapsed": elapsed})
+
+    return on_incumbent
+
+
+def _term_values(
+    model: LinearModel, terms: dict[str, dict[str, float]], values: dict[str, float]
+) -> dict[str, float]:
+    """The value of each named objective term (compute, utilisation, traffic) at ``values``."""
+    return {
+        name: model.value({k: c for k, c in expr.items() if k != "__const__"}, values)
+        + expr.get("__const__", 0.0)
+        for name, expr in terms.items()
+    }

@@ -18,6 +18,12 @@ instance of a level, as Timeloop reports them; energies multiply by the utilised
 * Energy = Σ accesses × per-access energy + MACs × MAC energy; latency = max(compute cycles,
   accesses / bandwidth of every throttled level); utilisation = MACs / (cycles × MAC units).
 
+Grouped layers: the group dimension G is an eighth loop, relevant to every tensor, whose
+temporal loop sits outermost in its level (:class:`~twill.mapping.mapping.Mapping`); the
+model runs the same rules over the eight loops, so costs are those of the whole layer (all
+groups). A mapping without G factors runs the groups one after another at the outermost
+level, which costs exactly G times one group (up to the rounding of cycles).
+
 Preconditions: mappings have the architecture's level count; the batch shares one keep/bypass
 assignment. Validity (perfect factorisation, capacity, fan-out) is reported in ``valid`` but
 costs are computed for every row.
@@ -25,16 +31,17 @@ costs are computed for every row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.mapping import Mapping
-from twill.mapping.workload import DIMS, OPERANDS, RELEVANT, Layer, Operand
+from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, RELEVANT, Layer, Operand
 
 __all__ = [
+    "EnergyDelay",
     "CostOptions",
     "CostReport",
     "BatchCost",
@@ -44,8 +51,9 @@ __all__ = [
     "batch_from_mappings",
 ]
 
-_R, _S, _P, _Q, _C, _K, _N = range(7)
-_REL = np.array([[d in RELEVANT[v] for d in DIMS] for v in OPERANDS], dtype=bool)  # (3, 7)
+_R, _S, _P, _Q, _C, _K, _N, _G = range(8)
+_W = len(ALL_DIMS)  # loops per level in the model: the seven dimensions and G
+_REL = np.array([[d in RELEVANT[v] for d in ALL_DIMS] for v in OPERANDS], dtype=bool)  # (3, 8)
 
 
 @dataclass(frozen=True)
@@ -67,11 +75,15 @@ class CostOptions:
 @dataclass(frozen=True)
 class MappingBatch:
     """Many mappings of one layer as arrays: ``temporal``/``spatial`` ``(B, L, 7)`` factors and
-    ``order`` ``(B, L, 7)`` dimension indices of each level's temporal loops, outer → inner."""
+    ``order`` ``(B, L, 7)`` dimension indices of each level's temporal loops, outer → inner.
+    ``group_temporal``/``group_spatial`` ``(B, L)`` are the G factors (``None``: all groups
+    at the outermost level, one after another)."""
 
     temporal: np.ndarray
     spatial: np.ndarray
     order: np.ndarray
+    group_temporal: np.ndarray | None = None
+    group_spatial: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.temporal.shape[0])
@@ -81,15 +93,49 @@ class MappingBatch:
         t = tuple(tuple(int(x) for x in row) for row in self.temporal[b])
         s = tuple(tuple(int(x) for x in row) for row in self.spatial[b])
         o = tuple(tuple(DIMS[int(i)] for i in row) for row in self.order[b])
-        return Mapping(t, s, o, keeps)
+        if self.group_temporal is None or self.group_spatial is None:
+            return Mapping(t, s, o, keeps)
+        gt = tuple(int(x) for x in self.group_temporal[b])
+        gs = tuple(int(x) for x in self.group_spatial[b])
+        return Mapping(t, s, o, keeps, gt, gs)
+
+    def take(self, rows: np.ndarray) -> MappingBatch:
+        """The mappings at ``rows`` (in that order, repeats allowed)."""
+        gt, gs = self.group_temporal, self.group_spatial
+        return MappingBatch(
+            self.temporal[rows],
+            self.spatial[rows],
+            self.order[rows],
+            None if gt is None else gt[rows],
+            None if gs is None else gs[rows],
+        )
+
+    def full(self, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Factors ``(B, L, 8)`` over :data:`ALL_DIMS` and orders ``(B, L, 8)`` with the G
+        loop outermost in every level."""
+        B, L, _ = self.temporal.shape
+        gt, gs = self.group_temporal, self.group_spatial
+        if gt is None or gs is None:
+            gt, gs = np.ones((B, L), dtype=np.int64), np.ones((B, L), dtype=np.int64)
+            gt[:, -1] = groups
+        T = np.concatenate([self.temporal, np.asarray(gt)[:, :, None]], axis=2)
+        Sp = np.concatenate([self.spatial, np.asarray(gs)[:, :, None]], axis=2)
+        order = np.concatenate([np.full((B, L, 1), _G, dtype=np.int64), self.order], axis=2)
+        return T, Sp, order
 
 
-def batch_from_mappings(mappings: list[Mapping]) -> MappingBatch:
-    """Stack mappings (same level count) into a :class:`MappingBatch`."""
+def batch_from_mappings(mappings: list[Mapping], groups: int = 1) -> MappingBatch:
+    """Stack mappings (same level count) into a :class:`MappingBatch`; when any of them
+    places G factors, those that do not get all ``groups`` at the outermost level."""
     t = np.array([m.temporal for m in mappings], dtype=np.int64)
     s = np.array([m.spatial for m in mappings], dtype=np.int64)
     o = np.array([[[d.index for d in lv] for lv in m.order] for m in mappings], dtype=np.int64)
-    return MappingBatch(t, s, o)
+    if all(m.group_temporal is None for m in mappings):
+        return MappingBatch(t, s, o)
+    placed = [m.placed(groups) for m in mappings]
+    gt = np.array([m.group_temporal for m in placed], dtype=np.int64)
+    gs = np.array([m.group_spatial for m in placed], dtype=np.int64)
+    return MappingBatch(t, s, o, gt, gs)
 
 
 @dataclass(frozen=True)
@@ -127,12 +173,13 @@ class BatchCost:
 
 
 def _footprints(ext: np.ndarray, layer: Layer) -> np.ndarray:
-    """Footprints ``(..., 3)`` of tiles with extents ``ext`` ``(..., 7)``."""
-    w = ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
-    o = ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
+    """Footprints ``(..., 3)`` of tiles with extents ``ext`` ``(..., 8)`` (G last)."""
+    g = ext[..., _G]
+    w = g * ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
+    o = g * ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
     width = (ext[..., _P] - 1) * layer.w_stride + (ext[..., _R] - 1) * layer.w_dilation + 1
     height = (ext[..., _Q] - 1) * layer.h_stride + (ext[..., _S] - 1) * layer.h_dilation + 1
-    i = ext[..., _N] * ext[..., _C] * width * height
+    i = g * ext[..., _N] * ext[..., _C] * width * height
     return np.stack([w, i, o], axis=-1)
 
 
@@ -173,24 +220,69 @@ def evaluate_batch(
     """
     opts = options or CostOptions()
     keeps = keeps or tuple(lv.keeps for lv in arch.levels)
-    T = np.asarray(batch.temporal, dtype=np.float64)
-    Sp = np.asarray(batch.spatial, dtype=np.float64)
-    perm = np.asarray(batch.order, dtype=np.int64)
+    T8, Sp8, perm = batch.full(layer.groups)
+    T = np.asarray(T8, dtype=np.float64)
+    Sp = np.asarray(Sp8, dtype=np.float64)
     B, L, _ = T.shape
     if L != arch.n_levels:
         raise ValueError(f"mappings have {L} levels, architecture {arch.name} has {arch.n_levels}")
     K = np.array([[v in keeps[m] for v in OPERANDS] for m in range(L)], dtype=bool)  # (L, 3)
-    rows = np.arange(B)
 
     TS = T * Sp
-    ext = np.cumprod(TS, axis=1)  # (B, L, 7): extents of levels 0..m
+    ext = np.cumprod(TS, axis=1)  # (B, L, 8): extents of levels 0..m
     tiles = _footprints(ext, layer)  # (B, L, 3)
     compute = np.prod(T.reshape(B, -1), axis=1)
 
-    # Temporal loops inner -> outer: index g = m*7 + k, k = 0 innermost loop of level m.
-    D = perm[:, :, ::-1].reshape(B, L * 7)
-    F = np.take_along_axis(T, perm[:, :, ::-1], axis=2).reshape(B, L * 7)
-    G = L * 7
+    fills = _batch_fills(layer, opts, T, Sp, perm, K, ext, tiles)
+    reads, updates = _batch_reads_updates(opts, T, Sp, K, fills, tiles, compute)
+
+    used, per_op, per_inst, level_acc = _batch_accesses(Sp, K, reads, fills, updates)
+    e_lvl = np.array([lv.energy_pj for lv in arch.levels])
+    op_energy = per_op * used[:, :, None] * e_lvl[None, :, None]
+    level_energy = level_acc * e_lvl[None, :]
+    mac_e = layer.total_macs * arch.mac_energy_pj
+    energy = level_energy.sum(axis=1) + mac_e
+    bw_cycles = _bandwidth_cycles(arch, per_inst, level_acc)
+    cycles = np.ceil(np.maximum(compute, bw_cycles.max(axis=1)) - 1e-9)
+    util = layer.total_macs / (cycles * arch.macs)
+    valid = _valid_mask(layer, arch, T, Sp, tiles, K)
+    return BatchCost(
+        cycles=cycles,
+        compute_cycles=compute,
+        energy_pj=energy,
+        level_energy_pj=level_energy,
+        operand_energy_pj=op_energy,
+        reads=reads,
+        fills=fills,
+        updates=updates,
+        level_accesses=level_acc,
+        instances_used=used,
+        tiles=tiles,
+        bandwidth_cycles=bw_cycles,
+        utilisation=util,
+        valid=valid,
+        mac_energy_pj=mac_e,
+    )
+
+
+def _batch_fills(
+    layer: Layer,
+    opts: CostOptions,
+    T: np.ndarray,
+    Sp: np.ndarray,
+    perm: np.ndarray,
+    K: np.ndarray,
+    ext: np.ndarray,
+    tiles: np.ndarray,
+) -> np.ndarray:
+    """Per-instance fills ``(B, L, 3)`` of each kept operand: its tile times the temporal
+    iterations from the first relevant loop above the level outwards."""
+    B, L, _ = T.shape
+    rows = np.arange(B)
+    # Temporal loops inner -> outer: index g = m*8 + k, k = 0 innermost loop of level m.
+    D = perm[:, :, ::-1].reshape(B, L * _W)
+    F = np.take_along_axis(T, perm[:, :, ::-1], axis=2).reshape(B, L * _W)
+    G = L * _W
     suffix = np.ones((B, G + 1))
     suffix[:, :G] = np.cumprod(F[:, ::-1], axis=1)[:, ::-1]  # Π_{g' >= g} F
     gidx = np.arange(G)
@@ -204,13 +296,27 @@ def evaluate_batch(
         for m in range(L - 1):
             if not K[m, vi]:
                 continue
-            gs = nxt[:, (m + 1) * 7]
+            gs = nxt[:, (m + 1) * _W]
             loads = suffix[rows, gs]
             f = tiles[:, m, vi] * loads
             if v is Operand.I and opts.sliding_window:
                 f = _sliding_fills(layer, f, tiles[:, m, vi], ext, T, Sp, D, F, suffix, gs, m, G)
             fills[:, m, vi] = f
+    return fills
 
+
+def _batch_reads_updates(
+    opts: CostOptions,
+    T: np.ndarray,
+    Sp: np.ndarray,
+    K: np.ndarray,
+    fills: np.ndarray,
+    tiles: np.ndarray,
+    compute: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-instance reads and updates ``(B, L, 3)``: what the child level (or the MACs)
+    asks of each kept level, scaled by the relevant spatial fan-out in between."""
+    B, L, _ = T.shape
     # Relevant spatial fan-out per level and its running product.
     sprel = np.stack([np.prod(np.where(_REL[vi], Sp, 1.0), axis=2) for vi in range(3)], axis=-1)
     cprel = np.cumprod(sprel, axis=1)  # (B, L, 3)
@@ -240,45 +346,32 @@ def evaluate_batch(
             else:
                 reads[:, m, vi] = base
             child = m
+    return reads, updates
 
+
+def _batch_accesses(
+    Sp: np.ndarray, K: np.ndarray, reads: np.ndarray, fills: np.ndarray, updates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Instances used per level, per-operand and per-level accesses per instance, and the
+    level's accesses over all its instances."""
+    B, L, _ = Sp.shape
     used = np.ones((B, L))
     fan = np.prod(Sp, axis=2)  # (B, L)
     used[:, :-1] = np.cumprod(fan[:, ::-1], axis=1)[:, ::-1][:, 1:]
     per_op = (reads + fills + updates) * K[None, :, :]  # (B, L, 3) per instance
     per_inst = per_op.sum(axis=2)
-    level_acc = per_inst * used
-    e_lvl = np.array([lv.energy_pj for lv in arch.levels])
-    op_energy = per_op * used[:, :, None] * e_lvl[None, :, None]
-    level_energy = level_acc * e_lvl[None, :]
-    mac_e = layer.macs * arch.mac_energy_pj
-    energy = level_energy.sum(axis=1) + mac_e
+    return used, per_op, per_inst, per_inst * used
 
-    bw_cycles = np.zeros((B, L))
+
+def _bandwidth_cycles(arch: Arch, per_inst: np.ndarray, level_acc: np.ndarray) -> np.ndarray:
+    """Cycles each level's bandwidth needs ``(B, L)`` (zero for unlimited levels)."""
+    bw_cycles = np.zeros(per_inst.shape)
     for m, lv in enumerate(arch.levels):
         if lv.bandwidth:
             bw_cycles[:, m] = (
                 level_acc[:, m] if lv.bandwidth_shared else per_inst[:, m]
             ) / lv.bandwidth
-    cycles = np.ceil(np.maximum(compute, bw_cycles.max(axis=1)) - 1e-9)
-    util = layer.macs / (cycles * arch.macs)
-    valid = _valid_mask(layer, arch, T, Sp, tiles, K)
-    return BatchCost(
-        cycles=cycles,
-        compute_cycles=compute,
-        energy_pj=energy,
-        level_energy_pj=level_energy,
-        operand_energy_pj=op_energy,
-        reads=reads,
-        fills=fills,
-        updates=updates,
-        level_accesses=level_acc,
-        instances_used=used,
-        tiles=tiles,
-        bandwidth_cycles=bw_cycles,
-        utilisation=util,
-        valid=valid,
-        mac_energy_pj=mac_e,
-    )
+    return bw_cycles
 
 
 def _sliding_fills(
@@ -301,7 +394,7 @@ def _sliding_fills(
     ok = gs < G
     gsafe = np.where(ok, gs, 0)
     dim = D[rows, gsafe]
-    lvl = gsafe // 7
+    lvl = gsafe // _W
     n = F[rows, gsafe]
     step = ext[rows, lvl, dim] / T[rows, lvl, dim]  # extent of dim inside this loop (spatial incl.)
     mult = np.select(
@@ -325,7 +418,7 @@ def _valid_mask(
 ) -> np.ndarray:
     """Rows that factorise the layer exactly and respect capacities, fan-outs and the
     levels' spatial dimensions."""
-    bounds = np.array(layer.bounds, dtype=np.float64)
+    bounds = np.array([layer.dim(d) for d in ALL_DIMS], dtype=np.float64)
     ok = np.all(np.prod(T * Sp, axis=1) == bounds[None, :], axis=1)
     ok &= np.all(T >= 1, axis=(1, 2)) & np.all(Sp >= 1, axis=(1, 2))
     for m, lv in enumerate(arch.levels):
@@ -334,14 +427,32 @@ def _valid_mask(
             ok &= used <= lv.entries
         ok &= np.prod(Sp[:, m, :], axis=1) <= arch.fanout(m)
         if lv.spatial_dims is not None:
-            banned = np.array([d not in lv.spatial_dims for d in DIMS])
+            banned = np.array([d not in lv.spatial_dims for d in ALL_DIMS])
             ok &= ~np.any((Sp[:, m, :] > 1) & banned[None, :], axis=1)
     return ok
 
 
 # ----------------------------------------------------------------------------- reports
+class EnergyDelay:
+    """The derived figures of a report with ``energy_pj`` and ``cycles``: energy in µJ and the
+    energy-delay product (µJ·cycles), shared by layer and network reports."""
+
+    energy_pj: float
+    cycles: float
+
+    @property
+    def energy_uj(self) -> float:
+        """Energy in µJ."""
+        return self.energy_pj * 1e-6
+
+    @property
+    def edp(self) -> float:
+        """Energy-delay product, µJ·cycles."""
+        return self.energy_uj * self.cycles
+
+
 @dataclass(frozen=True)
-class CostReport:
+class CostReport(EnergyDelay):
     """Cost of one mapped layer (or, after ``+``/``sum``, of a whole network).
 
     Energies in pJ, latency in cycles. ``count`` is how many times the layer occurs; network
@@ -367,15 +478,6 @@ class CostReport:
     valid: bool = True
     count: int = 1
     layers: tuple[dict[str, Any], ...] = field(default=())
-
-    @property
-    def energy_uj(self) -> float:
-        return self.energy_pj * 1e-6
-
-    @property
-    def edp(self) -> float:
-        """Energy-delay product, µJ·cycles."""
-        return self.energy_uj * self.cycles
 
     @property
     def utilisation(self) -> float:
@@ -488,6 +590,33 @@ class CostReport:
         return out
 
 
+def _per_operand(
+    bc: BatchCost, names: list[str], keeps: tuple[frozenset[Operand], ...]
+) -> tuple[
+    dict[str, dict[str, dict[str, float]]], dict[str, dict[str, int]], dict[str, dict[str, float]]
+]:
+    """The first mapping of ``bc`` per level name and kept operand: its accesses (``reads``,
+    ``fills``, ``updates``), tile size and energy (pJ)."""
+    acc: dict[str, dict[str, dict[str, float]]] = {}
+    tiles: dict[str, dict[str, int]] = {}
+    op_e: dict[str, dict[str, float]] = {}
+    for m, nm in enumerate(names):
+        acc[nm] = {}
+        tiles[nm] = {}
+        op_e[nm] = {}
+        for vi, v in enumerate(OPERANDS):
+            if v not in keeps[m]:
+                continue
+            acc[nm][v.value] = {
+                "reads": float(bc.reads[0, m, vi]),
+                "fills": float(bc.fills[0, m, vi]),
+                "updates": float(bc.updates[0, m, vi]),
+            }
+            tiles[nm][v.value] = int(bc.tiles[0, m, vi])
+            op_e[nm][v.value] = float(bc.operand_energy_pj[0, m, vi])
+    return acc, tiles, op_e
+
+
 def evaluate(
     layer: Layer,
     arch: Arch,
@@ -508,9 +637,9 @@ def evaluate(
     -------
     CostReport
         ``valid`` tells whether :func:`twill.mapping.mapping.verify_mapping` would accept the
-        mapping; costs are computed either way. For a grouped layer the mapping is one
-        group's, and cycles, energies and MACs are G times that group's (per-instance
-        ``accesses`` and ``tiles`` stay those of one group).
+        mapping; costs are computed either way. For a grouped layer every number is the
+        whole layer's (all G groups, as the mapping places them; a mapping without G
+        factors runs them one after another at the outermost level).
 
     Notes
     -----
@@ -529,31 +658,16 @@ def evaluate(
     (12544, 17.03)
     """
     keeps = mapping.keeps_for(arch)
-    bc = evaluate_batch(layer, arch, batch_from_mappings([mapping]), keeps=keeps, options=options)
+    batch = batch_from_mappings([mapping], layer.groups)
+    bc = evaluate_batch(layer, arch, batch, keeps=keeps, options=options)
     names = [lv.name for lv in arch.levels]
-    acc: dict[str, dict[str, dict[str, float]]] = {}
-    tiles: dict[str, dict[str, int]] = {}
-    op_e: dict[str, dict[str, float]] = {}
-    for m, nm in enumerate(names):
-        acc[nm] = {}
-        tiles[nm] = {}
-        op_e[nm] = {}
-        for vi, v in enumerate(OPERANDS):
-            if v not in keeps[m]:
-                continue
-            acc[nm][v.value] = {
-                "reads": float(bc.reads[0, m, vi]),
-                "fills": float(bc.fills[0, m, vi]),
-                "updates": float(bc.updates[0, m, vi]),
-            }
-            tiles[nm][v.value] = int(bc.tiles[0, m, vi])
-            op_e[nm][v.value] = float(bc.operand_energy_pj[0, m, vi])
+    acc, tiles, op_e = _per_operand(bc, names, keeps)
     top = arch.top
     dram_bytes = float(bc.level_accesses[0, top]) * arch.levels[top].word_bits / 8
     rep = CostReport(
         name=layer.name,
         arch=arch.name,
-        macs=layer.macs,
+        macs=layer.total_macs,
         cycles=int(bc.cycles[0]),
         compute_cycles=int(bc.compute_cycles[0]),
         energy_pj=float(bc.energy_pj[0]),
@@ -567,9 +681,6 @@ def evaluate(
         dram_bytes=dram_bytes,
         mac_units=arch.macs,
         valid=bool(bc.valid[0]),
-        count=layer.groups,
+        count=layer.count,
     )
-    if layer.groups == 1:
-        return rep if layer.count == 1 else replace(rep, count=layer.count)
-    # groups run one after another: the layer costs G x one group (accesses, tiles: one group)
-    return replace(rep.weighted(), count=layer.count, layers=())
+    return rep

@@ -27,6 +27,8 @@ from twill.mapping.fadiff.fusion import FusionPlan, PlanReport, evaluate_plan, v
 from twill.mapping.fadiff.heuristics import greedy_fusion
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.train import all_dram_mapping, plan_repr
+from twill.mapping.solver_options import resolve_seed
+from twill.options import SolverOptions
 
 __all__ = ["BaselineResult", "layerwise_cosa", "greedy_fusion_baseline", "random_search"]
 
@@ -51,12 +53,18 @@ def _checked(net: Network, arch: Arch, plan: FusionPlan, t0: float) -> BaselineR
 
 
 def layerwise_cosa(
-    net: Network, arch: Arch, *, time_limit: float = 10.0, backend: str = "cpsat"
+    net: Network,
+    arch: Arch,
+    *,
+    time_limit: float = 10.0,
+    backend: str = "cpsat",
+    options: SolverOptions | None = None,
 ) -> BaselineResult:
     """CoSA (:func:`twill.mapping.cosa.cosa_map`) per unique layer shape, no fusion.
 
     A layer CoSA cannot map within ``time_limit`` keeps the all-DRAM mapping (noted in
-    ``plan.meta``).
+    ``plan.meta``). ``options`` (shared solver options) are passed to every CoSA call; their
+    ``time_limit``, when set, is the limit per layer shape.
     """
     from twill.mapping.cosa import cosa_map
 
@@ -66,7 +74,7 @@ def layerwise_cosa(
     mappings = []
     for ly in net.layers:
         if ly.key not in cache:
-            res = cosa_map(ly, arch, backend=backend, time_limit=time_limit)
+            res = cosa_map(ly, arch, backend=backend, time_limit=time_limit, options=options)
             if res.mapping is None:
                 failed.append(ly.name)
             cache[ly.key] = res.mapping or all_dram_mapping(ly, arch)
@@ -84,7 +92,13 @@ def greedy_fusion_baseline(net: Network, arch: Arch, layerwise: FusionPlan) -> B
 
 
 def random_search(
-    net: Network, arch: Arch, *, evaluations: int, seed: int = 0, batch: int = 512
+    net: Network,
+    arch: Arch,
+    *,
+    evaluations: int,
+    seed: int = 0,
+    batch: int = 512,
+    options: SolverOptions | None = None,
 ) -> BaselineResult:
     """Random valid mappings per layer with a total budget of ``evaluations`` model calls.
 
@@ -98,11 +112,13 @@ def random_search(
         Seeds the NumPy generator.
     batch
         Mappings evaluated per NumPy call.
+    options
+        Shared solver options; when given, ``options.seed`` replaces ``seed``.
     """
     from twill.mapping.search.random import sample_batch
 
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(resolve_seed(seed, options))
     per_layer = max(1, evaluations // max(1, len(net.layers)))
     mappings = []
     for ly in net.layers:

@@ -149,7 +149,7 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
     energy = 0.0
     cycles = 0.0
     for ly in net.layers:
-        macs = float(ly.macs)
+        macs = float(ly.total_macs)
         c_sp, k_sp = _maxdiv(ly.dim(Dim.C), pe_c), _maxdiv(ly.dim(Dim.K), pe_k)
         w = float(ly.footprint(Operand.W))
         energy += macs * (arch.mac_energy_pj + e_reg)
@@ -178,7 +178,7 @@ def _free_report(
         if j in ins:
             acc[j, top] -= c.reads[0, top, _I] * c.instances_used[0, top]
             acc[j, sp] -= c.fills[0, sp, _I] * c.instances_used[0, sp]
-    macs = np.array([float(ly.macs) for ly in net.layers])
+    macs = np.array([float(ly.total_macs) for ly in net.layers])
     energy, cycles = energy_and_cycles(acc, used, compute, macs, arch)
     dram = acc[:, top] * arch.levels[top].word_bits / 8
     return float(energy.sum()), float(cycles.sum()), float(dram.sum())

@@ -122,7 +122,7 @@ def group_search(
     []
     """
     n = len(net.layers)
-    macs = [float(ly.macs) for ly in net.layers]
+    macs = [float(ly.total_macs) for ly in net.layers]
     base = [_row(ly, arch, m) for ly, m in zip(net.layers, seed.mappings, strict=True)]
     cands = set(net.candidates)
     out_edges: list[list[int]] = [[] for _ in range(n)]

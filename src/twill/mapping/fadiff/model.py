@@ -15,6 +15,11 @@ integer divisors, so the forward numbers are exactly those of the NumPy model (p
 backward pass gets the gradient of the smooth products. The latency ``ceil`` uses a
 straight-through estimator.
 
+Grouped layers: the factors are one group's (seven dimensions); the model adds the group
+loop G at the outermost (DRAM) level, as the NumPy model does for a mapping without G
+factors, so every count and the energy and latency are the whole layer's (G times one group,
+up to the rounding of cycles).
+
 Preconditions: factors ≥ 1 in the forward pass; the batch shares the architecture's
 keep/bypass assignment. Torch is imported lazily by the callers (this module imports it at
 module level and is itself only imported on use).
@@ -28,21 +33,23 @@ import numpy as np
 import torch
 
 from twill.mapping.arch import Arch
-from twill.mapping.workload import DIMS, OPERANDS, RELEVANT, Layer
+from twill.mapping.workload import ALL_DIMS, OPERANDS, RELEVANT, Layer
 
 __all__ = ["LayerTable", "TorchCost", "layer_table", "torch_costs"]
 
-_R, _S, _P, _Q, _C, _K, _N = range(7)
+_R, _S, _P, _Q, _C, _K, _N, _G = range(8)
+_NL = len(ALL_DIMS)  # loops per level in the model: the seven dimensions and G
 _W, _I, _O = range(3)
-_REL = np.array([[d in RELEVANT[v] for d in DIMS] for v in OPERANDS], dtype=bool)
+_REL = np.array([[d in RELEVANT[v] for d in ALL_DIMS] for v in OPERANDS], dtype=bool)
 
 
 @dataclass(frozen=True)
 class LayerTable:
     """Per-row layer constants of a batch (row b is one layer instance).
 
-    ``bounds`` ``(B, 7)``; ``stride`` and ``dilation`` ``(B, 2)`` (width, height); ``macs``
-    ``(B,)``; ``o_size`` ``(B,)`` output words. All float64 tensors on the batch's device.
+    ``bounds`` ``(B, 7)`` (one group); ``stride`` and ``dilation`` ``(B, 2)`` (width,
+    height); ``macs`` ``(B,)`` and ``o_size`` ``(B,)`` output words, all groups; ``groups``
+    ``(B,)``. All float64 tensors on the batch's device.
     """
 
     bounds: torch.Tensor
@@ -50,6 +57,7 @@ class LayerTable:
     dilation: torch.Tensor
     macs: torch.Tensor
     o_size: torch.Tensor
+    groups: torch.Tensor
 
 
 def layer_table(layers: list[Layer], device: str | torch.device = "cpu") -> LayerTable:
@@ -58,9 +66,10 @@ def layer_table(layers: list[Layer], device: str | torch.device = "cpu") -> Laye
     bounds = torch.tensor([list(ly.bounds) for ly in layers], **f64)
     stride = torch.tensor([[ly.w_stride, ly.h_stride] for ly in layers], **f64)
     dil = torch.tensor([[ly.w_dilation, ly.h_dilation] for ly in layers], **f64)
-    macs = torch.tensor([float(ly.macs) for ly in layers], **f64)
-    o_size = bounds[:, _P] * bounds[:, _Q] * bounds[:, _K] * bounds[:, _N]
-    return LayerTable(bounds, stride, dil, macs, o_size)
+    macs = torch.tensor([float(ly.total_macs) for ly in layers], **f64)
+    groups = torch.tensor([float(ly.groups) for ly in layers], **f64)
+    o_size = bounds[:, _P] * bounds[:, _Q] * bounds[:, _K] * bounds[:, _N] * groups
+    return LayerTable(bounds, stride, dil, macs, o_size, groups)
 
 
 @dataclass(frozen=True)
@@ -86,15 +95,28 @@ class TorchCost:
 
 
 def _footprints(ext: torch.Tensor, tab: LayerTable) -> torch.Tensor:
-    """Footprints ``(B, L, 3)`` (W, I, O) of tiles with extents ``ext`` ``(B, L, 7)``."""
+    """Footprints ``(B, L, 3)`` (W, I, O) of tiles with extents ``ext`` ``(B, L, 8)``."""
     ws, hs = tab.stride[:, 0:1], tab.stride[:, 1:2]
     wd, hd = tab.dilation[:, 0:1], tab.dilation[:, 1:2]
-    w = ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
-    o = ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
+    g = ext[..., _G]
+    w = g * ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
+    o = g * ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
     width = (ext[..., _P] - 1) * ws + (ext[..., _R] - 1) * wd + 1
     height = (ext[..., _Q] - 1) * hs + (ext[..., _S] - 1) * hd + 1
-    i = ext[..., _N] * ext[..., _C] * width * height
+    i = g * ext[..., _N] * ext[..., _C] * width * height
     return torch.stack([w, i, o], dim=-1)
+
+
+def _with_groups(
+    tab: LayerTable, T: torch.Tensor, Sp: torch.Tensor, order: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Append the G loop (all groups, temporal at the outermost level, outermost in its
+    order): factors and orders ``(B, L, 8)``."""
+    B, L, _ = T.shape
+    g = torch.ones(B, L, 1, dtype=T.dtype, device=T.device)
+    gt = torch.cat([g[:, :-1], tab.groups.to(T.dtype).view(B, 1, 1)], dim=1)
+    first = torch.full((B, L, 1), _G, dtype=order.dtype, device=order.device)
+    return torch.cat([T, gt], 2), torch.cat([Sp, g], 2), torch.cat([first, order], 2)
 
 
 def _ste_ceil(x: torch.Tensor) -> torch.Tensor:
@@ -138,7 +160,7 @@ def torch_costs(
     FADiff spec §4 (counts), §5 (energy), §6 (latency). Identical forward numbers to
     :func:`twill.mapping.cost.analytical.evaluate_batch` on integer factors.
     """
-    T, Sp = temporal, spatial
+    T, Sp, order = _with_groups(tab, temporal, spatial, order)
     B, L, _ = T.shape
     dev = T.device
     keeps = np.array([[v in lv.keeps for v in OPERANDS] for lv in arch.levels], dtype=bool)
@@ -147,9 +169,9 @@ def torch_costs(
     compute = torch.prod(T.reshape(B, -1), dim=1)
 
     perm_io = torch.flip(order, dims=[2])  # inner -> outer within a level
-    D = perm_io.reshape(B, L * 7)
-    F = torch.gather(T, 2, perm_io).reshape(B, L * 7)
-    G = L * 7
+    D = perm_io.reshape(B, L * _NL)
+    F = torch.gather(T, 2, perm_io).reshape(B, L * _NL)
+    G = L * _NL
     ones = torch.ones(B, 1, dtype=T.dtype, device=dev)
     # suffix[g] = prod_{g' >= g} F[g'] (products, not exp-log, so integers stay exact)
     suffix = torch.cat([torch.flip(torch.cumprod(torch.flip(F, [1]), 1), [1]), ones], dim=1)
@@ -168,7 +190,7 @@ def torch_costs(
         for m in range(L - 1):
             if not keeps[m, vi]:
                 continue
-            gs = nxt[:, (m + 1) * 7]
+            gs = nxt[:, (m + 1) * _NL]
             f = tiles[:, m, vi] * suffix[rows, gs]
             if vi == _I and sliding_window:
                 f = _sliding_fills(tab, f, tiles[:, m, vi], ext, T, D, F, suffix, gs, m, G)
@@ -264,7 +286,7 @@ def _sliding_fills(
     ok = gs < G
     gsafe = torch.where(ok, gs, torch.zeros_like(gs))
     dim = D[rows, gsafe]
-    lvl = gsafe // 7
+    lvl = gsafe // _NL
     n = F[rows, gsafe]
     step = ext[rows, lvl, dim] / T[rows, lvl, dim]
     zero = torch.zeros_like(tab.stride[:, 0])

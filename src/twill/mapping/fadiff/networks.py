@@ -36,7 +36,7 @@ Preconditions: the layers are given in the folder's ``layers.yaml`` order.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from twill.errors import InvalidProblemError
 from twill.mapping.workload import Dim, Layer
@@ -79,7 +79,10 @@ class Network:
     """A network: layers in execution order plus producer → consumer edges.
 
     ``candidates`` are the indices (into ``edges``) of the boundaries whose fusion is legal
-    in principle; whether a mapping allows it is checked by fusion.verify_plan.
+    in principle; whether a mapping allows it is checked by fusion.verify_plan. An edge to or
+    from a grouped layer is never a candidate: the fusion model's blocks tile one group's
+    P, Q and N, and a grouped layer runs its groups one after another around them, so the
+    fused tile of the intermediate is not modelled (docs/fadiff.md).
     """
 
     name: str
@@ -90,11 +93,17 @@ class Network:
 
     @property
     def candidates(self) -> tuple[int, ...]:
-        return tuple(i for i, e in enumerate(self.edges) if e.kind in CANDIDATE_KINDS)
+        return tuple(
+            i
+            for i, e in enumerate(self.edges)
+            if e.kind in CANDIDATE_KINDS
+            and self.layers[e.src].groups == 1
+            and self.layers[e.dst].groups == 1
+        )
 
     @property
     def macs(self) -> int:
-        return sum(ly.macs for ly in self.layers)
+        return sum(ly.total_macs for ly in self.layers)
 
     def index(self, name: str) -> int:
         for i, ly in enumerate(self.layers):
@@ -330,19 +339,9 @@ def fsrcnn(
 
 
 def chain_network(layers: list[Layer], name: str = "chain") -> Network:
-    """A plain chain ``layers[0] → layers[1] → ...`` with every boundary a candidate (tests)."""
-    lays = [
-        Layer(
-            ly.name or f"l{i}",
-            dict(ly.dims),
-            ly.w_stride,
-            ly.h_stride,
-            ly.w_dilation,
-            ly.h_dilation,
-            1,
-        )
-        for i, ly in enumerate(layers)
-    ]
+    """A plain chain ``layers[0] → layers[1] → ...`` with every boundary between two plain
+    layers a candidate (tests); counts reset to 1, groups kept."""
+    lays = [replace(ly, name=ly.name or f"l{i}", count=1) for i, ly in enumerate(layers)]
     edges = [(lays[i].name, lays[i + 1].name, "chain") for i in range(len(lays) - 1)]
     return _build(name, lays, edges, name)
 

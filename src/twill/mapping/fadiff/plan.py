@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from twill.mapping.arch import Arch
+from twill.mapping.cost.analytical import EnergyDelay
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping, Violation
 
@@ -61,7 +62,7 @@ class FusionPlan:
 
 
 @dataclass(frozen=True)
-class PlanReport:
+class PlanReport(EnergyDelay):
     """Exact (NumPy) cost of a plan. Energies pJ, latencies cycles, traffic bytes.
 
     ``layer_*`` are per-layer arrays in network order; ``edp`` is µJ·cycles of the network
@@ -78,14 +79,6 @@ class PlanReport:
     fused: tuple[int, ...]
     valid: bool
     violations: tuple[Violation, ...] = ()
-
-    @property
-    def energy_uj(self) -> float:
-        return self.energy_pj * 1e-6
-
-    @property
-    def edp(self) -> float:
-        return self.energy_uj * self.cycles
 
     def summary(self) -> dict[str, float]:
         return {

@@ -116,7 +116,7 @@ def _scores(
     else:
         from twill.mapping.fadiff.fusion import fused_batch_costs
 
-        energy, cycles = fused_batch_costs(c, float(layer.macs), arch, *fusion)
+        energy, cycles = fused_batch_costs(c, float(layer.total_macs), arch, *fusion)
     return np.where(ok, w_e * energy + w_c * cycles, np.inf), c.valid
 
 

@@ -1,12 +1,14 @@
 """Continuous relaxations of the discrete mapping choices (FADiff spec §8, DECIDE 2, 4, 5, 8).
 
 * **Tiling factors**: one learnable log-factor ``θ`` per (layer, slot, dimension). A slot is an
-  on-chip place a factor can go: level-0 temporal (P, Q), level-1 spatial (the dims the
-  architecture allows, C on Gemmini), level-1 temporal, level-2 spatial (K), level-2 temporal.
-  The DRAM factor is what is left. Candidates are the divisors ``d`` of the dimension, with
-  logits ``-α (θ - log d)²`` (DECIDE 4: log-space distance, so large dims such as 3072 are not
-  absurdly peaked). A hard Gumbel-softmax sample picks one divisor per slot with a
-  straight-through gradient.
+  on-chip place a factor can go (:func:`slots_for`): every on-chip level's temporal loops and,
+  where the level fans out to dimensions the architecture allows, its spatial loops, inner →
+  outer. On Gemmini: level-0 temporal (P, Q), level-1 spatial (C), level-1 temporal, level-2
+  spatial (K), level-2 temporal (:data:`SLOTS`); a one-word level 0 takes only P and Q
+  (weight-register reuse). The DRAM factor is what is left. Candidates are the divisors
+  ``d`` of the dimension, with logits ``-α (θ - log d)²`` (DECIDE 4: log-space distance, so
+  large dims such as 3072 are not absurdly peaked). A hard Gumbel-softmax sample picks one
+  divisor per slot with a straight-through gradient.
 * **Exact factorisation by construction** (DECIDE 5): slots are sampled inner → outer and a
   slot may only pick divisors of what the inner slots left (and spatial slots only up to the
   remaining fan-out), so the forward pass always sees a perfect factorisation and the DRAM
@@ -33,6 +35,8 @@ from twill.mapping.workload import DIMS, Dim, Layer, divisors
 
 __all__ = [
     "SLOTS",
+    "slots_for",
+    "onchip_order",
     "DATAFLOWS",
     "FactorSpace",
     "factor_space",
@@ -41,7 +45,8 @@ __all__ = [
     "order_tensor",
 ]
 
-#: (level, kind) of each learnable slot, sampled inner -> outer. kind "t" temporal, "s" spatial.
+#: Gemmini's (level, kind) of each learnable slot, sampled inner -> outer ("t" temporal, "s"
+#: spatial); :func:`slots_for` gives them for any architecture.
 SLOTS: tuple[tuple[int, str], ...] = ((0, "t"), (1, "s"), (1, "t"), (2, "s"), (2, "t"))
 #: DRAM-level dataflows of spec §8, written inner -> outer.
 DATAFLOWS: dict[str, str] = {"WS": "PQNRSCK", "IS": "KRSPQCN", "OS": "RSCKPQN"}
@@ -52,13 +57,47 @@ ONCHIP_ORDERS: dict[int, str] = {0: "RSCKNQP", 1: "KCSRNQP", 2: "NQPKSRC"}
 _LEVEL0_DIMS = frozenset({Dim.P, Dim.Q})
 
 
+def slots_for(arch: Arch) -> tuple[tuple[int, str], ...]:
+    """Learnable slots of ``arch``, inner → outer: per on-chip level its spatial slot (when it
+    fans out and allows some dimension) then its temporal slot. Gemmini gives :data:`SLOTS`.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch, simba_arch
+    >>> slots_for(gemmini_arch()) == SLOTS
+    True
+    >>> len(slots_for(simba_arch()))
+    8
+    """
+    out: list[tuple[int, str]] = []
+    for m in range(arch.n_levels - 1):
+        lv = arch.levels[m]
+        if arch.fanout(m) > 1 and (lv.spatial_dims is None or lv.spatial_dims):
+            out.append((m, "s"))
+        out.append((m, "t"))
+    return tuple(out)
+
+
+def onchip_order(m: int, n_levels: int) -> str:
+    """Fixed loop order (outer → inner letters) of on-chip level ``m``: Gemmini's
+    :data:`ONCHIP_ORDERS` for its three levels; otherwise level 0 like Gemmini's registers,
+    the outermost on-chip level like its scratchpad (C innermost) and the levels between like
+    its accumulator (P, Q innermost)."""
+    if n_levels == 4:
+        return ONCHIP_ORDERS[m]
+    if m == 0:
+        return ONCHIP_ORDERS[0]
+    return ONCHIP_ORDERS[2] if m == n_levels - 2 else ONCHIP_ORDERS[1]
+
+
 @dataclass(frozen=True)
 class FactorSpace:
     """Divisor tables of a batch of layers.
 
     ``divs`` ``(B, 7, D)`` long (padded with 0), ``logd`` ``(B, 7, D)`` float64, ``valid``
     ``(B, 7, D)`` bool, ``bounds`` ``(B, 7)`` long, ``allowed`` ``(n_slots, 7)`` bool,
-    ``fanout`` ``(n_slots,)`` (spatial slots' fan-out, 0 for temporal slots).
+    ``fanout`` ``(n_slots,)`` (spatial slots' fan-out, 0 for temporal slots), ``slots`` the
+    (level, kind) of each slot (:func:`slots_for`), ``n_levels`` the architecture's levels.
     """
 
     divs: torch.Tensor
@@ -67,6 +106,8 @@ class FactorSpace:
     bounds: torch.Tensor
     allowed: torch.Tensor
     fanout: tuple[int, ...]
+    slots: tuple[tuple[int, str], ...] = SLOTS
+    n_levels: int = 4
 
 
 def factor_space(
@@ -81,14 +122,15 @@ def factor_space(
             divs[b, j, : len(t)] = torch.tensor(t)
     valid = divs > 0
     logd = torch.log(divs.clamp(min=1).to(torch.float64))
-    allowed = torch.zeros(len(SLOTS), 7, dtype=torch.bool)
+    slots = slots_for(arch)
+    allowed = torch.zeros(len(slots), 7, dtype=torch.bool)
     fan = []
-    for k, (lvl, kind) in enumerate(SLOTS):
+    for k, (lvl, kind) in enumerate(slots):
         lv = arch.levels[lvl]
         for j, d in enumerate(DIMS):
             if kind == "s":
                 ok = lv.spatial_dims is None or d in lv.spatial_dims
-            elif lvl == 0:
+            elif lvl == 0 and lv.entries == 1:
                 ok = d in _LEVEL0_DIMS
             else:
                 ok = True
@@ -102,6 +144,8 @@ def factor_space(
         bounds.to(device),
         allowed.to(device),
         tuple(fan),
+        slots,
+        arch.n_levels,
     )
 
 
@@ -139,19 +183,20 @@ def sample_factors(
     Returns
     -------
     temporal, spatial, chosen
-        ``(B, 4, 7)`` float64 factors with straight-through gradients (levels 0-3; the DRAM
+        ``(B, L, 7)`` float64 factors with straight-through gradients (every level; the DRAM
         level holds the remainder), and ``(B, n_slots, 7)`` the chosen divisors (long).
     """
     B = theta.shape[0]
     dev = theta.device
     rem = space.bounds.clone()
-    T = [[None] * 7 for _ in range(4)]
-    Sp = [[None] * 7 for _ in range(4)]
+    L = space.n_levels
+    T: list[list[torch.Tensor | None]] = [[None] * 7 for _ in range(L)]
+    Sp: list[list[torch.Tensor | None]] = [[None] * 7 for _ in range(L)]
     one = torch.ones(B, dtype=torch.float64, device=dev)
     on_chip = [one] * 7
-    chosen = torch.ones(B, len(SLOTS), 7, dtype=torch.long, device=dev)
+    chosen = torch.ones(B, len(space.slots), 7, dtype=torch.long, device=dev)
     divf = space.divs.to(torch.float64)
-    for k, (lvl, kind) in enumerate(SLOTS):
+    for k, (lvl, kind) in enumerate(space.slots):
         mask = space.valid & (rem.unsqueeze(-1) % space.divs.clamp(min=1) == 0)
         mask &= space.allowed[k].view(1, 7, 1) | (space.divs == 1)
         if kind == "s":
@@ -187,7 +232,7 @@ def sample_factors(
     temporal = torch.stack(
         [
             torch.stack([T[m][j] if T[m][j] is not None else one for j in range(7)], -1)
-            for m in range(3)
+            for m in range(L - 1)
         ]
         + [dram],
         dim=1,
@@ -195,7 +240,7 @@ def sample_factors(
     spatial = torch.stack(
         [
             torch.stack([Sp[m][j] if Sp[m][j] is not None else one for j in range(7)], -1)
-            for m in range(3)
+            for m in range(L - 1)
         ]
         + [torch.ones(B, 7, dtype=torch.float64, device=dev)],
         dim=1,
@@ -234,6 +279,6 @@ def order_tensor(
 ) -> torch.Tensor:
     """``(B, L, 7)`` outer → inner dimension indices: fixed on-chip orders, ``dataflow`` at DRAM."""
     idx = {d.value: i for i, d in enumerate(DIMS)}
-    rows = [[idx[c] for c in ONCHIP_ORDERS[m]] for m in range(n_levels - 1)]
+    rows = [[idx[c] for c in onchip_order(m, n_levels)] for m in range(n_levels - 1)]
     rows.append([idx[c] for c in reversed(DATAFLOWS[dataflow])])
     return torch.tensor(rows, dtype=torch.long, device=device).unsqueeze(0).expand(B, -1, -1)

@@ -43,8 +43,10 @@ from twill.mapping.fadiff.fusion import (
 )
 from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
-from twill.mapping.mapping import Mapping
+from twill.mapping.mapping import Mapping, to_dosa_string
 from twill.mapping.workload import DIMS, OPERANDS, Layer
+from twill.options import SolverOptions
+from twill.results import SolveResult, Status, Timings
 
 if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
     import torch
@@ -82,6 +84,69 @@ class FADiffResult:
 
     def __repr__(self) -> str:
         return plan_repr(self, n_iter=self.n_iter)
+
+    @property
+    def status(self) -> Status:
+        """FEASIBLE: the plan is verified; FADiff is a heuristic and proves no optimum."""
+        return Status.FEASIBLE
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form: the plan (one DOSA mapping string per layer, fused edge indices),
+        its exact cost, the run's statistics and histories (NaN written as ``None``)."""
+        return {
+            "network": self.plan.network,
+            "method": self.plan.method,
+            "status": self.status.value,
+            "mappings": [to_dosa_string(m) for m in self.plan.mappings],
+            "fused": list(self.plan.fused),
+            **{k: _finite(v) for k, v in self.report.summary().items()},
+            "valid": bool(self.report.valid),
+            "n_iter": self.n_iter,
+            "n_evaluations": self.n_evaluations,
+            "seconds": self.seconds,
+            "source": self.source,
+            "settings": dict(self.settings),
+            "history": [{k: _finite(v) for k, v in h.items()} for h in self.history],
+            "evals": [{k: _finite(v) for k, v in e.items()} for e in self.evals],
+        }
+
+    def as_result(self) -> SolveResult:
+        """The shared :class:`~twill.results.SolveResult`: the verified plan as solution, its
+        exact EDP (µJ·cycles) as objective, no bound (heuristic)."""
+        stats = {"n_iter": self.n_iter, "n_evaluations": self.n_evaluations,
+                 "source": self.source, "fused": len(self.plan.fused),
+                 **self.report.summary()}  # fmt: skip
+        return SolveResult(
+            self.status,
+            solution=self.plan,
+            objective=self.report.edp,
+            objective_unit="EDP (uJ*cycles)",
+            timings=Timings(solve=self.seconds),
+            stats=stats,
+            settings=dict(self.settings),
+            seed=self.settings.get("seed"),
+        )
+
+
+def _step_events(
+    options: SolverOptions | None,
+) -> Callable[[int, dict[str, float]], None] | None:
+    """``options.on_progress`` as :func:`fadiff`'s ``on_step`` (``None`` without one)."""
+    report = None if options is None else options.on_progress
+    if report is None:
+        return None
+
+    def on_step(step: int, record: dict[str, float]) -> None:
+        report({"step": step, **record})
+
+    return on_step
+
+
+def _finite(value: object) -> object:
+    """``value`` with a non-finite float replaced by ``None`` (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def plan_repr(result: Any, **more: object) -> str:
@@ -209,6 +274,7 @@ def fadiff(
     init: FusionPlan | None = None,
     candidates: Sequence[FusionPlan] = (),
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    options: SolverOptions | None = None,
     **overrides: Any,
 ) -> FADiffResult:
     """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
@@ -229,6 +295,11 @@ def fadiff(
     **overrides
         Individual :class:`FADiffSettings` fields replacing those of ``settings``
         (``fadiff(net, arch, steps=60, seed=3)``).
+    options
+        Shared solver options; when given, ``options.seed`` replaces the settings' seed,
+        ``options.threads`` sets torch's intra-op threads (1 otherwise) and
+        ``options.on_progress`` receives ``{"step", "loss", "edp", "best_edp", "tau"}`` per
+        step. The run is bounded by ``steps``: ``options.time_limit`` is not used.
 
     Returns
     -------
@@ -249,10 +320,12 @@ def fadiff(
     threads = torch.get_num_threads()
     # The tensors are tiny (a few hundred rows): intra-op threads only add synchronisation,
     # which on a loaded 2-core machine costs milliseconds per kernel. Restored on exit.
-    torch.set_num_threads(1)
+    torch.set_num_threads(1 if options is None else options.threads)
     try:
         cfg = replace(settings or FADiffSettings(), **overrides)
-        return _fadiff(net, arch, cfg, init, candidates, on_step)
+        if options is not None:
+            cfg = replace(cfg, seed=options.seed)
+        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options))
     finally:
         torch.set_num_threads(threads)
 
@@ -273,12 +346,6 @@ def _fadiff(
     t0 = time.perf_counter()
     bad = net.check() + check_gemmini(arch)
     bad += cfg.check()
-    bad += [
-        f"layer {ly.name}: {ly.groups} groups (grouped/depthwise convolution or batched "
-        "matmul); FADiff maps plain layers only, use map-network for this network"
-        for ly in net.layers
-        if ly.groups > 1
-    ]
     if bad:
         raise InvalidProblemError(bad, source=net.name)
     if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():
@@ -297,19 +364,20 @@ def _fadiff(
     tab3 = type(tab)(
         *(
             x.repeat(3, *([1] * (x.dim() - 1)))
-            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size)
+            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size, tab.groups)
         )
     )
     space = factor_space(layers, arch, cfg.device)
     orders = torch.cat([order_tensor(B, o, L, cfg.device) for o in _ORDERS], 0)
     os_idx = _ORDERS.index("OS")
 
-    theta0 = torch.zeros(B, 5, 7, dtype=torch_dtype)
+    theta0 = torch.zeros(B, len(space.slots), 7, dtype=torch_dtype)
     if init is not None:
         theta0 = _theta_from_plan(init, arch)
-    else:
-        for k, lvl in ((1, 1), (3, 2)):
-            theta0[:, k, :] = math.log(arch.fanout(lvl))
+    else:  # spatial slots start at the full fan-out
+        for k, (lvl, kind) in enumerate(space.slots):
+            if kind == "s":
+                theta0[:, k, :] = math.log(arch.fanout(lvl))
     theta = theta0.clone().to(cfg.device).requires_grad_(True)
     cands = list(net.candidates) if cfg.fusion else []
     E = len(cands)
@@ -753,11 +821,12 @@ def _theta_from_plan(plan: FusionPlan, arch: Arch) -> torch.Tensor:
     """Log-factors reproducing ``plan``'s on-chip factors in the slot layout of ``relax``."""
     import torch
 
-    from twill.mapping.fadiff.relax import SLOTS
+    from twill.mapping.fadiff.relax import slots_for
 
-    th = torch.zeros(len(plan.mappings), len(SLOTS), 7, dtype=torch.float64)
+    slots = slots_for(arch)
+    th = torch.zeros(len(plan.mappings), len(slots), 7, dtype=torch.float64)
     for b, m in enumerate(plan.mappings):
-        for k, (lvl, kind) in enumerate(SLOTS):
+        for k, (lvl, kind) in enumerate(slots):
             vals = m.spatial[lvl] if kind == "s" else m.temporal[lvl]
             for j in range(7):
                 th[b, k, j] = math.log(max(1, vals[j]))

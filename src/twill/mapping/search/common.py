@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import BatchCost, evaluate
+from twill.mapping.cost.analytical import BatchCost, MappingBatch, evaluate
 from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.result import MapResult
+from twill.mapping.solver_options import deadline, progress, resolve_seed
 from twill.mapping.workload import Dim, Layer
+from twill.options import SolverOptions
 from twill.results import Status
 
-__all__ = ["METRICS", "choices", "metric_values", "finish", "CANONICAL_ORDER"]
+__all__ = [
+    "METRICS",
+    "choices",
+    "metric_values",
+    "finish",
+    "CANONICAL_ORDER",
+    "search_controls",
+    "stopped_stats",
+    "finish_sampled",
+    "keep_best",
+]
 
 #: Metrics the searches minimise: ``edp`` (default), ``cycles``, ``energy``, or ``lex``
 #: (cycles first, energy breaks ties).
@@ -92,3 +105,60 @@ def finish(
         settings,
         seed,
     )
+
+
+def search_controls(
+    seed: int | None, options: SolverOptions | None
+) -> tuple[int | None, float, Callable[[dict[str, Any]], None] | None]:
+    """A search's seed, stop time (``perf_counter`` value) and progress callback: those of
+    ``options`` when given, else its own ``seed``, no limit and no callback."""
+    return resolve_seed(seed, options), deadline(options), progress(options)
+
+
+def stopped_stats(stop: float, done: bool) -> dict[str, str]:
+    """``{"stopped": "time_limit"}`` when a search that is not ``done`` ran out of time."""
+    return {"stopped": "time_limit"} if not done and time.perf_counter() >= stop else {}
+
+
+def finish_sampled(
+    layer: Layer,
+    arch: Arch,
+    best: Mapping | None,
+    best_score: float,
+    *,
+    method: str,
+    t0: float,
+    stop: float,
+    done: bool,
+    stats: dict[str, Any],
+    settings: dict[str, Any],
+    seed: int | None,
+) -> MapResult:
+    """:func:`finish` for a sampling search: FEASIBLE with its best mapping, UNKNOWN without
+    one (sampling proves nothing); a search not ``done`` at ``stop`` records the stop."""
+    return finish(
+        layer,
+        arch,
+        best,
+        method=method,
+        status=Status.FEASIBLE if best is not None else Status.UNKNOWN,
+        t0=t0,
+        objective=None if best is None else best_score,
+        stats={**stats, **stopped_stats(stop, done)},
+        settings=settings,
+        seed=seed,
+    )
+
+
+def keep_best(
+    score: np.ndarray,
+    rows: np.ndarray,
+    batch: MappingBatch,
+    best: tuple[float, Mapping | None],
+) -> tuple[float, Mapping | None]:
+    """``best`` (score, mapping) updated with the lowest ``score`` of a batch, whose entries
+    belong to the batch's ``rows``; ties keep the earlier mapping."""
+    k = int(np.argmin(score))
+    if score[k] < best[0]:
+        return float(score[k]), batch.mapping(int(rows[k]))
+    return best

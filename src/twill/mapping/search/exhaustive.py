@@ -20,8 +20,17 @@ from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
+from twill.mapping.search.common import (
+    CANONICAL_ORDER,
+    choices,
+    finish,
+    keep_best,
+    metric_values,
+    search_controls,
+    stopped_stats,
+)
 from twill.mapping.workload import DIMS, Layer, prime_factors
+from twill.options import SolverOptions
 from twill.results import Status
 
 __all__ = ["exhaustive_search", "count_tilings"]
@@ -69,6 +78,7 @@ def exhaustive_search(
     max_mappings: int = 2_000_000,
     batch_size: int = 65536,
     seed: int | None = None,
+    options: SolverOptions | None = None,
 ) -> MapResult:
     """Enumerate the whole mapping space of a small layer and return the best mapping.
 
@@ -85,6 +95,11 @@ def exhaustive_search(
         Refuse spaces with more tilings (or tiling x order pairs) than this.
     seed
         Unused (deterministic); accepted for a uniform interface.
+    options
+        Shared solver options; when given, ``options.seed`` is recorded, the evaluation stops
+        at ``options.time_limit`` (then the best mapping so far is FEASIBLE, not OPTIMAL, and
+        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
+        ``{"evaluated", "total", "best"}`` after each batch.
 
     Raises
     ------
@@ -99,7 +114,45 @@ def exhaustive_search(
     ('optimal', True)
     """
     t0 = time.perf_counter()
-    L = arch.n_levels
+    seed, stop, report = search_controls(seed, options)
+    T, Sp, total = _valid_tilings(layer, arch, max_mappings)
+    n_tilings = int(T.shape[0])
+    if orders == "all":
+        order_all, own = _all_orders(layer, T, max_mappings)
+    else:
+        order_all = np.broadcast_to(np.array(CANONICAL_ORDER), (n_tilings, arch.n_levels, 7))
+        order_all = order_all.copy()
+        own = np.arange(n_tilings)
+    best_score, best = np.inf, None
+    done = 0
+    while done < len(own) and time.perf_counter() < stop:
+        sel = own[done : done + batch_size]
+        batch = MappingBatch(T[sel], Sp[sel], order_all[done : done + batch_size])
+        score = metric_values(evaluate_batch(layer, arch, batch), metric)
+        done += len(sel)
+        best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
+        if report is not None:
+            report({"evaluated": done, "total": int(len(own)), "best": best_score})
+    stopped = stopped_stats(stop, done >= len(own))
+    return finish(
+        layer,
+        arch,
+        best,
+        method="exhaustive",
+        status=_status(orders == "all", best is not None, bool(stopped)),
+        t0=t0,
+        objective=None if best is None else best_score,
+        stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": done, **stopped},
+        settings={"metric": metric, "orders": orders},
+        seed=seed,
+    )
+
+
+def _valid_tilings(
+    layer: Layer, arch: Arch, max_mappings: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every valid tiling (temporal and spatial factor tables, ``(n, levels, 7)`` each) and
+    the number of tilings enumerated; refuses spaces over ``max_mappings``."""
     opts = [_dim_options(layer, arch, j) for j in range(7)]
     total = math.prod(len(o) for o in opts)
     if total > max_mappings:
@@ -111,56 +164,38 @@ def exhaustive_search(
     grids = np.indices([len(o) for o in opts]).reshape(7, -1)
     T = np.stack([opts[j][grids[j], :, 0] for j in range(7)], axis=2)
     Sp = np.stack([opts[j][grids[j], :, 1] for j in range(7)], axis=2)
-    canon = np.broadcast_to(np.array(CANONICAL_ORDER), (T.shape[0], L, 7)).copy()
-    valid = evaluate_batch(layer, arch, MappingBatch(T, Sp, canon)).valid
-    T, Sp = T[valid], Sp[valid]
-    n_tilings = int(T.shape[0])
-    orders_arr = [canon[:n_tilings]]
-    owner = [np.arange(n_tilings)]
-    if orders == "all":
-        rows_o, rows_t = [], []
-        count = 0
-        for t in range(n_tilings):
-            per_level = []
-            for m in range(L):
-                live = [j for j in CANONICAL_ORDER if T[t, m, j] > 1]
-                rest = [j for j in CANONICAL_ORDER if T[t, m, j] == 1]
-                per_level.append([list(p) + rest for p in itertools.permutations(live)])
-            n_here = math.prod(len(x) for x in per_level)
-            count += n_here
-            if count > max_mappings:
-                raise InvalidProblemError(
-                    f"exhaustive search: more than max_mappings={max_mappings} "
-                    "(tiling, order) pairs; use orders='canonical' or another method",
-                    source=layer.name,
-                )
-            for combo in itertools.product(*per_level):
-                rows_o.append(combo)
-                rows_t.append(t)
-        orders_arr = [np.array(rows_o, dtype=np.int64).reshape(-1, L, 7)]
-        owner = [np.array(rows_t, dtype=np.int64)]
-    order_all, own = orders_arr[0], owner[0]
-    best_score, best = np.inf, None
-    for s in range(0, len(own), batch_size):
-        sel = own[s : s + batch_size]
-        batch = MappingBatch(T[sel], Sp[sel], order_all[s : s + batch_size])
-        score = metric_values(evaluate_batch(layer, arch, batch), metric)
-        k = int(np.argmin(score))
-        if score[k] < best_score:
-            best_score, best = float(score[k]), batch.mapping(k)
-    proven = orders == "all" and best is not None
-    status = (
-        Status.OPTIMAL if proven else (Status.FEASIBLE if best is not None else Status.INFEASIBLE)
-    )
-    return finish(
-        layer,
-        arch,
-        best,
-        method="exhaustive",
-        status=status,
-        t0=t0,
-        objective=None if best is None else best_score,
-        stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": int(len(own))},
-        settings={"metric": metric, "orders": orders},
-        seed=seed,
-    )
+    canon = np.broadcast_to(np.array(CANONICAL_ORDER), (T.shape[0], arch.n_levels, 7))
+    valid = evaluate_batch(layer, arch, MappingBatch(T, Sp, canon.copy())).valid
+    return T[valid], Sp[valid], total
+
+
+def _all_orders(layer: Layer, T: np.ndarray, max_mappings: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every loop order of the non-unit loops of each level, for each tiling of ``T``: the
+    orders ``(n, levels, 7)`` and the tiling each row belongs to; refuses more than
+    ``max_mappings`` (tiling, order) pairs."""
+    L = T.shape[1]
+    rows_o, rows_t = [], []
+    for t in range(T.shape[0]):
+        per_level = []
+        for m in range(L):
+            live = [j for j in CANONICAL_ORDER if T[t, m, j] > 1]
+            rest = [j for j in CANONICAL_ORDER if T[t, m, j] == 1]
+            per_level.append([list(p) + rest for p in itertools.permutations(live)])
+        if len(rows_o) + math.prod(len(x) for x in per_level) > max_mappings:
+            raise InvalidProblemError(
+                f"exhaustive search: more than max_mappings={max_mappings} "
+                "(tiling, order) pairs; use orders='canonical' or another method",
+                source=layer.name,
+            )
+        for combo in itertools.product(*per_level):
+            rows_o.append(combo)
+            rows_t.append(t)
+    return np.array(rows_o, dtype=np.int64).reshape(-1, L, 7), np.array(rows_t, dtype=np.int64)
+
+
+def _status(all_orders: bool, found: bool, stopped: bool) -> Status:
+    """OPTIMAL only for a complete enumeration of every order; INFEASIBLE only when every
+    candidate was evaluated and none is valid; a stop on the time limit proves nothing."""
+    if found:
+        return Status.OPTIMAL if all_orders and not stopped else Status.FEASIBLE
+    return Status.UNKNOWN if stopped else Status.INFEASIBLE

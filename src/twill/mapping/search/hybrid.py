@@ -14,16 +14,17 @@ within ``max_samples`` draws. Same seed, same result.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import finish, metric_values
+from twill.mapping.search.common import finish_sampled, keep_best, metric_values, search_controls
 from twill.mapping.search.random import random_orders, sample_batch
 from twill.mapping.workload import Layer
-from twill.results import Status
+from twill.options import SolverOptions
 
 __all__ = ["hybrid_search"]
 
@@ -38,6 +39,7 @@ def hybrid_search(
     metric: str = "edp",
     max_samples: int = 5_000_000,
     batch_size: int = 8192,
+    options: SolverOptions | None = None,
 ) -> MapResult:
     """Best of ``n_valid`` valid mappings, ``permutations_per_tiling`` orders per valid tiling.
 
@@ -55,6 +57,11 @@ def hybrid_search(
         What "best" means: ``edp`` (default), ``cycles``, ``energy`` or ``lex``.
     max_samples
         Tilings drawn before giving up.
+    options
+        Shared solver options; when given, ``options.seed`` replaces ``seed``, the search
+        stops drawing at ``options.time_limit`` (the best valid mapping so far is returned,
+        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
+        ``{"samples", "evaluated", "best"}`` after each batch.
 
     Returns
     -------
@@ -68,41 +75,46 @@ def hybrid_search(
     (320, True)
     """
     t0 = time.perf_counter()
+    seed, stop, report = search_controls(seed, options)
     rng = np.random.default_rng(seed)
-    L = arch.n_levels
     ppt = max(1, permutations_per_tiling)
     best_score, best = np.inf, None
     samples = evaluated = tilings_used = 0
-    while evaluated < n_valid and samples < max_samples:
+    while evaluated < n_valid and samples < max_samples and time.perf_counter() < stop:
         size = min(batch_size, max_samples - samples)
         tiles = sample_batch(layer, arch, size, rng=rng, permute=False)
         samples += size
         ok = evaluate_batch(layer, arch, tiles).valid  # validity does not depend on the order
-        idx = np.flatnonzero(ok)
-        need = -(-(n_valid - evaluated) // ppt)
-        idx = idx[:need]
+        idx = np.flatnonzero(ok)[: -(-(n_valid - evaluated) // ppt)]
         if idx.size == 0:
             continue
         tilings_used += idx.size
-        T = np.repeat(tiles.temporal[idx], ppt, axis=0)[: n_valid - evaluated]
-        Sp = np.repeat(tiles.spatial[idx], ppt, axis=0)[: n_valid - evaluated]
-        batch = MappingBatch(T, Sp, random_orders(rng, T.shape[0], L))
+        batch = _with_orders(tiles, idx, ppt, n_valid - evaluated, rng)
         cost = evaluate_batch(layer, arch, batch)
-        evaluated += T.shape[0]
+        evaluated += batch.temporal.shape[0]
         score = metric_values(cost, metric)
-        k = int(np.argmin(score))
-        if score[k] < best_score:
-            best_score, best = float(score[k]), batch.mapping(k)
-    status = Status.FEASIBLE if best is not None else Status.UNKNOWN
-    return finish(
+        best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
+        if report is not None:
+            report({"samples": samples, "evaluated": evaluated, "best": best_score})
+    return finish_sampled(
         layer,
         arch,
         best,
+        best_score,
         method="hybrid",
-        status=status,
         t0=t0,
-        objective=None if best is None else best_score,
+        stop=stop,
+        done=evaluated >= n_valid or samples >= max_samples,
         stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used},
         settings={"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric},
         seed=seed,
     )
+
+
+def _with_orders(
+    tiles: MappingBatch, idx: np.ndarray, ppt: int, room: int, rng: np.random.Generator
+) -> MappingBatch:
+    """The valid tilings ``idx`` of ``tiles``, each repeated ``ppt`` times with random loop
+    orders, cut to ``room`` rows."""
+    chosen = tiles.take(np.repeat(idx, ppt)[:room])
+    return replace(chosen, order=random_orders(rng, chosen.temporal.shape[0], tiles.order.shape[1]))

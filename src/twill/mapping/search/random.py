@@ -19,9 +19,16 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.result import MapResult
-from twill.mapping.search.common import CANONICAL_ORDER, choices, finish, metric_values
-from twill.mapping.workload import DIMS, Layer, prime_factors
-from twill.results import Status
+from twill.mapping.search.common import (
+    CANONICAL_ORDER,
+    choices,
+    finish_sampled,
+    keep_best,
+    metric_values,
+    search_controls,
+)
+from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
+from twill.options import SolverOptions
 
 __all__ = ["sample_batch", "random_orders", "random_search"]
 
@@ -40,7 +47,8 @@ def sample_batch(
     rng: np.random.Generator | None = None,
     permute: bool = True,
 ) -> MappingBatch:
-    """Draw ``n`` random perfect factorisations (valid or not) as a :class:`MappingBatch`.
+    """Draw ``n`` random perfect factorisations (valid or not) as a :class:`MappingBatch`;
+    a grouped layer's G primes are placed like the others' (``group_temporal/spatial``).
 
     Examples
     --------
@@ -51,10 +59,11 @@ def sample_batch(
     """
     rng = rng if rng is not None else np.random.default_rng(seed)
     L = arch.n_levels
-    T = np.ones((n, L, 7), dtype=np.int64)
-    Sp = np.ones((n, L, 7), dtype=np.int64)
+    dims = ALL_DIMS if layer.groups > 1 else DIMS
+    T = np.ones((n, L, len(dims)), dtype=np.int64)
+    Sp = np.ones((n, L, len(dims)), dtype=np.int64)
     rows = np.arange(n)
-    for j, d in enumerate(DIMS):
+    for j, d in enumerate(dims):
         ch = choices(arch, d)
         lvl = np.array([c[0] for c in ch])
         spatial = np.array([c[1] for c in ch])
@@ -69,7 +78,9 @@ def sample_batch(
         order = random_orders(rng, n, L)
     else:
         order = np.broadcast_to(np.array(CANONICAL_ORDER), (n, L, 7)).copy()
-    return MappingBatch(T, Sp, order)
+    if layer.groups == 1:
+        return MappingBatch(T, Sp, order)
+    return MappingBatch(T[..., :7], Sp[..., :7], order, T[..., 7], Sp[..., 7])
 
 
 def random_search(
@@ -82,6 +93,7 @@ def random_search(
     permute: bool = True,
     max_samples: int = 2_000_000,
     batch_size: int = 8192,
+    options: SolverOptions | None = None,
 ) -> MapResult:
     """Best of the first ``n_valid`` valid random mappings.
 
@@ -99,6 +111,11 @@ def random_search(
         Random loop order per level (default) or CoSA's canonical order.
     max_samples
         Give up (status UNKNOWN when nothing valid was found) after this many draws.
+    options
+        Shared solver options; when given, ``options.seed`` replaces ``seed``, the search
+        stops drawing at ``options.time_limit`` (the best valid mapping so far is returned,
+        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
+        ``{"samples", "valid", "best"}`` after each batch.
 
     Returns
     -------
@@ -113,10 +130,11 @@ def random_search(
     ('feasible', True)
     """
     t0 = time.perf_counter()
+    seed, stop, report = search_controls(seed, options)
     rng = np.random.default_rng(seed)
     best_score, best = np.inf, None
     samples = found = 0
-    while found < n_valid and samples < max_samples:
+    while found < n_valid and samples < max_samples and time.perf_counter() < stop:
         size = min(batch_size, max_samples - samples)
         batch = sample_batch(layer, arch, size, rng=rng, permute=permute)
         samples += size
@@ -125,18 +143,18 @@ def random_search(
         if idx.size:
             found += idx.size
             score = metric_values(cost, metric)[idx]
-            k = int(np.argmin(score))
-            if score[k] < best_score:
-                best_score, best = float(score[k]), batch.mapping(int(idx[k]))
-    status = Status.FEASIBLE if best is not None else Status.UNKNOWN
-    return finish(
+            best_score, best = keep_best(score, idx, batch, (best_score, best))
+        if report is not None:
+            report({"samples": samples, "valid": found, "best": best_score})
+    return finish_sampled(
         layer,
         arch,
         best,
+        best_score,
         method="random",
-        status=status,
         t0=t0,
-        objective=None if best is None else best_score,
+        stop=stop,
+        done=found >= n_valid or samples >= max_samples,
         stats={"samples": samples, "valid": found},
         settings={"n_valid": n_valid, "metric": metric, "permute": permute},
         seed=seed,

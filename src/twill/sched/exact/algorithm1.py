@@ -3,11 +3,15 @@
 For ``I`` from the proven Phase-1 minimum upward, take Phase 1's optimal length ``LEN(M)`` at that
 ``I`` and try Phase 2 (:func:`~twill.sched.exact.phase2.swp_and_ws`) on every ``L`` of the window
 ``[LEN(M), I * ceil(LEN(M) / I)]`` (the lengths that keep the copy count ``n``). The first
-satisfiable point wins. Every point tried is recorded with its answer (``sat``, ``unsat``,
+satisfiable point wins. By default a window is searched on one incremental solver with one
+refutation (:mod:`.phase2_window`: the satisfiable lengths of a window form a suffix, so an
+unsat answer at ``L`` covers the window up to ``L``); ``window="scan"`` is the paper's loop of
+one solve per length. Every solver call is recorded with its answer (``sat``, ``unsat``,
 ``unknown``; Phase 1 answers ``p1_infeasible`` / ``p1_unknown`` when it has no schedule at that
-``I``) and its time. The answer is called optimal only when Phase 1's minimum is proven and every
-earlier point is proven (unsat or Phase-1 infeasible); one ``unknown`` makes it "feasible,
-optimality unproven".
+``I``), the lengths an unsat answer covers, and its time. The answer is called optimal only
+when Phase 1's minimum is proven and every earlier window is proven empty (unsat, or Phase-1
+infeasible), each with Phase 1's proven-minimal ``LEN(M)`` (which fixes the window); one
+``unknown`` makes it "feasible, optimality unproven".
 
 Termination: the paper's loop has no exit for a structurally unsatisfiable graph (e.g. an
 ablation). Here ``I`` is capped (``max_I``, default: Phase 1's serial cap, where a Phase-1
@@ -26,10 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from twill.errors import InvalidProblemError
 from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import Status, WarpSchedule
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
+from twill.sched.exact.phase2_window import WindowOutcome, solve_window
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules
@@ -41,10 +47,11 @@ __all__ = [
     "algorithm1",
     "length_window",
     "merge_into",
-    "format_phase2",
 ]
 
 log = logging.getLogger(__name__)
+
+WINDOW_SEARCHES = ("monotone", "scan")
 
 
 @dataclass(frozen=True)
@@ -58,15 +65,22 @@ class SearchPoint:
     variables: int = 0
     clauses: int = 0
     pb_constraints: int = 0
+    from_L: int | None = None  # an unsat answer that covers every length from from_L to L
 
     @property
     def proven_empty(self) -> bool:
         return self.answer in ("unsat", "p1_infeasible")
 
+    @property
+    def lengths(self) -> str:
+        """``L``, or ``from_L..L`` for an answer that covers a range of lengths."""
+        return f"{self.from_L}..{self.L}" if self.from_L is not None else str(self.L)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "I": self.I,
             "L": self.L,
+            "from_L": self.from_L,
             "answer": self.answer,
             "seconds": round(self.seconds, 4),
             "variables": self.variables,
@@ -75,7 +89,7 @@ class SearchPoint:
         }
 
     def __str__(self) -> str:
-        where = f"I={self.I}" + (f", L={self.L}" if self.L is not None else "")
+        where = f"I={self.I}" + (f", L={self.lengths}" if self.L is not None else "")
         return f"({where}): {self.answer} in {self.seconds:.3f} s"
 
 
@@ -136,10 +150,39 @@ def length_window(ii: int, length: int) -> range:
     return range(length, ii * -(-length // ii) + 1)
 
 
-def _point(r: Phase2Result) -> SearchPoint:
+def _point(r: Phase2Result, low: int | None = None) -> SearchPoint:
     st = r.statistics
+    covers = low if r.answer == "unsat" and low is not None and low < r.L else None
     return SearchPoint(r.I, r.L, r.answer, r.seconds, st["variables"], st["clauses"],
-                       st["pb_constraints"])  # fmt: skip
+                       st["pb_constraints"], covers)  # fmt: skip
+
+
+Checks = list[tuple[Phase2Result, int | None]]
+
+
+def _monotone_window(
+    graph: DependenceGraph, ii: int, length: int, hint: dict[str, int] | None, **kw: Any
+) -> tuple[WindowOutcome, Checks]:
+    """The window on one incremental solver (:mod:`.phase2_window`): an unsat answer at ``L``
+    covers every length of the window from ``LEN(M)`` to ``L``."""
+    out = solve_window(graph, ii, length, hint=hint, **kw)
+    return out, [(r, out.low) for r in out.checks]
+
+
+def _scan_window(
+    graph: DependenceGraph, ii: int, length: int, hint: dict[str, int] | None, **kw: Any
+) -> tuple[WindowOutcome, Checks]:
+    """The paper's literal loop: one fresh Phase-2 solve per length, in increasing order."""
+    checks: Checks = []
+    proven = True
+    for length_try in length_window(ii, length):
+        r = swp_and_ws(graph, ii, length_try, hint=hint if length_try == length else None, **kw)
+        checks.append((r, None))
+        if r.answer == "sat":
+            return WindowOutcome(length, length_try, "sat", (), r, proven), checks
+        proven = proven and r.answer == "unsat"
+    top = length_window(ii, length)[-1]
+    return WindowOutcome(length, top, "unsat" if proven else "unknown", (), None, False), checks
 
 
 def algorithm1(
@@ -154,6 +197,7 @@ def algorithm1(
     time_limit: float | None = None,
     encoding: str = "compact",
     symmetry_breaking: bool = True,
+    window: str = "monotone",
     on_point: Callable[[SearchPoint], None] | None = None,
     on_progress: OnProgress | None = None,
 ) -> Algorithm1Result:
@@ -178,6 +222,11 @@ def algorithm1(
         Seconds per Phase-2 point (hit: ``unknown``, never unsat).
     encoding, symmetry_breaking
         Passed to :func:`~twill.sched.exact.phase2.swp_and_ws`.
+    window
+        How each length window is searched: ``"monotone"`` (default) on one incremental
+        solver, with one refutation per window (:mod:`.phase2_window`: satisfiable lengths
+        form a suffix of the window), or ``"scan"``, the paper's loop of one solve per length
+        in increasing order. Both return the same ``I`` and ``L``.
     on_point
         Called after every point with its :class:`SearchPoint`.
     on_progress
@@ -205,6 +254,10 @@ def algorithm1(
     check_int(max_I, "max_I", none=True)
     check_time_limit(phase1_time_limit, "phase1_time_limit")
     check_time_limit(time_limit)
+    if window not in WINDOW_SEARCHES:
+        raise InvalidProblemError(
+            f"window must be one of {', '.join(WINDOW_SEARCHES)}, found {window!r}"
+        )
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
@@ -261,23 +314,24 @@ def algorithm1(
                 proof = proof and ans == "p1_infeasible"
                 continue
             length, hint, len_proven = p1.L, p1.schedule, p1.status == Status.OPTIMAL
-            # a non-minimal LEN(M) shifts the window: the lengths below it are not examined
-            proof = proof and len_proven
-        l_proof = len_proven
-        for length_try in length_window(ii, length):
-            emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=length_try))
-            r = swp_and_ws(graph, ii, length_try, rules=rules, encoding=encoding,
-                           symmetry_breaking=symmetry_breaking, time_limit=time_limit,
-                           hint=hint if length_try == length else None)  # fmt: skip
+        emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=length))
+        run = _scan_window if window == "scan" else _monotone_window
+        outcome, checks = run(graph, ii, length, hint, rules=rules, encoding=encoding,
+                              symmetry_breaking=symmetry_breaking,
+                              time_limit=time_limit)  # fmt: skip
+        for r, low in checks:
             p2_seconds += r.seconds
-            record(_point(r))
-            if r.answer == "sat":
-                status = Status.OPTIMAL if proof else Status.FEASIBLE
-                why = "every earlier point proven" if proof else "an earlier point is unproven"
-                return finish(status, why, r, optimal=proof, l_opt=l_proof)
-            if r.answer != "unsat":
-                proof = l_proof = False
-    status = Status.INFEASIBLE if all(p.proven_empty for p in points) else Status.UNKNOWN
+            record(_point(r, low))
+        if outcome.answer == "sat":
+            status = Status.OPTIMAL if proof else Status.FEASIBLE
+            why = "every earlier point proven" if proof else "an earlier point is unproven"
+            return finish(status, why, outcome.final, optimal=proof,
+                          l_opt=len_proven and outcome.first_proven)  # fmt: skip
+        # an unsat window proves this I only when LEN(M), hence the window, is exact
+        proof = proof and outcome.answer == "unsat" and len_proven
+    # INFEASIBLE needs the whole chain: every window examined is the exact one (LEN(M) proven)
+    proven = proof and all(p.proven_empty for p in points)
+    status = Status.INFEASIBLE if proven else Status.UNKNOWN
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
     return finish(status, f"no satisfiable point for {where}")
 
@@ -329,23 +383,3 @@ def _warp_schedule(alg: Algorithm1Result, graph: DependenceGraph) -> WarpSchedul
     if alg.schedule is None or alg.I is None or alg.L is None or not alg.assignment:
         return None
     return WarpSchedule.of(graph, alg.schedule, alg.assignment, alg.I, alg.L)
-
-
-def format_phase2(extra: Any) -> str:
-    """Text lines for the warp assignment and the (I, L) points of a merged result's ``extra``."""
-    warps = extra.get("warps") or {}
-    lines = []
-    if warps:
-        by_slot: dict[int, list[str]] = {}
-        for op, ws in (extra.get("assignment") or {}).items():
-            for w in ws:
-                by_slot.setdefault(w, []).append(op)
-        lines.append("  warp assignment:")
-        lines += [f"    warp {w}: {', '.join(ops)}" for w, ops in sorted(by_slot.items())]
-    pts = extra.get("points") or []
-    if pts:
-        lines.append(f"  Phase 2 points (Phase-1 minimum I = {extra.get('phase1_I')}):")
-        for p in pts:
-            where = f"I={p['I']}" + (f", L={p['L']}" if p["L"] is not None else "")
-            lines.append(f"    ({where}): {p['answer']} in {p['seconds']:.3f} s")
-    return "\n".join(lines)

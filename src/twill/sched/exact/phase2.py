@@ -67,6 +67,8 @@ __all__ = [
     "add_fig6_blocking",
     "add_fig6_warp_constraints",
     "add_warp_symmetry_breaking",
+    "hint_literals",
+    "start_windows",
     "ENCODINGS",
 ]
 
@@ -125,6 +127,9 @@ class Phase2Model:
         self.compute_slots = [w for w in range(self.W) if w != self.vl_slot]
         # last feasible start of copy 0 (Fig. 4 completion applied to copy n-1)
         self.hi = {v: self.length - max(ins.cycles, 1) for v, ins in self.ins.items()}
+        self.lo = dict.fromkeys(self.ins, 0)
+        if self.encoding == "compact":
+            self.lo, self.hi = start_windows(self.graph, self.ii, self.hi)
 
     # -- variables -----------------------------------------------------------------------------
     def new(self, name: str) -> int:
@@ -197,11 +202,11 @@ class Phase2Model:
         """``(s, var)`` for every possible copy-0 start ``s`` of ``v``."""
         if self.encoding == "grid":
             return [(t, self.o[v, 0, t]) for t in range(self.T) if (v, 0, t) in self.o]
-        return [(s, self.x[v, s]) for s in range(self.hi[v] + 1) if (v, s) in self.x]
+        return [(s, self.x[v, s]) for s in range(self.lo[v], self.hi[v] + 1) if (v, s) in self.x]
 
     def before(self, v: str, s: int) -> Lit:
         """True when copy 0 of ``v`` issues strictly before ``s`` (order encoding, compact)."""
-        if s <= 0:
+        if s <= self.lo[v]:
             return False
         if s > self.hi[v]:
             return True
@@ -244,12 +249,15 @@ class Phase2Model:
 
     def executing(self, o: str, t: int) -> Lit:
         """A literal that is true whenever some copy of ``o`` executes at cycle ``t``."""
+        key = ("ex", o, t)
+        if key in self._aux:  # built once (the blocking rows ask for it per consumer)
+            return self._aux[key]
         c = self.ins[o].cycles
         lits = [self.op(o, i, tp) for i in range(self.n) for tp in range(t - c + 1, t + 1)]
         lits = [lit for lit in lits if lit is not False]
         if not lits:
             return False
-        e = self.aux(("ex", o, t), f"ex[{o},{t}]")
+        e = self.aux(key, f"ex[{o},{t}]")
         for lit in lits:
             self.clause("fig6.executing", _neg(lit), e)
         return e
@@ -308,6 +316,36 @@ class Phase2Model:
 # ----------------------------------------------------------------------------------------------
 
 
+def start_windows(
+    graph: DependenceGraph, ii: int, hi: Mapping[str, int]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Copy-0 start windows ``[lo(v), hi(v)]`` implied by the dependences at ``I`` (exact).
+
+    Every solution has ``M(y) - M(x) >= D(x, y)``, the longest path over the arcs
+    ``d - delta * I`` (spill costs only add to these rows, so they are left out), and
+    ``0 <= M(x) <= hi(x)``. Hence ``M(v) >= max(0, max_x D(x, v))`` and
+    ``M(v) <= min_y hi(y) - D(v, y)``: no solution is removed. A positive circuit (``I`` below
+    RecMII) has no solution at all and gives empty windows.
+    """
+    import numpy as np
+
+    from twill.sched.exact.window import _NEG, longest_matrix
+
+    names = list(hi)
+    pos = {v: k for k, v in enumerate(names)}
+    arcs = [(pos[e.src], pos[e.dst], e.delay - e.distance * ii) for e in graph.edges]
+    if any(x == y and w > 0 for x, y, w in arcs):
+        return dict.fromkeys(names, 1), dict.fromkeys(names, 0)
+    d = longest_matrix(tuple(range(len(names))), arcs)
+    if (np.diagonal(d) > 0).any():
+        return dict.fromkeys(names, 1), dict.fromkeys(names, 0)
+    reach = d > _NEG // 2
+    top = np.array([hi[v] for v in names], dtype=np.int64)
+    lo = {v: max(0, int(d[reach[:, k], k].max())) for k, v in enumerate(names)}
+    up = {v: int((top[reach[k]] - d[k, reach[k]]).min()) for k, v in enumerate(names)}
+    return lo, up
+
+
 def _variables(m: Phase2Model) -> None:
     """Create ``x`` (compact) or ``op`` (grid), the start ladders and ``opw``."""
     for v in m.ins:
@@ -316,9 +354,9 @@ def _variables(m: Phase2Model) -> None:
                 for t in range(m.T):
                     m.o[v, i, t] = m.new(f"op[{v},{i},{t}]")
         else:
-            for s in range(m.hi[v] + 1):
+            for s in range(m.lo[v], m.hi[v] + 1):
                 m.x[v, s] = m.new(f"x[{v},{s}]")
-            for s in range(1, m.hi[v] + 1):
+            for s in range(m.lo[v] + 1, m.hi[v] + 1):
                 m.pre[v, s] = m.new(f"pre[{v},{s}]")
     for v, ins in m.ins.items():
         if ins.variable_latency and m.has_vl:
@@ -332,9 +370,9 @@ def _ladder(m: Phase2Model) -> None:
     if m.encoding != "compact":
         return
     for v in m.ins:
-        for s in range(m.hi[v] + 1):
+        for s in range(m.lo[v], m.hi[v] + 1):
             m.clause("order", -m.x[v, s], m.before(v, s + 1))
-            if s >= 1:
+            if s > m.lo[v]:
                 m.clause("order", -m.pre[v, s], m.before(v, s + 1))
 
 
@@ -630,13 +668,12 @@ def add_fig6_blocking(m: Phase2Model) -> int:
             if sh is False:
                 continue
             for t in range(m.T):
-                ex = m.executing(o, t)
+                issues = [iv for i in range(m.n) if (iv := m.op(v, i, t)) is not False]
+                ex = m.executing(o, t) if issues else False  # no literal where v never issues
                 if ex is False:
                     continue
-                for i in range(m.n):
-                    iv = m.op(v, i, t)
-                    if iv is not False:
-                        m.clause(fam, _neg(iv), _neg(cond), _neg(ex), _neg(sh))
+                for iv in issues:
+                    m.clause(fam, _neg(iv), _neg(cond), _neg(ex), _neg(sh))
     return m.rows[fam] - before
 
 
@@ -909,7 +946,9 @@ def _z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
     if dump_smt2:
         with open(dump_smt2, "w", encoding="utf-8") as fh:
             fh.write(text)
-    solver = z3.SolverFor("QF_FD")
+    # a private context: the answer must not depend on what earlier solves left in Z3's
+    # global one (term ids there change with garbage collection and steer the search)
+    solver = z3.SolverFor("QF_FD", ctx=z3.Context())
     solver.set("random_seed", int(seed))
     solver.from_string(text)
     return solver
@@ -933,20 +972,26 @@ def _solve_hinted(
     """
     import z3
 
-    if hint is not None:
-        shift = min(hint.values()) if hint else 0
-        assumptions = []
-        for v in m.ins:
-            s = hint.get(v)
-            var = None if s is None else dict(m.starts(v)).get(s - shift)
-            if var is None:
-                break
-            assumptions.append(z3.Bool(m.names[var]))
-        else:
-            result = _check(solver, assumptions, deadline)
-            if result == z3.sat:
-                return result, True
+    names = hint_literals(m, hint) if hint is not None else None
+    if names is not None:
+        result = _check(solver, [z3.Bool(nm, solver.ctx) for nm in names], deadline)
+        if result == z3.sat:
+            return result, True
     return _check(solver, [], deadline), False
+
+
+def hint_literals(m: Phase2Model, hint: Mapping[str, int]) -> list[str] | None:
+    """Names of the start literals that pin a schedule (shifted to start at 0), or ``None``
+    when some op's hinted start is outside its copy-0 start window."""
+    shift = min(hint.values(), default=0)
+    names = []
+    for v in m.ins:
+        s = hint.get(v)
+        var = None if s is None else dict(m.starts(v)).get(s - shift)
+        if var is None:
+            return None
+        names.append(m.names[var])
+    return names
 
 
 def _read_solution(
@@ -962,7 +1007,7 @@ def _read_solution(
     true = {
         idx
         for idx in decision
-        if z3.is_true(model.eval(z3.Bool(m.names[idx]), model_completion=True))
+        if z3.is_true(model.eval(z3.Bool(m.names[idx], solver.ctx), model_completion=True))
     }
     raw, assign = _decode(m, true)
     shift = min(raw.values())
