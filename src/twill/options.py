@@ -74,6 +74,21 @@ class SolverOptions:
     extra: Mapping[str, Any] = field(default_factory=dict)
     on_progress: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
 
+    def overrides(self, time_key: str = "time_limit") -> dict[str, Any]:
+        """The keyword values these options replace in a solver that also takes them one by
+        one: ``threads`` always, the time limit (under ``time_key``) and ``on_progress`` when
+        set. ``seed`` is left to solvers that draw random numbers.
+
+        >>> SolverOptions(time_limit=5, threads=2).overrides("total_time_limit")
+        {'threads': 2, 'total_time_limit': 5.0}
+        """
+        out: dict[str, Any] = {"threads": self.threads}
+        if self.time_limit is not None:
+            out[time_key] = self.time_limit
+        if self.on_progress is not None:
+            out["on_progress"] = self.on_progress
+        return out
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_limit", _time_limit(self.time_limit))
         _positive_int("threads", self.threads)

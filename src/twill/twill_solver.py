@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twill.options import SolverOptions
 from twill.progress import OnProgress
 from twill.results import SolveResult, Status, WarpSchedule
 from twill.sched.exact.search import (
@@ -229,6 +230,7 @@ def twill_solve(
     probe: bool = False,
     phase2_time_limit: float | None = None,
     on_progress: OnProgress | None = None,
+    options: SolverOptions | None = None,
 ) -> TwillResult:
     """Minimum-I modulo schedule of ``graph`` with a proof of optimality.
 
@@ -269,6 +271,11 @@ def twill_solve(
         Called with a :class:`twill.progress.ProgressEvent` before and after every Phase-1
         solve and every Phase-2 point (the function itself never prints progress).
 
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``threads``, its
+        ``time_limit`` (as ``total_time_limit``, and as ``phase2_time_limit`` unless that is
+        given) and its ``on_progress`` replace those keywords.
+
     Returns
     -------
     TwillResult
@@ -294,6 +301,13 @@ def twill_solve(
     {'S': 0, 'P': 2, 'O': 3}
     """
     t0 = time.perf_counter()
+    if options is not None:
+        chosen = options.overrides("total_time_limit")
+        threads = chosen["threads"]
+        total_time_limit = chosen.get("total_time_limit", total_time_limit)
+        on_progress = chosen.get("on_progress", on_progress)
+        if phase2_time_limit is None:  # each Phase-2 point is bounded by the same limit
+            phase2_time_limit = options.time_limit
     graph = _as_graph(graph)
     _check_options(max_I, backend, time_limit, threads, total_time_limit, phase2_time_limit)
     WarpSpecProblem(graph, max_II=max_I).check()  # step 1: every defect at once

@@ -118,7 +118,7 @@ def _phase1(backend: str) -> Callable[[Any, SolverOptions], Any]:
     def run(graph: Any, o: SolverOptions) -> Any:
         from twill.sched.exact.phase1 import solve_phase1
 
-        return solve_phase1(graph, 4, backend=backend, time_limit=o.time_limit, threads=o.threads)
+        return solve_phase1(graph, 4, backend=backend, options=o)
 
     return run
 
@@ -126,14 +126,13 @@ def _phase1(backend: str) -> Callable[[Any, SolverOptions], Any]:
 def _search(graph: Any, o: SolverOptions) -> Any:
     from twill.sched.exact.search import search_min_ii
 
-    return search_min_ii(graph, max_I=6, time_limit=o.time_limit, threads=o.threads)
+    return search_min_ii(graph, max_I=6, options=o)
 
 
 def _twill(graph: Any, o: SolverOptions) -> Any:
     from twill.twill_solver import twill_solve
 
-    return twill_solve(graph, max_I=5, time_limit=o.time_limit, phase2_time_limit=o.time_limit,
-                       threads=o.threads)  # fmt: skip
+    return twill_solve(graph, max_I=5, options=o)
 
 
 def _gaus(formulation: str) -> Callable[[Any, SolverOptions], Any]:

@@ -70,6 +70,7 @@ from typing import Any
 
 from twill._interrupt import solve_cpsat
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
+from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
@@ -592,6 +593,7 @@ def solve_phase1(
     hint: bool = True,
     length_time_limit: float | None | object = _SAME,
     decide: str = "window",
+    options: SolverOptions | None = None,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -634,6 +636,10 @@ def solve_phase1(
         hits its limit before improving on it, the hint is returned as FEASIBLE
         (``stats["schedule_source"] = "hint"``, ``L`` not proven).
 
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``threads`` and its
+        ``time_limit`` (as ``time_limit``) replace those keywords.
+
     Returns
     -------
     Phase1Result
@@ -659,6 +665,9 @@ def solve_phase1(
     >>> r.status.value, r.L, r.schedule
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
+    if options is not None:
+        chosen = options.overrides()
+        threads, time_limit = chosen["threads"], chosen.get("time_limit", time_limit)
     _check_arguments(backend, II, decide, encoding)
     check_int(threads, "threads")
     check_time_limit(time_limit)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
@@ -202,6 +203,7 @@ def search_min_ii(
     length_time_limit: float | None = None,
     decide: str = "window",
     on_progress: OnProgress | None = None,
+    options: SolverOptions | None = None,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -232,6 +234,10 @@ def search_min_ii(
         Stop trying new ``I`` once this many seconds have passed (``None``: no limit); the
         result then has no schedule and status UNKNOWN unless one was found before.
 
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``threads``, its
+        ``time_limit`` (as ``total_time_limit``) and its ``on_progress`` replace those keywords.
+
     Returns
     -------
     SearchResult
@@ -258,6 +264,11 @@ def search_min_ii(
     if check:
         check_graph(graph)
     t0 = time.perf_counter()
+    if options is not None:
+        chosen = options.overrides("total_time_limit")
+        threads = chosen["threads"]
+        total_time_limit = chosen.get("total_time_limit", total_time_limit)
+        on_progress = chosen.get("on_progress", on_progress)
     rmii, cmii = res_mii(graph), rec_mii(graph)
     lo = max(rmii, cmii)
     cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))
