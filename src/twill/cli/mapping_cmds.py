@@ -219,75 +219,16 @@ def _print_map(layer: Any, arch: Arch, res: Any) -> None:
 
 # ---------------------------------------------------------------------- map-network
 def _cmd_map_network(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-    from rich.table import Table
-
-    from twill.io.timeloop import check_layer_fits, read_network
-    from twill.mapping.pipeline import MAPPERS, map_network
-
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    if not methods:
-        raise InvalidProblemError(
-            f"--methods: no method named in {args.methods!r} (choose from {', '.join(MAPPERS)})"
-        )
-    for m in methods:
-        if m not in MAPPERS:
-            raise InvalidProblemError(
-                f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
-            )
-    from twill.io.timeloop import network_input_files
-
-    notes: tuple[str, ...] = ()
+    methods = _network_methods(args.methods)
     source = _model_source(args, "directory")
-    if Path(source).is_dir():
-        model_files = network_input_files(source)
-    else:
-        model_files = [Path(source)] if not args.model else []
-    inputs = [*model_files, *_arch_files(args.arch)]
-    check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
-    if args.model or source.lower().endswith(".onnx"):
-        from twill.io.onnx_model import import_model, unique_layers
-
-        all_layers = import_model(source, _input_shape(args)).layers
-        layers = unique_layers(all_layers)
-        notes = (
-            f"{len(all_layers)} compute layers, {len(layers)} unique shapes: each shape is "
-            "mapped once and weighted by its count in the totals",
-        )
-    else:
-        layers = read_network(source)
-    if args.limit:
-        layers = layers[: args.limit]
+    _check_network_outputs(args, source)
+    layers, notes = _network_layers(args, source)
     arch = _arch(args.arch)
+    from twill.io.timeloop import check_layer_fits
+
     for layer in layers:
         check_layer_fits(layer, arch, source=f"{source}/{layer.name}")
-    err = Console(stderr=True)
-    n_tasks = len(layers) * len(methods)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        disable=args.json and not sys.stderr.isatty(),
-    ) as progress:
-        task = progress.add_task(f"mapping {Path(source).name}", total=n_tasks)
-
-        def tick(i: int, method: str, res: Any) -> None:
-            progress.update(task, advance=1, description=f"{method}: {layers[i].name}")
-
-        result = map_network(
-            layers,
-            arch,
-            methods=methods,
-            options={m: _method_options(args, m) for m in methods},
-            executor=args.executor,
-            workers=args.workers,
-            ray_address=args.ray_address,
-            network=Path(source).stem if not args.model else source,
-            on_result=tick,
-        )
+    result = _map_network_with_progress(args, source, layers, arch, methods)
     if notes:
         from dataclasses import replace
 
@@ -298,41 +239,130 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result.to_dict())
     else:
-        t = Table(
-            title=f"{result.network} on {result.arch} ({result.executor}, {result.seconds:.1f} s)"
-        )
-        t.add_column("layer")
-        t.add_column("shape")
-        t.add_column("×")
-        for m in methods:
-            t.add_column(f"{m} cycles")
-            t.add_column(f"{m} µJ")
-            t.add_column(f"{m} s")
-        for i, layer in enumerate(result.layers):
-            row = [layer.name, layer.key, str(layer.count)]
-            for m in methods:
-                rep = result.results[m][i].report
-                row += [
-                    f"{rep.cycles:,}" if rep else "-",
-                    f"{rep.energy_uj:.2f}" if rep else "-",
-                    f"{result.results[m][i].seconds:.2f}",
-                ]
-            t.add_row(*row)
-        tot_row = ["total (weighted)", "", ""]
-        for m in methods:
-            tot = result.total(m)
-            tot_row += [
-                f"{tot.cycles:,}" if tot else "-",
-                f"{tot.energy_uj:.1f}" if tot else "-",
-                f"{sum(result.solve_seconds(m)):.1f}",
-            ]
-        t.add_row(*tot_row)
-        con = stdout_console()
-        con.print(t)
-        for note in result.notes:
-            con.print(note, markup=False)
+        _print_network_table(result, methods)
     ok = all(r.mapping is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
+
+
+def _network_methods(text: str) -> list[str]:
+    """The ``--methods`` list, every name checked against the known mappers."""
+    from twill.mapping.pipeline import MAPPERS
+
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    if not methods:
+        raise InvalidProblemError(
+            f"--methods: no method named in {text!r} (choose from {', '.join(MAPPERS)})"
+        )
+    for m in methods:
+        if m not in MAPPERS:
+            raise InvalidProblemError(
+                f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
+            )
+    return methods
+
+
+def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
+    """Refuse a ``--plot`` path that names a file the command reads (layers, model, arch)."""
+    from twill.io.timeloop import network_input_files
+
+    if Path(source).is_dir():
+        model_files = network_input_files(source)
+    else:
+        model_files = [Path(source)] if not args.model else []
+    inputs = [*model_files, *_arch_files(args.arch)]
+    check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
+
+
+def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], tuple[str, ...]]:
+    """The layers to map (a folder, an ONNX file or a zoo model; ``--limit`` applied) and the
+    notes the report adds (how repeated shapes were counted)."""
+    notes: tuple[str, ...] = ()
+    if args.model or source.lower().endswith(".onnx"):
+        from twill.io.onnx_model import import_model, unique_layers
+
+        all_layers = import_model(source, _input_shape(args)).layers
+        layers = unique_layers(all_layers)
+        notes = (
+            f"{len(all_layers)} compute layers, {len(layers)} unique shapes: each shape is "
+            "mapped once and weighted by its count in the totals",
+        )
+    else:
+        from twill.io.timeloop import read_network
+
+        layers = read_network(source)
+    return (layers[: args.limit] if args.limit else layers), notes
+
+
+def _map_network_with_progress(
+    args: argparse.Namespace, source: str, layers: list[Any], arch: Arch, methods: list[str]
+) -> Any:  # noqa: ANN401 (a NetworkResult)
+    """:func:`~twill.mapping.pipeline.map_network` with a progress bar on stderr."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from twill.mapping.pipeline import map_network
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=args.json and not sys.stderr.isatty(),
+    ) as progress:
+        task = progress.add_task(f"mapping {Path(source).name}", total=len(layers) * len(methods))
+
+        def tick(i: int, method: str, res: Any) -> None:  # noqa: ANN401
+            progress.update(task, advance=1, description=f"{method}: {layers[i].name}")
+
+        return map_network(
+            layers,
+            arch,
+            methods=methods,
+            options={m: _method_options(args, m) for m in methods},
+            executor=args.executor,
+            workers=args.workers,
+            ray_address=args.ray_address,
+            network=Path(source).stem if not args.model else source,
+            on_result=tick,
+        )
+
+
+def _print_network_table(result: Any, methods: list[str]) -> None:  # noqa: ANN401
+    """Per-layer cycles, energy and solve time per method, and the weighted totals."""
+    from rich.table import Table
+
+    t = Table(
+        title=f"{result.network} on {result.arch} ({result.executor}, {result.seconds:.1f} s)"
+    )
+    for col in ("layer", "shape", "×"):
+        t.add_column(col)
+    for m in methods:
+        for col in ("cycles", "µJ", "s"):
+            t.add_column(f"{m} {col}")
+    for i, layer in enumerate(result.layers):
+        row = [layer.name, layer.key, str(layer.count)]
+        for m in methods:
+            rep = result.results[m][i].report
+            row += [
+                f"{rep.cycles:,}" if rep else "-",
+                f"{rep.energy_uj:.2f}" if rep else "-",
+                f"{result.results[m][i].seconds:.2f}",
+            ]
+        t.add_row(*row)
+    tot_row = ["total (weighted)", "", ""]
+    for m in methods:
+        tot = result.total(m)
+        tot_row += [
+            f"{tot.cycles:,}" if tot else "-",
+            f"{tot.energy_uj:.1f}" if tot else "-",
+            f"{sum(result.solve_seconds(m)):.1f}",
+        ]
+    t.add_row(*tot_row)
+    con = stdout_console()
+    con.print(t)
+    for note in result.notes:
+        con.print(note, markup=False)
 
 
 def _plot_network(result: Any, path: str) -> None:
