@@ -525,32 +525,39 @@ def _eval_dataset(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------------- register
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``map``, ``map-network`` and ``map-eval`` to the ``twill`` CLI."""
-    from twill.mapping.pipeline import MAPPERS
+    """Add ``map``, ``map-network``, ``import-onnx`` and ``map-eval`` to the ``twill`` CLI."""
+    _register_map(subparsers)
+    _register_map_network(subparsers)
+    _register_import_onnx(subparsers)
+    _register_map_eval(subparsers)
 
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--backend",
-            choices=("cpsat", "scip", "highs", "cbc"),
-            default="cpsat",
-            help="MIP backend for --method cosa (default cpsat)",
-        )
-        p.add_argument(
-            "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
-        )
-        p.add_argument(
-            "--threads", type=bounded_int(1024), default=1, help="solver threads per layer"
-        )
-        p.add_argument(
-            "--seed", type=seed_int, default=0, help="seed of the solver / random search"
-        )
-        p.add_argument(
-            "--metric",
-            choices=("edp", "cycles", "energy", "lex"),
-            default="edp",
-            help="what the search baselines minimise (default edp)",
-        )
-        p.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+def _add_solver_options(p: argparse.ArgumentParser) -> None:
+    """Backend, limits, seed, search metric and ``--json``: shared by ``map`` and
+    ``map-network``."""
+    p.add_argument(
+        "--backend",
+        choices=("cpsat", "scip", "highs", "cbc"),
+        default="cpsat",
+        help="MIP backend for --method cosa (default cpsat)",
+    )
+    p.add_argument(
+        "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
+    )
+    p.add_argument("--threads", type=bounded_int(1024), default=1, help="solver threads per layer")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the solver / random search")
+    p.add_argument(
+        "--metric",
+        choices=("edp", "cycles", "energy", "lex"),
+        default="edp",
+        help="what the search baselines minimise (default edp)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+
+def _register_map(subparsers: argparse._SubParsersAction) -> None:
+    """``twill map LAYER --arch ...``"""
+    from twill.mapping.pipeline import MAPPERS
 
     p = subparsers.add_parser(
         "map", help="map one DNN layer onto an accelerator (CoSA MIP or a baseline)"
@@ -569,8 +576,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="valid samples for random search",
     )
     p.add_argument("-o", "--output", help="write the mapping as Timeloop mapping YAML")
-    common(p)
+    _add_solver_options(p)
     p.set_defaults(func=_cmd_map)
+
+
+def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
+    """``twill map-network DIR|MODEL.onnx|--model NAME --arch ...``"""
+    from twill.mapping.pipeline import MAPPERS
 
     p = subparsers.add_parser(
         "map-network", help="map every layer of a network folder or ONNX model"
@@ -597,9 +609,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--n-valid", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
-    common(p)
+    _add_solver_options(p)
     p.set_defaults(func=_cmd_map_network)
 
+
+def _register_import_onnx(subparsers: argparse._SubParsersAction) -> None:
+    """``twill import-onnx MODEL.onnx|--model NAME -o DIR``"""
     p = subparsers.add_parser(
         "import-onnx", help="turn an ONNX model into a layer folder and its graph"
     )
@@ -608,6 +623,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_options(p)
     p.set_defaults(func=_cmd_import_onnx)
 
+
+def _register_map_eval(subparsers: argparse._SubParsersAction) -> None:
+    """``twill map-eval``: one mapping, or a DOSA dataset, through the cost model"""
     p = subparsers.add_parser(
         "map-eval",
         help="evaluate a given mapping (or a DOSA dataset) with the cost model",
