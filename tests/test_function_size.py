@@ -29,7 +29,6 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("mapping/fadiff/train.py", "_relaxed_network"),
     ("mapping/fadiff/groups.py", "group_search"),
     ("mapping/fadiff/model.py", "torch_costs"),
-    ("cli/fuse_cmd.py", "_run"),
     ("codegen/cuda.py", "generate_cuda"),
     ("io/gml.py", "parse_gml"),
     ("visualization/plots.py", "plot_pipeline"),

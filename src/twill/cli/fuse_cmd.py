@@ -69,14 +69,39 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    from twill.cli.mapping_cmds import _arch
+    from twill.io.networks import load_network
+    from twill.mapping.fadiff.fusion import check_gemmini
 
-    from twill.cli.mapping_cmds import _arch, _arch_files
-    from twill.io.networks import default_workload_root, load_network
-    from twill.mapping.fadiff.fusion import check_gemmini, fusion_groups
-    from twill.mapping.fadiff.train import fadiff
+    _check_fuse_outputs(args)
+    net = _network(args, load_network)
+    arch = _arch(args.arch)
+    bad = check_gemmini(arch)
+    if bad:
+        raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
+    res = _fadiff_with_progress(args, net, arch)
+    rep = res.report
+    if args.output:
+        import yaml
+
+        plan = {**res.plan.to_dict(net, arch), **rep.summary()}
+        write_output(args.output, yaml.safe_dump(plan, sort_keys=False))
+    if args.plot:
+        from twill.visualization.fadiff_plots import plot_fadiff
+
+        with atomic_output(args.plot) as tmp:
+            plot_fadiff(net, res, str(tmp))
+    if args.json:
+        print(json.dumps(_fuse_json(net, arch, res), indent=1))
+    else:
+        _print_fuse_table(net, arch, res)
+    return 0
+
+
+def _check_fuse_outputs(args: argparse.Namespace) -> None:
+    """Refuse ``-o``/``--plot`` paths that name a file the command reads, or each other."""
+    from twill.cli.mapping_cmds import _arch_files
+    from twill.io.networks import default_workload_root
 
     model_file = [Path(args.network)] if args.network and Path(args.network).is_file() else []
     inputs = [*sorted(default_workload_root().rglob("*.yaml")), *model_file]
@@ -84,20 +109,22 @@ def _run(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
-    net = _network(args, load_network)
-    arch = _arch(args.arch)
-    bad = check_gemmini(arch)
-    if bad:
-        raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
+
+
+def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any) -> Any:  # noqa: ANN401
+    """FADiff (started from CoSA's layer-wise plan with ``--init cosa``) with a progress bar."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from twill.mapping.fadiff.train import fadiff
+
     err = Console(stderr=True)
     init = None
-    cands = []
     if args.init == "cosa":
         from twill.mapping.fadiff.baselines import layerwise_cosa
 
         err.print("[dim]mapping every layer with CoSA ...[/dim]")
         init = layerwise_cosa(net, arch).plan
-        cands = [init]
     with Progress(
         TextColumn("[bold]fadiff[/bold] {task.description}"),
         BarColumn(),
@@ -113,39 +140,31 @@ def _run(args: argparse.Namespace) -> int:
                 task, completed=step + 1, description=f"{net.name} best EDP {rec['best_edp']:.4g}"
             )
 
-        res = fadiff(
-            net,
-            arch,
-            steps=args.steps,
-            seed=args.seed,
-            device=args.device,
-            init=init,
-            candidates=cands,
-            on_step=on_step,
-        )
+        return fadiff(net, arch, steps=args.steps, seed=args.seed, device=args.device, init=init,
+                      candidates=[init] if init is not None else [], on_step=on_step)  # fmt: skip
+
+
+def _fuse_json(net: Any, arch: Any, res: Any) -> dict[str, Any]:  # noqa: ANN401
+    """The ``--json`` object: totals, source, fused edges and fusion groups by layer name."""
+    from twill.mapping.fadiff.fusion import fusion_groups
+
     rep = res.report
-    if args.output:
-        import yaml
+    return {
+        "network": net.name,
+        "method": res.plan.method,
+        **rep.summary(),
+        "seconds": res.seconds,
+        "source": res.source,
+        "fused": res.plan.to_dict(net, arch)["fused"],
+        "groups": [[net.layers[j].name for j in g] for g in fusion_groups(net, rep.fused)],
+    }
 
-        plan = {**res.plan.to_dict(net, arch), **rep.summary()}
-        write_output(args.output, yaml.safe_dump(plan, sort_keys=False))
-    if args.plot:
-        from twill.visualization.fadiff_plots import plot_fadiff
 
-        with atomic_output(args.plot) as tmp:
-            plot_fadiff(net, res, str(tmp))
-    if args.json:
-        out = {
-            "network": net.name,
-            "method": res.plan.method,
-            **rep.summary(),
-            "seconds": res.seconds,
-            "source": res.source,
-            "fused": res.plan.to_dict(net, arch)["fused"],
-            "groups": [[net.layers[j].name for j in g] for g in fusion_groups(net, rep.fused)],
-        }
-        print(json.dumps(out, indent=1))
-        return 0
+def _print_fuse_table(net: Any, arch: Any, res: Any) -> None:  # noqa: ANN401
+    """Per-layer energy, cycles, DRAM traffic and fused outputs, then the network totals."""
+    from rich.table import Table
+
+    rep = res.report
     t = Table(title=f"FADiff on {net.name} ({arch.name})")
     for col in ("layer", "energy uJ", "cycles", "DRAM KB", "fused out"):
         t.add_column(col, justify="right" if col != "layer" else "left")
@@ -166,4 +185,3 @@ def _run(args: argparse.Namespace) -> int:
         f"{len(rep.fused)} fused boundaries, {res.seconds:.1f} s (source: {res.source})"
     )
     sys.stdout.flush()
-    return 0
