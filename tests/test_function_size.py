@@ -30,7 +30,6 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("mapping/fadiff/groups.py", "group_search"),
     ("mapping/fadiff/model.py", "torch_costs"),
     ("codegen/cuda.py", "generate_cuda"),
-    ("io/gml.py", "parse_gml"),
     ("visualization/plots.py", "plot_pipeline"),
 }
 

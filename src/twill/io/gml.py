@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -106,88 +107,106 @@ def parse_gml(text: str, source: str = "<gml>") -> GauSGraph:
             f"trailing text after the graph's closing ']': {short_repr(tokens[end])}",
             source=source,
         )
-    defects: list[str] = []
+    nodes, edges, defects = _nodes_and_edges(items)
+    if defects:
+        raise InvalidProblemError(defects, source=source)
+    g = _gaus_graph(nodes, edges, source)
+    try:
+        topological_generations(g)
+    except InvalidProblemError as exc:
+        raise exc.with_source(source) from None
+    return g
 
-    def as_int(value: object, where: str, key: str) -> int | None:
+
+class _Defects(list):
+    """The defects found so far, and the integer reader that records them."""
+
+    def as_int(self, value: object, where: str, key: str) -> int | None:
         text = str(value)
         if len(text) <= 20 and re.fullmatch(r"-?\d+", text):
             n = int(text)
             if abs(n) <= MAX_GML_VALUE:
                 return n
-        defects.append(
+        self.append(
             f"{where}: {key} must be an integer of magnitude at most {MAX_GML_VALUE:.0e}, "
             f"found {short_repr(value)}"
         )
         return None
 
+
+def _nodes_and_edges(
+    items: list[tuple[str, Any]],
+) -> tuple[dict[int, int], list[tuple[int, int, int]], list[str]]:
+    """Node id -> weight, edges ``(source, target, parameter)`` and every defect, in order."""
+    defects = _Defects()
     nodes: dict[int, int] = {}
     edges: list[tuple[int, int, int]] = []
-    for k, (key, val) in enumerate(items):
+    for key, val in items:
+        d = dict(val) if isinstance(val, list) else {}
         if key == "node":
-            d = dict(val) if isinstance(val, list) else {}
-            where = f"node #{len(nodes) + 1}"
-            if "id" not in d:
-                defects.append(f"{where}: missing 'id'")
-                continue
-            nid = as_int(d["id"], where, "id")
-            w = as_int(d.get("parameter", 0), f"node {d['id']}", "parameter")
-            if nid is None or w is None:
-                continue
-            if nid in nodes:
-                defects.append(f"node {nid}: duplicate id")
-            if w < 0:
-                defects.append(f"node {nid}: parameter (weight) must be >= 0, found {w}")
-            nodes[nid] = w
+            _read_node(d, nodes, defects)
         elif key == "edge":
-            d = dict(val) if isinstance(val, list) else {}
-            where = f"edge #{len(edges) + 1}"
-            missing = [x for x in ("source", "target") if x not in d]
-            if missing:
-                defects.append(f"{where}: missing {', '.join(repr(m) for m in missing)}")
-                continue
-            u = as_int(d["source"], where, "source")
-            v = as_int(d["target"], where, "target")
-            c = as_int(d.get("parameter", 1), where, "parameter")
-            if u is None or v is None or c is None:
-                continue
-            edges.append((u, v, c))
+            _read_edge(d, edges, defects)
         elif key == "directed" and str(val) != "1":
             defects.append(f"graph: directed must be 1, found {val!r}")
-        del k
     for u, v, _ in edges:
         for x in (u, v):
             if x not in nodes:
                 defects.append(f"edge {u}->{v}: unknown node {x}")
     if not nodes and not defects:
         defects.append("graph has no nodes")
-    if defects:
-        raise InvalidProblemError(defects, source=source)
+    return nodes, edges, list(defects)
+
+
+def _read_node(d: dict[str, Any], nodes: dict[int, int], defects: _Defects) -> None:
+    where = f"node #{len(nodes) + 1}"
+    if "id" not in d:
+        defects.append(f"{where}: missing 'id'")
+        return
+    nid = defects.as_int(d["id"], where, "id")
+    w = defects.as_int(d.get("parameter", 0), f"node {d['id']}", "parameter")
+    if nid is None or w is None:
+        return
+    if nid in nodes:
+        defects.append(f"node {nid}: duplicate id")
+    if w < 0:
+        defects.append(f"node {nid}: parameter (weight) must be >= 0, found {w}")
+    nodes[nid] = w
+
+
+def _read_edge(d: dict[str, Any], edges: list[tuple[int, int, int]], defects: _Defects) -> None:
+    where = f"edge #{len(edges) + 1}"
+    missing = [x for x in ("source", "target") if x not in d]
+    if missing:
+        defects.append(f"{where}: missing {', '.join(repr(m) for m in missing)}")
+        return
+    u = defects.as_int(d["source"], where, "source")
+    v = defects.as_int(d["target"], where, "target")
+    c = defects.as_int(d.get("parameter", 1), where, "parameter")
+    if u is not None and v is not None and c is not None:
+        edges.append((u, v, c))
+
+
+def _gaus_graph(nodes: dict[int, int], edges: list[tuple[int, int, int]], source: str) -> GauSGraph:
+    """The array view: nodes in id order, weight = memory and resource use, delay 0."""
     ids = sorted(nodes)
     pos = {nid: i for i, nid in enumerate(ids)}
     w = np.array([nodes[nid] for nid in ids], dtype=np.float64)
-    src = np.array([pos[u] for u, _, _ in edges], dtype=np.int64)
-    dst = np.array([pos[v] for _, v, _ in edges], dtype=np.int64)
-    comm = np.array([1.0 if c > 0 else 0.0 for _, _, c in edges])
-    g = GauSGraph(
+    return GauSGraph(
         name=Path(source).stem if source != "<gml>" else "gml",
         names=tuple(str(nid) for nid in ids),
         resources=("mem",),
         usage=w[:, None, None],
         caps=np.array([np.inf]),
-        src=src,
-        dst=dst,
+        src=np.array([pos[u] for u, _, _ in edges], dtype=np.int64),
+        dst=np.array([pos[v] for _, v, _ in edges], dtype=np.int64),
         delay=np.zeros(len(edges), dtype=np.int64),
         distance=np.zeros(len(edges), dtype=np.int64),
-        comm=comm,
+        comm=np.array([1.0 if c > 0 else 0.0 for _, _, c in edges]),
         mem=w,
         weight_note="GS-Schedule GML: resource/memory weight = node parameter, delay 0 per "
         "edge (non-strict precedence), comm = [edge parameter > 0]",
     )
-    try:
-        topological_generations(g)
-    except InvalidProblemError as exc:
-        raise exc.with_source(source) from None
-    return g
 
 
 def read_gml(path: str | Path) -> GauSGraph:
