@@ -21,7 +21,6 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("sched/gaus/solver.py", "_solve"),
     ("sched/gaus/alm.py", "_optimise"),
     ("sched/gaus/polish.py", "polish_resource"),
-    ("sched/verify_warps.py", "verify_warp_schedule"),
     ("sched/baselines/exact.py", "exact_schedule"),
     ("sched/baselines/categorical.py", "gumbel_schedule"),
     ("sched/exact/algorithm1.py", "algorithm1"),

@@ -243,16 +243,40 @@ def verify_warp_schedule(
         raise TypeError("verify_warp_schedule needs schedule, assignment and II")
     rules = rules or WarpRules.for_graph(graph)
     ins_of = {ins.name: ins for ins in graph.instructions}
-    out: list[Violation] = []
-    for name in ins_of:
-        t = schedule.get(name)
-        if not isinstance(t, int) or isinstance(t, bool):
-            out.append(Violation("start", {"op": name}, value=t, message=f"{name!r}: bad start"))
+    out = _check_start_types(ins_of, schedule)
     if out:
         return out
     if L is None:
         L = max(schedule[v] + ins_of[v].cycles for v in ins_of)
-    n, t_end = program_shape(II, L)
+    out += _check_length_bound(ins_of, schedule, L)
+    sets, warp_viol = _slot_sets(graph, assignment, rules)
+    out += warp_viol
+    if warp_viol:
+        return out
+    out += _check_dependences(graph, ins_of, schedule, sets, II, rules)
+    out += _check_unit_capacity(graph, ins_of, schedule, II, L)
+    out += _check_liveness(graph, ins_of, schedule, sets, II, L, rules)
+    out += _check_blocking(graph, ins_of, schedule, sets, II, L, rules)
+    return out
+
+
+def _check_start_types(ins_of: Mapping[str, Any], schedule: Mapping[str, int]) -> list[Violation]:
+    """Every op has an integer start cycle."""
+    out = []
+    for name in ins_of:
+        t = schedule.get(name)
+        if not isinstance(t, int) or isinstance(t, bool):
+            out.append(Violation("start", {"op": name}, value=t, message=f"{name!r}: bad start"))
+    return out
+
+
+def _check_length_bound(
+    ins_of: Mapping[str, Any],
+    schedule: Mapping[str, int],
+    L: int,  # noqa: N803
+) -> list[Violation]:
+    """Every op of copy 0 starts at 0 or later and ends within ``L``."""
+    out = []
     for name, ins in ins_of.items():
         s = schedule[name]
         if s < 0 or s + max(ins.cycles, 1) > L:
@@ -265,17 +289,23 @@ def verify_warp_schedule(
                     message=f"{name!r}@{s} does not fit the length bound L={L}",
                 )
             )
-    sets, warp_viol = _slot_sets(graph, assignment, rules)
-    out += warp_viol
-    if warp_viol:
-        return out
+    return out
 
-    def differ(a: str, b: str) -> bool:
-        return sets[a] != sets[b]
 
-    # dependences, with the cross-warp spill delay
+def _check_dependences(
+    graph: DependenceGraph,
+    ins_of: Mapping[str, Any],
+    schedule: Mapping[str, int],
+    sets: Mapping[str, frozenset[int]],
+    II: int,  # noqa: N803
+    rules: WarpRules,
+) -> list[Violation]:
+    """Dependences with the cross-warp spill delay (Fig. 4), and no cross-warp edge when it
+    is disabled."""
+    out = []
     for e in graph.edges:
-        need = e.delay + (ins_of[e.src].spill_cost if differ(e.src, e.dst) else 0)
+        differ = sets[e.src] != sets[e.dst]
+        need = e.delay + (ins_of[e.src].spill_cost if differ else 0)
         slack = schedule[e.dst] + e.distance * II - schedule[e.src]
         if slack < need:
             out.append(
@@ -287,7 +317,7 @@ def verify_warp_schedule(
                     message=f"{e.dst} issues {slack} cycles after {e.src}, needs >= {need}",
                 )
             )
-        if not rules.cross_warp and not ins_of[e.src].variable_latency and differ(e.src, e.dst):
+        if not rules.cross_warp and not ins_of[e.src].variable_latency and differ:
             out.append(
                 Violation(
                     "cross_warp",
@@ -295,8 +325,18 @@ def verify_warp_schedule(
                     message="cross-warp communication is disabled",
                 )
             )
+    return out
 
-    # functional-unit capacity at every cycle of the straight-line program
+
+def _check_unit_capacity(
+    graph: DependenceGraph,
+    ins_of: Mapping[str, Any],
+    schedule: Mapping[str, int],
+    II: int,  # noqa: N803
+    L: int,  # noqa: N803
+) -> list[Violation]:
+    """Functional-unit capacity at every cycle of the straight-line program."""
+    n, _ = program_shape(II, L)
     fu_use: dict[tuple[str, int], int] = defaultdict(int)
     for name, ins in ins_of.items():
         for i in range(n):
@@ -304,6 +344,7 @@ def verify_warp_schedule(
             for fu, row in ins.reservation.items():
                 for c, units in enumerate(row):
                     fu_use[fu, t0 + c] += units
+    out = []
     for (fu, t), used in sorted(fu_use.items()):
         cap = graph.machine.functional_units.get(fu, -1)
         if cap >= 0 and used > cap:
@@ -311,8 +352,20 @@ def verify_warp_schedule(
                 Violation("capacity", {"fu": fu, "t": t}, value=used, limit=cap,
                           message=f"{fu} at t={t}: {used} > {cap}")
             )  # fmt: skip
+    return out
 
-    # liveness: memories and registers per slot, t in [0, T]
+
+def _check_liveness(
+    graph: DependenceGraph,
+    ins_of: Mapping[str, Any],
+    schedule: Mapping[str, int],
+    sets: Mapping[str, frozenset[int]],
+    II: int,  # noqa: N803
+    L: int,  # noqa: N803
+    rules: WarpRules,
+) -> list[Violation]:
+    """Memories and registers per slot, over ``t`` in ``[0, T]`` (Fig. 5)."""
+    n, t_end = program_shape(II, L)
     mem_use: dict[tuple[str, int], int] = defaultdict(int)
     reg_use: dict[tuple[int, int], int] = defaultdict(int)
     for name, ins in ins_of.items():
@@ -325,6 +378,7 @@ def verify_warp_schedule(
                     mem_use[mem, t] += size
                 for w in sets[name]:
                     reg_use[w, t] += ins.regs
+    out = []
     for (mem, t), used in sorted(mem_use.items()):
         cap = graph.machine.memories.get(mem)
         if cap is not None and used > cap:
@@ -340,16 +394,28 @@ def verify_warp_schedule(
                               limit=rules.registers_per_warp,
                               message=f"slot {w} at t={t}: {used} registers live")
                 )  # fmt: skip
+    return out
 
-    # blocking: the consumer's slot must be idle (no other op executing) when it issues
+
+def _check_blocking(
+    graph: DependenceGraph,
+    ins_of: Mapping[str, Any],
+    schedule: Mapping[str, int],
+    sets: Mapping[str, frozenset[int]],
+    II: int,  # noqa: N803
+    L: int,  # noqa: N803
+    rules: WarpRules,
+) -> list[Violation]:
+    """Blocking (Fig. 6): the consumer's slot is idle (no other op executing) when it issues."""
+    n, _ = program_shape(II, L)
     blockers = {e.dst for e in graph.edges if e.blocking}
     spill_blockers = {
         (e.src, e.dst)
         for e in graph.edges
-        if rules.spill_blocking and spill_blocking_edge(graph, e) and differ(e.src, e.dst)
+        if rules.spill_blocking and spill_blocking_edge(graph, e) and sets[e.src] != sets[e.dst]
     }
-    consumers = blockers | {v for _, v in spill_blockers}
-    for v in sorted(consumers):
+    out = []
+    for v in sorted(blockers | {v for _, v in spill_blockers}):
         for i in range(n):
             t = schedule[v] + i * II
             for o, ins_o in ins_of.items():
