@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from twill.codegen.plan import LoopPlan, comment_text, ident, make_plan
+from twill.codegen.plan import LoopPlan, Role, comment_text, ident, make_plan
 from twill.errors import InvalidProblemError
 from twill.results import WarpSchedule
 from twill.sched.ir import DependenceGraph
@@ -132,7 +132,17 @@ def generate_cuda(
         raise InvalidProblemError(f"--arch must be one of {', '.join(ARCHES)}, found {arch!r}")
     ws = WarpSchedule.of(graph, schedule, assignment, II, L)
     plan = make_plan(ws)
-    graph, II = ws.graph, ws.I
+    out = _header(ws.graph, plan, ws.I, arch)
+    out += _op_placeholders(ws.graph, plan)
+    for role in plan.roles:
+        out += _role_function(plan, role, ws.I)
+    out += _kernel(plan, ident(ws.graph.name))
+    return "\n".join(out)
+
+
+def _header(graph: DependenceGraph, plan: LoopPlan, II: int, arch: str) -> list[str]:  # noqa: N803
+    """Comments naming the schedule, the architecture guard, the runtime helpers and the
+    schedule's constants."""
     s = plan.stages
     kname = ident(graph.name)
     nslots = max(r.slot for r in plan.roles) + 1
@@ -158,6 +168,12 @@ def generate_cuda(
         "",
         "// Tile-operation placeholders: replace each body with the real instruction sequence.",
     ]
+    return out
+
+
+def _op_placeholders(graph: DependenceGraph, plan: LoopPlan) -> list[str]:
+    """One ``__device__`` placeholder per tile operation, and a comment per channel."""
+    out: list[str] = []
     for v in graph.names:
         ins = graph.instruction(v)
         unit = "TMA (variable latency)" if ins.variable_latency else (ins.main_unit or "ALU")
@@ -171,38 +187,49 @@ def generate_cuda(
         out.append(f"// channel {c.index}: {comment_text(e.src)} (warp {c.src_slot}) -> "
                    f"{comment_text(e.dst)} "
                    f"(warp {c.dst_slot}), distance {e.distance}")  # fmt: skip
-    for role in plan.roles:
-        out += ["", f"// warp {role.slot}: {comment_text(role.name)}",
-                f"__device__ void role_{role.slot}(uint64_t (*full)[kDepth], "
-                "uint64_t (*empty)[kDepth], int num_iters) {",
-                "  (void)full; (void)empty;"]  # fmt: skip
-        if s > 1:
-            out.append("  // prologue")
-            for k in range(s - 1):
-                for v in role.ops:
-                    st = plan.stage(v)
-                    if st <= k:
-                        out.append(f"  if ({k - st} < num_iters)")
-                        out += _op_call(plan, v, role.slot, str(k - st), "  ")
-        out.append(f"  // steady state: one iteration every kI = {II} cycles")
-        out.append("  for (int k = kStages - 1; k < num_iters; ++k) {")
-        for v in role.ops:
-            st = plan.stage(v)
-            out += _op_call(plan, v, role.slot, f"k - {st}", "    ")
-        out.append("  }")
-        if s > 1:
-            out.append("  // epilogue")
-            out.append("  const int base = num_iters > kStages - 1 ? num_iters : kStages - 1;")
-            out.append("  (void)base;")
-            for e_ in range(s - 1):
-                for v in role.ops:
-                    st = plan.stage(v)
-                    if st >= e_ + 1:
-                        it = f"base + {e_ - st}"
-                        out.append(f"  if ({it} >= 0 && {it} < num_iters)")
-                        out += _op_call(plan, v, role.slot, it, "  ")
-        out.append("}")
-    out += [
+    return out
+
+
+def _role_function(plan: LoopPlan, role: Role, II: int) -> list[str]:  # noqa: N803
+    """The ``__device__`` function of one warp role: prologue, steady state, epilogue."""
+    s = plan.stages
+    out: list[str] = []
+    out += ["", f"// warp {role.slot}: {comment_text(role.name)}",
+            f"__device__ void role_{role.slot}(uint64_t (*full)[kDepth], "
+            "uint64_t (*empty)[kDepth], int num_iters) {",
+            "  (void)full; (void)empty;"]  # fmt: skip
+    if s > 1:
+        out.append("  // prologue")
+        for k in range(s - 1):
+            for v in role.ops:
+                st = plan.stage(v)
+                if st <= k:
+                    out.append(f"  if ({k - st} < num_iters)")
+                    out += _op_call(plan, v, role.slot, str(k - st), "  ")
+    out.append(f"  // steady state: one iteration every kI = {II} cycles")
+    out.append("  for (int k = kStages - 1; k < num_iters; ++k) {")
+    for v in role.ops:
+        st = plan.stage(v)
+        out += _op_call(plan, v, role.slot, f"k - {st}", "    ")
+    out.append("  }")
+    if s > 1:
+        out.append("  // epilogue")
+        out.append("  const int base = num_iters > kStages - 1 ? num_iters : kStages - 1;")
+        out.append("  (void)base;")
+        for e_ in range(s - 1):
+            for v in role.ops:
+                st = plan.stage(v)
+                if st >= e_ + 1:
+                    it = f"base + {e_ - st}"
+                    out.append(f"  if ({it} >= 0 && {it} < num_iters)")
+                    out += _op_call(plan, v, role.slot, it, "  ")
+    out.append("}")
+    return out
+
+
+def _kernel(plan: LoopPlan, kname: str) -> list[str]:
+    """The ``__global__`` kernel: barrier set-up, then one warp group per role."""
+    out = [
         "",
         f"__global__ void __launch_bounds__(kSlots * 128) {kname}_kernel(int num_iters) {{",
         "  __shared__ __align__(8) uint64_t full[kChannels][kDepth];",
@@ -221,4 +248,4 @@ def generate_cuda(
     for role in plan.roles:
         out.append(f"    case {role.slot}: role_{role.slot}(full, empty, num_iters); break;")
     out += ["    default: break;", "  }", "}", "", f"}}  // namespace {kname}", ""]
-    return "\n".join(out)
+    return out
