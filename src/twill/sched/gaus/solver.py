@@ -474,6 +474,9 @@ class GauSSolver:
                         f"{before:.6g} -> {after:.6g}"
                     )
                     hist["polish_history"] = tuple(searched.history)
+        if formulation == "B" and settings.polish:
+            best_t, note = _polish_b(g, best_t, D, settings, start, timings, hist)
+            msg += note
         return finish(Status.FEASIBLE, best_t, msg, **hist)
 
     def _orig(self, R_cap: float | None) -> DependenceGraph | None:
@@ -568,6 +571,35 @@ class _CheckpointSearch:
             if limit is None:
                 limit = max(30.0, time.perf_counter() - self.start)
             self._run(t, limit)
+
+
+def _polish_b(
+    g: GauSGraph,
+    t: np.ndarray,
+    D: int,
+    settings: GauSSettings,
+    start: float,
+    timings: dict[str, float],
+    hist: dict[str, Any],
+) -> tuple[np.ndarray, str]:
+    """Formulation B: the memory local search (:mod:`twill.sched.gaus.polish_memory`) on
+    GauS's best schedule, kept when legal and not worse; returns it and a message suffix."""
+    from twill.sched.gaus.polish_memory import polish_memory
+
+    t0 = time.perf_counter()
+    limit = settings.polish_time
+    if limit is None:
+        limit = max(30.0, t0 - start)
+    before = discrete_objective(g, t, "B", D=D)
+    cand, moves = polish_memory(g, t, D, time_limit=limit)
+    timings["polish"] = time.perf_counter() - t0
+    hist["gaus_objective"] = before
+    if schedule_violations(g, cand, D):
+        return t, ""
+    after = discrete_objective(g, cand, "B", D=D)
+    if after > before:
+        return t, ""
+    return cand, f"; local search ({moves} moves): {before:.6g} -> {after:.6g}"
 
 
 def _better_start(
