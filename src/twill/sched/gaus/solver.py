@@ -477,6 +477,8 @@ class GauSSolver:
         if formulation == "B" and settings.polish:
             best_t, note = _polish_b(g, best_t, D, settings, start, timings, hist)
             msg += note
+        if formulation in ("A", "C"):
+            best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, II, ratio)
         return finish(Status.FEASIBLE, best_t, msg, **hist)
 
     def _orig(self, R_cap: float | None) -> DependenceGraph | None:
@@ -573,6 +575,33 @@ class _CheckpointSearch:
             self._run(t, limit)
 
 
+def _keep_list_if_better(
+    g: GauSGraph,
+    formulation: str,
+    t: np.ndarray,
+    msg: str,
+    D: int,
+    II: int | None,
+    ratio: float,
+) -> tuple[np.ndarray, str]:
+    """The list schedule instead of GauS's when it is legal and strictly better (A, C).
+
+    B starts from it and its local search starts from it too, so B is covered already; A
+    and C start from the ASAP/ALAP midpoint on shallow windows, where GauS has always been
+    better on the EPFL suite, but nothing proves it, so the cheap list schedule (linear
+    time) is checked last and GauS is never worse than it.
+    """
+    t_list = _list_t(g, formulation, D, II, ratio)
+    if t_list is None or schedule_violations(g, t_list, D, II if formulation == "C" else None):
+        return t, msg
+    ours = discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
+    theirs = discrete_objective(g, t_list, formulation, D=D, II=II, ratio=ratio)
+    if theirs < ours:
+        log.info("GauS keeps the list schedule (%s < %s)", theirs, ours)
+        return t_list, f"{msg}; the list schedule kept ({theirs:.6g} < GauS's {ours:.6g})"
+    return t, msg
+
+
 def _polish_b(
     g: GauSGraph,
     t: np.ndarray,
@@ -590,7 +619,6 @@ def _polish_b(
     (EPFL adder: 246 bits from GauS's schedule, 10 from the list schedule; priority: 43
     against 79).
     """
-    from twill.sched.baselines.list_sched import list_schedule
     from twill.sched.gaus.polish_memory import polish_memory
 
     t0 = time.perf_counter()
@@ -600,9 +628,9 @@ def _polish_b(
     before = discrete_objective(g, t, "B", D=D)
     hist["gaus_objective"] = before
     starts = [("GauS", t)]
-    ls = list_schedule(g, "B", D=D)
-    if ls.legal:
-        starts.append(("list", np.array([ls.schedule[v] for v in g.names], dtype=np.int64)))
+    t_list = _list_t(g, "B", D)
+    if t_list is not None:
+        starts.append(("list", t_list))
     best, best_obj, note = t, before, ""
     for k, (name, t_start) in enumerate(starts):
         left = limit - (time.perf_counter() - t0)
@@ -640,18 +668,27 @@ def _better_start(
     ``router``, D = 69: 3565 against 3724). The optimiser and the local search then only keep
     improvements, so GauS is never worse than list scheduling there.
     """
-    from twill.sched.baselines.list_sched import list_schedule
-
-    ls = list_schedule(g, formulation, D=D, ratio=ratio)
-    if not ls.legal:
+    t_list = _list_t(g, formulation, D, ratio=ratio)
+    if t_list is None:
         return mu0
-    t_list = np.array([ls.schedule[name] for name in g.names], dtype=np.float64)
-    _, obj_list = legalise(t_list)
+    _, obj_list = legalise(t_list.astype(np.float64))
     _, obj_mid = legalise(mu0)
     if obj_list is not None and (obj_mid is None or obj_list < obj_mid):
         log.info("GauS starts from the list schedule (%s < %s)", obj_list, obj_mid)
-        return t_list
+        return t_list.astype(np.float64)
     return mu0
+
+
+def _list_t(
+    g: GauSGraph, formulation: str, D: int, II: int | None = None, ratio: float = 100.0
+) -> np.ndarray | None:
+    """The list schedule's start steps (``None`` when it found no legal schedule)."""
+    from twill.sched.baselines.list_sched import list_schedule
+
+    ls = list_schedule(g, formulation, D=D, II=II, ratio=ratio)
+    if not ls.legal:
+        return None
+    return np.array([ls.schedule[v] for v in g.names], dtype=np.int64)
 
 
 @contextmanager
