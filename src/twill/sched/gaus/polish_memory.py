@@ -25,32 +25,24 @@ import time
 import numpy as np
 
 from twill.sched.gaus.graph import GauSGraph
+from twill.sched.gaus.polish_push import Adjacency, descend, lex_better, push_closure
 
 __all__ = ["polish_memory"]
 
 _TOL = 1e-9
 
 
-def _csr(keys: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(order, vals[order], ptr)``: ``vals`` grouped by ``keys`` (a CSR adjacency)."""
-    order = np.argsort(keys, kind="stable")
-    return order, vals[order], np.searchsorted(keys[order], np.arange(n + 1))
-
-
 class _MemState:
     """A legal schedule with its live profile, value ends and per-op adjacency."""
 
     def __init__(self, g: GauSGraph, t: np.ndarray, D: int) -> None:
-        fwd = g.forward
-        src, dst, d = g.src[fwd], g.dst[fwd], g.delay[fwd]
         self.D = D
         self.t = np.array(t, dtype=np.int64)
         self.mem = np.asarray(g.mem, dtype=np.float64)
         self.live_out = np.asarray(g.live_out, dtype=bool)
-        o, self.succ, self.succ_ptr = _csr(src, dst, g.n)
-        self.succ_d = d[o]
-        o, self.pred, self.pred_ptr = _csr(dst, src, g.n)
-        self.pred_d = d[o]
+        self.adj = Adjacency(g)
+        self.succ, self.succ_ptr = self.adj.succ, self.adj.succ_ptr
+        self.pred, self.pred_ptr = self.adj.pred, self.adj.pred_ptr
         self.end = np.array([self._end(i) for i in range(g.n)], dtype=np.int64)
         self.prof = np.zeros(D + 1)
         live = self.end > self.t
@@ -71,31 +63,8 @@ class _MemState:
         return max(new.get(int(v), int(self.t[v])) for v in s)
 
     def shifted(self, i: int, b: int, cap: int) -> dict[int, int] | None:
-        """New steps of the ops that move when op ``i`` goes to ``b``: successors pushed
-        later (``b`` later) or predecessors pulled earlier, transitively, as far as their
-        dependences need. ``None`` when more than ``cap`` ops would move or one would leave
-        ``[0, D-1]``."""
-        new = {i: b}
-        stack = [i]
-        later = b > self.t[i]
-        nbr, ptr, dd = (
-            (self.succ, self.succ_ptr, self.succ_d)
-            if later
-            else (self.pred, self.pred_ptr, self.pred_d)
-        )
-        while stack:
-            u = stack.pop()
-            tu = new[u]
-            for k in range(ptr[u], ptr[u + 1]):
-                v = int(nbr[k])
-                tv = new.get(v, int(self.t[v]))
-                need = tu + int(dd[k]) if later else tu - int(dd[k])
-                if (later and tv < need) or (not later and tv > need):
-                    if not 0 <= need <= self.D - 1 or len(new) >= cap:
-                        return None
-                    new[v] = need
-                    stack.append(v)
-        return new
+        """The ops that move when op ``i`` goes to ``b`` (:func:`push_closure`)."""
+        return push_closure(self.adj, self.t, i, b, self.D, cap)
 
     def changes(self, new: dict[int, int]) -> list[tuple[int, int, int, float]]:
         """Interval changes ``(value, new start, new end, bits)`` of the moves ``new``."""
@@ -152,17 +121,6 @@ def _key(p: np.ndarray) -> tuple[float, int, float]:
     return peak, int((p >= peak - _TOL).sum()), float(p @ p)
 
 
-def _better(a: tuple[float, int, float], b: tuple[float, int, float]) -> bool:
-    """``a`` strictly below ``b`` lexicographically (floats compared with a tolerance)."""
-    if a[0] < b[0] - _TOL:
-        return a[0] < b[0]
-    if abs(a[0] - b[0]) > _TOL:
-        return False
-    if a[1] != b[1]:
-        return a[1] < b[1]
-    return a[2] < b[2] - 1e-9 * max(1.0, abs(b[2]))
-
-
 def _best_step(
     st: _MemState, i: int, radius: int, cap: int, cur: tuple[float, int, float]
 ) -> tuple | None:
@@ -177,7 +135,7 @@ def _best_step(
         ch = st.changes(new)
         p = st.profile_after(ch)
         k = _key(p)
-        if _better(k, cur if best is None else best[0]):
+        if lex_better(k, cur if best is None else best[0]):
             best = (k, new, ch, p)
     return best
 
@@ -223,21 +181,17 @@ def polish_memory(
         return np.array(t, dtype=np.int64), 0
     st = _MemState(g, t, D)
     max_moves = 4 * g.n if max_moves is None else int(max_moves)
-    moves = 0
-    cur = _key(st.prof)
-    while moves < max_moves:
-        improved = False
-        for i in st.hot():
-            if time_limit is not None and time.perf_counter() - start > time_limit:
-                return st.t, moves
-            found = _best_step(st, int(i), radius, push, cur)
-            if found is not None:
-                cur, new, ch, p = found
-                st.apply(new, ch, p)
-                moves += 1
-                improved = True
-                if moves >= max_moves:
-                    break
-        if not improved:
-            break
+
+    def apply(found: tuple) -> None:
+        _, new, ch, p = found
+        st.apply(new, ch, p)
+
+    moves = descend(
+        st.hot,
+        lambda i, cur: _best_step(st, i, radius, push, cur),
+        apply,
+        _key(st.prof),
+        None if time_limit is None else start + time_limit,
+        max_moves,
+    )
     return st.t, moves

@@ -474,6 +474,9 @@ class GauSSolver:
                         f"{before:.6g} -> {after:.6g}"
                     )
                     hist["polish_history"] = tuple(searched.history)
+            if np.any(g.delay[g.forward] > 0):
+                best_t, note = _push_a(g, best_t, D, ratio, settings, start, timings)
+                msg += note
         if formulation == "B" and settings.polish:
             best_t, note = _polish_b(g, best_t, D, settings, start, timings, hist)
             msg += note
@@ -600,6 +603,46 @@ def _keep_list_if_better(
         log.info("GauS keeps the list schedule (%s < %s)", theirs, ours)
         return t_list, f"{msg}; the list schedule kept ({theirs:.6g} < GauS's {ours:.6g})"
     return t, msg
+
+
+def _push_a(
+    g: GauSGraph,
+    t: np.ndarray,
+    D: int,
+    ratio: float,
+    settings: GauSSettings,
+    start: float,
+    timings: dict[str, float],
+) -> tuple[np.ndarray, str]:
+    """Formulation A with delays: push-move descents (:mod:`twill.sched.gaus.polish_push`)
+    after the single-move search, alternating the objective-first key with the peak-first
+    key three times and ending objective-first; the best legal schedule seen is kept.
+
+    Why: with delays a chain only moves as a whole, and single moves stop at once (EPFL
+    router: 3565 -> 3257 and 3316; cavlc 9944 -> 9684). The graphs without delays
+    (GS-Schedule data, where ops share steps freely) keep the single-move search alone.
+    """
+    from twill.sched.gaus.polish_push import polish_push_resource
+
+    t0 = time.perf_counter()
+    limit = settings.polish_time
+    if limit is None:
+        limit = max(30.0, t0 - start)
+    before = discrete_objective(g, t, "A", D=D, ratio=ratio)
+    best, best_obj, cur, moves = t, before, t, 0
+    for peak_first in (False, True, False, True, False, True, False):
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        cur, m = polish_push_resource(g, cur, D, ratio, time_limit=left, peak_first=peak_first)
+        moves += m
+        obj = discrete_objective(g, cur, "A", D=D, ratio=ratio)
+        if obj < best_obj and not schedule_violations(g, cur, D):
+            best, best_obj = cur, obj
+    timings["push"] = time.perf_counter() - t0
+    if best_obj >= before:
+        return t, ""
+    return best, f"; push moves ({moves}): {before:.6g} -> {best_obj:.6g}"
 
 
 def _polish_b(
