@@ -129,10 +129,11 @@ class GauSSettings:
         thread-pool hand-offs that dominate the many small kernels of a step (measured 6 ms vs
         15 us for one ``index_add`` on a busy 2-core machine); ``None`` keeps torch's setting.
     polish : bool, default True
-        Formulation A only: run the legality-preserving local search of
-        :mod:`twill.sched.gaus.polish` on the best legalised schedule (a post-processing step,
-        not part of the paper; the result keeps the GauS objective before it in
-        ``gaus_objective``).
+        Formulations A and B: run a legality-preserving local search on the best legalised
+        schedule (a post-processing step, not part of the paper; the result keeps the GauS
+        objective before it in ``gaus_objective``): :mod:`twill.sched.gaus.polish` for A
+        (peak resource and communication), :mod:`twill.sched.gaus.polish_memory` for B (peak
+        live memory, with moves that push dependent ops along).
     polish_time : float or None, default None
         Wall-clock cap of the final search in seconds (``None``: until a local optimum or
         ``4 n`` moves, but at most ``max(30 s, time elapsed before it)``, so the search at

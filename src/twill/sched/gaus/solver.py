@@ -474,6 +474,14 @@ class GauSSolver:
                         f"{before:.6g} -> {after:.6g}"
                     )
                     hist["polish_history"] = tuple(searched.history)
+            if np.any(g.delay[g.forward] > 0):
+                best_t, note = _push_a(g, best_t, D, ratio, settings, start, timings)
+                msg += note
+        if formulation == "B" and settings.polish:
+            best_t, note = _polish_b(g, best_t, D, settings, start, timings, hist)
+            msg += note
+        if formulation in ("A", "C"):
+            best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, II, ratio)
         return finish(Status.FEASIBLE, best_t, msg, **hist)
 
     def _orig(self, R_cap: float | None) -> DependenceGraph | None:
@@ -570,6 +578,119 @@ class _CheckpointSearch:
             self._run(t, limit)
 
 
+def _keep_list_if_better(
+    g: GauSGraph,
+    formulation: str,
+    t: np.ndarray,
+    msg: str,
+    D: int,
+    II: int | None,
+    ratio: float,
+) -> tuple[np.ndarray, str]:
+    """The list schedule instead of GauS's when it is legal and strictly better (A, C).
+
+    B starts from it and its local search starts from it too, so B is covered already; A
+    and C start from the ASAP/ALAP midpoint on shallow windows, where GauS has always been
+    better on the EPFL suite, but nothing proves it, so the cheap list schedule (linear
+    time) is checked last and GauS is never worse than it.
+    """
+    t_list = _list_t(g, formulation, D, II, ratio)
+    if t_list is None or schedule_violations(g, t_list, D, II if formulation == "C" else None):
+        return t, msg
+    ours = discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
+    theirs = discrete_objective(g, t_list, formulation, D=D, II=II, ratio=ratio)
+    if theirs < ours:
+        log.info("GauS keeps the list schedule (%s < %s)", theirs, ours)
+        return t_list, f"{msg}; the list schedule kept ({theirs:.6g} < GauS's {ours:.6g})"
+    return t, msg
+
+
+def _push_a(
+    g: GauSGraph,
+    t: np.ndarray,
+    D: int,
+    ratio: float,
+    settings: GauSSettings,
+    start: float,
+    timings: dict[str, float],
+) -> tuple[np.ndarray, str]:
+    """Formulation A with delays: push-move descents (:mod:`twill.sched.gaus.polish_push`)
+    after the single-move search, alternating the objective-first key with the peak-first
+    key three times and ending objective-first; the best legal schedule seen is kept.
+
+    Why: with delays a chain only moves as a whole, and single moves stop at once (EPFL
+    router: 3565 -> 3257 and 3316; cavlc 9944 -> 9684). The graphs without delays
+    (GS-Schedule data, where ops share steps freely) keep the single-move search alone.
+    """
+    from twill.sched.gaus.polish_push import polish_push_resource
+
+    t0 = time.perf_counter()
+    limit = settings.polish_time
+    if limit is None:
+        limit = max(30.0, t0 - start)
+    before = discrete_objective(g, t, "A", D=D, ratio=ratio)
+    best, best_obj, cur, moves = t, before, t, 0
+    for peak_first in (False, True, False, True, False, True, False):
+        left = limit - (time.perf_counter() - t0)
+        if left <= 0:
+            break
+        cur, m = polish_push_resource(g, cur, D, ratio, time_limit=left, peak_first=peak_first)
+        moves += m
+        obj = discrete_objective(g, cur, "A", D=D, ratio=ratio)
+        if obj < best_obj and not schedule_violations(g, cur, D):
+            best, best_obj = cur, obj
+    timings["push"] = time.perf_counter() - t0
+    if best_obj >= before:
+        return t, ""
+    return best, f"; push moves ({moves}): {before:.6g} -> {best_obj:.6g}"
+
+
+def _polish_b(
+    g: GauSGraph,
+    t: np.ndarray,
+    D: int,
+    settings: GauSSettings,
+    start: float,
+    timings: dict[str, float],
+    hist: dict[str, Any],
+) -> tuple[np.ndarray, str]:
+    """Formulation B: the memory local search (:mod:`twill.sched.gaus.polish_memory`) from
+    GauS's best schedule and from the list schedule; the best legal result is kept when it
+    is not worse than GauS's. Returns it and a message suffix.
+
+    Why both: the search ends in different local optima, and neither start dominates
+    (EPFL adder: 246 bits from GauS's schedule, 10 from the list schedule; priority: 43
+    against 79).
+    """
+    from twill.sched.gaus.polish_memory import polish_memory
+
+    t0 = time.perf_counter()
+    limit = settings.polish_time
+    if limit is None:
+        limit = max(30.0, t0 - start)
+    before = discrete_objective(g, t, "B", D=D)
+    hist["gaus_objective"] = before
+    starts = [("GauS", t)]
+    t_list = _list_t(g, "B", D)
+    if t_list is not None:
+        starts.append(("list", t_list))
+    best, best_obj, note = t, before, ""
+    for k, (name, t_start) in enumerate(starts):
+        left = limit - (time.perf_counter() - t0)
+        cand, moves = polish_memory(g, t_start, D, time_limit=left / (len(starts) - k))
+        if schedule_violations(g, cand, D):
+            continue
+        obj = discrete_objective(g, cand, "B", D=D)
+        if obj < best_obj or (obj == best_obj and name == "GauS"):
+            best, best_obj = cand, obj
+            note = (
+                f"; local search from the {name} schedule ({moves} moves): "
+                f"{before:.6g} -> {obj:.6g}"
+            )
+    timings["polish"] = time.perf_counter() - t0
+    return best, note
+
+
 def _better_start(
     g: GauSGraph,
     formulation: str,
@@ -590,18 +711,27 @@ def _better_start(
     ``router``, D = 69: 3565 against 3724). The optimiser and the local search then only keep
     improvements, so GauS is never worse than list scheduling there.
     """
-    from twill.sched.baselines.list_sched import list_schedule
-
-    ls = list_schedule(g, formulation, D=D, ratio=ratio)
-    if not ls.legal:
+    t_list = _list_t(g, formulation, D, ratio=ratio)
+    if t_list is None:
         return mu0
-    t_list = np.array([ls.schedule[name] for name in g.names], dtype=np.float64)
-    _, obj_list = legalise(t_list)
+    _, obj_list = legalise(t_list.astype(np.float64))
     _, obj_mid = legalise(mu0)
     if obj_list is not None and (obj_mid is None or obj_list < obj_mid):
         log.info("GauS starts from the list schedule (%s < %s)", obj_list, obj_mid)
-        return t_list
+        return t_list.astype(np.float64)
     return mu0
+
+
+def _list_t(
+    g: GauSGraph, formulation: str, D: int, II: int | None = None, ratio: float = 100.0
+) -> np.ndarray | None:
+    """The list schedule's start steps (``None`` when it found no legal schedule)."""
+    from twill.sched.baselines.list_sched import list_schedule
+
+    ls = list_schedule(g, formulation, D=D, II=II, ratio=ratio)
+    if not ls.legal:
+        return None
+    return np.array([ls.schedule[v] for v in g.names], dtype=np.int64)
 
 
 @contextmanager
