@@ -17,7 +17,7 @@ from twill.io import load_graph
 from twill.sched.exact.search import search_min_ii
 from twill.verify import verify_modulo_schedule
 
-HATSCHET = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "hatschet"
+HATSCHET = Path(__file__).resolve().parents[3].parent / "shared" / "benchmarks" / "hatschet"
 MAX_OPS = 100
 MALFORMED = {"cTest/vanDongen"}  # upstream XML error: tests/io/test_hatschet.py
 

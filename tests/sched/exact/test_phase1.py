@@ -22,7 +22,7 @@ from twill.sched.exact.window import energetic_arcs, longest_matrix
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.verify import verify_modulo_schedule
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 BACKENDS = ["cbc", "cpsat"]
 
 
