@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,10 +253,45 @@ def verify_warp_schedule(
     out += warp_viol
     if warp_viol:
         return out
-    out += _check_dependences(graph, ins_of, schedule, sets, II, rules)
-    out += _check_unit_capacity(graph, ins_of, schedule, II, L)
-    out += _check_liveness(graph, ins_of, schedule, sets, II, L, rules)
-    out += _check_blocking(graph, ins_of, schedule, sets, II, L, rules)
+    case = _Case(graph, ins_of, schedule, sets, II, L, rules)
+    for check in (_check_dependences, _check_unit_capacity, _check_liveness, _check_blocking):
+        out += check(case)
+    return out
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One schedule under check, once its starts and slot sets are known to be well formed."""
+
+    graph: DependenceGraph
+    ins_of: Mapping[str, Instruction]
+    schedule: Mapping[str, int]
+    sets: Mapping[str, frozenset[int]]
+    II: int  # noqa: N815
+    L: int  # noqa: N815
+    rules: WarpRules
+
+    @property
+    def copies(self) -> int:
+        """``n``: overlapped copies of the loop body in the straight-line program."""
+        return program_shape(self.II, self.L)[0]
+
+
+def _over_limit(
+    use: Mapping[tuple[Any, int], int],
+    limit_of: Callable[[Any], int | None],
+    rule: str,
+    key: str,
+    message: str,
+) -> list[Violation]:
+    """A violation per ``(resource, t)`` whose use exceeds its limit (``None``: unlimited);
+    ``message`` is formatted with ``res``, ``t``, ``used`` and ``cap``."""
+    out = []
+    for (res, t), used in sorted(use.items()):
+        cap = limit_of(res)
+        if cap is not None and used > cap:
+            text = message.format(res=res, t=t, used=used, cap=cap)
+            out.append(Violation(rule, {key: res, "t": t}, value=used, limit=cap, message=text))
     return out
 
 
@@ -292,21 +327,14 @@ def _check_length_bound(
     return out
 
 
-def _check_dependences(
-    graph: DependenceGraph,
-    ins_of: Mapping[str, Any],
-    schedule: Mapping[str, int],
-    sets: Mapping[str, frozenset[int]],
-    II: int,  # noqa: N803
-    rules: WarpRules,
-) -> list[Violation]:
+def _check_dependences(c: _Case) -> list[Violation]:
     """Dependences with the cross-warp spill delay (Fig. 4), and no cross-warp edge when it
     is disabled."""
     out = []
-    for e in graph.edges:
-        differ = sets[e.src] != sets[e.dst]
-        need = e.delay + (ins_of[e.src].spill_cost if differ else 0)
-        slack = schedule[e.dst] + e.distance * II - schedule[e.src]
+    for e in c.graph.edges:
+        differ = c.sets[e.src] != c.sets[e.dst]
+        need = e.delay + (c.ins_of[e.src].spill_cost if differ else 0)
+        slack = c.schedule[e.dst] + e.distance * c.II - c.schedule[e.src]
         if slack < need:
             out.append(
                 Violation(
@@ -317,7 +345,7 @@ def _check_dependences(
                     message=f"{e.dst} issues {slack} cycles after {e.src}, needs >= {need}",
                 )
             )
-        if not rules.cross_warp and not ins_of[e.src].variable_latency and differ:
+        if not c.rules.cross_warp and not c.ins_of[e.src].variable_latency and differ:
             out.append(
                 Violation(
                     "cross_warp",
@@ -328,101 +356,71 @@ def _check_dependences(
     return out
 
 
-def _check_unit_capacity(
-    graph: DependenceGraph,
-    ins_of: Mapping[str, Any],
-    schedule: Mapping[str, int],
-    II: int,  # noqa: N803
-    L: int,  # noqa: N803
-) -> list[Violation]:
+def _check_unit_capacity(c: _Case) -> list[Violation]:
     """Functional-unit capacity at every cycle of the straight-line program."""
-    n, _ = program_shape(II, L)
     fu_use: dict[tuple[str, int], int] = defaultdict(int)
-    for name, ins in ins_of.items():
-        for i in range(n):
-            t0 = schedule[name] + i * II
+    for name, ins in c.ins_of.items():
+        for i in range(c.copies):
+            t0 = c.schedule[name] + i * c.II
             for fu, row in ins.reservation.items():
-                for c, units in enumerate(row):
-                    fu_use[fu, t0 + c] += units
-    out = []
-    for (fu, t), used in sorted(fu_use.items()):
-        cap = graph.machine.functional_units.get(fu, -1)
-        if cap >= 0 and used > cap:
-            out.append(
-                Violation("capacity", {"fu": fu, "t": t}, value=used, limit=cap,
-                          message=f"{fu} at t={t}: {used} > {cap}")
-            )  # fmt: skip
-    return out
+                for col, units in enumerate(row):
+                    fu_use[fu, t0 + col] += units
+    units = c.graph.machine.functional_units
+    return _over_limit(
+        fu_use,
+        lambda fu: cap if (cap := units.get(fu, -1)) >= 0 else None,
+        "capacity",
+        "fu",
+        "{res} at t={t}: {used} > {cap}",
+    )
 
 
-def _check_liveness(
-    graph: DependenceGraph,
-    ins_of: Mapping[str, Any],
-    schedule: Mapping[str, int],
-    sets: Mapping[str, frozenset[int]],
-    II: int,  # noqa: N803
-    L: int,  # noqa: N803
-    rules: WarpRules,
-) -> list[Violation]:
+def _check_liveness(c: _Case) -> list[Violation]:
     """Memories and registers per slot, over ``t`` in ``[0, T]`` (Fig. 5)."""
-    n, t_end = program_shape(II, L)
+    t_end = program_shape(c.II, c.L)[1]
     mem_use: dict[tuple[str, int], int] = defaultdict(int)
     reg_use: dict[tuple[int, int], int] = defaultdict(int)
-    for name, ins in ins_of.items():
+    for name, ins in c.ins_of.items():
         if not ins.regs and not any(ins.footprint.values()):
             continue
-        for i in range(n):
-            start, end = live_interval(graph, schedule, name, i, II, L)
+        for i in range(c.copies):
+            start, end = live_interval(c.graph, c.schedule, name, i, c.II, c.L)
             for t in range(start, min(end, t_end + 1)):
                 for mem, size in ins.footprint.items():
                     mem_use[mem, t] += size
-                for w in sets[name]:
+                for w in c.sets[name]:
                     reg_use[w, t] += ins.regs
-    out = []
-    for (mem, t), used in sorted(mem_use.items()):
-        cap = graph.machine.memories.get(mem)
-        if cap is not None and used > cap:
-            out.append(
-                Violation("memory", {"mem": mem, "t": t}, value=used, limit=cap,
-                          message=f"{mem} at t={t}: {used} bytes live > {cap}")
-            )  # fmt: skip
-    if rules.registers_per_warp is not None:
-        for (w, t), used in sorted(reg_use.items()):
-            if used > rules.registers_per_warp:
-                out.append(
-                    Violation("registers", {"slot": w, "t": t}, value=used,
-                              limit=rules.registers_per_warp,
-                              message=f"slot {w} at t={t}: {used} registers live")
-                )  # fmt: skip
+    out = _over_limit(
+        mem_use, c.graph.machine.memories.get, "memory", "mem",
+        "{res} at t={t}: {used} bytes live > {cap}",
+    )  # fmt: skip
+    if c.rules.registers_per_warp is not None:
+        out += _over_limit(
+            reg_use, lambda _: c.rules.registers_per_warp, "registers", "slot",
+            "slot {res} at t={t}: {used} registers live",
+        )  # fmt: skip
     return out
 
 
-def _check_blocking(
-    graph: DependenceGraph,
-    ins_of: Mapping[str, Any],
-    schedule: Mapping[str, int],
-    sets: Mapping[str, frozenset[int]],
-    II: int,  # noqa: N803
-    L: int,  # noqa: N803
-    rules: WarpRules,
-) -> list[Violation]:
+def _check_blocking(c: _Case) -> list[Violation]:
     """Blocking (Fig. 6): the consumer's slot is idle (no other op executing) when it issues."""
-    n, _ = program_shape(II, L)
-    blockers = {e.dst for e in graph.edges if e.blocking}
+    blockers = {e.dst for e in c.graph.edges if e.blocking}
     spill_blockers = {
         (e.src, e.dst)
-        for e in graph.edges
-        if rules.spill_blocking and spill_blocking_edge(graph, e) and sets[e.src] != sets[e.dst]
+        for e in c.graph.edges
+        if c.rules.spill_blocking
+        and spill_blocking_edge(c.graph, e)
+        and c.sets[e.src] != c.sets[e.dst]
     }
     out = []
     for v in sorted(blockers | {v for _, v in spill_blockers}):
-        for i in range(n):
-            t = schedule[v] + i * II
-            for o, ins_o in ins_of.items():
-                if o == v or not (sets[o] & sets[v]):
+        for i in range(c.copies):
+            t = c.schedule[v] + i * c.II
+            for o, ins_o in c.ins_of.items():
+                if o == v or not (c.sets[o] & c.sets[v]):
                     continue
-                for j in range(n):
-                    t0 = schedule[o] + j * II
+                for j in range(c.copies):
+                    t0 = c.schedule[o] + j * c.II
                     if t0 <= t < t0 + ins_o.cycles:
                         why = "blocking edge" if v in blockers else "cross-warp hand-off"
                         out.append(
