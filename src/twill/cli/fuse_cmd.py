@@ -41,6 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "architecture YAML whose outermost on-chip level keeps inputs and is bounded (it holds "
         "the fused intermediates)",
     )
+    p.add_argument(
+        "--workloads",
+        metavar="DIR",
+        help="DOSA's workloads folder for the named networks (default: $TWILL_WORKLOADS, else "
+        "../shared/benchmarks/dosa/workloads from the current folder)",
+    )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("-o", "--output", help="write the plan as YAML")
@@ -62,7 +68,7 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
 
     source = _model_source(args, "network")
     if not args.model and not source.lower().endswith(".onnx"):
-        return load_network(source)
+        return load_network(source, args.workloads)
     from twill.io.onnx_model import import_model
 
     return import_model(source, _input_shape(args)).network
@@ -104,7 +110,8 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
     from twill.io.networks import default_workload_root
 
     model_file = [Path(args.network)] if args.network and Path(args.network).is_file() else []
-    inputs = [*sorted(default_workload_root().rglob("*.yaml")), *model_file]
+    root = Path(args.workloads) if args.workloads else default_workload_root()
+    inputs = [*sorted(root.rglob("*.yaml")), *model_file]
     inputs += _arch_files(args.arch)
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))

@@ -2,12 +2,13 @@
 into :class:`~twill.mapping.fadiff.networks.Network` graphs.
 
 The edges come from :mod:`twill.mapping.fadiff.networks`; this module only finds and reads
-the files. The data root is an argument; :func:`default_workload_root` (the benchmark data
-beside the repository) is the default the CLI, the benchmarks and the demos use.
+the files. The data root is an argument; :func:`default_workload_root` is the default the CLI
+(``twill fuse --workloads DIR``), the benchmarks and the demos use.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,17 +16,21 @@ from twill.errors import InvalidProblemError
 from twill.mapping.fadiff.networks import Network, build_network, fsrcnn, network_key
 from twill.mapping.workload import Layer
 
-__all__ = ["default_workload_root", "load_network", "read_network_layers"]
+__all__ = ["WORKLOADS_ENV", "default_workload_root", "load_network", "read_network_layers"]
+
+
+#: Environment variable naming DOSA's ``workloads`` folder when no root is passed.
+WORKLOADS_ENV = "TWILL_WORKLOADS"
 
 
 def default_workload_root() -> Path:
-    """``../shared/benchmarks/dosa/workloads`` relative to the repository root."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        cand = parent.parent / "shared" / "benchmarks" / "dosa" / "workloads"
-        if cand.is_dir():
-            return cand
-    return Path("../shared/benchmarks/dosa/workloads").resolve()
+    """``$TWILL_WORKLOADS`` when set, else ``../shared/benchmarks/dosa/workloads`` relative to
+    the current folder (the layout of a checkout with the benchmark data beside it).
+
+    Never searched for: a network name resolves where the user says, or where they stand.
+    """
+    env = os.environ.get(WORKLOADS_ENV)
+    return Path(env or "../shared/benchmarks/dosa/workloads").resolve()
 
 
 def read_network_layers(folder: str | Path) -> list[Layer]:
