@@ -1,0 +1,71 @@
+"""Scheduling baselines (list, force-directed, Gumbel, exact CP-SAT): legality, proved
+infeasibility and the exact optimum bounding GauS and the list scheduler."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from twill.gaus_solver import GauSSolver, generate_random_dag
+from twill.results import Status
+from twill.sched.baselines.categorical import gumbel_schedule
+from twill.sched.baselines.force_directed import force_directed_schedule
+from twill.sched.baselines.list_sched import list_schedule
+from twill.sched.gaus.bounds import rec_mii
+from twill.sched.gaus.graph import from_dependence_graph
+from twill.sched.gaus.verify import peak_memory
+
+
+class TestBaselines:
+    @pytest.mark.parametrize("fn", [list_schedule, force_directed_schedule, gumbel_schedule])
+    def test_formulation_a_legal(self, fn) -> None:
+        g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=9))
+        kw = {"epochs": 5} if fn is gumbel_schedule else {}
+        r = fn(g, "A", **kw)
+        assert r.legal and r.objective is not None
+
+    @pytest.mark.parametrize("fn", [list_schedule, force_directed_schedule])
+    def test_infeasible_windows_are_proved(self, fn) -> None:
+        g = from_dependence_graph(generate_random_dag(40, 0.2, 5, seed=4)).with_caps(5.0)
+        too_short = fn(g, "A", D=1)
+        assert too_short.status is Status.INFEASIBLE and "D=1" in too_short.message
+        cm = rec_mii(g)
+        assert cm > 1
+        below = fn(g, "C", D=200, II=cm - 1)
+        assert below.status is Status.INFEASIBLE and "RecMII" in below.message
+        with pytest.raises(ValueError, match="needs II"):
+            fn(g, "C", D=200)
+
+    def test_list_modulo(self) -> None:
+        g = from_dependence_graph(generate_random_dag(80, 0.05, 4, seed=1)).with_caps(5.0)
+        r = list_schedule(g, "C", D=60, II=8)
+        assert r.legal
+
+
+class TestExact:
+    def test_exact_a_optimal_on_small_graph_and_bounds_gaus(self) -> None:
+        from twill.sched.baselines.exact import exact_schedule
+
+        g = from_dependence_graph(generate_random_dag(12, 0.2, 0, seed=11))
+        ex = exact_schedule(g, "A", D=10, time_limit=20)
+        assert ex.status is Status.OPTIMAL and ex.bound == pytest.approx(ex.objective)
+        for r in (GauSSolver(g, D=10, max_iters=200).solve_resource(), list_schedule(g, "A", D=10)):
+            assert r.objective >= ex.objective - 1e-6
+
+    def test_exact_b_optimal_on_small_graph_and_bounds_gaus(self) -> None:
+        from twill.sched.baselines.exact import exact_schedule
+
+        g = from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=4))
+        ex = exact_schedule(g, "B", D=12, time_limit=20)
+        assert ex.status is Status.OPTIMAL and ex.bound == pytest.approx(ex.objective)
+        assert ex.objective == peak_memory(g, np.array([ex.schedule[n] for n in g.names]), 12)
+        for r in (GauSSolver(g, D=12, max_iters=200).solve_memory(), list_schedule(g, "B", D=12)):
+            assert r.objective >= ex.objective - 1e-6
+
+    def test_exact_c_proves_res_mii(self) -> None:
+        from twill.sched.baselines.exact import exact_schedule
+
+        g = from_dependence_graph(generate_random_dag(60, 0.08, 3, seed=2)).with_caps(3.0)
+        assert exact_schedule(g, "C", II=6, D=40, time_limit=10).status is Status.INFEASIBLE
+        r = exact_schedule(g, "C", II=8, D=40, time_limit=5)
+        assert r.legal and r.bound <= r.objective
