@@ -139,8 +139,7 @@ def _gaus(formulation: str) -> Callable[[Any, SolverOptions], Any]:
     def run(g: Any, o: SolverOptions) -> Any:
         from twill.gaus_solver import GauSSolver
 
-        s = GauSSolver(g, D=10 if formulation != "C" else 20, seed=o.seed, max_iters=150,
-                       time_limit=o.time_limit)  # fmt: skip
+        s = GauSSolver(g, D=10 if formulation != "C" else 20, max_iters=150, options=o)
         return s.solve_modulo(4) if formulation == "C" else s.solve(formulation)
 
     return run

@@ -35,6 +35,7 @@ from twill.errors import (
     InvalidProblemError,
     VerificationError,
 )
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.gaus.alm import GauSSettings, optimise
 from twill.sched.gaus.bounds import default_D, modulo_asap, rec_mii, res_mii
@@ -162,6 +163,11 @@ class GauSSolver:
         handler is added if the logger has none); the logger is restored afterwards.
     on_progress
         Callback ``(step, max_steps, loss, violation, best_objective)`` after each Adam step.
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``seed``, its
+        ``time_limit`` (as the :class:`GauSSettings` field) and its ``on_progress`` (called as
+        above) replace those keywords. ``threads`` is not used: torch's intra-op thread count
+        is a process setting (``torch.set_num_threads``).
     **settings
         Any other field of :class:`GauSSettings` (``max_iters``, ``inner_steps``, ``tau``, ...).
 
@@ -183,8 +189,14 @@ class GauSSolver:
         seed: int = 0,
         verbose: bool = False,
         on_progress: Callable[[int, int, float, float, float | None], None] | None = None,
+        options: SolverOptions | None = None,
         **settings: Any,
     ) -> None:
+        if options is not None:
+            seed = options.seed
+            on_progress = options.on_progress or on_progress
+            if options.time_limit is not None:
+                settings["time_limit"] = options.time_limit
         check_int(D, "D", none=True)
         check_int(seed, "seed", minimum=0)
         self.original = graph if isinstance(graph, DependenceGraph) else None
