@@ -23,7 +23,6 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("sched/gaus/polish.py", "polish_resource"),
     ("sched/baselines/exact.py", "exact_schedule"),
     ("sched/baselines/categorical.py", "gumbel_schedule"),
-    ("sched/exact/algorithm1.py", "algorithm1"),
     ("mapping/fadiff/train.py", "_fadiff"),
     ("mapping/fadiff/train.py", "_relaxed_network"),
     ("mapping/fadiff/groups.py", "group_search"),

@@ -33,7 +33,7 @@ from typing import Any
 from twill.errors import InvalidProblemError
 from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import Status, WarpSchedule
-from twill.sched.exact.phase1 import solve_phase1
+from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
@@ -185,6 +185,19 @@ def _scan_window(
     return WindowOutcome(length, top, "unsat" if proven else "unknown", (), None, False), checks
 
 
+def _check_arguments(
+    max_I: int | None, phase1_time_limit: float | None, time_limit: float | None, window: str
+) -> None:
+    """Reject out-of-range arguments of :func:`algorithm1` before any solve."""
+    check_int(max_I, "max_I", none=True)
+    check_time_limit(phase1_time_limit, "phase1_time_limit")
+    check_time_limit(time_limit)
+    if window not in WINDOW_SEARCHES:
+        raise InvalidProblemError(
+            f"window must be one of {', '.join(WINDOW_SEARCHES)}, found {window!r}"
+        )
+
+
 def algorithm1(
     graph: DependenceGraph,
     *,
@@ -251,13 +264,7 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    check_int(max_I, "max_I", none=True)
-    check_time_limit(phase1_time_limit, "phase1_time_limit")
-    check_time_limit(time_limit)
-    if window not in WINDOW_SEARCHES:
-        raise InvalidProblemError(
-            f"window must be one of {', '.join(WINDOW_SEARCHES)}, found {window!r}"
-        )
+    _check_arguments(max_I, phase1_time_limit, time_limit, window)
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
@@ -305,13 +312,11 @@ def algorithm1(
             length, hint, len_proven = phase1.L, phase1.schedule, phase1.L_optimal
         else:
             emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0))
-            p1 = solve_phase1(graph, ii, backend=backend, time_limit=phase1_time_limit,
-                              check=False)  # fmt: skip
+            p1, empty = _phase1_at(graph, ii, backend, phase1_time_limit)
             p1_seconds += p1.seconds
-            if p1.schedule is None or p1.L is None:
-                ans = "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
-                record(SearchPoint(ii, None, ans, p1.seconds))
-                proof = proof and ans == "p1_infeasible"
+            if empty is not None:
+                record(SearchPoint(ii, None, empty, p1.seconds))
+                proof = proof and empty == "p1_infeasible"
                 continue
             length, hint, len_proven = p1.L, p1.schedule, p1.status == Status.OPTIMAL
         emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=length))
@@ -334,6 +339,17 @@ def algorithm1(
     status = Status.INFEASIBLE if proven else Status.UNKNOWN
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
     return finish(status, f"no satisfiable point for {where}")
+
+
+def _phase1_at(
+    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None
+) -> tuple[Phase1Result, str | None]:
+    """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
+    when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
+    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False)
+    if p1.schedule is None or p1.L is None:
+        return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
+    return p1, None
 
 
 def _default_cap(graph: DependenceGraph, first: int) -> int:
