@@ -68,7 +68,6 @@ def exact_schedule(
     m = cp_model.CpModel()
     # -- variables
     s = [m.NewIntVar(int(asap[i]), int(alap[i]), f"s[{g.names[i]}]") for i in range(g.n)]
-    n, K, L = g.usage.shape
     # -- precedence (all edges for C, distance-0 for A)
     mask = np.ones(g.num_edges, bool) if formulation == "C" else g.forward
     for e in np.flatnonzero(mask):
@@ -76,69 +75,12 @@ def exact_schedule(
         m.Add(s[g.dst[e]] + shift >= s[g.src[e]] + int(g.delay[e]))
     scale = 1
     if formulation == "A":
-        peaks = []
-        used = np.flatnonzero(g.usage.sum(axis=(1, 2)) > 0)
-        H = D + L - 1
-        load: list[list[list]] = [[[] for _ in range(H)] for _ in range(K)]
-        for i in used:
-            x = {d: m.NewBoolVar(f"x[{g.names[i]},{d}]") for d in range(asap[i], alap[i] + 1)}
-            m.AddExactlyOne(x.values())
-            m.Add(s[i] == sum(d * v for d, v in x.items()))
-            for d, v in x.items():
-                for k in range(K):
-                    for c in range(L):
-                        if g.usage[i, k, c]:
-                            load[k][d + c].append((int(round(g.usage[i, k, c])), v))
-        for k in range(K):
-            if not any(load[k]):
-                continue
-            pk = m.NewIntVar(0, int(g.usage[:, k].sum()), f"peak[{g.resources[k]}]")
-            for terms in load[k]:
-                if terms:
-                    m.Add(pk >= sum(w * v for w, v in terms))
-            peaks.append(pk)
-        cw = g.comm
-        if np.any(cw != np.round(cw)) or ratio != round(ratio):
-            scale = 1000
-        comm = sum(
-            int(round(cw[e] * scale)) * (s[g.dst[e]] - s[g.src[e]])
-            for e in np.flatnonzero(g.forward & (cw > 0))
-        )
-        m.Minimize(int(round(ratio * scale)) * sum(peaks) + comm)
+        scale = _resource_comm_model(m, g, s, D, asap, alap, ratio)
     elif formulation == "B":
         scale = _peak_memory_model(m, g, s, D)
     else:
         assert II is not None
-        rvars = []
-        for i in range(n):
-            k_i = m.NewIntVar(0, D // II + 1, f"k[{g.names[i]}]")
-            x = [m.NewBoolVar(f"a[{g.names[i]},{r}]") for r in range(II)]
-            m.AddExactlyOne(x)
-            m.Add(s[i] == II * k_i + sum(r * v for r, v in enumerate(x)))
-            rvars.append(x)
-        for k in range(K):
-            if not math.isfinite(g.caps[k]):
-                continue
-            for r in range(II):
-                terms = [
-                    (int(g.usage[i, k, c]), rvars[i][(r - c) % II])
-                    for i in range(n)
-                    for c in range(L)
-                    if g.usage[i, k, c]
-                ]
-                if terms:
-                    m.Add(sum(w * v for w, v in terms) <= int(math.floor(g.caps[k] + 1e-9)))
-        life = []
-        for i in range(n):
-            out = np.flatnonzero(g.src == i)
-            if out.size == 0 or g.mem[i] == 0:
-                continue
-            horizon = D + int(g.distance.max(initial=0)) * II
-            end = m.NewIntVar(0, horizon, f"end[{g.names[i]}]")
-            for e in out:
-                m.Add(end >= s[g.dst[e]] + int(g.distance[e]) * II)
-            life.append(int(round(g.mem[i])) * (end - s[i]))
-        m.Minimize(sum(life))
+        _modulo_lifetime_model(m, g, s, D, II)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = threads
@@ -212,3 +154,80 @@ def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int) -> int:
         m.AddCumulative(intervals, demands, peak)
     m.Minimize(peak)
     return scale
+
+
+def _resource_comm_model(
+    m: Any, g: GauSGraph, s: list, D: int, asap: np.ndarray, alap: np.ndarray, ratio: float
+) -> int:
+    """Formulation A on model ``m`` (module docstring): one-hot steps of the ops that use a
+    resource, a peak per resource, and ``ratio * sum(peaks) + communication`` minimised;
+    returns the objective's scale (1000 when a weight is fractional, else 1)."""
+    _, K, L = g.usage.shape
+    scale = 1
+    peaks = []
+    used = np.flatnonzero(g.usage.sum(axis=(1, 2)) > 0)
+    H = D + L - 1
+    load: list[list[list]] = [[[] for _ in range(H)] for _ in range(K)]
+    for i in used:
+        x = {d: m.NewBoolVar(f"x[{g.names[i]},{d}]") for d in range(asap[i], alap[i] + 1)}
+        m.AddExactlyOne(x.values())
+        m.Add(s[i] == sum(d * v for d, v in x.items()))
+        for d, v in x.items():
+            for k in range(K):
+                for c in range(L):
+                    if g.usage[i, k, c]:
+                        load[k][d + c].append((int(round(g.usage[i, k, c])), v))
+    for k in range(K):
+        if not any(load[k]):
+            continue
+        pk = m.NewIntVar(0, int(g.usage[:, k].sum()), f"peak[{g.resources[k]}]")
+        for terms in load[k]:
+            if terms:
+                m.Add(pk >= sum(w * v for w, v in terms))
+        peaks.append(pk)
+    cw = g.comm
+    if np.any(cw != np.round(cw)) or ratio != round(ratio):
+        scale = 1000
+    comm = sum(
+        int(round(cw[e] * scale)) * (s[g.dst[e]] - s[g.src[e]])
+        for e in np.flatnonzero(g.forward & (cw > 0))
+    )
+    m.Minimize(int(round(ratio * scale)) * sum(peaks) + comm)
+    return scale
+
+
+def _modulo_lifetime_model(m: Any, g: GauSGraph, s: list, D: int, II: int) -> None:
+    """Formulation C on model ``m`` (module docstring): ``s_i = II k_i + r_i`` with one-hot
+    residues, per-slot capacity from the reservation tables, and the weighted lifetimes
+    ``sum_i b_i (end_i - s_i)`` minimised."""
+    n, K, L = g.usage.shape
+    rvars = []
+    for i in range(n):
+        k_i = m.NewIntVar(0, D // II + 1, f"k[{g.names[i]}]")
+        x = [m.NewBoolVar(f"a[{g.names[i]},{r}]") for r in range(II)]
+        m.AddExactlyOne(x)
+        m.Add(s[i] == II * k_i + sum(r * v for r, v in enumerate(x)))
+        rvars.append(x)
+    for k in range(K):
+        if not math.isfinite(g.caps[k]):
+            continue
+        for r in range(II):
+            terms = [
+                (int(g.usage[i, k, c]), rvars[i][(r - c) % II])
+                for i in range(n)
+                for c in range(L)
+                if g.usage[i, k, c]
+            ]
+            if terms:
+                m.Add(sum(w * v for w, v in terms) <= int(math.floor(g.caps[k] + 1e-9)))
+    life = []
+    for i in range(n):
+        out = np.flatnonzero(g.src == i)
+        if out.size == 0 or g.mem[i] == 0:
+            continue
+        horizon = D + int(g.distance.max(initial=0)) * II
+        end = m.NewIntVar(0, horizon, f"end[{g.names[i]}]")
+        for e in out:
+            m.Add(end >= s[g.dst[e]] + int(g.distance[e]) * II)
+        life.append(int(round(g.mem[i])) * (end - s[i]))
+    m.Minimize(sum(life))
