@@ -36,6 +36,7 @@ import numpy as np
 
 from twill._interrupt import solve_cpsat
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
@@ -54,8 +55,17 @@ def exact_schedule(
     time_limit: float = 120.0,
     threads: int = 1,
     seed: int = 0,
+    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
-    """Solve formulation ``A``, ``B`` or ``C`` with CP-SAT under ``time_limit`` seconds."""
+    """Solve formulation ``A``, ``B`` or ``C`` with CP-SAT under ``time_limit`` seconds.
+
+    ``options`` (the shared :class:`~twill.options.SolverOptions`): when given, its
+    ``threads``, its ``seed`` and its ``time_limit`` (when set) replace those keywords.
+    """
+    if options is not None:
+        chosen = options.overrides()
+        threads, seed = chosen["threads"], options.seed
+        time_limit = chosen.get("time_limit", time_limit)
     if formulation not in ("A", "B", "C"):
         raise InvalidProblemError("the exact baseline supports formulations A, B and C")
     from ortools.sat.python import cp_model
