@@ -154,7 +154,7 @@ def _baseline(name: str) -> Callable[[Any, SolverOptions], Any]:
         from twill.sched.baselines.list_sched import list_schedule
 
         if name == "list":
-            return list_schedule(g, "A", D=10)
+            return list_schedule(g, "A", D=10, options=o)
         if name == "force-directed":
             return force_directed_schedule(g, "A", D=10)
         if name == "gumbel":
