@@ -129,6 +129,12 @@ def _search(graph: Any, o: SolverOptions) -> Any:
     return search_min_ii(graph, max_I=6, options=o)
 
 
+def _algorithm1(graph: Any, o: SolverOptions) -> Any:
+    from twill.sched.exact.algorithm1 import algorithm1
+
+    return algorithm1(graph, max_I=5, options=o)
+
+
 def _twill(graph: Any, o: SolverOptions) -> Any:
     from twill.twill_solver import twill_solve
 
@@ -236,6 +242,7 @@ SOLVERS: list[Entry] = [
     Entry("phase1-cpsat", _hopper, _phase1("cpsat"), _verify_modulo),
     Entry("search-min-ii", _hopper, _search, _verify_modulo),
     Entry("twill_solve", _simplified, _twill, _verify_modulo),
+    Entry("algorithm1", _simplified, _algorithm1, _verify_modulo),
     Entry("gaus-A", _small_dag, _gaus("A"), _verify_gaus),
     Entry("gaus-B", _small_dag, _gaus("B"), _verify_gaus),
     Entry("gaus-C", _hopper, _gaus("C"), _verify_gaus_modulo),

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.progress import OnProgress, ProgressEvent, emit
-from twill.results import Status, WarpSchedule
+from twill.results import SolveResult, Status, Timings, WarpSchedule
 from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
@@ -117,6 +118,7 @@ class Algorithm1Result:
     reason: str = ""
     phase1: SearchResult | None = field(default=None, repr=False, compare=False)
     final: Phase2Result | None = field(default=None, repr=False, compare=False)
+    warp_schedule: WarpSchedule | None = field(default=None, repr=False, compare=False)
 
     @property
     def warps(self) -> dict[str, int] | None:
@@ -143,6 +145,22 @@ class Algorithm1Result:
             "phase2_seconds": round(self.phase2_seconds, 4),
             "reason": self.reason,
         }
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape: the joint :class:`~twill.results.WarpSchedule` (when a
+        point is satisfiable) with objective ``I``, bound ``I`` itself when proven optimal."""
+        return SolveResult(
+            status=self.status,
+            solution=self.warp_schedule,
+            objective=self.I,
+            objective_unit="cycles (initiation interval)",
+            bound=self.I if self.optimal else None,
+            certificate=[p.to_dict() for p in self.points],
+            timings=Timings(solve=self.seconds),
+            stats={"L": self.L, "L_optimal": self.L_optimal, "phase1_I": self.phase1_I,
+                   "phase1_L": self.phase1_L, "phase1_seconds": self.phase1_seconds,
+                   "phase2_seconds": self.phase2_seconds, "reason": self.reason},
+        )  # fmt: skip
 
 
 def length_window(ii: int, length: int) -> range:
@@ -185,6 +203,23 @@ def _scan_window(
     return WindowOutcome(length, top, "unsat" if proven else "unknown", (), None, False), checks
 
 
+def _chosen(
+    options: SolverOptions | None,
+    phase1_time_limit: float | None,
+    time_limit: float | None,
+    on_progress: OnProgress | None,
+) -> tuple[float | None, float | None, OnProgress | None]:
+    """``(phase1_time_limit, time_limit, on_progress)`` with ``options`` applied: its time
+    limit bounds every Phase-2 point (and every Phase-1 solve unless a limit is given)."""
+    if options is None:
+        return phase1_time_limit, time_limit, on_progress
+    chosen = options.overrides()
+    time_limit = chosen.get("time_limit", time_limit)
+    if phase1_time_limit is None:
+        phase1_time_limit = options.time_limit
+    return phase1_time_limit, time_limit, chosen.get("on_progress", on_progress)
+
+
 def _check_arguments(
     max_I: int | None, phase1_time_limit: float | None, time_limit: float | None, window: str
 ) -> None:
@@ -213,6 +248,7 @@ def algorithm1(
     window: str = "monotone",
     on_point: Callable[[SearchPoint], None] | None = None,
     on_progress: OnProgress | None = None,
+    options: SolverOptions | None = None,
 ) -> Algorithm1Result:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
@@ -245,6 +281,11 @@ def algorithm1(
     on_progress
         Called with a :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after
         every ``(I, L)`` point (progress display; the core never prints).
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (as
+        ``time_limit``, and as ``phase1_time_limit`` unless that is given) and its
+        ``on_progress`` replace those keywords. ``threads`` and ``seed`` do not apply (Phase 1
+        runs single-threaded, Phase 2 with the SAT core's default seed).
 
     Returns
     -------
@@ -264,6 +305,9 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
+    phase1_time_limit, time_limit, on_progress = _chosen(
+        options, phase1_time_limit, time_limit, on_progress
+    )
     _check_arguments(max_I, phase1_time_limit, time_limit, window)
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
@@ -300,6 +344,7 @@ def algorithm1(
             reason=reason,
             phase1=phase1,
             final=final,
+            warp_schedule=_warp_schedule(final, graph) if final else None,
         )
 
     if phase1.I is None or phase1.schedule is None or phase1.L is None:
@@ -395,7 +440,9 @@ def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> An
     )  # fmt: skip
 
 
-def _warp_schedule(alg: Algorithm1Result, graph: DependenceGraph) -> WarpSchedule | None:
+def _warp_schedule(
+    alg: Algorithm1Result | Phase2Result, graph: DependenceGraph
+) -> WarpSchedule | None:
     if alg.schedule is None or alg.I is None or alg.L is None or not alg.assignment:
         return None
     return WarpSchedule.of(graph, alg.schedule, alg.assignment, alg.I, alg.L)
