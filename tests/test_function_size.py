@@ -21,14 +21,11 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("sched/gaus/solver.py", "_solve"),
     ("sched/gaus/alm.py", "_optimise"),
     ("sched/gaus/polish.py", "polish_resource"),
-    ("sched/baselines/exact.py", "exact_schedule"),
     ("sched/baselines/categorical.py", "gumbel_schedule"),
-    ("sched/exact/algorithm1.py", "algorithm1"),
     ("mapping/fadiff/train.py", "_fadiff"),
     ("mapping/fadiff/train.py", "_relaxed_network"),
     ("mapping/fadiff/groups.py", "group_search"),
     ("mapping/fadiff/model.py", "torch_costs"),
-    ("visualization/plots.py", "plot_pipeline"),
 }
 
 

@@ -97,6 +97,15 @@ def _verify_modulo(graph: Any, r: SolveResult) -> list[Violation]:
     return list(ModuloProblem(graph).verify(r.solution, ii).violations)
 
 
+def _verify_phase2(graph: Any, r: SolveResult) -> list[Violation]:
+    """A Phase-2 answer at fixed ``(I, L)``: its schedule and assignment as a WarpSchedule."""
+    from twill.sched.problems import WarpSpecProblem
+
+    s, ii, length = r.solution, r.settings["I"], r.settings["L"]
+    ws = WarpSchedule.of(graph, s["schedule"], s["assignment"], ii, length)
+    return list(WarpSpecProblem(graph).verify(ws).violations)
+
+
 def _verify_gaus(g: Any, r: SolveResult) -> list[Violation]:
     from twill.sched.gaus.verify import schedule_violations
 
@@ -129,6 +138,18 @@ def _search(graph: Any, o: SolverOptions) -> Any:
     return search_min_ii(graph, max_I=6, options=o)
 
 
+def _algorithm1(graph: Any, o: SolverOptions) -> Any:
+    from twill.sched.exact.algorithm1 import algorithm1
+
+    return algorithm1(graph, max_I=5, options=o)
+
+
+def _swp_and_ws(graph: Any, o: SolverOptions) -> Any:
+    from twill.sched.exact.phase2 import swp_and_ws
+
+    return swp_and_ws(graph, 2, 4, options=o)
+
+
 def _twill(graph: Any, o: SolverOptions) -> Any:
     from twill.twill_solver import twill_solve
 
@@ -153,13 +174,12 @@ def _baseline(name: str) -> Callable[[Any, SolverOptions], Any]:
         from twill.sched.baselines.list_sched import list_schedule
 
         if name == "list":
-            return list_schedule(g, "A", D=10)
+            return list_schedule(g, "A", D=10, options=o)
         if name == "force-directed":
-            return force_directed_schedule(g, "A", D=10)
+            return force_directed_schedule(g, "A", D=10, options=o)
         if name == "gumbel":
             return gumbel_schedule(g, "A", D=10, epochs=5, seed=o.seed, time_limit=o.time_limit)
-        return exact_schedule(g, "A", D=10, time_limit=o.time_limit or 20.0, threads=o.threads,
-                              seed=o.seed)  # fmt: skip
+        return exact_schedule(g, "A", D=10, time_limit=20.0, options=o)
 
     return run
 
@@ -231,11 +251,21 @@ def _fadiff(inst: Any, o: SolverOptions) -> Any:
     return fadiff(net, arch, steps=20, eval_every=10, options=o)
 
 
+_PHASE2_NO_STATUS = "Phase2Result.to_dict() names its verdict 'answer' (sat/unsat/unknown)"
+
 SOLVERS: list[Entry] = [
     Entry("phase1-cbc", _hopper, _phase1("cbc"), _verify_modulo),
     Entry("phase1-cpsat", _hopper, _phase1("cpsat"), _verify_modulo),
     Entry("search-min-ii", _hopper, _search, _verify_modulo),
     Entry("twill_solve", _simplified, _twill, _verify_modulo),
+    Entry("algorithm1", _simplified, _algorithm1, _verify_modulo),
+    Entry(
+        "swp_and_ws",
+        _simplified,
+        _swp_and_ws,
+        _verify_phase2,
+        known_gaps=(("to_dict", _PHASE2_NO_STATUS),),
+    ),
     Entry("gaus-A", _small_dag, _gaus("A"), _verify_gaus),
     Entry("gaus-B", _small_dag, _gaus("B"), _verify_gaus),
     Entry("gaus-C", _hopper, _gaus("C"), _verify_gaus_modulo),

@@ -34,6 +34,68 @@ def _unit(graph: DependenceGraph, v: str) -> str:
     return "TMA" if ins.variable_latency and ins.main_unit is None else (ins.main_unit or "ALU")
 
 
+Box = tuple[float, float, str, int, str]  # start, duration, op, iteration, unit
+PlacedBox = tuple[float, float, str, int, str, int]  # ... and its sub-row in the lane
+
+
+def _op_boxes(
+    graph: DependenceGraph,
+    schedule: Mapping[str, int],
+    slots: Mapping[str, Sequence[int]],
+    warps: Sequence[int],
+    iters: int,
+    II: int,
+) -> dict[int, list[Box]]:
+    """Every op instance of the first ``iters`` iterations, as a box on each of its warps
+    (zero-cycle ops get a thin box so that they stay visible)."""
+    boxes: dict[int, list[Box]] = {w: [] for w in warps}
+    for k in range(iters):
+        for v in sorted(graph.names, key=lambda x: schedule[x]):
+            start = schedule[v] + k * II
+            dur = max(graph.instruction(v).cycles, 1)
+            if graph.instruction(v).cycles == 0:
+                dur = 0.35
+            for w in slots[v]:
+                boxes[w].append((start, dur, v, k, _unit(graph, v)))
+    return boxes
+
+
+def _stack_lanes(
+    boxes: Mapping[int, list[Box]],
+) -> tuple[dict[int, list[PlacedBox]], dict[int, int]]:
+    """Stack overlapping boxes of one warp into sub-rows (first row free at the box's start):
+    the placed boxes and the number of sub-rows (at least 1) of every warp."""
+    lanes: dict[int, list[PlacedBox]] = {}
+    depth: dict[int, int] = {}
+    for w in boxes:
+        rows_end: list[float] = []
+        placed = []
+        for start, dur, v, k, u in sorted(boxes[w]):
+            for r, end in enumerate(rows_end):
+                if end <= start + 1e-9:
+                    rows_end[r] = start + dur
+                    break
+            else:
+                rows_end.append(start + dur)
+                r = len(rows_end) - 1
+            placed.append((start, dur, v, k, u, r))
+        lanes[w] = placed
+        depth[w] = max(len(rows_end), 1)
+    return lanes, depth
+
+
+def _shade_phases(ax: Any, n: int, II: int, t_end: int, horizon: int, y: float) -> None:
+    """Shade the prologue, steady state and epilogue of the first ``n`` copies, mark every
+    initiation interval with a dotted line and name the phases above the top lane at ``y``."""
+    ax.axvspan(0, (n - 1) * II, color="#f2e6ff", alpha=0.5, zorder=0)
+    ax.axvspan((n - 1) * II, n * II, color="#e6ffe6", alpha=0.6, zorder=0)
+    ax.axvspan(n * II, t_end, color="#fff2e6", alpha=0.5, zorder=0)
+    for t in range(0, horizon + 1, II):
+        ax.axvline(t, color="grey", linestyle=":", linewidth=0.7, zorder=0)
+    ax.text((n - 1) * II / 2, y + 0.05, "prologue", ha="center", fontsize=8) if n > 1 else None
+    ax.text((n - 0.5) * II, y + 0.05, "steady state", ha="center", fontsize=8)
+
+
 def plot_pipeline(
     graph: DependenceGraph | WarpSchedule,
     schedule: Mapping[str, int] | None = None,
@@ -81,32 +143,7 @@ def plot_pipeline(
     colours = {u: UNIT_COLOURS.get(u, _FALLBACK[i % len(_FALLBACK)]) for i, u in enumerate(units)}
     has_vl = any(graph.instruction(v).variable_latency for v in graph.names)
 
-    # stack overlapping boxes of one warp into sub-rows
-    boxes: dict[int, list[tuple[float, float, str, int, str]]] = {w: [] for w in warps}
-    for k in range(iters):
-        for v in sorted(graph.names, key=lambda x: schedule[x]):
-            start = schedule[v] + k * II
-            dur = max(graph.instruction(v).cycles, 1)
-            if graph.instruction(v).cycles == 0:
-                dur = 0.35
-            for w in slots[v]:
-                boxes[w].append((start, dur, v, k, _unit(graph, v)))
-    lanes: dict[int, list[tuple[float, float, str, int, str, int]]] = {}
-    depth: dict[int, int] = {}
-    for w in warps:
-        rows_end: list[float] = []
-        placed = []
-        for start, dur, v, k, u in sorted(boxes[w]):
-            for r, end in enumerate(rows_end):
-                if end <= start + 1e-9:
-                    rows_end[r] = start + dur
-                    break
-            else:
-                rows_end.append(start + dur)
-                r = len(rows_end) - 1
-            placed.append((start, dur, v, k, u, r))
-        lanes[w] = placed
-        depth[w] = max(len(rows_end), 1)
+    lanes, depth = _stack_lanes(_op_boxes(graph, schedule, slots, warps, iters, II))
 
     horizon = (iters - 1) * II + L
     height = sum(depth.values()) * 0.55 + 1.6
@@ -127,14 +164,7 @@ def plot_pipeline(
         labels.append(f"warp {w}\n{role}")
         ax.axhline(y - 0.02, color="grey", linewidth=0.5)
         y += sub * 0.55 + 0.1
-    # phases of the first n copies
-    ax.axvspan(0, (n - 1) * II, color="#f2e6ff", alpha=0.5, zorder=0)
-    ax.axvspan((n - 1) * II, n * II, color="#e6ffe6", alpha=0.6, zorder=0)
-    ax.axvspan(n * II, t_end, color="#fff2e6", alpha=0.5, zorder=0)
-    for t in range(0, horizon + 1, II):
-        ax.axvline(t, color="grey", linestyle=":", linewidth=0.7, zorder=0)
-    ax.text((n - 1) * II / 2, y + 0.05, "prologue", ha="center", fontsize=8) if n > 1 else None
-    ax.text((n - 0.5) * II, y + 0.05, "steady state", ha="center", fontsize=8)
+    _shade_phases(ax, n, II, t_end, horizon, y)
     ax.set_xlim(-0.2, horizon + 0.2)
     ax.set_ylim(-0.1, y + 0.45)
     ax.set_yticks(ticks)

@@ -69,3 +69,23 @@ class TestExact:
         assert exact_schedule(g, "C", II=6, D=40, time_limit=10).status is Status.INFEASIBLE
         r = exact_schedule(g, "C", II=8, D=40, time_limit=5)
         assert r.legal and r.bound <= r.objective
+
+    def test_exact_options_override_the_keywords(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from twill.options import SolverOptions
+        from twill.sched.baselines import exact
+
+        seen: list[tuple[float, int, int]] = []
+
+        def spy(solver, model, callback):  # noqa: ANN001, ANN202
+            p = solver.parameters
+            seen.append((p.max_time_in_seconds, p.num_workers, p.random_seed))
+            return real(solver, model, callback)
+
+        real = exact.solve_cpsat
+        monkeypatch.setattr(exact, "solve_cpsat", spy)
+        g = from_dependence_graph(generate_random_dag(8, 0.2, 0, seed=3))
+        o = SolverOptions(time_limit=7, threads=2, seed=5)
+        r = exact.exact_schedule(g, "A", D=8, time_limit=99, threads=1, seed=0, options=o)
+        assert r.status is Status.OPTIMAL
+        exact.exact_schedule(g, "A", D=8, time_limit=99, options=SolverOptions(seed=4))
+        assert seen == [(7.0, 2, 5), (99.0, 1, 4)]

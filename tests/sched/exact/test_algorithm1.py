@@ -44,3 +44,25 @@ def test_twill_solve_returns_warps_points_and_phase1_I():
     d = r.to_dict()
     assert d["I"] == 2 and d["optimal"] and d["phase1_I"] == 2
     assert d["warps"].keys() == {"S", "P", "O"} and d["points"][0]["answer"] == "sat"
+
+
+def test_options_override_the_keywords(monkeypatch):
+    from twill.options import SolverOptions
+    from twill.sched.exact import algorithm1 as a1
+
+    limits: list = []
+
+    def spy(*args, **kw):
+        limits.append(kw["time_limit"])
+        return real(*args, **kw)
+
+    real = a1.solve_window
+    monkeypatch.setattr(a1, "solve_window", spy)
+    g = flash_attention_forward_simplified()
+    by_keyword: list = []
+    by_options: list = []
+    o = SolverOptions(time_limit=50, on_progress=by_options.append)
+    r = algorithm1(g, time_limit=60, on_progress=by_keyword.append, options=o)
+    assert by_options and not by_keyword and limits == [50.0]
+    assert (r.I, r.L, r.optimal) == (2, 4, True)
+    assert r.as_result().solution == r.warp_schedule is not None

@@ -36,6 +36,7 @@ import numpy as np
 
 from twill._interrupt import solve_cpsat
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
@@ -54,8 +55,17 @@ def exact_schedule(
     time_limit: float = 120.0,
     threads: int = 1,
     seed: int = 0,
+    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
-    """Solve formulation ``A``, ``B`` or ``C`` with CP-SAT under ``time_limit`` seconds."""
+    """Solve formulation ``A``, ``B`` or ``C`` with CP-SAT under ``time_limit`` seconds.
+
+    ``options`` (the shared :class:`~twill.options.SolverOptions`): when given, its
+    ``threads``, its ``seed`` and its ``time_limit`` (when set) replace those keywords.
+    """
+    if options is not None:
+        chosen = options.overrides()
+        threads, seed = chosen["threads"], options.seed
+        time_limit = chosen.get("time_limit", time_limit)
     if formulation not in ("A", "B", "C"):
         raise InvalidProblemError("the exact baseline supports formulations A, B and C")
     from ortools.sat.python import cp_model
@@ -68,7 +78,6 @@ def exact_schedule(
     m = cp_model.CpModel()
     # -- variables
     s = [m.NewIntVar(int(asap[i]), int(alap[i]), f"s[{g.names[i]}]") for i in range(g.n)]
-    n, K, L = g.usage.shape
     # -- precedence (all edges for C, distance-0 for A)
     mask = np.ones(g.num_edges, bool) if formulation == "C" else g.forward
     for e in np.flatnonzero(mask):
@@ -76,69 +85,12 @@ def exact_schedule(
         m.Add(s[g.dst[e]] + shift >= s[g.src[e]] + int(g.delay[e]))
     scale = 1
     if formulation == "A":
-        peaks = []
-        used = np.flatnonzero(g.usage.sum(axis=(1, 2)) > 0)
-        H = D + L - 1
-        load: list[list[list]] = [[[] for _ in range(H)] for _ in range(K)]
-        for i in used:
-            x = {d: m.NewBoolVar(f"x[{g.names[i]},{d}]") for d in range(asap[i], alap[i] + 1)}
-            m.AddExactlyOne(x.values())
-            m.Add(s[i] == sum(d * v for d, v in x.items()))
-            for d, v in x.items():
-                for k in range(K):
-                    for c in range(L):
-                        if g.usage[i, k, c]:
-                            load[k][d + c].append((int(round(g.usage[i, k, c])), v))
-        for k in range(K):
-            if not any(load[k]):
-                continue
-            pk = m.NewIntVar(0, int(g.usage[:, k].sum()), f"peak[{g.resources[k]}]")
-            for terms in load[k]:
-                if terms:
-                    m.Add(pk >= sum(w * v for w, v in terms))
-            peaks.append(pk)
-        cw = g.comm
-        if np.any(cw != np.round(cw)) or ratio != round(ratio):
-            scale = 1000
-        comm = sum(
-            int(round(cw[e] * scale)) * (s[g.dst[e]] - s[g.src[e]])
-            for e in np.flatnonzero(g.forward & (cw > 0))
-        )
-        m.Minimize(int(round(ratio * scale)) * sum(peaks) + comm)
+        scale = _resource_comm_model(m, g, s, D, asap, alap, ratio)
     elif formulation == "B":
         scale = _peak_memory_model(m, g, s, D)
     else:
         assert II is not None
-        rvars = []
-        for i in range(n):
-            k_i = m.NewIntVar(0, D // II + 1, f"k[{g.names[i]}]")
-            x = [m.NewBoolVar(f"a[{g.names[i]},{r}]") for r in range(II)]
-            m.AddExactlyOne(x)
-            m.Add(s[i] == II * k_i + sum(r * v for r, v in enumerate(x)))
-            rvars.append(x)
-        for k in range(K):
-            if not math.isfinite(g.caps[k]):
-                continue
-            for r in range(II):
-                terms = [
-                    (int(g.usage[i, k, c]), rvars[i][(r - c) % II])
-                    for i in range(n)
-                    for c in range(L)
-                    if g.usage[i, k, c]
-                ]
-                if terms:
-                    m.Add(sum(w * v for w, v in terms) <= int(math.floor(g.caps[k] + 1e-9)))
-        life = []
-        for i in range(n):
-            out = np.flatnonzero(g.src == i)
-            if out.size == 0 or g.mem[i] == 0:
-                continue
-            horizon = D + int(g.distance.max(initial=0)) * II
-            end = m.NewIntVar(0, horizon, f"end[{g.names[i]}]")
-            for e in out:
-                m.Add(end >= s[g.dst[e]] + int(g.distance[e]) * II)
-            life.append(int(round(g.mem[i])) * (end - s[i]))
-        m.Minimize(sum(life))
+        _modulo_lifetime_model(m, g, s, D, II)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = threads
@@ -212,3 +164,80 @@ def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int) -> int:
         m.AddCumulative(intervals, demands, peak)
     m.Minimize(peak)
     return scale
+
+
+def _resource_comm_model(
+    m: Any, g: GauSGraph, s: list, D: int, asap: np.ndarray, alap: np.ndarray, ratio: float
+) -> int:
+    """Formulation A on model ``m`` (module docstring): one-hot steps of the ops that use a
+    resource, a peak per resource, and ``ratio * sum(peaks) + communication`` minimised;
+    returns the objective's scale (1000 when a weight is fractional, else 1)."""
+    _, K, L = g.usage.shape
+    scale = 1
+    peaks = []
+    used = np.flatnonzero(g.usage.sum(axis=(1, 2)) > 0)
+    H = D + L - 1
+    load: list[list[list]] = [[[] for _ in range(H)] for _ in range(K)]
+    for i in used:
+        x = {d: m.NewBoolVar(f"x[{g.names[i]},{d}]") for d in range(asap[i], alap[i] + 1)}
+        m.AddExactlyOne(x.values())
+        m.Add(s[i] == sum(d * v for d, v in x.items()))
+        for d, v in x.items():
+            for k in range(K):
+                for c in range(L):
+                    if g.usage[i, k, c]:
+                        load[k][d + c].append((int(round(g.usage[i, k, c])), v))
+    for k in range(K):
+        if not any(load[k]):
+            continue
+        pk = m.NewIntVar(0, int(g.usage[:, k].sum()), f"peak[{g.resources[k]}]")
+        for terms in load[k]:
+            if terms:
+                m.Add(pk >= sum(w * v for w, v in terms))
+        peaks.append(pk)
+    cw = g.comm
+    if np.any(cw != np.round(cw)) or ratio != round(ratio):
+        scale = 1000
+    comm = sum(
+        int(round(cw[e] * scale)) * (s[g.dst[e]] - s[g.src[e]])
+        for e in np.flatnonzero(g.forward & (cw > 0))
+    )
+    m.Minimize(int(round(ratio * scale)) * sum(peaks) + comm)
+    return scale
+
+
+def _modulo_lifetime_model(m: Any, g: GauSGraph, s: list, D: int, II: int) -> None:
+    """Formulation C on model ``m`` (module docstring): ``s_i = II k_i + r_i`` with one-hot
+    residues, per-slot capacity from the reservation tables, and the weighted lifetimes
+    ``sum_i b_i (end_i - s_i)`` minimised."""
+    n, K, L = g.usage.shape
+    rvars = []
+    for i in range(n):
+        k_i = m.NewIntVar(0, D // II + 1, f"k[{g.names[i]}]")
+        x = [m.NewBoolVar(f"a[{g.names[i]},{r}]") for r in range(II)]
+        m.AddExactlyOne(x)
+        m.Add(s[i] == II * k_i + sum(r * v for r, v in enumerate(x)))
+        rvars.append(x)
+    for k in range(K):
+        if not math.isfinite(g.caps[k]):
+            continue
+        for r in range(II):
+            terms = [
+                (int(g.usage[i, k, c]), rvars[i][(r - c) % II])
+                for i in range(n)
+                for c in range(L)
+                if g.usage[i, k, c]
+            ]
+            if terms:
+                m.Add(sum(w * v for w, v in terms) <= int(math.floor(g.caps[k] + 1e-9)))
+    life = []
+    for i in range(n):
+        out = np.flatnonzero(g.src == i)
+        if out.size == 0 or g.mem[i] == 0:
+            continue
+        horizon = D + int(g.distance.max(initial=0)) * II
+        end = m.NewIntVar(0, horizon, f"end[{g.names[i]}]")
+        for e in out:
+            m.Add(end >= s[g.dst[e]] + int(g.distance[e]) * II)
+        life.append(int(round(g.mem[i])) * (end - s[i]))
+    m.Minimize(sum(life))

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
@@ -35,8 +36,13 @@ def force_directed_schedule(
     D: int | None = None,
     II: int | None = None,
     ratio: float = 100.0,
+    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
     """Force-directed schedule of ``g`` (formulation ``A`` or ``C``).
+
+    ``options`` (the shared :class:`~twill.options.SolverOptions`) is accepted for a uniform
+    interface and nothing of it applies: force-directed scheduling is deterministic and
+    single-threaded, with no time limit, seed or progress events.
 
     Raises
     ------

@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from twill.options import SolverOptions
 from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
@@ -34,8 +35,13 @@ def list_schedule(
     D: int | None = None,
     II: int | None = None,
     ratio: float = 100.0,
+    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
     """Schedule ``g`` greedily under formulation ``A``, ``B`` or ``C`` (see module docstring).
+
+    ``options`` (the shared :class:`~twill.options.SolverOptions`) is accepted for a uniform
+    interface and nothing of it applies: the list scheduler is deterministic, single-threaded
+    and fast, with no time limit, seed or progress events.
 
     Examples
     --------

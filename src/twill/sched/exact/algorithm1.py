@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.progress import OnProgress, ProgressEvent, emit
-from twill.results import Status, WarpSchedule
-from twill.sched.exact.phase1 import solve_phase1
+from twill.results import SolveResult, Status, Timings, WarpSchedule
+from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
@@ -117,6 +118,7 @@ class Algorithm1Result:
     reason: str = ""
     phase1: SearchResult | None = field(default=None, repr=False, compare=False)
     final: Phase2Result | None = field(default=None, repr=False, compare=False)
+    warp_schedule: WarpSchedule | None = field(default=None, repr=False, compare=False)
 
     @property
     def warps(self) -> dict[str, int] | None:
@@ -143,6 +145,22 @@ class Algorithm1Result:
             "phase2_seconds": round(self.phase2_seconds, 4),
             "reason": self.reason,
         }
+
+    def as_result(self) -> SolveResult:
+        """The shared result shape: the joint :class:`~twill.results.WarpSchedule` (when a
+        point is satisfiable) with objective ``I``, bound ``I`` itself when proven optimal."""
+        return SolveResult(
+            status=self.status,
+            solution=self.warp_schedule,
+            objective=self.I,
+            objective_unit="cycles (initiation interval)",
+            bound=self.I if self.optimal else None,
+            certificate=[p.to_dict() for p in self.points],
+            timings=Timings(solve=self.seconds),
+            stats={"L": self.L, "L_optimal": self.L_optimal, "phase1_I": self.phase1_I,
+                   "phase1_L": self.phase1_L, "phase1_seconds": self.phase1_seconds,
+                   "phase2_seconds": self.phase2_seconds, "reason": self.reason},
+        )  # fmt: skip
 
 
 def length_window(ii: int, length: int) -> range:
@@ -185,6 +203,36 @@ def _scan_window(
     return WindowOutcome(length, top, "unsat" if proven else "unknown", (), None, False), checks
 
 
+def _chosen(
+    options: SolverOptions | None,
+    phase1_time_limit: float | None,
+    time_limit: float | None,
+    on_progress: OnProgress | None,
+) -> tuple[float | None, float | None, OnProgress | None]:
+    """``(phase1_time_limit, time_limit, on_progress)`` with ``options`` applied: its time
+    limit bounds every Phase-2 point (and every Phase-1 solve unless a limit is given)."""
+    if options is None:
+        return phase1_time_limit, time_limit, on_progress
+    chosen = options.overrides()
+    time_limit = chosen.get("time_limit", time_limit)
+    if phase1_time_limit is None:
+        phase1_time_limit = options.time_limit
+    return phase1_time_limit, time_limit, chosen.get("on_progress", on_progress)
+
+
+def _check_arguments(
+    max_I: int | None, phase1_time_limit: float | None, time_limit: float | None, window: str
+) -> None:
+    """Reject out-of-range arguments of :func:`algorithm1` before any solve."""
+    check_int(max_I, "max_I", none=True)
+    check_time_limit(phase1_time_limit, "phase1_time_limit")
+    check_time_limit(time_limit)
+    if window not in WINDOW_SEARCHES:
+        raise InvalidProblemError(
+            f"window must be one of {', '.join(WINDOW_SEARCHES)}, found {window!r}"
+        )
+
+
 def algorithm1(
     graph: DependenceGraph,
     *,
@@ -200,6 +248,7 @@ def algorithm1(
     window: str = "monotone",
     on_point: Callable[[SearchPoint], None] | None = None,
     on_progress: OnProgress | None = None,
+    options: SolverOptions | None = None,
 ) -> Algorithm1Result:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
@@ -232,6 +281,11 @@ def algorithm1(
     on_progress
         Called with a :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after
         every ``(I, L)`` point (progress display; the core never prints).
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (as
+        ``time_limit``, and as ``phase1_time_limit`` unless that is given) and its
+        ``on_progress`` replace those keywords. ``threads`` and ``seed`` do not apply (Phase 1
+        runs single-threaded, Phase 2 with the SAT core's default seed).
 
     Returns
     -------
@@ -251,13 +305,10 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    check_int(max_I, "max_I", none=True)
-    check_time_limit(phase1_time_limit, "phase1_time_limit")
-    check_time_limit(time_limit)
-    if window not in WINDOW_SEARCHES:
-        raise InvalidProblemError(
-            f"window must be one of {', '.join(WINDOW_SEARCHES)}, found {window!r}"
-        )
+    phase1_time_limit, time_limit, on_progress = _chosen(
+        options, phase1_time_limit, time_limit, on_progress
+    )
+    _check_arguments(max_I, phase1_time_limit, time_limit, window)
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
@@ -293,6 +344,7 @@ def algorithm1(
             reason=reason,
             phase1=phase1,
             final=final,
+            warp_schedule=_warp_schedule(final, graph) if final else None,
         )
 
     if phase1.I is None or phase1.schedule is None or phase1.L is None:
@@ -305,13 +357,11 @@ def algorithm1(
             length, hint, len_proven = phase1.L, phase1.schedule, phase1.L_optimal
         else:
             emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0))
-            p1 = solve_phase1(graph, ii, backend=backend, time_limit=phase1_time_limit,
-                              check=False)  # fmt: skip
+            p1, empty = _phase1_at(graph, ii, backend, phase1_time_limit)
             p1_seconds += p1.seconds
-            if p1.schedule is None or p1.L is None:
-                ans = "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
-                record(SearchPoint(ii, None, ans, p1.seconds))
-                proof = proof and ans == "p1_infeasible"
+            if empty is not None:
+                record(SearchPoint(ii, None, empty, p1.seconds))
+                proof = proof and empty == "p1_infeasible"
                 continue
             length, hint, len_proven = p1.L, p1.schedule, p1.status == Status.OPTIMAL
         emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=length))
@@ -334,6 +384,17 @@ def algorithm1(
     status = Status.INFEASIBLE if proven else Status.UNKNOWN
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
     return finish(status, f"no satisfiable point for {where}")
+
+
+def _phase1_at(
+    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None
+) -> tuple[Phase1Result, str | None]:
+    """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
+    when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
+    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False)
+    if p1.schedule is None or p1.L is None:
+        return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
+    return p1, None
 
 
 def _default_cap(graph: DependenceGraph, first: int) -> int:
@@ -379,7 +440,9 @@ def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> An
     )  # fmt: skip
 
 
-def _warp_schedule(alg: Algorithm1Result, graph: DependenceGraph) -> WarpSchedule | None:
+def _warp_schedule(
+    alg: Algorithm1Result | Phase2Result, graph: DependenceGraph
+) -> WarpSchedule | None:
     if alg.schedule is None or alg.I is None or alg.L is None or not alg.assignment:
         return None
     return WarpSchedule.of(graph, alg.schedule, alg.assignment, alg.I, alg.L)

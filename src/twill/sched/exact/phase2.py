@@ -38,7 +38,8 @@ from typing import Any
 
 from twill._interrupt import check_z3
 from twill.errors import InvalidProblemError, VerificationError
-from twill.results import Status
+from twill.options import SolverOptions
+from twill.results import SolveResult, Status, Timings
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import (
     WarpRules,
@@ -826,6 +827,23 @@ class Phase2Result:
             "seconds": round(self.seconds, 4),
         }
 
+    def as_result(self) -> SolveResult:
+        """The shared result shape of this feasibility answer at fixed ``(I, L)`` (no
+        objective): the solution is ``{"schedule", "assignment"}`` when sat, which with the
+        graph, ``I`` and ``L`` makes a :class:`~twill.results.WarpSchedule`."""
+        solution = None
+        if self.schedule is not None and self.assignment is not None:
+            assignment = {v: list(ws) for v, ws in self.assignment.items()}
+            solution = {"schedule": dict(self.schedule), "assignment": assignment}
+        return SolveResult(
+            status=self.status,
+            solution=solution,
+            objective_unit="none (feasibility at fixed I and L)",
+            timings=Timings(build=self.build_seconds, solve=self.solve_seconds),
+            stats={"n": self.n, "T": self.T, "hint_used": self.hint_used, **self.statistics},
+            settings={"I": self.I, "L": self.L},
+        )
+
 
 def _decode(m: Phase2Model, true: set[int]) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
     sched = {}
@@ -850,6 +868,7 @@ def swp_and_ws(
     seed: int = 0,
     dump_smt2: str | None = None,
     fixed_warps: Mapping[str, int | tuple[int, ...]] | None = None,
+    options: SolverOptions | None = None,
 ) -> Phase2Result:
     """SWP-AND-WS(G, M, I, L): a modulo schedule + warp assignment at ``(I, L)``, or a proof that
     none exists (Twill paper §4, Figs. 4–6).
@@ -878,6 +897,10 @@ def swp_and_ws(
         Write the model to this path (SMT-LIB 2) before solving.
     fixed_warps
         Pin these ops to these slots (the answer is then relative to the pinning).
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (when
+        set) and its ``seed`` replace those keywords; ``threads`` does not apply (one SAT core)
+        and there are no progress events.
 
     Returns
     -------
@@ -903,6 +926,8 @@ def swp_and_ws(
     """
     import z3
 
+    if options is not None:
+        time_limit, seed = options.overrides().get("time_limit", time_limit), options.seed
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
     m = build_phase2_model(
