@@ -814,6 +814,7 @@ class Phase2Result:
     def to_dict(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
+            "status": self.status.value,
             "I": self.I,
             "L": self.L,
             "n": self.n,
