@@ -21,7 +21,6 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("sched/gaus/solver.py", "_solve"),
     ("sched/gaus/alm.py", "_optimise"),
     ("sched/baselines/exact.py", "exact_schedule"),
-    ("sched/baselines/categorical.py", "gumbel_schedule"),
     ("sched/exact/algorithm1.py", "algorithm1"),
     ("mapping/fadiff/train.py", "_fadiff"),
     ("mapping/fadiff/train.py", "_relaxed_network"),
