@@ -158,7 +158,7 @@ def _baseline(name: str) -> Callable[[Any, SolverOptions], Any]:
         if name == "force-directed":
             return force_directed_schedule(g, "A", D=10)
         if name == "gumbel":
-            return gumbel_schedule(g, "A", D=10, epochs=5, seed=o.seed, time_limit=o.time_limit)
+            return gumbel_schedule(g, "A", D=10, epochs=5, options=o)
         return exact_schedule(g, "A", D=10, time_limit=o.time_limit or 20.0, threads=o.threads,
                               seed=o.seed)  # fmt: skip
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.baselines.common import package
 from twill.sched.gaus.bounds import default_D
@@ -53,6 +54,7 @@ def gumbel_schedule(
     entropy_ratio: float = 100.0,
     seed: int = 30,
     time_limit: float | None = None,
+    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
     """GS-Schedule-style categorical scheduling (formulation A).
 
@@ -63,6 +65,12 @@ def gumbel_schedule(
         CPU defaults keep tau, lr and ratio and shrink epochs and batch.
     seed
         Seeds the Gumbel noise (GS-Schedule uses 30).
+    time_limit
+        Wall-clock seconds; checked before each epoch (``None``: no limit).
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``seed``, its
+        ``time_limit`` (when set) and its ``threads`` (torch threads during the run, 1
+        otherwise) replace those keywords.
     """
     if formulation != "A":
         raise InvalidProblemError(
@@ -70,6 +78,11 @@ def gumbel_schedule(
         )
     import torch
 
+    threads = 1
+    if options is not None:
+        chosen = options.overrides()
+        threads, time_limit = chosen["threads"], chosen.get("time_limit", time_limit)
+        seed = options.seed
     start = time.perf_counter()
     D = int(D) if D is not None else default_D(g, "A")
     gens = topological_generations(g)
@@ -79,7 +92,7 @@ def gumbel_schedule(
         return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
                        infeasible_cause="D", **common)  # fmt: skip
     old_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     logits = _initial_logits(g, D, batch)
     from twill.sched.gaus.alm import _Adam
 
