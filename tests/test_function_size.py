@@ -18,10 +18,6 @@ MAX_BODY_LINES = 80
 
 # (file relative to src/twill, function name): still too long, to be split
 TOO_LONG_TODAY: set[tuple[str, str]] = {
-    ("sched/gaus/solver.py", "_solve"),
-    ("sched/gaus/alm.py", "_optimise"),
-    ("sched/gaus/polish.py", "polish_resource"),
-    ("sched/baselines/categorical.py", "gumbel_schedule"),
     ("mapping/fadiff/train.py", "_fadiff"),
     ("mapping/fadiff/train.py", "_relaxed_network"),
     ("mapping/fadiff/groups.py", "group_search"),

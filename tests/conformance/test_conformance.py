@@ -178,7 +178,7 @@ def _baseline(name: str) -> Callable[[Any, SolverOptions], Any]:
         if name == "force-directed":
             return force_directed_schedule(g, "A", D=10, options=o)
         if name == "gumbel":
-            return gumbel_schedule(g, "A", D=10, epochs=5, seed=o.seed, time_limit=o.time_limit)
+            return gumbel_schedule(g, "A", D=10, epochs=5, options=o)
         return exact_schedule(g, "A", D=10, time_limit=20.0, options=o)
 
     return run

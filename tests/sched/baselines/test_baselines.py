@@ -24,6 +24,17 @@ class TestBaselines:
         r = fn(g, "A", **kw)
         assert r.legal and r.objective is not None
 
+    def test_gumbel_options_replace_seed_and_time_limit(self) -> None:
+        from twill.options import SolverOptions
+
+        g = from_dependence_graph(generate_random_dag(30, 0.1, 0, seed=2))
+        by_options = gumbel_schedule(g, "A", epochs=3, seed=30, options=SolverOptions(seed=5))
+        by_keyword = gumbel_schedule(g, "A", epochs=3, seed=5)
+        assert by_options.schedule == by_keyword.schedule
+        assert by_options.objective == by_keyword.objective
+        stopped = gumbel_schedule(g, "A", epochs=50, options=SolverOptions(time_limit=1e-9))
+        assert stopped.iterations == 0 and not stopped.legal
+
     @pytest.mark.parametrize("fn", [list_schedule, force_directed_schedule])
     def test_infeasible_windows_are_proved(self, fn) -> None:
         g = from_dependence_graph(generate_random_dag(40, 0.2, 5, seed=4)).with_caps(5.0)

@@ -21,16 +21,22 @@ epoch count, and the legality check time is included in ``seconds``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.baselines.common import package
 from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import objective_a
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["gumbel_schedule"]
 
@@ -48,6 +54,7 @@ def gumbel_schedule(
     entropy_ratio: float = 100.0,
     seed: int = 30,
     time_limit: float | None = None,
+    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
     """GS-Schedule-style categorical scheduling (formulation A).
 
@@ -58,6 +65,12 @@ def gumbel_schedule(
         CPU defaults keep tau, lr and ratio and shrink epochs and batch.
     seed
         Seeds the Gumbel noise (GS-Schedule uses 30).
+    time_limit
+        Wall-clock seconds; checked before each epoch (``None``: no limit).
+    options
+        The shared :class:`~twill.options.SolverOptions`: when given, its ``seed``, its
+        ``time_limit`` (when set) and its ``threads`` (torch threads during the run, 1
+        otherwise) replace those keywords.
     """
     if formulation != "A":
         raise InvalidProblemError(
@@ -65,6 +78,11 @@ def gumbel_schedule(
         )
     import torch
 
+    threads = 1
+    if options is not None:
+        chosen = options.overrides()
+        threads, time_limit = chosen["threads"], chosen.get("time_limit", time_limit)
+        seed = options.seed
     start = time.perf_counter()
     D = int(D) if D is not None else default_D(g, "A")
     gens = topological_generations(g)
@@ -73,70 +91,22 @@ def gumbel_schedule(
     if np.any(asap > alap):
         return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
                        infeasible_cause="D", **common)  # fmt: skip
-    gen_t = torch.Generator().manual_seed(seed)
     old_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    n = g.n
-    indeg = np.bincount(g.dst[g.forward], minlength=n)
-    init = np.zeros((n, D), dtype=np.float32)
-    init[:, 0] = np.where(indeg == 0, 10.0, 1.0)
-    logits = torch.tensor(np.broadcast_to(init, (batch, n, D)).copy(), requires_grad=True)
+    torch.set_num_threads(threads)
+    logits = _initial_logits(g, D, batch)
     from twill.sched.gaus.alm import _Adam
 
     adam = _Adam([logits], lr=lr)
-    fwd = g.forward
-    src = torch.as_tensor(g.src[fwd])
-    dst = torch.as_tensor(g.dst[fwd])
-    dly = torch.as_tensor(g.delay[fwd])
-    w = torch.tensor(g.usage.sum(axis=(1, 2)), dtype=torch.float32)
-    cmask = torch.as_tensor(g.comm[fwd] > 0)
-    n_comm = max(int(cmask.sum()), 1)
-    steps = torch.arange(D)
-    alap_t = torch.as_tensor(alap)
-    bias = torch.log(torch.arange(D + 1, 1, -1, dtype=torch.float32))
-    gen_of = np.empty(n, dtype=np.int64)
-    for k, nodes in enumerate(gens):
-        gen_of[nodes] = k
-    edges_of_gen = [
-        torch.as_tensor(np.flatnonzero(gen_of[g.dst[fwd]] == k)) for k in range(len(gens))
-    ]
-    gens_t = [torch.as_tensor(x) for x in gens]
+    sampler = _Sampler.build(g, D, alap, gens, batch, tau, seed)
     best_t, best_obj = None, None
     it = 0
     try:
         for epoch in range(epochs):
             if time_limit is not None and time.perf_counter() - start > time_limit:
                 break
-            lr_now = 1e-7 + 0.5 * (lr - 1e-7) * (1 + np.cos(np.pi * (epoch % 50) / 50))
-            adam.lr = lr_now
-            stage = torch.zeros(batch, n, dtype=torch.long)
-            onehot = torch.zeros(batch, n, D)
-            for k, nodes in enumerate(gens_t):
-                lg = logits[:, nodes, :]
-                gum = -torch.log(-torch.log(torch.rand(lg.shape, generator=gen_t) + 1e-20) + 1e-20)
-                y = torch.softmax((lg + gum) / tau, dim=-1)
-                e = edges_of_gen[k]
-                late = (steps[None, None, :] <= alap_t[nodes][None, :, None]).float()
-                y = torch.softmax(torch.log(y + 1e-20) + torch.log(late + 1e-20), dim=-1)
-                if e.numel():
-                    earliest = torch.zeros(batch, n, dtype=torch.long)
-                    earliest = earliest.scatter_reduce(
-                        1, dst[e].expand(batch, -1), stage[:, src[e]] + dly[e], reduce="amax"
-                    )[:, nodes]
-                    mask = (steps[None, None, :] >= earliest[:, :, None]).float() * late
-                    y = torch.softmax(
-                        torch.log(y + 1e-20) + bias * mask + torch.log(mask + 1e-20), dim=-1
-                    )
-                hard = torch.nn.functional.one_hot(y.argmax(-1), D).float()
-                st = hard - y.detach() + y
-                onehot = onehot.index_copy(1, nodes, st)
-                stage[:, nodes] = hard.argmax(-1)
-            S = torch.einsum("bnd,n->bd", onehot, w)
-            p = S / S.sum(dim=1, keepdim=True).clamp_min(1e-9)
-            ent = -(p * torch.log(p + 1e-12)).sum(dim=1)
-            pos = (onehot * steps).sum(-1)
-            comm = ((pos[:, dst] - pos[:, src]) * cmask).sum(dim=1) / n_comm
-            loss = (comm - entropy_ratio * ent).sum()
+            adam.lr = 1e-7 + 0.5 * (lr - 1e-7) * (1 + np.cos(np.pi * (epoch % 50) / 50))
+            onehot, stage = sampler.sample(logits)
+            loss = sampler.loss(onehot, entropy_ratio)
             grads = torch.autograd.grad(loss, [logits])
             adam.step(grads)
             it += 1
@@ -150,3 +120,125 @@ def gumbel_schedule(
     return package(
         g, best_t, message="legal" if best_t is not None else "no sample", iterations=it, **common
     )
+
+
+def _initial_logits(g: GauSGraph, D: int, batch: int) -> torch.Tensor:
+    """GS-Schedule's start: logits ``10 * onehot(0)`` for roots, ``onehot(0)`` for the other
+    nodes, repeated over the batch (a leaf tensor that Adam updates)."""
+    import torch
+
+    indeg = np.bincount(g.dst[g.forward], minlength=g.n)
+    init = np.zeros((g.n, D), dtype=np.float32)
+    init[:, 0] = np.where(indeg == 0, 10.0, 1.0)
+    return torch.tensor(np.broadcast_to(init, (batch, g.n, D)).copy(), requires_grad=True)
+
+
+@dataclass
+class _Sampler:
+    """The fixed tensors of one run: edges, per-generation node and edge lists, the stage
+    bias and the Gumbel noise generator (built once, used by every epoch)."""
+
+    n: int
+    D: int
+    batch: int
+    tau: float
+    gen_t: torch.Generator
+    src: torch.Tensor
+    dst: torch.Tensor
+    dly: torch.Tensor
+    w: torch.Tensor
+    cmask: torch.Tensor
+    n_comm: int
+    steps: torch.Tensor
+    alap_t: torch.Tensor
+    bias: torch.Tensor
+    gens_t: list[torch.Tensor]
+    edges_of_gen: list[torch.Tensor]
+
+    @classmethod
+    def build(
+        cls,
+        g: GauSGraph,
+        D: int,
+        alap: np.ndarray,
+        gens: list[np.ndarray],
+        batch: int,
+        tau: float,
+        seed: int,
+    ) -> _Sampler:
+        """Tensors for ``g`` at latency bound ``D``; the noise is seeded with ``seed``."""
+        import torch
+
+        gen_t = torch.Generator().manual_seed(seed)
+        fwd = g.forward
+        cmask = torch.as_tensor(g.comm[fwd] > 0)
+        gen_of = np.empty(g.n, dtype=np.int64)
+        for k, nodes in enumerate(gens):
+            gen_of[nodes] = k
+        return cls(
+            n=g.n,
+            D=D,
+            batch=batch,
+            tau=tau,
+            gen_t=gen_t,
+            src=torch.as_tensor(g.src[fwd]),
+            dst=torch.as_tensor(g.dst[fwd]),
+            dly=torch.as_tensor(g.delay[fwd]),
+            w=torch.tensor(g.usage.sum(axis=(1, 2)), dtype=torch.float32),
+            cmask=cmask,
+            n_comm=max(int(cmask.sum()), 1),
+            steps=torch.arange(D),
+            alap_t=torch.as_tensor(alap),
+            bias=torch.log(torch.arange(D + 1, 1, -1, dtype=torch.float32)),
+            gens_t=[torch.as_tensor(x) for x in gens],
+            edges_of_gen=[
+                torch.as_tensor(np.flatnonzero(gen_of[g.dst[fwd]] == k)) for k in range(len(gens))
+            ],
+        )
+
+    def sample(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One legal sample per batch row, generation by generation: Gumbel softmax, the
+        ALAP mask, the mask of steps before the predecessors allow and the stage bias, then a
+        hard argmax with a straight-through gradient. Returns ``(onehot [batch, n, D],
+        stage [batch, n])``."""
+        import torch
+
+        batch, n, D, steps = self.batch, self.n, self.D, self.steps
+        stage = torch.zeros(batch, n, dtype=torch.long)
+        onehot = torch.zeros(batch, n, D)
+        for k, nodes in enumerate(self.gens_t):
+            lg = logits[:, nodes, :]
+            gum = -torch.log(-torch.log(torch.rand(lg.shape, generator=self.gen_t) + 1e-20) + 1e-20)
+            y = torch.softmax((lg + gum) / self.tau, dim=-1)
+            e = self.edges_of_gen[k]
+            late = (steps[None, None, :] <= self.alap_t[nodes][None, :, None]).float()
+            y = torch.softmax(torch.log(y + 1e-20) + torch.log(late + 1e-20), dim=-1)
+            if e.numel():
+                earliest = torch.zeros(batch, n, dtype=torch.long)
+                earliest = earliest.scatter_reduce(
+                    1,
+                    self.dst[e].expand(batch, -1),
+                    stage[:, self.src[e]] + self.dly[e],
+                    reduce="amax",
+                )[:, nodes]
+                mask = (steps[None, None, :] >= earliest[:, :, None]).float() * late
+                y = torch.softmax(
+                    torch.log(y + 1e-20) + self.bias * mask + torch.log(mask + 1e-20), dim=-1
+                )
+            hard = torch.nn.functional.one_hot(y.argmax(-1), D).float()
+            st = hard - y.detach() + y
+            onehot = onehot.index_copy(1, nodes, st)
+            stage[:, nodes] = hard.argmax(-1)
+        return onehot, stage
+
+    def loss(self, onehot: torch.Tensor, entropy_ratio: float) -> torch.Tensor:
+        """Summed over the batch: communication per nonzero edge minus ``entropy_ratio`` times
+        the entropy of the per-step usage distribution (GS-Schedule's balancing proxy)."""
+        import torch
+
+        S = torch.einsum("bnd,n->bd", onehot, self.w)
+        p = S / S.sum(dim=1, keepdim=True).clamp_min(1e-9)
+        ent = -(p * torch.log(p + 1e-12)).sum(dim=1)
+        pos = (onehot * self.steps).sum(-1)
+        comm = ((pos[:, self.dst] - pos[:, self.src]) * self.cmask).sum(dim=1) / self.n_comm
+        return (comm - entropy_ratio * ent).sum()

@@ -389,168 +389,262 @@ def _optimise(
     start_time: float | None,
     on_readout: ReadoutFn | None,
 ) -> ALMOutcome:
-    start = time.perf_counter() if start_time is None else start_time
-    model = make_model(None)
-    dev = model.device  # type: ignore[attr-defined]
-    D = model.D  # type: ignore[attr-defined]
-    II = model.II  # type: ignore[attr-defined]
-    scale = float(settings.mu_unit)
-    f32 = torch.float32
-    theta = torch.tensor(mu0 / scale, dtype=f32, device=dev)
+    """The ALM loop of :func:`optimise` (torch already seeded and its threads set)."""
+    run = _ALMRun(
+        torch,
+        make_model,
+        mu0,
+        sigma0,
+        lo,
+        hi,
+        settings,
+        legalise,
+        ratio,
+        on_progress,
+        start_time,
+        on_readout,
+    )
+    return run.run()
 
-    def box(win: tuple[int, int] | None, sig: float) -> tuple[torch.Tensor, torch.Tensor]:
-        blo, bhi = lo.copy(), hi.copy()
+
+class _ALMRun:
+    """The state of one run of the ALM loop: the parameters (scaled means ``theta`` and, with
+    ``learn_sigma``, the softplus-parametrised widths), the multipliers ``lam`` and penalty
+    ``rho``, the best legal schedule and the histories. The steps of the loop are methods:
+    :meth:`prepare_phase` (windows and projection box), :meth:`inner_phase` (Adam steps),
+    :meth:`update_multipliers` (ALM update) and :meth:`read_out` (legalisation)."""
+
+    def __init__(
+        self,
+        torch: Any,
+        make_model: Callable[[tuple[int, int] | None], object],
+        mu0: np.ndarray,
+        sigma0: np.ndarray,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        settings: GauSSettings,
+        legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
+        ratio: float,
+        on_progress: ProgressFn | None,
+        start_time: float | None,
+        on_readout: ReadoutFn | None,
+    ) -> None:
+        self.torch = torch
+        self.make_model = make_model
+        self.lo, self.hi = lo, hi
+        self.settings = settings
+        self.legalise = legalise
+        self.ratio = ratio
+        self.on_progress = on_progress
+        self.on_readout = on_readout
+        self.start = time.perf_counter() if start_time is None else start_time
+        model = make_model(None)
+        self.model: Any = model
+        self.dev = model.device  # type: ignore[attr-defined]
+        self.D = model.D  # type: ignore[attr-defined]
+        self.II = model.II  # type: ignore[attr-defined]
+        self.scale = float(settings.mu_unit)
+        self.f32 = torch.float32
+        self.theta = torch.tensor(mu0 / self.scale, dtype=self.f32, device=self.dev)
+        self.sigma = torch.tensor(sigma0, dtype=self.f32, device=self.dev)
+        self.per_op = hasattr(model, "set_windows")
+        if self.per_op:
+            model.set_windows(mu0, sigma0, settings.window_k, settings.window_slack)  # type: ignore[attr-defined]
+        params = [self.theta]
+        self.rho_param = None
+        if settings.learn_sigma:
+            self.rho_param = torch.log(
+                torch.expm1(torch.clamp(self.sigma - settings.sigma_final, min=1e-3))
+            )
+            params.append(self.rho_param)
+        self.opt = _Adam(params, lr=settings.lr)
+        self._init_multipliers()
+        self.best_t, self.best_obj = legalise(mu0)
+        self.obj_hist: list[tuple[float, float]] = []
+        if self.best_obj is not None:
+            self.obj_hist.append((time.perf_counter() - self.start, self.best_obj))
+        self.early = {int(k) for k in settings.early_readouts}
+        self.loss_hist: list[float] = []
+        self.viol_hist: list[float] = []
+        self.it = 0
+        self.v_now = self.prev_v
+        self.sig0 = float(sigma0.max(initial=settings.sigma_min))
+
+    def _init_multipliers(self) -> None:
+        """Objective scale ``f0``, zero multipliers and ``rho0`` from the loss at the start."""
+        torch = self.torch
+        with torch.no_grad():
+            f_init, g_init = self.model.evaluate(
+                self.theta * self.scale, self.current_sigma(), ratio=self.ratio
+            )
+        self.f0 = float(abs(f_init)) if float(abs(f_init)) > 1e-9 else 1.0
+        self.lam = torch.zeros_like(g_init)
+        self.rho = self.settings.rho0
+        self.prev_v = float(g_init.sum())
+
+    def current_sigma(self) -> Any:
+        """The widths now: fixed (decayed per phase) or ``sigma_final + softplus(rho)``."""
+        if self.rho_param is None:
+            return self.sigma
+        return self.settings.sigma_final + self.torch.nn.functional.softplus(self.rho_param)
+
+    def box(self, win: tuple[int, int] | None, sig: float) -> tuple[Any, Any]:
+        """Projection box of the scaled means, narrowed to keep ``4 sigma`` inside ``win``."""
+        blo, bhi = self.lo.copy(), self.hi.copy()
         if win is not None:
             s0, W = win
             if s0 > 0:
                 blo = np.maximum(blo, s0 + 4.0 * sig)
-            if s0 + W < D:
+            if s0 + W < self.D:
                 bhi = np.minimum(bhi, s0 + W - 1 - 4.0 * sig)
             bhi = np.maximum(bhi, blo)
-        return (
-            torch.tensor(blo / scale, dtype=f32, device=dev),
-            torch.tensor(bhi / scale, dtype=f32, device=dev),
-        )
+        return self._scaled(blo), self._scaled(bhi)
 
-    sigma = torch.tensor(sigma0, dtype=f32, device=dev)
-    per_op = hasattr(model, "set_windows")
-    if per_op:
-        model.set_windows(mu0, sigma0, settings.window_k, settings.window_slack)  # type: ignore[attr-defined]
-    params = [theta]
-    rho_param = None
-    if settings.learn_sigma:
-        rho_param = torch.log(torch.expm1(torch.clamp(sigma - settings.sigma_final, min=1e-3)))
-        params.append(rho_param)
-    opt = _Adam(params, lr=settings.lr)
+    def _scaled(self, x: np.ndarray) -> Any:
+        """``x / mu_unit`` as a float32 tensor on the model's device."""
+        return self.torch.tensor(x / self.scale, dtype=self.f32, device=self.dev)
 
-    def current_sigma() -> torch.Tensor:
-        if rho_param is None:
-            return sigma
-        return settings.sigma_final + torch.nn.functional.softplus(rho_param)
-
-    with torch.no_grad():
-        f_init, g_init = model.evaluate(theta * scale, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
-    f0 = float(abs(f_init)) if float(abs(f_init)) > 1e-9 else 1.0
-    lam = torch.zeros_like(g_init)
-    rho = settings.rho0
-    prev_v = float(g_init.sum())
-
-    best_t, best_obj = legalise(mu0)
-    obj_hist: list[tuple[float, float]] = []
-    if best_obj is not None:
-        obj_hist.append((time.perf_counter() - start, best_obj))
-
-    def read_out(steps: int) -> bool:
+    def read_out(self, steps: int) -> bool:
         """Legalise the current means, keep the best, record it; True when it improved."""
-        nonlocal best_t, best_obj
-        mu_np = (theta.detach() * scale).cpu().numpy().astype(np.float64)
-        t, obj = legalise(mu_np)
-        improved = obj is not None and (best_obj is None or obj < best_obj - 1e-9)
+        mu_np = (self.theta.detach() * self.scale).cpu().numpy().astype(np.float64)
+        t, obj = self.legalise(mu_np)
+        improved = obj is not None and (self.best_obj is None or obj < self.best_obj - 1e-9)
         if improved:
-            best_t, best_obj = t, obj
-        if best_obj is not None:
-            obj_hist.append((time.perf_counter() - start, best_obj))
-        if on_readout is not None and t is not None and obj is not None:
-            on_readout(t, obj, steps)
+            self.best_t, self.best_obj = t, obj
+        if self.best_obj is not None:
+            self.obj_hist.append((time.perf_counter() - self.start, self.best_obj))
+        if self.on_readout is not None and t is not None and obj is not None:
+            self.on_readout(t, obj, steps)
         return improved
 
-    early = {int(k) for k in settings.early_readouts}
-    loss_hist: list[float] = []
-    viol_hist: list[float] = []
-    it = 0
-    stale = 0
-    message = "iteration cap reached"
-    v_now = prev_v
-    sig0 = float(sigma0.max(initial=settings.sigma_min))
-    margin = float(settings.window_margin)
-    while it < settings.max_iters:
-        steps = min(settings.inner_steps, settings.max_iters - it)
-        sig_now = float(current_sigma().max())
-        mu_cur = (theta.detach() * scale).cpu().numpy()
-        if per_op:
+    def prepare_phase(self, sig_now: float) -> tuple[tuple[int, int] | None, Any, Any]:
+        """Windows around the current means (per-op, or one step window with a rebuilt model)
+        and the projection box; projects the means into it. Returns ``(win, lo_t, hi_t)``."""
+        settings, torch = self.settings, self.torch
+        mu_cur = (self.theta.detach() * self.scale).cpu().numpy()
+        if self.per_op:
             win = None
-            blo, bhi = model.set_windows(  # type: ignore[attr-defined]
-                mu_cur, current_sigma().cpu().numpy(), settings.window_k, settings.window_slack
+            blo, bhi = self.model.set_windows(
+                mu_cur,
+                self.current_sigma().cpu().numpy(),
+                settings.window_k,
+                settings.window_slack,
             )
-            lo_t = torch.tensor(np.maximum(lo, blo) / scale, dtype=f32, device=dev)
-            hi_t = torch.tensor(np.minimum(hi, bhi) / scale, dtype=f32, device=dev)
+            lo_t = self._scaled(np.maximum(self.lo, blo))
+            hi_t = self._scaled(np.minimum(self.hi, bhi))
         else:
-            win = _window(mu_cur, sig_now, D, II if model.formulation == "C" else None, margin)  # type: ignore[attr-defined]
+            II = self.II if self.model.formulation == "C" else None
+            win = _window(mu_cur, sig_now, self.D, II, float(settings.window_margin))
             if settings.window and win is not None:
-                model = make_model(win)
-            elif model.D != D:  # type: ignore[attr-defined]
-                model = make_model(None)
-            lo_t, hi_t = box(win if settings.window else None, sig_now)
+                self.model = self.make_model(win)
+            elif self.model.D != self.D:
+                self.model = self.make_model(None)
+            lo_t, hi_t = self.box(win if settings.window else None, sig_now)
         with torch.no_grad():
-            theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
-        opt.lr = settings.lr * max(sig_now / sig0, settings.lr_floor)
+            self.theta.copy_(torch.minimum(torch.maximum(self.theta, lo_t), hi_t))
+        return win, lo_t, hi_t
+
+    def inner_phase(self, steps: int, lo_t: Any, hi_t: Any) -> bool:
+        """``steps`` projected Adam steps on the augmented Lagrangian (closed-form gradient,
+        no autograd graph), with the early read-outs; True when one of those improved."""
+        settings, torch, scale = self.settings, self.torch, self.scale
         phase_loss, phase_viol = [], []
         phase_improved = False
         for _ in range(steps):
             with torch.no_grad():
-                sig_t = current_sigma()
-                # closed-form value and gradient of the augmented Lagrangian (no autograd graph)
-                f, g, g_mu, g_sig = model.loss_and_grad(  # type: ignore[attr-defined]
-                    theta * scale, sig_t, ratio=ratio, f_weight=1.0 / f0, lam=lam, rho=rho
+                sig_t = self.current_sigma()
+                f, g, g_mu, g_sig = self.model.loss_and_grad(
+                    self.theta * scale,
+                    sig_t,
+                    ratio=self.ratio,
+                    f_weight=1.0 / self.f0,
+                    lam=self.lam,
+                    rho=self.rho,
                 )
                 gsum = g.sum()
-                loss = f / f0 + (lam * g).sum() + 0.5 * rho * (g * g).sum()
+                loss = f / self.f0 + (self.lam * g).sum() + 0.5 * self.rho * (g * g).sum()
                 grads: tuple = (g_mu * scale,)
-                if rho_param is not None:
+                if self.rho_param is not None:
                     loss = loss + settings.sigma_penalty * sig_t.sum()
-                    grads += ((g_sig + settings.sigma_penalty) * torch.sigmoid(rho_param),)
-                opt.step(grads)
-                theta.copy_(torch.minimum(torch.maximum(theta, lo_t), hi_t))
-            it += 1
-            if it in early and it % settings.inner_steps and it < settings.max_iters:
-                phase_improved |= read_out(it)
+                    grads += ((g_sig + settings.sigma_penalty) * torch.sigmoid(self.rho_param),)
+                self.opt.step(grads)
+                self.theta.copy_(torch.minimum(torch.maximum(self.theta, lo_t), hi_t))
+            self.it += 1
+            it = self.it
+            if it in self.early and it % settings.inner_steps and it < settings.max_iters:
+                phase_improved |= self.read_out(it)
             phase_loss.append(loss)
             phase_viol.append(gsum)
-            if on_progress is not None:
-                v_now = float(gsum)
-                on_progress(it, settings.max_iters, float(loss), v_now, best_obj)
+            if self.on_progress is not None:
+                self.v_now = float(gsum)
+                self.on_progress(it, settings.max_iters, float(loss), self.v_now, self.best_obj)
         if phase_loss:
             # one conversion per phase instead of two scalar reads per step
-            loss_hist.extend(torch.stack(phase_loss).tolist())
-            viol_hist.extend(torch.stack(phase_viol).tolist())
-            v_now = viol_hist[-1]
+            self.loss_hist.extend(torch.stack(phase_loss).tolist())
+            self.viol_hist.extend(torch.stack(phase_viol).tolist())
+            self.v_now = self.viol_hist[-1]
+        return phase_improved
+
+    def update_multipliers(self) -> None:
+        """ALM update after a phase: ``lam += rho g``; ``rho`` grows by ``gamma`` when the
+        violation fell by less than a quarter; fixed widths decay by ``sigma_decay``."""
+        settings, torch = self.settings, self.torch
         with torch.no_grad():
-            _, g = model.evaluate(theta * scale, current_sigma(), ratio=ratio)  # type: ignore[attr-defined]
-            lam = lam + rho * g
-            v_now = float(g.sum())
-            if v_now > 0.75 * prev_v:
-                rho = min(rho * settings.gamma, settings.rho_max)
-            prev_v = v_now
-            if rho_param is None:
-                sigma = torch.clamp(sigma * settings.sigma_decay, min=settings.sigma_final)
-        if read_out(it) or phase_improved:
-            stale = 0
-        else:
-            stale += 1
-        log.info(
-            "GauS step %d (window %s): loss %.4g, violation %.4g, rho %.3g, best %s",
-            it,
-            win,
-            loss_hist[-1] if loss_hist else float("nan"),
-            v_now,
-            rho,
-            best_obj,
+            _, g = self.model.evaluate(
+                self.theta * self.scale, self.current_sigma(), ratio=self.ratio
+            )
+            self.lam = self.lam + self.rho * g
+            self.v_now = float(g.sum())
+            if self.v_now > 0.75 * self.prev_v:
+                self.rho = min(self.rho * settings.gamma, settings.rho_max)
+            self.prev_v = self.v_now
+            if self.rho_param is None:
+                self.sigma = torch.clamp(
+                    self.sigma * settings.sigma_decay, min=settings.sigma_final
+                )
+
+    def run(self) -> ALMOutcome:
+        """Outer iterations until the step cap, the patience (once the widths are hard) or
+        the time limit; returns the best legal schedule and the histories."""
+        settings = self.settings
+        stale = 0
+        message = "iteration cap reached"
+        while self.it < settings.max_iters:
+            steps = min(settings.inner_steps, settings.max_iters - self.it)
+            sig_now = float(self.current_sigma().max())
+            win, lo_t, hi_t = self.prepare_phase(sig_now)
+            self.opt.lr = settings.lr * max(sig_now / self.sig0, settings.lr_floor)
+            phase_improved = self.inner_phase(steps, lo_t, hi_t)
+            self.update_multipliers()
+            if self.read_out(self.it) or phase_improved:
+                stale = 0
+            else:
+                stale += 1
+            log.info(
+                "GauS step %d (window %s): loss %.4g, violation %.4g, rho %.3g, best %s",
+                self.it,
+                win,
+                self.loss_hist[-1] if self.loss_hist else float("nan"),
+                self.v_now,
+                self.rho,
+                self.best_obj,
+            )
+            hardened = float(self.current_sigma().max()) <= settings.harden_sigma
+            if self.best_t is not None and stale >= settings.patience and hardened:
+                message = f"no improvement for {settings.patience} outer iterations"
+                break
+            elapsed = time.perf_counter() - self.start
+            if settings.time_limit is not None and elapsed > settings.time_limit:
+                message = "time limit reached"
+                break
+        return ALMOutcome(
+            best_t=self.best_t,
+            best_obj=self.best_obj,
+            mu=(self.theta.detach() * self.scale).cpu().numpy().astype(np.float64),
+            iterations=self.it,
+            expected_violation=self.v_now,
+            loss_history=self.loss_hist,
+            violation_history=self.viol_hist,
+            objective_history=self.obj_hist,
+            message=message,
         )
-        hardened = float(current_sigma().max()) <= settings.harden_sigma
-        if best_t is not None and stale >= settings.patience and hardened:
-            message = f"no improvement for {settings.patience} outer iterations"
-            break
-        if settings.time_limit is not None and time.perf_counter() - start > settings.time_limit:
-            message = "time limit reached"
-            break
-    return ALMOutcome(
-        best_t=best_t,
-        best_obj=best_obj,
-        mu=(theta.detach() * scale).cpu().numpy().astype(np.float64),
-        iterations=it,
-        expected_violation=v_now,
-        loss_history=loss_hist,
-        violation_history=viol_hist,
-        objective_history=obj_hist,
-        message=message,
-    )

@@ -176,6 +176,136 @@ def _candidates(
     return rows, lo_r[rows] + np.arange(rows.size) - off[rows]
 
 
+def _light_moves(
+    t: np.ndarray,
+    light: np.ndarray,
+    cnet: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    bounds: _Bounds,
+    tol: float,
+) -> int:
+    """Comm-only moves of the ops without usage, in one batch of non-adjacent ops.
+
+    Each improving op jumps to the end of its legal range that lowers communication
+    (``lo`` when its net incoming weight ``cnet`` is positive, else ``hi``); of two movers
+    joined by an edge only the source moves, so the ranges used stay valid. Updates ``t`` in
+    place and returns the number of ops moved.
+    """
+    target = np.where(cnet[light] > 0, lo[light], hi[light])
+    gain = (target - t[light]) * cnet[light]
+    mv = light[gain < -tol]
+    if not mv.size:
+        return 0
+    mark = np.zeros(t.size, dtype=bool)
+    mark[mv] = True
+    clash = mark[bounds.src] & mark[bounds.dst]
+    mark[bounds.dst[clash]] = False  # keep one end of every edge between movers
+    mv = np.flatnonzero(mark)
+    t[mv] = np.where(cnet[mv] > 0, lo[mv], hi[mv])
+    return int(mv.size)
+
+
+def _move_deltas(
+    t: np.ndarray,
+    load: np.ndarray,
+    w: np.ndarray,
+    cnet: np.ndarray,
+    heavy: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    ratio: float,
+    tol: float,
+    radius: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Objective and peak-cell-count changes of every candidate move of the ops with usage.
+
+    Returns flat arrays over the candidates of :func:`_candidates`: ``rows`` (index into
+    ``heavy``), target step ``b``, objective change ``d_obj``, change ``d_cnt`` of the number
+    of (resource, step) cells at the peak, and ``ok`` (the target differs from the current
+    step). New peaks come from the three largest loads per resource (:func:`_top3`), so no
+    ``[n, D]`` array is built.
+    """
+    peak = load.max(axis=1)
+    count = (load >= peak[:, None] - tol).sum(axis=1)
+    val, idx = _top3(load)
+    rows, b = _candidates(t[heavy], lo[heavy], hi[heavy], radius)
+    ar = t[heavy][rows]
+    ok = b != ar
+    d_obj = (b - ar) * cnet[heavy][rows]
+    d_cnt = np.zeros(d_obj.shape)
+    for k in range(w.shape[1]):
+        wk = w[heavy, k][rows]
+        excl = np.where(
+            (idx[k, 0] != ar) & (idx[k, 0] != b),
+            val[k, 0],
+            np.where((idx[k, 1] != ar) & (idx[k, 1] != b), val[k, 1], val[k, 2]),
+        )
+        new_a = load[k, ar] - wk
+        new_b = load[k, b] + wk
+        new_peak = np.maximum(np.maximum(excl, new_a), new_b)
+        d_obj = d_obj + ratio * (new_peak - peak[k])
+        on = wk > 0
+        same = np.abs(new_peak - peak[k]) <= tol
+        dc = -((load[k, ar] >= peak[k] - tol) & on).astype(float) + ((new_b >= peak[k] - tol) & on)
+        d_cnt = d_cnt + np.where(same, dc, np.where(new_peak < peak[k], -count[k], 0.0))
+    return rows, b, d_obj, d_cnt, ok
+
+
+def _heavy_moves(
+    t: np.ndarray,
+    load: np.ndarray,
+    w: np.ndarray,
+    cnet: np.ndarray,
+    heavy: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    bounds: _Bounds,
+    ratio: float,
+    tol: float,
+    radius: int,
+    batch: int,
+    budget: int,
+) -> int:
+    """One pass over the ops with usage: apply the best improving move, then (``batch > 1``)
+    up to ``batch - 1`` further ones (:func:`_more_moves`), within ``budget`` moves.
+
+    The best move lowers the objective most, ties broken by the largest drop in peak cells
+    and then by the first candidate. Updates ``t`` and ``load`` in place and returns the
+    number of moves applied (0 at a local optimum).
+    """
+    rows, b, d_obj, d_cnt, ok = _move_deltas(t, load, w, cnet, heavy, lo, hi, ratio, tol, radius)
+    score_ok = ok & ((d_obj < -tol) | ((np.abs(d_obj) <= tol) & (d_cnt < 0)))
+    if not score_ok.any():
+        return 0
+    key = np.where(score_ok, d_obj, np.inf)
+    best = key.min()
+    cand = score_ok & (key <= best + tol)
+    flat = np.flatnonzero(np.where(cand, d_cnt, np.inf) == np.where(cand, d_cnt, np.inf).min())
+    i = heavy[rows[flat[0]]]
+    s = int(b[flat[0]])
+    load[:, t[i]] -= w[i]
+    load[:, s] += w[i]
+    t[i] = s
+    if batch <= 1:
+        return 1
+    return 1 + _more_moves(
+        t,
+        load,
+        w,
+        cnet,
+        heavy,
+        _row_best(key, d_cnt, rows, b, heavy.size, tol),
+        lo,
+        hi,
+        int(i),
+        bounds,
+        ratio,
+        tol,
+        min(batch - 1, budget - 1),
+    )
+
+
 def polish_resource(
     g: GauSGraph,
     t: np.ndarray,
@@ -249,78 +379,30 @@ def polish_resource(
             break
         lo, hi = bounds(t)
         changed = False
-        # -- comm-only moves of ops without usage, in batches of non-adjacent ops
         if light.size:
-            target = np.where(cnet[light] > 0, lo[light], hi[light])
-            gain = (target - t[light]) * cnet[light]
-            mv = light[gain < -tol]
-            if mv.size:
-                mark = np.zeros(g.n, dtype=bool)
-                mark[mv] = True
-                clash = mark[bounds.src] & mark[bounds.dst]
-                mark[bounds.dst[clash]] = False  # keep one end of every edge between movers
-                mv = np.flatnonzero(mark)
-                t[mv] = np.where(cnet[mv] > 0, lo[mv], hi[mv])
-                moves += int(mv.size)
+            done = _light_moves(t, light, cnet, lo, hi, bounds, tol)
+            if done:
+                moves += done
                 changed = True
                 lo, hi = bounds(t)
         if heavy.size:
-            peak = load.max(axis=1)
-            count = (load >= peak[:, None] - tol).sum(axis=1)
-            val, idx = _top3(load)
-            rows, b = _candidates(t[heavy], lo[heavy], hi[heavy], radius)
-            ar = t[heavy][rows]
-            ok = b != ar
-            d_obj = (b - ar) * cnet[heavy][rows]
-            d_cnt = np.zeros(d_obj.shape)
-            for k in range(K):
-                wk = w[heavy, k][rows]
-                excl = np.where(
-                    (idx[k, 0] != ar) & (idx[k, 0] != b),
-                    val[k, 0],
-                    np.where((idx[k, 1] != ar) & (idx[k, 1] != b), val[k, 1], val[k, 2]),
-                )
-                new_a = load[k, ar] - wk
-                new_b = load[k, b] + wk
-                new_peak = np.maximum(np.maximum(excl, new_a), new_b)
-                d_obj = d_obj + ratio * (new_peak - peak[k])
-                on = wk > 0
-                same = np.abs(new_peak - peak[k]) <= tol
-                dc = -((load[k, ar] >= peak[k] - tol) & on).astype(float) + (
-                    (new_b >= peak[k] - tol) & on
-                )
-                d_cnt = d_cnt + np.where(same, dc, np.where(new_peak < peak[k], -count[k], 0.0))
-            score_ok = ok & ((d_obj < -tol) | ((np.abs(d_obj) <= tol) & (d_cnt < 0)))
-            if score_ok.any():
-                key = np.where(score_ok, d_obj, np.inf)
-                best = key.min()
-                cand = score_ok & (key <= best + tol)
-                flat = np.flatnonzero(
-                    np.where(cand, d_cnt, np.inf) == np.where(cand, d_cnt, np.inf).min()
-                )
-                i = heavy[rows[flat[0]]]
-                s = int(b[flat[0]])
-                load[:, t[i]] -= w[i]
-                load[:, s] += w[i]
-                t[i] = s
-                moves += 1
-                changed = True
-                if batch > 1:
-                    moves += _more_moves(
-                        t,
-                        load,
-                        w,
-                        cnet,
-                        heavy,
-                        _row_best(key, d_cnt, rows, b, heavy.size, tol),
-                        lo,
-                        hi,
-                        int(i),
-                        bounds,
-                        ratio,
-                        tol,
-                        min(batch - 1, max_moves - moves),
-                    )
+            done = _heavy_moves(
+                t,
+                load,
+                w,
+                cnet,
+                heavy,
+                lo,
+                hi,
+                bounds,
+                ratio,
+                tol,
+                radius,
+                batch,
+                max_moves - moves,
+            )
+            moves += done
+            changed = changed or done > 0
         if not changed:
             break
         if trace is not None:

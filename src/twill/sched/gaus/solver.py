@@ -24,7 +24,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -37,7 +37,7 @@ from twill.errors import (
 )
 from twill.options import SolverOptions
 from twill.results import Status
-from twill.sched.gaus.alm import GauSSettings, optimise
+from twill.sched.gaus.alm import ALMOutcome, GauSSettings, optimise
 from twill.sched.gaus.bounds import default_D, modulo_asap, rec_mii, res_mii
 from twill.sched.gaus.graph import (
     GauSGraph,
@@ -282,6 +282,56 @@ class GauSSolver:
         ratio: float,
         max_iters: int | None,
     ) -> ScheduleRunResult:
+        """One run: check the problem, prove infeasibility where it can, initialise the
+        Gaussians, run the ALM loop, then polish and verify the best legal schedule."""
+        run = self._setup(formulation, II, R_cap, ratio, max_iters)
+        gens = topological_generations(run.g)
+        asap, alap, refused = _proof_or_window(run, gens)
+        if refused is not None:
+            return refused
+        settings = run.settings
+        make_model = _model_factory(run, asap, alap)
+        mu0, sigma0 = _initial_gaussians(settings, asap, alap)
+        searched = (
+            _CheckpointSearch(run.g, run.D, ratio, run.start, settings)
+            if formulation == "A" and settings.polish
+            else None
+        )
+        legalise = _Legaliser(run, gens, asap, alap)
+        mu0 = _starting_means(run, mu0, asap, legalise)
+        t_opt = time.perf_counter()
+        out = optimise(
+            make_model,
+            mu0,
+            sigma0,
+            asap - 0.5,
+            alap + 0.5,
+            settings,
+            legalise,
+            ratio=ratio,
+            seed=self.seed,
+            on_progress=self.on_progress,
+            start_time=run.start,
+            # the search skips the starting point (far from a good optimum)
+            on_readout=searched.offer if searched is not None else None,
+        )
+        timings = {"optimise": time.perf_counter() - t_opt}
+        hist = _history(out, timings)
+        if out.best_t is None:
+            return _no_schedule(run, out, gens, hist)
+        best_t, msg = _improve(run, out.best_t, f"legal; {out.message}", searched, timings, hist)
+        return run.finish(Status.FEASIBLE, best_t, msg, **hist)
+
+    def _setup(
+        self,
+        formulation: str,
+        II: int | None,
+        R_cap: float | None,
+        ratio: float,
+        max_iters: int | None,
+    ) -> _SolveRun:
+        """Check the arguments and fix what one run uses: the settings (formulation
+        defaults unless given explicitly), device, capped graph and latency bound ``D``."""
         check_int(II, "II", none=True)
         check_real(R_cap, "R_cap", none=True)
         check_real(ratio, "ratio", strict=False)
@@ -301,200 +351,19 @@ class GauSSolver:
         if D < 1:
             raise InvalidProblemError(f"D must be >= 1, found {D}")
         record = {**settings.to_dict(), "ratio": ratio, "R_cap": R_cap, "device": device}
-
-        def finish(
-            status: Status, t: np.ndarray | None, message: str, **kw: Any
-        ) -> ScheduleRunResult:
-            obj = None
-            if t is not None:
-                if formulation != "B":  # A and C are shift-invariant: report from step 0
-                    t = t - (t.min() if t.size else 0)
-                verify_result_schedule(
-                    g, t, D, II if formulation == "C" else None, self._orig(R_cap)
-                )
-                obj = discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
-            return ScheduleRunResult(
-                status=status,
-                method="gaus",
-                formulation=formulation,
-                graph=g.name,
-                schedule=g.schedule_dict(t) if t is not None else {},
-                legal=t is not None,
-                objective=obj,
-                II=II if formulation == "C" else None,
-                D=D,
-                seconds=time.perf_counter() - start,
-                message=message,
-                settings=record,
-                seed=self.seed,
-                **kw,
-            )
-
-        gens = topological_generations(g)
-        asap, alap = asap_alap(g, D, gens)
-        if np.any(asap > alap):
-            return finish(
-                Status.INFEASIBLE,
-                None,
-                f"infeasible at D={D}: the critical path needs {int(asap.max()) + 1} steps",
-                infeasible_cause="D",
-            )
-        if formulation == "C":
-            assert II is not None
-            rm, cm = res_mii(g), rec_mii(g)
-            if II < rm:
-                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: ResMII = {rm}",
-                              infeasible_cause="II")  # fmt: skip
-            if II < cm:
-                return finish(Status.INFEASIBLE, None, f"infeasible at II={II}: RecMII = {cm}",
-                              infeasible_cause="II")  # fmt: skip
-            masap = modulo_asap(g, II)
-            if masap is not None and masap.max(initial=0) > D - 1:
-                return finish(
-                    Status.INFEASIBLE,
-                    None,
-                    f"infeasible at D={D}, II={II}: recurrences push an op to step "
-                    f"{int(masap.max())}",
-                    infeasible_cause="D",
-                )
-            asap = np.maximum(asap, masap) if masap is not None else asap
-
-        from twill.sched.gaus.losses import LossModel
-        from twill.sched.gaus.sparse import SparseLossModel
-
-        # Per-op windows save nothing when the widest possible window spans D anyway (the
-        # GS-Schedule graphs: D <= 22); the dense model's closed-form gradient is faster there.
-        widest = 2.0 * (settings.window_k * settings.sigma_max + settings.window_slack) + 2.0
-        use_sparse = settings.sparse and widest < D
-        record["loss_model"] = "per-op windows" if use_sparse else "dense"
-
-        def make_model(window: tuple[int, int] | None) -> LossModel | SparseLossModel:
-            common: dict[str, Any] = {"D": D, "formulation": formulation, "II": II}
-            common.update(tau=settings.tau, device=device)
-            if use_sparse:
-                return SparseLossModel.build(g, bounds=(asap, np.maximum(alap, asap)), **common)
-            return LossModel.build(g, window=window, **common)
-
-        slack = (alap - asap).astype(np.float64)
-        if settings.init in ("asap", "naive"):
-            mu0 = asap.astype(np.float64)
-        elif settings.init in ("asap_alap", "legal_midpoint"):
-            mu0 = 0.5 * (asap + alap).astype(np.float64)
-        else:
-            raise InvalidProblemError(
-                f"init must be legal_midpoint, asap_alap or asap, found {settings.init!r}"
-            )
-        sigma0 = np.clip(
-            settings.kappa * slack, settings.sigma_min, max(settings.sigma_max, settings.sigma_min)
-        )
-        lo, hi = asap - 0.5, alap + 0.5
-
-        cache: dict[bytes, tuple[np.ndarray | None, float | None]] = {}
-        searched = (
-            _CheckpointSearch(g, D, ratio, start, settings)
-            if formulation == "A" and settings.polish
-            else None
-        )
-
-        def legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
-            # Legalisation reads only the rounded means (except the perturbed restarts of tiny
-            # modulo graphs), so an unchanged rounding reuses the last answer.
-            key = np.rint(mu).astype(np.int64).tobytes() if g.n > 64 else None
-            if key is not None and key in cache:
-                return cache[key]
-            cache.clear()
-            out = _legalise(mu)
-            if key is not None:
-                cache[key] = out
-            return out
-
-        def _legalise(mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
-            if formulation == "C":
-                t, _ = legalise_modulo(g, mu, II, D, gens=gens)  # type: ignore[arg-type]
-            else:
-                t = legalise_regular(g, mu, D, gens=gens, bounds=(asap, alap))
-            if t is None or schedule_violations(g, t, D, II if formulation == "C" else None):
-                return None, None
-            return t, discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
-
-        if settings.init == "legal_midpoint":
-            t_mid, _ = legalise(mu0)
-            if t_mid is None and formulation == "C":
-                # Deep graphs: the midpoint of a wide window can leave too little room after it
-                # for the modulo repair; the earliest starts (the list scheduler's lower bounds)
-                # leave the most. Measured on EPFL priority (D = 314, II = 8): no legal
-                # schedule in 2000 steps from the midpoint, legal from the start this way.
-                t_mid, _ = legalise(asap.astype(np.float64))
-            if t_mid is not None:
-                mu0 = t_mid.astype(np.float64)
-            if formulation == "B":
-                mu0 = _better_start(g, "B", mu0, t_mid, D, legalise)
-        elif formulation == "A" and D > settings.lr * settings.max_iters:
-            mu0 = _better_start(g, "A", mu0, None, D, legalise, ratio)
-        t_opt = time.perf_counter()
-        out = optimise(
-            make_model,
-            mu0,
-            sigma0,
-            lo,
-            hi,
-            settings,
-            legalise,
+        return _SolveRun(
+            formulation=formulation,
+            g=g,
+            D=D,
+            II=II,
             ratio=ratio,
+            settings=settings,
+            device=device,
+            record=record,
+            start=start,
             seed=self.seed,
-            on_progress=self.on_progress,
-            start_time=start,
-            # the search skips the starting point (far from a good optimum)
-            on_readout=searched.offer if searched is not None else None,
+            orig=self._orig(R_cap),
         )
-        timings = {"optimise": time.perf_counter() - t_opt}
-        hist = {
-            "iterations": out.iterations,
-            "expected_violation": out.expected_violation,
-            "loss_history": tuple(out.loss_history),
-            "violation_history": tuple(out.violation_history),
-            "objective_history": tuple(out.objective_history),
-            "timings": timings,
-        }
-        if out.best_t is None:
-            msg = ""
-            if formulation == "C":
-                _, msg = legalise_modulo(g, out.mu, II, D, gens=gens)  # type: ignore[arg-type]
-            warnings.warn(
-                f"GauS found no legal schedule for {g.name} after {out.iterations} steps "
-                f"(expected violation {out.expected_violation:.3g})",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
-            return finish(Status.UNKNOWN, None, msg or "no legal schedule found", **hist)
-        best_t, msg = out.best_t, f"legal; {out.message}"
-        if formulation == "A" and settings.polish:
-            assert searched is not None
-            t_pol = time.perf_counter()
-            before = discrete_objective(g, best_t, "A", D=D, ratio=ratio)
-            searched.final(best_t, before, settings.polish_time)
-            timings["polish"] = time.perf_counter() - t_pol
-            timings["polish_checkpoints"] = searched.spent - timings["polish"]
-            hist["gaus_objective"] = before
-            cand = searched.best_t
-            if cand is not None and not schedule_violations(g, cand, D):
-                after = discrete_objective(g, cand, "A", D=D, ratio=ratio)
-                if after <= before:
-                    best_t = cand
-                    msg += (
-                        f"; local search ({searched.runs} runs, {searched.moves} moves): "
-                        f"{before:.6g} -> {after:.6g}"
-                    )
-                    hist["polish_history"] = tuple(searched.history)
-            if np.any(g.delay[g.forward] > 0):
-                best_t, note = _push_a(g, best_t, D, ratio, settings, start, timings)
-                msg += note
-        if formulation == "B" and settings.polish:
-            best_t, note = _polish_b(g, best_t, D, settings, start, timings, hist)
-            msg += note
-        if formulation in ("A", "C"):
-            best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, II, ratio)
-        return finish(Status.FEASIBLE, best_t, msg, **hist)
 
     def _orig(self, R_cap: float | None) -> DependenceGraph | None:
         return self.original
@@ -588,6 +457,290 @@ class _CheckpointSearch:
             if limit is None:
                 limit = max(30.0, time.perf_counter() - self.start)
             self._run(t, limit)
+
+
+@dataclass
+class _SolveRun:
+    """What one :meth:`GauSSolver._solve` run fixes up front, shared by its steps."""
+
+    formulation: str
+    g: GauSGraph
+    D: int
+    II: int | None
+    ratio: float
+    settings: GauSSettings
+    device: str
+    record: dict[str, Any]
+    start: float
+    seed: int
+    orig: DependenceGraph | None
+
+    @property
+    def modulo_II(self) -> int | None:
+        """``II`` for formulation C, else ``None`` (the other formulations ignore it)."""
+        return self.II if self.formulation == "C" else None
+
+    def finish(
+        self, status: Status, t: np.ndarray | None, message: str, **kw: Any
+    ) -> ScheduleRunResult:
+        """The result for schedule ``t`` (``None``: none), verified and with its objective;
+        A and C schedules are shifted to start at step 0 (both are shift-invariant)."""
+        g, formulation, D, II = self.g, self.formulation, self.D, self.II
+        obj = None
+        if t is not None:
+            if formulation != "B":  # A and C are shift-invariant: report from step 0
+                t = t - (t.min() if t.size else 0)
+            verify_result_schedule(g, t, D, self.modulo_II, self.orig)
+            obj = discrete_objective(g, t, formulation, D=D, II=II, ratio=self.ratio)
+        return ScheduleRunResult(
+            status=status,
+            method="gaus",
+            formulation=formulation,
+            graph=g.name,
+            schedule=g.schedule_dict(t) if t is not None else {},
+            legal=t is not None,
+            objective=obj,
+            II=self.modulo_II,
+            D=D,
+            seconds=time.perf_counter() - self.start,
+            message=message,
+            settings=self.record,
+            seed=self.seed,
+            **kw,
+        )
+
+
+def _proof_or_window(
+    run: _SolveRun, gens: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, ScheduleRunResult | None]:
+    """``(asap, alap, None)``: each op's window (for C raised by the modulo ASAP), or an
+    ``INFEASIBLE`` result as third item when a bound proves there is no schedule (critical
+    path longer than ``D``; ``II`` below ResMII or RecMII; recurrences past ``D - 1``)."""
+    g, D, II = run.g, run.D, run.II
+    asap, alap = asap_alap(g, D, gens)
+    if np.any(asap > alap):
+        return (
+            asap,
+            alap,
+            run.finish(
+                Status.INFEASIBLE,
+                None,
+                f"infeasible at D={D}: the critical path needs {int(asap.max()) + 1} steps",
+                infeasible_cause="D",
+            ),
+        )
+    if run.formulation == "C":
+        assert II is not None
+        rm, cm = res_mii(g), rec_mii(g)
+        if II < rm:
+            return asap, alap, run.finish(Status.INFEASIBLE, None,
+                f"infeasible at II={II}: ResMII = {rm}", infeasible_cause="II")  # fmt: skip
+        if II < cm:
+            return asap, alap, run.finish(Status.INFEASIBLE, None,
+                f"infeasible at II={II}: RecMII = {cm}", infeasible_cause="II")  # fmt: skip
+        masap = modulo_asap(g, II)
+        if masap is not None and masap.max(initial=0) > D - 1:
+            return (
+                asap,
+                alap,
+                run.finish(
+                    Status.INFEASIBLE,
+                    None,
+                    f"infeasible at D={D}, II={II}: recurrences push an op to step "
+                    f"{int(masap.max())}",
+                    infeasible_cause="D",
+                ),
+            )
+        asap = np.maximum(asap, masap) if masap is not None else asap
+    return asap, alap, None
+
+
+def _model_factory(
+    run: _SolveRun, asap: np.ndarray, alap: np.ndarray
+) -> Callable[[tuple[int, int] | None], Any]:
+    """The loss-model builder for the ALM loop: per-op windows (sparse) or dense, recorded
+    in ``run.record["loss_model"]``."""
+    from twill.sched.gaus.losses import LossModel
+    from twill.sched.gaus.sparse import SparseLossModel
+
+    settings, g, D = run.settings, run.g, run.D
+    # Per-op windows save nothing when the widest possible window spans D anyway (the
+    # GS-Schedule graphs: D <= 22); the dense model's closed-form gradient is faster there.
+    widest = 2.0 * (settings.window_k * settings.sigma_max + settings.window_slack) + 2.0
+    use_sparse = settings.sparse and widest < D
+    run.record["loss_model"] = "per-op windows" if use_sparse else "dense"
+
+    def make_model(window: tuple[int, int] | None) -> LossModel | SparseLossModel:
+        common: dict[str, Any] = {"D": D, "formulation": run.formulation, "II": run.II}
+        common.update(tau=settings.tau, device=run.device)
+        if use_sparse:
+            return SparseLossModel.build(g, bounds=(asap, np.maximum(alap, asap)), **common)
+        return LossModel.build(g, window=window, **common)
+
+    return make_model
+
+
+def _initial_gaussians(
+    settings: GauSSettings, asap: np.ndarray, alap: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Initial means (``settings.init``: ASAP or window midpoint) and standard deviations
+    (``kappa`` times the slack, clipped to ``[sigma_min, sigma_max]``)."""
+    slack = (alap - asap).astype(np.float64)
+    if settings.init in ("asap", "naive"):
+        mu0 = asap.astype(np.float64)
+    elif settings.init in ("asap_alap", "legal_midpoint"):
+        mu0 = 0.5 * (asap + alap).astype(np.float64)
+    else:
+        raise InvalidProblemError(
+            f"init must be legal_midpoint, asap_alap or asap, found {settings.init!r}"
+        )
+    sigma0 = np.clip(
+        settings.kappa * slack, settings.sigma_min, max(settings.sigma_max, settings.sigma_min)
+    )
+    return mu0, sigma0
+
+
+class _Legaliser:
+    """Means -> ``(legal schedule or None, discrete objective or None)`` for one run.
+
+    Legalisation reads only the rounded means (except the perturbed restarts of tiny modulo
+    graphs), so an unchanged rounding reuses the last answer (graphs over 64 ops)."""
+
+    def __init__(
+        self, run: _SolveRun, gens: list[np.ndarray], asap: np.ndarray, alap: np.ndarray
+    ) -> None:
+        self.run, self.gens, self.asap, self.alap = run, gens, asap, alap
+        self.cache: dict[bytes, tuple[np.ndarray | None, float | None]] = {}
+
+    def __call__(self, mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
+        key = np.rint(mu).astype(np.int64).tobytes() if self.run.g.n > 64 else None
+        if key is not None and key in self.cache:
+            return self.cache[key]
+        self.cache.clear()
+        out = self._legalise(mu)
+        if key is not None:
+            self.cache[key] = out
+        return out
+
+    def _legalise(self, mu: np.ndarray) -> tuple[np.ndarray | None, float | None]:
+        """Legalise without the cache, verify, and evaluate the objective."""
+        run = self.run
+        g, D, II = run.g, run.D, run.II
+        if run.formulation == "C":
+            t, _ = legalise_modulo(g, mu, II, D, gens=self.gens)  # type: ignore[arg-type]
+        else:
+            t = legalise_regular(g, mu, D, gens=self.gens, bounds=(self.asap, self.alap))
+        if t is None or schedule_violations(g, t, D, run.modulo_II):
+            return None, None
+        return t, discrete_objective(g, t, run.formulation, D=D, II=II, ratio=run.ratio)
+
+
+def _starting_means(
+    run: _SolveRun, mu0: np.ndarray, asap: np.ndarray, legalise: _Legaliser
+) -> np.ndarray:
+    """The means the ALM loop starts from: with ``legal_midpoint`` the legalised midpoint
+    (B: or a better list schedule); for A with a wide window, a better legal start."""
+    settings, formulation, g, D = run.settings, run.formulation, run.g, run.D
+    if settings.init == "legal_midpoint":
+        t_mid, _ = legalise(mu0)
+        if t_mid is None and formulation == "C":
+            # Deep graphs: the midpoint of a wide window can leave too little room after it
+            # for the modulo repair; the earliest starts (the list scheduler's lower bounds)
+            # leave the most. Measured on EPFL priority (D = 314, II = 8): no legal
+            # schedule in 2000 steps from the midpoint, legal from the start this way.
+            t_mid, _ = legalise(asap.astype(np.float64))
+        if t_mid is not None:
+            mu0 = t_mid.astype(np.float64)
+        if formulation == "B":
+            mu0 = _better_start(g, "B", mu0, t_mid, D, legalise)
+    elif formulation == "A" and D > settings.lr * settings.max_iters:
+        mu0 = _better_start(g, "A", mu0, None, D, legalise, run.ratio)
+    return mu0
+
+
+def _history(out: ALMOutcome, timings: dict[str, float]) -> dict[str, Any]:
+    """The ALM loop's histories and the timings, as result fields."""
+    return {
+        "iterations": out.iterations,
+        "expected_violation": out.expected_violation,
+        "loss_history": tuple(out.loss_history),
+        "violation_history": tuple(out.violation_history),
+        "objective_history": tuple(out.objective_history),
+        "timings": timings,
+    }
+
+
+def _no_schedule(
+    run: _SolveRun, out: ALMOutcome, gens: list[np.ndarray], hist: dict[str, Any]
+) -> ScheduleRunResult:
+    """``UNKNOWN`` result (with a :class:`ConvergenceWarning`) when no read-out was legal;
+    for C the message says why the modulo legalisation of the final means failed."""
+    g = run.g
+    msg = ""
+    if run.formulation == "C":
+        _, msg = legalise_modulo(g, out.mu, run.II, run.D, gens=gens)  # type: ignore[arg-type]
+    warnings.warn(
+        f"GauS found no legal schedule for {g.name} after {out.iterations} steps "
+        f"(expected violation {out.expected_violation:.3g})",
+        ConvergenceWarning,
+        stacklevel=4,  # as from _solve at level 3: past this helper and _logged
+    )
+    return run.finish(Status.UNKNOWN, None, msg or "no legal schedule found", **hist)
+
+
+def _improve(
+    run: _SolveRun,
+    best_t: np.ndarray,
+    msg: str,
+    searched: _CheckpointSearch | None,
+    timings: dict[str, float],
+    hist: dict[str, Any],
+) -> tuple[np.ndarray, str]:
+    """The steps after the ALM loop: the local searches (A: :func:`_polish_a`, B:
+    :func:`_polish_b`) and, for A and C, the list schedule when it is better."""
+    g, D, settings, formulation = run.g, run.D, run.settings, run.formulation
+    if formulation == "A" and settings.polish:
+        assert searched is not None
+        best_t, msg = _polish_a(run, best_t, msg, searched, timings, hist)
+    if formulation == "B" and settings.polish:
+        best_t, note = _polish_b(g, best_t, D, settings, run.start, timings, hist)
+        msg += note
+    if formulation in ("A", "C"):
+        best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, run.II, run.ratio)
+    return best_t, msg
+
+
+def _polish_a(
+    run: _SolveRun,
+    best_t: np.ndarray,
+    msg: str,
+    searched: _CheckpointSearch,
+    timings: dict[str, float],
+    hist: dict[str, Any],
+) -> tuple[np.ndarray, str]:
+    """Formulation A: the final local search on GauS's best schedule (kept when no worse
+    than it), then the push moves on graphs with delays (:func:`_push_a`)."""
+    g, D, ratio = run.g, run.D, run.ratio
+    t_pol = time.perf_counter()
+    before = discrete_objective(g, best_t, "A", D=D, ratio=ratio)
+    searched.final(best_t, before, run.settings.polish_time)
+    timings["polish"] = time.perf_counter() - t_pol
+    timings["polish_checkpoints"] = searched.spent - timings["polish"]
+    hist["gaus_objective"] = before
+    cand = searched.best_t
+    if cand is not None and not schedule_violations(g, cand, D):
+        after = discrete_objective(g, cand, "A", D=D, ratio=ratio)
+        if after <= before:
+            best_t = cand
+            msg += (
+                f"; local search ({searched.runs} runs, {searched.moves} moves): "
+                f"{before:.6g} -> {after:.6g}"
+            )
+            hist["polish_history"] = tuple(searched.history)
+    if np.any(g.delay[g.forward] > 0):
+        best_t, note = _push_a(g, best_t, D, ratio, run.settings, run.start, timings)
+        msg += note
+    return best_t, msg
 
 
 def _keep_list_if_better(
