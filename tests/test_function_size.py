@@ -21,7 +21,6 @@ TOO_LONG_TODAY: set[tuple[str, str]] = {
     ("mapping/fadiff/train.py", "_fadiff"),
     ("mapping/fadiff/train.py", "_relaxed_network"),
     ("mapping/fadiff/groups.py", "group_search"),
-    ("mapping/fadiff/model.py", "torch_costs"),
 }
 
 

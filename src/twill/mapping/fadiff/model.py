@@ -180,7 +180,6 @@ def torch_costs(
     rel_t = torch.as_tensor(_REL, device=dev)
     rows = torch.arange(B, device=dev)
 
-    fills = torch.zeros(B, L, 3, dtype=T.dtype, device=dev)
     fill_cols: dict[tuple[int, int], torch.Tensor] = {}
     for vi in range(3):
         rel = rel_t[vi][D] & (Fd > 1)
@@ -197,7 +196,38 @@ def torch_costs(
             fill_cols[(m, vi)] = f
     fills = _assemble(fill_cols, B, L, T)
 
-    rel_f = rel_t.to(T.dtype)
+    reads, updates = _reads_and_updates(T, Sp, tiles, compute, fill_cols, keeps, rel_t, psum_reads)
+
+    fan = torch.prod(Sp, dim=2)
+    rfan = torch.flip(torch.cumprod(torch.flip(fan, [1]), 1), [1])
+    used = torch.cat([rfan[:, 1:], torch.ones(B, 1, dtype=T.dtype, device=dev)], dim=1)
+    keeps_t = torch.as_tensor(keeps, device=dev, dtype=T.dtype)
+    per_inst = ((reads + fills + updates) * keeps_t[None]).sum(dim=2)
+    level_acc = per_inst * used
+    e_lvl = torch.tensor([lv.energy_pj for lv in arch.levels], dtype=T.dtype, device=dev)
+    energy = (level_acc * e_lvl[None]).sum(dim=1) + tab.macs * arch.mac_energy_pj
+    cycles = _ste_ceil(torch.maximum(compute, bandwidth_cycles(arch, level_acc, per_inst)))
+    return TorchCost(reads, fills, updates, used, level_acc, tiles, ext, compute, energy, cycles)
+
+
+def _reads_and_updates(
+    T: torch.Tensor,
+    Sp: torch.Tensor,
+    tiles: torch.Tensor,
+    compute: torch.Tensor,
+    fill_cols: dict[tuple[int, int], torch.Tensor],
+    keeps: np.ndarray,
+    rel_t: torch.Tensor,
+    psum_reads: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reads and updates ``(B, L, 3)`` of every kept operand (FADiff spec §4).
+
+    A level serves its nearest kept child's fills (or, at the innermost kept level, every MAC)
+    times the spatial fan-out relevant to the operand between them; outputs are updated as
+    often and read back except for their first writes (``psum_reads`` as in the NumPy model).
+    """
+    B, L, _ = T.shape
+    dev = T.device
     sprel = torch.stack(
         [
             torch.prod(torch.where(rel_t[vi].expand_as(Sp), Sp, torch.ones_like(Sp)), dim=2)
@@ -230,20 +260,7 @@ def torch_costs(
             else:
                 read_cols[(m, vi)] = base
             child = m
-    reads = _assemble(read_cols, B, L, T)
-    updates = _assemble(upd_cols, B, L, T)
-    _ = rel_f
-
-    fan = torch.prod(Sp, dim=2)
-    rfan = torch.flip(torch.cumprod(torch.flip(fan, [1]), 1), [1])
-    used = torch.cat([rfan[:, 1:], torch.ones(B, 1, dtype=T.dtype, device=dev)], dim=1)
-    keeps_t = torch.as_tensor(keeps, device=dev, dtype=T.dtype)
-    per_inst = ((reads + fills + updates) * keeps_t[None]).sum(dim=2)
-    level_acc = per_inst * used
-    e_lvl = torch.tensor([lv.energy_pj for lv in arch.levels], dtype=T.dtype, device=dev)
-    energy = (level_acc * e_lvl[None]).sum(dim=1) + tab.macs * arch.mac_energy_pj
-    cycles = _ste_ceil(torch.maximum(compute, bandwidth_cycles(arch, level_acc, per_inst)))
-    return TorchCost(reads, fills, updates, used, level_acc, tiles, ext, compute, energy, cycles)
+    return _assemble(read_cols, B, L, T), _assemble(upd_cols, B, L, T)
 
 
 def bandwidth_cycles(arch: Arch, level_acc: torch.Tensor, per_inst: torch.Tensor) -> torch.Tensor:
