@@ -628,6 +628,57 @@ def _pen(u: torch.Tensor, cap: float) -> torch.Tensor:
     return torch.nn.functional.softplus((u - 0.95 * cap) / (0.05 * cap)) ** 2
 
 
+def _fusion_penalty(
+    tab3: LayerTable,
+    T: torch.Tensor,
+    tiles: torch.Tensor,
+    reads: torch.Tensor,
+    used: torch.Tensor,
+    s: torch.Tensor,
+    s_in: torch.Tensor,
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    neighbours: list[list[int]],
+    sp_cap: float,
+    sp: int,
+    top: int,
+    B: int,
+) -> torch.Tensor:
+    """The fusion terms of the relaxed loss, weighted by each edge's fusion share ``s``.
+
+    Three terms: the scratchpad overflow of a fused edge (the producer's output block, the
+    consumer's input window, the neighbours' fused buffers and the streamed tiles), the
+    producer's output read back from DRAM, and the mismatch of the two layers' DRAM-level
+    P/Q/N block counts, which a fused edge needs equal.
+    """
+    import torch
+
+    Tt = T[:, top, :]
+    o_size = tab3.o_size[:B]
+    bounds = tab3.bounds[:B]
+    blocks_p = Tt[src][:, [2, 3, 6]]
+    blocks_c = Tt[dst][:, [2, 3, 6]]
+    out_block = o_size[src] / blocks_p.prod(1)
+    bc = bounds[dst]
+    st, dl = tab3.stride[:B][dst], tab3.dilation[:B][dst]
+    pb, qb, nb = bc[:, 2] / blocks_c[:, 0], bc[:, 3] / blocks_c[:, 1], bc[:, 6] / blocks_c[:, 2]
+    width = (pb - 1) * st[:, 0] + (bc[:, 0] - 1) * dl[:, 0] + 1
+    height = (qb - 1) * st[:, 1] + (bc[:, 1] - 1) * dl[:, 1] + 1
+    in_win = bc[:, 4] * nb * width * height
+    buf = out_block + in_win
+    stream_p = tiles[src, sp, 0] + tiles[src, sp, 1] * (1 - s_in[src])
+    stream_c = tiles[dst, sp, 0] + tiles[dst, sp, 1] * (1 - s)
+    stream = torch.maximum(stream_p, stream_c)
+    zero = torch.zeros((), dtype=T.dtype, device=T.device)
+    extra = torch.stack([sum((s[j] * buf[j] for j in nb_), zero) for nb_ in neighbours])
+    U = s * buf + extra + stream
+    pen_fuse = (s * _pen(U, sp_cap)).sum()
+    o_read_top = reads[:, top, 2] * used[:, top]
+    pen_fuse = pen_fuse + (s * o_read_top[src] / o_size[src]).sum()
+    pen_fuse = pen_fuse + (s * ((torch.log(blocks_p) - torch.log(blocks_c)) ** 2).sum(1)).sum()
+    return pen_fuse
+
+
 def _relaxed_network(
     tab3: LayerTable,
     arch: Arch,
@@ -715,38 +766,9 @@ def _relaxed_network(
         pen_cap = pen_cap + _pen(use, caps[m]).sum()
     pen_fuse = torch.zeros((), dtype=T.dtype, device=dev)
     if E and fuse_on:
-        Tt = T[:, top, :]
-        o_size = tab3.o_size[:B]
-        bounds = tab3.bounds[:B]
-        blocks_p = Tt[src][:, [2, 3, 6]]
-        blocks_c = Tt[dst][:, [2, 3, 6]]
-        out_block = o_size[src] / blocks_p.prod(1)
-        bc = bounds[dst]
-        st, dl = tab3.stride[:B][dst], tab3.dilation[:B][dst]
-        pb, qb, nb = bc[:, 2] / blocks_c[:, 0], bc[:, 3] / blocks_c[:, 1], bc[:, 6] / blocks_c[:, 2]
-        width = (pb - 1) * st[:, 0] + (bc[:, 0] - 1) * dl[:, 0] + 1
-        height = (qb - 1) * st[:, 1] + (bc[:, 1] - 1) * dl[:, 1] + 1
-        in_win = bc[:, 4] * nb * width * height
-        buf = out_block + in_win
-        stream_p = tiles[src, sp, 0] + tiles[src, sp, 1] * (1 - s_in[src])
-        stream_c = tiles[dst, sp, 0] + tiles[dst, sp, 1] * (1 - s)
-        stream = torch.maximum(stream_p, stream_c)
-        extra = (
-            torch.stack(
-                [
-                    sum((s[j] * buf[j] for j in nb_), torch.zeros((), dtype=T.dtype, device=dev))
-                    for nb_ in neighbours
-                ]
-            )
-            if E
-            else buf * 0
+        pen_fuse = _fusion_penalty(
+            tab3, T, tiles, reads, used, s, s_in, src, dst, neighbours, sp_cap, sp, top, B
         )
-        U = s * buf + extra + stream
-        pen_fuse = (s * _pen(U, sp_cap)).sum() * 1.0
-        o_read_top = reads[:, top, 2] * used[:, top]
-        pen_fuse = pen_fuse + (s * o_read_top[src] / o_size[src]).sum()
-        pen_fuse = pen_fuse + (s * ((torch.log(blocks_p) - torch.log(blocks_c)) ** 2).sum(1)).sum()
-        pen_cap = pen_cap + 0.0
     return {
         "log_edp": log_edp,
         "pen_cap": pen_cap,
