@@ -121,70 +121,119 @@ def group_search(
     >>> verify_plan(net, arch, group_search(net, arch, seed))
     []
     """
-    n = len(net.layers)
-    macs = [float(ly.total_macs) for ly in net.layers]
-    base = [_row(ly, arch, m) for ly, m in zip(net.layers, seed.mappings, strict=True)]
-    cands = set(net.candidates)
-    out_edges: list[list[int]] = [[] for _ in range(n)]
-    for i, e in enumerate(net.edges):
-        out_edges[e.src].append(i)
-    rows: dict[tuple[int, tuple[int, int], str], _Row | None] = {}
+    search = _GroupSearch(net, arch, seed)
+    segments = search.segment_options(max_len, max_q_blocks)
+    best_choice = _best_partition(search.single, segments, max_len, rounds)
+    mappings = list(seed.mappings)
+    fused: list[int] = []
+    for _i, _k, opt in best_choice:
+        if opt is None:
+            continue
+        fused += opt[2]
+        for j, m in opt[3].items():
+            mappings[j] = m
+    plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
+    plan = repair_plan(net, arch, plan)
+    if polish and plan.fused:
+        plan = polish_groups(net, arch, plan)
+    rep = evaluate_plan(net, arch, plan)
+    log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
+    return plan
 
-    def row(j: int, b: tuple[int, int], v: str) -> _Row | None:
+
+_Segment = tuple[float, float, list[int], dict[int, Mapping]]
+
+
+class _GroupSearch:
+    """The per-layer rows and fused-run costs that :func:`group_search` chooses among.
+
+    ``row(j, blocks, variant)`` re-maps layer ``j`` for a block count (cached); ``segment``
+    prices a run of layers fused under one block count; ``single`` holds every layer's own
+    (energy, cycles) with ``seed``'s mapping, unfused.
+    """
+
+    def __init__(self, net: Network, arch: Arch, seed: FusionPlan) -> None:
+        self.net, self.arch, self.seed = net, arch, seed
+        n = len(net.layers)
+        self.macs = [float(ly.total_macs) for ly in net.layers]
+        base = [_row(ly, arch, m) for ly, m in zip(net.layers, seed.mappings, strict=True)]
+        self.cands = set(net.candidates)
+        self.out_edges: list[list[int]] = [[] for _ in range(n)]
+        for i, e in enumerate(net.edges):
+            self.out_edges[e.src].append(i)
+        self.rows: dict[tuple[int, tuple[int, int], str], _Row | None] = {}
+        self.cap = float(arch.levels[arch.n_levels - 2].entries)
+        self.single = [_numbers(r, arch, self.macs[j], 0.0, 0.0, 0.0) for j, r in enumerate(base)]
+
+    def row(self, j: int, b: tuple[int, int], v: str) -> _Row | None:
+        """Layer ``j`` re-mapped into ``b`` = (P blocks, Q blocks) with variant ``v``."""
         key = (j, b, v)
-        if key not in rows:
-            m = block_mapping(net.layers[j], arch, seed.mappings[j], b[0], variant=v, q_blocks=b[1])
-            rows[key] = None if m is None else _row(net.layers[j], arch, m)
-        return rows[key]
+        if key not in self.rows:
+            layer = self.net.layers[j]
+            m = block_mapping(layer, self.arch, self.seed.mappings[j], b[0], variant=v,
+                              q_blocks=b[1])  # fmt: skip
+            self.rows[key] = None if m is None else _row(layer, self.arch, m)
+        return self.rows[key]
 
-    def segment(
-        i: int, k: int, b: tuple[int, int], v: str
-    ) -> tuple[float, float, list[int], dict[int, Mapping]] | None:
+    def _overflows(self, members: set[int], rs: dict[int, _Row], fused: list[int]) -> bool:
+        """Whether some fusion group of the run exceeds the scratchpad."""
+        from twill.mapping.fadiff.fusion import fusion_groups
+
+        maps = {j: rs[j].mapping for j in members}
+        costs = {j: rs[j].cost for j in members}
+        return any(
+            group_scratchpad_words(self.net, self.arch, maps, costs, fused, g) > self.cap
+            for g in fusion_groups(self.net, fused)
+        )
+
+    def _mixed_rows(
+        self, members: set[int], b: tuple[int, int], rs: dict[int, _Row], fused: list[int]
+    ) -> dict[int, _Row] | None:
+        """Resident weights, switching the layer with the largest resident weight tile to
+        the lean variant while the group overflows (``None`` when none is left to switch)."""
+        sp = self.arch.n_levels - 2
+        switched: set[int] = set()
+        while self._overflows(members, rs, fused):
+            left = [j for j in members if j not in switched and self.row(j, b, "lean")]
+            if not left:
+                return None
+            j = max(left, key=lambda x: float(rs[x].cost.tiles[0, sp, _W]))
+            switched.add(j)
+            rs[j] = self.row(j, b, "lean")  # type: ignore[assignment]
+        return rs
+
+    def segment(self, i: int, k: int, b: tuple[int, int], v: str) -> _Segment | None:
         """(energy, cycles, fused edges, mappings) of run i..k fused, or None.
 
-        ``v`` is a variant, or ``"mixed"``: resident weights, switching the layer with the
-        largest resident weight tile to the lean variant while the group overflows.
+        ``v`` is a variant, or ``"mixed"`` (:meth:`_mixed_rows`).
         """
+        net = self.net
         members = set(range(i, k + 1))
-        fused = [x for x in cands if net.edges[x].src in members and net.edges[x].dst in members]
+        fused = [
+            x for x in self.cands if net.edges[x].src in members and net.edges[x].dst in members
+        ]
         if not fused:
             return None
-        rs = {}
+        rs: dict[int, _Row] = {}
         for j in members:
-            r = row(j, b, "resident" if v == "mixed" else v)
+            r = self.row(j, b, "resident" if v == "mixed" else v)
             if r is None:
                 return None
             rs[j] = r
-        if v == "mixed":
-            from twill.mapping.fadiff.fusion import fusion_groups
-
-            sp = arch.n_levels - 2
-            switched: set[int] = set()
-            while True:
-                maps = {j: rs[j].mapping for j in members}
-                costs = {j: rs[j].cost for j in members}
-                over = any(
-                    group_scratchpad_words(net, arch, maps, costs, fused, g) > cap
-                    for g in fusion_groups(net, fused)
-                )
-                if not over:
-                    break
-                left = [j for j in members if j not in switched and row(j, b, "lean")]
-                if not left:
-                    return None
-                j = max(left, key=lambda x: float(rs[x].cost.tiles[0, sp, _W]))
-                switched.add(j)
-                rs[j] = row(j, b, "lean")
+        if v == "mixed" and self._mixed_rows(members, b, rs, fused) is None:
+            return None
         if any(float(rs[net.edges[x].src].cost.reads[0, -1, _O]) > 0 for x in fused):
             return None
-        fset = set(fused)
-        maps = {j: rs[j].mapping for j in members}
-        costs = {j: rs[j].cost for j in members}
-        from twill.mapping.fadiff.fusion import fusion_groups
+        if self._overflows(members, rs, fused):
+            return None
+        return (*self._run_numbers(members, rs, set(fused)), fused,
+                {j: rs[j].mapping for j in members})  # fmt: skip
 
-        for grp in fusion_groups(net, fused):
-            if group_scratchpad_words(net, arch, maps, costs, fused, grp) > cap:
-                return None
+    def _run_numbers(
+        self, members: set[int], rs: dict[int, _Row], fset: set[int]
+    ) -> tuple[float, float]:
+        """Summed (energy, cycles) of the run's layers with their fusion values."""
+        net = self.net
         e_tot = c_tot = 0.0
         for j in members:
             s_in = float(
@@ -194,37 +243,52 @@ def group_search(
                     if net.edges[x].dst == j
                 )
             )
-            outs = out_edges[j]
+            outs = self.out_edges[j]
             nf = sum(x in fset for x in outs)
             s_out = float(bool(outs) and nf == len(outs))
-            e, c = _numbers(rs[j], arch, macs[j], s_in, s_out, float(nf > 0))
+            e, c = _numbers(rs[j], self.arch, self.macs[j], s_in, s_out, float(nf > 0))
             e_tot += e
             c_tot += c
-        return e_tot, c_tot, fused, maps
+        return e_tot, c_tot
 
-    cap = float(arch.levels[arch.n_levels - 2].entries)
-    single = [_numbers(r, arch, macs[j], 0.0, 0.0, 0.0) for j, r in enumerate(base)]
-    seg_cache: dict[tuple[int, int], list] = {}
-    for i in range(n):
-        for k in range(i + 1, min(n, i + max_len)):
-            opts = []
-            ps = [net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
-            qs = [net.layers[j].dim(Dim.Q) for j in range(i, k + 1)]
-            # row blocks, and 2-D blocks (Q split too) only once the row blocks are 1 row of
-            # the shortest layer (smaller buffers then need a Q split)
-            gp, gq = math.gcd(*ps), math.gcd(*qs)
-            blocks = [(bp, 1) for bp in divisors(gp)]
-            blocks += [(gp, bq) for bq in divisors(gq) if 1 < bq <= max_q_blocks]
-            for b in blocks:
-                for v in (*VARIANTS, "mixed"):
-                    got = segment(i, k, b, v)
-                    if got is not None:
-                        opts.append(got)
-            if opts:
-                seg_cache[(i, k)] = opts
+    def segment_options(self, max_len: int, max_q_blocks: int) -> dict[tuple[int, int], list]:
+        """Every feasible fused run ``(i, k)`` of at most ``max_len`` layers, each with its
+        priced options over block counts and variants."""
+        n = len(self.net.layers)
+        seg_cache: dict[tuple[int, int], list] = {}
+        for i in range(n):
+            for k in range(i + 1, min(n, i + max_len)):
+                opts = []
+                ps = [self.net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
+                qs = [self.net.layers[j].dim(Dim.Q) for j in range(i, k + 1)]
+                # row blocks, and 2-D blocks (Q split too) only once the row blocks are 1 row
+                # of the shortest layer (smaller buffers then need a Q split)
+                gp, gq = math.gcd(*ps), math.gcd(*qs)
+                blocks = [(bp, 1) for bp in divisors(gp)]
+                blocks += [(gp, bq) for bq in divisors(gq) if 1 < bq <= max_q_blocks]
+                for b in blocks:
+                    for v in (*VARIANTS, "mixed"):
+                        got = self.segment(i, k, b, v)
+                        if got is not None:
+                            opts.append(got)
+                if opts:
+                    seg_cache[(i, k)] = opts
+        return seg_cache
+
+
+def _best_partition(
+    single: list[tuple[float, float]],
+    seg_cache: dict[tuple[int, int], list],
+    max_len: int,
+    rounds: int,
+) -> list[tuple[int, int, tuple | None]]:
+    """Cheapest split of the layer chain into single layers and fused runs (dynamic
+    programming over prefixes), on ``energy / E_ref + cycles / C_ref`` re-linearised around
+    the previous round's choice ``rounds`` times."""
+    n = len(single)
     e_ref = sum(x[0] for x in single)
     c_ref = sum(x[1] for x in single)
-    best_choice: list[tuple[int, int, tuple]] = []
+    best_choice: list[tuple[int, int, tuple | None]] = []
     for _ in range(max(1, rounds)):
         best = [0.0] * (n + 1)
         back: list[tuple[int, tuple | None]] = [(0, None)] * (n + 1)
@@ -247,21 +311,7 @@ def group_search(
         best_choice = choice[::-1]
         e_ref = sum(single[i][0] if o is None else o[0] for i, _, o in best_choice)
         c_ref = sum(single[i][1] if o is None else o[1] for i, _, o in best_choice)
-    mappings = list(seed.mappings)
-    fused: list[int] = []
-    for _i, _k, opt in best_choice:
-        if opt is None:
-            continue
-        fused += opt[2]
-        for j, m in opt[3].items():
-            mappings[j] = m
-    plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
-    plan = repair_plan(net, arch, plan)
-    if polish and plan.fused:
-        plan = polish_groups(net, arch, plan)
-    rep = evaluate_plan(net, arch, plan)
-    log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
-    return plan
+    return best_choice
 
 
 def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
