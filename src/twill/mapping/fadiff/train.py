@@ -340,52 +340,26 @@ def _fadiff(
 ) -> FADiffResult:
     import torch
 
-    from twill.mapping.fadiff.model import layer_table, torch_costs
-    from twill.mapping.fadiff.relax import factor_space, order_tensor, sample_factors, temperature
+    from twill.mapping.fadiff.model import torch_costs
+    from twill.mapping.fadiff.relax import factor_space, sample_factors, temperature
 
     t0 = time.perf_counter()
-    bad = net.check() + check_gemmini(arch)
-    bad += cfg.check()
-    if bad:
-        raise InvalidProblemError(bad, source=net.name)
-    if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():
-        raise InvalidProblemError(
-            "device 'cuda' requested but CUDA is not available", source=net.name
-        )
+    _check_inputs(net, arch, cfg)
     method = cfg.method or ("fadiff" if cfg.fusion else "layerwise-gradient")
     w_cap, w_fuse = cfg.w_cap, cfg.w_fuse  # w_cap grows when read-outs break a capacity
-    torch_dtype = torch.float64
     gen = torch.Generator(device=cfg.device)
     gen.manual_seed(int(cfg.seed))
     layers = list(net.layers)
     B = len(layers)
     L = arch.n_levels
-    tab = layer_table(layers, cfg.device)
-    tab3 = type(tab)(
-        *(
-            x.repeat(3, *([1] * (x.dim() - 1)))
-            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size, tab.groups)
-        )
-    )
+    tab3, orders = _three_order_table(layers, L, cfg.device)
     space = factor_space(layers, arch, cfg.device)
-    orders = torch.cat([order_tensor(B, o, L, cfg.device) for o in _ORDERS], 0)
     os_idx = _ORDERS.index("OS")
 
-    theta0 = torch.zeros(B, len(space.slots), 7, dtype=torch_dtype)
-    if init is not None:
-        theta0 = _theta_from_plan(init, arch)
-    else:  # spatial slots start at the full fan-out
-        for k, (lvl, kind) in enumerate(space.slots):
-            if kind == "s":
-                theta0[:, k, :] = math.log(arch.fanout(lvl))
+    theta0 = _initial_theta(init, arch, space.slots, B)
     theta = theta0.clone().to(cfg.device).requires_grad_(True)
-    cands = list(net.candidates) if cfg.fusion else []
+    cands, phi, src, dst = _fusion_variables(net, cfg)
     E = len(cands)
-    phi = torch.full(
-        (E,), float(cfg.fusion_init), dtype=torch_dtype, device=cfg.device, requires_grad=True
-    )
-    src = torch.tensor([net.edges[i].src for i in cands], dtype=torch.long, device=cfg.device)
-    dst = torch.tensor([net.edges[i].dst for i in cands], dtype=torch.long, device=cfg.device)
     neighbours = _adjacent_candidates(net, cands)
     edge_meta = _edge_meta(net, cands, cfg.device)
     params = [theta] + ([phi] if E else [])
@@ -394,41 +368,23 @@ def _fadiff(
     sp_cap = float(arch.levels[L - 2].entries)
     caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
     warm = int(round(cfg.warmup_fraction * cfg.steps)) if cfg.fusion else cfg.steps
-    fallback = (
-        list(init.mappings) if init is not None else [all_dram_mapping(ly, arch) for ly in layers]
-    )
-    best_plan: FusionPlan | None = None
-    best_rep: PlanReport | None = None
-    best_unfused: tuple[float, FusionPlan] | None = None  # lowest-EDP mapping set, unfused
+    fallback = list(init.mappings) if init else [all_dram_mapping(ly, arch) for ly in layers]
+    best = _ReadOuts(net, arch)
     history: list[dict[str, float]] = []
-    evals: list[dict[str, float]] = []
     ref = None
     plateau_from = warm if E > 0 else 0  # fusion runs get their fusion phase first
-    last_gain, n_iter = 0, cfg.steps
+    n_iter = cfg.steps
     for step in range(cfg.steps):
         tau = temperature(step, tau0=cfg.tau0, tau_min=cfg.tau_min, decay=decay)
         T, Sp, _ = sample_factors(theta, space, alpha=cfg.alpha, tau=tau, generator=gen)
         fuse_on = E > 0 and step >= warm
-        s = torch.sigmoid(phi) if fuse_on else torch.zeros(E, dtype=torch_dtype, device=cfg.device)
-        out = _relaxed_network(
-            tab3,
-            arch,
-            T,
-            Sp,
-            orders,
-            s,
-            src,
-            dst,
-            neighbours,
-            B,
-            caps,
-            sp_cap,
-            ref,
-            os_idx,
-            fuse_on,
-            torch_costs,
-            edge_meta,
+        s = (
+            torch.sigmoid(phi)
+            if fuse_on
+            else torch.zeros(E, dtype=torch.float64, device=cfg.device)
         )
+        out = _relaxed_network(tab3, arch, T, Sp, orders, s, src, dst, neighbours, B, caps,
+                               sp_cap, ref, os_idx, fuse_on, torch_costs, edge_meta)  # fmt: skip
         loss = out["log_edp"] + w_cap * out["pen_cap"] + w_fuse * out["pen_fuse"]
         opt.zero_grad()
         loss.backward()
@@ -442,49 +398,168 @@ def _fadiff(
                 )
             s_now = torch.sigmoid(phi).detach().cpu().numpy() if fuse_on else np.zeros(E)
             plan, cap_broken = _read_out(net, arch, Th, Sph, s_now, cands, fallback, method)
-            rep = evaluate_plan(net, arch, plan)
-            if rep.valid and (best_rep is None or rep.edp < best_rep.edp):
-                if best_rep is None or rep.edp < (1 - _PLATEAU_TOL) * best_rep.edp:
-                    last_gain = step
-                best_plan, best_rep = plan, rep
-            bare = plan.with_fused(())
-            e_bare = rep.edp if not plan.fused else evaluate_plan(net, arch, bare).edp
-            if best_unfused is None or e_bare < best_unfused[0]:
-                best_unfused = (e_bare, bare)
+            best.record(step, plan)
             if cap_broken:
                 w_cap = min(w_cap * 10.0, 1e3)
-            evals.append(
-                {
-                    "step": step,
-                    "edp": rep.edp,
-                    "best_edp": best_rep.edp if best_rep else math.nan,
-                    "fused": len(plan.fused),
-                }
-            )
-        rec["best_edp"] = best_rep.edp if best_rep is not None else math.nan
+        rec["best_edp"] = best.rep.edp if best.rep is not None else math.nan
         history.append(rec)
         if on_step is not None:
             on_step(step, rec)
-        span = (cfg.patience or 0) * cfg.eval_every
-        if (
-            cfg.patience
-            and step % cfg.eval_every == 0
-            and step - max(last_gain, plateau_from) >= span
-        ):
+        if best.plateaued(step, cfg, plateau_from):
             n_iter = step + 1
             break
     best_plan, best_rep, source = _discrete_phase(
-        net, arch, cfg, method, candidates, best_plan, best_rep, best_unfused
+        net, arch, cfg, method, candidates, best.plan, best.rep, best.unfused
     )
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
         best_rep = evaluate_plan(net, arch, best_plan)
+    run = _RunRecord(tuple(history), tuple(best.evals), n_iter, w_cap, t0)
+    return _fadiff_result(net, arch, cfg, method, best_plan, best_rep, source, run)
+
+
+def _three_order_table(layers: list[Layer], L: int, device: str) -> tuple[LayerTable, torch.Tensor]:
+    """The layer table stacked three times and the matching loop orders: every layer is
+    costed under each order of :data:`_ORDERS` in one batch, and the cheapest is kept."""
+    import torch
+
+    from twill.mapping.fadiff.model import layer_table
+    from twill.mapping.fadiff.relax import order_tensor
+
+    B = len(layers)
+    tab = layer_table(layers, device)
+    tab3 = type(tab)(
+        *(
+            x.repeat(3, *([1] * (x.dim() - 1)))
+            for x in (tab.bounds, tab.stride, tab.dilation, tab.macs, tab.o_size, tab.groups)
+        )
+    )
+    orders = torch.cat([order_tensor(B, o, L, device) for o in _ORDERS], 0)
+    return tab3, orders
+
+
+def _fusion_variables(
+    net: Network, cfg: FADiffSettings
+) -> tuple[list[int], torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The candidate edges (none without ``cfg.fusion``), their fusion logits ``phi`` (one
+    trainable value per edge) and their producer and consumer layer indices."""
+    import torch
+
+    cands = list(net.candidates) if cfg.fusion else []
+    phi = torch.full((len(cands),), float(cfg.fusion_init), dtype=torch.float64,
+                     device=cfg.device, requires_grad=True)  # fmt: skip
+    src = torch.tensor([net.edges[i].src for i in cands], dtype=torch.long, device=cfg.device)
+    dst = torch.tensor([net.edges[i].dst for i in cands], dtype=torch.long, device=cfg.device)
+    return cands, phi, src, dst
+
+
+def _check_inputs(net: Network, arch: Arch, cfg: FADiffSettings) -> None:
+    """Refuse a broken network, a non-Gemmini architecture, bad settings or missing CUDA."""
+    import torch
+
+    bad = net.check() + check_gemmini(arch)
+    bad += cfg.check()
+    if bad:
+        raise InvalidProblemError(bad, source=net.name)
+    if str(cfg.device).startswith("cuda") and not torch.cuda.is_available():
+        raise InvalidProblemError(
+            "device 'cuda' requested but CUDA is not available", source=net.name
+        )
+
+
+def _initial_theta(
+    init: FusionPlan | None, arch: Arch, slots: Sequence[tuple[int, str]], B: int
+) -> torch.Tensor:
+    """Starting log-factors: ``init``'s mappings, else every factor 1 except the spatial
+    slots, which start at the full fan-out."""
+    import torch
+
+    if init is not None:
+        return _theta_from_plan(init, arch)
+    theta0 = torch.zeros(B, len(slots), 7, dtype=torch.float64)
+    for k, (lvl, kind) in enumerate(slots):
+        if kind == "s":
+            theta0[:, k, :] = math.log(arch.fanout(lvl))
+    return theta0
+
+
+@dataclass
+class _ReadOuts:
+    """The best plans seen at the hard read-outs of one gradient run.
+
+    ``plan``/``rep``: the lowest-EDP valid plan; ``unfused``: the lowest-EDP mapping set
+    with every fusion dropped (a seed for the discrete phase); ``last_gain``: the step of the
+    last improvement by more than the plateau tolerance; ``evals``: one row per read-out.
+    """
+
+    net: Network
+    arch: Arch
+    plan: FusionPlan | None = None
+    rep: PlanReport | None = None
+    unfused: tuple[float, FusionPlan] | None = None
+    last_gain: int = 0
+    evals: list[dict[str, float]] = field(default_factory=list)
+
+    def plateaued(self, step: int, cfg: FADiffSettings, plateau_from: int) -> bool:
+        """Whether ``cfg.patience`` read-outs have passed since the last gain (counted from
+        ``plateau_from`` at the earliest), so that the gradient loop stops."""
+        span = (cfg.patience or 0) * cfg.eval_every
+        return bool(
+            cfg.patience
+            and step % cfg.eval_every == 0
+            and step - max(self.last_gain, plateau_from) >= span
+        )
+
+    def record(self, step: int, plan: FusionPlan) -> None:
+        """Evaluate the read-out ``plan`` of ``step`` and keep what improves."""
+        rep = evaluate_plan(self.net, self.arch, plan)
+        if rep.valid and (self.rep is None or rep.edp < self.rep.edp):
+            if self.rep is None or rep.edp < (1 - _PLATEAU_TOL) * self.rep.edp:
+                self.last_gain = step
+            self.plan, self.rep = plan, rep
+        bare = plan.with_fused(())
+        e_bare = rep.edp if not plan.fused else evaluate_plan(self.net, self.arch, bare).edp
+        if self.unfused is None or e_bare < self.unfused[0]:
+            self.unfused = (e_bare, bare)
+        self.evals.append(
+            {
+                "step": step,
+                "edp": rep.edp,
+                "best_edp": self.rep.edp if self.rep else math.nan,
+                "fused": len(plan.fused),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class _RunRecord:
+    """What the gradient loop leaves for the result: its history and read-outs, the steps
+    run, the final capacity weight and the start time."""
+
+    history: tuple[dict[str, float], ...]
+    evals: tuple[dict[str, float], ...]
+    n_iter: int
+    w_cap: float
+    t0: float
+
+
+def _fadiff_result(
+    net: Network,
+    arch: Arch,
+    cfg: FADiffSettings,
+    method: str,
+    best_plan: FusionPlan,
+    best_rep: PlanReport,
+    source: str,
+    run: _RunRecord,
+) -> FADiffResult:
+    """Verify the winning plan once and package it with the run's settings and history."""
     viol = verify_plan(net, arch, best_plan)
     if viol:  # pragma: no cover - read-out only keeps verified plans
         raise VerificationError(viol, what=f"{method} plan for {net.name}")
-    seconds = time.perf_counter() - t0
+    seconds = time.perf_counter() - run.t0
     settings = {k: v for k, v in asdict(cfg).items() if k != "method"}
-    settings.update(w_cap=w_cap, device=str(cfg.device), n_iter=n_iter)
+    settings.update(w_cap=run.w_cap, device=str(cfg.device), n_iter=run.n_iter)
     plan = FusionPlan(
         net.name, best_plan.mappings, best_plan.fused, method, {"source": source, **settings}
     )
@@ -497,13 +572,14 @@ def _fadiff(
         len(plan.fused),
         seconds,
     )
+    B = len(net.layers)
     return FADiffResult(
         plan,
         best_rep,
-        tuple(history),
-        tuple(evals),
-        n_iter,
-        n_iter * B * 3,
+        run.history,
+        run.evals,
+        run.n_iter,
+        run.n_iter * B * 3,
         seconds,
         source,
         settings,
