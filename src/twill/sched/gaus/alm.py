@@ -357,54 +357,11 @@ def optimise(
     if settings.threads is not None:
         torch.set_num_threads(settings.threads)
     try:
-        return _optimise(
-            torch,
-            make_model,
-            mu0,
-            sigma0,
-            lo,
-            hi,
-            settings,
-            legalise,
-            ratio,
-            on_progress,
-            start_time,
-            on_readout,
-        )
+        run = _ALMRun(torch, make_model, mu0, sigma0, lo, hi, settings, legalise, ratio,
+                      on_progress, start_time, on_readout)  # fmt: skip
+        return run.run()
     finally:
         torch.set_num_threads(old_threads)
-
-
-def _optimise(
-    torch: Any,
-    make_model: Callable[[tuple[int, int] | None], object],
-    mu0: np.ndarray,
-    sigma0: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    settings: GauSSettings,
-    legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
-    ratio: float,
-    on_progress: ProgressFn | None,
-    start_time: float | None,
-    on_readout: ReadoutFn | None,
-) -> ALMOutcome:
-    """The ALM loop of :func:`optimise` (torch already seeded and its threads set)."""
-    run = _ALMRun(
-        torch,
-        make_model,
-        mu0,
-        sigma0,
-        lo,
-        hi,
-        settings,
-        legalise,
-        ratio,
-        on_progress,
-        start_time,
-        on_readout,
-    )
-    return run.run()
 
 
 class _ALMRun:
