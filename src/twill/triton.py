@@ -12,13 +12,14 @@ command line, or from a YAML beside the file); a saved ``.ttgir`` needs no Trito
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
 
-__all__ = ["import_triton", "kernel_options", "kernel_option_files", "SHIPPED_DIR"]
+__all__ = ["import_triton", "KernelOptions", "kernel_options", "kernel_option_files", "SHIPPED_DIR"]
 
 SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
 
@@ -29,28 +30,60 @@ def kernel_option_files(path: Path) -> list[Path]:
     return [path.with_suffix(".yaml"), path.parent / "kernels.yaml"]
 
 
-def kernel_options(path: Path, kernel: str) -> tuple[dict[str, str], dict[str, Any]]:
-    """Signature and constexprs of ``kernel`` from a YAML file beside ``path`` (if any).
+@dataclass(frozen=True)
+class KernelOptions:
+    """How to compile one kernel: argument types, constexpr values and Triton's ``num_warps``
+    (``None``: the compiler's default of :func:`~twill.io.triton_compile.compile_ttgir`)."""
+
+    signature: dict[str, str] = field(default_factory=dict)
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int | None = None
+
+
+def _mapping(value: object, what: str, kernel: str, where: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidProblemError(f"{kernel}: {what!r} must be a mapping (NAME: VALUE)",
+                                  source=str(where))  # fmt: skip
+    return {str(k): v for k, v in value.items()}
+
+
+def _num_warps(value: object, kernel: str, where: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8, 16, 32):
+        raise InvalidProblemError(f"{kernel}: num_warps must be a power of two from 1 to 32, "
+                                  f"found {value!r}", source=str(where))  # fmt: skip
+    return value
+
+
+def kernel_options(path: Path, kernel: str, arch: str | None = None) -> KernelOptions:
+    """Signature, constexprs and ``num_warps`` of ``kernel`` from a YAML file beside ``path``.
 
     The file is ``FILE.yaml`` or ``kernels.yaml`` in the same folder, with one mapping per
-    kernel: ``{KERNEL: {signature: {ARG: TYPE}, constexpr: {NAME: VALUE}}}``.
+    kernel: ``{KERNEL: {signature: {ARG: TYPE}, constexpr: {NAME: VALUE}, num_warps: N}}``.
+    A mapping under the architecture's name (``sm_90a:`` or ``sm_100a:``) inside the kernel's
+    entry overrides ``constexpr`` values and ``num_warps`` for that architecture only.
     """
     from twill.io.yaml_safe import load_yaml_file
 
     for candidate in kernel_option_files(path):
-        if candidate.is_file():
-            data = load_yaml_file(candidate) or {}
-            entry = data.get(kernel) if isinstance(data, dict) else None
-            if not isinstance(entry, dict):
-                continue
-            sig, const = entry.get("signature") or {}, entry.get("constexpr") or {}
-            if not isinstance(sig, dict) or not isinstance(const, dict):
-                raise InvalidProblemError(
-                    f"{kernel}: 'signature' and 'constexpr' must be mappings (NAME: VALUE)",
-                    source=str(candidate),
-                )
-            return {str(k): str(v) for k, v in sig.items()}, dict(const)
-    return {}, {}
+        if not candidate.is_file():
+            continue
+        data = load_yaml_file(candidate) or {}
+        entry = data.get(kernel) if isinstance(data, dict) else None
+        if not isinstance(entry, dict):
+            continue
+        sig = _mapping(entry.get("signature"), "signature", kernel, candidate)
+        consts = _mapping(entry.get("constexpr"), "constexpr", kernel, candidate)
+        warps = _num_warps(entry.get("num_warps"), kernel, candidate)
+        if arch is not None and entry.get(arch) is not None:
+            special = _mapping(entry[arch], arch, kernel, candidate)
+            consts.update(_mapping(special.get("constexpr"), "constexpr", kernel, candidate))
+            warps = _num_warps(special.get("num_warps"), kernel, candidate) or warps
+        return KernelOptions({k: str(v) for k, v in sig.items()}, consts, warps)
+    return KernelOptions()
 
 
 def import_triton(
@@ -60,6 +93,7 @@ def import_triton(
     constexprs: Mapping[str, Any] | None = None,
     *,
     normalize: bool = True,
+    num_warps: int | None = None,
 ) -> DependenceGraph:
     """Dependence graph of a Triton kernel's innermost loop for ``arch``.
 
@@ -73,6 +107,8 @@ def import_triton(
         Argument types and constexpr values; the command line's wins over a YAML beside the file.
     normalize
         Apply the §5.2 cost normalisation (U = 300).
+    num_warps
+        Triton's ``num_warps`` (default: the YAML's, else 8).
 
     Raises
     ------
@@ -90,13 +126,14 @@ def import_triton(
             raise FileNotFoundError(2, "No such file or directory", text)
         return extract_graph(path.read_text(encoding="utf-8"), arch, source=text,
                              normalize=normalize)  # fmt: skip
-    from twill.io.triton_compile import compile_ttgir, parse_kernel_spec
+    from twill.io.triton_compile import DEFAULT_NUM_WARPS, compile_ttgir, parse_kernel_spec
 
     path, kernel = parse_kernel_spec(text)
-    sig, consts = kernel_options(path, kernel)
-    sig.update(signature or {})
-    consts.update(constexprs or {})
-    ttgir = compile_ttgir(path, kernel, arch, sig, consts)
+    found = kernel_options(path, kernel, arch)
+    sig = {**found.signature, **(signature or {})}
+    consts = {**found.constexprs, **(constexprs or {})}
+    warps = num_warps or found.num_warps or DEFAULT_NUM_WARPS
+    ttgir = compile_ttgir(path, kernel, arch, sig, consts, num_warps=warps)
     return extract_graph(ttgir, arch, source=text, name=kernel, normalize=normalize)
 
 

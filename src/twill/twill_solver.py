@@ -333,7 +333,8 @@ def twill_solve(
         if p1.schedule is not None:
             alg = algorithm1(graph, phase1=p1, max_I=max_I, probe=probe, backend=backend,
                              phase1_time_limit=time_limit, time_limit=phase2_time_limit,
-                             on_progress=on_progress)  # fmt: skip
+                             on_progress=on_progress,
+                             options=SolverOptions(threads=threads))  # fmt: skip
             result = merge_into(result, alg, graph)
     _verify(result, graph)  # step 4: verified once, before anything is returned or shown
     if verbose:

@@ -19,8 +19,7 @@ GOLDEN = {
     ("fa_fwd", "sm_90a"): (28, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 16, "SMEM": 2}, 8),
     ("fa_fwd", "sm_100a"): (34, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 16, "TMEM": 8}, 10),
     ("fa_fwd_plain", "sm_90a"): (15, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "SMEM": 1}, 4),
-    ("fa_fwd_plain", "sm_100a"): (
-        20, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "SMEM": 2, "TMEM": 4}, 5),
+    ("fa_fwd_plain", "sm_100a"): (18, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "TMEM": 4}, 5),
     ("fa_bwd", "sm_90a"): (22, {"TMA": 5, "TC": 5, "EXP": 1, "FMA": 6, "SMEM": 5}, 2),
     ("fa_bwd", "sm_100a"): (24, {"TMA": 5, "TC": 5, "EXP": 1, "FMA": 6, "SMEM": 2, "TMEM": 5}, 2),
 }  # fmt: skip
@@ -48,8 +47,22 @@ def test_cycles_from_shapes_and_rates() -> None:
     # 128x128x128 FP16 GEMM at 4096 FLOP/clk/SM = 1024 clocks; exp of 128x128 at 16/clk = 1024
     assert [i.cycles for i in tc] == [1024, 1024]
     assert max(i.cycles for i in g.instructions if i.unit == "EXP") == 1024
-    b = _raw("fa_fwd_plain", "sm_100a")
+    b = _raw("fa_fwd", "sm_100a")  # FA4 tiles: 128 Q rows per sub-tile, BN = D = 128
+    # 128x128x128 at 8192 FLOP/clk/SM = 512 clocks; exp of 128x128 at 16/clk = 1024
     assert {i.cycles for i in b.instructions if i.unit == "TC"} == {512}
+    assert max(i.cycles for i in b.instructions if i.unit == "EXP") == 1024
+
+
+def test_register_tensor_fits_its_warp_groups() -> None:
+    """A 128x128 FP32 tile is 128 registers per thread of one warp group; the un-sub-tiled
+    256-row B200 tile would need 256 > 255, so it spans two warp groups at 128 each."""
+    sub = _raw("fa_fwd", "sm_100a")
+    tiles = [i for i in sub.instructions if i.regs > 64]
+    assert tiles and {(i.regs, i.warps) for i in tiles} == {(128, 4)}
+    plain = _raw("fa_fwd_plain", "sm_100a")
+    tiles = [i for i in plain.instructions if i.regs > 64]
+    assert tiles and {(i.regs, i.warps) for i in tiles} == {(128, 8)}
+    assert all(i.regs <= plain.machine.registers_per_warp for i in plain.instructions)
 
 
 def test_accumulator_and_softmax_state_are_loop_carried() -> None:
@@ -159,3 +172,57 @@ def test_unsubtiled_blackwell_forward_is_unsat_at_its_phase1_minimum() -> None:
     r = algorithm1(g, probe=True, phase1_time_limit=5, time_limit=20)
     assert r.status is Status.INFEASIBLE
     assert r.points and all(p.answer == "unsat" and p.I == r.phase1_I for p in r.points)
+
+
+def test_blackwell_forward_splits_softmax_and_correction() -> None:
+    """The FA4 structure emerges from the extracted graph: TMA alone on its slot, each
+    sub-tile's softmax (its exp2 of the scores) on a group of its own, and the rescale of O in
+    TMEM (load, multiply, store; both sub-tiles) on a third group."""
+    from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.verify_warps import verify_warp_schedule
+
+    g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd.sm_100a.ttgir")
+    r = algorithm1(g, probe=True, backend="cpsat", phase1_time_limit=30, time_limit=30)
+    assert r.optimal and verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
+    w = r.warps
+    assert {w[i.name] for i in g.instructions if i.unit == "TMA"} == {0}
+    softmax = {w[i.name] for i in g.instructions if i.unit == "EXP" and i.regs > 1}
+    correction = {w[n] for n in ("TMEM_acc_34", "FMA_acc_35", "TMEM_tmem_store",
+                                 "TMEM_acc_56", "FMA_acc_57", "TMEM_tmem_store_2")}  # fmt: skip
+    assert len(softmax) == 2 and len(correction) == 1 and not softmax & correction
+    assert 0 not in softmax | correction
+
+
+@pytest.mark.parametrize("ablation", ["fewer_warps", "no_cross_warp"])
+def test_blackwell_forward_ablations_are_unsat_where_twill_is_sat(ablation: str) -> None:
+    """Paper ablations 1 and 3 on the extracted graph: at the Phase-1 minimum I, where the full
+    model is sat, one warp group fewer or no cross-warp communication is unsat at every length
+    of the window (each proven)."""
+    from twill.sched.exact.algorithm1 import algorithm1, length_window
+    from twill.sched.exact.phase2 import swp_and_ws
+    from twill.sched.verify_warps import WarpRules
+
+    g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd.sm_100a.ttgir")
+    full = algorithm1(g, probe=True, backend="cpsat", phase1_time_limit=30, time_limit=30)
+    assert full.optimal and full.I == full.phase1_I
+    change = {"warps": g.machine.warps - 1} if ablation == "fewer_warps" else {"cross_warp": False}
+    rules = WarpRules.for_graph(g, **change)
+    for length in length_window(full.I, full.phase1_L):
+        assert swp_and_ws(g, full.I, length, rules=rules, time_limit=60).answer == "unsat"
+
+
+def test_kernel_options_per_architecture(tmp_path) -> None:  # noqa: ANN001
+    """The shipped YAML gives FA4's tiles on B200 only; a per-arch mapping overrides
+    constexprs and num_warps, and a bad num_warps names the kernel and the file."""
+    from twill.triton import kernel_options
+
+    hopper = kernel_options(SHIPPED_DIR / "kernels.py", "fa_fwd", "sm_90a")
+    blackwell = kernel_options(SHIPPED_DIR / "kernels.py", "fa_fwd", "sm_100a")
+    assert (hopper.constexprs["BM"], hopper.num_warps) == (128, None)
+    assert (blackwell.constexprs["BM"], blackwell.num_warps) == (256, 4)
+    assert blackwell.constexprs["SUBTILES"] == 2 and blackwell.signature == hopper.signature
+    bad = tmp_path / "k.yaml"
+    bad.write_text("k:\n  constexpr: {BM: 64}\n  sm_90a: {num_warps: 3}\n", encoding="utf-8")
+    assert kernel_options(tmp_path / "k.py", "k", "sm_100a").constexprs == {"BM": 64}
+    with pytest.raises(InvalidProblemError, match=r"k: num_warps .* found 3"):
+        kernel_options(tmp_path / "k.py", "k", "sm_90a")

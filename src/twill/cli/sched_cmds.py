@@ -88,6 +88,14 @@ def register(subparsers: Any) -> None:
         help="seconds for the whole search for I (default %(default)g; a hit reports "
         "'unknown' with the best schedule found)",
     )
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="Phase-1 solver threads (default 1: repeatable answers; more is faster on a "
+        "multi-core CPU, same proven I and L, possibly another schedule)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     _add_phase2_args(p)
@@ -230,7 +238,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         result = twill_solve(graph, max_I=args.max_I, backend=backend,
                              time_limit=args.time_limit, on_progress=on_progress,
                              total_time_limit=args.total_time_limit,
-                             phase2=phase2, probe=args.probe,
+                             phase2=phase2, probe=args.probe, threads=args.threads,
                              phase2_time_limit=args.phase2_time_limit
                              or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
     finally:

@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
                    help="argument type (*fp16, *bf16, fp32, i32); repeat per argument")  # fmt: skip
     p.add_argument("--constexpr", action="append", metavar="NAME=VALUE",
                    help="value of a tl.constexpr argument; repeat per argument")  # fmt: skip
+    p.add_argument("--num-warps", type=int, choices=(1, 2, 4, 8, 16, 32), metavar="N",
+                   help="Triton's num_warps (default: the YAML's, else 8)")  # fmt: skip
     p.add_argument("--no-normalize", dest="normalize", action="store_false",
                    help="keep SM clock cycles (no §5.2 normalisation)")  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="write the graph here (default: stdout)")
@@ -39,7 +41,8 @@ def cmd_import_triton(args: argparse.Namespace) -> int:
     check_output_path(args.output, "-o", (args.kernel.rpartition(":")[0] or args.kernel,))
     sig = parse_assignments(args.signature, "--signature", numeric=False)
     consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
-    graph = import_triton(args.kernel, args.arch, sig, consts, normalize=args.normalize)
+    graph = import_triton(args.kernel, args.arch, sig, consts, normalize=args.normalize,
+                         num_warps=args.num_warps)  # fmt: skip
     if args.output:
         write_graph(graph, args.output)
         print(f"{graph.name}: {len(graph.instructions)} ops, {len(graph.edges)} edges "

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from twill.errors import BackendUnavailableError, InvalidProblemError
 
-__all__ = ["compile_ttgir", "parse_kernel_spec", "CAPABILITY", "INSTALL_HINT"]
+__all__ = ["compile_ttgir", "parse_kernel_spec", "CAPABILITY", "DEFAULT_NUM_WARPS", "INSTALL_HINT"]
 
 CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
 INSTALL_HINT = "Triton is not installed; install the extra with: pip install -e '.[triton]'"
@@ -46,13 +46,17 @@ def _load_kernel(path: Path, kernel: str) -> object:
     return fn
 
 
+#: Triton's ``num_warps`` when neither the command line nor the kernel's YAML sets it.
+DEFAULT_NUM_WARPS = 8
+
+
 def compile_ttgir(
     path: str | Path,
     kernel: str,
     arch: str,
     signature: Mapping[str, str],
     constexprs: Mapping[str, int | float | bool],
-    num_warps: int = 8,
+    num_warps: int = DEFAULT_NUM_WARPS,
 ) -> str:
     """TTGIR text of ``kernel`` in ``path`` for ``arch`` (``sm_90a`` or ``sm_100a``).
 

@@ -59,6 +59,8 @@ _SLOW_FP = {"arith.maxnumf", "arith.minnumf", "arith.maximumf", "arith.minimumf"
 _SMEM = {"ttg.local_load", "ttg.local_store", "ttg.convert_layout"}
 _TMEM = {"ttng.tmem_load", "ttng.tmem_store"}
 _SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([a-z]+)(\d+)")
+_GROUP_THREADS = 128  # one warp group: the unit a register tensor is placed on
+_MAX_REGISTERS = 255  # architectural per-thread limit, when the machine sets none
 _WRITES = {"ttng.tc_gen5_mma": 2, "ttng.tmem_store": 1, "ttg.local_store": 1}
 
 
@@ -264,7 +266,16 @@ class _Builder:
         ]
 
 
-def _instruction(node: _Node, streaming: bool, rates: Rates) -> Instruction:
+def _warp_groups(words: int, register_limit: int) -> tuple[int, int]:
+    """Per-thread registers and warps of a register tensor of ``words`` 32-bit words: it runs on
+    one warp group (128 threads) unless that would need more than ``register_limit`` registers
+    per thread; then on the fewest warp groups that hold it."""
+    per_group = -(-words // _GROUP_THREADS)
+    groups = max(1, -(-per_group // register_limit))
+    return max(1, -(-words // (_GROUP_THREADS * groups))), 4 * groups
+
+
+def _instruction(node: _Node, streaming: bool, rates: Rates, register_limit: int) -> Instruction:
     op, unit = node.op, node.unit
     rtype = _result_type(op) if op.results else ""
     regs, footprint, warps, spill = 0, {}, 1, 0
@@ -272,7 +283,7 @@ def _instruction(node: _Node, streaming: bool, rates: Rates) -> Instruction:
     if m and "tensor<" in rtype[: m.end()]:
         elems = math.prod(int(d) for d in m.group(1).rstrip("x").split("x"))
         words = elems * max(int(m.group(3)), 32) // 32
-        regs, warps = max(1, -(-words // 128)), 4
+        regs, warps = _warp_groups(words, register_limit)
         spill = round(rates.spill_base + rates.spill_per_kib * elems * int(m.group(3)) / 8 / 1024)
     elif m:
         mem = "tmem" if "tensor_memory" in rtype else "smem"
@@ -324,10 +335,11 @@ def extract_graph(
         builder.visit(op)
     edges = builder.edges()
     has_in = {dst for _, dst, _ in edges}
+    limit = machine_for(arch).registers_per_warp or _MAX_REGISTERS
     ins = []
     for node in builder.nodes.values():
         streaming = node.unit == "TMA" and node.name not in has_in
-        ins.append(_instruction(node, streaming, RATES[arch]))
+        ins.append(_instruction(node, streaming, RATES[arch], limit))
     by_name = {i.name: i for i in ins}
     graph_edges = tuple(
         Edge(s, d, 0 if by_name[s].streaming else by_name[s].cycles, dist,

@@ -284,8 +284,10 @@ def algorithm1(
     options
         The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (as
         ``time_limit``, and as ``phase1_time_limit`` unless that is given) and its
-        ``on_progress`` replace those keywords. ``threads`` and ``seed`` do not apply (Phase 1
-        runs single-threaded, Phase 2 with the SAT core's default seed).
+        ``on_progress`` replace those keywords; its ``threads`` go to every Phase-1 solve
+        (CP-SAT workers; more than one is faster on a multi-core CPU but may return another
+        schedule of the same proven ``L``). ``seed`` does not apply (Phase 2 runs one SAT core
+        with its default seed).
 
     Returns
     -------
@@ -309,11 +311,12 @@ def algorithm1(
         options, phase1_time_limit, time_limit, on_progress
     )
     _check_arguments(max_I, phase1_time_limit, time_limit, window)
+    threads = options.threads if options is not None else 1
     t0 = time.perf_counter()
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
         phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit,
-                               on_progress=on_progress)  # fmt: skip
+                               threads=threads, on_progress=on_progress)  # fmt: skip
     p1_seconds = phase1.seconds
     p2_seconds = 0.0
     points: list[SearchPoint] = []
@@ -357,7 +360,7 @@ def algorithm1(
             length, hint, len_proven = phase1.L, phase1.schedule, phase1.L_optimal
         else:
             emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0))
-            p1, empty = _phase1_at(graph, ii, backend, phase1_time_limit)
+            p1, empty = _phase1_at(graph, ii, backend, phase1_time_limit, threads)
             p1_seconds += p1.seconds
             if empty is not None:
                 record(SearchPoint(ii, None, empty, p1.seconds))
@@ -387,11 +390,12 @@ def algorithm1(
 
 
 def _phase1_at(
-    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None
+    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None, threads: int = 1
 ) -> tuple[Phase1Result, str | None]:
     """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
     when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
-    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False)
+    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, threads=threads,
+                      check=False)  # fmt: skip
     if p1.schedule is None or p1.L is None:
         return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
     return p1, None
