@@ -209,8 +209,10 @@ class FADiffSettings:
         best mappings found (fusion only; ``<= 1`` disables it). 8 covers two ResNet
         bottlenecks; longer runs never fit the 128 KB scratchpad and cost search time.
     group_seeds
-        How many of the best layer-wise mapping sets (gradient result and ``candidates``,
-        lowest unfused EDP first) seed the group search. 1 keeps ResNet-50 under a minute.
+        How many of the polished layer-wise mapping sets (each distinct candidate's and the
+        gradient's best, lowest unfused EDP first) seed the group search. With three, every
+        start of the gradient-off ablation (:func:`discrete_only`) on the same candidates is
+        among them, so FADiff is never worse than that ablation.
     polish
         Discrete read-out polish (:mod:`twill.mapping.fadiff.polish`): the best unfused
         mappings found (read-outs and ``candidates``) are improved by a local search on the
@@ -242,7 +244,7 @@ class FADiffSettings:
     seed: int = 0
     device: str = "cpu"
     group_len: int = 8
-    group_seeds: int = 1
+    group_seeds: int = 3
     polish: bool = True
     patience: int | None = 5
     method: str | None = None
@@ -636,18 +638,26 @@ def _discrete_phase(
                 if grep.valid and grep.edp < best_rep.edp:
                     best_plan, best_rep = g, grep
     # unfused mapping sets, best first: the read-outs' best and every candidate's
-    seeds = [c.with_fused(()) for c in candidates]
-    seeds += [best_unfused[1]] if best_unfused is not None else []
-    seeds = sorted(seeds, key=lambda c: evaluate_plan(net, arch, c).edp)
-    if cfg.polish and seeds:
+    by_edp = sorted((c.with_fused(()) for c in candidates),
+                    key=lambda c: evaluate_plan(net, arch, c).edp)  # fmt: skip
+    # the starts that are polished and seed the group search: every distinct candidate
+    # mapping set (so the gradient-off ablation's start is among them) and the gradient's best
+    starts: list[FusionPlan] = []
+    for start in by_edp + ([best_unfused[1]] if best_unfused is not None else []):
+        if all(start.mappings != seen.mappings for seen in starts):
+            starts.append(start)
+    seeds: list[FusionPlan] = []
+    for start in starts:
+        if not cfg.polish:
+            seeds.append(start)
+            continue
         from twill.mapping.fadiff.polish import polish_mappings
 
-        seed0 = seeds[0]
-        label = f"polish({seed0.method or 'gradient'})"
+        label = f"polish({start.method or 'gradient'})"
         pol = FusionPlan(
-            net.name, tuple(polish_mappings(list(net.layers), arch, seed0.mappings)), (), label
+            net.name, tuple(polish_mappings(list(net.layers), arch, start.mappings)), (), label
         )
-        seeds.insert(0, pol)
+        seeds.append(pol)
         for p in (pol, greedy_fusion(net, arch, pol)) if cfg.fusion else (pol,):
             prep = evaluate_plan(net, arch, p)
             if prep.valid and (best_rep is None or prep.edp < best_rep.edp):
@@ -655,7 +665,8 @@ def _discrete_phase(
     if cfg.fusion and cfg.group_len > 1 and best_plan is not None:
         from twill.mapping.fadiff.groups import group_search
 
-        # depth-first groups seeded by the best unfused mappings found (polished first)
+        # depth-first groups seeded by the polished starts, best unfused EDP first
+        seeds.sort(key=lambda c: evaluate_plan(net, arch, c).edp)
         for sd in seeds[: cfg.group_seeds]:
             g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method)
             grep = evaluate_plan(net, arch, g)
