@@ -18,8 +18,10 @@ the most.
         [--time-limit S] [--probe] [--backend cpsat|cbc] [--window monotone|scan]
         [--threads N] [--json]
 
-``--threads`` sets the Phase-1 solver's threads (default 1, as the paper's single core; 2 uses
-both cores of the development machine); Phase 2 always runs one SAT core.
+``--threads`` (default 1, as the paper's single core; 2 uses both cores of the development
+machine) sets the minimum-I search's CP-SAT workers and how many initiation intervals are
+examined at once (the next ones speculatively, in worker processes; each Phase-2 call still
+runs one SAT core, and the answers and proofs are those of a sequential run).
 """
 
 from __future__ import annotations
@@ -107,7 +109,9 @@ def main() -> None:
         default="monotone",
         help="Phase-2 search of each length window (scan: one solve per L)",
     )
-    ap.add_argument("--threads", type=int, default=1, help="Phase-1 solver threads (default 1)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="CPU threads (solver threads, I's at once)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []

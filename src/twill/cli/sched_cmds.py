@@ -93,8 +93,9 @@ def register(subparsers: Any) -> None:
         type=positive_int,
         default=1,
         metavar="N",
-        help="Phase-1 solver threads (default 1: repeatable answers; more is faster on a "
-        "multi-core CPU, same proven I and L, possibly another schedule)",
+        help="CPU threads (default 1): the minimum-I search's solver threads, and with Phase "
+        "2 that many initiation intervals examined at once in worker processes; same proven "
+        "I and L, possibly another schedule",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")

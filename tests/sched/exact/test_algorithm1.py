@@ -66,3 +66,21 @@ def test_options_override_the_keywords(monkeypatch):
     assert by_options and not by_keyword and limits == [50.0]
     assert (r.I, r.L, r.optimal) == (2, 4, True)
     assert r.as_result().solution == r.warp_schedule is not None
+
+
+def test_threads_examine_later_intervals_at_once_with_the_same_answer():
+    """With two threads the next I is examined speculatively in a worker process; every
+    point, the answer and its proofs equal the sequential run's (Hopper backward: the window
+    at Phase 1's I = 5 is unsat, so the search goes on to I = 6 and stops there)."""
+    from twill.kernels import flash_attention_backward_hopper
+    from twill.options import SolverOptions
+
+    g = flash_attention_backward_hopper()
+    alone = algorithm1(g)
+    both = algorithm1(g, options=SolverOptions(threads=2), max_I=9)
+    assert (both.I, both.L, both.optimal, both.L_optimal) == (6, 6, True, True)
+    assert (alone.I, alone.L, alone.optimal) == (both.I, both.L, both.optimal)
+    assert [(p.I, p.L, p.answer) for p in both.points] == [
+        (p.I, p.L, p.answer) for p in alone.points
+    ]
+    assert both.schedule == alone.schedule and both.assignment == alone.assignment

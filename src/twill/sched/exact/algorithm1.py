@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,10 +286,13 @@ def algorithm1(
     options
         The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (as
         ``time_limit``, and as ``phase1_time_limit`` unless that is given) and its
-        ``on_progress`` replace those keywords; its ``threads`` go to every Phase-1 solve
-        (CP-SAT workers; more than one is faster on a multi-core CPU but may return another
-        schedule of the same proven ``L``). ``seed`` does not apply (Phase 2 runs one SAT core
-        with its default seed).
+        ``on_progress`` replace those keywords. Its ``threads`` are the minimum-I search's
+        CP-SAT workers (more than one may return another schedule of the same proven ``L``,
+        hence possibly another valid Phase-2 answer), and, above one, how many ``I`` are
+        examined at once: the next ``I`` run speculatively in worker processes, each alone
+        and single-threaded, so every answer and proof is the one of a sequential run (the
+        phase seconds are then summed over overlapping work). ``seed`` does not apply (Phase
+        2 runs one SAT core with its default seed).
 
     Returns
     -------
@@ -355,33 +360,28 @@ def algorithm1(
                       "Phase 1 found no modulo schedule")  # fmt: skip
     proof = phase1.optimal
     cap = phase1.I if probe else (max_I if max_I is not None else _default_cap(graph, phase1.I))
-    for ii in range(phase1.I, cap + 1):
-        if ii == phase1.I:
-            length, hint, len_proven = phase1.L, phase1.schedule, phase1.L_optimal
-        else:
-            emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0))
-            p1, empty = _phase1_at(graph, ii, backend, phase1_time_limit, threads)
-            p1_seconds += p1.seconds
-            if empty is not None:
-                record(SearchPoint(ii, None, empty, p1.seconds))
-                proof = proof and empty == "p1_infeasible"
+    job = _WindowJob(graph, backend, phase1_time_limit, rules, encoding, symmetry_breaking,
+                     time_limit, window)  # fmt: skip
+    first = (phase1.L, phase1.schedule, phase1.L_optimal)
+    with closing(_examined_in_order(job, phase1.I, first, cap, threads)) as examined:
+        for ex in examined:
+            low = ex.outcome.low if ex.outcome is not None else None
+            emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - t0, L=low))
+            p1_seconds += ex.p1_seconds
+            if ex.outcome is None:  # no Phase-1 schedule at this I
+                record(SearchPoint(ex.ii, None, ex.empty or "p1_unknown", ex.p1_seconds))
+                proof = proof and ex.empty == "p1_infeasible"
                 continue
-            length, hint, len_proven = p1.L, p1.schedule, p1.status == Status.OPTIMAL
-        emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=length))
-        run = _scan_window if window == "scan" else _monotone_window
-        outcome, checks = run(graph, ii, length, hint, rules=rules, encoding=encoding,
-                              symmetry_breaking=symmetry_breaking,
-                              time_limit=time_limit)  # fmt: skip
-        for r, low in checks:
-            p2_seconds += r.seconds
-            record(_point(r, low))
-        if outcome.answer == "sat":
-            status = Status.OPTIMAL if proof else Status.FEASIBLE
-            why = "every earlier point proven" if proof else "an earlier point is unproven"
-            return finish(status, why, outcome.final, optimal=proof,
-                          l_opt=len_proven and outcome.first_proven)  # fmt: skip
-        # an unsat window proves this I only when LEN(M), hence the window, is exact
-        proof = proof and outcome.answer == "unsat" and len_proven
+            for r, low in ex.checks:
+                p2_seconds += r.seconds
+                record(_point(r, low))
+            if ex.outcome.answer == "sat":
+                status = Status.OPTIMAL if proof else Status.FEASIBLE
+                why = "every earlier point proven" if proof else "an earlier point is unproven"
+                return finish(status, why, ex.outcome.final, optimal=proof,
+                              l_opt=ex.len_proven and ex.outcome.first_proven)  # fmt: skip
+            # an unsat window proves this I only when LEN(M), hence the window, is exact
+            proof = proof and ex.outcome.answer == "unsat" and ex.len_proven
     # INFEASIBLE needs the whole chain: every window examined is the exact one (LEN(M) proven)
     proven = proof and all(p.proven_empty for p in points)
     status = Status.INFEASIBLE if proven else Status.UNKNOWN
@@ -389,13 +389,95 @@ def algorithm1(
     return finish(status, f"no satisfiable point for {where}")
 
 
+@dataclass(frozen=True)
+class _WindowJob:
+    """What examining one ``I`` needs; plain data, so that a worker process can run it."""
+
+    graph: DependenceGraph
+    backend: str
+    phase1_time_limit: float | None
+    rules: WarpRules
+    encoding: str
+    symmetry_breaking: bool
+    time_limit: float | None
+    window: str
+
+
+@dataclass(frozen=True)
+class _Examined:
+    """One ``I`` examined: Phase 1 there (unless given), then its length window."""
+
+    ii: int
+    p1_seconds: float
+    empty: str | None  # ``p1_infeasible`` / ``p1_unknown`` when Phase 1 has no schedule
+    len_proven: bool
+    outcome: WindowOutcome | None
+    checks: Checks
+
+
+def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _Examined:
+    """Phase 1 at ``ii`` (skipped when ``start = (LEN(M), M, LEN proven)`` is given), then
+    Phase 2 on the window it fixes."""
+    p1_seconds = 0.0
+    if start is None:
+        p1, empty = _phase1_at(job.graph, ii, job.backend, job.phase1_time_limit)
+        p1_seconds = p1.seconds
+        if empty is not None:
+            return _Examined(ii, p1_seconds, empty, False, None, [])
+        start = (p1.L, p1.schedule, p1.status == Status.OPTIMAL)
+    length, hint, len_proven = start
+    run = _scan_window if job.window == "scan" else _monotone_window
+    outcome, checks = run(job.graph, ii, length, hint, rules=job.rules, encoding=job.encoding,
+                          symmetry_breaking=job.symmetry_breaking,
+                          time_limit=job.time_limit)  # fmt: skip
+    return _Examined(ii, p1_seconds, None, len_proven, outcome, checks)
+
+
+def _examined_in_order(
+    job: _WindowJob, first: int, start: tuple[Any, Any, bool], cap: int, threads: int
+) -> Iterator[_Examined]:
+    """Every ``I`` from ``first`` to ``cap`` examined, yielded in increasing order.
+
+    With ``threads > 1`` the next ``I`` are examined speculatively in worker processes while
+    the earlier ones run; closing the generator (the caller stops at the first satisfiable
+    ``I``) stops the workers. Each ``I`` is examined alone and single-threaded, exactly as in a
+    sequential run, so the answer and every proof are the same; only the wall time changes.
+    """
+    if threads <= 1 or cap <= first:
+        yield _examine(job, first, start)
+        for ii in range(first + 1, cap + 1):
+            yield _examine(job, ii, None)
+        return
+    import multiprocessing
+
+    pool = multiprocessing.get_context("spawn").Pool(threads)
+    try:
+        pending: deque[Any] = deque()
+        following = iter(range(first + 1, cap + 1))
+
+        def top_up(in_flight: int) -> None:
+            while len(pending) < in_flight:
+                ii = next(following, None)
+                if ii is None:
+                    return
+                pending.append(pool.apply_async(_examine, (job, ii, None)))
+
+        top_up(threads - 1)  # this process examines the first I meanwhile
+        yield _examine(job, first, start)
+        while pending:
+            top_up(threads)
+            yield pending.popleft().get()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
 def _phase1_at(
-    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None, threads: int = 1
+    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None
 ) -> tuple[Phase1Result, str | None]:
     """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
     when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
-    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, threads=threads,
-                      check=False)  # fmt: skip
+    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False)
     if p1.schedule is None or p1.L is None:
         return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
     return p1, None
