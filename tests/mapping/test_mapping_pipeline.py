@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from twill.mapping.arch import simba_arch
@@ -52,8 +56,22 @@ def test_local_pool_matches_serial():
     ]
 
 
+def _remove_new_ray_sessions(root: Path, before: set[Path] | None) -> None:
+    """Ray keeps each local session's logs under ``/tmp/ray``; remove what this test made."""
+    if before is None:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for entry in set(root.iterdir()) - before if root.exists() else ():
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink(missing_ok=True)
+        else:
+            shutil.rmtree(entry, ignore_errors=True)
+
+
 def test_ray_local_instance():
     ray = pytest.importorskip("ray", reason="ray not installed (optional extra [ray])")
+    root = Path(tempfile.gettempdir()) / "ray"
+    before = set(root.iterdir()) if root.exists() else None
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         res = map_network(
@@ -67,3 +85,4 @@ def test_ray_local_instance():
         assert res.executor == "ray"
     finally:
         ray.shutdown()
+        _remove_new_ray_sessions(root, before)
