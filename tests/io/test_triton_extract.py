@@ -75,6 +75,21 @@ def test_accumulator_and_softmax_state_are_loop_carried() -> None:
     assert carried and all(b.instruction(e.dst).unit == "TMEM" for e in carried)
 
 
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_a_view_made_before_the_load_still_depends_on_it(arch: str) -> None:
+    """Triton takes the transposed view of the K buffer before the TMA copy fills it; the QK
+    GEMMs read the view, so they depend on the copy (no load without its readers)."""
+    g = _raw("fa_fwd", arch)
+    tc = [i.name for i in g.instructions if i.unit == "TC"]
+    k_users = {e.dst for e in g.out_edges("TMA_k_blk")}
+    assert len(k_users) == 2 and k_users <= set(tc)
+    for kernel in ("fa_fwd", "fa_bwd", "gemm"):
+        b = _raw(kernel, arch)
+        loads = [i.name for i in b.instructions if i.unit == "TMA" and "store" not in i.note
+                 and "atomic" not in i.note]  # fmt: skip
+        assert all(b.out_edges(name) for name in loads)
+
+
 def test_streaming_loads_have_zero_delay() -> None:
     g = _raw("fa_fwd", "sm_90a")
     for ins in g.instructions:

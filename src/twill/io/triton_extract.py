@@ -59,6 +59,10 @@ _SLOW_FP = {"arith.maxnumf", "arith.minnumf", "arith.maximumf", "arith.minimumf"
 _SMEM = {"ttg.local_load", "ttg.local_store", "ttg.convert_layout"}
 _TMEM = {"ttng.tmem_load", "ttng.tmem_store"}
 _SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([a-z]+)(\d+)")
+#: Views of a buffer: their result aliases the buffer itself (a write to either is seen by
+#: readers of both, whichever was created first).
+_VIEWS = {"ttg.memdesc_trans", "ttg.memdesc_index", "ttg.memdesc_subslice",
+          "ttg.memdesc_reshape", "ttng.tmem_subslice"}  # fmt: skip
 _GROUP_THREADS = 128  # one warp group: the unit a register tensor is placed on
 _MAX_REGISTERS = 255  # architectural per-thread limit, when the machine sets none
 _WRITES = {"ttng.tc_gen5_mma": 2, "ttng.tmem_store": 1, "ttg.local_store": 1}
@@ -192,12 +196,19 @@ class _Builder:
         self.sources: dict[str, list[tuple[str, int]]] = {}
         self.iter_index = {arg: k for k, (arg, _) in enumerate(loop.iter_args)}
         self.writer: dict[str, str] = {}
+        self.alias: dict[str, str] = {}  # view -> the buffer it shows
         self.late_reads: list[tuple[str, str]] = []
         self.nodes: dict[str, _Node] = {}
         self.used: set[str] = set()
         self.yielded: list[str] = []
 
+    def _buffer(self, value: str) -> str:
+        while value in self.alias:
+            value = self.alias[value]
+        return value
+
     def _src(self, value: str, reader: str | None) -> list[tuple[str, int]]:
+        value = self._buffer(value)
         if value in self.writer:
             return [(self.writer[value], 0)]
         if value in self.sources:
@@ -220,6 +231,9 @@ class _Builder:
                 source=self.module.source,
             )
         if unit is None:
+            if op.name in _VIEWS and op.operands and op.results:
+                self.alias[op.results[0]] = self._buffer(op.operands[0])
+                return
             if op.name == "ttng.warp_group_dot_wait":  # result k is operand k, completed
                 for r, v in zip(op.results, op.operands, strict=False):
                     self.sources[r] = self._src(v, None)
@@ -237,7 +251,7 @@ class _Builder:
         for r in op.results:
             self.sources[r] = [(node.name, 0)]
         for buf in _written(op):
-            self.writer[buf] = node.name
+            self.writer[self._buffer(buf)] = node.name
 
     def edges(self) -> list[tuple[str, str, int]]:
         out: set[tuple[str, str, int]] = set()
@@ -246,6 +260,7 @@ class _Builder:
                 for s, d in self._expand(src, dist, 0):
                     out.add((s, node.name, d))
         for value, reader in self.late_reads:
+            value = self._buffer(value)
             if value in self.writer:
                 out.add((self.writer[value], reader, 1))
         return sorted(
