@@ -363,7 +363,12 @@ def algorithm1(
     job = _WindowJob(graph, backend, phase1_time_limit, rules, encoding, symmetry_breaking,
                      time_limit, window)  # fmt: skip
     first = (phase1.L, phase1.schedule, phase1.L_optimal)
-    with closing(_examined_in_order(job, phase1.I, first, cap, threads)) as examined:
+
+    def announce(ii: int) -> None:  # before each I is awaited (progress display)
+        low = phase1.L if ii == phase1.I else None  # a later I's window needs its Phase 1
+        emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=low))
+
+    with closing(_examined_in_order(job, phase1.I, first, cap, threads, announce)) as examined:
         for ex in examined:
             low = ex.outcome.low if ex.outcome is not None else None
             emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - t0, L=low))
@@ -434,9 +439,15 @@ def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _
 
 
 def _examined_in_order(
-    job: _WindowJob, first: int, start: tuple[Any, Any, bool], cap: int, threads: int
+    job: _WindowJob,
+    first: int,
+    start: tuple[Any, Any, bool],
+    cap: int,
+    threads: int,
+    announce: Callable[[int], None],
 ) -> Iterator[_Examined]:
-    """Every ``I`` from ``first`` to ``cap`` examined, yielded in increasing order.
+    """Every ``I`` from ``first`` to ``cap`` examined, yielded in increasing order;
+    ``announce(I)`` is called before each one is examined or awaited.
 
     With ``threads > 1`` the next ``I`` are examined speculatively in worker processes while
     the earlier ones run; closing the generator (the caller stops at the first satisfiable
@@ -444,9 +455,9 @@ def _examined_in_order(
     sequential run, so the answer and every proof are the same; only the wall time changes.
     """
     if threads <= 1 or cap <= first:
-        yield _examine(job, first, start)
-        for ii in range(first + 1, cap + 1):
-            yield _examine(job, ii, None)
+        for ii in range(first, cap + 1):
+            announce(ii)
+            yield _examine(job, ii, start if ii == first else None)
         return
     import multiprocessing
 
@@ -463,9 +474,13 @@ def _examined_in_order(
                 pending.append(pool.apply_async(_examine, (job, ii, None)))
 
         top_up(threads - 1)  # this process examines the first I meanwhile
+        announce(first)
         yield _examine(job, first, start)
-        while pending:
+        for ii in range(first + 1, cap + 1):
             top_up(threads)
+            if not pending:
+                return
+            announce(ii)
             yield pending.popleft().get()
     finally:
         pool.terminate()
