@@ -291,8 +291,10 @@ def algorithm1(
         hence possibly another valid Phase-2 answer), and, above one, how many ``I`` are
         examined at once: the next ``I`` run speculatively in worker processes, each alone
         and single-threaded, so every answer and proof is the one of a sequential run (the
-        phase seconds are then summed over overlapping work). ``seed`` does not apply (Phase
-        2 runs one SAT core with its default seed).
+        phase seconds are then summed over overlapping work). The workers are spawned, so a
+        script that calls this at its top level needs ``if __name__ == "__main__":``, as
+        with any ``multiprocessing`` use. ``seed`` does not apply (Phase 2 runs one SAT core
+        with its default seed).
 
     Returns
     -------
