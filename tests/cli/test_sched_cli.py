@@ -106,3 +106,17 @@ def test_hatschet_with_explicit_resource_model(capsys, tmp_path, shared_benchmar
     d = json.loads(out)
     assert code == 0 and d["I"] == 11 and d["optimal"] is True
     assert [c["verdict"] for c in d["certificate"]] == ["below_bound"] * 10
+
+
+def test_solve_threads_gives_the_one_thread_answer(capsys):
+    """``--threads 2`` examines I = 6 in a worker while I = 5 is refuted; same answer."""
+    assert main(["solve", "flash_attention_backward_hopper", "--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert main(["solve", "flash_attention_backward_hopper", "--threads", "2", "--json"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    keys = ("I", "L", "optimal", "schedule", "assignment", "status")
+    assert {k: both[k] for k in keys} == {k: alone[k] for k in keys}
+    assert both["I"] == 6 and both["optimal"]
+    with pytest.raises(SystemExit) as stop:
+        main(["solve", "flash_attention_backward_hopper", "--threads", "0"])
+    assert stop.value.code == 2
