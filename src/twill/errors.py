@@ -42,6 +42,9 @@ class InvalidProblemError(TwillError, ValueError):
             message = prefix + f"{len(self.defects)} problems:\n  - " + "\n  - ".join(self.defects)
         super().__init__(message)
 
+    def __reduce__(self) -> tuple[object, ...]:  # survives pickling (worker processes)
+        return (type(self), (self.defects, self.source))
+
     def with_source(self, source: str) -> InvalidProblemError:
         """Return the same error with ``source`` (a file name) attached."""
         return type(self)(self.defects, source=source)
@@ -70,6 +73,10 @@ class VerificationError(TwillError):
         lines = "\n  - ".join(str(v) for v in self.violations[:20])
         count = len(self.violations)
         super().__init__(f"{what} failed verification ({count} violations):\n  - {lines}")
+        self.what = what
+
+    def __reduce__(self) -> tuple[object, ...]:  # survives pickling (worker processes)
+        return (type(self), (self.violations, self.what))
 
 
 class BackendUnavailableError(TwillError):

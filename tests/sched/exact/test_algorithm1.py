@@ -76,8 +76,8 @@ def test_threads_examine_later_intervals_at_once_with_the_same_answer():
     from twill.options import SolverOptions
 
     g = flash_attention_backward_hopper()
-    alone = algorithm1(g)
-    both = algorithm1(g, options=SolverOptions(threads=2), max_I=9)
+    alone = algorithm1(g, backend="cpsat")
+    both = algorithm1(g, backend="cpsat", options=SolverOptions(threads=2), max_I=9)
     assert (both.I, both.L, both.optimal, both.L_optimal) == (6, 6, True, True)
     assert (alone.I, alone.L, alone.optimal) == (both.I, both.L, both.optimal)
     assert [(p.I, p.L, p.answer) for p in both.points] == [

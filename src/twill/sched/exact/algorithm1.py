@@ -291,10 +291,10 @@ def algorithm1(
         hence possibly another valid Phase-2 answer), and, above one, how many ``I`` are
         examined at once: the next ``I`` run speculatively in worker processes, each alone
         and single-threaded, so every answer and proof is the one of a sequential run (the
-        phase seconds are then summed over overlapping work). The workers are spawned, so a
-        script that calls this at its top level needs ``if __name__ == "__main__":``, as
-        with any ``multiprocessing`` use. ``seed`` does not apply (Phase 2 runs one SAT core
-        with its default seed).
+        phase seconds are then summed over overlapping work; CP-SAT backend only). The
+        workers are spawned, so a script that calls this at its top level needs
+        ``if __name__ == "__main__":``, as with any ``multiprocessing`` use. ``seed`` does
+        not apply (Phase 2 runs one SAT core with its default seed).
 
     Returns
     -------
@@ -451,19 +451,23 @@ def _examined_in_order(
     """Every ``I`` from ``first`` to ``cap`` examined, yielded in increasing order;
     ``announce(I)`` is called before each one is examined or awaited.
 
-    With ``threads > 1`` the next ``I`` are examined speculatively in worker processes while
-    the earlier ones run; closing the generator (the caller stops at the first satisfiable
-    ``I``) stops the workers. Each ``I`` is examined alone and single-threaded, exactly as in a
-    sequential run, so the answer and every proof are the same; only the wall time changes.
+    With ``threads > 1`` and the CP-SAT Phase-1 backend, the next ``I`` are examined
+    speculatively in worker processes while the earlier ones run; closing the generator (the
+    caller stops at the first satisfiable ``I``) terminates the workers. Their solvers (CP-SAT,
+    Z3) run in-process, so a terminated worker leaves nothing behind; CBC runs as a child
+    process with files, so with CBC the intervals are examined one after the other. Each
+    ``I`` is examined alone and single-threaded, exactly as in a sequential run, so the
+    answer and every proof are the same; only the wall time changes.
     """
-    if threads <= 1 or cap <= first:
+    if threads <= 1 or cap <= first or job.backend != "cpsat":
         for ii in range(first, cap + 1):
             announce(ii)
             yield _examine(job, ii, start if ii == first else None)
         return
     import multiprocessing
 
-    pool = multiprocessing.get_context("spawn").Pool(threads)
+    workers = min(threads, cap - first)
+    pool = multiprocessing.get_context("spawn").Pool(workers)
     try:
         pending: deque[Any] = deque()
         following = iter(range(first + 1, cap + 1))
