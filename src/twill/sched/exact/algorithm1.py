@@ -483,9 +483,7 @@ def _examined_in_order(
         announce(first)
         yield _examine(job, first, start)
         for ii in range(first + 1, cap + 1):
-            top_up(threads)
-            if not pending:
-                return
+            top_up(threads)  # pending is never empty here: it holds ii .. in order
             announce(ii)
             yield pending.popleft().get()
     finally:
