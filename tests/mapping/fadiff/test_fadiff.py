@@ -109,9 +109,9 @@ def test_plateau_stop_follows_the_documented_rule():
 
 
 def test_fadiff_on_grouped_layers_counts_every_group():
-    """A MobileNet-style block (expand, depthwise, project, next expand): the depthwise layer's
-    edges are no fusion candidates, the plan is verified and its totals are the NumPy model's
-    whole-layer costs (G x one group for the depthwise layer)."""
+    """A MobileNet-style block (expand, depthwise, project, next expand): every edge is a
+    fusion candidate (the depthwise layer's too), the plan is verified and its totals are the
+    NumPy model's whole-layer costs (G x one group for the depthwise layer)."""
     pytest.importorskip("torch")
     from twill.mapping.cost import evaluate
     from twill.mapping.fadiff.train import fadiff
@@ -124,7 +124,7 @@ def test_fadiff_on_grouped_layers_counts_every_group():
         Layer("next", {"P": 14, "Q": 14, "C": 24, "K": 144}),
     ]
     net = chain_network(layers)
-    assert net.check() == [] and [net.edges[i].src for i in net.candidates] == [2]
+    assert net.check() == [] and [net.edges[i].src for i in net.candidates] == [0, 1, 2]
     assert net.macs == sum(ly.total_macs for ly in layers)
     r = fadiff(net, arch, steps=30, seed=1, eval_every=10)
     assert verify_plan(net, arch, r.plan) == [] and r.report.valid

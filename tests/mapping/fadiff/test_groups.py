@@ -144,3 +144,50 @@ def test_two_d_blocks_fuse_wide_rows_that_row_blocks_cannot():
     bp, bq, _ = block_counts(two_d.mappings[0])
     assert bq > 1 and block_counts(two_d.mappings[1]) == (bp, bq, 1)
     assert evaluate_plan(net, arch, two_d).edp < evaluate_plan(net, arch, seed).edp
+
+
+def _inverted_residual():
+    """MobileNetV2-style block at 28x28: expand 1x1, depthwise 3x3 (96 groups), project 1x1."""
+    return chain_network(
+        [
+            Layer("expand", {"P": 28, "Q": 28, "C": 16, "K": 96}),
+            Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, groups=96),
+            Layer("project", {"P": 28, "Q": 28, "C": 96, "K": 24}),
+        ],
+        "inverted_residual",
+    )
+
+
+def test_depthwise_block_fuses_with_its_groups_on_chip():
+    """Expand -> depthwise -> project fuses depth-first: the depthwise layer's G loop moves on
+    chip (below the block loops), both intermediates leave DRAM, and the plan verifies."""
+    arch = gemmini_arch()
+    net = _inverted_residual()
+    assert set(net.candidates) == {0, 1}
+    top = arch.n_levels - 1
+    dw = block_mapping(net.layers[1], arch, all_dram_mapping(net.layers[1], arch), 7)
+    assert dw is not None and dw.factor(top, Dim.G) == 1 and dw.factor(top - 1, Dim.G) == 96
+    plan = FusionPlan("ir", _blocked(net.layers, arch, 7))
+    assert verify_plan(net, arch, plan.with_fused({0, 1})) == []
+    base, fused = evaluate_plan(net, arch, plan), evaluate_plan(net, arch, plan.with_fused({0, 1}))
+    saved = base.layer_dram_bytes - fused.layer_dram_bytes
+    assert saved[0] == 28 * 28 * 96  # the expanded tensor is never written
+    assert saved[1] >= 30 * 30 * 96 + 28 * 28 * 96  # nor read (with its halo), nor its output
+    assert fused.energy_pj < base.energy_pj
+    seed = FusionPlan("ir", tuple(all_dram_mapping(ly, arch) for ly in net.layers))
+    g = group_search(net, arch, seed)
+    assert verify_plan(net, arch, g) == [] and set(g.fused) == {0, 1}
+
+
+def test_depthwise_groups_at_dram_cannot_join_blocks():
+    """A depthwise layer that runs its groups from DRAM (G outermost) has one block, so a
+    producer with several blocks cannot hand it tiles: the verifier says why."""
+    arch = gemmini_arch()
+    net = _inverted_residual()
+    maps = list(_blocked(net.layers, arch, 7))
+    maps[1] = block_mapping(net.layers[1], arch, all_dram_mapping(net.layers[1], arch), 7)
+    from dataclasses import replace
+
+    maps[1] = replace(maps[1], group_temporal=None, group_spatial=None)  # groups at DRAM
+    viol = verify_plan(net, arch, FusionPlan("ir", tuple(maps), (0,)))
+    assert [v.rule for v in viol] == ["fusion.blocks"]

@@ -97,8 +97,22 @@ def block_mapping(
     order[sp] = _SP_ORDER  # C innermost: outputs complete in the accumulator, no partial sums
     q = Dim.Q.index
 
+    # a grouped layer's DRAM G loop would sit outside the block loops: run the groups on chip
+    placed = mapping.placed(layer.groups) if layer.groups > 1 else mapping
+    gt = list(placed.group_temporal or ())
+    if gt:
+        gt[sp] *= gt[top]
+        gt[top] = 1
+
     def build() -> Mapping:
-        return Mapping(tuple(tuple(r) for r in T), mapping.spatial, tuple(order), mapping.keeps)
+        return Mapping(
+            tuple(tuple(r) for r in T),
+            mapping.spatial,
+            tuple(order),
+            mapping.keeps,
+            tuple(gt) if gt else None,
+            placed.group_spatial,
+        )
 
     # restore register-level weight reuse lost with the P factors: move Q primes from the
     # scratchpad level into level 0 while P0·Q0 < _REUSE and the tiles still fit

@@ -89,11 +89,16 @@ _BLOCK_DIMS = (Dim.P, Dim.Q, Dim.N)
 
 
 # ------------------------------------------------------------------------- block structure
-def block_counts(mapping: Mapping) -> tuple[int, int, int]:
-    """(P, Q, N) block counts: products of the outermost DRAM loops over P, Q or N."""
+def block_counts(mapping: Mapping, groups: int = 1) -> tuple[int, int, int]:
+    """(P, Q, N) block counts: products of the outermost DRAM loops over P, Q or N.
+
+    ``groups`` is the layer's G. A DRAM-level G loop is outermost in its level (a mapping
+    that places no G factor runs every group there), so a layer that runs its groups from
+    DRAM has one block: a depth-first block spans every group only when G is on chip."""
     top = mapping.n_levels - 1
     counts = {d: 1 for d in _BLOCK_DIMS}
-    for d, f in mapping.loops(top):  # outer -> inner, factor-1 loops skipped
+    placed = mapping if groups == 1 else mapping.placed(groups)
+    for d, f in placed.loops(top):  # outer -> inner, factor-1 loops skipped
         if d not in _BLOCK_DIMS:
             break
         counts[d] *= f
@@ -102,7 +107,8 @@ def block_counts(mapping: Mapping) -> tuple[int, int, int]:
 
 def _out_block(layer: Layer, blocks: tuple[int, int, int]) -> float:
     bp, bq, bn = blocks
-    return layer.dim(Dim.P) / bp * layer.dim(Dim.Q) / bq * layer.dim(Dim.K) * layer.dim(Dim.N) / bn
+    channels = layer.dim(Dim.K) * layer.groups
+    return layer.dim(Dim.P) / bp * layer.dim(Dim.Q) / bq * channels * layer.dim(Dim.N) / bn
 
 
 _WINDOWS: dict[tuple[str, tuple[int, int, int]], float] = {}
@@ -125,6 +131,7 @@ def _in_window_words(layer: Layer, blocks: tuple[int, int, int]) -> float:
         Dim.C: layer.dim(Dim.C),
         Dim.R: layer.dim(Dim.R),
         Dim.S: layer.dim(Dim.S),
+        Dim.G: layer.groups,
     }
     from twill.mapping.workload import Operand
 
@@ -322,7 +329,8 @@ def verify_plan(
                     "producer re-reads partial sums from DRAM",
                 )
             )
-        bp, bc = block_counts(plan.mappings[e.src]), block_counts(plan.mappings[e.dst])
+        bp = block_counts(plan.mappings[e.src], p.groups)
+        bc = block_counts(plan.mappings[e.dst], c.groups)
         if bp != bc:
             out.append(
                 Violation(
@@ -375,7 +383,7 @@ def group_scratchpad_words(
     members = sorted(group)
     pos = {j: k for k, j in enumerate(members)}
     fused_in = {net.edges[i].dst for i in fused if net.edges[i].kind not in EPILOGUE_KINDS}
-    blocks = block_counts(mappings[members[0]])
+    blocks = block_counts(mappings[members[0]], net.layers[members[0]].groups)
     multi = blocks[0] * blocks[1] * blocks[2] > 1
     live = [0.0] * len(members)
     carried = 0.0

@@ -79,10 +79,10 @@ class Network:
     """A network: layers in execution order plus producer → consumer edges.
 
     ``candidates`` are the indices (into ``edges``) of the boundaries whose fusion is legal
-    in principle; whether a mapping allows it is checked by fusion.verify_plan. An edge to or
-    from a grouped layer is never a candidate: the fusion model's blocks tile one group's
-    P, Q and N, and a grouped layer runs its groups one after another around them, so the
-    fused tile of the intermediate is not modelled (docs/fadiff.md).
+    in principle; whether a mapping allows it is checked by fusion.verify_plan. Edges to and
+    from grouped (e.g. depthwise) layers are candidates too: a fused block then holds every
+    group's channels of its P x Q x N tile, which needs the grouped layer's G loops on chip
+    (below the block loops; ``fusion.block_counts``).
     """
 
     name: str
@@ -93,13 +93,7 @@ class Network:
 
     @property
     def candidates(self) -> tuple[int, ...]:
-        return tuple(
-            i
-            for i, e in enumerate(self.edges)
-            if e.kind in CANDIDATE_KINDS
-            and self.layers[e.src].groups == 1
-            and self.layers[e.dst].groups == 1
-        )
+        return tuple(i for i, e in enumerate(self.edges) if e.kind in CANDIDATE_KINDS)
 
     @property
     def macs(self) -> int:
@@ -144,7 +138,10 @@ def shape_mismatch(p: Layer, c: Layer, kind: str = "chain") -> str:
     """Why the consumer ``c`` does not read exactly the producer's output (empty if it does);
     for ``add`` edges, why the two outputs differ in shape."""
     if kind == "add":
-        for d in (Dim.K, Dim.P, Dim.Q, Dim.N):
+        pk, ck = p.dim(Dim.K) * p.groups, c.dim(Dim.K) * c.groups  # channels over all groups
+        if pk != ck:
+            return f"add: producer K={pk} != consumer K={ck}"
+        for d in (Dim.P, Dim.Q, Dim.N):
             if p.dim(d) != c.dim(d):
                 return f"add: producer {d.value}={p.dim(d)} != consumer {d.value}={c.dim(d)}"
         return ""
