@@ -159,3 +159,28 @@ def test_fadiff_on_simba_verified_and_never_worse_than_cosa():
     levels[-2] = replace(levels[-2], keeps=frozenset({Operand.O}), partition=None)
     with pytest.raises(InvalidProblemError, match="must keep inputs"):
         fadiff(net, replace(arch, levels=tuple(levels)), steps=1)
+
+
+def test_joint_rounding_lets_gradient_read_outs_fuse():
+    """With the group search off, the gradient's read-outs are the only source of fusion:
+    rounded layer by layer they never agree on block counts (no read-out fuses), rounded
+    jointly (one block count per fused group) a read-out fuses the inverted-residual block
+    and wins."""
+    pytest.importorskip("torch")
+    from twill.mapping.fadiff.train import fadiff
+
+    arch = gemmini_arch()
+    net = chain_network(
+        [
+            Layer("expand", {"P": 28, "Q": 28, "C": 16, "K": 96}),
+            Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, groups=96),
+            Layer("project", {"P": 28, "Q": 28, "C": 96, "K": 24}),
+        ]
+    )
+    kw = dict(steps=60, seed=0, eval_every=10, group_len=1)
+    joint = fadiff(net, arch, joint_rounding=True, **kw)
+    alone = fadiff(net, arch, joint_rounding=False, **kw)
+    assert all(ev["fused"] == 0 for ev in alone.evals)
+    assert joint.source == "gradient" and joint.plan.fused
+    assert verify_plan(net, arch, joint.plan) == []
+    assert joint.report.edp < alone.report.edp

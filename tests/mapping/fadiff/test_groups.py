@@ -191,3 +191,21 @@ def test_depthwise_groups_at_dram_cannot_join_blocks():
     maps[1] = replace(maps[1], group_temporal=None, group_spatial=None)  # groups at DRAM
     viol = verify_plan(net, arch, FusionPlan("ir", tuple(maps), (0,)))
     assert [v.rule for v in viol] == ["fusion.blocks"]
+
+
+def test_align_blocks_gives_fused_neighbours_one_block_count():
+    """Joint rounding: neighbours rounded to different block counts (7 vs 4 row blocks) fail
+    the verifier; align_blocks re-maps the group to one shared count and keeps it fused."""
+    from twill.mapping.fadiff.fusion import block_counts
+    from twill.mapping.fadiff.groups import align_blocks
+
+    arch = gemmini_arch()
+    net = _inverted_residual()
+    maps = _blocked(net.layers[:1], arch, 7) + _blocked(net.layers[1:], arch, 4)
+    raw = FusionPlan("ir", maps, (0, 1))
+    assert "fusion.blocks" in {v.rule for v in verify_plan(net, arch, raw)}
+    plan = align_blocks(net, arch, raw)
+    assert verify_plan(net, arch, plan) == [] and set(plan.fused) == {0, 1}
+    counts = {block_counts(m, ly.groups) for ly, m in zip(net.layers, plan.mappings, strict=True)}
+    assert len(counts) == 1 and counts <= {(7, 1, 1), (4, 1, 1)}
+    assert evaluate_plan(net, arch, plan).edp < evaluate_plan(net, arch, raw.with_fused(())).edp

@@ -40,6 +40,7 @@ from twill.mapping.cost.analytical import BatchCost
 from twill.mapping.fadiff.blocks import VARIANTS, block_mapping, block_variants
 from twill.mapping.fadiff.fusion import (
     FusionPlan,
+    block_counts,
     evaluate_plan,
     fused_batch_costs,
     group_scratchpad_words,
@@ -50,7 +51,7 @@ from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import Dim, Layer, divisors
 
-__all__ = ["block_mapping", "block_variants", "group_search", "polish_groups"]
+__all__ = ["align_blocks", "block_mapping", "block_variants", "group_search", "polish_groups"]
 
 log = logging.getLogger(__name__)
 _W, _I, _O = 0, 1, 2
@@ -139,6 +140,54 @@ def group_search(
     rep = evaluate_plan(net, arch, plan)
     log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
     return plan
+
+
+def align_blocks(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
+    """``plan`` with one shared block count per fused group: joint rounding of a read-out.
+
+    A gradient read-out rounds every layer's factors on its own, so two fused neighbours
+    almost never get the same DRAM-level block counts, and the verifier would unfuse them.
+    Here each fused group (the run of layers from its first to its last member) is re-mapped
+    as the group search does (:func:`block_mapping`), trying the block counts its members'
+    own mappings chose and every re-mapping variant, and keeps the option that is cheapest
+    on ``E/E_ref + C/C_ref`` (the unfused plan's totals) if it beats leaving the run
+    unfused; otherwise the group's edges are dropped. Cheap: a handful of re-mappings per
+    group, so it can run at every read-out.
+    """
+    from twill.mapping.fadiff.fusion import fusion_groups
+
+    if not plan.fused:
+        return plan
+    search = _GroupSearch(net, arch, plan.with_fused(()))
+    e_ref = sum(x[0] for x in search.single)
+    c_ref = sum(x[1] for x in search.single)
+    mappings = list(plan.mappings)
+    fused: list[int] = []
+    for group in fusion_groups(net, plan.fused):
+        i, k = min(group), max(group)
+        if k - i + 1 > len(group) + 2:  # far-apart members (a long skip): leave unfused
+            continue
+        wanted = {block_counts(plan.mappings[j], net.layers[j].groups)[:2] for j in group}
+        gp = math.gcd(*(net.layers[j].dim(Dim.P) for j in range(i, k + 1)))
+        gq = math.gcd(*(net.layers[j].dim(Dim.Q) for j in range(i, k + 1)))
+        best: tuple[float, _Segment] | None = None
+        alone = sum(search.single[j][0] / e_ref + search.single[j][1] / c_ref
+                    for j in range(i, k + 1))  # fmt: skip
+        for b in sorted(wanted):
+            if gp % b[0] or gq % b[1]:
+                continue
+            for v in (*VARIANTS, "mixed"):
+                seg = search.segment(i, k, b, v)
+                if seg is None:
+                    continue
+                val = seg[0] / e_ref + seg[1] / c_ref
+                if val < alone and (best is None or val < best[0]):
+                    best = (val, seg)
+        if best is not None:
+            fused += best[1][2]
+            for j, m in best[1][3].items():
+                mappings[j] = m
+    return FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), plan.method, plan.meta)
 
 
 _Segment = tuple[float, float, list[int], dict[int, Mapping]]

@@ -219,6 +219,12 @@ class FADiffSettings:
         exact model before they are returned (``fusion=False``) or seed the group search.
         Rounded gradient mappings keep e.g. CoSA's partial-sum splits; the polish removes
         them in about a second per network. ``False`` gives the pure gradient read-out.
+    joint_rounding
+        Round fused neighbours jointly at every read-out
+        (:func:`twill.mapping.fadiff.groups.align_blocks`): each fused group of the read-out
+        gets one shared block count and the group search's block re-mapping, so the
+        gradient's fusion decisions survive the verifier. ``False`` rounds every layer on its
+        own (neighbours then almost never agree on block counts and the repair unfuses them).
     patience
         Plateau stop: end the gradient phase once ``patience`` read-outs in a row (after the
         fusion warm-up) improved the best verified EDP by less than 0.1 %. From a CoSA start
@@ -246,6 +252,7 @@ class FADiffSettings:
     group_len: int = 8
     group_seeds: int = 3
     polish: bool = True
+    joint_rounding: bool = True
     patience: int | None = 5
     method: str | None = None
 
@@ -399,7 +406,9 @@ def _fadiff(
                     theta, space, alpha=cfg.alpha, tau=tau, generator=None, hard_eval=True
                 )
             s_now = torch.sigmoid(phi).detach().cpu().numpy() if fuse_on else np.zeros(E)
-            plan, cap_broken = _read_out(net, arch, Th, Sph, s_now, cands, fallback, method)
+            plan, cap_broken = _read_out(
+                net, arch, Th, Sph, s_now, cands, fallback, method, cfg.joint_rounding
+            )
             best.record(step, plan)
             if cap_broken:
                 w_cap = min(w_cap * 10.0, 1e3)
@@ -893,8 +902,10 @@ def _read_out(
     cands: list[int],
     fallback: list[Mapping],
     method: str,
+    joint: bool = True,
 ) -> tuple[FusionPlan, bool]:
-    """Discrete plan from argmax factors: best dataflow per layer, threshold, repair."""
+    """Discrete plan from argmax factors: best dataflow per layer, threshold, joint rounding
+    of the fused groups' block counts (``joint``), repair."""
     from twill.mapping.fadiff.relax import order_tensor
 
     T = Th.detach().cpu().numpy()
@@ -920,6 +931,10 @@ def _read_out(
             m = fallback[b]
         mappings.append(m)
     plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
+    if joint:
+        from twill.mapping.fadiff.groups import align_blocks
+
+        plan = align_blocks(net, arch, plan)
     plan = repair_plan(net, arch, plan)
     # (no greedy completion here: with ResNet-50's 66 candidates it cost seconds per read-out;
     # the group search and the final greedy pass over the candidates cover it)
