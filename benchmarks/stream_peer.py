@@ -4,6 +4,7 @@ and MobileNetV2 on a Gemmini-like single core, in Stream's own cost model.
 Usage::
 
     python benchmarks/stream_peer.py [--models resnet50,mobilenet_v2] [--time-limit S] [--json]
+        [--fused-groups auto|blocks] [--drop-activations]
 
 Stream needs Python >= 3.12, so it runs from its own virtual environment, as a subprocess::
 
@@ -32,15 +33,17 @@ HERE = Path(__file__).resolve().parent
 HARDWARE = HERE / "stream" / "gemmini_single_core.yaml"
 
 
-def stream_onnx(src: Path, dst: Path) -> Path:
+def stream_onnx(src: Path, dst: Path, *, drop_activations: bool = False) -> Path:
     """``src`` rewritten with operators Stream 2.1.1 parses: ``Identity`` nodes bypassed, ``Clip``
     (ReLU6) as ``Relu`` (the same element-wise pass) and the ``Constant`` bounds it no longer
-    reads dropped. The convolutions and their shapes are untouched."""
+    reads dropped. With ``drop_activations`` the activations are bypassed too, as twill's
+    model treats them (free epilogues). The convolutions and their shapes are untouched."""
     import onnx
 
     model = onnx.load(str(src))
     g = model.graph
-    alias = {n.output[0]: n.input[0] for n in g.node if n.op_type == "Identity"}
+    skip = {"Identity", "Clip", "Relu"} if drop_activations else {"Identity"}
+    alias = {n.output[0]: n.input[0] for n in g.node if n.op_type in skip}
 
     def real(name: str) -> str:
         while name in alias:
@@ -49,7 +52,7 @@ def stream_onnx(src: Path, dst: Path) -> Path:
 
     nodes = []
     for n in g.node:
-        if n.op_type == "Identity":
+        if n.op_type in skip:
             continue
         ins = [real(x) for x in n.input]
         if n.op_type == "Clip":
@@ -98,6 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", default="resnet50,mobilenet_v2")
     ap.add_argument("--venv", default=str(HERE.parent / ".stream-venv"))
     ap.add_argument("--time-limit", type=float, default=30.0, help="per allocation solve, s")
+    ap.add_argument(
+        "--fused-groups",
+        choices=("auto", "blocks"),
+        default="auto",
+        help="auto: Stream derives its fusion groups; blocks: one group per top-level module",
+    )
+    ap.add_argument(
+        "--drop-activations",
+        action="store_true",
+        help="bypass ReLU/ReLU6 nodes (twill treats them as free epilogues)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     python = Path(args.venv) / "bin" / "python"
@@ -109,9 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:
         with exported_model(name) as onnx_path:
-            model = stream_onnx(onnx_path, onnx_path.with_name(f"{name}_stream.onnx"))
-            runs = {m: run_stream(python, model, m, args.time_limit) for m in ("layer", "fused")}
-        lay, fus = runs["layer"], runs["fused"]
+            model = stream_onnx(
+                onnx_path,
+                onnx_path.with_name(f"{name}_stream.onnx"),
+                drop_activations=args.drop_activations,
+            )
+            fused_mode = "fused" if args.fused_groups == "auto" else "blocks"
+            runs = {m: run_stream(python, model, m, args.time_limit) for m in ("layer", fused_mode)}
+        lay, fus = runs["layer"], runs[fused_mode]
         gain = lay["cycles"] / fus["cycles"] if "cycles" in lay and "cycles" in fus else None
         rows.append({"model": name, "layer": lay, "fused": fus, "stream_gain": gain})
         print(f"[{name}] {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
