@@ -50,6 +50,10 @@ from twill.sched.verify_warps import (
 )
 
 __all__ = [
+    "check_with_deadline",
+    "read_solution",
+    "z3_solver",
+    "z3_stats",
     "Phase2Result",
     "Phase2Model",
     "swp_and_ws",
@@ -940,7 +944,7 @@ def swp_and_ws(
         symmetry_breaking=symmetry_breaking,
         fixed_warps=fixed_warps,
     )
-    solver = _z3_solver(m, seed, dump_smt2)
+    solver = z3_solver(m, seed, dump_smt2)
     build = time.perf_counter() - t0
     stats = m.statistics()
     log.info(
@@ -952,18 +956,18 @@ def swp_and_ws(
     deadline = None if time_limit is None else t1 + time_limit
     result, hint_used = _solve_hinted(solver, m, hint, deadline)
     solve = time.perf_counter() - t1
-    stats["z3"] = _z3_stats(solver)
+    stats["z3"] = z3_stats(solver)
     answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
     sched = assign = None
     if answer == "sat":
-        sched, assign = _read_solution(solver, m, graph, II, L, rules)
+        sched, assign = read_solution(solver, m, graph, II, L, rules)
     log.info("phase2 %s I=%d L=%d: %s in %.2fs", graph.name, II, L, answer, solve)
     return Phase2Result(
         answer, II, L, m.n, m.T, sched, assign, stats, build, solve, hint_used=hint_used
     )
 
 
-def _z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
+def z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
     """A z3 ``QF_FD`` solver loaded with the model's SMT-LIB text (also written to
     ``dump_smt2`` when given)."""
     import z3
@@ -980,7 +984,7 @@ def _z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
     return solver
 
 
-def _check(solver: Any, assumptions: list[Any], deadline: float | None) -> Any:
+def check_with_deadline(solver: Any, assumptions: list[Any], deadline: float | None) -> Any:
     """``solver.check`` with the time left before ``deadline`` as its timeout; an interrupt
     stops Z3 (:func:`twill._interrupt.check_z3`)."""
     if deadline is not None:
@@ -1000,10 +1004,10 @@ def _solve_hinted(
 
     names = hint_literals(m, hint) if hint is not None else None
     if names is not None:
-        result = _check(solver, [z3.Bool(nm, solver.ctx) for nm in names], deadline)
+        result = check_with_deadline(solver, [z3.Bool(nm, solver.ctx) for nm in names], deadline)
         if result == z3.sat:
             return result, True
-    return _check(solver, [], deadline), False
+    return check_with_deadline(solver, [], deadline), False
 
 
 def hint_literals(m: Phase2Model, hint: Mapping[str, int]) -> list[str] | None:
@@ -1020,7 +1024,7 @@ def hint_literals(m: Phase2Model, hint: Mapping[str, int]) -> list[str] | None:
     return names
 
 
-def _read_solution(
+def read_solution(
     solver: Any, m: Any, graph: DependenceGraph, II: int, L: int, rules: WarpRules
 ) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
     """Decode a sat model into (schedule, assignment), shifted to start at 0 unless that
@@ -1046,7 +1050,8 @@ def _read_solution(
     return sched, assign
 
 
-def _z3_stats(solver: Any) -> dict[str, Any]:
+def z3_stats(solver: Any) -> dict[str, Any]:
+    """Z3's statistics of the last check as a plain dict (empty when Z3 gives none)."""
     out: dict[str, Any] = {}
     try:
         st = solver.statistics()

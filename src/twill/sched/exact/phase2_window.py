@@ -46,12 +46,12 @@ from typing import Any
 from twill.sched.exact.phase2 import (
     Phase2Model,
     Phase2Result,
-    _check,
-    _read_solution,
-    _z3_solver,
-    _z3_stats,
     build_phase2_model,
+    check_with_deadline,
     hint_literals,
+    read_solution,
+    z3_solver,
+    z3_stats,
 )
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules, program_shape, verify_warp_schedule
@@ -102,7 +102,7 @@ class _Window:
         self.low, self.top = low, ii * self.n
         self.m = build_phase2_model(graph, ii, self.top, rules=rules, **options)
         self.sel = _add_length_selectors(self.m, range(low, self.top))
-        self.solver = _z3_solver(self.m, seed, None)
+        self.solver = z3_solver(self.m, seed, None)
         self.stats = self.m.statistics()
         self.build = time.perf_counter() - t0
         self.carry = 0.0
@@ -117,15 +117,16 @@ class _Window:
             names.append(self.m.names[self.sel[length]])
         t1 = time.perf_counter()
         deadline = None if time_limit is None else t1 + time_limit
-        result = _check(self.solver, [z3.Bool(nm, self.solver.ctx) for nm in names], deadline)
+        literals = [z3.Bool(nm, self.solver.ctx) for nm in names]
+        result = check_with_deadline(self.solver, literals, deadline)
         solve = time.perf_counter() - t1
         answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
         sched = assign = None
         if answer == "sat":
-            sched, assign = _read_solution(self.solver, self.m, self.graph, self.ii, length,
+            sched, assign = read_solution(self.solver, self.m, self.graph, self.ii, length,
                                            self.rules)  # fmt: skip
             length = self._shortest(sched, assign, length)
-        stats = dict(self.stats, z3=_z3_stats(self.solver), top=self.top)
+        stats = dict(self.stats, z3=z3_stats(self.solver), top=self.top)
         # the model's build time and a failed hint call's time go to the next recorded call
         build, self.build, self.carry = self.build + self.carry, 0.0, 0.0
         _, t_len = program_shape(self.ii, length)
