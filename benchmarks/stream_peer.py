@@ -92,7 +92,7 @@ def run_stream(python: Path, model: Path, mode: str, time_limit: float) -> dict:
         tail = proc.stderr.strip().splitlines()[-1:] or ["(no output)"]
         return {"mode": mode, "error": tail[0]}
     row = json.loads(proc.stdout.strip().splitlines()[-1])
-    row["fallbacks"] = proc.stderr.count("Falling back to an ideal-cycle estimate")
+    row.setdefault("fallbacks", proc.stderr.count("Falling back to an ideal-cycle estimate"))
     return row
 
 
