@@ -26,7 +26,9 @@ Headroom: ``bound_edp`` is the ``ideal`` bound of :mod:`twill.mapping.fadiff.bou
 and no mapping can go below it), ``headroom_captured = (lw/fadiff - 1) / (lw/bound - 1)`` with
 ``lw`` the best layer-wise EDP; ``headroom_captured_candidates`` uses the tighter
 ``candidates free`` bound, which holds for plans keeping the best layer-wise mappings only
-(FADiff changes mappings, so it may exceed 1). ``seconds`` is
+(FADiff changes mappings, so it may exceed 1). ``bound_unfused_edp`` (column ``unfused``) is
+the mapping-independent bound of plans without fusion: ``lw`` over it is the part of the
+ideal headroom that better mappings alone could claim. ``seconds`` is
 each method's own optimisation time; FADiff's includes the layer-wise gradient runs and the
 greedy fusion whose plans it takes as candidates, not the CoSA run. Progress goes to stderr;
 with ``--json`` stdout is one JSON list.
@@ -144,6 +146,8 @@ def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation:
         "bound_gain_candidates": b.gain_candidates,
         "bound_gain_all": b.gain_all,
         "bound_gain_ideal": b.gain_ideal,
+        "bound_unfused_edp": b.unfused_edp,
+        "bound_gain_unfused": b.gain_unfused,
         "floor_dram_bytes": b.floor_dram_bytes,
         "dram_bound_layers": b.dram_bound_layers,
         "dram_energy_share": b.dram_share,
@@ -269,7 +273,7 @@ def print_tables(rows: list[dict]) -> None:
     print("\nHeadroom (gains over the best layer-wise EDP; captured = achieved / possible):")
     print(
         f"{'network':12} {'arch':28} {'greedy':>7} {'no-grad':>7} {'fadiff':>7} "
-        f"{'cands free':>10} {'ideal':>7} {'captured':>8} {'capt. cands':>11}"
+        f"{'cands free':>10} {'ideal':>7} {'captured':>8} {'capt. cands':>11} {'unfused':>8}"
     )
     for (net, arch), ms in cases.items():
         if "skipped" in ms:
@@ -283,6 +287,7 @@ def print_tables(rows: list[dict]) -> None:
             f"{ng_gain:>7} {lw / r['edp']:6.3f}x "
             f"{lw / r['bound_candidates_edp']:9.3f}x {lw / r['bound_edp']:6.3f}x "
             f"{_pct(r['headroom_captured']):>8} {_pct(r['headroom_captured_candidates']):>11}"
+            f" {lw / r['bound_unfused_edp']:7.3f}x"
         )
 
 

@@ -22,6 +22,11 @@ Three bounds, from the tightest (tied to a layer-wise plan's mappings) to the lo
 ``gain = EDP(plan) / EDP(bound)``: the best factor by which any fusion plan (with the plan's
 mappings, resp. any mappings) could lower the plan's EDP.
 
+A fourth bound, ``unfused`` (:func:`unfused_bound`), holds for plans **without** fusion: the
+ideal bound with every layer's weights, input and output moved through DRAM. The best
+layer-wise plan's EDP over it is what better mappings alone could still gain; the ideal
+bound's headroom contains that mapping headroom as well as fusion's.
+
 Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.check_gemmini`).
 """
 
@@ -43,6 +48,7 @@ __all__ = [
     "dram_floor_bytes",
     "ideal_bound",
     "network_inputs_outputs",
+    "unfused_bound",
 ]
 
 _W, _I, _O = 0, 1, 2
@@ -72,6 +78,7 @@ class FusionBounds:
     floor_dram_bytes: float
     dram_bound_layers: int
     dram_share: float
+    unfused_edp: float = float("nan")
 
     @property
     def gain_candidates(self) -> float:
@@ -85,18 +92,46 @@ class FusionBounds:
     def gain_ideal(self) -> float:
         return self.edp / self.ideal_edp
 
+    @property
+    def gain_unfused(self) -> float:
+        """What better mappings alone could gain over the plan (:func:`unfused_bound`)."""
+        return self.edp / self.unfused_edp
+
     def to_dict(self) -> dict[str, float | str | int]:
         d = dict(self.__dict__)
         d.update(
             gain_candidates=self.gain_candidates,
             gain_all=self.gain_all,
             gain_ideal=self.gain_ideal,
+            gain_unfused=self.gain_unfused,
         )
         return d
 
 
 def _maxdiv(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def _compute_floor(ly: Layer, pe_c: int, pe_k: int) -> float:
+    """Divisor-limited compute cycles: MACs over the largest C x K the array can unroll."""
+    return float(ly.total_macs) / (_maxdiv(ly.dim(Dim.C), pe_c) * _maxdiv(ly.dim(Dim.K), pe_k))
+
+
+def _input_words_floor(ly: Layer) -> float:
+    """Fewest DRAM input reads of ``ly`` under any tiling (access model's halo formula).
+
+    Per spatial dimension, tiles of ``p_t`` outputs each read ``(p_t - 1)·stride + span``
+    words (span = ``(R - 1)·dilation + 1``); over a partition of P that sum is smallest for one
+    tile when span >= stride (the whole window) and for one-output tiles when span < stride
+    (``P·span``: a strided 1×1 skips pixels); the grid of tiles multiplies the two."""
+
+    def extent(p: int, stride: int, r: int, dil: int) -> int:
+        span = (r - 1) * dil + 1
+        return (p - 1) * stride + span if span >= stride else p * span
+
+    width = extent(ly.dim(Dim.P), ly.w_stride, ly.dim(Dim.R), ly.w_dilation)
+    height = extent(ly.dim(Dim.Q), ly.h_stride, ly.dim(Dim.S), ly.h_dilation)
+    return float(ly.groups * ly.dim(Dim.N) * ly.dim(Dim.C) * width * height)
 
 
 def network_inputs_outputs(net: Network) -> tuple[list[int], list[int]]:
@@ -108,13 +143,10 @@ def network_inputs_outputs(net: Network) -> tuple[list[int], list[int]]:
     return [i for i in range(n) if i not in has_in], [i for i in range(n) if i not in has_out]
 
 
-def _input_bytes(ly: Layer) -> int:
-    return ly.footprint(Operand.I)
-
-
 def dram_floor_bytes(net: Network) -> float:
-    """Spec §12 fully fused DRAM floor: every weight, the network input (halo formula) and the
-    network outputs, each moved once (int8).
+    """Spec §12 fully fused DRAM floor: every weight, the network input (halo formula, or
+    only the pixels used where a filter spans less than its stride) and the network outputs,
+    each moved once (int8).
 
     Examples
     --------
@@ -124,7 +156,7 @@ def dram_floor_bytes(net: Network) -> float:
     """
     ins, outs = network_inputs_outputs(net)
     w = sum(ly.footprint(Operand.W) for ly in net.layers)
-    i = sum(_input_bytes(net.layers[j]) for j in ins)
+    i = sum(_input_words_floor(net.layers[j]) for j in ins)
     o = sum(net.layers[j].footprint(Operand.O) for j in outs)
     return float(w + i + o)
 
@@ -155,8 +187,32 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
         energy += macs * (arch.mac_energy_pj + e_reg)
         energy += macs / c_sp * e_acc + macs / k_sp * e_sp
         energy += w * (e_reg + 2 * e_sp)  # register fills = scratchpad W reads; SP W fills
-        cycles += max(macs / (c_sp * k_sp), w / bw)
+        cycles += max(_compute_floor(ly, pe_c, pe_k), w / bw)
     energy += dram_floor_bytes(net) * e_dram
+    return energy, cycles
+
+
+def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
+    """Mapping-independent lower bounds ``(energy_pJ, cycles)`` of every *unfused* plan.
+
+    :func:`ideal_bound` with the fully fused DRAM floor replaced by what a layer-by-layer
+    plan must move: every layer reads its weights and its input (:func:`_input_words_floor`)
+    from DRAM and writes its output there, and its latency is at least that traffic over the
+    DRAM bandwidth. ``EDP(best layer-wise plan) / EDP(this)`` is the gain better mappings
+    alone could still bring, which the ideal bound's headroom includes besides fusion's.
+    """
+    e_ideal, _ = ideal_bound(net, arch)
+    lv = {x.name: x for x in arch.levels}
+    e_dram = lv["DRAM"].energy_pj
+    pe_c, pe_k = arch.fanout(1), arch.fanout(2)
+    bw = arch.levels[-1].bandwidth or np.inf
+    words = 0.0
+    cycles = 0.0
+    for ly in net.layers:
+        moved = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
+        words += moved
+        cycles += max(_compute_floor(ly, pe_c, pe_k), moved / bw)
+    energy = e_ideal - dram_floor_bytes(net) * e_dram + words * e_dram
     return energy, cycles
 
 
@@ -223,6 +279,7 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     ec, cc, dc = _free_report(net, arch, costs, list(net.candidates))
     ea, ca, da = _free_report(net, arch, costs, list(range(len(net.edges))))
     ei, ci = ideal_bound(net, arch)
+    eu, cu = unfused_bound(net, arch)
     top = arch.n_levels - 1
     dram_bound = sum(
         int(c.bandwidth_cycles[0, top] >= max(c.compute_cycles[0], c.bandwidth_cycles[0].max()))
@@ -245,4 +302,5 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
         floor_dram_bytes=dram_floor_bytes(net),
         dram_bound_layers=dram_bound,
         dram_share=dram_e / e0,
+        unfused_edp=eu * 1e-6 * cu,
     )
