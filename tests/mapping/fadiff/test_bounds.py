@@ -44,8 +44,9 @@ def test_unfused_bound_below_every_layer_wise_plan():
     arch = gemmini_arch()
     layers = [
         Layer("down", {"P": 28, "Q": 28, "C": 64, "K": 128}, w_stride=2, h_stride=2),
-        Layer("dil", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 32},
-              w_dilation=2, h_dilation=2),  # fmt: skip
+        Layer(
+            "dil", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 32}, w_dilation=2, h_dilation=2
+        ),  # fmt: skip
         Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, groups=64, w_stride=2, h_stride=2),
     ]
     for ly in layers:
