@@ -151,8 +151,9 @@ def align_blocks(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
     as the group search does (:func:`block_mapping`), trying the block counts its members'
     own mappings chose and every re-mapping variant, and keeps the option that is cheapest
     on ``E/E_ref + C/C_ref`` (the unfused plan's totals) if it beats leaving the run
-    unfused; otherwise the group's edges are dropped. Cheap: a handful of re-mappings per
-    group, so it can run at every read-out.
+    unfused; otherwise the group's edges are dropped. A group whose run holds more than two
+    layers besides its members (a long skip) or overlaps a run already re-mapped is left
+    unfused. Cheap: a handful of re-mappings per group, so it can run at every read-out.
     """
     from twill.mapping.fadiff.fusion import fusion_groups
 
@@ -163,9 +164,10 @@ def align_blocks(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
     c_ref = sum(x[1] for x in search.single)
     mappings = list(plan.mappings)
     fused: list[int] = []
+    taken: set[int] = set()
     for group in fusion_groups(net, plan.fused):
         i, k = min(group), max(group)
-        if k - i + 1 > len(group) + 2:  # far-apart members (a long skip): leave unfused
+        if k - i + 1 > len(group) + 2 or taken & set(range(i, k + 1)):
             continue
         wanted = {block_counts(plan.mappings[j], net.layers[j].groups)[:2] for j in group}
         gp = math.gcd(*(net.layers[j].dim(Dim.P) for j in range(i, k + 1)))
@@ -184,6 +186,7 @@ def align_blocks(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
                 if val < alone and (best is None or val < best[0]):
                     best = (val, seg)
         if best is not None:
+            taken |= set(range(i, k + 1))
             fused += best[1][2]
             for j, m in best[1][3].items():
                 mappings[j] = m
