@@ -5,7 +5,7 @@ Usage::
     python benchmarks/fadiff_networks.py [--networks resnet50,bert,retinanet,unet,fsrcnn] [--json]
     python benchmarks/fadiff_networks.py --networks path/to/model.onnx,mobilenet_v2
     python benchmarks/fadiff_networks.py --arch gemmini --arch gemmini_16x16_sp512k_acc128k
-        [--steps N] [--seed N] [--cosa-time-limit S] [--no-ablation]
+        [--steps N] [--seed N] [--cosa-time-limit S] [--no-ablation] [--no-joint-rounding]
 
 ``--networks`` takes built-in names, ``.onnx`` paths and zoo names (as ``--model``);
 ``--arch`` (repeatable) takes ``gemmini``, a shipped ``gemmini_*`` name or an architecture
@@ -86,10 +86,11 @@ def _arch(spec: str):  # noqa: ANN202 - benchmark script
     return read_arch(shipped_archs().get(spec, spec))
 
 
-def run_case(net, arch, *, steps: int, seed: int, cosa_time_limit: float, ablation: bool):  # noqa: ANN001, ANN201
+def run_case(net, arch, *, steps: int, seed: int, cosa_time_limit: float, ablation: bool,  # noqa: ANN001, ANN201
+             joint_rounding: bool = True):  # fmt: skip
     """Every method on one network x architecture; rows carry the arch and the headroom."""
     try:
-        rows = _methods(net, arch, steps, seed, cosa_time_limit, ablation)
+        rows = _methods(net, arch, steps, seed, cosa_time_limit, ablation, joint_rounding)
     except InvalidProblemError as exc:
         print(f"[{net.name} @ {arch.name}] skipped: {exc}", file=sys.stderr, flush=True)
         return [{"network": net.name, "arch": arch.name, "method": "skipped", "reason": str(exc)}]
@@ -98,7 +99,8 @@ def run_case(net, arch, *, steps: int, seed: int, cosa_time_limit: float, ablati
     return rows
 
 
-def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation: bool):  # noqa: ANN001, ANN202
+def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation: bool,  # noqa: ANN001, ANN202
+             joint_rounding: bool = True):  # fmt: skip
     name = f"{net.name} @ {arch.name}"
     rows = []
     print(f"[{name}] layerwise-cosa ...", file=sys.stderr, flush=True)
@@ -126,9 +128,8 @@ def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation:
         rows[-1]["source"] = ng_src
     print(f"[{name}] fadiff ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    fd = fadiff(
-        net, arch, fusion=True, steps=steps, seed=seed, candidates=[cosa.plan, lg.plan, gf.plan]
-    )
+    fd = fadiff(net, arch, fusion=True, steps=steps, seed=seed, joint_rounding=joint_rounding,
+                candidates=[cosa.plan, lg.plan, gf.plan])  # fmt: skip
     fd_seconds = time.perf_counter() - t0 + lg_seconds + gf.seconds
     rows.append(_row(name, "fadiff", fd.report, fd_seconds, len(fd.plan.fused)))
     rows[-1]["source"] = fd.source
@@ -214,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cosa-time-limit", type=float, default=10.0)
     ap.add_argument("--no-ablation", action="store_true", help="skip the no-gradient run")
+    ap.add_argument(
+        "--no-joint-rounding",
+        action="store_true",
+        help="FADiff rounds each layer of a read-out on its own (the joint rounding ablation)",
+    )
     ap.add_argument("--save", help="also write the JSON rows to this (new) file")
     ap.add_argument(
         "--crosscheck",
@@ -239,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=args.seed,
                 cosa_time_limit=args.cosa_time_limit,
                 ablation=not args.no_ablation,
+                joint_rounding=not args.no_joint_rounding,
             )
     if args.save:
         with open(args.save, "x") as fh:  # never overwrite
