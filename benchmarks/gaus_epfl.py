@@ -145,7 +145,7 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
         from twill.gaus_solver import GauSSolver
 
         t0 = time.perf_counter()
-        r = GauSSolver(g, D=D, time_limit=args.gaus_limit).solve(form, II=II_)
+        r = GauSSolver(g, D=D, **_gaus_limits(args)).solve(form, II=II_)
     elif method == "list":
         t0 = time.perf_counter()
         r = list_schedule(g, form, D=D, II=II_)
@@ -199,6 +199,15 @@ def in_child(method: str, g: Any, form: str, D: int, II_: int | None, args: Any)
     return row
 
 
+def _gaus_limits(args: argparse.Namespace) -> dict[str, float | None]:
+    """GauSSolver time settings: ``--gaus-budget`` split between the gradient phase and the
+    final searches (each of which may otherwise take as long as the run before it), or
+    ``--gaus-limit`` for the gradient phase only."""
+    if args.gaus_budget is not None:
+        return {"time_limit": 0.6 * args.gaus_budget, "polish_time": 0.15 * args.gaus_budget}
+    return {"time_limit": args.gaus_limit}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -216,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpsat-limit", type=float, default=900.0, help="seconds (default 900)")
     ap.add_argument("--cpsat-max-vars", type=int, default=2_000_000)
     ap.add_argument("--gaus-limit", type=float, default=None, help="GauS time limit, seconds")
+    ap.add_argument(
+        "--gaus-budget",
+        type=float,
+        default=None,
+        help="GauS's whole wall-clock budget, s: 60 %% for the gradient phase, 15 %% for "
+        "each final search (local search, and push moves in A; the rest covers "
+        "legalisation); overrides --gaus-limit",
+    )
     ap.add_argument("--gumbel-batch", type=int, default=16)
     ap.add_argument("--mem-limit-gb", type=float, default=4.0)
     ap.add_argument("--json", action="store_true", help="one JSON object per design and method")
