@@ -3,7 +3,8 @@
 Every design (default: every ``.aig`` in ``../shared/benchmarks/epfl/``; ``--designs PATH...``
 for any other binary AIGER files) is scheduled in each formulation by each method:
 
-* ``gaus``: :class:`twill.gaus_solver.GauSSolver` with its default settings;
+* ``gaus``: :class:`twill.gaus_solver.GauSSolver` with its default settings (``--gaus-lns S``
+  adds S seconds of its large-neighbourhood search, ``GauSSettings.lns_time``);
 * ``list``: list scheduling (A, B, C); ``force``: force-directed scheduling (A, C; it has no
   memory model, so B is reported as not applicable);
 * ``cpsat``: CP-SAT (A, B, C) capped at ``--cpsat-limit`` seconds (default 900 s, the GauS paper's
@@ -28,6 +29,8 @@ verifier inside the method.
     .venv/bin/python benchmarks/gaus_epfl.py --cpsat-limit 60 --json
     .venv/bin/python benchmarks/gaus_epfl.py --designs /data/epfl/div.aig --formulations B
     .venv/bin/python benchmarks/gaus_epfl.py --synthetic 25000:5000 --methods gaus list
+    .venv/bin/python benchmarks/gaus_epfl.py --designs ../shared/benchmarks/epfl/ctrl.aig \
+        --methods gaus cpsat --gaus-lns 600                         # same-budget comparison
 """
 
 from __future__ import annotations
@@ -203,9 +206,10 @@ def _gaus_limits(args: argparse.Namespace) -> dict[str, float | None]:
     """GauSSolver time settings: ``--gaus-budget`` split between the gradient phase and the
     final searches (each of which may otherwise take as long as the run before it), or
     ``--gaus-limit`` for the gradient phase only."""
+    lns = {"lns_time": args.gaus_lns} if args.gaus_lns else {}
     if args.gaus_budget is not None:
-        return {"time_limit": 0.6 * args.gaus_budget, "polish_time": 0.15 * args.gaus_budget}
-    return {"time_limit": args.gaus_limit}
+        return {"time_limit": 0.6 * args.gaus_budget, "polish_time": 0.15 * args.gaus_budget, **lns}
+    return {"time_limit": args.gaus_limit, **lns}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,6 +236,14 @@ def main(argv: list[str] | None = None) -> int:
         help="GauS's whole wall-clock budget, s: 60 %% for the gradient phase, 15 %% for "
         "each final search (local search, and push moves in A; the rest covers "
         "legalisation); overrides --gaus-limit",
+    )
+    ap.add_argument(
+        "--gaus-lns",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds of large-neighbourhood search after GauS's own searches (GauSSettings."
+        "lns_time; default 0: off); meant for designs small enough for the exact model",
     )
     ap.add_argument("--gumbel-batch", type=int, default=16)
     ap.add_argument("--mem-limit-gb", type=float, default=4.0)

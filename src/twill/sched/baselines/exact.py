@@ -42,7 +42,7 @@ from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["exact_schedule"]
+__all__ = ["build_model", "exact_schedule"]
 
 
 def exact_schedule(
@@ -75,22 +75,7 @@ def exact_schedule(
     if isinstance(window, ScheduleRunResult):
         return window
     D, asap, alap, common = window.D, window.asap, window.alap, window.common
-    m = cp_model.CpModel()
-    # -- variables
-    s = [m.NewIntVar(int(asap[i]), int(alap[i]), f"s[{g.names[i]}]") for i in range(g.n)]
-    # -- precedence (all edges for C, distance-0 for A)
-    mask = np.ones(g.num_edges, bool) if formulation == "C" else g.forward
-    for e in np.flatnonzero(mask):
-        shift = int(g.distance[e]) * (II or 0)
-        m.Add(s[g.dst[e]] + shift >= s[g.src[e]] + int(g.delay[e]))
-    scale = 1
-    if formulation == "A":
-        scale = _resource_comm_model(m, g, s, D, asap, alap, ratio)
-    elif formulation == "B":
-        scale = _peak_memory_model(m, g, s, D)
-    else:
-        assert II is not None
-        _modulo_lifetime_model(m, g, s, D, II)
+    m, s, scale = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=asap, hi=alap)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = threads
@@ -138,6 +123,44 @@ def exact_schedule(
     )
 
 
+def build_model(
+    g: GauSGraph,
+    formulation: str,
+    *,
+    D: int,
+    II: int | None,
+    ratio: float,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    peak_cap: int | None = None,
+) -> tuple[Any, list, int]:
+    """The CP-SAT model of formulation ``A``, ``B`` or ``C`` (module docstring) with op ``i``'s
+    start in ``[lo[i], hi[i]]``; returns ``(model, start variables, objective scale)``.
+
+    :func:`exact_schedule` passes the ASAP/ALAP window; the large-neighbourhood search of
+    :mod:`twill.sched.gaus.polish_lns` pins the ops outside a neighbourhood (``lo = hi``)
+    and, in formulation A, may cap every resource's peak usage at ``peak_cap``.
+    """
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    s = [m.NewIntVar(int(lo[i]), int(hi[i]), f"s[{g.names[i]}]") for i in range(g.n)]
+    # precedence: all edges for C, distance-0 edges for A and B
+    mask = np.ones(g.num_edges, bool) if formulation == "C" else g.forward
+    for e in np.flatnonzero(mask):
+        shift = int(g.distance[e]) * (II or 0)
+        m.Add(s[g.dst[e]] + shift >= s[g.src[e]] + int(g.delay[e]))
+    scale = 1
+    if formulation == "A":
+        scale = _resource_comm_model(m, g, s, D, lo, hi, ratio, peak_cap)
+    elif formulation == "B":
+        scale = _peak_memory_model(m, g, s, D)
+    else:
+        assert II is not None
+        _modulo_lifetime_model(m, g, s, D, II)
+    return m, s, scale
+
+
 def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int) -> int:
     """Formulation B on model ``m`` (module docstring); returns the objective's scale."""
     mem = g.mem
@@ -167,7 +190,14 @@ def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int) -> int:
 
 
 def _resource_comm_model(
-    m: Any, g: GauSGraph, s: list, D: int, asap: np.ndarray, alap: np.ndarray, ratio: float
+    m: Any,
+    g: GauSGraph,
+    s: list,
+    D: int,
+    asap: np.ndarray,
+    alap: np.ndarray,
+    ratio: float,
+    peak_cap: int | None = None,
 ) -> int:
     """Formulation A on model ``m`` (module docstring): one-hot steps of the ops that use a
     resource, a peak per resource, and ``ratio * sum(peaks) + communication`` minimised;
@@ -190,7 +220,8 @@ def _resource_comm_model(
     for k in range(K):
         if not any(load[k]):
             continue
-        pk = m.NewIntVar(0, int(g.usage[:, k].sum()), f"peak[{g.resources[k]}]")
+        top = int(g.usage[:, k].sum()) if peak_cap is None else int(peak_cap)
+        pk = m.NewIntVar(0, top, f"peak[{g.resources[k]}]")
         for terms in load[k]:
             if terms:
                 m.Add(pk >= sum(w * v for w, v in terms))

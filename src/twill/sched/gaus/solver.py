@@ -707,7 +707,31 @@ def _improve(
         msg += note
     if formulation in ("A", "C"):
         best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, run.II, run.ratio)
+    if settings.lns_time > 0:
+        best_t, msg = _lns(run, best_t, msg, timings)
     return best_t, msg
+
+
+def _lns(
+    run: _SolveRun, best_t: np.ndarray, msg: str, timings: dict[str, float]
+) -> tuple[np.ndarray, str]:
+    """The large-neighbourhood search (:func:`twill.sched.gaus.polish_lns.lns_search`) for
+    ``lns_time`` seconds; its schedule is kept when legal and no worse."""
+    from twill.sched.gaus.polish_lns import lns_search
+
+    g, D, II, formulation, ratio = run.g, run.D, run.II, run.formulation, run.ratio
+    t0 = time.perf_counter()
+    before = discrete_objective(g, best_t, formulation, D=D, II=II, ratio=ratio)
+    cand, rep, start = lns_search(g, best_t, formulation, D=D, II=II, ratio=ratio,
+                                  time_limit=run.settings.lns_time, seed=run.seed)  # fmt: skip
+    timings["lns"] = time.perf_counter() - t0
+    after = discrete_objective(g, cand, formulation, D=D, II=II, ratio=ratio)
+    if after >= before or schedule_violations(g, cand, D, II if formulation == "C" else None):
+        return best_t, msg
+    return cand, (
+        f"{msg}; large-neighbourhood search from the {start} schedule "
+        f"({rep.rounds} neighbourhoods): {before:.6g} -> {after:.6g}"
+    )
 
 
 def _polish_a(

@@ -1,0 +1,302 @@
+"""Large-neighbourhood search after GauS (post-processing, not in the GauS paper).
+
+The local searches of :mod:`~twill.sched.gaus.polish`, :mod:`~twill.sched.gaus.polish_push`
+and :mod:`~twill.sched.gaus.polish_memory` move one op, or one op and the chain it pushes, at
+a time; on small, shallow designs they stop in local optima that an exact model escapes (EPFL
+``int2float``, formulation A). This search frees a *neighbourhood* of ops, pins every other
+op to its current step, and solves the formulation's exact CP-SAT model
+(:func:`twill.sched.baselines.exact.build_model`) over the freed ops, starting from the
+current schedule as a hint. A result is kept when the formulation's true objective
+(:func:`~twill.sched.gaus.verify.discrete_objective`) does not increase and the schedule is
+legal, so the search never makes a schedule worse.
+
+Neighbourhoods, taken in turn:
+
+* ``steps``: every op whose start lies in a random run of consecutive steps;
+* ``graph``: a breadth-first ball around a random op over the dependence edges;
+* ``peak`` (formulation A): the ops that start on a step of peak usage, and their
+  neighbours, so the peak can be flattened.
+
+The neighbourhood size adapts: it grows by 20 % after a sub-problem CP-SAT solved to
+optimality within its time cap, and shrinks by 20 % otherwise.
+
+Preconditions: ``t`` is a legal schedule of ``g`` at ``D`` (and ``II`` for C). Formulation
+C's model minimises the weighted lifetimes, a proxy of modulo MaxLive; its results are
+compared on MaxLive all the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from twill._interrupt import solve_cpsat
+from twill.sched.gaus.bounds import modulo_asap
+from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
+from twill.sched.gaus.verify import discrete_objective, schedule_violations
+
+__all__ = ["LNSReport", "capped_list_schedule", "lns_improve", "lns_search"]
+
+log = logging.getLogger(__name__)
+
+_NEIGHBOURHOODS = {
+    "A": ("peak", "steps", "graph"),
+    "B": ("steps", "graph"),
+    "C": ("steps", "graph"),
+}
+
+
+@dataclass
+class LNSReport:
+    """What one search did: sub-problems solved, improvements kept, objectives, and the
+    any-time curve ``(seconds since the search started, objective)``."""
+
+    rounds: int = 0
+    improvements: int = 0
+    before: float = float("nan")
+    after: float = float("nan")
+    history: list[tuple[float, float]] = field(default_factory=list)
+
+
+def lns_improve(
+    g: GauSGraph,
+    t: np.ndarray,
+    formulation: str,
+    *,
+    D: int,
+    II: int | None = None,
+    ratio: float = 100.0,
+    time_limit: float = 30.0,
+    sub_limit: float = 1.0,
+    size: int = 40,
+    seed: int = 0,
+) -> tuple[np.ndarray, LNSReport]:
+    """Improve the legal schedule ``t`` by repeated exact re-optimisation of neighbourhoods.
+
+    Parameters
+    ----------
+    g, t, formulation, D, II, ratio
+        The instance and a legal schedule of it.
+    time_limit
+        Wall-clock seconds for the whole search.
+    sub_limit
+        CP-SAT's cap per neighbourhood, seconds.
+    size
+        Initial number of freed ops (adapted during the search).
+    seed
+        Seeds the choice of neighbourhoods and CP-SAT.
+
+    Returns
+    -------
+    (schedule, report)
+        The best legal schedule found (``t`` itself when nothing improved) and a report.
+    """
+    from ortools.sat.python import cp_model
+
+    from twill.sched.baselines.exact import build_model
+
+    start = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    asap, alap = asap_alap(g, D)
+    if formulation == "C":
+        assert II is not None
+        masap = modulo_asap(g, II)
+        if masap is not None:
+            asap = np.maximum(asap, masap)
+    cur = np.asarray(t, dtype=np.int64).copy()
+    cur_obj = discrete_objective(g, cur, formulation, D=D, II=II, ratio=ratio)
+    report = LNSReport(before=cur_obj, after=cur_obj, history=[(0.0, cur_obj)])
+    neighbours = _undirected_neighbours(g)
+    kinds = _NEIGHBOURHOODS[formulation]
+    k = float(min(size, g.n))
+    while time.perf_counter() - start < time_limit:
+        kind = kinds[report.rounds % len(kinds)]
+        free = _neighbourhood(kind, g, cur, int(k), neighbours, rng, D)
+        lo, hi = cur.copy(), cur.copy()
+        lo[free], hi[free] = asap[free], alap[free]
+        cap = _peak(g, cur, D) - 1 if kind == "peak" else None
+        m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi, peak_cap=cap)
+        for i in free:
+            m.AddHint(s[i], int(cur[i]))
+        solver = cp_model.CpSolver()
+        left = time_limit - (time.perf_counter() - start)
+        solver.parameters.max_time_in_seconds = float(max(0.05, min(sub_limit, left)))
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = int(rng.integers(1 << 30))
+        code = solve_cpsat(solver, m)
+        report.rounds += 1
+        k = min(float(g.n), k * 1.2) if code == cp_model.OPTIMAL else max(8.0, k * 0.8)
+        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            continue
+        cand = np.array([solver.Value(v) for v in s], dtype=np.int64)
+        obj = discrete_objective(g, cand, formulation, D=D, II=II, ratio=ratio)
+        if obj > cur_obj or schedule_violations(g, cand, D, II if formulation == "C" else None):
+            continue
+        if obj < cur_obj:
+            report.improvements += 1
+            report.history.append((time.perf_counter() - start, obj))
+            log.info("LNS %s neighbourhood of %d ops: %s -> %s", kind, len(free), cur_obj, obj)
+        cur, cur_obj = cand, obj
+    report.after = cur_obj
+    return cur, report
+
+
+def lns_search(
+    g: GauSGraph,
+    t: np.ndarray,
+    formulation: str,
+    *,
+    D: int,
+    II: int | None = None,
+    ratio: float = 100.0,
+    time_limit: float = 30.0,
+    seed: int = 0,
+) -> tuple[np.ndarray, LNSReport, str]:
+    """:func:`lns_improve` from several starts, raced: each start gets an equal share of half
+    the budget, and the best schedule then gets the other half.
+
+    The starts are ``t`` and, in formulation A with one resource, the capped list schedules
+    (:func:`capped_list_schedule`) at every peak below ``t``'s that the list scheduler can
+    meet. Why: lowering the peak by one needs most ops to move at once, which no
+    neighbourhood reaches (EPFL ``router``: every neighbourhood of up to 170 of its 317 ops
+    proves peak 7 infeasible around GauS's peak-8 schedule, while the list scheduler meets
+    peak 5). Returns the best schedule, the report of the search that produced it, and the
+    name of its start.
+    """
+    starts = [("GauS", np.asarray(t, dtype=np.int64))]
+    if formulation == "A" and g.usage.shape[1] == 1:
+        for cap in range(_peak(g, starts[0][1], D) - 1, 0, -1):
+            capped = capped_list_schedule(g, D, cap)
+            if capped is None:
+                break
+            starts.append((f"list capped at {cap}", capped))
+    if len(starts) == 1:
+        best, rep = lns_improve(g, t, formulation, D=D, II=II, ratio=ratio,
+                                time_limit=time_limit, seed=seed)  # fmt: skip
+        return best, rep, "GauS"
+    share = 0.5 * time_limit / len(starts)
+    raced = []
+    for k, (name, t0) in enumerate(starts):
+        cand, rep = lns_improve(g, t0, formulation, D=D, II=II, ratio=ratio,
+                                time_limit=share, seed=seed + k)  # fmt: skip
+        raced.append((rep.after, k, name, cand, rep))
+    _, k, name, cand, first = min(raced, key=lambda x: (x[0], x[1]))
+    final, rep = lns_improve(g, cand, formulation, D=D, II=II, ratio=ratio,
+                             time_limit=0.5 * time_limit, seed=seed + len(starts))  # fmt: skip
+    rep.rounds += first.rounds
+    rep.improvements += first.improvements
+    rep.before = discrete_objective(g, starts[k][1], formulation, D=D, II=II, ratio=ratio)
+    return final, rep, name
+
+
+def capped_list_schedule(g: GauSGraph, D: int, cap: int) -> np.ndarray | None:
+    """List scheduling with every step's usage of the (single) resource capped at ``cap``:
+    ops in topological order by generation, least ALAP first, each at its earliest step
+    within its ALAP where it fits; ``None`` when an op finds no such step (not a proof)."""
+    gens = topological_generations(g)
+    asap, alap = asap_alap(g, D, gens)
+    fwd = np.flatnonzero(g.forward)
+    src, dst, delay = g.src[fwd], g.dst[fwd], g.delay[fwd]
+    by_dst = np.argsort(dst, kind="stable")
+    ptr = np.searchsorted(dst[by_dst], np.arange(g.n + 1))
+    usage = g.usage[:, 0, :]
+    L = usage.shape[1]
+    loads = np.zeros(D + L)
+    t = np.zeros(g.n, dtype=np.int64)
+    for v in np.concatenate([n[np.lexsort((asap[n], alap[n]))] for n in gens]):
+        e = by_dst[ptr[v] : ptr[v + 1]]
+        est = int(asap[v]) if e.size == 0 else max(int(asap[v]), int((t[src[e]] + delay[e]).max()))
+        steps = np.arange(est, int(alap[v]) + 1)
+        fits = (loads[steps[:, None] + np.arange(L)] + usage[v] <= cap + 1e-9).all(axis=1)
+        if not fits.any():
+            return None
+        t[v] = steps[int(np.argmax(fits))]
+        loads[t[v] : t[v] + L] += usage[v]
+    return t
+
+
+def _undirected_neighbours(g: GauSGraph) -> list[np.ndarray]:
+    """Each op's predecessors and successors."""
+    src, dst = g.src, g.dst
+    both_a = np.concatenate([src, dst])
+    both_b = np.concatenate([dst, src])
+    order = np.argsort(both_a, kind="stable")
+    ptr = np.searchsorted(both_a[order], np.arange(g.n + 1))
+    nb = both_b[order]
+    return [nb[ptr[i] : ptr[i + 1]] for i in range(g.n)]
+
+
+def _neighbourhood(
+    kind: str,
+    g: GauSGraph,
+    t: np.ndarray,
+    k: int,
+    neighbours: list[np.ndarray],
+    rng: np.random.Generator,
+    D: int,
+) -> np.ndarray:
+    """The ops to free (sorted indices, at most about ``k``)."""
+    if kind == "steps":
+        order = np.argsort(t, kind="stable")
+        first = int(rng.integers(max(1, g.n - k + 1)))
+        lo_step, hi_step = t[order[first]], t[order[min(g.n, first + k) - 1]]
+        return np.flatnonzero((t >= lo_step) & (t <= hi_step))[: 2 * k]
+    if kind == "peak":
+        seeds = _peak_ops(g, t, D, rng)
+        if seeds.size == 0:
+            seeds = np.array([int(rng.integers(g.n))])
+        return _ball(seeds, k, neighbours, rng)
+    return _ball(np.array([int(rng.integers(g.n))]), k, neighbours, rng)
+
+
+def _ball(
+    seeds: np.ndarray, k: int, neighbours: list[np.ndarray], rng: np.random.Generator
+) -> np.ndarray:
+    """Breadth-first ball of about ``k`` ops around ``seeds`` (all seeds, then neighbours)."""
+    seeds = rng.permutation(seeds)
+    seen = set(int(x) for x in seeds)
+    frontier = list(seen)
+    while frontier and len(seen) < k:
+        nxt = []
+        for i in frontier:
+            for j in rng.permutation(neighbours[i]):
+                if len(seen) >= k:
+                    break
+                if int(j) not in seen:
+                    seen.add(int(j))
+                    nxt.append(int(j))
+        frontier = nxt
+    return np.array(sorted(seen), dtype=np.int64)
+
+
+def _peak_ops(g: GauSGraph, t: np.ndarray, D: int, rng: np.random.Generator) -> np.ndarray:
+    """One op on every step where a random resource (with usage) reaches its peak: lowering
+    the peak by one needs an op off each of them at once."""
+    n, K, L = g.usage.shape
+    loads = np.zeros((K, D + L), dtype=np.float64)
+    for c in range(L):
+        np.add.at(loads, (slice(None), t + c), g.usage[:, :, c].T)
+    active = np.flatnonzero(loads.max(axis=1) > 0)
+    if active.size == 0:
+        return np.array([], dtype=np.int64)
+    r = int(rng.choice(active))
+    seeds = []
+    for step in np.flatnonzero(loads[r] >= loads[r].max() - 1e-9):
+        offsets = step - t
+        ok = (offsets >= 0) & (offsets < L)
+        hit = np.flatnonzero(ok)[g.usage[np.flatnonzero(ok), r, offsets[ok]] > 0]
+        if hit.size:
+            seeds.append(int(rng.choice(hit)))
+    return np.array(seeds, dtype=np.int64)
+
+
+def _peak(g: GauSGraph, t: np.ndarray, D: int) -> int:
+    """The largest per-step usage of any resource under ``t``."""
+    _, K, L = g.usage.shape
+    loads = np.zeros((K, D + L), dtype=np.float64)
+    for c in range(L):
+        np.add.at(loads, (slice(None), t + c), g.usage[:, :, c].T)
+    return int(np.ceil(loads.max() - 1e-9))

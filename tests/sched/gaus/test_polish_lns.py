@@ -1,0 +1,96 @@
+"""Large-neighbourhood search: pinned models reproduce the schedule, the search stays legal
+and never worsens, reaches CP-SAT's proven optimum on a small graph, the capped list
+schedules respect their cap, and GauS runs it when ``lns_time`` is set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ortools.sat.python import cp_model
+
+from twill.errors import InvalidProblemError
+from twill.gaus_solver import GauSSolver, generate_random_dag
+from twill.io.aiger import read_aiger
+from twill.results import Status
+from twill.sched.baselines.exact import build_model, exact_schedule
+from twill.sched.baselines.list_sched import list_schedule
+from twill.sched.gaus.bounds import default_D
+from twill.sched.gaus.graph import from_dependence_graph
+from twill.sched.gaus.polish_lns import capped_list_schedule, lns_improve, lns_search
+from twill.sched.gaus.verify import discrete_objective, schedule_violations
+
+EPFL = Path(__file__).resolve().parents[4] / "shared" / "benchmarks" / "epfl"
+
+
+def _list_t(g, formulation: str, D: int) -> np.ndarray:
+    r = list_schedule(g, formulation, D=D)
+    return np.array([r.schedule[name] for name in g.names], dtype=np.int64)
+
+
+@pytest.mark.parametrize("formulation", ["A", "B"])
+def test_pinned_model_reproduces_the_schedule_and_its_objective(formulation: str) -> None:
+    g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
+    D = default_D(g, formulation) + 3
+    t = _list_t(g, formulation, D)
+    m, s, scale = build_model(g, formulation, D=D, II=None, ratio=100.0, lo=t, hi=t)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.Solve(m) == cp_model.OPTIMAL
+    assert [solver.Value(v) for v in s] == t.tolist()
+    want = discrete_objective(g, t, formulation, D=D, ratio=100.0)
+    assert solver.ObjectiveValue() / scale == pytest.approx(want)
+
+
+@pytest.mark.parametrize("formulation", ["A", "B"])
+def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> None:
+    g = from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=5))
+    D = default_D(g, formulation) + 2
+    exact = exact_schedule(g, formulation, D=D, time_limit=30)
+    assert exact.status is Status.OPTIMAL
+    t = _list_t(g, formulation, D)
+    best, rep = lns_improve(g, t, formulation, D=D, time_limit=5.0, size=g.n)
+    assert schedule_violations(g, best, D) == []
+    assert rep.after == discrete_objective(g, best, formulation, D=D, ratio=100.0)
+    assert rep.after == pytest.approx(exact.objective)
+    assert rep.after <= rep.before
+
+
+@pytest.mark.skipif(not (EPFL / "ctrl.aig").exists(), reason="needs ../shared/benchmarks/epfl")
+def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl() -> None:
+    g = read_aiger(EPFL / "ctrl.aig")
+    D = default_D(g, "A")
+    r = GauSSolver(g, D=D, max_iters=200).solve("A")
+    t = np.array([r.schedule[name] for name in g.names], dtype=np.int64)
+    best, rep, start = lns_search(g, t, "A", D=D, time_limit=6.0)
+    assert schedule_violations(g, best, D) == []
+    assert rep.after < r.objective and start
+    assert rep.history[0][1] >= rep.history[-1][1] == rep.after
+
+
+def test_capped_list_schedule_respects_its_cap() -> None:
+    g = from_dependence_graph(generate_random_dag(60, 0.08, 0, seed=4))
+    D = default_D(g, "A") + 4
+    usage = g.usage[:, 0, 0]
+    peaks = []
+    for cap in range(int(usage.max()), int(usage.sum()) + 1):
+        t = capped_list_schedule(g, D, cap)
+        if t is None:
+            continue
+        assert schedule_violations(g, t, D) == []
+        peak = np.bincount(t, weights=usage, minlength=D).max()
+        assert peak <= cap + 1e-9
+        peaks.append(peak)
+    assert peaks, "some cap must be met"
+    assert capped_list_schedule(g, D, 0) is None
+
+
+def test_gaus_runs_the_search_when_asked_and_refuses_a_negative_time() -> None:
+    g = from_dependence_graph(generate_random_dag(30, 0.1, 0, seed=1))
+    D = default_D(g, "A") + 2
+    r = GauSSolver(g, D=D, max_iters=100, lns_time=2.0).solve("A")
+    assert r.legal and r.timings["lns"] > 0
+    assert r.objective <= list_schedule(g, "A", D=D).objective
+    with pytest.raises((InvalidProblemError, ValueError)):
+        GauSSolver(g, D=D, lns_time=-1.0)
