@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from twill.cli import main
 
 
@@ -42,3 +44,17 @@ def test_explicit_cap_is_reported(capsys, shared_benchmarks):
     assert code == 0 and d["cap_source"] == "--cap" and d["caps"] == {"AND": 2.0}
     code, out = run(capsys, aig, "--formulation", "C", "--cap", "2")
     assert "capacities: --cap 2 on every resource (AND 2)" in out
+
+
+def test_lns_time_runs_the_large_neighbourhood_search(capsys, shared_benchmarks):
+    aig = str(shared_benchmarks / "epfl" / "ctrl.aig")
+    code, out = run(capsys, aig, "--json")
+    plain = json.loads(out)
+    code, out = run(capsys, aig, "--lns-time", "4", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["legal"] and d["objective"] < plain["objective"]
+    assert "large-neighbourhood search" in d["message"]
+    with pytest.raises(SystemExit) as exc:
+        main(["gaus", aig, "--lns-time", "-1"])
+    assert exc.value.code == 2
+    assert "--lns-time: expected a number >= 0" in capsys.readouterr().err

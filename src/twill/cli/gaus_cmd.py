@@ -82,6 +82,14 @@ def register(subparsers: Any) -> None:
         help="A: skip the local search after legalisation (report GauS proper only)",
     )
     p.add_argument(
+        "--lns-time",
+        type=nonnegative_float,
+        default=0.0,
+        metavar="S",
+        help="then S seconds of large-neighbourhood search with CP-SAT (default 0: off; "
+        "for designs of up to a few thousand ops, when a time budget is to be filled)",
+    )
+    p.add_argument(
         "--max-iters", type=bounded_int(10_000_000), default=None, help="cap on Adam steps"
     )
     p.add_argument("--time-limit", type=positive_float, default=60.0, help="exact baseline cap (s)")
@@ -252,6 +260,7 @@ def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
             seed=args.seed,
             on_progress=progress,
             polish=not args.no_polish,
+            lns_time=args.lns_time,
         )
         return solver.solve(args.formulation, II=II, ratio=args.ratio, max_iters=args.max_iters)
 

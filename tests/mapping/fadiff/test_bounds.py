@@ -63,3 +63,34 @@ def test_unfused_bound_below_every_layer_wise_plan():
     assert rep.energy_pj >= e and rep.cycles >= c
     ei, ci = ideal_bound(net, arch)
     assert e >= ei and c >= ci
+
+
+def test_accumulator_floor_holds_for_random_mappings():
+    """Partial-sum reads: every valid mapping of a conv, a GEMM and a depthwise layer makes
+    at least ``2·MACs/maxdiv(C) - |O|`` accumulator accesses, on two Gemmini sizes, and the
+    floor is reached by some mapping's order of magnitude (it is not vacuous)."""
+    import numpy as np
+
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.cost.analytical import evaluate_batch
+    from twill.mapping.fadiff.bounds import _accumulator_floor, _maxdiv
+    from twill.mapping.search.random import sample_batch
+    from twill.mapping.workload import Dim, Layer
+
+    layers = [
+        Layer("conv", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 64, "K": 64}),
+        Layer("gemm", {"P": 128, "C": 768, "K": 96}),
+        Layer("dw", {"R": 3, "S": 3, "P": 14, "Q": 14}, groups=32),
+    ]
+    for arch in (gemmini_arch(), read_arch(shipped_archs()["gemmini_32x32_sp512k_acc128k"])):
+        acc = next(m for m, lv in enumerate(arch.levels) if lv.name == "Accumulator")
+        for ly in layers:
+            u = ly.total_macs / _maxdiv(ly.dim(Dim.C), arch.fanout(1))
+            floor = _accumulator_floor(ly, arch, u)
+            cost = evaluate_batch(ly, arch, sample_batch(ly, arch, 3000, seed=2))
+            ok = cost.valid
+            assert ok.sum() > 20
+            got = cost.level_accesses[ok, acc]
+            assert np.all(got >= floor * (1 - 1e-12))
+            assert floor > u or ly.groups > 1  # the reads count where C is unrolled
+            assert got.min() <= 4 * floor

@@ -4,8 +4,6 @@ schedules respect their cap, and GauS runs it when ``lns_time`` is set."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from ortools.sat.python import cp_model
@@ -20,8 +18,6 @@ from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import from_dependence_graph
 from twill.sched.gaus.polish_lns import capped_list_schedule, lns_improve, lns_search
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
-
-EPFL = Path(__file__).resolve().parents[4] / "shared" / "benchmarks" / "epfl"
 
 
 def _list_t(g, formulation: str, D: int) -> np.ndarray:
@@ -57,9 +53,8 @@ def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> Non
     assert rep.after <= rep.before
 
 
-@pytest.mark.skipif(not (EPFL / "ctrl.aig").exists(), reason="needs ../shared/benchmarks/epfl")
-def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl() -> None:
-    g = read_aiger(EPFL / "ctrl.aig")
+def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(shared_benchmarks) -> None:
+    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")
     D = default_D(g, "A")
     r = GauSSolver(g, D=D, max_iters=200).solve("A")
     t = np.array([r.schedule[name] for name in g.names], dtype=np.int64)

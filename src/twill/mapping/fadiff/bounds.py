@@ -10,8 +10,9 @@ Three bounds, from the tightest (tied to a layer-wise plan's mappings) to the lo
 * ``all_free``: the same for **every** intermediate tensor of the network (residual, branch,
   slice, pool and concat edges too); only weights, the network input and the network outputs
   stay in DRAM (at the counts the mappings give them).
-* ``ideal``: no plan, no mapping: energy ≥ MACs·(e_MAC + e_reg) + accumulator updates
-  ``MACs / maxdiv(C)`` + scratchpad input reads ``MACs / maxdiv(K)`` + every weight filled
+* ``ideal``: no plan, no mapping: energy ≥ MACs·(e_MAC + e_reg) + accumulator accesses
+  (``U = MACs / maxdiv(C)`` updates, and a partial-sum read for each but the first write of
+  every output: ``2U - |O|``) + scratchpad input reads ``MACs / maxdiv(K)`` + every weight filled
   into the scratchpad and the registers once + the fully fused DRAM floor (every weight, the
   network input and the network outputs moved once, spec §12) at 100 pJ/B; latency ≥ Σ per
   layer ``max(divisor-limited compute, |W| / DRAM bandwidth)``. Every term is a lower bound of
@@ -117,6 +118,24 @@ def _compute_floor(ly: Layer, pe_c: int, pe_k: int) -> float:
     return float(ly.total_macs) / (_maxdiv(ly.dim(Dim.C), pe_c) * _maxdiv(ly.dim(Dim.K), pe_k))
 
 
+def _accumulator_floor(ly: Layer, arch: Arch, updates: float) -> float:
+    """Fewest accumulator accesses of ``ly`` given at least ``updates`` partial-sum updates.
+
+    The access model reads a partial sum back for every update but the first write of each
+    output an accumulator instance holds (``psum_reads="distinct"``), so accesses are at least
+    ``2·updates - |O|·f``, where ``f`` is the fan-out above the accumulator that may unroll
+    a dimension irrelevant to the output (C, R, S: instances holding the same outputs); 1 on
+    Gemmini, whose scratchpad unrolls only K. Never below ``updates``."""
+    acc = next(m for m, lv in enumerate(arch.levels) if lv.name == "Accumulator")
+    irrelevant = {Dim.C, Dim.R, Dim.S}
+    copies = 1
+    for m in range(acc + 1, arch.n_levels):
+        dims = arch.levels[m].spatial_dims
+        if dims is None or dims & irrelevant:
+            copies *= arch.fanout(m)
+    return max(updates, 2 * updates - float(ly.footprint(Operand.O)) * copies)
+
+
 def _input_words_floor(ly: Layer) -> float:
     """Fewest DRAM input reads of ``ly`` under any tiling (access model's halo formula).
 
@@ -185,7 +204,7 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
         c_sp, k_sp = _maxdiv(ly.dim(Dim.C), pe_c), _maxdiv(ly.dim(Dim.K), pe_k)
         w = float(ly.footprint(Operand.W))
         energy += macs * (arch.mac_energy_pj + e_reg)
-        energy += macs / c_sp * e_acc + macs / k_sp * e_sp
+        energy += _accumulator_floor(ly, arch, macs / c_sp) * e_acc + macs / k_sp * e_sp
         energy += w * (e_reg + 2 * e_sp)  # register fills = scratchpad W reads; SP W fills
         cycles += max(_compute_floor(ly, pe_c, pe_k), w / bw)
     energy += dram_floor_bytes(net) * e_dram
