@@ -117,7 +117,7 @@ def lns_improve(
         free = _neighbourhood(kind, g, cur, int(k), neighbours, rng, D)
         lo, hi = cur.copy(), cur.copy()
         lo[free], hi[free] = asap[free], alap[free]
-        cap = _peak(g, cur, D) - 1 if kind == "peak" else None
+        cap = max(0, _peak(g, cur, D) - 1) if kind == "peak" else None
         m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi, peak_cap=cap)
         for i in free:
             m.AddHint(s[i], int(cur[i]))
