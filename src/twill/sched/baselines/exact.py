@@ -139,7 +139,7 @@ def build_model(
 
     :func:`exact_schedule` passes the ASAP/ALAP window; the large-neighbourhood search of
     :mod:`twill.sched.gaus.polish_lns` pins the ops outside a neighbourhood (``lo = hi``)
-    and, in formulation A, may cap every resource's peak usage at ``peak_cap``.
+    and may cap every resource's peak usage (A) or the peak live memory (B) at ``peak_cap``.
     """
     from ortools.sat.python import cp_model
 
@@ -161,7 +161,7 @@ def build_model(
     return m, s, scale
 
 
-def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int) -> int:
+def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int, peak_cap: int | None = None) -> int:
     """Formulation B on model ``m`` (module docstring); returns the objective's scale."""
     mem = g.mem
     scale = 1 if np.all(mem == np.round(mem)) else 1000
@@ -182,7 +182,8 @@ def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int) -> int:
         size = m.NewIntVar(0, D, f"life[{g.names[i]}]")
         intervals.append(m.NewIntervalVar(s[i], size, end, f"live[{g.names[i]}]"))
         demands.append(demand)
-    peak = m.NewIntVar(0, int(sum(demands)), "peak")
+    top = int(sum(demands)) if peak_cap is None else int(peak_cap) * scale
+    peak = m.NewIntVar(0, top, "peak")
     if intervals:
         m.AddCumulative(intervals, demands, peak)
     m.Minimize(peak)

@@ -14,8 +14,9 @@ Neighbourhoods, taken in turn:
 
 * ``steps``: every op whose start lies in a random run of consecutive steps;
 * ``graph``: a breadth-first ball around a random op over the dependence edges;
-* ``peak`` (formulation A): the ops that start on a step of peak usage, and their
-  neighbours, so the peak can be flattened.
+* ``peak`` (formulations A and B): one op on every step of peak usage (A), or one value live
+  at every step of peak memory with its producer and last consumers (B), and their
+  neighbours, with the peak capped one lower, so the peak can be flattened.
 
 The neighbourhood size adapts: it grows by 20 % after a sub-problem CP-SAT solved to
 optimality within its time cap, and shrinks by 20 % otherwise.
@@ -36,7 +37,7 @@ import numpy as np
 from twill._interrupt import solve_cpsat
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
-from twill.sched.gaus.verify import discrete_objective, schedule_violations
+from twill.sched.gaus.verify import discrete_objective, peak_memory, schedule_violations
 
 __all__ = ["LNSReport", "capped_list_schedule", "lns_improve", "lns_search"]
 
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 
 _NEIGHBOURHOODS = {
     "A": ("peak", "steps", "graph"),
-    "B": ("steps", "graph"),
+    "B": ("peak", "steps", "graph"),
     "C": ("steps", "graph"),
 }
 
@@ -114,10 +115,13 @@ def lns_improve(
     k = float(min(size, g.n))
     while time.perf_counter() - start < time_limit:
         kind = kinds[report.rounds % len(kinds)]
-        free = _neighbourhood(kind, g, cur, int(k), neighbours, rng, D)
+        free = _neighbourhood(kind, formulation, g, cur, int(k), neighbours, rng, D)
         lo, hi = cur.copy(), cur.copy()
         lo[free], hi[free] = asap[free], alap[free]
-        cap = max(0, _peak(g, cur, D) - 1) if kind == "peak" else None
+        cap = None
+        if kind == "peak":
+            now = _peak(g, cur, D) if formulation == "A" else peak_memory(g, cur, D)
+            cap = max(0, int(np.ceil(now - 1e-9)) - 1)
         m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi, peak_cap=cap)
         for i in free:
             m.AddHint(s[i], int(cur[i]))
@@ -231,6 +235,7 @@ def _undirected_neighbours(g: GauSGraph) -> list[np.ndarray]:
 
 def _neighbourhood(
     kind: str,
+    formulation: str,
     g: GauSGraph,
     t: np.ndarray,
     k: int,
@@ -245,7 +250,7 @@ def _neighbourhood(
         lo_step, hi_step = t[order[first]], t[order[min(g.n, first + k) - 1]]
         return np.flatnonzero((t >= lo_step) & (t <= hi_step))[: 2 * k]
     if kind == "peak":
-        seeds = _peak_ops(g, t, D, rng)
+        seeds = _peak_ops(g, t, D, rng) if formulation == "A" else _peak_values(g, t, D, rng)
         if seeds.size == 0:
             seeds = np.array([int(rng.integers(g.n))])
         return _ball(seeds, k, neighbours, rng)
@@ -291,6 +296,29 @@ def _peak_ops(g: GauSGraph, t: np.ndarray, D: int, rng: np.random.Generator) -> 
         if hit.size:
             seeds.append(int(rng.choice(hit)))
     return np.array(seeds, dtype=np.int64)
+
+
+def _peak_values(g: GauSGraph, t: np.ndarray, D: int, rng: np.random.Generator) -> np.ndarray:
+    """Formulation B: on every step where live memory peaks, one value live there (its
+    producer and the consumers that end its lifetime): lowering the peak needs each of those
+    steps relieved at once."""
+    fwd = np.flatnonzero(g.forward)
+    end = np.full(g.n, -1, dtype=np.int64)
+    np.maximum.at(end, g.src[fwd], t[g.dst[fwd]])
+    end = np.where(g.live_out, D, end)
+    live = (end > t) & (g.mem > 0)
+    diff = np.zeros(D + 2)
+    np.add.at(diff, t[live], g.mem[live])
+    np.add.at(diff, end[live], -g.mem[live])
+    profile = np.cumsum(diff)[: D + 1]
+    seeds: list[int] = []
+    for step in np.flatnonzero(profile >= profile.max() - 1e-9):
+        there = np.flatnonzero(live & (t <= step) & (end > step))
+        if there.size:
+            i = int(rng.choice(there))
+            last = g.dst[fwd][(g.src[fwd] == i) & (t[g.dst[fwd]] == end[i])]
+            seeds.extend([i, *map(int, last)])
+    return np.unique(np.array(seeds, dtype=np.int64))
 
 
 def _peak(g: GauSGraph, t: np.ndarray, D: int) -> int:
