@@ -16,7 +16,12 @@ from twill.sched.baselines.exact import build_model, exact_schedule
 from twill.sched.baselines.list_sched import list_schedule
 from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import from_dependence_graph
-from twill.sched.gaus.polish_lns import capped_list_schedule, lns_improve, lns_search
+from twill.sched.gaus.polish_lns import (
+    LNSProblem,
+    capped_list_schedule,
+    lns_improve,
+    lns_search,
+)
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 
 
@@ -46,7 +51,7 @@ def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> Non
     exact = exact_schedule(g, formulation, D=D, time_limit=30)
     assert exact.status is Status.OPTIMAL
     t = _list_t(g, formulation, D)
-    best, rep = lns_improve(g, t, formulation, D=D, time_limit=5.0, size=g.n)
+    best, rep = lns_improve(LNSProblem(g, formulation, D), t, time_limit=5.0, size=g.n)
     assert schedule_violations(g, best, D) == []
     assert rep.after == discrete_objective(g, best, formulation, D=D, ratio=100.0)
     assert rep.after == pytest.approx(exact.objective)
@@ -58,7 +63,7 @@ def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(shared_benchmar
     D = default_D(g, "A")
     r = GauSSolver(g, D=D, max_iters=200).solve("A")
     t = np.array([r.schedule[name] for name in g.names], dtype=np.int64)
-    best, rep, start = lns_search(g, t, "A", D=D, time_limit=6.0)
+    best, rep, start = lns_search(LNSProblem(g, "A", D), t, time_limit=6.0)
     assert schedule_violations(g, best, D) == []
     assert rep.after < r.objective and start
     assert rep.history[0][1] >= rep.history[-1][1] == rep.after

@@ -39,7 +39,7 @@ from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.verify import discrete_objective, peak_memory, schedule_violations
 
-__all__ = ["LNSReport", "capped_list_schedule", "lns_improve", "lns_search"]
+__all__ = ["LNSProblem", "LNSReport", "capped_list_schedule", "lns_improve", "lns_search"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,28 @@ _NEIGHBOURHOODS = {
     "B": ("peak", "steps", "graph"),
     "C": ("steps", "graph"),
 }
+
+
+@dataclass(frozen=True)
+class LNSProblem:
+    """The instance a search works on: graph, formulation, latency bound, II (C) and the
+    peak weight (A)."""
+
+    g: GauSGraph
+    formulation: str
+    D: int
+    II: int | None = None
+    ratio: float = 100.0
+
+    def objective(self, t: np.ndarray) -> float:
+        """The formulation's true objective of ``t``."""
+        return discrete_objective(self.g, t, self.formulation, D=self.D, II=self.II,
+                                  ratio=self.ratio)  # fmt: skip
+
+    def legal(self, t: np.ndarray) -> bool:
+        """Whether ``t`` passes the verifier."""
+        II = self.II if self.formulation == "C" else None
+        return not schedule_violations(self.g, t, self.D, II)
 
 
 @dataclass
@@ -63,13 +85,9 @@ class LNSReport:
 
 
 def lns_improve(
-    g: GauSGraph,
+    problem: LNSProblem,
     t: np.ndarray,
-    formulation: str,
     *,
-    D: int,
-    II: int | None = None,
-    ratio: float = 100.0,
     time_limit: float = 30.0,
     sub_limit: float = 1.0,
     size: int = 40,
@@ -79,7 +97,7 @@ def lns_improve(
 
     Parameters
     ----------
-    g, t, formulation, D, II, ratio
+    problem, t
         The instance and a legal schedule of it.
     time_limit
         Wall-clock seconds for the whole search.
@@ -97,47 +115,28 @@ def lns_improve(
     """
     from ortools.sat.python import cp_model
 
-    from twill.sched.baselines.exact import build_model
-
     start = time.perf_counter()
+    g, D = problem.g, problem.D
     rng = np.random.default_rng(seed)
-    asap, alap = asap_alap(g, D)
-    if formulation == "C":
-        assert II is not None
-        masap = modulo_asap(g, II)
-        if masap is not None:
-            asap = np.maximum(asap, masap)
+    window = _start_window(problem)
     cur = np.asarray(t, dtype=np.int64).copy()
-    cur_obj = discrete_objective(g, cur, formulation, D=D, II=II, ratio=ratio)
+    cur_obj = problem.objective(cur)
     report = LNSReport(before=cur_obj, after=cur_obj, history=[(0.0, cur_obj)])
     neighbours = _undirected_neighbours(g)
-    kinds = _NEIGHBOURHOODS[formulation]
+    kinds = _NEIGHBOURHOODS[problem.formulation]
     k = float(min(size, g.n))
     while time.perf_counter() - start < time_limit:
         kind = kinds[report.rounds % len(kinds)]
-        free = _neighbourhood(kind, formulation, g, cur, int(k), neighbours, rng, D)
-        lo, hi = cur.copy(), cur.copy()
-        lo[free], hi[free] = asap[free], alap[free]
-        cap = None
-        if kind == "peak":
-            now = _peak(g, cur, D) if formulation == "A" else peak_memory(g, cur, D)
-            cap = max(0, int(np.ceil(now - 1e-9)) - 1)
-        m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi, peak_cap=cap)
-        for i in free:
-            m.AddHint(s[i], int(cur[i]))
-        solver = cp_model.CpSolver()
+        free = _neighbourhood(kind, problem.formulation, g, cur, int(k), neighbours, rng, D)
         left = time_limit - (time.perf_counter() - start)
-        solver.parameters.max_time_in_seconds = float(max(0.05, min(sub_limit, left)))
-        solver.parameters.num_workers = 1
-        solver.parameters.random_seed = int(rng.integers(1 << 30))
-        code = solve_cpsat(solver, m)
+        code, cand = _solve_neighbourhood(problem, cur, free, kind, window,
+                                          max(0.05, min(sub_limit, left)), rng)  # fmt: skip
         report.rounds += 1
         k = min(float(g.n), k * 1.2) if code == cp_model.OPTIMAL else max(8.0, k * 0.8)
-        if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if cand is None:
             continue
-        cand = np.array([solver.Value(v) for v in s], dtype=np.int64)
-        obj = discrete_objective(g, cand, formulation, D=D, II=II, ratio=ratio)
-        if obj > cur_obj or schedule_violations(g, cand, D, II if formulation == "C" else None):
+        obj = problem.objective(cand)
+        if obj > cur_obj or not problem.legal(cand):
             continue
         if obj < cur_obj:
             report.improvements += 1
@@ -148,16 +147,54 @@ def lns_improve(
     return cur, report
 
 
+def _start_window(problem: LNSProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Every op's feasible start range: ASAP/ALAP under ``D``, raised to the modulo ASAP in C."""
+    asap, alap = asap_alap(problem.g, problem.D)
+    if problem.formulation == "C" and problem.II is not None:
+        masap = modulo_asap(problem.g, problem.II)
+        if masap is not None:
+            asap = np.maximum(asap, masap)
+    return asap, alap
+
+
+def _solve_neighbourhood(
+    problem: LNSProblem,
+    cur: np.ndarray,
+    free: np.ndarray,
+    kind: str,
+    window: tuple[np.ndarray, np.ndarray],
+    limit: float,
+    rng: np.random.Generator,
+) -> tuple[int, np.ndarray | None]:
+    """CP-SAT on the exact model with the ops outside ``free`` pinned (a peak neighbourhood
+    also caps the peak one below the current one); returns the status and the schedule."""
+    from ortools.sat.python import cp_model
+
+    from twill.sched.baselines.exact import build_model
+
+    g, D = problem.g, problem.D
+    lo, hi = cur.copy(), cur.copy()
+    lo[free], hi[free] = window[0][free], window[1][free]
+    cap = None
+    if kind == "peak":
+        now = _peak(g, cur, D) if problem.formulation == "A" else peak_memory(g, cur, D)
+        cap = max(0, int(np.ceil(now - 1e-9)) - 1)
+    m, s, _ = build_model(g, problem.formulation, D=D, II=problem.II, ratio=problem.ratio,
+                          lo=lo, hi=hi, peak_cap=cap)  # fmt: skip
+    for i in free:
+        m.AddHint(s[i], int(cur[i]))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(limit)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(rng.integers(1 << 30))
+    code = solve_cpsat(solver, m)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return code, None
+    return code, np.array([solver.Value(v) for v in s], dtype=np.int64)
+
+
 def lns_search(
-    g: GauSGraph,
-    t: np.ndarray,
-    formulation: str,
-    *,
-    D: int,
-    II: int | None = None,
-    ratio: float = 100.0,
-    time_limit: float = 30.0,
-    seed: int = 0,
+    problem: LNSProblem, t: np.ndarray, *, time_limit: float = 30.0, seed: int = 0
 ) -> tuple[np.ndarray, LNSReport, str]:
     """:func:`lns_improve` from several starts, raced: each start gets an equal share of half
     the budget, and the best schedule then gets the other half.
@@ -170,29 +207,27 @@ def lns_search(
     peak 5). Returns the best schedule, the report of the search that produced it, and the
     name of its start.
     """
+    g, D = problem.g, problem.D
     starts = [("GauS", np.asarray(t, dtype=np.int64))]
-    if formulation == "A" and g.usage.shape[1] == 1:
+    if problem.formulation == "A" and g.usage.shape[1] == 1:
         for cap in range(_peak(g, starts[0][1], D) - 1, 0, -1):
             capped = capped_list_schedule(g, D, cap)
             if capped is None:
                 break
             starts.append((f"list capped at {cap}", capped))
     if len(starts) == 1:
-        best, rep = lns_improve(g, t, formulation, D=D, II=II, ratio=ratio,
-                                time_limit=time_limit, seed=seed)  # fmt: skip
+        best, rep = lns_improve(problem, t, time_limit=time_limit, seed=seed)
         return best, rep, "GauS"
     share = 0.5 * time_limit / len(starts)
     raced = []
     for k, (name, t0) in enumerate(starts):
-        cand, rep = lns_improve(g, t0, formulation, D=D, II=II, ratio=ratio,
-                                time_limit=share, seed=seed + k)  # fmt: skip
+        cand, rep = lns_improve(problem, t0, time_limit=share, seed=seed + k)
         raced.append((rep.after, k, name, cand, rep))
     _, k, name, cand, first = min(raced, key=lambda x: (x[0], x[1]))
-    final, rep = lns_improve(g, cand, formulation, D=D, II=II, ratio=ratio,
-                             time_limit=0.5 * time_limit, seed=seed + len(starts))  # fmt: skip
+    final, rep = lns_improve(problem, cand, time_limit=0.5 * time_limit, seed=seed + len(starts))
     rep.rounds += first.rounds
     rep.improvements += first.improvements
-    rep.before = discrete_objective(g, starts[k][1], formulation, D=D, II=II, ratio=ratio)
+    rep.before = problem.objective(starts[k][1])
     return final, rep, name
 
 

@@ -717,16 +717,16 @@ def _lns(
 ) -> tuple[np.ndarray, str]:
     """The large-neighbourhood search (:func:`twill.sched.gaus.polish_lns.lns_search`) for
     ``lns_time`` seconds; its schedule is kept when legal and no worse."""
-    from twill.sched.gaus.polish_lns import lns_search
+    from twill.sched.gaus.polish_lns import LNSProblem, lns_search
 
-    g, D, II, formulation, ratio = run.g, run.D, run.II, run.formulation, run.ratio
+    problem = LNSProblem(run.g, run.formulation, run.D, run.II, run.ratio)
     t0 = time.perf_counter()
-    before = discrete_objective(g, best_t, formulation, D=D, II=II, ratio=ratio)
-    cand, rep, start = lns_search(g, best_t, formulation, D=D, II=II, ratio=ratio,
-                                  time_limit=run.settings.lns_time, seed=run.seed)  # fmt: skip
+    before = problem.objective(best_t)
+    cand, rep, start = lns_search(problem, best_t, time_limit=run.settings.lns_time,
+                                  seed=run.seed)  # fmt: skip
     timings["lns"] = time.perf_counter() - t0
-    after = discrete_objective(g, cand, formulation, D=D, II=II, ratio=ratio)
-    if after >= before or schedule_violations(g, cand, D, II if formulation == "C" else None):
+    after = problem.objective(cand)
+    if after >= before or not problem.legal(cand):
         return best_t, msg
     return cand, (
         f"{msg}; large-neighbourhood search from the {start} schedule "
