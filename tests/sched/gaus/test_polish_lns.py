@@ -13,12 +13,11 @@ from twill.gaus_solver import GauSSolver, generate_random_dag
 from twill.io.aiger import read_aiger
 from twill.results import Status
 from twill.sched.baselines.exact import build_model, exact_schedule
-from twill.sched.baselines.list_sched import list_schedule
+from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
 from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import from_dependence_graph
 from twill.sched.gaus.polish_lns import (
     LNSProblem,
-    capped_list_schedule,
     lns_improve,
     lns_search,
 )

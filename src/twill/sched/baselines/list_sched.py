@@ -16,16 +16,17 @@ Objective, guarantee, failure:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from twill.options import SolverOptions
 from twill.sched.baselines.common import package, start_window
-from twill.sched.gaus.graph import GauSGraph
+from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["list_schedule"]
+__all__ = ["capped_list_schedule", "list_schedule"]
 
 
 def list_schedule(
@@ -66,6 +67,46 @@ def list_schedule(
 def _topological_priority(g: GauSGraph, gens: list[np.ndarray], alap: np.ndarray) -> np.ndarray:
     """Topological order; within the ready set, smallest ALAP first (by generations)."""
     return np.concatenate([nodes[np.argsort(alap[nodes], kind="stable")] for nodes in gens])
+
+
+def _earliest_starts(g: GauSGraph) -> Callable[[int, np.ndarray, int], int]:
+    """``est(v, t, lower)``: the earliest step ``v`` may take once its distance-0
+    predecessors are placed in ``t``, and not before ``lower``."""
+    fwd = np.flatnonzero(g.forward)
+    src, dst, d = g.src[fwd], g.dst[fwd], g.delay[fwd]
+    by_dst = np.argsort(dst, kind="stable")
+    ptr = np.searchsorted(dst[by_dst], np.arange(g.n + 1))
+
+    def est(v: int, t: np.ndarray, lower: int) -> int:
+        e = by_dst[ptr[v] : ptr[v + 1]]
+        return lower if e.size == 0 else max(lower, int((t[src[e]] + d[e]).max()))
+
+    return est
+
+
+def capped_list_schedule(g: GauSGraph, D: int, cap: float) -> np.ndarray | None:
+    """List scheduling with every step's usage of the (single) resource capped at ``cap``.
+
+    Ops in :func:`list_schedule`'s order (topological by generation, least ALAP first), each
+    at its earliest step up to its ALAP where it fits under ``cap``. Returns the start steps,
+    or ``None`` when an op finds no such step (not a proof that none exists). Used by the
+    large-neighbourhood search (:mod:`twill.sched.gaus.polish_lns`) to start at lower peaks.
+    """
+    gens = topological_generations(g)
+    asap, alap = asap_alap(g, D, gens)
+    est = _earliest_starts(g)
+    usage = g.usage[:, 0, :]
+    L = usage.shape[1]
+    loads = np.zeros(D + L)
+    t = np.zeros(g.n, dtype=np.int64)
+    for v in _topological_priority(g, gens, alap):
+        steps = np.arange(est(v, t, int(asap[v])), int(alap[v]) + 1)
+        fits = (loads[steps[:, None] + np.arange(L)] + usage[v] <= cap + 1e-9).all(axis=1)
+        if not fits.any():
+            return None
+        t[v] = steps[int(np.argmax(fits))]
+        loads[t[v] : t[v] + L] += usage[v]
+    return t
 
 
 def _greedy(

@@ -35,11 +35,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twill._interrupt import solve_cpsat
+from twill.sched.baselines.list_sched import capped_list_schedule
 from twill.sched.gaus.bounds import modulo_asap
-from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
-from twill.sched.gaus.verify import discrete_objective, peak_memory, schedule_violations
+from twill.sched.gaus.graph import GauSGraph, asap_alap
+from twill.sched.gaus.polish_push import Adjacency
+from twill.sched.gaus.verify import (
+    discrete_objective,
+    live_profile,
+    peak_memory,
+    resource_profile,
+    schedule_violations,
+)
 
-__all__ = ["LNSProblem", "LNSReport", "capped_list_schedule", "lns_improve", "lns_search"]
+__all__ = ["LNSProblem", "LNSReport", "lns_improve", "lns_search"]
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +185,7 @@ def _solve_neighbourhood(
     lo[free], hi[free] = window[0][free], window[1][free]
     cap = None
     if kind == "peak":
-        now = _peak(g, cur, D) if problem.formulation == "A" else peak_memory(g, cur, D)
+        now = _peak(g, cur) if problem.formulation == "A" else peak_memory(g, cur, D)
         cap = max(0, int(np.ceil(now - 1e-9)) - 1)
     m, s, _ = build_model(g, problem.formulation, D=D, II=problem.II, ratio=problem.ratio,
                           lo=lo, hi=hi, peak_cap=cap)  # fmt: skip
@@ -199,18 +207,18 @@ def lns_search(
     """:func:`lns_improve` from several starts, raced: each start gets an equal share of half
     the budget, and the best schedule then gets the other half.
 
-    The starts are ``t`` and, in formulation A with one resource, the capped list schedules
-    (:func:`capped_list_schedule`) at every peak below ``t``'s that the list scheduler can
-    meet. Why: lowering the peak by one needs most ops to move at once, which no
-    neighbourhood reaches (EPFL ``router``: every neighbourhood of up to 170 of its 317 ops
-    proves peak 7 infeasible around GauS's peak-8 schedule, while the list scheduler meets
-    peak 5). Returns the best schedule, the report of the search that produced it, and the
-    name of its start.
+    The starts are ``t`` and, in formulation A with one resource, the capped list
+    schedules (:func:`~twill.sched.baselines.list_sched.capped_list_schedule`) at every peak
+    below ``t``'s that the list scheduler can meet. Why: lowering the peak by one needs most
+    ops to move at once, which no neighbourhood reaches (EPFL ``router``: in a traced search,
+    every neighbourhood of up to 170 of its 317 ops proved peak 7 infeasible around GauS's
+    peak-8 schedule, while the list scheduler meets peak 5). Returns the best schedule, the
+    report of the search that produced it, and the name of its start.
     """
     g, D = problem.g, problem.D
     starts = [("GauS", np.asarray(t, dtype=np.int64))]
     if problem.formulation == "A" and g.usage.shape[1] == 1:
-        for cap in range(_peak(g, starts[0][1], D) - 1, 0, -1):
+        for cap in range(_peak(g, starts[0][1]) - 1, 0, -1):
             capped = capped_list_schedule(g, D, cap)
             if capped is None:
                 break
@@ -231,41 +239,14 @@ def lns_search(
     return final, rep, name
 
 
-def capped_list_schedule(g: GauSGraph, D: int, cap: int) -> np.ndarray | None:
-    """List scheduling with every step's usage of the (single) resource capped at ``cap``:
-    ops in topological order by generation, least ALAP first, each at its earliest step
-    within its ALAP where it fits; ``None`` when an op finds no such step (not a proof)."""
-    gens = topological_generations(g)
-    asap, alap = asap_alap(g, D, gens)
-    fwd = np.flatnonzero(g.forward)
-    src, dst, delay = g.src[fwd], g.dst[fwd], g.delay[fwd]
-    by_dst = np.argsort(dst, kind="stable")
-    ptr = np.searchsorted(dst[by_dst], np.arange(g.n + 1))
-    usage = g.usage[:, 0, :]
-    L = usage.shape[1]
-    loads = np.zeros(D + L)
-    t = np.zeros(g.n, dtype=np.int64)
-    for v in np.concatenate([n[np.lexsort((asap[n], alap[n]))] for n in gens]):
-        e = by_dst[ptr[v] : ptr[v + 1]]
-        est = int(asap[v]) if e.size == 0 else max(int(asap[v]), int((t[src[e]] + delay[e]).max()))
-        steps = np.arange(est, int(alap[v]) + 1)
-        fits = (loads[steps[:, None] + np.arange(L)] + usage[v] <= cap + 1e-9).all(axis=1)
-        if not fits.any():
-            return None
-        t[v] = steps[int(np.argmax(fits))]
-        loads[t[v] : t[v] + L] += usage[v]
-    return t
-
-
 def _undirected_neighbours(g: GauSGraph) -> list[np.ndarray]:
-    """Each op's predecessors and successors."""
-    src, dst = g.src, g.dst
-    both_a = np.concatenate([src, dst])
-    both_b = np.concatenate([dst, src])
-    order = np.argsort(both_a, kind="stable")
-    ptr = np.searchsorted(both_a[order], np.arange(g.n + 1))
-    nb = both_b[order]
-    return [nb[ptr[i] : ptr[i + 1]] for i in range(g.n)]
+    """Each op's distance-0 successors and predecessors."""
+    adj = Adjacency(g)
+    sp, pp = adj.succ_ptr, adj.pred_ptr
+    return [
+        np.concatenate([adj.succ[sp[i] : sp[i + 1]], adj.pred[pp[i] : pp[i + 1]]])
+        for i in range(g.n)
+    ]
 
 
 def _neighbourhood(
@@ -285,7 +266,7 @@ def _neighbourhood(
         lo_step, hi_step = t[order[first]], t[order[min(g.n, first + k) - 1]]
         return np.flatnonzero((t >= lo_step) & (t <= hi_step))[: 2 * k]
     if kind == "peak":
-        seeds = _peak_ops(g, t, D, rng) if formulation == "A" else _peak_values(g, t, D, rng)
+        seeds = _peak_ops(g, t, rng) if formulation == "A" else _peak_values(g, t, D, rng)
         if seeds.size == 0:
             seeds = np.array([int(rng.integers(g.n))])
         return _ball(seeds, k, neighbours, rng)
@@ -312,14 +293,12 @@ def _ball(
     return np.array(sorted(seen), dtype=np.int64)
 
 
-def _peak_ops(g: GauSGraph, t: np.ndarray, D: int, rng: np.random.Generator) -> np.ndarray:
+def _peak_ops(g: GauSGraph, t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One op on every step where a random resource (with usage) reaches its peak: lowering
     the peak by one needs an op off each of them at once."""
-    n, K, L = g.usage.shape
-    loads = np.zeros((K, D + L), dtype=np.float64)
-    for c in range(L):
-        np.add.at(loads, (slice(None), t + c), g.usage[:, :, c].T)
-    active = np.flatnonzero(loads.max(axis=1) > 0)
+    L = g.usage.shape[2]
+    loads = resource_profile(g, t)
+    active = np.flatnonzero(loads.max(axis=1, initial=0.0) > 0)
     if active.size == 0:
         return np.array([], dtype=np.int64)
     r = int(rng.choice(active))
@@ -337,15 +316,9 @@ def _peak_values(g: GauSGraph, t: np.ndarray, D: int, rng: np.random.Generator) 
     """Formulation B: on every step where live memory peaks, one value live there (its
     producer and the consumers that end its lifetime): lowering the peak needs each of those
     steps relieved at once."""
-    fwd = np.flatnonzero(g.forward)
-    end = np.full(g.n, -1, dtype=np.int64)
-    np.maximum.at(end, g.src[fwd], t[g.dst[fwd]])
-    end = np.where(g.live_out, D, end)
+    profile, end = live_profile(g, t, D)
     live = (end > t) & (g.mem > 0)
-    diff = np.zeros(D + 2)
-    np.add.at(diff, t[live], g.mem[live])
-    np.add.at(diff, end[live], -g.mem[live])
-    profile = np.cumsum(diff)[: D + 1]
+    fwd = np.flatnonzero(g.forward)
     seeds: list[int] = []
     for step in np.flatnonzero(profile >= profile.max() - 1e-9):
         there = np.flatnonzero(live & (t <= step) & (end > step))
@@ -356,10 +329,6 @@ def _peak_values(g: GauSGraph, t: np.ndarray, D: int, rng: np.random.Generator) 
     return np.unique(np.array(seeds, dtype=np.int64))
 
 
-def _peak(g: GauSGraph, t: np.ndarray, D: int) -> int:
+def _peak(g: GauSGraph, t: np.ndarray) -> int:
     """The largest per-step usage of any resource under ``t``."""
-    _, K, L = g.usage.shape
-    loads = np.zeros((K, D + L), dtype=np.float64)
-    for c in range(L):
-        np.add.at(loads, (slice(None), t + c), g.usage[:, :, c].T)
-    return int(np.ceil(loads.max() - 1e-9))
+    return int(np.ceil(resource_profile(g, t).max(initial=0.0) - 1e-9))

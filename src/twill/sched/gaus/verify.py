@@ -150,8 +150,9 @@ def _last_use(g: GauSGraph, t: np.ndarray, II: int | None) -> np.ndarray:
     return end
 
 
-def peak_memory(g: GauSGraph, t: np.ndarray, D: int) -> float:
-    """Formulation B: peak of ``sum_i b_i [t_i <= s < end_i]`` over steps ``s``.
+def live_profile(g: GauSGraph, t: np.ndarray, D: int) -> tuple[np.ndarray, np.ndarray]:
+    """Formulation B's live memory at every step ``s``, ``sum_i b_i [t_i <= s < end_i]``, and
+    each value's end ``end_i`` (its last consumer's step; ``D`` when ``live_out``).
 
     A value is live from its producer's step up to, not including, its last consumer's step;
     ops without successors are not counted unless ``live_out`` (then live until ``D - 1``).
@@ -164,7 +165,12 @@ def peak_memory(g: GauSGraph, t: np.ndarray, D: int) -> float:
     diff = np.zeros(H + 1)
     np.add.at(diff, t[live], g.mem[live])
     np.add.at(diff, end[live], -g.mem[live])
-    return float(np.cumsum(diff)[:H].max(initial=0.0))
+    return np.cumsum(diff)[:H], end
+
+
+def peak_memory(g: GauSGraph, t: np.ndarray, D: int) -> float:
+    """Formulation B: the peak of :func:`live_profile`."""
+    return float(live_profile(g, t, D)[0].max(initial=0.0))
 
 
 def modulo_maxlive(g: GauSGraph, t: np.ndarray, II: int) -> float:
