@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.bounds import dram_floor_bytes, fusion_bounds, ideal_bound
@@ -21,6 +23,7 @@ def test_bounds_are_ordered_and_below_every_plan(shared_benchmarks):
     plan = FusionPlan("bert", tuple(all_dram_mapping(ly, arch) for ly in net.layers))
     b = fusion_bounds(net, arch, plan)
     assert 1.0 <= b.gain_candidates <= b.gain_all <= b.gain_ideal
+    assert 1.0 <= b.gain_capacity <= b.gain_ideal and b.capacity_edp >= b.ideal_edp
     rep = evaluate_plan(net, arch, plan)
     assert abs(rep.edp - b.edp) <= 1e-9 * rep.edp
     e, c = ideal_bound(net, arch)
@@ -94,3 +97,211 @@ def test_accumulator_floor_holds_for_random_mappings():
             assert np.all(got >= floor * (1 - 1e-12))
             assert floor > u or ly.groups > 1  # the reads count where C is unrolled
             assert got.min() <= 4 * floor
+
+
+# ------------------------------------------------------------------ capacity-aware bound
+_W_RELEVANT = ("K", "C", "R", "S", "G")
+
+
+def _dram_terms(cost, b: int, top: int) -> tuple[float, float, float]:
+    """DRAM weight reads, input reads and output traffic (updates + reads) of row ``b``."""
+    used = cost.instances_used[b, top]
+    w = cost.reads[b, top, 0] * used
+    i = cost.reads[b, top, 1] * used
+    o = (cost.updates[b, top, 2] + cost.reads[b, top, 2]) * used
+    return float(w), float(i), float(o)
+
+
+def test_weights_reread_per_block_unless_resident():
+    """Lemma behind :func:`capacity_bound`: a valid mapping with a weight-relevant (K, C, R,
+    S, G) DRAM loop reads its weights from DRAM at least ``|W|·B`` times (B = its P·Q·N block
+    count) and is not counted resident by the verifier; one without keeps all of ``|W|`` in
+    the scratchpad (so it fits) and is counted resident. Random factorisations and the group
+    search's block re-mappings of a conv, a GEMM, a depthwise, a strided 1x1 and a batched
+    layer, on two Gemmini sizes; the per-status DRAM charges hold for each row too."""
+    import numpy as np
+
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
+    from twill.mapping.fadiff.bounds import _input_words_floor
+    from twill.mapping.fadiff.fusion import block_counts
+    from twill.mapping.fadiff.groups import block_mapping
+    from twill.mapping.search.random import sample_batch
+    from twill.mapping.workload import Layer, Operand
+
+    layers = [
+        Layer("conv", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 64, "K": 64}),
+        Layer("gemm", {"P": 128, "C": 768, "K": 96}),
+        Layer("dw", {"R": 3, "S": 3, "P": 14, "Q": 14}, groups=32),
+        Layer("down", {"P": 28, "Q": 28, "C": 64, "K": 128}, w_stride=2, h_stride=2),
+        Layer("batch", {"P": 8, "Q": 8, "C": 32, "K": 32, "N": 4}),
+    ]
+    counts = {"reread": 0, "resident": 0}
+    for arch in (gemmini_arch(), read_arch(shipped_archs()["gemmini_32x32_sp512k_acc128k"])):
+        top = arch.n_levels - 1
+        sp = top - 1
+        for ly in layers:
+            batch = sample_batch(ly, arch, 2000, seed=3)
+            maps = [
+                batch.mapping(int(b)) for b in np.flatnonzero(evaluate_batch(ly, arch, batch).valid)
+            ]
+            for bp in (1, 2, 7):
+                for variant in ("resident", "lean"):
+                    m = block_mapping(ly, arch, all_dram_mapping(ly, arch), bp, variant=variant)
+                    maps += [m] if m is not None else []
+            cost = evaluate_batch(ly, arch, batch_from_mappings(maps, ly.groups))
+            assert cost.valid.all() and len(maps) > 50
+            w = ly.footprint(Operand.W)
+            for b, m in enumerate(maps):
+                blocks = int(np.prod(block_counts(m, ly.groups)))
+                reread = any(d.value in _W_RELEVANT for d, _ in m.placed(ly.groups).loops(top))
+                w_dram, i_dram, o_dram = _dram_terms(cost, b, top)
+                tile, fills = cost.tiles[b, sp, 0], cost.fills[b, sp, 0]
+                resident = fills <= tile * (1 + 1e-12)  # the verifier's test
+                assert w_dram >= w and o_dram >= ly.footprint(Operand.O)
+                assert i_dram >= _input_words_floor(ly) * (1 - 1e-12)
+                if reread:
+                    assert w_dram >= w * blocks and not resident
+                else:
+                    assert tile == w <= arch.levels[sp].entries and resident
+                counts["reread" if reread else "resident"] += blocks > 1
+    assert min(counts.values()) >= 20  # both cases occur with several blocks
+
+
+def _sub_network(net, lo: int, hi: int):
+    """Layers ``lo:hi`` of ``net`` with the edges among them."""
+    from twill.mapping.fadiff.networks import Edge, Network
+
+    es = tuple(
+        Edge(e.src - lo, e.dst - lo, e.kind)
+        for e in net.edges
+        if lo <= e.src < hi and lo <= e.dst < hi
+    )
+    return Network(f"{net.name}[{lo}:{hi}]", net.layers[lo:hi], es)
+
+
+def _check_plan(net, arch, plan) -> bool:
+    """The plan verifies and every layer moves at least its DRAM floor; its energy, cycles
+    and EDP are at least the capacity bound's. Returns whether it fuses anything."""
+    import numpy as np
+
+    from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound
+
+    rep = evaluate_plan(net, arch, plan)
+    assert rep.valid, rep.violations
+    floor = np.array([_dram_words_floor(net, arch, j) for j in range(len(net.layers))])
+    assert np.all(rep.layer_dram_bytes >= floor * (1 - 1e-12))
+    e, c = capacity_bound(net, arch)
+    assert rep.energy_pj >= e and rep.cycles >= c and rep.edp >= e * 1e-6 * c
+    return bool(plan.fused)
+
+
+def test_capacity_bound_below_searched_plans(shared_benchmarks, inverted_residual):
+    """Lemma: the capacity bound is below every verified plan the project's searches find
+    (unfused, polished, greedy fusion, group search from two seeds, FADiff) on an inverted
+    residual block, ResNet-50's stage 2 and BERT, on three Gemmini sizes; per layer too."""
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.fadiff.baselines import greedy_fusion_baseline
+    from twill.mapping.fadiff.bounds import capacity_bound
+    from twill.mapping.fadiff.groups import group_search
+    from twill.mapping.fadiff.polish import polish_mappings
+    from twill.mapping.fadiff.train import fadiff
+
+    root = shared_benchmarks / "dosa" / "workloads"
+    nets = [
+        inverted_residual,
+        _sub_network(load_network("resnet50", root), 1, 11),
+        load_network("bert", root),
+    ]
+    archs = [
+        gemmini_arch(),
+        read_arch(shipped_archs()["gemmini_32x32_sp512k_acc128k"]),
+        gemmini_arch(16, 32, 32),
+    ]
+    fused = 0
+    for net in nets:
+        for arch in archs:
+            base = FusionPlan(net.name, tuple(all_dram_mapping(ly, arch) for ly in net.layers))
+            polished = FusionPlan(net.name, tuple(polish_mappings(net.layers, arch, base.mappings)))
+            plans = [base, polished, greedy_fusion_baseline(net, arch, polished).plan]
+            plans += [group_search(net, arch, base), group_search(net, arch, polished)]
+            fused += sum(_check_plan(net, arch, p) for p in plans)
+    net = nets[0]
+    fused += _check_plan(net, archs[0], fadiff(net, archs[0], steps=30, seed=0).plan)
+    assert fused >= 20
+    e, c = capacity_bound(nets[2], archs[0])
+    ei, ci = ideal_bound(nets[2], archs[0])
+    assert e * c > 1.06 * ei * ci  # not vacuous: BERT's FFN cannot fuse in 128 KB
+
+
+def test_capacity_bound_below_every_verified_block_plan(inverted_residual):
+    """Lemma at the capacity limit: every plan built from the group search's block
+    re-mappings (several block counts, resident and lean weights, 1-D and 2-D blocks) with
+    any subset of fused edges that verifies moves at least the per-layer DRAM floor. Small
+    scratchpads (32 and 64 KB); a residual add, an inverted residual block and a GEMM pair
+    whose weights cannot stay resident."""
+    import itertools
+
+    from twill.mapping.fadiff.groups import block_mapping
+    from twill.mapping.fadiff.networks import Edge, Network, chain_network
+    from twill.mapping.workload import Layer
+
+    up, down = Layer.gemm(64, 1024, 256, name="up"), Layer.gemm(64, 256, 1024, name="down")
+    ffn = chain_network([up, down], "ffn")
+    x = Layer("x", {"P": 16, "Q": 16, "C": 16, "K": 32})
+    c1 = Layer("c1", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 16})
+    c2 = Layer("c2", {"P": 16, "Q": 16, "C": 16, "K": 32})
+    res = Network("res", (x, c1, c2), (Edge(0, 1, "block"), Edge(1, 2, "chain"), Edge(0, 2, "add")))
+    checked = 0
+    for net in (ffn, res, inverted_residual):
+        assert net.check() == []
+        for arch in (gemmini_arch(16, 32, 32), gemmini_arch(16, 64, 32)):
+            cands = net.candidates
+            for bp, bq, variant in itertools.product(
+                (1, 2, 4, 7, 16), (1, 4), ("resident", "lean")
+            ):
+                seeds = [all_dram_mapping(ly, arch) for ly in net.layers]
+                maps = [
+                    block_mapping(ly, arch, m, bp, variant=variant, q_blocks=bq)
+                    for ly, m in zip(net.layers, seeds, strict=True)
+                ]
+                if any(m is None for m in maps):
+                    continue
+                for k in range(1, len(cands) + 1):
+                    for fz in itertools.combinations(cands, k):
+                        plan = FusionPlan(net.name, tuple(maps), fz)
+                        if evaluate_plan(net, arch, plan).valid:
+                            checked += _check_plan(net, arch, plan)
+    assert checked >= 100
+
+
+def test_capacity_bound_between_ideal_and_unfused(shared_benchmarks):
+    """Lemma: ideal <= capacity <= unfused, energy and cycles, on five networks and every
+    shipped Gemmini; FSRCNN (small weights, every boundary a candidate) sits on the ideal
+    bound, and a GEMM pair whose intermediate needs blocks and whose weights cannot stay
+    resident gains nothing from fusion in 32 KB but its output in 512 KB."""
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound, unfused_bound
+    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.workload import Layer
+
+    root = shared_benchmarks / "dosa" / "workloads"
+    archs = [gemmini_arch()] + [read_arch(p) for p in shipped_archs().values()]
+    for name in ("fsrcnn", "unet", "resnet50", "bert", "retinanet"):
+        net = load_network(name, root)
+        for arch in archs:
+            lo, mid, hi = (
+                ideal_bound(net, arch),
+                capacity_bound(net, arch),
+                unfused_bound(net, arch),
+            )
+            for a, b, c in zip(lo, mid, hi, strict=True):
+                assert a <= b * (1 + 1e-12) and b <= c * (1 + 1e-12)
+            if name == "fsrcnn":
+                assert mid == pytest.approx(lo, rel=1e-12)
+    up = Layer.gemm(64, 1024, 256, name="up")  # |W| = 256 K words, |O| = 64 K words
+    net = chain_network([up, Layer.gemm(64, 256, 1024, name="down")], "ffn")
+    assert net.check() == []
+    w, i, o = 256 * 1024, 64 * 256, 64 * 1024
+    assert _dram_words_floor(net, gemmini_arch(16, 32, 32), 0) == w + i + o
+    assert _dram_words_floor(net, gemmini_arch(16, 512, 32), 0) == w + i

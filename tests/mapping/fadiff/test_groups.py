@@ -146,23 +146,11 @@ def test_two_d_blocks_fuse_wide_rows_that_row_blocks_cannot():
     assert evaluate_plan(net, arch, two_d).edp < evaluate_plan(net, arch, seed).edp
 
 
-def _inverted_residual():
-    """MobileNetV2-style block at 28x28: expand 1x1, depthwise 3x3 (96 groups), project 1x1."""
-    return chain_network(
-        [
-            Layer("expand", {"P": 28, "Q": 28, "C": 16, "K": 96}),
-            Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, groups=96),
-            Layer("project", {"P": 28, "Q": 28, "C": 96, "K": 24}),
-        ],
-        "inverted_residual",
-    )
-
-
-def test_depthwise_block_fuses_with_its_groups_on_chip():
+def test_depthwise_block_fuses_with_its_groups_on_chip(inverted_residual):
     """Expand -> depthwise -> project fuses depth-first: the depthwise layer's G loop moves on
     chip (below the block loops), both intermediates leave DRAM, and the plan verifies."""
     arch = gemmini_arch()
-    net = _inverted_residual()
+    net = inverted_residual
     assert set(net.candidates) == {0, 1}
     top = arch.n_levels - 1
     dw = block_mapping(net.layers[1], arch, all_dram_mapping(net.layers[1], arch), 7)
@@ -179,11 +167,11 @@ def test_depthwise_block_fuses_with_its_groups_on_chip():
     assert verify_plan(net, arch, g) == [] and set(g.fused) == {0, 1}
 
 
-def test_depthwise_groups_at_dram_cannot_join_blocks():
+def test_depthwise_groups_at_dram_cannot_join_blocks(inverted_residual):
     """A depthwise layer that runs its groups from DRAM (G outermost) has one block, so a
     producer with several blocks cannot hand it tiles: the verifier says why."""
     arch = gemmini_arch()
-    net = _inverted_residual()
+    net = inverted_residual
     maps = list(_blocked(net.layers, arch, 7))
     maps[1] = block_mapping(net.layers[1], arch, all_dram_mapping(net.layers[1], arch), 7)
     from dataclasses import replace
@@ -193,14 +181,14 @@ def test_depthwise_groups_at_dram_cannot_join_blocks():
     assert [v.rule for v in viol] == ["fusion.blocks"]
 
 
-def test_align_blocks_gives_fused_neighbours_one_block_count():
+def test_align_blocks_gives_fused_neighbours_one_block_count(inverted_residual):
     """Joint rounding: neighbours rounded to different block counts (7 vs 4 row blocks) fail
     the verifier; align_blocks re-maps the group to one shared count and keeps it fused."""
     from twill.mapping.fadiff.fusion import block_counts
     from twill.mapping.fadiff.groups import align_blocks
 
     arch = gemmini_arch()
-    net = _inverted_residual()
+    net = inverted_residual
     maps = _blocked(net.layers[:1], arch, 7) + _blocked(net.layers[1:], arch, 4)
     raw = FusionPlan("ir", maps, (0, 1))
     assert "fusion.blocks" in {v.rule for v in verify_plan(net, arch, raw)}

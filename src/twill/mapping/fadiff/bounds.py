@@ -28,6 +28,14 @@ ideal bound with every layer's weights, input and output moved through DRAM. The
 layer-wise plan's EDP over it is what better mappings alone could still gain; the ideal
 bound's headroom contains that mapping headroom as well as fusion's.
 
+A fifth, ``capacity`` (:func:`capacity_bound`), is the tightest of these bounds that holds for
+every plan and every mapping: the ideal bound's on-chip terms, with each layer's DRAM traffic
+the least it can have over the fusion statuses the network and the scratchpad allow. A fused
+tensor needs its hand-off buffer on chip, so a layer whose fused tensors do not fit whole
+must run in blocks, and a layer run in blocks either keeps its weights resident beside the
+buffers or re-reads them once per block (:func:`twill.mapping.fadiff.fusion.verify_plan`,
+rule 4). It lies between ``ideal`` and ``unfused``.
+
 Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.check_gemmini`).
 """
 
@@ -40,11 +48,12 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
 from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
-from twill.mapping.fadiff.networks import Network
+from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Dim, Layer, Operand
 
 __all__ = [
     "FusionBounds",
+    "capacity_bound",
     "fusion_bounds",
     "dram_floor_bytes",
     "ideal_bound",
@@ -80,6 +89,7 @@ class FusionBounds:
     dram_bound_layers: int
     dram_share: float
     unfused_edp: float = float("nan")
+    capacity_edp: float = float("nan")
 
     @property
     def gain_candidates(self) -> float:
@@ -98,6 +108,11 @@ class FusionBounds:
         """What better mappings alone could gain over the plan (:func:`unfused_bound`)."""
         return self.edp / self.unfused_edp
 
+    @property
+    def gain_capacity(self) -> float:
+        """The most any plan could gain over this one (:func:`capacity_bound`)."""
+        return self.edp / self.capacity_edp
+
     def to_dict(self) -> dict[str, float | str | int]:
         d = dict(self.__dict__)
         d.update(
@@ -105,6 +120,7 @@ class FusionBounds:
             gain_all=self.gain_all,
             gain_ideal=self.gain_ideal,
             gain_unfused=self.gain_unfused,
+            gain_capacity=self.gain_capacity,
         )
         return d
 
@@ -191,24 +207,29 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
     >>> int(c)
     2957312
     """
+    bw = arch.levels[-1].bandwidth or np.inf
+    pe_c, pe_k = arch.fanout(1), arch.fanout(2)
+    energy = sum(_onchip_floor(ly, arch) for ly in net.layers)
+    cycles = sum(
+        max(_compute_floor(ly, pe_c, pe_k), ly.footprint(Operand.W) / bw) for ly in net.layers
+    )
+    energy += dram_floor_bytes(net) * arch.levels[-1].energy_pj
+    return energy, cycles
+
+
+def _onchip_floor(ly: Layer, arch: Arch) -> float:
+    """The ideal bound's energy (pJ) of ``ly`` below DRAM: MACs with their register reads,
+    the accumulator floor, scratchpad input reads, and every weight filled into the
+    scratchpad and the registers once."""
     lv = {x.name: x for x in arch.levels}
     e_reg, e_acc = lv["Registers"].energy_pj, lv["Accumulator"].energy_pj
-    e_sp, e_dram = lv["Scratchpad"].energy_pj, lv["DRAM"].energy_pj
-    pe_c = arch.fanout(1)
-    pe_k = arch.fanout(2)
-    bw = arch.levels[-1].bandwidth or np.inf
-    energy = 0.0
-    cycles = 0.0
-    for ly in net.layers:
-        macs = float(ly.total_macs)
-        c_sp, k_sp = _maxdiv(ly.dim(Dim.C), pe_c), _maxdiv(ly.dim(Dim.K), pe_k)
-        w = float(ly.footprint(Operand.W))
-        energy += macs * (arch.mac_energy_pj + e_reg)
-        energy += _accumulator_floor(ly, arch, macs / c_sp) * e_acc + macs / k_sp * e_sp
-        energy += w * (e_reg + 2 * e_sp)  # register fills = scratchpad W reads; SP W fills
-        cycles += max(_compute_floor(ly, pe_c, pe_k), w / bw)
-    energy += dram_floor_bytes(net) * e_dram
-    return energy, cycles
+    e_sp = lv["Scratchpad"].energy_pj
+    macs = float(ly.total_macs)
+    c_sp, k_sp = _maxdiv(ly.dim(Dim.C), arch.fanout(1)), _maxdiv(ly.dim(Dim.K), arch.fanout(2))
+    w = float(ly.footprint(Operand.W))
+    energy = macs * (arch.mac_energy_pj + e_reg)
+    energy += _accumulator_floor(ly, arch, macs / c_sp) * e_acc + macs / k_sp * e_sp
+    return energy + w * (e_reg + 2 * e_sp)  # register fills = scratchpad W reads; SP W fills
 
 
 def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
@@ -233,6 +254,91 @@ def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
         cycles += max(_compute_floor(ly, pe_c, pe_k), moved / bw)
     energy = e_ideal - dram_floor_bytes(net) * e_dram + words * e_dram
     return energy, cycles
+
+
+def capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
+    """Mapping-independent lower bounds ``(energy_pJ, cycles)`` of any plan, capacity-aware.
+
+    :func:`ideal_bound`'s on-chip terms plus, per layer, the fewest DRAM words over the
+    fusion statuses it may have (:func:`_dram_words_floor`): its input is free only when its
+    data edge is a fused candidate, its output only when every reader is fused, and its
+    weights cost ``|W|`` unless the fused tensors make it run in blocks that leave no room
+    for resident weights (then ``|W|`` per block). Latency per layer is at least
+    ``max(compute floor, those words / DRAM bandwidth)``. Energy and cycles both grow with a
+    layer's DRAM words, so the status with the fewest words minimises both; the plan's
+    actual status gives each layer at least that many words. Every layer reading the
+    network input or writing a network output pays for it here, so this bound is at least
+    the ideal one, and at most :func:`unfused_bound` (every layer unfused).
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.io.networks import load_network
+    >>> net, arch = load_network("bert"), gemmini_arch()
+    >>> lo, mid, hi = ideal_bound(net, arch), capacity_bound(net, arch), unfused_bound(net, arch)
+    >>> all(a <= b <= c for a, b, c in zip(lo, mid, hi))
+    True
+    """
+    bw = arch.levels[-1].bandwidth or np.inf
+    pe_c, pe_k = arch.fanout(1), arch.fanout(2)
+    energy = cycles = 0.0
+    for j, ly in enumerate(net.layers):
+        words = _dram_words_floor(net, arch, j)
+        energy += _onchip_floor(ly, arch) + words * arch.levels[-1].energy_pj
+        cycles += max(_compute_floor(ly, pe_c, pe_k), words / bw)
+    return energy, cycles
+
+
+def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
+    """Fewest DRAM words layer ``j`` moves in any valid plan: the minimum over its statuses
+    (input fused or not, output fused or not) of input + output + weight words.
+
+    The input is fused only through a candidate data edge (the layer then has exactly one
+    data producer, whose whole output is the fused tensor); the output only when the layer
+    has readers and every out-edge is a candidate. Fused tensors live while the layer runs
+    (the verifier's hand-off buffers), ``X`` words together; :func:`_weight_words_floor`
+    prices the weights under that load."""
+    cands = set(net.candidates)
+    ly = net.layers[j]
+    w, o = float(ly.footprint(Operand.W)), float(ly.footprint(Operand.O))
+    edges = list(enumerate(net.edges))
+    ins = [e.src for i, e in edges if e.dst == j and i in cands and e.kind not in EPILOGUE_KINDS]
+    outs = [i for i, e in edges if e.src == j]
+    x_in = [0.0] + [float(net.layers[p].footprint(Operand.O)) for p in ins[:1]]
+    x_out = [0.0] + ([o] if outs and all(i in cands for i in outs) else [])
+    best = np.inf
+    for a in x_in:
+        for b in x_out:
+            moved = (0.0 if a else _input_words_floor(ly)) + (0.0 if b else o)
+            best = min(best, moved + _weight_words_floor(ly, arch, w, a + b))
+    return best
+
+
+def _weight_words_floor(ly: Layer, arch: Arch, w: float, x: float) -> float:
+    """Fewest DRAM weight reads of ``ly`` while fused tensors of ``x`` words are live
+    (``inf`` if no block count fits them).
+
+    With one block the hand-off buffers hold whole tensors (``x`` ≤ scratchpad). With ``B``
+    blocks (B = bp·bq·bn, divisors of P, Q, N) they hold at least ``x / B``; weights either
+    stay resident beside them (``w + x/B`` ≤ scratchpad: ``w`` words) or a weight-relevant
+    DRAM loop lies inside the block loops and every block re-reads them (``w·B`` words)."""
+    cap = float(arch.levels[-2].entries or np.inf)
+    if x <= cap:
+        return w
+    fits = [b for b in _block_totals(ly) if x / b <= cap]
+    if not fits:
+        return np.inf
+    return w if w + x / max(fits) <= cap else w * min(fits)
+
+
+def _block_totals(ly: Layer) -> list[int]:
+    """Every block count ``bp·bq·bn`` a mapping of ``ly`` can have (divisors of P, Q, N)."""
+
+    def divisors(n: int) -> list[int]:
+        return [d for d in range(1, n + 1) if n % d == 0]
+
+    p, q, n = (divisors(ly.dim(d)) for d in (Dim.P, Dim.Q, Dim.N))
+    return sorted({a * b * c for a in p for b in q for c in n})
 
 
 def _free_report(
@@ -299,6 +405,7 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     ea, ca, da = _free_report(net, arch, costs, list(range(len(net.edges))))
     ei, ci = ideal_bound(net, arch)
     eu, cu = unfused_bound(net, arch)
+    ek, ck = capacity_bound(net, arch)
     top = arch.n_levels - 1
     dram_bound = sum(
         int(c.bandwidth_cycles[0, top] >= max(c.compute_cycles[0], c.bandwidth_cycles[0].max()))
@@ -322,4 +429,5 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
         dram_bound_layers=dram_bound,
         dram_share=dram_e / e0,
         unfused_edp=eu * 1e-6 * cu,
+        capacity_edp=ek * 1e-6 * ck,
     )
