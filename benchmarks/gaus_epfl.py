@@ -9,7 +9,9 @@ for any other binary AIGER files) is scheduled in each formulation by each metho
   memory model, so B is reported as not applicable);
 * ``cpsat``: CP-SAT (A, B, C) capped at ``--cpsat-limit`` seconds (default 900 s, the GauS paper's
   15 minutes), reporting its best incumbent and its proven bound; skipped with the reason when
-  the model would be too large to build (``--cpsat-max-vars`` booleans);
+  the model would be too large to build (``--cpsat-max-vars`` booleans); ``--cpsat-cuts``
+  adds, in A, the time-indexed precedence cuts and CP-SAT's full LP relaxation
+  (``SolverOptions.extra["precedence_cuts"]``), which proves some small instances optimal;
 * ``gumbel``: the categorical GS-Schedule-style baseline (A only), capped like CP-SAT, skipped as
   "out of memory (estimated X GB)" when its ``[batch, n, D]`` tensors would not fit
   ``--mem-limit-gb``.
@@ -138,6 +140,7 @@ def skip_reason(method: str, g: Any, form: str, D: int, args: argparse.Namespace
 
 def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: Any) -> dict:
     """Run one method (in the child process) and return its row fields."""
+    from twill.options import SolverOptions
     from twill.sched.baselines.categorical import gumbel_schedule
     from twill.sched.baselines.exact import exact_schedule
     from twill.sched.baselines.force_directed import force_directed_schedule
@@ -157,7 +160,9 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
         r = force_directed_schedule(g, form, D=D, II=II_)
     elif method == "cpsat":
         t0 = time.perf_counter()
-        r = exact_schedule(g, form, D=D, II=II_, time_limit=args.cpsat_limit)
+        extra = {"precedence_cuts": True} if args.cpsat_cuts else {}
+        opts = SolverOptions(time_limit=args.cpsat_limit, seed=args.cpsat_seed, extra=extra)
+        r = exact_schedule(g, form, D=D, II=II_, options=opts)
     else:
         import torch  # noqa: F401
 
@@ -228,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     ap.add_argument("--cpsat-limit", type=float, default=900.0, help="seconds (default 900)")
     ap.add_argument("--cpsat-max-vars", type=int, default=2_000_000)
+    ap.add_argument("--cpsat-seed", type=int, default=0, help="CP-SAT's random seed")
+    ap.add_argument(
+        "--cpsat-cuts",
+        action="store_true",
+        help="formulation A: time-indexed precedence cuts and CP-SAT's full LP relaxation "
+        "(proves some small designs optimal; slower elsewhere)",
+    )
     ap.add_argument("--gaus-limit", type=float, default=None, help="GauS time limit, seconds")
     ap.add_argument(
         "--gaus-budget",
