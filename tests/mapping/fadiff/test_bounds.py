@@ -305,3 +305,57 @@ def test_capacity_bound_between_ideal_and_unfused(shared_benchmarks):
     w, i, o = 256 * 1024, 64 * 256, 64 * 1024
     assert _dram_words_floor(net, gemmini_arch(16, 32, 32), 0) == w + i + o
     assert _dram_words_floor(net, gemmini_arch(16, 512, 32), 0) == w + i
+
+
+def test_tiling_floor_holds_for_random_mappings():
+    """Lemma behind :func:`_tiling_words_floor`: no valid mapping moves fewer DRAM words, in
+    any of the four fusion statuses, than the floor: 4 000 random factorisations (random loop
+    orders) of a conv, a GEMM, a depthwise, a strided 1x1, a dilated, a batched, a grouped
+    and a large conv whose weights exceed the scratchpad, on three Gemmini sizes. The floor
+    is reached by some sampled mapping on most layers (it is tight there) and exceeds the
+    one-pass count ``|W| + input + |O|`` where the scratchpad forces re-reads."""
+    import numpy as np
+
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.cost.analytical import evaluate_batch
+    from twill.mapping.fadiff.bounds import _input_words_floor, _tiling_words_floor
+    from twill.mapping.search.random import sample_batch
+    from twill.mapping.workload import Layer, Operand
+
+    layers = [
+        Layer("conv", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 64, "K": 64}),
+        Layer("gemm", {"P": 128, "C": 768, "K": 96}),
+        Layer("dw", {"R": 3, "S": 3, "P": 14, "Q": 14}, groups=32),
+        Layer("down", {"P": 28, "Q": 28, "C": 64, "K": 128}, w_stride=2, h_stride=2),
+        Layer(
+            "dil", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 32}, w_dilation=2, h_dilation=2
+        ),  # fmt: skip
+        Layer("batch", {"P": 8, "Q": 8, "C": 32, "K": 32, "N": 4}),
+        Layer("grouped", {"R": 3, "S": 3, "P": 28, "Q": 28, "C": 4, "K": 4}, groups=8),
+        Layer("big", {"R": 3, "S": 3, "P": 28, "Q": 28, "C": 256, "K": 512}),
+    ]
+    archs = [
+        gemmini_arch(),
+        read_arch(shipped_archs()["gemmini_32x32_sp512k_acc128k"]),
+        gemmini_arch(16, 32, 32),
+    ]
+    tight = raised = 0
+    for arch in archs:
+        top = arch.n_levels - 1
+        for ly in layers:
+            floor = _tiling_words_floor(ly, arch)
+            cost = evaluate_batch(ly, arch, sample_batch(ly, arch, 4000, seed=11))
+            ok = cost.valid
+            assert ok.sum() >= 10
+            used = cost.instances_used[ok, top]
+            w = cost.reads[ok, top, 0] * used
+            i = cost.reads[ok, top, 1] * used
+            o = (cost.updates[ok, top, 2] + cost.reads[ok, top, 2]) * used
+            for (fused_in, fused_out), words in floor.items():
+                got = w + (0.0 if fused_in else i) + (0.0 if fused_out else o)
+                assert np.all(got >= words * (1 - 1e-12)), (ly.name, arch.name, fused_in)
+            unfused = w + i + o
+            tight += bool(unfused.min() <= floor[False, False] * (1 + 1e-9))
+            one_pass = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
+            raised += floor[False, False] > one_pass * 1.01
+    assert tight >= 15 and raised >= 3

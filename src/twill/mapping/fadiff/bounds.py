@@ -24,9 +24,10 @@ Three bounds, from the tightest (tied to a layer-wise plan's mappings) to the lo
 mappings, resp. any mappings) could lower the plan's EDP.
 
 A fourth bound, ``unfused`` (:func:`unfused_bound`), holds for plans **without** fusion: the
-ideal bound with every layer's weights, input and output moved through DRAM. The best
-layer-wise plan's EDP over it is what better mappings alone could still gain; the ideal
-bound's headroom contains that mapping headroom as well as fusion's.
+ideal bound with every layer's weights, input and output moved through DRAM, at least as
+many times as the best tiling that fits the scratchpad needs (:func:`_tiling_words_floor`).
+The best layer-wise plan's EDP over it is what better mappings alone could still gain; the
+ideal bound's headroom contains that mapping headroom as well as fusion's.
 
 A fifth, ``capacity`` (:func:`capacity_bound`), is the tightest of these bounds that holds for
 every plan and every mapping: the ideal bound's on-chip terms, with each layer's DRAM traffic
@@ -34,7 +35,9 @@ the least it can have over the fusion statuses the network and the scratchpad al
 tensor needs its hand-off buffer on chip, so a layer whose fused tensors do not fit whole
 must run in blocks, and a layer run in blocks either keeps its weights resident beside the
 buffers or re-reads them once per block (:func:`twill.mapping.fadiff.fusion.verify_plan`,
-rule 4). It lies between ``ideal`` and ``unfused``.
+rule 4); whatever its status, a layer moves at least what the best tiling of its own
+mapping needs with that status (:func:`_tiling_words_floor`). It lies between ``ideal`` and
+``unfused``.
 
 Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.check_gemmini`).
 """
@@ -49,7 +52,7 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
 from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
-from twill.mapping.workload import Dim, Layer, Operand
+from twill.mapping.workload import ALL_DIMS, Dim, Layer, Operand
 
 __all__ = [
     "FusionBounds",
@@ -237,9 +240,12 @@ def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
 
     :func:`ideal_bound` with the fully fused DRAM floor replaced by what a layer-by-layer
     plan must move: every layer reads its weights and its input (:func:`_input_words_floor`)
-    from DRAM and writes its output there, and its latency is at least that traffic over the
-    DRAM bandwidth. ``EDP(best layer-wise plan) / EDP(this)`` is the gain better mappings
-    alone could still bring, which the ideal bound's headroom includes besides fusion's.
+    from DRAM and writes its output there, and where the scratchpad cannot hold what one
+    pass over them needs, the fewest words any tiling moves (:func:`_tiling_words_floor`:
+    re-read weights or inputs, or partial sums); its latency is at least that traffic over
+    the DRAM bandwidth. ``EDP(best layer-wise plan) / EDP(this)`` is the gain better
+    mappings alone could still bring, which the ideal bound's headroom includes besides
+    fusion's.
     """
     e_ideal, _ = ideal_bound(net, arch)
     lv = {x.name: x for x in arch.levels}
@@ -250,6 +256,7 @@ def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
     cycles = 0.0
     for ly in net.layers:
         moved = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
+        moved = max(moved, _tiling_words_floor(ly, arch)[False, False])
         words += moved
         cycles += max(_compute_floor(ly, pe_c, pe_k), moved / bw)
     energy = e_ideal - dram_floor_bytes(net) * e_dram + words * e_dram
@@ -263,7 +270,9 @@ def capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
     fusion statuses it may have (:func:`_dram_words_floor`): its input is free only when its
     data edge is a fused candidate, its output only when every reader is fused, and its
     weights cost ``|W|`` unless the fused tensors make it run in blocks that leave no room
-    for resident weights (then ``|W|`` per block). Latency per layer is at least
+    for resident weights (then ``|W|`` per block), and never fewer than the best tiling
+    that fits the scratchpad moves with that status (re-read weights or inputs, partial
+    sums; :func:`_tiling_words_floor`). Latency per layer is at least
     ``max(compute floor, those words / DRAM bandwidth)``. Energy and cycles both grow with a
     layer's DRAM words, so the status with the fewest words minimises both; the plan's
     actual status gives each layer at least that many words. Every layer reading the
@@ -297,7 +306,9 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     data producer, whose whole output is the fused tensor); the output only when the layer
     has readers and every out-edge is a candidate. Fused tensors live while the layer runs
     (the verifier's hand-off buffers), ``X`` words together; :func:`_weight_words_floor`
-    prices the weights under that load."""
+    prices the weights under that load. Every status is also charged at least the fewest
+    words any tiling of the layer moves with that status (:func:`_tiling_words_floor`);
+    both are lower bounds of the same count, so their maximum is one."""
     cands = set(net.candidates)
     ly = net.layers[j]
     w, o = float(ly.footprint(Operand.W)), float(ly.footprint(Operand.O))
@@ -306,11 +317,13 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     outs = [i for i, e in edges if e.src == j]
     x_in = [0.0] + [float(net.layers[p].footprint(Operand.O)) for p in ins[:1]]
     x_out = [0.0] + ([o] if outs and all(i in cands for i in outs) else [])
+    tiled = _tiling_words_floor(ly, arch)
     best = np.inf
     for a in x_in:
         for b in x_out:
             moved = (0.0 if a else _input_words_floor(ly)) + (0.0 if b else o)
-            best = min(best, moved + _weight_words_floor(ly, arch, w, a + b))
+            moved += _weight_words_floor(ly, arch, w, a + b)
+            best = min(best, max(moved, tiled[bool(a), bool(b)]))
     return best
 
 
@@ -339,6 +352,163 @@ def _block_totals(ly: Layer) -> list[int]:
 
     p, q, n = (divisors(ly.dim(d)) for d in (Dim.P, Dim.Q, Dim.N))
     return sorted({a * b * c for a in p for b in q for c in n})
+
+
+_R, _S, _P, _Q, _C, _K, _N, _G = range(8)  # ALL_DIMS order, as in the access model
+_TILING_FLOORS: dict[tuple[str, Arch], dict[tuple[bool, bool], float]] = {}
+_TILES_PER_CHUNK = 1 << 17
+
+
+def _tiling_words_floor(ly: Layer, arch: Arch) -> dict[tuple[bool, bool], float]:
+    """Fewest DRAM words of ``ly`` over every valid mapping, per fusion status ``(input
+    fused, output fused)``: weight reads + input reads (unless fused) + output traffic
+    (unless fused), counted as the access model counts them (memoised per layer shape).
+
+    The DRAM words of a mapping depend only on its scratchpad-level tile (the extents
+    ``e_d`` of every loop below DRAM, a divisor of each dimension; ``f_d = D_d / e_d`` at
+    DRAM) and on the DRAM loop order. Every dimension is irrelevant to exactly one tensor
+    (P, Q, N to W; K to I; C, R, S to O), so the innermost DRAM loop with ``f > 1``
+    discounts one tensor ``v``, with at best all of ``v``'s irrelevant loops inside its
+    first relevant one, and the two others are loaded once per DRAM iteration (``F = Π f``
+    times their tile), the input less its sliding-window overlap along its first relevant
+    loop (P, Q, R or S; the model's ``_sliding_fills``). The four cases are: weights
+    stationary (P, Q, N innermost; the input slides along the innermost loop), inputs
+    stationary (K innermost; the input slides along the next loop), outputs stationary (C,
+    R, S innermost: every output drained once; the input slides along R or S), and no DRAM
+    loop. Outputs are otherwise drained ``Π_{C,R,S} f`` times, and always so when the
+    tile's outputs cannot fit the accumulators without a scratchpad-level loop over them
+    (a loop relevant to O inside every DRAM loop); every drain but the first of an output
+    reads it back (``2·updates - |O|``). The minimum is taken over every tile whose weight
+    and input tiles fit the scratchpad together (the verifier's capacity rule, which every
+    layer of a fused plan obeys too) and every case, which is the exact minimum over
+    orders; the levels below the scratchpad are relaxed (only the accumulators' capacity is
+    used), so the result never exceeds the words of a valid mapping. The fusion rewrite
+    removes a fused input's DRAM reads and a fused output's DRAM traffic and leaves the
+    weights', so each status's count is the same sum without those terms.
+
+    An architecture of another shape (scratchpad keeping other than W and I, no
+    ``Accumulator`` level keeping O right below it, spatial DRAM loops) gets 0 (no
+    floor beyond the others)."""
+    key = (ly.key, arch)
+    got = _TILING_FLOORS.get(key)
+    if got is None:
+        if len(_TILING_FLOORS) >= 4096:
+            _TILING_FLOORS.clear()
+        got = _TILING_FLOORS[key] = _tiling_floors(ly, arch)
+    return got
+
+
+def _tiling_floors(ly: Layer, arch: Arch) -> dict[tuple[bool, bool], float]:
+    statuses = [(a, b) for a in (False, True) for b in (False, True)]
+    sp, top = arch.n_levels - 2, arch.n_levels - 1
+    levels = arch.levels
+    if (
+        sp < 1
+        or levels[sp].keeps != frozenset({Operand.W, Operand.I})
+        or levels[sp - 1].name != "Accumulator"
+        or Operand.O not in levels[sp - 1].keeps
+        or levels[sp].entries is None
+        or levels[sp - 1].entries is None
+        or arch.fanout(top) > 1
+    ):
+        return dict.fromkeys(statuses, 0.0)
+    dims = [np.array(_divisors(ly.dim(d)), dtype=np.float64) for d in ALL_DIMS]
+    total = int(np.prod([len(x) for x in dims]))
+    out = dict.fromkeys(statuses, np.inf)
+    for start in range(0, total, _TILES_PER_CHUNK):  # every tile, a chunk at a time
+        rows = np.unravel_index(
+            np.arange(start, min(total, start + _TILES_PER_CHUNK)), [len(x) for x in dims]
+        )
+        tiles = np.stack([x[r] for x, r in zip(dims, rows, strict=True)], axis=1)
+        for k, v in _tiling_chunk(ly, arch, tiles).items():
+            out[k] = min(out[k], v)
+    return out
+
+
+def _tiling_chunk(ly: Layer, arch: Arch, e: np.ndarray) -> dict[tuple[bool, bool], float]:
+    """:func:`_tiling_words_floor` over the scratchpad tiles ``e`` ``(n, 8)`` only."""
+    statuses = [(a, b) for a in (False, True) for b in (False, True)]
+    sp = arch.n_levels - 2
+    levels = arch.levels
+    g = e[:, _G]
+    width = (e[:, _P] - 1) * ly.w_stride + (e[:, _R] - 1) * ly.w_dilation + 1
+    height = (e[:, _Q] - 1) * ly.h_stride + (e[:, _S] - 1) * ly.h_dilation + 1
+    t_w = g * e[:, _R] * e[:, _S] * e[:, _C] * e[:, _K]
+    t_i = g * e[:, _N] * e[:, _C] * width * height
+    fit = t_w + t_i <= float(levels[sp].entries or 0)
+    e, t_w, t_i, width, height = e[fit], t_w[fit], t_i[fit], width[fit], height[fit]
+    f = np.array([ly.dim(d) for d in ALL_DIMS], dtype=np.float64)[None, :] / e
+    n = f.prod(axis=1)  # DRAM iterations
+    o = float(ly.footprint(Operand.O))
+    # outputs an accumulator instance must hold when no scratchpad loop ranges over them
+    spatial = levels[sp].spatial_dims
+    fan = arch.fanout(sp)
+    if spatial is not None and not (spatial & {Dim.P, Dim.Q, Dim.N, Dim.G}):
+        ks, back = np.unique(e[:, _K], return_inverse=True)
+        split = np.array([_maxdiv(int(k), fan) for k in ks], dtype=np.float64)[back]
+    else:
+        split = np.full(len(e), float(fan))
+    t_o = e[:, _G] * e[:, _P] * e[:, _Q] * e[:, _K] * e[:, _N]
+    forced = t_o / split > float(levels[sp - 1].entries or 0)
+    drains_crs = o * f[:, _C] * f[:, _R] * f[:, _S]
+    mults = {_P: ly.w_stride, _R: ly.w_dilation, _Q: ly.h_stride, _S: ly.h_dilation}
+
+    def input_reads(d: int, inner: np.ndarray | float) -> np.ndarray:
+        """Input reads when ``d`` is the first input-relevant DRAM loop and ``inner``
+        the product of the (input-irrelevant) loops inside it; ``inf`` where ``f_d = 1``."""
+        plain = t_i * n / inner
+        if d in mults:
+            span = width if d in (_P, _R) else height
+            new = np.minimum(span, e[:, d] * mults[d])
+            slid = n / (inner * f[:, d]) * (t_i + (f[:, d] - 1) * t_i * new / span)
+            plain = np.where(new < span, slid, plain)
+        return np.where(f[:, d] > 1, plain, np.inf)
+
+    def least(*xs: np.ndarray) -> np.ndarray:
+        return np.minimum.reduce(list(xs))
+
+    none = np.where(n == 1, 1.0, np.inf)
+    # a stationary case needs a loop of its kind innermost
+    w_inner = np.where(f[:, [_P, _Q, _N]].max(axis=1) > 1, 1.0, np.inf)
+    o_inner = np.where(f[:, [_C, _R, _S]].max(axis=1) > 1, 1.0, np.inf)
+    cases = [
+        # weights stationary: P, Q, N innermost (the input slides along the innermost)
+        (
+            w_inner * t_w * n / (f[:, _P] * f[:, _Q] * f[:, _N]),
+            least(*(input_reads(d, 1.0) for d in (_P, _Q, _N))),
+            drains_crs,
+        ),
+        # inputs stationary: K innermost, the input slides along the next loop
+        (
+            t_w * n,
+            np.where(
+                f[:, _K] > 1,
+                least(t_i * n / f[:, _K], *(input_reads(d, f[:, _K]) for d in (_P, _Q, _R, _S))),
+                np.inf,
+            ),
+            drains_crs,
+        ),
+        # outputs stationary: C, R, S innermost
+        (
+            o_inner * t_w * n,
+            least(*(input_reads(d, 1.0) for d in (_C, _R, _S))),
+            np.where(forced, drains_crs, o),
+        ),
+        # no DRAM loop
+        (t_w * none, t_i * none, np.where(forced, drains_crs, o) * none),
+    ]
+    w_reads = np.concatenate([c[0] for c in cases])
+    i_reads = np.concatenate([c[1] for c in cases])
+    o_traffic = 2 * np.concatenate([c[2] for c in cases]) - o
+    out = {}
+    for a, b in statuses:
+        words = w_reads + (0.0 if a else i_reads) + (0.0 if b else o_traffic)
+        out[a, b] = float(words.min()) if len(words) else np.inf
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def _free_report(
