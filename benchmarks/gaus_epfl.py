@@ -348,8 +348,8 @@ def print_table(rows: list[dict]) -> None:
         ref = gaus.get((r["design"], r["formulation"]))
         obj = r["objective"]
         rel = f"{obj / ref:.3f}" if obj is not None and ref else "-"
-        if r.get("bound") is not None and r["method"] == "cpsat":
-            obj_s = f"{obj:g} (bound {r['bound']:g})" if obj is not None else "-"
+        if r.get("bound") is not None and r["method"] in ("cpsat", "gaus"):
+            obj_s = f"{obj:g} (bound {r['bound']:.6g})" if obj is not None else "-"
         else:
             obj_s = "-" if obj is None else f"{obj:g}"
         note = r.get("note", "") if not r["legal"] or r["method"] == "cpsat" else ""

@@ -36,6 +36,7 @@ import numpy as np
 
 from twill._interrupt import solve_cpsat
 from twill.sched.baselines.list_sched import capped_list_schedule
+from twill.sched.baselines.time_indexed import PeakLP, lp_guided_schedule, peak_lp
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 from twill.sched.gaus.polish_push import Adjacency
@@ -82,14 +83,16 @@ class LNSProblem:
 
 @dataclass
 class LNSReport:
-    """What one search did: sub-problems solved, improvements kept, objectives, and the
-    any-time curve ``(seconds since the search started, objective)``."""
+    """What one search did: sub-problems solved, improvements kept, objectives, the any-time
+    curve ``(seconds since the search started, objective)``, and, in A when the time-indexed
+    LP was solved, the lower bound it proves (:meth:`_CapLPs.lower_bound`)."""
 
     rounds: int = 0
     improvements: int = 0
     before: float = float("nan")
     after: float = float("nan")
     history: list[tuple[float, float]] = field(default_factory=list)
+    lower_bound: float | None = None
 
 
 def lns_improve(
@@ -204,39 +207,160 @@ def _solve_neighbourhood(
 def lns_search(
     problem: LNSProblem, t: np.ndarray, *, time_limit: float = 30.0, seed: int = 0
 ) -> tuple[np.ndarray, LNSReport, str]:
-    """:func:`lns_improve` from several starts, raced: each start gets an equal share of half
-    the budget, and the best schedule then gets the other half.
+    """:func:`lns_improve` from several starts, raced: each start gets an equal share of what
+    is left of half the budget, and the best schedule then gets the other half.
 
-    The starts are ``t`` and, in formulation A with one resource, the capped list
-    schedules (:func:`~twill.sched.baselines.list_sched.capped_list_schedule`) at every peak
-    below ``t``'s that the list scheduler can meet. Why: lowering the peak by one needs most
-    ops to move at once, which no neighbourhood reaches (EPFL ``router``: in a traced search,
-    every neighbourhood of up to 170 of its 317 ops proved peak 7 infeasible around GauS's
-    peak-8 schedule, while the list scheduler meets peak 5). Returns the best schedule, the
-    report of the search that produced it, and the name of its start.
+    The starts are ``t`` and, in formulation A with one resource, schedules at lower peaks:
+    the LP-guided schedules of :func:`_lp_guided_starts` (up to 40 % of the budget), or,
+    where the relaxation gives none, the capped list schedules
+    (:func:`~twill.sched.baselines.list_sched.capped_list_schedule`) at every peak below
+    ``t``'s that the list scheduler can meet. Why: lowering the peak by one needs most ops to
+    move at once, which no neighbourhood reaches (EPFL ``router``: in a traced search, every
+    neighbourhood of up to 170 of its 317 ops proved peak 7 infeasible around GauS's peak-8
+    schedule, while the optimum has peak 6). Returns the best schedule, the report of the
+    search that produced it, and the name of its start.
     """
-    g, D = problem.g, problem.D
+    start = time.perf_counter()
     starts = [("GauS", np.asarray(t, dtype=np.int64))]
-    if problem.formulation == "A" and g.usage.shape[1] == 1:
-        for cap in range(_peak(g, starts[0][1]) - 1, 0, -1):
-            capped = capped_list_schedule(g, D, cap)
-            if capped is None:
-                break
-            starts.append((f"list capped at {cap}", capped))
+    bound = None
+    if _single_integral_resource(problem):
+        guided, bound = _lp_guided_starts(problem, starts[0][1], 0.4 * time_limit, seed)
+        starts += guided or _capped_list_starts(problem, starts[0][1])
     if len(starts) == 1:
-        best, rep = lns_improve(problem, t, time_limit=time_limit, seed=seed)
+        left = time_limit - (time.perf_counter() - start)
+        best, rep = lns_improve(problem, t, time_limit=left, seed=seed)
+        rep.lower_bound = bound
         return best, rep, "GauS"
-    share = 0.5 * time_limit / len(starts)
+    left = time_limit - (time.perf_counter() - start)
+    share = max(0.0, left - 0.5 * time_limit) / len(starts)
     raced = []
     for k, (name, t0) in enumerate(starts):
         cand, rep = lns_improve(problem, t0, time_limit=share, seed=seed + k)
         raced.append((rep.after, k, name, cand, rep))
     _, k, name, cand, first = min(raced, key=lambda x: (x[0], x[1]))
-    final, rep = lns_improve(problem, cand, time_limit=0.5 * time_limit, seed=seed + len(starts))
+    left = time_limit - (time.perf_counter() - start)
+    final, rep = lns_improve(problem, cand, time_limit=left, seed=seed + len(starts))
     rep.rounds += first.rounds
     rep.improvements += first.improvements
     rep.before = problem.objective(starts[k][1])
+    rep.lower_bound = bound
     return final, rep, name
+
+
+def _single_integral_resource(problem: LNSProblem) -> bool:
+    """Formulation A with one resource and whole-unit usage: where a peak cap is an integer
+    and the time-indexed LP applies."""
+    u = problem.g.usage
+    return problem.formulation == "A" and u.shape[1] == 1 and bool(np.all(u == np.round(u)))
+
+
+def _capped_list_starts(problem: LNSProblem, t: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """List schedules capped at every peak below ``t``'s, down to the first the list
+    scheduler cannot meet."""
+    starts = []
+    for cap in range(_peak(problem.g, t) - 1, 0, -1):
+        capped = capped_list_schedule(problem.g, problem.D, cap)
+        if capped is None:
+            break
+        starts.append((f"list capped at {cap}", capped))
+    return starts
+
+
+def _lp_guided_starts(
+    problem: LNSProblem, t: np.ndarray, budget: float, seed: int
+) -> tuple[list[tuple[str, np.ndarray]], float | None]:
+    """Formulation A: schedules at peaks below ``t``'s guided by the time-indexed LP
+    (:mod:`twill.sched.baselines.time_indexed`).
+
+    The relaxation's value ``ratio * P + LP(P)`` is convex in the cap ``P`` (an LP's optimum
+    is convex in its right-hand side), so a bisection finds the lowest cap the LP admits and
+    a ternary search the cap of least value. The restricted exact model
+    (:func:`~twill.sched.baselines.time_indexed.lp_guided_schedule`) is then solved at the
+    lowest cap and at the best one (each while its LP value is below ``t``'s objective),
+    sharing what is left of ``budget``: on EPFL ``router`` the best cap's schedule wins, on
+    ``cavlc`` the lowest cap's. Also returns the lower bound the LPs prove (``None`` when
+    none was solved)."""
+    start = time.perf_counter()
+    g, D, ratio = problem.g, problem.D, problem.ratio
+    top = _peak(g, t) - 1
+    lps = _CapLPs(problem, start + budget)
+    if top < 1:
+        return [], None
+    if not lps.at(top).feasible:
+        return [], lps.lower_bound(top + 1, None)
+    lowest = lps.lowest_feasible(top)
+    best = lps.least_value(lowest, top)
+    bound = lps.lower_bound(top + 1, best)
+    objective = problem.objective(t)
+    caps = sorted({lowest, best})
+    caps = [c for c in caps if lps.at(c).bound < objective]
+    found = []
+    for k, cap in enumerate(caps):
+        left = budget - (time.perf_counter() - start)
+        if left <= 0:
+            break
+        sched = lp_guided_schedule(g, D, lps.at(cap), ratio=ratio,
+                                   time_limit=left / (len(caps) - k), seed=seed)  # fmt: skip
+        if sched is not None and problem.legal(sched):
+            found.append((f"LP-guided at peak {cap}", sched))
+    return found, bound
+
+
+class _CapLPs:
+    """The time-indexed LP per peak cap, solved once each, each within what is left before
+    ``deadline`` (``time.perf_counter()`` seconds); past it an LP is "unknown"."""
+
+    def __init__(self, problem: LNSProblem, deadline: float) -> None:
+        self.problem = problem
+        self.deadline = deadline
+        self.solved: dict[int | None, PeakLP] = {}
+
+    def at(self, cap: int | None) -> PeakLP:
+        if cap not in self.solved:
+            p = self.problem
+            left = max(0.001, self.deadline - time.perf_counter())
+            self.solved[cap] = peak_lp(p.g, p.D, cap, p.ratio, time_limit=left)
+        return self.solved[cap]
+
+    def lowest_feasible(self, top: int) -> int:
+        """The lowest cap in ``[1, top]`` the LP admits (``top`` is admitted)."""
+        lo, hi = 1, top
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self.at(mid).feasible else (mid + 1, hi)
+        return lo
+
+    def lower_bound(self, peak: int, best: int | None) -> float | None:
+        """A lower bound on formulation A, given ``best``, the cap of least LP value below
+        ``peak`` (``None``: the LP admits none there). A schedule of peak ``p`` costs at
+        least ``V(p) = ratio * p + LP(p)``, and ``V`` is convex, so the least ``V`` over
+        every cap is found by extending the search above ``peak`` while ``V`` falls (caps
+        doubling their distance to ``peak``, then a ternary search). ``None`` when an LP hit
+        the deadline (its conclusions then do not hold). A relative margin of 1e-6 covers
+        the simplex's tolerances."""
+        # V falls from ``prev`` to ``a``, so its minimum lies above ``prev``; it does not
+        # fall from ``a`` to ``b``, so the minimum lies at or below ``b``
+        a, b = (peak, peak + 1) if best is None else (peak - 1, peak)
+        prev = a
+        while self.at(b).bound < self.at(a).bound and b < self._most():
+            prev, a, b = a, b, min(self._most(), peak + 2 * (b - peak) + 1)
+        above = self.least_value(max(peak, prev), b)
+        values = [self.at(above).bound] + ([] if best is None else [self.at(best).bound])
+        if any(lp.status == "unknown" for lp in self.solved.values()):
+            return None
+        value = min(values)
+        return value - 1e-6 * max(1.0, abs(value))
+
+    def _most(self) -> int:
+        """A cap no schedule can exceed: every op's usage at once."""
+        return int(np.ceil(self.problem.g.usage.sum() - 1e-9))
+
+    def least_value(self, lo: int, hi: int) -> int:
+        """The cap in ``[lo, hi]`` of least LP value (convex in the cap)."""
+        while hi - lo > 2:
+            a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+            lo, hi = (lo, b) if self.at(a).bound <= self.at(b).bound else (a, hi)
+        return min(range(lo, hi + 1), key=lambda c: (self.at(c).bound, c))
 
 
 def _undirected_neighbours(g: GauSGraph) -> list[np.ndarray]:

@@ -708,15 +708,20 @@ def _improve(
     if formulation in ("A", "C"):
         best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, run.II, run.ratio)
     if settings.lns_time > 0:
-        best_t, msg = _lns(run, best_t, msg, timings)
+        best_t, msg = _lns(run, best_t, msg, timings, hist)
     return best_t, msg
 
 
 def _lns(
-    run: _SolveRun, best_t: np.ndarray, msg: str, timings: dict[str, float]
+    run: _SolveRun,
+    best_t: np.ndarray,
+    msg: str,
+    timings: dict[str, float],
+    hist: dict[str, Any],
 ) -> tuple[np.ndarray, str]:
     """The large-neighbourhood search (:func:`twill.sched.gaus.polish_lns.lns_search`) for
-    ``lns_time`` seconds; its schedule is kept when legal and no worse."""
+    ``lns_time`` seconds; its schedule is kept when legal and no worse. The lower bound its
+    LP proves in A, if any, becomes the result's ``bound``."""
     from twill.sched.gaus.polish_lns import LNSProblem, lns_search
 
     problem = LNSProblem(run.g, run.formulation, run.D, run.II, run.ratio)
@@ -725,6 +730,8 @@ def _lns(
     cand, rep, start = lns_search(problem, best_t, time_limit=run.settings.lns_time,
                                   seed=run.seed)  # fmt: skip
     timings["lns"] = time.perf_counter() - t0
+    if rep.lower_bound is not None:
+        hist["bound"] = rep.lower_bound
     after = problem.objective(cand)
     if after >= before or not problem.legal(cand):
         return best_t, msg

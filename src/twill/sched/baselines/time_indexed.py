@@ -1,0 +1,214 @@
+"""Time-indexed LP relaxation of formulation A under a peak cap: a lower bound and a guide.
+
+Formulation A with one resource: minimise ``ratio * peak + sum_e c_e (t_v - t_u)``. With the
+peak capped at ``P`` the communication term is linear in the starts,
+``sum_v coef_v t_v`` with ``coef_v`` = in-weight minus out-weight, so what remains is a
+resource-constrained scheduling problem with a weighted-start objective. Its time-indexed
+relaxation, in the cumulative variables ``y[v, t] = P(t_v <= t)`` (monotone in ``t``):
+
+* precedence, for every distance-0 edge ``u -> v`` of delay ``d``:
+  ``y[v, t] <= y[u, t - d]`` (the disaggregated precedence of Christofides, Alvarez-Valdes
+  and Tamarit, EJOR 1987: much tighter than ``E[t_v] >= E[t_u] + d``);
+* capacity, at every step ``s``: ``sum_v sum_c usage[v, c] x[v, s - c] <= P`` with
+  ``x[v, t] = y[v, t] - y[v, t - 1]``;
+* objective: ``sum_v coef_v E[t_v]``, ``E[t_v] = ALAP_v - sum_{t < ALAP_v} y[v, t]``.
+
+Every schedule with peak at most ``P`` is a 0/1 point of it, so ``ratio * P + LP optimum``
+bounds the objective of every schedule whose peak is exactly ``P`` (:func:`peak_lp`), and
+the minimum over ``P`` bounds formulation A (:func:`formulation_a_lp_bound`). On the EPFL
+designs the LP optimum is more than 90 % integral, which makes it a good guide:
+:func:`lp_guided_schedule` solves the exact CP-SAT model restricted to each op's LP support
+(the steps where it has mass).
+
+Solver: GLOP (OR-Tools' simplex), in-process. Preconditions: formulation A's graph with a
+single resource (usage ``[n, 1, L]``) and a legal latency bound ``D``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from twill._interrupt import solve_cpsat
+from twill.errors import InvalidProblemError
+from twill.sched.gaus.graph import GauSGraph, asap_alap
+
+__all__ = ["PeakLP", "formulation_a_lp_bound", "lp_guided_schedule", "peak_lp"]
+
+
+@dataclass(frozen=True)
+class PeakLP:
+    """The relaxation at one peak cap: ``status`` (``"optimal"``, ``"infeasible"`` or
+    ``"unknown"`` when the time limit stopped GLOP), ``bound`` (``ratio * cap + LP
+    optimum``; ``inf`` when infeasible, ``-inf`` when unknown: never a false claim), and each
+    op's LP support ``[lo, hi]`` (first step with mass, first step where it has surely
+    started)."""
+
+    cap: int
+    status: str
+    bound: float
+    lo: np.ndarray
+    hi: np.ndarray
+    seconds: float
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == "optimal"
+
+
+def peak_lp(
+    g: GauSGraph,
+    D: int,
+    cap: float | None,
+    ratio: float = 100.0,
+    time_limit: float | None = None,
+) -> PeakLP:
+    """Solve the relaxation (module docstring) with the peak capped at ``cap`` (``None``: no
+    cap, and ``bound`` is then the LP optimum of the communication alone) within
+    ``time_limit`` seconds (``None``: no limit)."""
+    from ortools.linear_solver import pywraplp
+
+    if g.usage.shape[1] != 1:
+        raise InvalidProblemError("the time-indexed LP supports a single resource")
+    start = time.perf_counter()
+    asap, alap = asap_alap(g, D)
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    y = _cumulative_vars(solver, g, asap, alap)
+    _precedence_rows(solver, g, y, asap)
+    if cap is not None:
+        _capacity_rows(solver, g, y, D, float(cap))
+    _communication_objective(solver, g, y)
+    solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
+    if time_limit is not None:
+        solver.SetTimeLimit(max(1, int(1000 * time_limit)))
+    code = solver.Solve()
+    if code != pywraplp.Solver.OPTIMAL:
+        status = "infeasible" if code == pywraplp.Solver.INFEASIBLE else "unknown"
+        bound = float("inf") if status == "infeasible" else float("-inf")
+        return PeakLP(int(cap or 0), status, bound, asap, alap, time.perf_counter() - start)
+    comm = solver.Objective().Value() + sum(_coefficients(g) * alap)
+    lo, hi = _support(y, asap, alap)
+    bound = comm + (ratio * float(cap) if cap is not None else 0.0)
+    return PeakLP(int(cap or 0), "optimal", float(bound), lo, hi, time.perf_counter() - start)
+
+
+def formulation_a_lp_bound(g: GauSGraph, D: int, ratio: float, top: int) -> float:
+    """A lower bound on formulation A: ``min_P (ratio * P + LP(P))`` over ``P = 1 .. top - 1``,
+    and for peaks of ``top`` or more ``ratio * top`` plus the uncapped LP. ``top`` is
+    typically the peak of a known schedule."""
+    best = ratio * top + peak_lp(g, D, None, ratio).bound
+    for cap in range(1, top):
+        best = min(best, peak_lp(g, D, cap, ratio).bound)
+    return float(best)
+
+
+def lp_guided_schedule(
+    g: GauSGraph,
+    D: int,
+    lp: PeakLP,
+    *,
+    ratio: float = 100.0,
+    time_limit: float = 30.0,
+    seed: int = 0,
+) -> np.ndarray | None:
+    """The exact CP-SAT model of formulation A with the peak capped at ``lp.cap`` and every
+    op restricted to its LP support: the relaxation picks the steps, CP-SAT makes them
+    integral. Returns the best schedule found within ``time_limit`` seconds, or ``None``
+    (the restriction may exclude every schedule; no claim of infeasibility)."""
+    from ortools.sat.python import cp_model
+
+    from twill.sched.baselines.exact import build_model
+
+    if not lp.feasible:
+        return None
+    m, s, _ = build_model(g, "A", D=D, II=None, ratio=ratio, lo=lp.lo, hi=lp.hi,
+                          peak_cap=lp.cap)  # fmt: skip
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(seed)
+    code = solve_cpsat(solver, m)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    return np.array([solver.Value(v) for v in s], dtype=np.int64)
+
+
+def _coefficients(g: GauSGraph) -> np.ndarray:
+    """``coef_v``: communication weight into ``v`` minus out of ``v`` (distance-0 edges)."""
+    fwd = np.flatnonzero(g.forward)
+    coef = np.zeros(g.n)
+    np.add.at(coef, g.dst[fwd], g.comm[fwd])
+    np.add.at(coef, g.src[fwd], -g.comm[fwd])
+    return coef
+
+
+def _cumulative_vars(solver, g: GauSGraph, asap: np.ndarray, alap: np.ndarray) -> list[dict]:  # noqa: ANN001
+    """``y[v][t]`` for ``t`` in ``[ASAP_v, ALAP_v)``, non-decreasing in ``t``."""
+    y: list[dict] = []
+    for v in range(g.n):
+        row = {t: solver.NumVar(0.0, 1.0, "") for t in range(int(asap[v]), int(alap[v]))}
+        steps = sorted(row)
+        for a, b in zip(steps, steps[1:], strict=False):
+            solver.Add(row[a] <= row[b])
+        y.append(row)
+    return y
+
+
+def _cum(y: list[dict], v: int, t: int, first: int):  # noqa: ANN202
+    """``y[v, t]`` as a variable or a constant (0 before the window, 1 from ALAP on)."""
+    if t < first:
+        return 0.0
+    return y[v].get(t, 1.0)
+
+
+def _precedence_rows(solver, g: GauSGraph, y: list[dict], asap: np.ndarray) -> None:  # noqa: ANN001
+    """``y[v, t] <= y[u, t - d]`` for every distance-0 edge and every step of ``v``'s window."""
+    for e in np.flatnonzero(g.forward):
+        u, v, d = int(g.src[e]), int(g.dst[e]), int(g.delay[e])
+        for t, var in y[v].items():
+            rhs = _cum(y, u, t - d, int(asap[u]))
+            if not (isinstance(rhs, float) and rhs >= 1.0):
+                solver.Add(var <= rhs)
+
+
+def _capacity_rows(solver, g: GauSGraph, y: list[dict], D: int, cap: float) -> None:  # noqa: ANN001
+    """``sum_v sum_c usage[v, c] x[v, s - c] <= cap`` at every step ``s``."""
+    usage = g.usage[:, 0, :]
+    L = usage.shape[1]
+    asap, alap = asap_alap(g, D)
+    terms: list[list] = [[] for _ in range(D + L)]
+    for v in np.flatnonzero(usage.sum(axis=1) > 0):
+        first = int(asap[v])
+        for t in range(first, int(alap[v]) + 1):
+            x = _cum(y, int(v), t, first) - _cum(y, int(v), t - 1, first)
+            for c in np.flatnonzero(usage[v] > 0):
+                terms[t + int(c)].append(float(usage[v, c]) * x)
+    for row in terms:
+        if row:
+            solver.Add(solver.Sum(row) <= cap)
+
+
+def _communication_objective(solver, g: GauSGraph, y: list[dict]) -> None:  # noqa: ANN001
+    """Minimise ``sum_v coef_v (ALAP_v - sum_t y[v, t])`` (the constant is added back)."""
+    coef = _coefficients(g)
+    objective = solver.Objective()
+    for v, row in enumerate(y):
+        for var in row.values():
+            objective.SetCoefficient(var, -float(coef[v]))
+    objective.SetMinimization()
+
+
+def _support(y: list[dict], asap: np.ndarray, alap: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First step with LP mass and first step where the op has surely started."""
+    lo, hi = asap.astype(np.int64).copy(), alap.astype(np.int64).copy()
+    for v, row in enumerate(y):
+        for t in sorted(row):
+            value = row[t].solution_value()
+            if value <= 1e-6:
+                lo[v] = t + 1
+            if value >= 1 - 1e-6:
+                hi[v] = t
+                break
+    return lo, hi

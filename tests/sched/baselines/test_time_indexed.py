@@ -1,0 +1,124 @@
+"""Time-indexed LP of formulation A: a valid lower bound per peak cap and overall (checked
+against CP-SAT's proven optima and legal schedules), infeasible below the least peak, and
+LP-guided schedules that are legal and meet their cap."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from ortools.sat.python import cp_model
+
+from twill.gaus_solver import generate_random_dag
+from twill.io.aiger import read_aiger
+from twill.results import Status
+from twill.sched.baselines.exact import build_model, exact_schedule
+from twill.sched.baselines.list_sched import capped_list_schedule
+from twill.sched.baselines.time_indexed import (
+    formulation_a_lp_bound,
+    lp_guided_schedule,
+    peak_lp,
+)
+from twill.sched.gaus.bounds import default_D
+from twill.sched.gaus.graph import asap_alap, from_dependence_graph
+from twill.sched.gaus.verify import objective_a, resource_profile, schedule_violations
+
+
+def _one_resource(seed: int, n: int):
+    """A random DAG whose ops all share one resource, one step each (as AND gates do)."""
+    g = from_dependence_graph(generate_random_dag(n, 0.2, 0, seed=seed))
+    usage = (g.usage.sum(axis=(1, 2)) > 0).astype(float)[:, None, None]
+    return replace(g, resources=("unit",), usage=usage, caps=np.array([np.inf]))
+
+
+def _capped_comm(g, D: int, cap: int) -> float | None:
+    """The communication of CP-SAT's proven optimum of formulation A with the peak capped at
+    ``cap`` (``None``: no schedule meets the cap)."""
+    asap, alap = asap_alap(g, D)
+    m, s, _ = build_model(g, "A", D=D, II=None, ratio=100.0, lo=asap, hi=alap, peak_cap=cap)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 30
+    code = solver.Solve(m)
+    if code == cp_model.INFEASIBLE:
+        return None
+    assert code == cp_model.OPTIMAL
+    return objective_a(g, np.array([solver.Value(v) for v in s]), 0.0)
+
+
+@pytest.mark.parametrize("seed", [3, 7])
+def test_lp_bounds_every_capped_optimum_and_the_overall_one(seed: int) -> None:
+    g = _one_resource(seed, 18)
+    D = default_D(g, "A") + 2
+    exact = exact_schedule(g, "A", D=D, time_limit=30)
+    assert exact.status is Status.OPTIMAL
+    top = int(resource_profile(g, np.array([exact.schedule[n] for n in g.names])).max())
+    for cap in range(1, top + 2):
+        lp, comm = peak_lp(g, D, cap), _capped_comm(g, D, cap)
+        if comm is None:
+            continue  # the LP may or may not see the infeasibility
+        # the LP's communication is at most that of any schedule within the cap
+        assert lp.feasible and lp.bound - 100.0 * cap <= comm + 1e-6
+        assert np.all(lp.lo <= lp.hi)
+    bound = formulation_a_lp_bound(g, D, 100.0, top + 1)
+    assert bound <= exact.objective + 1e-6
+    assert bound >= 0.9 * exact.objective  # and close: the relaxation is tight here
+
+
+def test_lp_is_infeasible_below_the_least_peak() -> None:
+    g = _one_resource(2, 30)
+    D = default_D(g, "A")
+    usage = g.usage[:, 0, 0]
+    # at most D steps of at most ``cap`` units: fewer than the total usage is impossible
+    cap = int(np.ceil(usage.sum() / D)) - 1
+    assert cap >= 1 and not peak_lp(g, D, cap).feasible
+
+
+def test_lp_guided_schedule_on_epfl_ctrl_is_legal_meets_its_cap_and_its_bound(
+    shared_benchmarks,
+) -> None:
+    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")
+    D = default_D(g, "A")
+    listed = next(t for cap in range(1, 40) if (t := capped_list_schedule(g, D, cap)) is not None)
+    cap = int(resource_profile(g, listed).max())
+    lp = peak_lp(g, D, cap)
+    t = lp_guided_schedule(g, D, lp, time_limit=10.0)
+    assert t is not None and schedule_violations(g, t, D) == []
+    assert resource_profile(g, t).max() <= cap
+    assert lp.bound <= objective_a(g, t, 100.0)
+    assert lp.bound <= objective_a(g, listed, 100.0)
+
+
+def test_lp_bound_on_epfl_ctrl_holds_and_is_close(shared_benchmarks) -> None:
+    """ctrl's optimum in A is 2246 (proven by CP-SAT with the precedence cuts,
+    docs/benchmarks.md); the LP bounds it from below within 10 %."""
+    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")
+    D = default_D(g, "A")
+    listed = next(t for cap in range(1, 40) if (t := capped_list_schedule(g, D, cap)) is not None)
+    top = int(resource_profile(g, listed).max()) + 2
+    bound = formulation_a_lp_bound(g, D, 100.0, top)
+    assert 0.9 * 2246 <= bound <= 2246
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_convex_search_finds_the_bound_of_every_cap(seed: int) -> None:
+    """The large-neighbourhood search's bisection, ternary and upward searches over caps
+    (it solves a few LPs) give the bound that solving the LP at every cap gives."""
+    import time
+
+    from twill.sched.gaus.polish_lns import LNSProblem, _CapLPs
+
+    g = _one_resource(seed, 24)
+    D = default_D(g, "A") + 2
+    most = int(g.usage.sum())
+    brute = formulation_a_lp_bound(g, D, 100.0, most + 1)
+    for peak in range(2, most + 1):
+        lps = _CapLPs(LNSProblem(g, "A", D), time.perf_counter() + 60)
+        if not lps.at(peak).feasible:
+            continue
+        best = None
+        if lps.at(peak - 1).feasible:
+            best = lps.least_value(lps.lowest_feasible(peak - 1), peak - 1)
+        assert lps.lower_bound(peak, best) == pytest.approx(brute, rel=1e-5)
+        assert len(lps.solved) < most  # fewer LPs than one per cap
