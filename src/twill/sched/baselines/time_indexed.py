@@ -35,7 +35,7 @@ from twill._interrupt import solve_cpsat
 from twill.errors import InvalidProblemError
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 
-__all__ = ["PeakLP", "formulation_a_lp_bound", "lp_guided_schedule", "peak_lp"]
+__all__ = ["PeakLP", "PeakLPs", "formulation_a_lp_bound", "lp_guided_schedule", "peak_lp"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def peak_lp(
     y = _cumulative_vars(solver, g, asap, alap)
     _precedence_rows(solver, g, y, asap)
     if cap is not None:
-        _capacity_rows(solver, g, y, D, float(cap))
+        _capacity_rows(solver, g, y, (asap, alap), D, float(cap))
     _communication_objective(solver, g, y)
     solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
     if time_limit is not None:
@@ -94,14 +94,75 @@ def peak_lp(
     return PeakLP(int(cap or 0), "optimal", float(bound), lo, hi, time.perf_counter() - start)
 
 
-def formulation_a_lp_bound(g: GauSGraph, D: int, ratio: float, top: int) -> float:
-    """A lower bound on formulation A: ``min_P (ratio * P + LP(P))`` over ``P = 1 .. top - 1``,
-    and for peaks of ``top`` or more ``ratio * top`` plus the uncapped LP. ``top`` is
-    typically the peak of a known schedule."""
-    best = ratio * top + peak_lp(g, D, None, ratio).bound
-    for cap in range(1, top):
-        best = min(best, peak_lp(g, D, cap, ratio).bound)
-    return float(best)
+class PeakLPs:
+    """The relaxation per peak cap, each solved once, within what is left before
+    ``deadline`` (``time.perf_counter()`` seconds; ``None``: no limit); past it an LP is
+    ``"unknown"``. The searches over caps rely on ``V(P) = ratio * P + LP(P)`` being convex
+    in ``P`` (an LP's optimum is convex in its right-hand side) and on feasibility being
+    monotone in ``P``."""
+
+    def __init__(
+        self, g: GauSGraph, D: int, ratio: float = 100.0, deadline: float | None = None
+    ) -> None:
+        self.g, self.D, self.ratio, self.deadline = g, D, ratio, deadline
+        self.solved: dict[int | None, PeakLP] = {}
+
+    def at(self, cap: int | None) -> PeakLP:
+        """The LP at ``cap`` (``None``: uncapped)."""
+        if cap not in self.solved:
+            left = None
+            if self.deadline is not None:
+                left = max(0.001, self.deadline - time.perf_counter())
+            self.solved[cap] = peak_lp(self.g, self.D, cap, self.ratio, time_limit=left)
+        return self.solved[cap]
+
+    def lowest_feasible(self, top: int) -> int:
+        """The lowest cap in ``[1, top]`` the LP admits (``top`` is admitted)."""
+        lo, hi = 1, top
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self.at(mid).feasible else (mid + 1, hi)
+        return lo
+
+    def least_value(self, lo: int, hi: int) -> int:
+        """The cap in ``[lo, hi]`` of least ``V`` (ternary search)."""
+        while hi - lo > 2:
+            a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+            lo, hi = (lo, b) if self.at(a).bound <= self.at(b).bound else (a, hi)
+        return min(range(lo, hi + 1), key=lambda c: (self.at(c).bound, c))
+
+    def lower_bound(self, peak: int, best: int | None) -> float | None:
+        """A lower bound on formulation A, given ``best``, the cap of least ``V`` below
+        ``peak`` (``None``: the LP admits none there). A schedule of peak ``p`` costs at
+        least ``V(p)``, so the least ``V`` over every cap bounds them all; above ``peak`` it
+        is found by extending the search while ``V`` falls (caps doubling their distance to
+        ``peak``, then a ternary search). ``None`` when an LP hit the deadline (its
+        conclusions then do not hold). A relative margin of 1e-6 covers the simplex's
+        tolerances."""
+        # V falls from ``prev`` to ``a``, so its minimum lies above ``prev``; it does not
+        # fall from ``a`` to ``b``, so the minimum lies at or below ``b``
+        most = int(np.ceil(self.g.usage.sum() - 1e-9))  # no schedule's peak exceeds it
+        a, b = (peak, peak + 1) if best is None else (peak - 1, peak)
+        prev = a
+        while self.at(b).bound < self.at(a).bound and b < most:
+            prev, a, b = a, b, min(most, peak + 2 * (b - peak) + 1)
+        above = self.least_value(max(peak, prev), b)
+        values = [self.at(above).bound] + ([] if best is None else [self.at(best).bound])
+        if any(lp.status == "unknown" for lp in self.solved.values()):
+            return None
+        value = min(values)
+        return value - 1e-6 * max(1.0, abs(value))
+
+
+def formulation_a_lp_bound(g: GauSGraph, D: int, ratio: float, peak: int) -> float | None:
+    """A lower bound on formulation A from the relaxation at every cap (found with a few
+    LPs, :class:`PeakLPs`); ``peak`` is any schedule's peak (it only steers the search)."""
+    lps = PeakLPs(g, D, ratio)
+    top = peak - 1
+    best = None
+    if top >= 1 and lps.at(top).feasible:
+        best = lps.least_value(lps.lowest_feasible(top), top)
+    return lps.lower_bound(peak, best)
 
 
 def lp_guided_schedule(
@@ -173,11 +234,18 @@ def _precedence_rows(solver, g: GauSGraph, y: list[dict], asap: np.ndarray) -> N
                 solver.Add(var <= rhs)
 
 
-def _capacity_rows(solver, g: GauSGraph, y: list[dict], D: int, cap: float) -> None:  # noqa: ANN001
+def _capacity_rows(
+    solver,  # noqa: ANN001
+    g: GauSGraph,
+    y: list[dict],
+    window: tuple[np.ndarray, np.ndarray],
+    D: int,
+    cap: float,
+) -> None:
     """``sum_v sum_c usage[v, c] x[v, s - c] <= cap`` at every step ``s``."""
     usage = g.usage[:, 0, :]
     L = usage.shape[1]
-    asap, alap = asap_alap(g, D)
+    asap, alap = window
     terms: list[list] = [[] for _ in range(D + L)]
     for v in np.flatnonzero(usage.sum(axis=1) > 0):
         first = int(asap[v])

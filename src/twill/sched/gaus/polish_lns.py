@@ -36,7 +36,7 @@ import numpy as np
 
 from twill._interrupt import solve_cpsat
 from twill.sched.baselines.list_sched import capped_list_schedule
-from twill.sched.baselines.time_indexed import PeakLP, lp_guided_schedule, peak_lp
+from twill.sched.baselines.time_indexed import PeakLPs, lp_guided_schedule
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 from twill.sched.gaus.polish_push import Adjacency
@@ -85,7 +85,8 @@ class LNSProblem:
 class LNSReport:
     """What one search did: sub-problems solved, improvements kept, objectives, the any-time
     curve ``(seconds since the search started, objective)``, and, in A when the time-indexed
-    LP was solved, the lower bound it proves (:meth:`_CapLPs.lower_bound`)."""
+    LP was solved, the lower bound it proves
+    (:meth:`twill.sched.baselines.time_indexed.PeakLPs.lower_bound`)."""
 
     rounds: int = 0
     improvements: int = 0
@@ -283,7 +284,7 @@ def _lp_guided_starts(
     start = time.perf_counter()
     g, D, ratio = problem.g, problem.D, problem.ratio
     top = _peak(g, t) - 1
-    lps = _CapLPs(problem, start + budget)
+    lps = PeakLPs(g, D, ratio, deadline=start + budget)
     if top < 1:
         return [], None
     if not lps.at(top).feasible:
@@ -304,63 +305,6 @@ def _lp_guided_starts(
         if sched is not None and problem.legal(sched):
             found.append((f"LP-guided at peak {cap}", sched))
     return found, bound
-
-
-class _CapLPs:
-    """The time-indexed LP per peak cap, solved once each, each within what is left before
-    ``deadline`` (``time.perf_counter()`` seconds); past it an LP is "unknown"."""
-
-    def __init__(self, problem: LNSProblem, deadline: float) -> None:
-        self.problem = problem
-        self.deadline = deadline
-        self.solved: dict[int | None, PeakLP] = {}
-
-    def at(self, cap: int | None) -> PeakLP:
-        if cap not in self.solved:
-            p = self.problem
-            left = max(0.001, self.deadline - time.perf_counter())
-            self.solved[cap] = peak_lp(p.g, p.D, cap, p.ratio, time_limit=left)
-        return self.solved[cap]
-
-    def lowest_feasible(self, top: int) -> int:
-        """The lowest cap in ``[1, top]`` the LP admits (``top`` is admitted)."""
-        lo, hi = 1, top
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if self.at(mid).feasible else (mid + 1, hi)
-        return lo
-
-    def lower_bound(self, peak: int, best: int | None) -> float | None:
-        """A lower bound on formulation A, given ``best``, the cap of least LP value below
-        ``peak`` (``None``: the LP admits none there). A schedule of peak ``p`` costs at
-        least ``V(p) = ratio * p + LP(p)``, and ``V`` is convex, so the least ``V`` over
-        every cap is found by extending the search above ``peak`` while ``V`` falls (caps
-        doubling their distance to ``peak``, then a ternary search). ``None`` when an LP hit
-        the deadline (its conclusions then do not hold). A relative margin of 1e-6 covers
-        the simplex's tolerances."""
-        # V falls from ``prev`` to ``a``, so its minimum lies above ``prev``; it does not
-        # fall from ``a`` to ``b``, so the minimum lies at or below ``b``
-        a, b = (peak, peak + 1) if best is None else (peak - 1, peak)
-        prev = a
-        while self.at(b).bound < self.at(a).bound and b < self._most():
-            prev, a, b = a, b, min(self._most(), peak + 2 * (b - peak) + 1)
-        above = self.least_value(max(peak, prev), b)
-        values = [self.at(above).bound] + ([] if best is None else [self.at(best).bound])
-        if any(lp.status == "unknown" for lp in self.solved.values()):
-            return None
-        value = min(values)
-        return value - 1e-6 * max(1.0, abs(value))
-
-    def _most(self) -> int:
-        """A cap no schedule can exceed: every op's usage at once."""
-        return int(np.ceil(self.problem.g.usage.sum() - 1e-9))
-
-    def least_value(self, lo: int, hi: int) -> int:
-        """The cap in ``[lo, hi]`` of least LP value (convex in the cap)."""
-        while hi - lo > 2:
-            a, b = lo + (hi - lo) // 3, hi - (hi - lo) // 3
-            lo, hi = (lo, b) if self.at(a).bound <= self.at(b).bound else (a, hi)
-        return min(range(lo, hi + 1), key=lambda c: (self.at(c).bound, c))
 
 
 def _undirected_neighbours(g: GauSGraph) -> list[np.ndarray]:
