@@ -42,7 +42,7 @@ from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["build_model", "exact_schedule"]
+__all__ = ["build_model", "exact_schedule", "solve_window"]
 
 
 def exact_schedule(
@@ -172,6 +172,42 @@ def build_model(
         assert II is not None
         _modulo_lifetime_model(m, g, s, D, II)
     return m, s, scale
+
+
+def solve_window(
+    g: GauSGraph,
+    formulation: str,
+    *,
+    D: int,
+    II: int | None,
+    ratio: float,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    peak_cap: int | None = None,
+    hint: np.ndarray | None = None,
+    time_limit: float,
+    seed: int,
+) -> tuple[int, np.ndarray | None]:
+    """One single-threaded CP-SAT solve of :func:`build_model` with op ``i`` in
+    ``[lo[i], hi[i]]``, from ``hint`` (for the ops left free) when given: CP-SAT's status
+    and the schedule found (``None`` when it found none, which proves nothing unless the
+    status is ``INFEASIBLE``). The large-neighbourhood search and the LP-guided schedules
+    solve their restricted models this way."""
+    from ortools.sat.python import cp_model
+
+    m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi,
+                          peak_cap=peak_cap)  # fmt: skip
+    if hint is not None:
+        for i in np.flatnonzero(lo < hi):
+            m.AddHint(s[i], int(hint[i]))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit)
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = int(seed)
+    code = solve_cpsat(solver, m)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return code, None
+    return code, np.array([solver.Value(v) for v in s], dtype=np.int64)
 
 
 def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int, peak_cap: int | None = None) -> int:

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twill._interrupt import solve_cpsat
 from twill.errors import InvalidProblemError
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 
@@ -178,22 +177,13 @@ def lp_guided_schedule(
     op restricted to its LP support: the relaxation picks the steps, CP-SAT makes them
     integral. Returns the best schedule found within ``time_limit`` seconds, or ``None``
     (the restriction may exclude every schedule; no claim of infeasibility)."""
-    from ortools.sat.python import cp_model
-
-    from twill.sched.baselines.exact import build_model
+    from twill.sched.baselines.exact import solve_window
 
     if not lp.feasible:
         return None
-    m, s, _ = build_model(g, "A", D=D, II=None, ratio=ratio, lo=lp.lo, hi=lp.hi,
-                          peak_cap=lp.cap)  # fmt: skip
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = int(seed)
-    code = solve_cpsat(solver, m)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    return np.array([solver.Value(v) for v in s], dtype=np.int64)
+    _, t = solve_window(g, "A", D=D, II=None, ratio=ratio, lo=lp.lo, hi=lp.hi,
+                        peak_cap=lp.cap, time_limit=time_limit, seed=seed)  # fmt: skip
+    return t
 
 
 def _coefficients(g: GauSGraph) -> np.ndarray:

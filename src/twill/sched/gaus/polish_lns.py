@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twill._interrupt import solve_cpsat
+from twill.sched.baselines.exact import solve_window
 from twill.sched.baselines.list_sched import capped_list_schedule
 from twill.sched.baselines.time_indexed import PeakLPs, lp_guided_schedule
 from twill.sched.gaus.bounds import modulo_asap
@@ -180,10 +180,6 @@ def _solve_neighbourhood(
 ) -> tuple[int, np.ndarray | None]:
     """CP-SAT on the exact model with the ops outside ``free`` pinned (a peak neighbourhood
     also caps the peak one below the current one); returns the status and the schedule."""
-    from ortools.sat.python import cp_model
-
-    from twill.sched.baselines.exact import build_model
-
     g, D = problem.g, problem.D
     lo, hi = cur.copy(), cur.copy()
     lo[free], hi[free] = window[0][free], window[1][free]
@@ -191,18 +187,9 @@ def _solve_neighbourhood(
     if kind == "peak":
         now = _peak(g, cur) if problem.formulation == "A" else peak_memory(g, cur, D)
         cap = max(0, int(np.ceil(now - 1e-9)) - 1)
-    m, s, _ = build_model(g, problem.formulation, D=D, II=problem.II, ratio=problem.ratio,
-                          lo=lo, hi=hi, peak_cap=cap)  # fmt: skip
-    for i in free:
-        m.AddHint(s[i], int(cur[i]))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(limit)
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = int(rng.integers(1 << 30))
-    code = solve_cpsat(solver, m)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return code, None
-    return code, np.array([solver.Value(v) for v in s], dtype=np.int64)
+    return solve_window(g, problem.formulation, D=D, II=problem.II, ratio=problem.ratio,
+                        lo=lo, hi=hi, peak_cap=cap, hint=cur, time_limit=limit,
+                        seed=int(rng.integers(1 << 30)))  # fmt: skip
 
 
 def lns_search(
