@@ -18,6 +18,7 @@ from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import from_dependence_graph
 from twill.sched.gaus.polish_lns import (
     LNSProblem,
+    _baseline_starts,
     lns_improve,
     lns_search,
 )
@@ -69,6 +70,29 @@ def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(shared_benchmar
     # the time-indexed LP's bound (None when the short budget cut an LP) holds against
     # ctrl's optimum, 2246 (proven by CP-SAT with the precedence cuts; docs/benchmarks.md)
     assert rep.lower_bound is None or rep.lower_bound <= 2246
+
+
+@pytest.mark.parametrize(
+    ("formulation", "II", "names"),
+    [("B", None, ["ASAP", "ALAP"]), ("C", 6, ["list schedule", "force-directed schedule"])],
+)
+def test_b_and_c_race_legal_baseline_starts_and_end_no_worse_than_any(
+    formulation: str, II: int | None, names: list[str]
+) -> None:
+    dag = generate_random_dag(50, 0.08, 3 if formulation == "C" else 0, seed=3)
+    g = from_dependence_graph(dag).with_caps(6.0)
+    D = default_D(g, formulation, II) + 3
+    problem = LNSProblem(g, formulation, D, II)
+    starts = _baseline_starts(problem)
+    assert [name for name, _ in starts] == names
+    for _, t in starts:
+        assert problem.legal(t)
+    worst = max(starts, key=lambda s: problem.objective(s[1]))[1]
+    best, rep, start = lns_search(problem, worst, time_limit=4.0)
+    assert schedule_violations(g, best, D, II) == []
+    assert rep.after == problem.objective(best)
+    assert rep.after <= min(problem.objective(t) for _, t in starts)
+    assert start in ["GauS", *names]
 
 
 def test_capped_list_schedule_respects_its_cap() -> None:

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twill.sched.baselines.exact import solve_window
-from twill.sched.baselines.list_sched import capped_list_schedule
+from twill.sched.baselines.force_directed import force_directed_schedule
+from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
 from twill.sched.baselines.time_indexed import PeakLPs, lp_guided_schedule
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
@@ -202,7 +203,8 @@ def lns_search(
     the LP-guided schedules of :func:`_lp_guided_starts` (up to 40 % of the budget), or,
     where the relaxation gives none, the capped list schedules
     (:func:`~twill.sched.baselines.list_sched.capped_list_schedule`) at every peak below
-    ``t``'s that the list scheduler can meet. Why: lowering the peak by one needs most ops to
+    ``t``'s that the list scheduler can meet. In B and C they are the baseline schedules of
+    :func:`_baseline_starts`. Why: lowering the peak by one needs most ops to
     move at once, which no neighbourhood reaches (EPFL ``router``: in a traced search, every
     neighbourhood of up to 170 of its 317 ops proved peak 7 infeasible around GauS's peak-8
     schedule, while the optimum has peak 6). Returns the best schedule, the report of the
@@ -214,6 +216,8 @@ def lns_search(
     if _single_integral_resource(problem):
         guided, bound = _lp_guided_starts(problem, starts[0][1], 0.4 * time_limit, seed)
         starts += guided or _capped_list_starts(problem, starts[0][1])
+    else:
+        starts += _baseline_starts(problem)
     if len(starts) == 1:
         left = time_limit - (time.perf_counter() - start)
         best, rep = lns_improve(problem, t, time_limit=left, seed=seed)
@@ -240,6 +244,32 @@ def _single_integral_resource(problem: LNSProblem) -> bool:
     and the time-indexed LP applies."""
     u = problem.g.usage
     return problem.formulation == "A" and u.shape[1] == 1 and bool(np.all(u == np.round(u)))
+
+
+def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
+    """Formulations B and C: legal schedules of other shapes than GauS's, raced beside it.
+
+    B has only dependence and latency constraints, so the ASAP and the ALAP schedules are
+    legal; C takes the list and force-directed modulo schedules that pass the verifier.
+    Why: the search stays near its start, and on EPFL ``router`` in B GauS's schedule (all
+    ops in the first 57 of 69 steps) is a local optimum at peak 55 for every neighbourhood
+    tried, while the search reaches peak 44 from the ALAP schedule (``docs/benchmarks.md``).
+    """
+    g, D = problem.g, problem.D
+    if problem.formulation == "B":
+        asap, alap = asap_alap(g, D)
+        return [("ASAP", asap.astype(np.int64)), ("ALAP", alap.astype(np.int64))]
+    if problem.formulation != "C":
+        return []
+    starts = []
+    for name, scheduler in (("list", list_schedule), ("force-directed", force_directed_schedule)):
+        r = scheduler(g, "C", D=D, II=problem.II)
+        if not r.legal:
+            continue
+        t = np.array([r.schedule[v] for v in g.names], dtype=np.int64)
+        if problem.legal(t):
+            starts.append((f"{name} schedule", t))
+    return starts
 
 
 def _capped_list_starts(problem: LNSProblem, t: np.ndarray) -> list[tuple[str, np.ndarray]]:
