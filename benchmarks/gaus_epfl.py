@@ -175,7 +175,7 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
         "seconds": round(seconds, 2),
         "status": str(getattr(r.status, "value", r.status)),
         "bound": getattr(r, "bound", None),
-        "note": (r.message or "")[:120],
+        "note": (r.message or "")[:400],
     }
 
 

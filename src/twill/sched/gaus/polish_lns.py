@@ -268,7 +268,7 @@ def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
             continue
         t = np.array([r.schedule[v] for v in g.names], dtype=np.int64)
         if problem.legal(t):
-            starts.append((f"{name} schedule", t))
+            starts.append((name, t))
     return starts
 
 
