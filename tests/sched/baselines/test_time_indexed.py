@@ -1,6 +1,7 @@
 """Time-indexed LP of formulation A: a valid lower bound per peak cap and overall (checked
 against CP-SAT's proven optima and legal schedules), infeasible below the least peak, and
-LP-guided schedules that are legal and meet their cap."""
+LP-guided schedules that are legal and meet their cap, and LP-rounded schedules that are
+legal and exact where the LP is integral."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from twill.sched.baselines.time_indexed import (
     PeakLPs,
     formulation_a_lp_bound,
     lp_guided_schedule,
+    lp_rounded_schedule,
     peak_lp,
 )
 from twill.sched.gaus.bounds import default_D
@@ -89,6 +91,27 @@ def test_lp_guided_schedule_on_epfl_ctrl_is_legal_meets_its_cap_and_its_bound(
     assert resource_profile(g, t).max() <= cap
     assert lp.bound <= objective_a(g, t, 100.0)
     assert lp.bound <= objective_a(g, listed, 100.0)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lp_rounded_schedule_is_legal_and_exact_where_the_lp_is_integral(seed: int) -> None:
+    g = _one_resource(seed, 30)
+    D = default_D(g, "A") + 2
+    # no binding cap: the LP is the precedence-only one (totally unimodular, so the simplex
+    # vertex is integral), and the rounding must reproduce its communication exactly
+    loose = peak_lp(g, D, int(g.usage.sum()))
+    t = lp_rounded_schedule(g, D, loose)
+    assert t is not None and schedule_violations(g, t, D) == []
+    assert objective_a(g, t, 100.0) - 100.0 * resource_profile(g, t).max() == pytest.approx(
+        loose.bound - 100.0 * loose.cap
+    )
+    # binding caps: always legal, whatever the LP's fractions
+    lps = PeakLPs(g, D)
+    lowest = lps.lowest_feasible(int(resource_profile(g, t).max()))
+    for cap in range(lowest, lowest + 3):
+        rounded = lp_rounded_schedule(g, D, lps.at(cap))
+        assert rounded is not None and schedule_violations(g, rounded, D) == []
+    assert lp_rounded_schedule(g, D, peak_lp(g, D, lowest - 1)) is None
 
 
 def test_lp_bound_on_epfl_ctrl_holds_and_is_close(shared_benchmarks) -> None:

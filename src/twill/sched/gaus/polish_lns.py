@@ -37,7 +37,7 @@ import numpy as np
 from twill.sched.baselines.exact import solve_window
 from twill.sched.baselines.force_directed import force_directed_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
-from twill.sched.baselines.time_indexed import PeakLPs, lp_guided_schedule
+from twill.sched.baselines.time_indexed import PeakLPs, lp_guided_schedule, lp_rounded_schedule
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 from twill.sched.gaus.polish_push import Adjacency
@@ -196,8 +196,8 @@ def _solve_neighbourhood(
 def lns_search(
     problem: LNSProblem, t: np.ndarray, *, time_limit: float = 30.0, seed: int = 0
 ) -> tuple[np.ndarray, LNSReport, str]:
-    """:func:`lns_improve` from several starts, raced: each start gets an equal share of what
-    is left of half the budget, and the best schedule then gets the other half.
+    """:func:`lns_improve` from several starts, raced: once the starts are built, each gets an
+    equal share of half of what is left, and the best schedule then gets the rest.
 
     The starts are ``t`` and, in formulation A with one resource, schedules at lower peaks:
     the LP-guided schedules of :func:`_lp_guided_starts` (up to 40 % of the budget), or,
@@ -224,7 +224,7 @@ def lns_search(
         rep.lower_bound = bound
         return best, rep, "GauS"
     left = time_limit - (time.perf_counter() - start)
-    share = max(0.0, left - 0.5 * time_limit) / len(starts)
+    share = max(0.0, 0.5 * left) / len(starts)
     raced = []
     for k, (name, t0) in enumerate(starts):
         cand, rep = lns_improve(problem, t0, time_limit=share, seed=seed + k)
@@ -296,8 +296,11 @@ def _lp_guided_starts(
     (:func:`~twill.sched.baselines.time_indexed.lp_guided_schedule`) is then solved at the
     lowest cap and at the best one (each while its LP value is below ``t``'s objective),
     sharing what is left of ``budget``: on EPFL ``router`` the best cap's schedule wins, on
-    ``cavlc`` the lowest cap's. Also returns the lower bound the LPs prove (``None`` when
-    none was solved)."""
+    ``cavlc`` the lowest cap's. Where the restricted model finds none in its share, or no
+    time is left for it, the LP's rounding
+    (:func:`~twill.sched.baselines.time_indexed.lp_rounded_schedule`) is the start instead.
+    Also returns the lower bound the LPs prove (``None`` when none was solved, or when the
+    budget cut an LP short)."""
     start = time.perf_counter()
     g, D, ratio = problem.g, problem.D, problem.ratio
     top = _peak(g, t) - 1
@@ -315,12 +318,14 @@ def _lp_guided_starts(
     found = []
     for k, cap in enumerate(caps):
         left = budget - (time.perf_counter() - start)
-        if left <= 0:
-            break
-        sched = lp_guided_schedule(g, D, lps.at(cap), ratio=ratio,
-                                   time_limit=left / (len(caps) - k), seed=seed)  # fmt: skip
+        sched, name = None, f"LP-guided at peak {cap}"
+        if left > 0:
+            sched = lp_guided_schedule(g, D, lps.at(cap), ratio=ratio,
+                                       time_limit=left / (len(caps) - k), seed=seed)  # fmt: skip
+        if sched is None:  # the rounding costs no more than a list schedule
+            sched, name = lp_rounded_schedule(g, D, lps.at(cap)), f"LP-rounded at peak {cap}"
         if sched is not None and problem.legal(sched):
-            found.append((f"LP-guided at peak {cap}", sched))
+            found.append((name, sched))
     return found, bound
 
 
