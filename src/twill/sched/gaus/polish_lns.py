@@ -253,7 +253,8 @@ def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
     legal; C takes the list and force-directed modulo schedules that pass the verifier.
     Why: the search stays near its start, and on EPFL ``router`` in B GauS's schedule (all
     ops in the first 57 of 69 steps) is a local optimum at peak 55 for every neighbourhood
-    tried, while the search reaches peak 44 from the ALAP schedule (``docs/benchmarks.md``).
+    tried, while from the ASAP or ALAP schedule the search reaches 44-60 in 50 s, depending
+    on its seed (``docs/gaus.md``).
     """
     g, D = problem.g, problem.D
     if problem.formulation == "B":
