@@ -120,3 +120,28 @@ def test_gaus_runs_the_search_when_asked_and_refuses_a_negative_time() -> None:
     assert r.objective <= list_schedule(g, "A", D=D).objective
     with pytest.raises((InvalidProblemError, ValueError)):
         GauSSolver(g, D=D, lns_time=-1.0)
+
+
+def test_a_native_cpsat_failure_in_a_neighbourhood_keeps_the_schedule(monkeypatch, caplog) -> None:
+    """CP-SAT once raised ``IndexError: absl::btree_map::at`` inside a neighbourhood's solve
+    (EPFL ``bar``, formulation A): the search must log it, skip that neighbourhood and go on."""
+    from twill.sched.baselines import exact
+
+    real, calls = exact.solve_cpsat, []
+
+    def flaky(solver, model):  # noqa: ANN001, ANN202
+        calls.append(1)
+        if len(calls) % 2:
+            raise IndexError("absl::btree_map::at")
+        return real(solver, model)
+
+    monkeypatch.setattr(exact, "solve_cpsat", flaky)
+    g = from_dependence_graph(generate_random_dag(30, 0.15, 0, seed=3))
+    D = default_D(g, "A") + 2
+    t = _list_t(g, "A", D)
+    with caplog.at_level("WARNING", logger="twill.sched.baselines.exact"):
+        best, rep = lns_improve(LNSProblem(g, "A", D), t, time_limit=2.0)
+    assert len(calls) >= 2 and rep.rounds == len(calls)
+    assert "absl::btree_map::at" in caplog.text
+    assert schedule_violations(g, best, D) == []
+    assert rep.after == discrete_objective(g, best, "A", D=D, ratio=100.0) <= rep.before

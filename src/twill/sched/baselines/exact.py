@@ -28,6 +28,7 @@ never ``INFEASIBLE``; CP-SAT's infeasibility proof gives ``INFEASIBLE``.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -43,6 +44,8 @@ from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.result import ScheduleRunResult
 
 __all__ = ["build_model", "exact_schedule", "solve_window"]
+
+log = logging.getLogger(__name__)
 
 
 def exact_schedule(
@@ -192,7 +195,12 @@ def solve_window(
     ``[lo[i], hi[i]]``, from ``hint`` (for the ops left free) when given: CP-SAT's status
     and the schedule found (``None`` when it found none, which proves nothing unless the
     status is ``INFEASIBLE``). The large-neighbourhood search and the LP-guided schedules
-    solve their restricted models this way."""
+    solve their restricted models this way.
+
+    An exception raised inside CP-SAT's native solve (seen once in thousands of
+    neighbourhoods: ``IndexError: absl::btree_map::at`` on EPFL ``bar``) is logged and
+    answered ``UNKNOWN`` with no schedule: a sub-solve that fails proves nothing, and the
+    caller keeps the schedule it has."""
     from ortools.sat.python import cp_model
 
     m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi,
@@ -204,7 +212,12 @@ def solve_window(
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = int(seed)
-    code = solve_cpsat(solver, m)
+    try:
+        code = solve_cpsat(solver, m)
+    except (IndexError, RuntimeError, ValueError) as exc:  # the native solver's own failure
+        log.warning("CP-SAT failed on a restricted window (%s: %s); no schedule taken from it",
+                    type(exc).__name__, exc)  # fmt: skip
+        return cp_model.UNKNOWN, None
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return code, None
     return code, np.array([solver.Value(v) for v in s], dtype=np.int64)
