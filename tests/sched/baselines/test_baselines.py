@@ -109,14 +109,14 @@ class TestExact:
         from ortools.sat.python import cp_model
 
         from twill.options import SolverOptions
-        from twill.sched.baselines.exact import build_model, exact_schedule
+        from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
         from twill.sched.gaus.verify import objective_a
 
         g = from_dependence_graph(generate_random_dag(14, 0.25, 0, seed=seed))
         lst = list_schedule(g, "A", D=10)
         t = np.array([lst.schedule[n] for n in g.names])
-        m, _, scale = build_model(g, "A", D=10, II=None, ratio=100.0, lo=t, hi=t,
-                                  strong_precedence=True)  # fmt: skip
+        spec = ModelSpec("A", 10, None, 100.0, t, t, strong_precedence=True)
+        m, _, scale = build_model(g, spec)
         solver = cp_model.CpSolver()
         assert solver.Solve(m) == cp_model.OPTIMAL
         assert solver.ObjectiveValue() / scale == pytest.approx(objective_a(g, t, 100.0))

@@ -14,7 +14,7 @@ from ortools.sat.python import cp_model
 from twill.gaus_solver import generate_random_dag
 from twill.io.aiger import read_aiger
 from twill.results import Status
-from twill.sched.baselines.exact import build_model, exact_schedule
+from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule
 from twill.sched.baselines.time_indexed import (
     PeakLPs,
@@ -39,7 +39,7 @@ def _capped_comm(g, D: int, cap: int) -> float | None:
     """The communication of CP-SAT's proven optimum of formulation A with the peak capped at
     ``cap`` (``None``: no schedule meets the cap)."""
     asap, alap = asap_alap(g, D)
-    m, s, _ = build_model(g, "A", D=D, II=None, ratio=100.0, lo=asap, hi=alap, peak_cap=cap)
+    m, s, _ = build_model(g, ModelSpec("A", D, None, 100.0, asap, alap, peak_cap=cap))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = 30

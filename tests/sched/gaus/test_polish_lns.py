@@ -12,7 +12,7 @@ from twill.errors import InvalidProblemError
 from twill.gaus_solver import GauSSolver, generate_random_dag
 from twill.io.aiger import read_aiger
 from twill.results import Status
-from twill.sched.baselines.exact import build_model, exact_schedule
+from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
 from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import from_dependence_graph
@@ -22,7 +22,7 @@ from twill.sched.gaus.polish_lns import (
     lns_improve,
     lns_search,
 )
-from twill.sched.gaus.verify import discrete_objective, schedule_violations
+from twill.sched.gaus.verify import discrete_objective, resource_profile, schedule_violations
 
 
 def _list_t(g, formulation: str, D: int) -> np.ndarray:
@@ -35,13 +35,28 @@ def test_pinned_model_reproduces_the_schedule_and_its_objective(formulation: str
     g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
     D = default_D(g, formulation) + 3
     t = _list_t(g, formulation, D)
-    m, s, scale = build_model(g, formulation, D=D, II=None, ratio=100.0, lo=t, hi=t)
+    m, s, scale = build_model(g, ModelSpec(formulation, D, None, 100.0, t, t))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     assert solver.Solve(m) == cp_model.OPTIMAL
     assert [solver.Value(v) for v in s] == t.tolist()
     want = discrete_objective(g, t, formulation, D=D, ratio=100.0)
     assert solver.ObjectiveValue() / scale == pytest.approx(want)
+
+
+@pytest.mark.parametrize("formulation", ["A", "B"])
+def test_peak_cap_excludes_exactly_the_schedules_above_it(formulation: str) -> None:
+    g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
+    D = default_D(g, formulation) + 3
+    t = _list_t(g, formulation, D)
+    peak = int(np.ceil(discrete_objective(g, t, formulation, D=D, ratio=0.0) - 1e-9))
+    if formulation == "A":
+        peak = int(np.ceil(resource_profile(g, t).max()))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    for cap, want in ((peak, cp_model.OPTIMAL), (peak - 1, cp_model.INFEASIBLE)):
+        m, _, _ = build_model(g, ModelSpec(formulation, D, None, 100.0, t, t, peak_cap=cap))
+        assert solver.Solve(m) == want
 
 
 @pytest.mark.parametrize("formulation", ["A", "B"])

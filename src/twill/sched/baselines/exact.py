@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,9 +44,27 @@ from twill.sched.baselines.common import package, start_window
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["build_model", "exact_schedule", "solve_window"]
+__all__ = ["ModelSpec", "build_model", "exact_schedule", "solve_window"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What :func:`build_model` builds: formulation ``A``, ``B`` or ``C`` over ``D`` steps
+    (``II`` in C, the peak weight ``ratio`` in A), with op ``i``'s start in
+    ``[lo[i], hi[i]]``. ``peak_cap`` caps every resource's peak usage (A) or the peak live
+    memory (B); ``strong_precedence`` (A) adds the time-indexed precedence cuts of
+    :func:`_strong_precedence`."""
+
+    formulation: str
+    D: int
+    II: int | None
+    ratio: float
+    lo: np.ndarray
+    hi: np.ndarray
+    peak_cap: int | None = None
+    strong_precedence: bool = False
 
 
 def exact_schedule(
@@ -85,8 +104,8 @@ def exact_schedule(
     if isinstance(window, ScheduleRunResult):
         return window
     D, asap, alap, common = window.D, window.asap, window.alap, window.common
-    m, s, scale = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=asap, hi=alap,
-                              strong_precedence=cuts)  # fmt: skip
+    spec = ModelSpec(formulation, D, II, ratio, asap, alap, strong_precedence=cuts)
+    m, s, scale = build_model(g, spec)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = threads
@@ -136,41 +155,30 @@ def exact_schedule(
     )
 
 
-def build_model(
-    g: GauSGraph,
-    formulation: str,
-    *,
-    D: int,
-    II: int | None,
-    ratio: float,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    peak_cap: int | None = None,
-    strong_precedence: bool = False,
-) -> tuple[Any, list, int]:
-    """The CP-SAT model of formulation ``A``, ``B`` or ``C`` (module docstring) with op ``i``'s
-    start in ``[lo[i], hi[i]]``; returns ``(model, start variables, objective scale)``.
+def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:
+    """The CP-SAT model of ``spec`` (module docstring); returns ``(model, start variables,
+    objective scale)``.
 
     :func:`exact_schedule` passes the ASAP/ALAP window; the large-neighbourhood search of
     :mod:`twill.sched.gaus.polish_lns` pins the ops outside a neighbourhood (``lo = hi``)
-    and may cap every resource's peak usage (A) or the peak live memory (B) at ``peak_cap``.
-    ``strong_precedence`` (A) adds the time-indexed precedence cuts of
-    :func:`_strong_precedence`.
+    and may cap the peak.
     """
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
+    lo, hi, D, II = spec.lo, spec.hi, spec.D, spec.II
     s = [m.NewIntVar(int(lo[i]), int(hi[i]), f"s[{g.names[i]}]") for i in range(g.n)]
     # precedence: all edges for C, distance-0 edges for A and B
-    mask = np.ones(g.num_edges, bool) if formulation == "C" else g.forward
+    mask = np.ones(g.num_edges, bool) if spec.formulation == "C" else g.forward
     for e in np.flatnonzero(mask):
         shift = int(g.distance[e]) * (II or 0)
         m.Add(s[g.dst[e]] + shift >= s[g.src[e]] + int(g.delay[e]))
     scale = 1
-    if formulation == "A":
-        scale = _resource_comm_model(m, g, s, D, lo, hi, ratio, peak_cap, strong_precedence)
-    elif formulation == "B":
-        scale = _peak_memory_model(m, g, s, D)
+    if spec.formulation == "A":
+        scale = _resource_comm_model(m, g, s, D, lo, hi, spec.ratio, spec.peak_cap,
+                                     spec.strong_precedence)  # fmt: skip
+    elif spec.formulation == "B":
+        scale = _peak_memory_model(m, g, s, D, spec.peak_cap)
     else:
         assert II is not None
         _modulo_lifetime_model(m, g, s, D, II)
@@ -179,23 +187,17 @@ def build_model(
 
 def solve_window(
     g: GauSGraph,
-    formulation: str,
+    spec: ModelSpec,
     *,
-    D: int,
-    II: int | None,
-    ratio: float,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    peak_cap: int | None = None,
     hint: np.ndarray | None = None,
     time_limit: float,
     seed: int,
 ) -> tuple[int, np.ndarray | None]:
-    """One single-threaded CP-SAT solve of :func:`build_model` with op ``i`` in
-    ``[lo[i], hi[i]]``, from ``hint`` (for the ops left free) when given: CP-SAT's status
-    and the schedule found (``None`` when it found none, which proves nothing unless the
-    status is ``INFEASIBLE``). The large-neighbourhood search and the LP-guided schedules
-    solve their restricted models this way.
+    """One single-threaded CP-SAT solve of :func:`build_model` on ``spec``, from ``hint``
+    (for the ops left free) when given: CP-SAT's status and the schedule found (``None``
+    when it found none, which proves nothing unless the status is ``INFEASIBLE``). The
+    large-neighbourhood search and the LP-guided schedules solve their restricted models
+    this way.
 
     An exception raised inside CP-SAT's native solve (seen once in thousands of
     neighbourhoods: ``IndexError: absl::btree_map::at`` on EPFL ``bar``) is logged and
@@ -203,10 +205,9 @@ def solve_window(
     caller keeps the schedule it has."""
     from ortools.sat.python import cp_model
 
-    m, s, _ = build_model(g, formulation, D=D, II=II, ratio=ratio, lo=lo, hi=hi,
-                          peak_cap=peak_cap)  # fmt: skip
+    m, s, _ = build_model(g, spec)
     if hint is not None:
-        for i in np.flatnonzero(lo < hi):
+        for i in np.flatnonzero(spec.lo < spec.hi):
             m.AddHint(s[i], int(hint[i]))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(time_limit)

@@ -192,12 +192,12 @@ def lp_guided_schedule(
     op restricted to its LP support: the relaxation picks the steps, CP-SAT makes them
     integral. Returns the best schedule found within ``time_limit`` seconds, or ``None``
     (the restriction may exclude every schedule; no claim of infeasibility)."""
-    from twill.sched.baselines.exact import solve_window
+    from twill.sched.baselines.exact import ModelSpec, solve_window
 
     if not lp.feasible:
         return None
-    _, t = solve_window(g, "A", D=D, II=None, ratio=ratio, lo=lp.lo, hi=lp.hi,
-                        peak_cap=lp.cap, time_limit=time_limit, seed=seed)  # fmt: skip
+    spec = ModelSpec("A", D, None, ratio, lp.lo, lp.hi, peak_cap=lp.cap)
+    _, t = solve_window(g, spec, time_limit=time_limit, seed=seed)
     return t
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twill.sched.baselines.exact import solve_window
+from twill.sched.baselines.exact import ModelSpec, solve_window
 from twill.sched.baselines.force_directed import force_directed_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
 from twill.sched.baselines.time_indexed import PeakLPs, lp_guided_schedule, lp_rounded_schedule
@@ -44,7 +44,6 @@ from twill.sched.gaus.polish_push import Adjacency
 from twill.sched.gaus.verify import (
     discrete_objective,
     live_profile,
-    peak_memory,
     resource_profile,
     schedule_violations,
 )
@@ -179,18 +178,18 @@ def _solve_neighbourhood(
     limit: float,
     rng: np.random.Generator,
 ) -> tuple[int, np.ndarray | None]:
-    """CP-SAT on the exact model with the ops outside ``free`` pinned (a peak neighbourhood
-    also caps the peak one below the current one); returns the status and the schedule."""
+    """CP-SAT on the exact model with the ops outside ``free`` pinned (in A a peak
+    neighbourhood also caps the peak one below the current one; in B the peak is the
+    objective itself, left uncapped so that moves at an equal peak stay open); returns the
+    status and the schedule."""
     g, D = problem.g, problem.D
     lo, hi = cur.copy(), cur.copy()
     lo[free], hi[free] = window[0][free], window[1][free]
     cap = None
-    if kind == "peak":
-        now = _peak(g, cur) if problem.formulation == "A" else peak_memory(g, cur, D)
-        cap = max(0, int(np.ceil(now - 1e-9)) - 1)
-    return solve_window(g, problem.formulation, D=D, II=problem.II, ratio=problem.ratio,
-                        lo=lo, hi=hi, peak_cap=cap, hint=cur, time_limit=limit,
-                        seed=int(rng.integers(1 << 30)))  # fmt: skip
+    if kind == "peak" and problem.formulation == "A":
+        cap = max(0, _peak(g, cur) - 1)
+    spec = ModelSpec(problem.formulation, D, problem.II, problem.ratio, lo, hi, peak_cap=cap)
+    return solve_window(g, spec, hint=cur, time_limit=limit, seed=int(rng.integers(1 << 30)))
 
 
 def lns_search(
