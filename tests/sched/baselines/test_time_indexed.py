@@ -18,6 +18,7 @@ from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule
 from twill.sched.baselines.time_indexed import (
     PeakLPs,
+    PeakRelaxation,
     formulation_a_lp_bound,
     lp_guided_schedule,
     lp_rounded_schedule,
@@ -143,3 +144,17 @@ def test_convex_search_finds_the_least_value_over_every_cap(seed: int) -> None:
         assert lps.lower_bound(peak, best) == pytest.approx(brute, rel=1e-5)
         assert len(lps.solved) < most  # fewer LPs than one per cap
         assert formulation_a_lp_bound(g, D, 100.0, peak) == pytest.approx(brute, rel=1e-5)
+
+
+def test_a_relaxation_resolved_at_other_caps_equals_fresh_solves() -> None:
+    """:class:`PeakRelaxation` changes only the cap's bound between solves (GLOP warm-starts
+    from the last basis); every answer must equal the LP built afresh at that cap."""
+    g = _one_resource(4, 40)
+    D = default_D(g, "A") + 2
+    relaxation = PeakRelaxation(g, D, 100.0)
+    most = int(g.usage.sum())
+    for cap in [most, 1, 3, None, 2, 4, most // 2]:
+        warm, fresh = relaxation.solve(cap), peak_lp(g, D, cap)
+        assert warm.status == fresh.status
+        if fresh.feasible:
+            assert warm.bound == pytest.approx(fresh.bound, rel=1e-9, abs=1e-6)

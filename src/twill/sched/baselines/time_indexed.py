@@ -37,11 +37,15 @@ from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 __all__ = [
     "PeakLP",
     "PeakLPs",
+    "PeakRelaxation",
     "formulation_a_lp_bound",
     "lp_guided_schedule",
     "lp_rounded_schedule",
     "peak_lp",
 ]
+
+
+_NO_LIMIT_MS = 10**10  # GLOP's limit when none is asked for: about 4 months
 
 
 @dataclass(frozen=True)
@@ -75,33 +79,54 @@ def peak_lp(
     """Solve the relaxation (module docstring) with the peak capped at ``cap`` (``None``: no
     cap, and ``bound`` is then the LP optimum of the communication alone) within
     ``time_limit`` seconds (``None``: no limit)."""
-    from ortools.linear_solver import pywraplp
+    return PeakRelaxation(g, D, ratio).solve(cap, time_limit)
 
-    if g.usage.shape[1] != 1:
-        raise InvalidProblemError("the time-indexed LP supports a single resource")
-    start = time.perf_counter()
-    asap, alap = asap_alap(g, D)
-    solver = pywraplp.Solver.CreateSolver("GLOP")
-    y = _cumulative_vars(solver, g, asap, alap)
-    _precedence_rows(solver, g, y, asap)
-    if cap is not None:
-        _capacity_rows(solver, g, y, (asap, alap), D, float(cap))
-    _communication_objective(solver, g, y)
-    solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
-    if time_limit is not None:
-        solver.SetTimeLimit(max(1, int(1000 * time_limit)))
-    code = solver.Solve()
-    if code != pywraplp.Solver.OPTIMAL:
-        status = "infeasible" if code == pywraplp.Solver.INFEASIBLE else "unknown"
-        bound = float("inf") if status == "infeasible" else float("-inf")
-        return PeakLP(int(cap or 0), status, bound, asap, alap, time.perf_counter() - start)
-    comm = solver.Objective().Value() + sum(_coefficients(g) * alap)
-    lo, hi = _support(y, asap, alap)
-    bound = comm + (ratio * float(cap) if cap is not None else 0.0)
-    expected = np.array([alap[v] - sum(var.solution_value() for var in row.values())
-                         for v, row in enumerate(y)])  # fmt: skip
-    return PeakLP(int(cap or 0), "optimal", float(bound), lo, hi, time.perf_counter() - start,
-                  expected)  # fmt: skip
+
+class PeakRelaxation:
+    """The relaxation of ``g`` over ``D`` steps, built once and solved at any number of caps.
+
+    The cap is a variable whose bounds are fixed at the cap asked for, so a new cap changes
+    one bound and nothing else: GLOP then starts its dual simplex from the last optimal
+    basis, which stays dual feasible, instead of from scratch (EPFL ``bar``, 3471 ops: about
+    50 s for the first LP; the searches over caps of :class:`PeakLPs` solve ten or more)."""
+
+    def __init__(self, g: GauSGraph, D: int, ratio: float = 100.0) -> None:
+        from ortools.linear_solver import pywraplp
+
+        if g.usage.shape[1] != 1:
+            raise InvalidProblemError("the time-indexed LP supports a single resource")
+        self.g, self.D, self.ratio = g, D, ratio
+        self.asap, self.alap = asap_alap(g, D)
+        self.solver = pywraplp.Solver.CreateSolver("GLOP")
+        self.y = _cumulative_vars(self.solver, g, self.asap, self.alap)
+        _precedence_rows(self.solver, g, self.y, self.asap)
+        self.cap = self.solver.NumVar(0.0, self.solver.infinity(), "cap")
+        _capacity_rows(self.solver, g, self.y, (self.asap, self.alap), D, self.cap)
+        _communication_objective(self.solver, g, self.y)
+        self.solver.SetSolverSpecificParametersAsString("use_dual_simplex: true")
+
+    def solve(self, cap: float | None, time_limit: float | None = None) -> PeakLP:
+        """The relaxation at ``cap`` (``None``: uncapped) within ``time_limit`` seconds."""
+        from ortools.linear_solver import pywraplp
+
+        start = time.perf_counter()
+        top = self.solver.infinity() if cap is None else float(cap)
+        self.cap.SetBounds(0.0 if cap is None else float(cap), top)
+        limit_ms = _NO_LIMIT_MS if time_limit is None else max(1, int(1000 * time_limit))
+        self.solver.SetTimeLimit(limit_ms)
+        code = self.solver.Solve()
+        asap, alap = self.asap, self.alap
+        if code != pywraplp.Solver.OPTIMAL:
+            status = "infeasible" if code == pywraplp.Solver.INFEASIBLE else "unknown"
+            bound = float("inf") if status == "infeasible" else float("-inf")
+            return PeakLP(int(cap or 0), status, bound, asap, alap, time.perf_counter() - start)
+        comm = self.solver.Objective().Value() + sum(_coefficients(self.g) * alap)
+        lo, hi = _support(self.y, asap, alap)
+        bound = comm + (self.ratio * float(cap) if cap is not None else 0.0)
+        expected = np.array([alap[v] - sum(var.solution_value() for var in row.values())
+                             for v, row in enumerate(self.y)])  # fmt: skip
+        return PeakLP(int(cap or 0), "optimal", float(bound), lo, hi,
+                      time.perf_counter() - start, expected)  # fmt: skip
 
 
 class PeakLPs:
@@ -116,6 +141,7 @@ class PeakLPs:
     ) -> None:
         self.g, self.D, self.ratio, self.deadline = g, D, ratio, deadline
         self.solved: dict[int | None, PeakLP] = {}
+        self.relaxation: PeakRelaxation | None = None
 
     def at(self, cap: int | None) -> PeakLP:
         """The LP at ``cap`` (``None``: uncapped)."""
@@ -127,7 +153,9 @@ class PeakLPs:
                 none = np.zeros(0, dtype=np.int64)
                 self.solved[cap] = PeakLP(int(cap or 0), "unknown", float("-inf"), none, none, 0.0)
             else:
-                self.solved[cap] = peak_lp(self.g, self.D, cap, self.ratio, time_limit=left)
+                if self.relaxation is None:
+                    self.relaxation = PeakRelaxation(self.g, self.D, self.ratio)
+                self.solved[cap] = self.relaxation.solve(cap, time_limit=left)
         return self.solved[cap]
 
     def lowest_feasible(self, top: int) -> int:
@@ -285,7 +313,7 @@ def _capacity_rows(
     y: list[dict],
     window: tuple[np.ndarray, np.ndarray],
     D: int,
-    cap: float,
+    cap,  # noqa: ANN001 - a number or the cap's variable
 ) -> None:
     """``sum_v sum_c usage[v, c] x[v, s - c] <= cap`` at every step ``s``."""
     usage = g.usage[:, 0, :]
