@@ -1,7 +1,8 @@
 """Time-indexed LP of formulation A: a valid lower bound per peak cap and overall (checked
 against CP-SAT's proven optima and legal schedules), infeasible below the least peak, and
-LP-guided schedules that are legal and meet their cap, and LP-rounded schedules that are
-legal and exact where the LP is integral."""
+LP-guided schedules that are legal and meet their cap, LP-rounded schedules that are
+legal and exact where the LP is integral, and the least-communication schedule, integral and
+optimal at ratio 0."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ from twill.sched.baselines.list_sched import capped_list_schedule
 from twill.sched.baselines.time_indexed import (
     PeakLPs,
     PeakRelaxation,
+    capped_rounding,
     formulation_a_lp_bound,
     lp_guided_schedule,
     lp_rounded_schedule,
+    min_communication_schedule,
     peak_lp,
 )
 from twill.sched.gaus.bounds import default_D
@@ -158,3 +161,19 @@ def test_a_relaxation_resolved_at_other_caps_equals_fresh_solves() -> None:
         assert warm.status == fresh.status
         if fresh.feasible:
             assert warm.bound == pytest.approx(fresh.bound, rel=1e-9, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_least_communication_schedule_is_integral_legal_and_optimal(seed: int) -> None:
+    """The LP over the starts alone has difference-constraint rows, so its vertex is an
+    integral schedule whose communication equals CP-SAT's proven optimum at ratio 0."""
+    g = _one_resource(seed, 14)
+    D = default_D(g, "A") + 2
+    t = min_communication_schedule(g, D)
+    assert t is not None and schedule_violations(g, t, D) == []
+    exact = exact_schedule(g, "A", D=D, ratio=0.0, time_limit=30)
+    assert exact.status is Status.OPTIMAL
+    assert objective_a(g, t, 0.0) == pytest.approx(exact.objective)
+    for cap in range(1, int(resource_profile(g, t).max()) + 1):
+        rounded = capped_rounding(g, D, t, cap)
+        assert schedule_violations(g, rounded, D) == []

@@ -19,6 +19,7 @@ from twill.sched.gaus.graph import from_dependence_graph
 from twill.sched.gaus.polish_lns import (
     LNSProblem,
     _baseline_starts,
+    _min_communication_start,
     lns_improve,
     lns_search,
 )
@@ -160,3 +161,17 @@ def test_a_native_cpsat_failure_in_a_neighbourhood_keeps_the_schedule(monkeypatc
     assert "absl::btree_map::at" in caplog.text
     assert schedule_violations(g, best, D) == []
     assert rep.after == discrete_objective(g, best, "A", D=D, ratio=100.0) <= rep.before
+
+
+def test_the_least_communication_start_beats_list_scheduling_on_epfl_priority(
+    shared_benchmarks,
+) -> None:
+    """On ``priority`` (depth 251, windows of 63 steps and more) the rounded
+    least-communication schedule is far better than the list schedule, and legal."""
+    g = read_aiger(shared_benchmarks / "epfl" / "priority.aig")
+    D = default_D(g, "A")
+    problem = LNSProblem(g, "A", D)
+    t = _list_t(g, "A", D)
+    [(name, start)] = _min_communication_start(problem, t, deadline=float("inf"))
+    assert name.startswith("least-communication rounded at peak")
+    assert problem.legal(start) and problem.objective(start) < 0.6 * problem.objective(t)

@@ -38,9 +38,11 @@ __all__ = [
     "PeakLP",
     "PeakLPs",
     "PeakRelaxation",
+    "capped_rounding",
     "formulation_a_lp_bound",
     "lp_guided_schedule",
     "lp_rounded_schedule",
+    "min_communication_schedule",
     "peak_lp",
 ]
 
@@ -230,17 +232,23 @@ def lp_guided_schedule(
 
 
 def lp_rounded_schedule(g: GauSGraph, D: int, lp: PeakLP) -> np.ndarray | None:
-    """A legal schedule rounded from the relaxation's expected starts (``None`` unless the
-    LP was solved): ops in order of expected start (a topological order, since the
-    disaggregated precedence implies ``E[t_v] >= E[t_u] + d``), each at the step nearest its
-    expected start, not before its earliest, where it fits under ``lp.cap``; where no step
-    up to its ALAP fits, at the least loaded one. Steps stay within ASAP/ALAP, so the result
-    is always legal; the cap may be exceeded. Used where the LP is too fractional for the
-    restricted exact model of :func:`lp_guided_schedule` to find a schedule in time (EPFL
-    ``i2c``: each op has mass on 13 of the 27 steps on average)."""
+    """A legal schedule rounded from the relaxation's expected starts under ``lp.cap``
+    (:func:`capped_rounding`; ``None`` unless the LP was solved). Used where the LP is too
+    fractional for the restricted exact model of :func:`lp_guided_schedule` to find a
+    schedule in time (EPFL ``i2c``: each op has mass on 13 of the 27 steps on average)."""
     if lp.expected is None:
         return None
-    cap = lp.cap if lp.cap > 0 else np.inf  # an uncapped LP reports cap 0
+    return capped_rounding(g, D, lp.expected, lp.cap if lp.cap > 0 else None)
+
+
+def capped_rounding(g: GauSGraph, D: int, target: np.ndarray, cap: float | None) -> np.ndarray:
+    """A legal schedule near the (possibly fractional) starts ``target``: ops in order of
+    ``target`` (a topological order when ``target`` respects the precedence, as the LPs'
+    starts do), each at the step nearest its target, not before its earliest, where it fits
+    under ``cap`` (``None``: no cap); where no step up to its ALAP fits, at the least loaded
+    one. Steps stay within ASAP/ALAP, so the result is always legal; the cap may be
+    exceeded."""
+    cap = np.inf if cap is None else cap
     gens = topological_generations(g)
     level = np.zeros(g.n, dtype=np.int64)
     for k, gen in enumerate(gens):
@@ -253,7 +261,7 @@ def lp_rounded_schedule(g: GauSGraph, D: int, lp: PeakLP) -> np.ndarray | None:
     L = usage.shape[1]
     loads = np.zeros(D + L)
     t = np.zeros(g.n, dtype=np.int64)
-    for v in np.lexsort((level, np.round(lp.expected, 6))):
+    for v in np.lexsort((level, np.round(target, 6))):
         e = into[ptr[v] : ptr[v + 1]]
         earliest = int(max(asap[v], (t[g.src[e]] + g.delay[e]).max(initial=0)))
         steps = np.arange(earliest, int(alap[v]) + 1)
@@ -261,12 +269,34 @@ def lp_rounded_schedule(g: GauSGraph, D: int, lp: PeakLP) -> np.ndarray | None:
         fits = (window + usage[v] <= cap + 1e-9).all(axis=1)
         if fits.any():
             steps = steps[fits]
-            target = max(earliest, int(round(lp.expected[v])))
-            t[v] = steps[np.argmin(np.abs(steps - target) + 1e-3 * steps)]
+            goal = max(earliest, int(round(target[v])))
+            t[v] = steps[np.argmin(np.abs(steps - goal) + 1e-3 * steps)]
         else:
             t[v] = steps[int(np.argmin(window.max(axis=1)))]
         loads[t[v] : t[v] + L] += usage[v]
     return t
+
+
+def min_communication_schedule(g: GauSGraph, D: int) -> np.ndarray | None:
+    """Formulation A's schedule of least communication, the peak ignored: minimise
+    ``sum_v coef_v t_v`` under the precedence and ASAP/ALAP alone. Its rows are difference
+    constraints (a totally unimodular matrix), so the simplex's optimal vertex is integral:
+    an exact answer from one small LP (EPFL ``sin``, 5440 ops: about 1 s). ``None`` if GLOP
+    does not solve it."""
+    from ortools.linear_solver import pywraplp
+
+    asap, alap = asap_alap(g, D)
+    solver = pywraplp.Solver.CreateSolver("GLOP")
+    t = [solver.NumVar(float(asap[v]), float(alap[v]), "") for v in range(g.n)]
+    for e in np.flatnonzero(g.forward):
+        solver.Add(t[g.dst[e]] >= t[g.src[e]] + float(g.delay[e]))
+    objective = solver.Objective()
+    for v, coef in enumerate(_coefficients(g)):
+        objective.SetCoefficient(t[v], float(coef))
+    objective.SetMinimization()
+    if solver.Solve() != pywraplp.Solver.OPTIMAL:
+        return None
+    return np.round([var.solution_value() for var in t]).astype(np.int64)
 
 
 def _coefficients(g: GauSGraph) -> np.ndarray:
