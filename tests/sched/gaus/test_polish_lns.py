@@ -20,6 +20,7 @@ from twill.sched.gaus.polish_lns import (
     LNSProblem,
     _baseline_starts,
     _min_communication_start,
+    _promising,
     lns_improve,
     lns_search,
 )
@@ -175,3 +176,15 @@ def test_the_least_communication_start_beats_list_scheduling_on_epfl_priority(
     [(name, start)] = _min_communication_start(problem, t, deadline=float("inf"))
     assert name.startswith("least-communication rounded at peak")
     assert problem.legal(start) and problem.objective(start) < 0.6 * problem.objective(t)
+
+
+def test_starts_far_behind_the_best_are_not_raced() -> None:
+    class ByFirstEntry(LNSProblem):
+        def objective(self, t: np.ndarray) -> float:
+            return float(t[0])
+
+    g = from_dependence_graph(generate_random_dag(10, 0.2, 0, seed=3))
+    problem = ByFirstEntry(g, "A", default_D(g, "A"))
+    starts = [(name, np.array([v])) for name, v in (("GauS", 12), ("far", 31), ("near", 30))]
+    starts.insert(1, ("best", np.array([10])))
+    assert [name for name, _ in _promising(problem, starts)] == ["GauS", "best", "near"]
