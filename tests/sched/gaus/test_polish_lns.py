@@ -188,3 +188,14 @@ def test_starts_far_behind_the_best_are_not_raced() -> None:
     starts = [(name, np.array([v])) for name, v in (("GauS", 12), ("far", 31), ("near", 30))]
     starts.insert(1, ("best", np.array([10])))
     assert [name for name, _ in _promising(problem, starts)] == ["GauS", "best", "near"]
+
+
+def test_lp_guided_starts_are_skipped_where_the_relaxation_is_too_large(monkeypatch) -> None:
+    from twill.sched.gaus import polish_lns
+
+    g = from_dependence_graph(generate_random_dag(30, 0.15, 0, seed=3))
+    D = default_D(g, "A") + 3
+    problem = LNSProblem(g, "A", D)
+    t = _list_t(g, "A", D)
+    monkeypatch.setattr(polish_lns, "_LP_MAX_VARIABLES", 0)
+    assert polish_lns._lp_guided_starts(problem, t, 10.0, 0) == ([], None)

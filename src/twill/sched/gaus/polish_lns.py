@@ -249,6 +249,10 @@ def lns_search(
     return final, rep, name
 
 
+# The time-indexed LP has one variable per op and step of its window. EPFL i2c (26k) takes
+# about 100 s per LP built afresh and bar (14k) about 50 s; adder, priority, max, sin and
+# arbiter (197k-492k) finish none within 40 % of a 300-s budget, which was then lost.
+_LP_MAX_VARIABLES = 100_000
 _RACE_SPREAD = 3.0  # starts worse than this factor times the best start are not raced
 
 
@@ -353,9 +357,13 @@ def _lp_guided_starts(
     time is left for it, the LP's rounding
     (:func:`~twill.sched.baselines.time_indexed.lp_rounded_schedule`) is the start instead.
     Also returns the lower bound the LPs prove (``None`` when none was solved, or when the
-    budget cut an LP short)."""
+    budget cut an LP short). Skipped (no starts, no bound) where the relaxation has more
+    than :data:`_LP_MAX_VARIABLES` variables."""
     start = time.perf_counter()
     g, D, ratio = problem.g, problem.D, problem.ratio
+    asap, alap = asap_alap(g, D)
+    if int((alap - asap).sum()) > _LP_MAX_VARIABLES:
+        return [], None
     top = _peak(g, t) - 1
     lps = PeakLPs(g, D, ratio, deadline=start + budget)
     if top < 1:
