@@ -209,22 +209,22 @@ def lns_search(
     the LP-guided schedules of :func:`_lp_guided_starts` (up to 40 % of the budget), or,
     where the relaxation gives none, the capped list schedules
     (:func:`~twill.sched.baselines.list_sched.capped_list_schedule`) at every peak below
-    ``t``'s that the list scheduler can meet, and the rounded least-communication schedule
-    of :func:`_min_communication_start` where it beats ``t``. In B and C they are the
-    baseline schedules of :func:`_baseline_starts`. Why: lowering the peak by one needs most ops to
-    move at once, which no neighbourhood reaches (EPFL ``router``: in a traced search, every
-    neighbourhood of up to 170 of its 317 ops proved peak 7 infeasible around GauS's peak-8
-    schedule, while the optimum has peak 6). Returns the best schedule, the report of the
-    search that produced it, and the name of its start.
+    ``t``'s that the list scheduler can meet, and the capped roundings of ``t`` and of the
+    least-communication schedule (:func:`_rounded_starts`) where they beat ``t``. In B and C
+    they are the baseline schedules of :func:`_baseline_starts`. Why: lowering the peak by
+    one needs most ops to move at once, which no neighbourhood reaches (EPFL ``router``: in
+    a traced search, every neighbourhood of up to 170 of its 317 ops proved peak 7
+    infeasible around GauS's peak-8 schedule, while the optimum has peak 6). Returns the
+    best schedule, the report of the search that produced it, and the name of its start.
     """
     start = time.perf_counter()
     starts = [("GauS", np.asarray(t, dtype=np.int64))]
     bound = None
     if _single_integral_resource(problem):
-        least = _min_communication_start(problem, starts[0][1], start + 0.05 * time_limit)
+        rounded = _rounded_starts(problem, starts[0][1], start + 0.05 * time_limit)
         budget = 0.4 * time_limit - (time.perf_counter() - start)
         guided, bound = _lp_guided_starts(problem, starts[0][1], budget, seed)
-        starts += (guided or _capped_list_starts(problem, starts[0][1])) + least
+        starts += (guided or _capped_list_starts(problem, starts[0][1])) + rounded
     else:
         starts += _baseline_starts(problem)
     starts = _promising(problem, starts)
@@ -302,31 +302,40 @@ def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
     return starts
 
 
-def _min_communication_start(
+def _rounded_starts(
     problem: LNSProblem, t: np.ndarray, deadline: float
 ) -> list[tuple[str, np.ndarray]]:
-    """Formulation A: the schedule of least communication
-    (:func:`~twill.sched.baselines.time_indexed.min_communication_schedule`) rounded under
-    caps from its own peak down to a fifth of it
+    """Formulation A: ``t`` and the schedule of least communication
+    (:func:`~twill.sched.baselines.time_indexed.min_communication_schedule`), each rounded
+    under caps from its own peak down to a fifth of it
     (:func:`~twill.sched.baselines.time_indexed.capped_rounding`, 17 caps, until
-    ``deadline``); the best rounding is a start when it beats ``t``. Why: on deep designs
-    with wide windows GauS's schedule keeps long edges that no neighbourhood shortens at
-    once (EPFL ``priority``: GauS 11950, the rounding at peak 8 5983; ``max`` and ``sin``
-    gain 20 % and 7 %); where the least-communication schedule packs ops at their ALAP
-    steps the rounding cannot spread them (``bar``), and it is not raced."""
+    ``deadline``); the best rounding of each is a start when it beats ``t``.
+
+    Why: lowering the peak needs many ops to move at once, and the capped pass moves them
+    all, each as little as it can (EPFL ``bar``: GauS's schedule, peak 253, costs 34711;
+    rounded at cap 223 it costs 33875 at peak 229). On deep designs with wide windows GauS's
+    schedule keeps long edges that no neighbourhood shortens at once, and the
+    least-communication schedule has none (EPFL ``priority``: GauS 11950, the rounding at
+    peak 8 5983; ``max`` and ``sin`` gain 20 % and 7 %). Where that schedule packs ops at
+    their ALAP steps the rounding cannot spread them (``bar``), and it does not race."""
+    found = []
     least = min_communication_schedule(problem.g, problem.D)
-    if least is None:
-        return []
-    best, best_obj, name = None, problem.objective(t), ""
-    peak = _peak(problem.g, least)
-    for cap in sorted({max(1, round(peak * f)) for f in np.linspace(1.0, 0.2, 17)}, reverse=True):
-        if time.perf_counter() > deadline:
-            break
-        cand = capped_rounding(problem.g, problem.D, least, cap)
-        obj = problem.objective(cand)
-        if obj < best_obj and problem.legal(cand):
-            best, best_obj, name = cand, obj, f"least-communication rounded at peak {cap}"
-    return [] if best is None else [(name, best)]
+    for name, target in (("GauS", t), ("least-communication", least)):
+        if target is None:
+            continue
+        best, best_obj, label = None, problem.objective(t), ""
+        peak = _peak(problem.g, target)
+        for cap in sorted({max(1, round(peak * f)) for f in np.linspace(1.0, 0.2, 17)},
+                          reverse=True):  # fmt: skip
+            if time.perf_counter() > deadline:
+                break
+            cand = capped_rounding(problem.g, problem.D, target, cap)
+            obj = problem.objective(cand)
+            if obj < best_obj and problem.legal(cand):
+                best, best_obj, label = cand, obj, f"{name} rounded at peak {cap}"
+        if best is not None:
+            found.append((label, best))
+    return found
 
 
 def _capped_list_starts(problem: LNSProblem, t: np.ndarray) -> list[tuple[str, np.ndarray]]:
