@@ -175,5 +175,19 @@ def test_least_communication_schedule_is_integral_legal_and_optimal(seed: int) -
     assert exact.status is Status.OPTIMAL
     assert objective_a(g, t, 0.0) == pytest.approx(exact.objective)
     for cap in range(1, int(resource_profile(g, t).max()) + 1):
-        rounded = capped_rounding(g, D, t, cap)
-        assert schedule_violations(g, rounded, D) == []
+        for backward in (False, True):
+            rounded = capped_rounding(g, D, t, cap, backward=backward)
+            assert schedule_violations(g, rounded, D) == []
+
+
+def test_backward_rounding_spreads_a_schedule_packed_at_alap(shared_benchmarks) -> None:
+    """EPFL ``max``: its least-communication schedule packs ops at their ALAP steps; the
+    forward pass cannot move an op before its placed predecessors, the backward pass can."""
+    g = read_aiger(shared_benchmarks / "epfl" / "max.aig")
+    D = default_D(g, "A")
+    least = min_communication_schedule(g, D)
+    forward = capped_rounding(g, D, least, 80)
+    backward = capped_rounding(g, D, least, 80, backward=True)
+    assert schedule_violations(g, backward, D) == []
+    assert resource_profile(g, backward).max() <= 80 < resource_profile(g, forward).max()
+    assert objective_a(g, backward, 100.0) < 0.95 * objective_a(g, forward, 100.0)

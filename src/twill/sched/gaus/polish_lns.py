@@ -221,7 +221,7 @@ def lns_search(
     starts = [("GauS", np.asarray(t, dtype=np.int64))]
     bound = None
     if _single_integral_resource(problem):
-        rounded = _rounded_starts(problem, starts[0][1], start + 0.05 * time_limit)
+        rounded = _rounded_starts(problem, starts[0][1], start + 0.1 * time_limit)
         budget = 0.4 * time_limit - (time.perf_counter() - start)
         guided, bound = _lp_guided_starts(problem, starts[0][1], budget, seed)
         starts += (guided or _capped_list_starts(problem, starts[0][1])) + rounded
@@ -307,35 +307,35 @@ def _rounded_starts(
 ) -> list[tuple[str, np.ndarray]]:
     """Formulation A: ``t`` and the schedule of least communication
     (:func:`~twill.sched.baselines.time_indexed.min_communication_schedule`), each rounded
-    under caps from its own peak down to a fifth of it
-    (:func:`~twill.sched.baselines.time_indexed.capped_rounding`, 17 caps, until
+    forward and backward under caps from its own peak down to a tenth of it
+    (:func:`~twill.sched.baselines.time_indexed.capped_rounding`, 19 caps, until
     ``deadline``); the best rounding of each is a start when it beats ``t``.
 
     Why: lowering the peak needs many ops to move at once, and the capped pass moves them
     all, each as little as it can (EPFL ``bar``: GauS's schedule, peak 253, costs 34711;
-    rounded at cap 223 it costs 33875 at peak 229). On deep designs with wide windows GauS's
-    schedule keeps long edges that no neighbourhood shortens at once, and the
-    least-communication schedule has none (EPFL ``priority``: GauS 11950, the rounding at
-    peak 8 5983; ``max`` and ``sin`` gain 20 % and 7 %). Where that schedule packs ops at
-    their ALAP steps the rounding cannot spread them (``bar``), and it does not race."""
-    found = []
-    least = min_communication_schedule(problem.g, problem.D)
-    for name, target in (("GauS", t), ("least-communication", least)):
+    rounded forward at cap 223 it costs 33875 at peak 229). On deep designs with wide
+    windows GauS's schedule keeps long edges that no neighbourhood shortens at once, and the
+    least-communication schedule has none (EPFL ``priority``: GauS 11950, the backward
+    rounding at peak 8 5932; ``max``: 135938 and 97812 at peak 80)."""
+    g, D = problem.g, problem.D
+    least = min_communication_schedule(g, D)
+    sweeps = [("GauS", t, False), ("least-communication", least, True),
+              ("least-communication", least, False), ("GauS", t, True)]  # fmt: skip
+    best: dict[str, tuple[float, str, np.ndarray]] = {}
+    for name, target, backward in sweeps:
         if target is None:
             continue
-        best, best_obj, label = None, problem.objective(t), ""
-        peak = _peak(problem.g, target)
-        for cap in sorted({max(1, round(peak * f)) for f in np.linspace(1.0, 0.2, 17)},
-                          reverse=True):  # fmt: skip
+        peak = _peak(g, target)
+        caps = sorted({max(1, round(peak * f)) for f in np.linspace(1.0, 0.1, 19)}, reverse=True)
+        for cap in caps:
             if time.perf_counter() > deadline:
                 break
-            cand = capped_rounding(problem.g, problem.D, target, cap)
+            cand = capped_rounding(g, D, target, cap, backward=backward)
             obj = problem.objective(cand)
-            if obj < best_obj and problem.legal(cand):
-                best, best_obj, label = cand, obj, f"{name} rounded at peak {cap}"
-        if best is not None:
-            found.append((label, best))
-    return found
+            if obj < best.get(name, (problem.objective(t),))[0] and problem.legal(cand):
+                way = "backward" if backward else "forward"
+                best[name] = (obj, f"{name} rounded {way} at peak {cap}", cand)
+    return [(label, cand) for _, label, cand in best.values()]
 
 
 def _capped_list_starts(problem: LNSProblem, t: np.ndarray) -> list[tuple[str, np.ndarray]]:
