@@ -262,7 +262,7 @@ def _promising(
     """The starts whose objective is within :data:`_RACE_SPREAD` times the best one's, in
     their order. Why: each raced start costs an equal share of the time, and one that far
     behind does not catch up within it (EPFL ``priority`` in A: the capped list schedules
-    start at 63450-77167, the rounded least-communication schedule at 5983)."""
+    start at 63450-77167, the rounded least-communication schedule at 5932)."""
     values = [problem.objective(t) for _, t in starts]
     best = min(values)
     return [st for st, v in zip(starts, values, strict=True) if v <= _RACE_SPREAD * best]
@@ -315,13 +315,14 @@ def _rounded_starts(
     all, each as little as it can (EPFL ``bar``: GauS's schedule, peak 253, costs 34711;
     rounded forward at cap 223 it costs 33875 at peak 229). On deep designs with wide
     windows GauS's schedule keeps long edges that no neighbourhood shortens at once, and the
-    least-communication schedule has none (EPFL ``priority``: GauS 11950, the backward
+    least-communication schedule has none (EPFL ``priority``: GauS 11707, the backward
     rounding at peak 8 5932; ``max``: 135938 and 97812 at peak 80)."""
     g, D = problem.g, problem.D
     least = min_communication_schedule(g, D)
     sweeps = [("GauS", t, False), ("least-communication", least, True),
               ("least-communication", least, False), ("GauS", t, True)]  # fmt: skip
     best: dict[str, tuple[float, str, np.ndarray]] = {}
+    to_beat = problem.objective(t)
     for name, target, backward in sweeps:
         if target is None:
             continue
@@ -332,7 +333,7 @@ def _rounded_starts(
                 break
             cand = capped_rounding(g, D, target, cap, backward=backward)
             obj = problem.objective(cand)
-            if obj < best.get(name, (problem.objective(t),))[0] and problem.legal(cand):
+            if obj < best.get(name, (to_beat,))[0] and problem.legal(cand):
                 way = "backward" if backward else "forward"
                 best[name] = (obj, f"{name} rounded {way} at peak {cap}", cand)
     return [(label, cand) for _, label, cand in best.values()]
