@@ -15,15 +15,17 @@ from twill.results import Status
 from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
 from twill.sched.gaus.bounds import default_D
-from twill.sched.gaus.graph import from_dependence_graph
+from twill.sched.gaus.graph import asap_alap, from_dependence_graph
 from twill.sched.gaus.polish_lns import (
     LNSProblem,
     _baseline_starts,
+    _free_windows,
     _promising,
     _rounded_starts,
     lns_improve,
     lns_search,
 )
+from twill.sched.gaus.polish_push import Adjacency
 from twill.sched.gaus.verify import discrete_objective, resource_profile, schedule_violations
 
 
@@ -59,6 +61,47 @@ def test_peak_cap_excludes_exactly_the_schedules_above_it(formulation: str) -> N
     for cap, want in ((peak, cp_model.OPTIMAL), (peak - 1, cp_model.INFEASIBLE)):
         m, _, _ = build_model(g, ModelSpec(formulation, D, None, 100.0, t, t, peak_cap=cap))
         assert solver.Solve(m) == want
+
+
+def test_pinned_ops_that_break_an_edge_make_the_model_infeasible() -> None:
+    g = from_dependence_graph(generate_random_dag(20, 0.2, 0, seed=4))
+    D = default_D(g, "A") + 3
+    t = _list_t(g, "A", D)
+    e = int(np.flatnonzero(g.forward & (g.delay > 0))[0])
+    broken = t.copy()
+    broken[g.dst[e]] = broken[g.src[e]]  # the consumer starts with its producer
+    solver = cp_model.CpSolver()
+    m, _, _ = build_model(g, ModelSpec("A", D, None, 100.0, broken, broken))
+    assert solver.Solve(m) == cp_model.INFEASIBLE
+
+
+@pytest.mark.parametrize("seed", [1, 6, 9])
+def test_narrowed_neighbourhood_windows_keep_the_neighbourhood_optimum(seed: int) -> None:
+    """A freed op's window narrowed by its pinned neighbours contains the current start,
+    and the pinned model's optimum over it equals the optimum over the ASAP/ALAP window."""
+    g = from_dependence_graph(generate_random_dag(30, 0.15, 0, seed=seed))
+    D = default_D(g, "A") + 4
+    t = _list_t(g, "A", D)
+    free = np.sort(np.random.default_rng(seed).choice(g.n, 12, replace=False))
+    wide = asap_alap(g, D)
+    lo, hi = _free_windows(Adjacency(g), t, free, wide)
+    assert np.all(lo <= t) and np.all(t <= hi)
+    assert np.all(lo >= wide[0]) and np.all(hi <= wide[1])
+    assert np.sum(hi - lo) < np.sum(wide[1][free] - wide[0][free])
+    optima = []
+    for low, high in (
+        (lo, hi),
+        (
+            np.where(np.isin(np.arange(g.n), free), wide[0], t),
+            np.where(np.isin(np.arange(g.n), free), wide[1], t),
+        ),
+    ):
+        m, _, scale = build_model(g, ModelSpec("A", D, None, 100.0, low, high))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.Solve(m) == cp_model.OPTIMAL
+        optima.append(solver.ObjectiveValue() / scale)
+    assert optima[0] == pytest.approx(optima[1])
 
 
 @pytest.mark.parametrize("formulation", ["A", "B"])

@@ -167,12 +167,12 @@ def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:
 
     m = cp_model.CpModel()
     lo, hi, D, II = spec.lo, spec.hi, spec.D, spec.II
-    s = [m.NewIntVar(int(lo[i]), int(hi[i]), f"s[{g.names[i]}]") for i in range(g.n)]
-    # precedence: all edges for C, distance-0 edges for A and B
-    mask = np.ones(g.num_edges, bool) if spec.formulation == "C" else g.forward
-    for e in np.flatnonzero(mask):
-        shift = int(g.distance[e]) * (II or 0)
-        m.Add(s[g.dst[e]] + shift >= s[g.src[e]] + int(g.delay[e]))
+    pinned = (lo == hi) if spec.formulation == "A" else np.zeros(g.n, dtype=bool)
+    s: list[Any] = [
+        int(lo[i]) if pinned[i] else m.NewIntVar(int(lo[i]), int(hi[i]), f"s[{g.names[i]}]")
+        for i in range(g.n)
+    ]
+    _precedence(m, g, s, spec, pinned)
     scale = 1
     if spec.formulation == "A":
         scale = _resource_comm_model(m, g, s, D, lo, hi, spec.ratio, spec.peak_cap,
@@ -183,6 +183,18 @@ def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:
         assert II is not None
         _modulo_lifetime_model(m, g, s, D, II)
     return m, s, scale
+
+
+def _precedence(m: Any, g: GauSGraph, s: list, spec: ModelSpec, pinned: np.ndarray) -> None:
+    """``s_v + distance * II >= s_u + delay`` on every edge (C) or distance-0 edge (A, B);
+    an edge between two pinned ops is checked here instead of posted."""
+    mask = np.ones(g.num_edges, bool) if spec.formulation == "C" else g.forward.copy()
+    shift = g.distance.astype(np.int64) * (spec.II or 0)
+    both = mask & pinned[g.src] & pinned[g.dst]
+    if np.any(spec.lo[g.dst[both]] + shift[both] < spec.lo[g.src[both]] + g.delay[both]):
+        m.AddBoolOr([])  # two pinned ops break an edge: no schedule exists
+    for e in np.flatnonzero(mask & ~both):
+        m.Add(s[g.dst[e]] + int(shift[e]) >= s[g.src[e]] + int(g.delay[e]))
 
 
 def solve_window(
@@ -221,7 +233,7 @@ def solve_window(
         return cp_model.UNKNOWN, None
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return code, None
-    return code, np.array([solver.Value(v) for v in s], dtype=np.int64)
+    return code, np.array([v if isinstance(v, int) else solver.Value(v) for v in s], dtype=np.int64)
 
 
 def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int, peak_cap: int | None = None) -> int:
@@ -266,15 +278,23 @@ def _resource_comm_model(
 ) -> int:
     """Formulation A on model ``m`` (module docstring): one-hot steps of the ops that use a
     resource, a peak per resource, and ``ratio * sum(peaks) + communication`` minimised;
-    returns the objective's scale (1000 when a weight is fractional, else 1)."""
+    returns the objective's scale (1000 when a weight is fractional, else 1).
+
+    An op with ``asap == alap`` is pinned: its start in ``s`` is an integer, and its usage
+    and communication enter as constants. Why: the large-neighbourhood search pins all but a
+    few dozen of thousands of ops, and building and presolving a variable per pinned op cost
+    most of each neighbourhood's time (EPFL ``max``, 3377 ops)."""
     _, K, L = g.usage.shape
-    scale = 1
     peaks = []
     used = np.flatnonzero(g.usage.sum(axis=(1, 2)) > 0)
     H = D + L - 1
     load: list[list[list]] = [[[] for _ in range(H)] for _ in range(K)]
+    fixed_load = np.zeros((K, H))
     steps: dict[int, dict[int, Any]] = {}
-    for i in used:
+    fixed = used[asap[used] == alap[used]]
+    for c in range(L):
+        np.add.at(fixed_load.T, asap[fixed] + c, g.usage[fixed, :, c])
+    for i in used[asap[used] < alap[used]]:
         x = {d: m.NewBoolVar(f"x[{g.names[i]},{d}]") for d in range(asap[i], alap[i] + 1)}
         steps[int(i)] = x
         m.AddExactlyOne(x.values())
@@ -285,25 +305,41 @@ def _resource_comm_model(
                     if g.usage[i, k, c]:
                         load[k][d + c].append((int(round(g.usage[i, k, c])), v))
     for k in range(K):
-        if not any(load[k]):
+        if not any(load[k]) and not fixed_load[k].any():
             continue
         top = int(g.usage[:, k].sum()) if peak_cap is None else int(peak_cap)
         pk = m.NewIntVar(0, top, f"peak[{g.resources[k]}]")
-        for terms in load[k]:
+        for d, terms in enumerate(load[k]):
+            base = int(round(fixed_load[k, d]))
             if terms:
-                m.Add(pk >= sum(w * v for w, v in terms))
+                m.Add(pk >= base + sum(w * v for w, v in terms))
+            elif base:
+                m.Add(pk >= base)
         peaks.append(pk)
     if strong_precedence:
         _strong_precedence(m, g, steps)
     cw = g.comm
-    if np.any(cw != np.round(cw)) or ratio != round(ratio):
-        scale = 1000
-    comm = sum(
-        int(round(cw[e] * scale)) * (s[g.dst[e]] - s[g.src[e]])
-        for e in np.flatnonzero(g.forward & (cw > 0))
-    )
-    m.Minimize(int(round(ratio * scale)) * sum(peaks) + comm)
+    scale = 1000 if np.any(cw != np.round(cw)) or ratio != round(ratio) else 1
+    m.Minimize(int(round(ratio * scale)) * sum(peaks) + _communication(g, s, scale))
     return scale
+
+
+def _communication(g: GauSGraph, s: list, scale: int) -> Any:
+    """``scale * sum_e c_e (s_v - s_u)`` over the forward edges with a weight, gathered into
+    one coefficient per free start plus the pinned starts' constant."""
+    from ortools.sat.python import cp_model
+
+    edges = np.flatnonzero(g.forward & (g.comm > 0))
+    w = np.round(g.comm[edges] * scale).astype(np.int64)
+    src, dst = g.src[edges], g.dst[edges]
+    pinned = np.array([isinstance(v, int) for v in s], dtype=bool)
+    start = np.array([v if p else 0 for v, p in zip(s, pinned, strict=True)], dtype=np.int64)
+    offset = int(np.sum(w * (start[dst] - start[src])))
+    coef = np.bincount(dst, w, g.n) - np.bincount(src, w, g.n)
+    free = np.flatnonzero(~pinned & (coef != 0))
+    return (
+        cp_model.LinearExpr.WeightedSum([s[i] for i in free], [int(coef[i]) for i in free]) + offset
+    )
 
 
 def _strong_precedence(m: Any, g: GauSGraph, steps: dict[int, dict[int, Any]]) -> None:

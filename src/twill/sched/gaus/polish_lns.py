@@ -140,14 +140,15 @@ def lns_improve(
     cur = np.asarray(t, dtype=np.int64).copy()
     cur_obj = problem.objective(cur)
     report = LNSReport(before=cur_obj, after=cur_obj, history=[(0.0, cur_obj)])
-    neighbours = _undirected_neighbours(g)
+    adj = Adjacency(g)
+    neighbours = _undirected_neighbours(adj)
     kinds = _NEIGHBOURHOODS[problem.formulation]
     k = float(min(size, g.n))
     while time.perf_counter() - start < time_limit:
         kind = kinds[report.rounds % len(kinds)]
         free = _neighbourhood(kind, problem.formulation, g, cur, int(k), neighbours, rng, D)
         left = time_limit - (time.perf_counter() - start)
-        code, cand = _solve_neighbourhood(problem, cur, free, kind, window,
+        code, cand = _solve_neighbourhood(problem, cur, free, kind, window, adj,
                                           max(0.05, min(sub_limit, left)), rng)  # fmt: skip
         report.rounds += 1
         k = min(float(g.n), k * 1.2) if code == cp_model.OPTIMAL else max(8.0, k * 0.8)
@@ -181,6 +182,7 @@ def _solve_neighbourhood(
     free: np.ndarray,
     kind: str,
     window: tuple[np.ndarray, np.ndarray],
+    adj: Adjacency,
     limit: float,
     rng: np.random.Generator,
 ) -> tuple[int, np.ndarray | None]:
@@ -189,8 +191,7 @@ def _solve_neighbourhood(
     objective itself, left uncapped so that moves at an equal peak stay open); returns the
     status and the schedule."""
     g, D = problem.g, problem.D
-    lo, hi = cur.copy(), cur.copy()
-    lo[free], hi[free] = window[0][free], window[1][free]
+    lo, hi = _free_windows(adj, cur, free, window)
     cap = None
     if kind == "peak" and problem.formulation == "A":
         cap = max(0, _peak(g, cur) - 1)
@@ -400,14 +401,42 @@ def _lp_guided_starts(
     return found, bound
 
 
-def _undirected_neighbours(g: GauSGraph) -> list[np.ndarray]:
+def _undirected_neighbours(adj: Adjacency) -> list[np.ndarray]:
     """Each op's distance-0 successors and predecessors."""
-    adj = Adjacency(g)
     sp, pp = adj.succ_ptr, adj.pred_ptr
     return [
         np.concatenate([adj.succ[sp[i] : sp[i + 1]], adj.pred[pp[i] : pp[i + 1]]])
-        for i in range(g.n)
+        for i in range(len(sp) - 1)
     ]
+
+
+def _free_windows(
+    adj: Adjacency, cur: np.ndarray, free: np.ndarray, window: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each op's start range in a neighbourhood: ``cur`` for the pinned ops; for the freed
+    ones their window narrowed to what the distance-0 edges allow given the pinned ops,
+    propagated through the freed ones. Why: a freed op's ASAP/ALAP window spans most of
+    ``D`` on deep designs (EPFL ``max``: about 100 of 360 steps), while its pinned
+    neighbours leave it a few, and the model has one boolean per step of the range.
+
+    Precondition: ``cur`` is legal, so it lies in every range and the propagation ends."""
+    lo, hi = cur.copy(), cur.copy()
+    lo[free], hi[free] = window[0][free], window[1][free]
+    order = free[np.argsort(cur[free], kind="stable")]
+    changed = True
+    while changed:
+        changed = False
+        for v in order:
+            for k in range(adj.pred_ptr[v], adj.pred_ptr[v + 1]):
+                need = lo[adj.pred[k]] + adj.pred_d[k]
+                if need > lo[v]:
+                    lo[v], changed = need, True
+        for u in order[::-1]:
+            for k in range(adj.succ_ptr[u], adj.succ_ptr[u + 1]):
+                need = hi[adj.succ[k]] - adj.succ_d[k]
+                if need < hi[u]:
+                    hi[u], changed = need, True
+    return lo, hi
 
 
 def _neighbourhood(
