@@ -20,6 +20,7 @@ from twill.sched.gaus.polish_lns import (
     LNSProblem,
     _baseline_starts,
     _free_windows,
+    _KindChooser,
     _promising,
     _rounded_starts,
     lns_improve,
@@ -230,9 +231,12 @@ def test_starts_far_behind_the_best_are_not_raced() -> None:
 
     g = from_dependence_graph(generate_random_dag(10, 0.2, 0, seed=3))
     problem = ByFirstEntry(g, "A", default_D(g, "A"))
-    starts = [(name, np.array([v])) for name, v in (("GauS", 12), ("far", 31), ("near", 30))]
+    starts = [(name, np.array([v])) for name, v in (("GauS", 12), ("far", 16), ("near", 15))]
     starts.insert(1, ("best", np.array([10])))
     assert [name for name, _ in _promising(problem, starts)] == ["GauS", "best", "near"]
+    in_b = ByFirstEntry(g, "B", default_D(g, "B"))
+    starts = [(name, np.array([v])) for name, v in (("GauS", 10), ("far", 31), ("near", 30))]
+    assert [name for name, _ in _promising(in_b, starts)] == ["GauS", "near"]
 
 
 def test_lp_guided_starts_are_skipped_where_the_relaxation_is_too_large(monkeypatch) -> None:
@@ -244,3 +248,19 @@ def test_lp_guided_starts_are_skipped_where_the_relaxation_is_too_large(monkeypa
     t = _list_t(g, "A", D)
     monkeypatch.setattr(polish_lns, "_LP_MAX_VARIABLES", 0)
     assert polish_lns._lp_guided_starts(problem, t, 10.0, 0) == ([], None)
+
+
+def test_kind_chooser_favours_the_kind_that_gains_and_sizes_each_kind_alone() -> None:
+    chooser = _KindChooser(("peak", "steps", "graph"), 40.0, 1000)
+    rng = np.random.default_rng(0)
+    for _ in range(3):  # the warm-up tries every kind in turn
+        assert chooser.pick(rng) == "peak"
+        chooser.record("peak", False, 0.0, 1.0)
+    for _ in range(3):
+        chooser.record(chooser.pick(rng), True, 50.0, 0.5)  # steps: gains, solved
+    for _ in range(3):
+        chooser.record(chooser.pick(rng), True, 5.0, 0.5)  # graph: gains less
+    assert chooser.size("peak") < 40 < chooser.size("graph") == chooser.size("steps")
+    picks = [chooser.pick(rng) for _ in range(400)]
+    assert picks.count("steps") > 0.8 * len(picks)
+    assert picks.count("peak") > 0  # explored now and then

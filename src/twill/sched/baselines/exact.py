@@ -161,7 +161,8 @@ def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:
 
     :func:`exact_schedule` passes the ASAP/ALAP window; the large-neighbourhood search of
     :mod:`twill.sched.gaus.polish_lns` pins the ops outside a neighbourhood (``lo = hi``)
-    and may cap the peak.
+    and may cap the peak. In A a pinned op's entry in the returned list is its step (an
+    ``int``), not a variable; ``CpSolver.Value`` reads both.
     """
     from ortools.sat.python import cp_model
 
