@@ -20,7 +20,6 @@ from twill.sched.gaus.polish_lns import (
     LNSProblem,
     _baseline_starts,
     _free_windows,
-    _KindChooser,
     _promising,
     _rounded_starts,
     lns_improve,
@@ -248,19 +247,3 @@ def test_lp_guided_starts_are_skipped_where_the_relaxation_is_too_large(monkeypa
     t = _list_t(g, "A", D)
     monkeypatch.setattr(polish_lns, "_LP_MAX_VARIABLES", 0)
     assert polish_lns._lp_guided_starts(problem, t, 10.0, 0) == ([], None)
-
-
-def test_kind_chooser_favours_the_kind_that_gains_and_sizes_each_kind_alone() -> None:
-    chooser = _KindChooser(("peak", "steps", "graph"), 40.0, 1000)
-    rng = np.random.default_rng(0)
-    for _ in range(3):  # the warm-up tries every kind in turn
-        assert chooser.pick(rng) == "peak"
-        chooser.record("peak", False, 0.0, 1.0)
-    for _ in range(3):
-        chooser.record(chooser.pick(rng), True, 50.0, 0.5)  # steps: gains, solved
-    for _ in range(3):
-        chooser.record(chooser.pick(rng), True, 5.0, 0.5)  # graph: gains less
-    assert chooser.size("peak") < 40 < chooser.size("graph") == chooser.size("steps")
-    picks = [chooser.pick(rng) for _ in range(400)]
-    assert picks.count("steps") > 0.8 * len(picks)
-    assert picks.count("peak") > 0  # explored now and then

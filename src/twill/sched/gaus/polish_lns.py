@@ -142,21 +142,21 @@ def lns_improve(
     report = LNSReport(before=cur_obj, after=cur_obj, history=[(0.0, cur_obj)])
     adj = Adjacency(g)
     neighbours = _undirected_neighbours(adj)
-    chooser = _KindChooser(_NEIGHBOURHOODS[problem.formulation], float(min(size, g.n)), g.n)
+    kinds = _NEIGHBOURHOODS[problem.formulation]
+    k = float(min(size, g.n))
     while time.perf_counter() - start < time_limit:
-        kind = chooser.pick(rng)
-        free = _neighbourhood(kind, problem.formulation, g, cur, chooser.size(kind), neighbours,
-                              rng, D)  # fmt: skip
-        began = time.perf_counter()
-        left = time_limit - (began - start)
+        kind = kinds[report.rounds % len(kinds)]
+        free = _neighbourhood(kind, problem.formulation, g, cur, int(k), neighbours, rng, D)
+        left = time_limit - (time.perf_counter() - start)
         code, cand = _solve_neighbourhood(problem, cur, free, kind, window, adj,
                                           max(0.05, min(sub_limit, left)), rng)  # fmt: skip
         report.rounds += 1
-        obj = cur_obj if cand is None else problem.objective(cand)
-        if cand is None or obj > cur_obj or not problem.legal(cand):
-            chooser.record(kind, code == cp_model.OPTIMAL, 0.0, time.perf_counter() - began)
+        k = min(float(g.n), k * 1.2) if code == cp_model.OPTIMAL else max(8.0, k * 0.8)
+        if cand is None:
             continue
-        chooser.record(kind, code == cp_model.OPTIMAL, cur_obj - obj, time.perf_counter() - began)
+        obj = problem.objective(cand)
+        if obj > cur_obj or not problem.legal(cand):
+            continue
         if obj < cur_obj:
             report.improvements += 1
             report.history.append((time.perf_counter() - start, obj))
@@ -164,51 +164,6 @@ def lns_improve(
         cur, cur_obj = cand, obj
     report.after = cur_obj
     return cur, report
-
-
-class _KindChooser:
-    """Which neighbourhood kind to try next, and how many ops to free for it.
-
-    Each kind keeps its own size: it grows by 20 % after a sub-problem CP-SAT solved to
-    optimality and shrinks by 20 % otherwise. Kinds are tried in turn until each has had
-    :data:`_WARM_UP` tries; then, with probability :data:`_EXPLORE`, a random kind, and
-    otherwise the kind with the best recent gain per second (gains and times decayed by
-    :data:`_DECAY` per try of that kind). Why: on EPFL ``max`` in A the ``peak``
-    neighbourhoods took 40 % of the time and gained nothing, while ``steps`` and ``graph``
-    improved at different sizes (around 200 and 100 ops)."""
-
-    def __init__(self, kinds: tuple[str, ...], size: float, n: int) -> None:
-        self.kinds, self.n = kinds, n
-        self.sizes = dict.fromkeys(kinds, size)
-        self.gain = dict.fromkeys(kinds, 0.0)
-        self.seconds = dict.fromkeys(kinds, 0.0)
-        self.tries = dict.fromkeys(kinds, 0)
-
-    def size(self, kind: str) -> int:
-        return int(self.sizes[kind])
-
-    def pick(self, rng: np.random.Generator) -> str:
-        for kind in self.kinds:
-            if self.tries[kind] < _WARM_UP:
-                return kind
-        if rng.random() < _EXPLORE:
-            return self.kinds[int(rng.integers(len(self.kinds)))]
-        rates = {k: self.gain[k] / max(self.seconds[k], 1e-9) for k in self.kinds}
-        if max(rates.values()) <= 0:  # nothing gains lately: take them in turn
-            return self.kinds[sum(self.tries.values()) % len(self.kinds)]
-        return max(self.kinds, key=rates.__getitem__)
-
-    def record(self, kind: str, optimal: bool, gain: float, seconds: float) -> None:
-        grown = self.sizes[kind] * (1.2 if optimal else 0.8)
-        self.sizes[kind] = min(float(self.n), max(8.0, grown))
-        self.gain[kind] = _DECAY * self.gain[kind] + gain
-        self.seconds[kind] = _DECAY * self.seconds[kind] + seconds
-        self.tries[kind] += 1
-
-
-_WARM_UP = 3
-_EXPLORE = 0.2
-_DECAY = 0.9
 
 
 def _start_window(problem: LNSProblem) -> tuple[np.ndarray, np.ndarray]:
