@@ -212,8 +212,8 @@ def solve_window(
     large-neighbourhood search and the LP-guided schedules solve their restricted models
     this way.
 
-    An exception raised inside CP-SAT's native solve (seen once in thousands of
-    neighbourhoods: ``IndexError: absl::btree_map::at`` on EPFL ``bar``) is logged and
+    An exception raised inside CP-SAT's native solve (``IndexError: absl::btree_map::at``,
+    once in about a hundred neighbourhoods on EPFL ``max``) is logged and
     answered ``UNKNOWN`` with no schedule: a sub-solve that fails proves nothing, and the
     caller keeps the schedule it has."""
     from ortools.sat.python import cp_model
