@@ -189,7 +189,7 @@ def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:
 def _precedence(m: Any, g: GauSGraph, s: list, spec: ModelSpec, pinned: np.ndarray) -> None:
     """``s_v + distance * II >= s_u + delay`` on every edge (C) or distance-0 edge (A, B);
     an edge between two pinned ops is checked here instead of posted."""
-    mask = np.ones(g.num_edges, bool) if spec.formulation == "C" else g.forward.copy()
+    mask = np.ones(g.num_edges, bool) if spec.formulation == "C" else g.forward
     shift = g.distance.astype(np.int64) * (spec.II or 0)
     both = mask & pinned[g.src] & pinned[g.dst]
     if np.any(spec.lo[g.dst[both]] + shift[both] < spec.lo[g.src[both]] + g.delay[both]):
@@ -336,7 +336,7 @@ def _communication(g: GauSGraph, s: list, scale: int) -> Any:
     pinned = np.array([isinstance(v, int) for v in s], dtype=bool)
     start = np.array([v if p else 0 for v, p in zip(s, pinned, strict=True)], dtype=np.int64)
     offset = int(np.sum(w * (start[dst] - start[src])))
-    coef = np.bincount(dst, w, g.n) - np.bincount(src, w, g.n)
+    coef = np.rint(np.bincount(dst, w, g.n) - np.bincount(src, w, g.n)).astype(np.int64)
     free = np.flatnonzero(~pinned & (coef != 0))
     return (
         cp_model.LinearExpr.WeightedSum([s[i] for i in free], [int(coef[i]) for i in free]) + offset

@@ -265,11 +265,11 @@ def _promising(
     """The starts whose objective is within :data:`_RACE_SPREAD` times the best one's, in
     their order. Why: each raced start costs an equal share of the time, and one far behind
     does not catch up within it. In A the starts are schedules of the same objective at
-    other peaks, and none more than 1.5× behind has won (EPFL ``max``: 229 capped list
-    schedules at 168k-206k and GauS's at 136k raced the rounded least-communication
-    schedule at 97k, and took half of the budget). In B and C the baseline starts are of
-    another shape than GauS's local optimum and may win from far behind (EPFL ``router``
-    in B, from the ASAP or ALAP schedule)."""
+    other peaks, and in the runs of ``docs/benchmarks.md`` none more than 1.5× behind won
+    (EPFL ``max``: 229 capped list schedules at 168k-206k would race the rounded
+    least-communication schedule at 97k, and take half of the budget). In B and C the
+    baseline starts are of another shape than GauS's local optimum and may win from far
+    behind (EPFL ``router`` in B, from the ASAP or ALAP schedule)."""
     values = [problem.objective(t) for _, t in starts]
     limit = _RACE_SPREAD[problem.formulation] * min(values)
     return [st for st, v in zip(starts, values, strict=True) if v <= limit]
