@@ -247,3 +247,55 @@ def test_lp_guided_starts_are_skipped_where_the_relaxation_is_too_large(monkeypa
     t = _list_t(g, "A", D)
     monkeypatch.setattr(polish_lns, "_LP_MAX_VARIABLES", 0)
     assert polish_lns._lp_guided_starts(problem, t, 10.0, 0) == ([], None)
+
+
+@pytest.mark.parametrize("slack", [0.0, 0.05])
+def test_rounding_below_the_peak_takes_the_lowest_peak_within_the_slack(
+    slack: float, shared_benchmarks
+) -> None:
+    from twill.sched.baselines.time_indexed import capped_rounding
+    from twill.sched.gaus.polish_lns import _rounded_below
+
+    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")  # one resource, as in its use
+    D = default_D(g, "A")
+    problem = LNSProblem(g, "A", D)
+    t = asap_alap(g, D)[0].astype(np.int64)  # legal in A; peak 29
+    peak, limit = int(resource_profile(g, t).max()), (1 + slack) * problem.objective(t)
+    within = []
+    for cap in range(22, peak):  # the caps it tries: from 28 down to 0.75 * 29
+        for backward in (False, True):
+            c = capped_rounding(g, D, t.astype(float), float(cap), backward=backward)
+            key = (int(resource_profile(g, c).max()), problem.objective(c))
+            if problem.legal(c) and key[0] < peak and key[1] <= limit:
+                within.append(key)
+    got = _rounded_below(problem, t, slack=slack)
+    assert within, "ASAP's peak on ctrl is well above what a capped rounding reaches"
+    assert problem.legal(got)
+    assert (int(resource_profile(g, got).max()), problem.objective(got)) == min(within)
+
+
+def test_the_peak_lowering_finish_keeps_the_better_half_and_counts_both(monkeypatch) -> None:
+    from twill.sched.gaus import polish_lns
+
+    g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
+    D = default_D(g, "A") + 3
+    problem = LNSProblem(g, "A", D)
+    t = _list_t(g, "A", D)
+    best, rep = polish_lns._improve_and_lower_the_peak(problem, t, time_limit=3.0, seed=0)
+    assert problem.legal(best) and rep.after == problem.objective(best) <= problem.objective(t)
+    assert rep.before == problem.objective(t)
+
+    calls = []
+
+    def fake(problem, start, *, time_limit, seed):  # noqa: ANN001, ANN202
+        calls.append(start)
+        report = polish_lns.LNSReport(rounds=5, improvements=1, after=[10.0, 7.0][len(calls) - 1])
+        return start + len(calls), report
+
+    lowered = t + 100
+    monkeypatch.setattr(polish_lns, "lns_improve", fake)
+    monkeypatch.setattr(polish_lns, "_rounded_below", lambda problem, first: lowered)
+    best, rep = polish_lns._improve_and_lower_the_peak(problem, t, time_limit=1.0, seed=0)
+    assert calls[0] is t and calls[1] is lowered  # the second half starts from the rounding
+    assert np.array_equal(best, lowered + 2) and rep.after == 7.0
+    assert (rep.rounds, rep.improvements) == (10, 2)
