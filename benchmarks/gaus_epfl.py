@@ -23,7 +23,9 @@ solver default); A weighs the peak by ``ratio = 100``. C uses the pipelined vari
 ``II = 8``).
 
 Each method runs in its own forked process, so ``peak_rss_mb`` (``ru_maxrss``) is that
-method's peak (including the parent's small footprint at the fork). ``seconds`` is the wall
+method's peak (including the parent's small footprint at the fork); a method whose process
+holds more than ``--rss-limit-gb`` (default 16) is stopped and its row noted "out of memory"
+(CP-SAT's B model of ``div`` passes 19 GB). ``seconds`` is the wall
 time of the solver call (torch is imported before it). Every reported schedule passed the
 verifier inside the method.
 
@@ -190,21 +192,45 @@ def _child(conn: Any, method: str, g: Any, form: str, D: int, II_: int | None, a
 
 
 def in_child(method: str, g: Any, form: str, D: int, II_: int | None, args: Any) -> dict:
-    """Run ``method`` in a forked process (its own peak RSS)."""
+    """Run ``method`` in a forked process (its own peak RSS), stopped and reported as out of
+    memory once its resident memory passes ``--rss-limit-gb``: CP-SAT's B model of EPFL
+    ``div`` grew past 19 GB in 6 minutes, which would take the machine down with it."""
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     p = ctx.Process(target=_child, args=(send, method, g, form, D, II_, args))
     p.start()
     send.close()
+    row, over = None, None
     try:
-        row = recv.recv()
+        while row is None and over is None:
+            if recv.poll(1.0):
+                row = recv.recv()
+            elif not p.is_alive() and not recv.poll(0):
+                break
+            elif _resident_mb(p.pid) > 1024 * args.rss_limit_gb:
+                over = _resident_mb(p.pid)
+                p.kill()
     except EOFError:  # the child died (killed, out of memory) before sending
         row = None
     p.join()
     if row is None:
         row = {"objective": None, "legal": False, "seconds": None, "peak_rss_mb": None}
         row["note"] = f"process ended with code {p.exitcode}"
+        if over is not None:
+            row["peak_rss_mb"] = round(over, 1)
+            row["note"] = f"out of memory: stopped above --rss-limit-gb {args.rss_limit_gb:g}"
     return row
+
+
+def _resident_mb(pid: int) -> float:
+    """A live process's resident memory in MB (0 when it has ended)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 def _gaus_limits(args: argparse.Namespace) -> dict[str, float | None]:
@@ -258,7 +284,19 @@ def main(argv: list[str] | None = None) -> int:
         "lns_time; default 0: off); meant for designs small enough for the exact model",
     )
     ap.add_argument("--gumbel-batch", type=int, default=16)
-    ap.add_argument("--mem-limit-gb", type=float, default=4.0)
+    ap.add_argument(
+        "--mem-limit-gb",
+        type=float,
+        default=4.0,
+        help="gumbel is skipped when its tensors are estimated above this (default 4)",
+    )
+    ap.add_argument(
+        "--rss-limit-gb",
+        type=float,
+        default=16.0,
+        help="a method whose process holds more resident memory is stopped and reported out "
+        "of memory (default 16)",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object per design and method")
     ap.add_argument(
         "--table-from",
