@@ -445,9 +445,10 @@ def _rounded_below(
     one below its peak down to three quarters of it;
     :func:`~twill.sched.baselines.time_indexed.capped_rounding`) of lowest peak among those
     within ``slack`` of ``t``'s objective, the cheaper at equal peaks; ``None`` when none
-    lowers the peak within it. Why the lowest: the search then lowers the communication the
-    rounding added (EPFL ``max``: from peak 63, 0.7 % above ``t``, to below ``t`` at peak
-    72; ``priority``: peak 6, 0.6 % above)."""
+    lowers the peak within it. Why the lowest: the search then removes most of the
+    communication the rounding added (EPFL ``max``: the rounding at peak 63 cost 0.7 % more
+    than ``t``, and the search from it ended below the search from ``t``; ``priority``: at
+    peak 6, 0.6 % more)."""
     g, D = problem.g, problem.D
     peak, limit = _peak(g, t), (1.0 + slack) * problem.objective(t)
     levels = np.unique(np.round(np.linspace(peak - 1, max(1.0, 0.75 * peak), caps)))
