@@ -207,8 +207,8 @@ def in_child(method: str, g: Any, form: str, D: int, II_: int | None, args: Any)
                 row = recv.recv()
             elif not p.is_alive() and not recv.poll(0):
                 break
-            elif _resident_mb(p.pid) > 1024 * args.rss_limit_gb:
-                over = _resident_mb(p.pid)
+            elif (resident := _resident_mb(p.pid)) > 1024 * args.rss_limit_gb:
+                over = resident
                 p.kill()
     except EOFError:  # the child died (killed, out of memory) before sending
         row = None
