@@ -22,6 +22,7 @@ from twill.sched.gaus.polish_lns import (
     _free_windows,
     _promising,
     _rounded_starts,
+    best_so_far,
     lns_improve,
     lns_search,
 )
@@ -287,15 +288,46 @@ def test_the_peak_lowering_finish_keeps_the_better_half_and_counts_both(monkeypa
 
     calls = []
 
-    def fake(problem, start, *, time_limit, seed):  # noqa: ANN001, ANN202
+    clocks = []
+    curves = [[(0.5, 12.0), (1.0, 10.0)], [(2.0, 11.0), (3.0, 7.0)]]
+
+    def fake(problem, start, *, time_limit, seed, clock):  # noqa: ANN001, ANN202
         calls.append(start)
-        report = polish_lns.LNSReport(rounds=5, improvements=1, after=[10.0, 7.0][len(calls) - 1])
+        clocks.append(clock)
+        k = len(calls) - 1
+        report = polish_lns.LNSReport(rounds=5, improvements=1, after=[10.0, 7.0][k],
+                                      history=curves[k])  # fmt: skip
         return start + len(calls), report
 
     lowered = t + 100
     monkeypatch.setattr(polish_lns, "lns_improve", fake)
     monkeypatch.setattr(polish_lns, "_rounded_below", lambda problem, first: lowered)
-    best, rep = polish_lns._improve_and_lower_the_peak(problem, t, time_limit=1.0, seed=0)
+    best, rep = polish_lns._improve_and_lower_the_peak(
+        problem, t, time_limit=1.0, seed=0, clock=123.0
+    )
     assert calls[0] is t and calls[1] is lowered  # the second half starts from the rounding
     assert np.array_equal(best, lowered + 2) and rep.after == 7.0
     assert (rep.rounds, rep.improvements) == (10, 2)
+    # both halves count seconds from the caller's clock; the curve is the best so far of both
+    assert clocks == [123.0, 123.0]
+    assert rep.history == [(0.5, 12.0), (1.0, 10.0), (3.0, 7.0)]
+
+
+def test_best_so_far_keeps_each_point_that_lowers_the_best_in_time_order() -> None:
+    points = [(2.0, 9.0), (0.0, 12.0), (1.0, 10.0), (1.5, 10.0), (3.0, 11.0), (4.0, 8.0)]
+    assert best_so_far(points) == [(0.0, 12.0), (1.0, 10.0), (2.0, 9.0), (4.0, 8.0)]
+    assert best_so_far([]) == []
+
+
+def test_the_search_extends_gaus_any_time_curve_on_the_call_clock() -> None:
+    g = from_dependence_graph(generate_random_dag(60, 0.08, 0, seed=1))
+    D = default_D(g, "A") + 3
+    r = GauSSolver(g, D=D, max_iters=100, lns_time=2.0).solve("A")
+    assert "large-neighbourhood search" in r.message  # it improved this instance
+    times = [s for s, _ in r.polish_history]
+    objectives = [o for _, o in r.polish_history]
+    assert times == sorted(times) and times[-1] <= r.seconds
+    assert all(a > b for a, b in zip(objectives, objectives[1:], strict=False))
+    assert objectives[-1] == r.objective
+    # the search runs after GauS's own optimisation: its last point comes after that curve
+    assert times[-1] > max(s for s, _ in r.objective_history)

@@ -54,7 +54,7 @@ from twill.sched.gaus.verify import (
     schedule_violations,
 )
 
-__all__ = ["LNSProblem", "LNSReport", "lns_improve", "lns_search"]
+__all__ = ["LNSProblem", "LNSReport", "best_so_far", "lns_improve", "lns_search"]
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,9 @@ class LNSProblem:
 @dataclass
 class LNSReport:
     """What one search did: sub-problems solved, improvements kept, objectives, the any-time
-    curve ``(seconds since the search started, objective)``, and, in A when the time-indexed
+    curve ``(seconds, best objective so far)`` (seconds since the clock the search was given,
+    by default its own start; :func:`lns_search` gives all its phases its own start, so the
+    curve spans the whole search), and, in A when the time-indexed
     LP was solved, the lower bound it proves
     (:meth:`twill.sched.baselines.time_indexed.PeakLPs.lower_bound`)."""
 
@@ -110,6 +112,7 @@ def lns_improve(
     sub_limit: float = 1.0,
     size: int = 40,
     seed: int = 0,
+    clock: float | None = None,
 ) -> tuple[np.ndarray, LNSReport]:
     """Improve the legal schedule ``t`` by repeated exact re-optimisation of neighbourhoods.
 
@@ -125,6 +128,9 @@ def lns_improve(
         Initial number of freed ops (adapted during the search).
     seed
         Seeds the choice of neighbourhoods and CP-SAT.
+    clock
+        ``time.perf_counter()`` value from which the report's curve counts seconds (``None``:
+        the call's start).
 
     Returns
     -------
@@ -134,12 +140,13 @@ def lns_improve(
     from ortools.sat.python import cp_model
 
     start = time.perf_counter()
+    origin = start if clock is None else clock
     g, D = problem.g, problem.D
     rng = np.random.default_rng(seed)
     window = _start_window(problem)
     cur = np.asarray(t, dtype=np.int64).copy()
     cur_obj = problem.objective(cur)
-    report = LNSReport(before=cur_obj, after=cur_obj, history=[(0.0, cur_obj)])
+    report = LNSReport(before=cur_obj, after=cur_obj, history=[(start - origin, cur_obj)])
     adj = Adjacency(g)
     neighbours = _undirected_neighbours(adj)
     kinds = _NEIGHBOURHOODS[problem.formulation]
@@ -159,11 +166,21 @@ def lns_improve(
             continue
         if obj < cur_obj:
             report.improvements += 1
-            report.history.append((time.perf_counter() - start, obj))
+            report.history.append((time.perf_counter() - origin, obj))
             log.info("LNS %s neighbourhood of %d ops: %s -> %s", kind, len(free), cur_obj, obj)
         cur, cur_obj = cand, obj
     report.after = cur_obj
     return cur, report
+
+
+def best_so_far(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The any-time curve of ``(seconds, objective)`` points from several searches on one
+    clock: in time order, each point that lowers the best objective so far."""
+    curve: list[tuple[float, float]] = []
+    for when, obj in sorted(points):
+        if not curve or obj < curve[-1][1]:
+            curve.append((when, obj))
+    return curve
 
 
 def _start_window(problem: LNSProblem) -> tuple[np.ndarray, np.ndarray]:
@@ -236,22 +253,23 @@ def lns_search(
     finish = _improve_and_lower_the_peak if one_resource else lns_improve
     if len(starts) == 1:
         left = time_limit - (time.perf_counter() - start)
-        best, rep = finish(problem, starts[0][1], time_limit=left, seed=seed)
+        best, rep = finish(problem, starts[0][1], time_limit=left, seed=seed, clock=start)
         rep.lower_bound = bound
         return best, rep, starts[0][0]
     left = time_limit - (time.perf_counter() - start)
     share = max(0.0, 0.5 * left) / len(starts)
     raced = []
     for k, (name, t0) in enumerate(starts):
-        cand, rep = lns_improve(problem, t0, time_limit=share, seed=seed + k)
+        cand, rep = lns_improve(problem, t0, time_limit=share, seed=seed + k, clock=start)
         raced.append((rep.after, k, name, cand, rep))
     _, k, name, cand, first = min(raced, key=lambda x: (x[0], x[1]))
     left = time_limit - (time.perf_counter() - start)
-    final, rep = finish(problem, cand, time_limit=left, seed=seed + len(starts))
+    final, rep = finish(problem, cand, time_limit=left, seed=seed + len(starts), clock=start)
     rep.rounds += first.rounds
     rep.improvements += first.improvements
     rep.before = problem.objective(starts[k][1])
     rep.lower_bound = bound
+    rep.history = best_so_far([*(pt for r in raced for pt in r[4].history), *rep.history])
     return final, rep, name
 
 
@@ -412,7 +430,12 @@ def _lp_guided_starts(
 
 
 def _improve_and_lower_the_peak(
-    problem: LNSProblem, t: np.ndarray, *, time_limit: float, seed: int
+    problem: LNSProblem,
+    t: np.ndarray,
+    *,
+    time_limit: float,
+    seed: int,
+    clock: float | None = None,
 ) -> tuple[np.ndarray, LNSReport]:
     """Formulation A with one resource: :func:`lns_improve` from ``t`` for half the time,
     then from its result rounded below its peak (:func:`_rounded_below`) for the rest; the
@@ -425,16 +448,18 @@ def _improve_and_lower_the_peak(
     ``max``, 300 s reached 95080 at peak 72; 240 s more gave 94968, and 240 s from the
     rounding at peak 63 (95699) gave 94936. CP-SAT's best schedule there has peak 65."""
     start = time.perf_counter()
-    first, rep = lns_improve(problem, t, time_limit=time_limit / 2, seed=seed)
+    clock = start if clock is None else clock
+    first, rep = lns_improve(problem, t, time_limit=time_limit / 2, seed=seed, clock=clock)
     lower = _rounded_below(problem, first)
     left = time_limit - (time.perf_counter() - start)
     second, rep2 = lns_improve(problem, first if lower is None else lower,
-                               time_limit=left, seed=seed + 1)  # fmt: skip
+                               time_limit=left, seed=seed + 1, clock=clock)  # fmt: skip
     rounds, improvements = rep.rounds + rep2.rounds, rep.improvements + rep2.improvements
+    history = best_so_far([*rep.history, *rep2.history])
     if rep2.after < rep.after:
         first, rep = second, rep2
         rep.before = problem.objective(t)
-    rep.rounds, rep.improvements = rounds, improvements
+    rep.rounds, rep.improvements, rep.history = rounds, improvements, history
     return first, rep
 
 

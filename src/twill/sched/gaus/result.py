@@ -61,7 +61,8 @@ class ScheduleRunResult:
         GauS proper and post-processing stay distinguishable (``objective`` is after it).
     polish_history
         The any-time curve of that local search (run on improving checkpoints during the
-        optimisation, setting ``polish_share``, and on the final best schedule):
+        optimisation, setting ``polish_share``, and on the final best schedule) and of the
+        large-neighbourhood search after it (setting ``lns_time``), where it improved:
         ``(seconds from the call start, best searched objective so far)`` after every pass
         that improved it (each schedule legal by construction; the returned one is
         verified). Together with ``objective_history`` it gives the run's best legal

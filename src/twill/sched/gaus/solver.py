@@ -721,8 +721,9 @@ def _lns(
 ) -> tuple[np.ndarray, str]:
     """The large-neighbourhood search (:func:`twill.sched.gaus.polish_lns.lns_search`) for
     ``lns_time`` seconds; its schedule is kept when legal and no worse. The lower bound its
-    LP proves in A, if any, becomes the result's ``bound``."""
-    from twill.sched.gaus.polish_lns import LNSProblem, lns_search
+    LP proves in A, if any, becomes the result's ``bound``, and its improvements join
+    ``polish_history`` (seconds from the call start), so that the any-time curve covers it."""
+    from twill.sched.gaus.polish_lns import LNSProblem, best_so_far, lns_search
 
     problem = LNSProblem(run.g, run.formulation, run.D, run.II, run.ratio)
     t0 = time.perf_counter()
@@ -735,6 +736,9 @@ def _lns(
     after = problem.objective(cand)
     if after >= before or not problem.legal(cand):
         return best_t, msg
+    offset = t0 - run.start  # the search's start schedule was held from then on
+    found = [(offset, before), *((offset + s, obj) for s, obj in rep.history)]
+    hist["polish_history"] = tuple(best_so_far([*hist.get("polish_history", ()), *found]))
     return cand, (
         f"{msg}; large-neighbourhood search from the {start} schedule "
         f"({rep.rounds} neighbourhoods): {before:.6g} -> {after:.6g}"
