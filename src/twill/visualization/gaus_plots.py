@@ -10,16 +10,14 @@ __all__ = ["anytime_curve", "plot_gaus_run"]
 
 def anytime_curve(result: Any) -> list[tuple[float, float]]:
     """``(seconds, best legal objective so far)`` of a run, merging GauS's read-outs
-    (``objective_history``) with the local search's improvements (``polish_history``), plus the
+    (``objective_history``) with the searches' improvements (``polish_history``), plus the
     returned objective at the run's end. Each point is the best over everything before it."""
-    points = sorted((*result.objective_history, *getattr(result, "polish_history", ())))
+    from twill.sched.gaus.polish_lns import best_so_far
+
+    points = [*result.objective_history, *getattr(result, "polish_history", ())]
     if result.objective is not None and result.seconds is not None:
         points.append((float(result.seconds), float(result.objective)))
-    curve: list[tuple[float, float]] = []
-    for s, obj in points:
-        if not curve or obj < curve[-1][1]:
-            curve.append((float(s), float(obj)))
-    return curve
+    return [(float(s), float(obj)) for s, obj in best_so_far(points)]
 
 
 def plot_gaus_run(result: Any, path: str) -> None:
