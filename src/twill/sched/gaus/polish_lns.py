@@ -277,38 +277,27 @@ def lns_search(
 # about 100 s per LP built afresh and bar (14k) about 50 s; adder, priority, max, sin and
 # arbiter (197k-492k) finish none within 40 % of a 300-s budget, which was then lost.
 _LP_MAX_VARIABLES = 100_000
-# Starts worse than this factor times the best start are not raced, per formulation; in A a
-# start at a lower peak than the best start's is raced up to _RACE_SPREAD_LOWER_PEAK.
-_RACE_SPREAD = {"A": 1.2, "B": 3.0, "C": 3.0}
-_RACE_SPREAD_LOWER_PEAK = 1.5
+# Starts worse than this factor times the best start are not raced, per formulation.
+_RACE_SPREAD = {"A": 1.5, "B": 3.0, "C": 3.0}
 
 
 def _promising(
     problem: LNSProblem, starts: list[tuple[str, np.ndarray]]
 ) -> list[tuple[str, np.ndarray]]:
     """The starts whose objective is within :data:`_RACE_SPREAD` times the best one's, in
-    their order; in A also those within :data:`_RACE_SPREAD_LOWER_PEAK` whose peak is below
-    the best start's. Why: each raced start costs an equal share of the time, and one far
-    behind does not catch up within it, unless it holds what the search itself rarely
-    reaches. In A that is a lower peak: the search lowers communication well but the peak
-    rarely (:func:`_improve_and_lower_the_peak`). EPFL ``max``: GauS's schedule, 1.4× behind
-    at peak 256 against the best start's 76, never won, and with every start held to 1.2×
-    the search ended 0.3 % lower (three runs); ``i2c``: the LP's rounding at peak 59, behind
-    GauS's schedule at peak 63, wins (12885 against 14658 when it was dropped). In B and C the baseline starts are of
-    another shape than GauS's local optimum and may win from far behind (EPFL ``router`` in
-    B, from the ASAP or ALAP schedule)."""
+    their order. Why: each raced start costs an equal share of the time, and one far behind
+    does not catch up within it. In A the starts are schedules of the same objective at
+    other peaks, and in the runs of ``docs/benchmarks.md`` none more than 1.5× behind won
+    (EPFL ``max``: 229 capped list schedules at 168k-206k would race the rounded
+    least-communication schedule at 97k, and take half of the budget). A tighter 1.2× drops
+    GauS's own schedule there too (1.4× behind), and the search ended 0.3 % lower over four
+    runs, but it also drops the LP's rounding that wins ``i2c`` (14658 instead of 12885),
+    and keeping starts at a lower peak than the best's up to 1.5× did not save it. In B
+    and C the baseline starts are of another shape than GauS's local optimum and may win
+    from far behind (EPFL ``router`` in B, from the ASAP or ALAP schedule)."""
     values = [problem.objective(t) for _, t in starts]
-    best = int(np.argmin(values))
-    limit = _RACE_SPREAD[problem.formulation] * values[best]
-    if problem.formulation != "A":
-        return [st for st, v in zip(starts, values, strict=True) if v <= limit]
-    best_peak = _peak(problem.g, starts[best][1])
-    lower = _RACE_SPREAD_LOWER_PEAK * values[best]
-    return [
-        (name, t)
-        for (name, t), v in zip(starts, values, strict=True)
-        if v <= limit or (v <= lower and _peak(problem.g, t) < best_peak)
-    ]
+    limit = _RACE_SPREAD[problem.formulation] * min(values)
+    return [st for st, v in zip(starts, values, strict=True) if v <= limit]
 
 
 def _single_integral_resource(problem: LNSProblem) -> bool:
