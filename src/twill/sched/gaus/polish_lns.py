@@ -92,9 +92,8 @@ class LNSReport:
     """What one search did: sub-problems solved, improvements kept, objectives, the any-time
     curve ``(seconds, best objective so far)`` (seconds since the clock the search was given,
     by default its own start; :func:`lns_search` gives all its phases its own start, so the
-    curve spans the whole search), and, in A when the time-indexed
-    LP was solved, the lower bound it proves
-    (:meth:`twill.sched.baselines.time_indexed.PeakLPs.lower_bound`)."""
+    curve spans the whole search), and, in A when the time-indexed LP was solved, the lower
+    bound it proves (:meth:`twill.sched.baselines.time_indexed.PeakLPs.lower_bound`)."""
 
     rounds: int = 0
     improvements: int = 0
