@@ -275,6 +275,47 @@ def test_capacity_bound_below_every_verified_block_plan(inverted_residual):
     assert checked >= 100
 
 
+def test_capacity_bound_fuses_only_with_common_block_counts():
+    """Rule 3 in the bound: fused neighbours walk equal P, Q, N block counts, so a valid 3×3
+    chain (58 → 56 rows: common block counts 1 and 2 per dimension) whose intermediate needs
+    more than 4 blocks cannot fuse, and the bound charges both layers their unfused traffic;
+    each layer alone has enough block counts (58 = 2·29), which the bound used to allow.
+    Every plan of the chain that fuses the edge fails the verifier."""
+    import numpy as np
+
+    from twill.mapping.fadiff.bounds import (
+        _block_totals,
+        _dram_words_floor,
+        _input_words_floor,
+        _tiling_words_floor,
+        _weight_words_floor,
+    )
+    from twill.mapping.fadiff.groups import block_mapping
+    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.workload import Layer, Operand
+
+    a = Layer("a", {"R": 3, "S": 3, "P": 58, "Q": 58, "C": 16, "K": 64})
+    b = Layer("b", {"R": 3, "S": 3, "P": 56, "Q": 56, "C": 64, "K": 16})
+    net, arch = chain_network([a, b], "valid"), gemmini_arch(16, 32, 32)
+    assert net.check() == [] and list(net.candidates) == [0]
+    x = float(a.footprint(Operand.O))  # 215 K words, 4 blocks leave 54 K > 32 K
+    assert _block_totals(a, [b]) == [1, 2, 4]
+    w = float(a.footprint(Operand.W))
+    assert _weight_words_floor(a, arch, w, x, _block_totals(a, [b])) == np.inf
+    assert _weight_words_floor(a, arch, w, x, _block_totals(a)) < np.inf  # alone: 58 blocks
+    for j, ly in enumerate(net.layers):
+        unfused = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
+        assert _dram_words_floor(net, arch, j) == max(unfused, _tiling_words_floor(ly, arch)[0, 0])
+    for bp in (1, 2):
+        for bq in (1, 2):
+            maps = [
+                block_mapping(ly, arch, all_dram_mapping(ly, arch), bp, q_blocks=bq)
+                for ly in net.layers
+            ]
+            if None not in maps:
+                assert not evaluate_plan(net, arch, FusionPlan("valid", tuple(maps), (0,))).valid
+
+
 def test_capacity_bound_between_ideal_and_unfused(shared_benchmarks):
     """Lemma: ideal <= capacity <= unfused, energy and cycles, on five networks and every
     shipped Gemmini; FSRCNN (small weights, every boundary a candidate) sits on the ideal

@@ -44,6 +44,7 @@ Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -317,40 +318,49 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     outs = [i for i, e in edges if e.src == j]
     x_in = [0.0] + [float(net.layers[p].footprint(Operand.O)) for p in ins[:1]]
     x_out = [0.0] + ([o] if outs and all(i in cands for i in outs) else [])
+    readers = [net.layers[net.edges[i].dst] for i in outs]
     tiled = _tiling_words_floor(ly, arch)
     best = np.inf
     for a in x_in:
         for b in x_out:
             moved = (0.0 if a else _input_words_floor(ly)) + (0.0 if b else o)
-            moved += _weight_words_floor(ly, arch, w, a + b)
+            partners = ([net.layers[ins[0]]] if a else []) + (readers if b else [])
+            blocks = _block_totals(ly, partners)
+            moved += _weight_words_floor(ly, arch, w, a + b, blocks)
             best = min(best, max(moved, tiled[bool(a), bool(b)]))
     return best
 
 
-def _weight_words_floor(ly: Layer, arch: Arch, w: float, x: float) -> float:
+def _weight_words_floor(ly: Layer, arch: Arch, w: float, x: float, blocks: list[int]) -> float:
     """Fewest DRAM weight reads of ``ly`` while fused tensors of ``x`` words are live
     (``inf`` if no block count fits them).
 
     With one block the hand-off buffers hold whole tensors (``x`` ≤ scratchpad). With ``B``
-    blocks (B = bp·bq·bn, divisors of P, Q, N) they hold at least ``x / B``; weights either
-    stay resident beside them (``w + x/B`` ≤ scratchpad: ``w`` words) or a weight-relevant
-    DRAM loop lies inside the block loops and every block re-reads them (``w·B`` words)."""
+    blocks (``B`` one of ``blocks``, :func:`_block_totals`) they hold at least ``x / B``;
+    weights either stay resident beside them (``w + x/B`` ≤ scratchpad: ``w`` words) or a
+    weight-relevant DRAM loop lies inside the block loops and every block re-reads them
+    (``w·B`` words)."""
     cap = float(arch.levels[-2].entries or np.inf)
     if x <= cap:
         return w
-    fits = [b for b in _block_totals(ly) if x / b <= cap]
+    fits = [b for b in blocks if x / b <= cap]
     if not fits:
         return np.inf
     return w if w + x / max(fits) <= cap else w * min(fits)
 
 
-def _block_totals(ly: Layer) -> list[int]:
-    """Every block count ``bp·bq·bn`` a mapping of ``ly`` can have (divisors of P, Q, N)."""
+def _block_totals(ly: Layer, partners: list[Layer] | None = None) -> list[int]:
+    """Every block count ``bp·bq·bn`` a mapping of ``ly`` can have while fused with each of
+    ``partners``: the verifier's rule 3 makes a fused boundary's two layers walk equal P, Q
+    and N block counts, so each count divides that dimension of every one of them (a valid
+    3×3 convolution's 570 output rows and its reader's 568 share only 1 and 2)."""
+    lays = [ly, *(partners or [])]
 
-    def divisors(n: int) -> list[int]:
-        return [d for d in range(1, n + 1) if n % d == 0]
+    def common_divisors(d: Dim) -> list[int]:
+        g = math.gcd(*(x.dim(d) for x in lays))
+        return [k for k in range(1, g + 1) if g % k == 0]
 
-    p, q, n = (divisors(ly.dim(d)) for d in (Dim.P, Dim.Q, Dim.N))
+    p, q, n = (common_divisors(d) for d in (Dim.P, Dim.Q, Dim.N))
     return sorted({a * b * c for a in p for b in q for c in n})
 
 
