@@ -316,6 +316,31 @@ def test_capacity_bound_fuses_only_with_common_block_counts():
                 assert not evaluate_plan(net, arch, FusionPlan("valid", tuple(maps), (0,))).valid
 
 
+def test_tiling_floor_charges_the_fused_buffers():
+    """A fused tensor shares the scratchpad with the layer's tiles (rule 4), so the tiling
+    floor under a :class:`FusedLoad` is never below the free one, and rises where the
+    buffers crowd the tiles out: a GEMM whose 64 K-word output is fused in 64 KB must run
+    in blocks beside tiles too small to read its 256 K weights once. Every verified block
+    plan moves at least the loaded floor (the lemma tests above check it per layer)."""
+    from twill.mapping.fadiff.bounds import FusedLoad, _common_dims, _tiling_words_floor
+    from twill.mapping.workload import Layer, Operand
+
+    up, down = Layer.gemm(64, 1024, 256, name="up"), Layer.gemm(64, 256, 1024, name="down")
+    for arch in (gemmini_arch(16, 32, 32), gemmini_arch(16, 64, 32), gemmini_arch()):
+        for ly, x_in in ((up, 0.0), (down, float(up.footprint(Operand.O)))):
+            g = _common_dims(ly, [])
+            load = FusedLoad(x_in, float(ly.footprint(Operand.O)), g, g)
+            free, loaded = _tiling_words_floor(ly, arch), _tiling_words_floor(ly, arch, load)
+            assert all(loaded[k] >= free[k] for k in free)
+            assert loaded[False, False] == free[False, False]
+    arch = gemmini_arch(16, 64, 32)
+    g = _common_dims(up, [])
+    load = FusedLoad(0.0, float(up.footprint(Operand.O)), g, g)
+    w = float(up.footprint(Operand.W))
+    assert _tiling_words_floor(up, arch)[False, True] < 1.1 * w
+    assert _tiling_words_floor(up, arch, load)[False, True] > 2 * w
+
+
 def test_capacity_bound_between_ideal_and_unfused(shared_benchmarks):
     """Lemma: ideal <= capacity <= unfused, energy and cycles, on five networks and every
     shipped Gemmini; FSRCNN (small weights, every boundary a candidate) sits on the ideal
@@ -392,8 +417,11 @@ def test_tiling_floor_holds_for_random_mappings():
             w = cost.reads[ok, top, 0] * used
             i = cost.reads[ok, top, 1] * used
             o = (cost.updates[ok, top, 2] + cost.reads[ok, top, 2]) * used
+            complete = cost.reads[ok, top, 2] == 0  # may be a fused producer (rule 2)
             for (fused_in, fused_out), words in floor.items():
                 got = w + (0.0 if fused_in else i) + (0.0 if fused_out else o)
+                if fused_out:
+                    got = got[complete]
                 assert np.all(got >= words * (1 - 1e-12)), (ly.name, arch.name, fused_in)
             unfused = w + i + o
             tight += bool(unfused.min() <= floor[False, False] * (1 + 1e-9))

@@ -56,6 +56,7 @@ from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.workload import ALL_DIMS, Dim, Layer, Operand
 
 __all__ = [
+    "FusedLoad",
     "FusionBounds",
     "capacity_bound",
     "fusion_bounds",
@@ -308,8 +309,9 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     has readers and every out-edge is a candidate. Fused tensors live while the layer runs
     (the verifier's hand-off buffers), ``X`` words together; :func:`_weight_words_floor`
     prices the weights under that load. Every status is also charged at least the fewest
-    words any tiling of the layer moves with that status (:func:`_tiling_words_floor`);
-    both are lower bounds of the same count, so their maximum is one."""
+    words any tiling of the layer moves with that status beside those buffers
+    (:func:`_tiling_words_floor` with the :class:`FusedLoad`); both are lower bounds of the
+    same count, so their maximum is one."""
     cands = set(net.candidates)
     ly = net.layers[j]
     w, o = float(ly.footprint(Operand.W)), float(ly.footprint(Operand.O))
@@ -319,7 +321,13 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     x_in = [0.0] + [float(net.layers[p].footprint(Operand.O)) for p in ins[:1]]
     x_out = [0.0] + ([o] if outs and all(i in cands for i in outs) else [])
     readers = [net.layers[net.edges[i].dst] for i in outs]
-    tiled = _tiling_words_floor(ly, arch)
+    load = FusedLoad(
+        x_in[-1],
+        x_out[-1],
+        _common_dims(ly, [net.layers[p] for p in ins[:1]]),
+        _common_dims(ly, readers),
+    )
+    tiled = _tiling_words_floor(ly, arch, load)
     best = np.inf
     for a in x_in:
         for b in x_out:
@@ -354,22 +362,50 @@ def _block_totals(ly: Layer, partners: list[Layer] | None = None) -> list[int]:
     ``partners``: the verifier's rule 3 makes a fused boundary's two layers walk equal P, Q
     and N block counts, so each count divides that dimension of every one of them (a valid
     3×3 convolution's 570 output rows and its reader's 568 share only 1 and 2)."""
-    lays = [ly, *(partners or [])]
-
-    def common_divisors(d: Dim) -> list[int]:
-        g = math.gcd(*(x.dim(d) for x in lays))
-        return [k for k in range(1, g + 1) if g % k == 0]
-
-    p, q, n = (common_divisors(d) for d in (Dim.P, Dim.Q, Dim.N))
+    p, q, n = (_divisors(g) for g in _common_dims(ly, partners or []))
     return sorted({a * b * c for a in p for b in q for c in n})
 
 
+def _common_dims(ly: Layer, partners: list[Layer]) -> tuple[int, int, int]:
+    """Greatest common divisors of P, Q and N over ``ly`` and ``partners``: every block
+    count along a dimension divides it."""
+    lays = [ly, *partners]
+    return tuple(math.gcd(*(x.dim(d) for x in lays)) for d in (Dim.P, Dim.Q, Dim.N))
+
+
 _R, _S, _P, _Q, _C, _K, _N, _G = range(8)  # ALL_DIMS order, as in the access model
-_TILING_FLOORS: dict[tuple[str, Arch], dict[tuple[bool, bool], float]] = {}
+
+
+@dataclass(frozen=True)
+class FusedLoad:
+    """What a layer's fused neighbours put in the scratchpad beside its own tiles.
+
+    ``x_in`` words of fused input (the producer's whole output) when the input is fused,
+    ``x_out`` words of fused output when the output is fused; ``g_in`` and ``g_out`` the
+    greatest common divisors of (P, Q, N) with the producer and with every reader, which
+    every block count of the fused boundary divides (the verifier's rule 3)."""
+
+    x_in: float = 0.0
+    x_out: float = 0.0
+    g_in: tuple[int, int, int] = (0, 0, 0)
+    g_out: tuple[int, int, int] = (0, 0, 0)
+
+    def words(self, fused_in: bool, fused_out: bool) -> float:
+        return (self.x_in if fused_in else 0.0) + (self.x_out if fused_out else 0.0)
+
+    def common(self, fused_in: bool, fused_out: bool) -> np.ndarray:
+        gs = ([self.g_in] if fused_in else []) + ([self.g_out] if fused_out else [])
+        return np.gcd.reduce(np.array(gs, dtype=np.int64), axis=0)
+
+
+_NO_LOAD = FusedLoad()
+_TILING_FLOORS: dict[tuple[str, Arch, FusedLoad], dict[tuple[bool, bool], float]] = {}
 _TILES_PER_CHUNK = 1 << 17
 
 
-def _tiling_words_floor(ly: Layer, arch: Arch) -> dict[tuple[bool, bool], float]:
+def _tiling_words_floor(
+    ly: Layer, arch: Arch, load: FusedLoad = _NO_LOAD
+) -> dict[tuple[bool, bool], float]:
     """Fewest DRAM words of ``ly`` over every valid mapping, per fusion status ``(input
     fused, output fused)``: weight reads + input reads (unless fused) + output traffic
     (unless fused), counted as the access model counts them (memoised per layer shape).
@@ -394,21 +430,35 @@ def _tiling_words_floor(ly: Layer, arch: Arch) -> dict[tuple[bool, bool], float]
     orders; the levels below the scratchpad are relaxed (only the accumulators' capacity is
     used), so the result never exceeds the words of a valid mapping. The fusion rewrite
     removes a fused input's DRAM reads and a fused output's DRAM traffic and leaves the
-    weights', so each status's count is the same sum without those terms.
+    weights', so each status's count is the same sum without those terms. A fused output
+    must be complete before hand-off (the verifier's rule 2: no DRAM output reads), so the
+    statuses with the output fused take the minimum over the rows that drain every output
+    once only: their DRAM C, R and S loops, if any, keep the partial sums in the accumulators.
+
+    With a :class:`FusedLoad`, a status's fused tensors (``X`` words) share the scratchpad
+    with the tile (the verifier's rule 4: hand-off buffers live while the layer runs, plus
+    its weight tile and, unless fused, its input tile). A tile either fits beside the whole
+    tensors (one block) or the layer runs in ``B`` blocks, ``B`` at most the product over
+    P, Q, N of ``gcd(f_d, g_d)`` (block loops are DRAM loops and divide every fused
+    neighbour's dimension), with buffers of at least ``X / B``. Without a weight-relevant
+    DRAM loop the weights stay resident and the tile must fit beside ``X / B`` at that
+    largest ``B``; with one, every block reads the weights again, so ``B`` is at least
+    ``X / (scratchpad - tile)`` and the weight reads at least ``|W|`` times that. A tile
+    that fits neither way cannot have that status.
 
     An architecture of another shape (scratchpad keeping other than W and I, no
     ``Accumulator`` level keeping O right below it, spatial DRAM loops) gets 0 (no
     floor beyond the others)."""
-    key = (ly.key, arch)
+    key = (ly.key, arch, load)
     got = _TILING_FLOORS.get(key)
     if got is None:
         if len(_TILING_FLOORS) >= 4096:
             _TILING_FLOORS.clear()
-        got = _TILING_FLOORS[key] = _tiling_floors(ly, arch)
+        got = _TILING_FLOORS[key] = _tiling_floors(ly, arch, load)
     return got
 
 
-def _tiling_floors(ly: Layer, arch: Arch) -> dict[tuple[bool, bool], float]:
+def _tiling_floors(ly: Layer, arch: Arch, load: FusedLoad) -> dict[tuple[bool, bool], float]:
     statuses = [(a, b) for a in (False, True) for b in (False, True)]
     sp, top = arch.n_levels - 2, arch.n_levels - 1
     levels = arch.levels
@@ -430,12 +480,14 @@ def _tiling_floors(ly: Layer, arch: Arch) -> dict[tuple[bool, bool], float]:
             np.arange(start, min(total, start + _TILES_PER_CHUNK)), [len(x) for x in dims]
         )
         tiles = np.stack([x[r] for x, r in zip(dims, rows, strict=True)], axis=1)
-        for k, v in _tiling_chunk(ly, arch, tiles).items():
+        for k, v in _tiling_chunk(ly, arch, tiles, load).items():
             out[k] = min(out[k], v)
     return out
 
 
-def _tiling_chunk(ly: Layer, arch: Arch, e: np.ndarray) -> dict[tuple[bool, bool], float]:
+def _tiling_chunk(
+    ly: Layer, arch: Arch, e: np.ndarray, load: FusedLoad = _NO_LOAD
+) -> dict[tuple[bool, bool], float]:
     """:func:`_tiling_words_floor` over the scratchpad tiles ``e`` ``(n, 8)`` only."""
     statuses = [(a, b) for a in (False, True) for b in (False, True)]
     sp = arch.n_levels - 2
@@ -509,12 +561,52 @@ def _tiling_chunk(ly: Layer, arch: Arch, e: np.ndarray) -> dict[tuple[bool, bool
     ]
     w_reads = np.concatenate([c[0] for c in cases])
     i_reads = np.concatenate([c[1] for c in cases])
-    o_traffic = 2 * np.concatenate([c[2] for c in cases]) - o
+    drains = np.concatenate([c[2] for c in cases])
+    o_traffic = 2 * drains - o
+    complete = drains <= o * (1 + 1e-9)  # no partial-sum re-reads: rule 2 of a fused producer
+    rows = len(cases)
+    cap = float(levels[sp].entries or 0)
     out = {}
     for a, b in statuses:
         words = w_reads + (0.0 if a else i_reads) + (0.0 if b else o_traffic)
+        x = load.words(a, b)
+        if x > 0:
+            work = np.tile(t_w + (0.0 if a else t_i), rows)
+            extra = _blocked_weight_reads(ly, f, work, x, load.common(a, b), cap)
+            words = words + np.maximum(0.0, extra - np.where(np.isinf(extra), 0.0, w_reads))
+        if b:
+            words = words[complete]
         out[a, b] = float(words.min()) if len(words) else np.inf
     return out
+
+
+def _blocked_weight_reads(
+    ly: Layer,
+    f: np.ndarray,
+    work: np.ndarray,
+    x: float,
+    common: np.ndarray,
+    cap: float,
+) -> np.ndarray:
+    """Per row (tile ``f`` of the DRAM factors, repeated once per order class): the fewest
+    weight reads the tile allows beside ``x`` words of fused tensors (0 when it fits
+    beside the whole tensors or keeps its weights resident; ``|W|·B`` for the fewest blocks
+    ``B`` otherwise; ``inf`` when no block count fits; :func:`_tiling_words_floor`)."""
+    rows = len(work) // max(1, len(f))
+    fi = np.rint(f).astype(np.int64)
+    most = np.ones(len(f), dtype=np.int64)
+    for k, d in enumerate((_P, _Q, _N)):
+        most *= np.gcd(fi[:, d], max(1, int(common[k])))
+    weight_loop = (fi[:, [_K, _C, _R, _S, _G]] > 1).any(axis=1)
+    most, weight_loop = np.tile(most, rows), np.tile(weight_loop, rows)
+    w = float(ly.footprint(Operand.W))
+    room = cap - work
+    whole = x <= room
+    resident = ~weight_loop & (most > 1) & (x / most <= room)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.where(room > 0, x / room, np.inf)
+    reread = weight_loop & (need <= most)
+    return np.where(whole | resident, 0.0, np.where(reread, w * need, np.inf))
 
 
 def _divisors(n: int) -> list[int]:
