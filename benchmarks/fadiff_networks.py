@@ -22,8 +22,10 @@ from a cold start, then the depth-first group search on the best layer-wise mapp
 with every layer-wise plan, so never worse). Its ``source`` says which step produced the
 winning plan (``gradient`` only when a gradient read-out won).
 
-Headroom: ``bound_edp`` is the ``capacity`` bound of :mod:`twill.mapping.fadiff.bounds`, the
-tightest that no plan and no mapping can go below (``bound_capacity_edp``, the same number),
+Headroom: ``bound_edp`` is the group-consistent ``capacity`` bound
+(:func:`twill.mapping.fadiff.bounds.group_capacity_bound`), the tightest that no plan and no
+mapping can go below (``bound_capacity_edp``, the same number; ``bound_capacity_layer_edp``
+is the looser per-layer form, :func:`twill.mapping.fadiff.bounds.capacity_bound`),
 ``headroom_captured = (lw/fadiff - 1) / (lw/bound - 1)`` with ``lw`` the best layer-wise EDP
 (``headroom_captured_capacity``, the same number). ``bound_ideal_edp`` and
 ``headroom_captured_ideal`` use the looser ``ideal`` bound (capacity ignored);
@@ -146,6 +148,7 @@ def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation:
     extra = {
         "bound_edp": b.capacity_edp,
         "bound_capacity_edp": b.capacity_edp,
+        "bound_capacity_layer_edp": b.capacity_layer_edp,
         "bound_ideal_edp": b.ideal_edp,
         "bound_candidates_edp": b.candidates_free_edp,
         "headroom_captured": captured,

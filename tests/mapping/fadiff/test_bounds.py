@@ -76,7 +76,7 @@ def test_accumulator_floor_holds_for_random_mappings():
 
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.cost.analytical import evaluate_batch
-    from twill.mapping.fadiff.bounds import _accumulator_floor, _maxdiv
+    from twill.mapping.fadiff.floors import _accumulator_floor, _maxdiv
     from twill.mapping.search.random import sample_batch
     from twill.mapping.workload import Dim, Layer
 
@@ -123,7 +123,7 @@ def test_weights_reread_per_block_unless_resident():
 
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
-    from twill.mapping.fadiff.bounds import _input_words_floor
+    from twill.mapping.fadiff.floors import _input_words_floor
     from twill.mapping.fadiff.fusion import block_counts
     from twill.mapping.fadiff.groups import block_mapping
     from twill.mapping.search.random import sample_batch
@@ -181,18 +181,21 @@ def _sub_network(net, lo: int, hi: int):
 
 
 def _check_plan(net, arch, plan) -> bool:
-    """The plan verifies and every layer moves at least its DRAM floor; its energy, cycles
-    and EDP are at least the capacity bound's. Returns whether it fuses anything."""
+    """The plan verifies and every layer moves at least its DRAM floor; all layers together
+    at least the group-consistent floor; its energy, cycles and EDP are at least both
+    capacity bounds'. Returns whether it fuses anything."""
     import numpy as np
 
-    from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound
+    from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound, group_capacity_bound
+    from twill.mapping.fadiff.group_bounds import group_dram_words
 
     rep = evaluate_plan(net, arch, plan)
     assert rep.valid, rep.violations
     floor = np.array([_dram_words_floor(net, arch, j) for j in range(len(net.layers))])
     assert np.all(rep.layer_dram_bytes >= floor * (1 - 1e-12))
-    e, c = capacity_bound(net, arch)
-    assert rep.energy_pj >= e and rep.cycles >= c and rep.edp >= e * 1e-6 * c
+    assert rep.dram_bytes >= group_dram_words(net, arch) * (1 - 1e-12)
+    for e, c in (capacity_bound(net, arch), group_capacity_bound(net, arch)):
+        assert rep.energy_pj >= e and rep.cycles >= c and rep.edp >= e * 1e-6 * c
     return bool(plan.fused)
 
 
@@ -283,9 +286,9 @@ def test_capacity_bound_fuses_only_with_common_block_counts():
     Every plan of the chain that fuses the edge fails the verifier."""
     import numpy as np
 
-    from twill.mapping.fadiff.bounds import (
+    from twill.mapping.fadiff.bounds import _dram_words_floor
+    from twill.mapping.fadiff.floors import (
         _block_totals,
-        _dram_words_floor,
         _input_words_floor,
         _tiling_words_floor,
         _weight_words_floor,
@@ -322,7 +325,7 @@ def test_tiling_floor_charges_the_fused_buffers():
     buffers crowd the tiles out: a GEMM whose 64 K-word output is fused in 64 KB must run
     in blocks beside tiles too small to read its 256 K weights once. Every verified block
     plan moves at least the loaded floor (the lemma tests above check it per layer)."""
-    from twill.mapping.fadiff.bounds import FusedLoad, _common_dims, _tiling_words_floor
+    from twill.mapping.fadiff.floors import FusedLoad, _common_dims, _tiling_words_floor
     from twill.mapping.workload import Layer, Operand
 
     up, down = Layer.gemm(64, 1024, 256, name="up"), Layer.gemm(64, 256, 1024, name="down")
@@ -384,7 +387,7 @@ def test_tiling_floor_holds_for_random_mappings():
 
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.cost.analytical import evaluate_batch
-    from twill.mapping.fadiff.bounds import _input_words_floor, _tiling_words_floor
+    from twill.mapping.fadiff.floors import _input_words_floor, _tiling_words_floor
     from twill.mapping.search.random import sample_batch
     from twill.mapping.workload import Layer, Operand
 

@@ -1,0 +1,189 @@
+"""The group-consistent capacity bound: the fewest DRAM words of any verified fusion plan,
+with the edges of the plan and the groups they form chosen jointly.
+
+:func:`twill.mapping.fadiff.bounds.capacity_bound` prices every layer's fusion status on its
+own, so one layer may count its output as fused while its reader does not, and each layer
+counts only its own weights beside its buffers. Here the fused edge set is one choice for
+the whole network, and per layer the bound charges the least DRAM words its tiles allow
+(:class:`~twill.mapping.fadiff.floors._TileRows`) with:
+
+* its statuses read from the chosen edges: input fused when a data edge into it is fused,
+  output fused when every out-edge is, a hand-off buffer when any is (rule 2: complete
+  before hand-off);
+* every fused tensor it reads or writes live beside its tiles, whole in a one-block group,
+  else at least ``size / B`` with ``B`` dividing P, Q and N of every layer it is fused with
+  (rules 3 and 4);
+* a mode shared along fused edges (the group runs in one block or in several: one block
+  count per group): one block, blocks with its weights resident (no weight-relevant DRAM
+  loop), or blocks with its weights read again per block;
+* in blocks, the resident weights of its fused neighbours in the scratchpad too (rule 4:
+  resident weights stay for the whole group).
+
+The minimum over edge sets and modes is exact, by dynamic programming over the layers in
+execution order: a state assigns the edges and layer modes that an earlier layer's charge
+shares with a later one. Every verified plan chooses one such assignment, and each layer's
+charge is a lower bound of its DRAM words under it, so the minimum is a lower bound of every
+plan's DRAM words. It leaves out what the per-layer bound leaves out beyond that: the other
+members of a group (not fused to the layer directly), carried halo rows and larger input
+windows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from twill.mapping.arch import Arch
+from twill.mapping.fadiff.floors import _input_words_floor, tile_row_chunks
+from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
+from twill.mapping.workload import Dim, Operand
+
+__all__ = ["group_dram_words"]
+
+_MAX_STATES = 200_000
+_UNBLOCKED, _REREAD, _RESIDENT = 0, 1, 2
+_MODES = {_UNBLOCKED: "one", _REREAD: "reread", _RESIDENT: "resident"}
+
+
+def group_dram_words(net: Network, arch: Arch) -> float | None:
+    """Fewest DRAM words (int8) of any verified plan of ``net`` on ``arch`` (module
+    docstring), or ``None`` when the architecture is not Gemmini-like or the dynamic
+    programme would exceed its state budget."""
+    charges = []
+    for j in range(len(net.layers)):
+        charge = _LayerCharge.build(net, arch, j)
+        if charge is None:
+            return None
+        charges.append(charge)
+    return _frontier_minimum(net, charges)
+
+
+class _LayerCharge:
+    """The DRAM words layer ``j`` is charged for each assignment of its scope: its incident
+    candidate edges (fused or not) and the modes of itself and its neighbours."""
+
+    def __init__(self, net: Network, arch: Arch, j: int, chunks: list) -> None:
+        self.j = j
+        self.layer = ly = net.layers[j]
+        cands = set(net.candidates)
+        edges = net.edges
+        self.data_in = [
+            i for i in cands if edges[i].dst == j and edges[i].kind not in EPILOGUE_KINDS
+        ]
+        self.add_in = [i for i in cands if edges[i].dst == j and edges[i].kind in EPILOGUE_KINDS]
+        outs = [i for i, e in enumerate(edges) if e.src == j]
+        self.cand_out = [i for i in outs if i in cands]
+        self.all_out_candidates = bool(outs) and len(self.cand_out) == len(outs)
+        self.edges = sorted(self.data_in + self.add_in + self.cand_out)
+        self.other = {i: edges[i].src if edges[i].dst == j else edges[i].dst for i in self.edges}
+        self.neighbours = sorted(set(self.other.values()))
+        self.words_of = {m: float(net.layers[m].footprint(Operand.W)) for m in self.neighbours}
+        self.tensor = {i: float(net.layers[edges[i].src].footprint(Operand.O)) for i in self.edges}
+        self.dims = {
+            m: tuple(net.layers[m].dim(d) for d in (Dim.P, Dim.Q, Dim.N))
+            for m in [j, *self.neighbours]
+        }
+        self.chunks = chunks
+        self.w = float(ly.footprint(Operand.W))
+        self.o = float(ly.footprint(Operand.O))
+        self.halo_in = _input_words_floor(ly)
+        self._memo: dict[tuple, float] = {}
+
+    @classmethod
+    def build(cls, net: Network, arch: Arch, j: int) -> _LayerCharge | None:
+        chunks = tile_row_chunks(net.layers[j], arch)
+        return None if chunks is None else cls(net, arch, j, chunks)
+
+    def scope(self) -> list[tuple[str, int]]:
+        """The variables this charge reads: edges, its own mode, its neighbours' modes."""
+        return (
+            [("z", i) for i in self.edges] + [("u", self.j)] + [("u", m) for m in self.neighbours]
+        )
+
+    def words(self, value: Callable[[tuple[str, int]], int]) -> float:
+        """The charge under an assignment (``inf`` where it breaks a rule)."""
+        fused = [i for i in self.edges if value(("z", i))]
+        mode = value(("u", self.j))
+        blocked = mode != _UNBLOCKED
+        if not fused:
+            return (
+                self._least(False, False, False, 0.0, (self.j,), 0.0, None)
+                if not blocked
+                else math.inf
+            )
+        partners = {self.other[i] for i in fused}
+        if any((value(("u", m)) != _UNBLOCKED) != blocked for m in partners):
+            return math.inf  # one block count per group
+        fused_in = any(i in fused for i in self.data_in)
+        buffered = any(i in fused for i in self.cand_out)
+        fused_out = self.all_out_candidates and all(i in fused for i in self.cand_out)
+        x = sum(self.tensor[i] for i in fused if i not in self.cand_out)
+        x += self.o if buffered else 0.0
+        reserve = 0.0
+        if blocked:
+            reserve = sum(self.words_of[m] for m in partners if value(("u", m)) == _RESIDENT)
+        key_partners = tuple(sorted(partners | {self.j}))
+        return self._least(fused_in, fused_out, buffered, x, key_partners, reserve, _MODES[mode])
+
+    def _least(
+        self,
+        fused_in: bool,
+        fused_out: bool,
+        buffered: bool,
+        x: float,
+        partners: tuple[int, ...],
+        reserve: float,
+        mode: str | None,
+    ) -> float:
+        key = (fused_in, fused_out, buffered, x, partners, reserve, mode)
+        got = self._memo.get(key)
+        if got is None:
+            common = np.gcd.reduce(np.array([self.dims[m] for m in partners], dtype=np.int64))
+            tiled = min(
+                rows.least(fused_in, fused_out, buffered, x, common, reserve, mode)
+                for rows in self.chunks
+            )
+            moved = self.w + (0.0 if fused_in else self.halo_in) + (0.0 if fused_out else self.o)
+            got = self._memo[key] = max(tiled, moved)
+        return got
+
+
+def _domain(net: Network, var: tuple[str, int], charges: list[_LayerCharge]) -> tuple[int, ...]:
+    if var[0] == "z":
+        return (0, 1)
+    return (_UNBLOCKED, _REREAD, _RESIDENT) if charges[var[1]].edges else (_UNBLOCKED,)
+
+
+def _frontier_minimum(net: Network, charges: list[_LayerCharge]) -> float | None:
+    """Least total charge over every assignment, layer by layer in execution order: the
+    state keeps the variables an earlier charge shares with a later one."""
+    last_use: dict[tuple[str, int], int] = {}
+    for c in charges:
+        for v in c.scope():
+            last_use[v] = max(last_use.get(v, -1), c.j)
+    frontier: list[tuple[str, int]] = []
+    states: dict[tuple[int, ...], float] = {(): 0.0}
+    for c in charges:
+        new = [v for v in dict.fromkeys(c.scope()) if v not in frontier]
+        names = frontier + new
+        keep = [k for k, v in enumerate(names) if last_use[v] > c.j]
+        nxt: dict[tuple[int, ...], float] = {}
+        domains = [_domain(net, v, charges) for v in new]
+        for state, total in states.items():
+            for vals in itertools.product(*domains):
+                full = state + vals
+                index = dict(zip(names, full, strict=True))
+                got = c.words(index.__getitem__)
+                if not math.isfinite(got):
+                    continue
+                key = tuple(full[k] for k in keep)
+                if total + got < nxt.get(key, math.inf):
+                    nxt[key] = total + got
+        c.chunks = []  # the charges are memoised; the tiles are no longer needed
+        if not nxt or len(nxt) > _MAX_STATES:
+            return None
+        states, frontier = nxt, [names[k] for k in keep]
+    return min(states.values())
