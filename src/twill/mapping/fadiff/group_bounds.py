@@ -17,7 +17,10 @@ the whole network, and per layer the bound charges the least DRAM words its tile
   count per group): one block, blocks with its weights resident (no weight-relevant DRAM
   loop), or blocks with its weights read again per block;
 * in blocks, the resident weights of its fused neighbours in the scratchpad too (rule 4:
-  resident weights stay for the whole group).
+  resident weights stay for the whole group);
+* a fused tensor whose producer comes before the layer and whose reader after it, when the
+  layer is fused to either (it is then in their group, and the tensor is live while it
+  runs: a residual block's input during the block's first convolutions).
 
 The minimum over edge sets and modes is exact, by dynamic programming over the layers in
 execution order: a state assigns the edges and layer modes that an earlier layer's charge
@@ -78,6 +81,16 @@ class _LayerCharge:
         self.cand_out = [i for i in outs if i in cands]
         self.all_out_candidates = bool(outs) and len(self.cand_out) == len(outs)
         self.edges = sorted(self.data_in + self.add_in + self.cand_out)
+        near = {edges[i].src for i in self.edges} | {edges[i].dst for i in self.edges}
+        self.spanning = [  # edges over j between layers j may be fused with
+            i
+            for i in cands
+            if edges[i].src < j < edges[i].dst and {edges[i].src, edges[i].dst} & near
+        ]
+        self.span_ends = {i: {edges[i].src, edges[i].dst} for i in self.spanning}
+        self.span_tensor = {
+            i: float(net.layers[edges[i].src].footprint(Operand.O)) for i in self.spanning
+        }
         self.other = {i: edges[i].src if edges[i].dst == j else edges[i].dst for i in self.edges}
         self.neighbours = sorted(set(self.other.values()))
         self.words_of = {m: float(net.layers[m].footprint(Operand.W)) for m in self.neighbours}
@@ -98,10 +111,10 @@ class _LayerCharge:
         return None if chunks is None else cls(net, arch, j, chunks)
 
     def scope(self) -> list[tuple[str, int]]:
-        """The variables this charge reads: edges, its own mode, its neighbours' modes."""
-        return (
-            [("z", i) for i in self.edges] + [("u", self.j)] + [("u", m) for m in self.neighbours]
-        )
+        """The variables this charge reads: its edges, the edges over it from or to its
+        neighbours, its own mode and its neighbours' modes."""
+        edges = [("z", i) for i in self.edges + self.spanning]
+        return edges + [("u", self.j)] + [("u", m) for m in self.neighbours]
 
     def words(self, value: Callable[[tuple[str, int]], int]) -> float:
         """The charge under an assignment (``inf`` where it breaks a rule)."""
@@ -122,6 +135,11 @@ class _LayerCharge:
         fused_out = self.all_out_candidates and all(i in fused for i in self.cand_out)
         x = sum(self.tensor[i] for i in fused if i not in self.cand_out)
         x += self.o if buffered else 0.0
+        x += sum(  # live while this layer runs, since it is in their group (rule 4)
+            self.span_tensor[i]
+            for i in self.spanning
+            if value(("z", i)) and partners & self.span_ends[i]
+        )
         reserve = 0.0
         if blocked:
             reserve = sum(self.words_of[m] for m in partners if value(("u", m)) == _RESIDENT)
