@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from twill.mapping.fadiff.floors import _input_words_floor, tile_row_chunks
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Dim, Operand
 
-__all__ = ["group_dram_words"]
+__all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words"]
 
 _MAX_STATES = 200_000
 _UNBLOCKED, _REREAD, _RESIDENT = 0, 1, 2
@@ -55,13 +56,36 @@ def group_dram_words(net: Network, arch: Arch) -> float | None:
     """Fewest DRAM words (int8) of any verified plan of ``net`` on ``arch`` (module
     docstring), or ``None`` when the architecture is not Gemmini-like or the dynamic
     programme would exceed its state budget."""
+    got = group_dram_assignment(net, arch)
+    return None if got is None else got.words
+
+
+@dataclass(frozen=True)
+class GroupAssignment:
+    """Where the group bound is reached: its DRAM words, the fused candidate edges and each
+    layer's mode (``"one"`` block, ``"resident"`` or ``"reread"`` weights in blocks)."""
+
+    words: float
+    fused: tuple[int, ...]
+    modes: tuple[str, ...]
+
+
+def group_dram_assignment(net: Network, arch: Arch) -> GroupAssignment | None:
+    """:func:`group_dram_words` with the edges and modes that reach it: a relaxation's
+    optimum, which a plan search may start from (it need not verify as a plan)."""
     charges = []
     for j in range(len(net.layers)):
         charge = _LayerCharge.build(net, arch, j)
         if charge is None:
             return None
         charges.append(charge)
-    return _frontier_minimum(net, charges)
+    got = _frontier_minimum(net, charges)
+    if got is None:
+        return None
+    words, value = got
+    fused = tuple(sorted(i for (kind, i), v in value.items() if kind == "z" and v))
+    modes = tuple(_MODES[value.get(("u", j), _UNBLOCKED)] for j in range(len(net.layers)))
+    return GroupAssignment(words, fused, modes)
 
 
 class _LayerCharge:
@@ -175,33 +199,34 @@ def _domain(net: Network, var: tuple[str, int], charges: list[_LayerCharge]) -> 
     return (_UNBLOCKED, _REREAD, _RESIDENT) if charges[var[1]].edges else (_UNBLOCKED,)
 
 
-def _frontier_minimum(net: Network, charges: list[_LayerCharge]) -> float | None:
-    """Least total charge over every assignment, layer by layer in execution order: the
-    state keeps the variables an earlier charge shares with a later one."""
+def _frontier_minimum(
+    net: Network, charges: list[_LayerCharge]
+) -> tuple[float, dict[tuple[str, int], int]] | None:
+    """Least total charge over every assignment, and one assignment that reaches it, layer
+    by layer in execution order: the state keeps the variables an earlier charge shares
+    with a later one."""
     last_use: dict[tuple[str, int], int] = {}
     for c in charges:
         for v in c.scope():
             last_use[v] = max(last_use.get(v, -1), c.j)
     frontier: list[tuple[str, int]] = []
-    states: dict[tuple[int, ...], float] = {(): 0.0}
+    states: dict[tuple[int, ...], tuple[float, dict]] = {(): (0.0, {})}
     for c in charges:
         new = [v for v in dict.fromkeys(c.scope()) if v not in frontier]
         names = frontier + new
         keep = [k for k, v in enumerate(names) if last_use[v] > c.j]
-        nxt: dict[tuple[int, ...], float] = {}
+        nxt: dict[tuple[int, ...], tuple[float, dict]] = {}
         domains = [_domain(net, v, charges) for v in new]
-        for state, total in states.items():
+        for state, (total, done) in states.items():
             for vals in itertools.product(*domains):
                 full = state + vals
                 index = dict(zip(names, full, strict=True))
                 got = c.words(index.__getitem__)
-                if not math.isfinite(got):
-                    continue
                 key = tuple(full[k] for k in keep)
-                if total + got < nxt.get(key, math.inf):
-                    nxt[key] = total + got
+                if math.isfinite(got) and total + got < nxt.get(key, (math.inf,))[0]:
+                    nxt[key] = (total + got, {**done, **dict(zip(new, vals, strict=True))})
         c.chunks = []  # the charges are memoised; the tiles are no longer needed
         if not nxt or len(nxt) > _MAX_STATES:
             return None
         states, frontier = nxt, [names[k] for k in keep]
-    return min(states.values())
+    return min(states.values(), key=lambda x: x[0])
