@@ -12,7 +12,7 @@ their docstrings and ``docs/fadiff.md``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -260,6 +260,21 @@ class _TileRows:
     f: np.ndarray
     w: float
     cap: float
+    _blocks: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def block_limits(self, common: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: the most blocks its DRAM P, Q, N loops allow with block counts dividing
+        ``common``, and whether it has a weight-relevant DRAM loop (memoised)."""
+        key = tuple(int(c) for c in common)
+        got = self._blocks.get(key)
+        if got is None:
+            fi = np.rint(self.f).astype(np.int64)
+            most = np.ones(len(fi), dtype=np.int64)
+            for k, d in enumerate((_P, _Q, _N)):
+                most *= np.gcd(fi[:, d], max(1, key[k]))
+            weight_loop = (fi[:, [_K, _C, _R, _S, _G]] > 1).any(axis=1)
+            got = self._blocks[key] = (np.tile(most, 4), np.tile(weight_loop, 4))
+        return got
 
     def least(
         self,
@@ -395,13 +410,7 @@ def _blocked_weight_reads(
     the fewest blocks ``B`` otherwise; ``inf`` when no block count fits, or the row does
     not run in ``mode``; :func:`_tiling_words_floor`). ``work`` is the tile's own words;
     ``reserve`` words of other layers share the scratchpad when running in blocks."""
-    f = rows.f
-    fi = np.rint(f).astype(np.int64)
-    most = np.ones(len(f), dtype=np.int64)
-    for k, d in enumerate((_P, _Q, _N)):
-        most *= np.gcd(fi[:, d], max(1, int(common[k])))
-    weight_loop = (fi[:, [_K, _C, _R, _S, _G]] > 1).any(axis=1)
-    most, weight_loop = np.tile(most, 4), np.tile(weight_loop, 4)
+    most, weight_loop = rows.block_limits(common)
     whole = x <= rows.cap - work
     room = rows.cap - reserve - work
     resident = ~weight_loop & (most > 1) & (x / most <= room)

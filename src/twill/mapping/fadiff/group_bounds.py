@@ -17,7 +17,8 @@ the whole network, and per layer the bound charges the least DRAM words its tile
   count per group): one block, blocks with its weights resident (no weight-relevant DRAM
   loop), or blocks with its weights read again per block;
 * in blocks, the resident weights of its fused neighbours in the scratchpad too (rule 4:
-  resident weights stay for the whole group);
+  resident weights stay for the whole group), and those of the layers before it fused one
+  to the next up to it (carried in the state, rounded down to 1/64 of the scratchpad);
 * a fused tensor whose producer comes before the layer and whose reader after it, when the
   layer is fused to either (it is then in their group, and the tensor is live while it
   runs: a residual block's input during the block's first convolutions).
@@ -48,6 +49,7 @@ from twill.mapping.workload import Dim, Operand
 __all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words"]
 
 _MAX_STATES = 200_000
+_RESIDENT_STEPS = 64  # the running resident words are tracked in 1/64 of the scratchpad
 _UNBLOCKED, _REREAD, _RESIDENT = 0, 1, 2
 _MODES = {_UNBLOCKED: "one", _REREAD: "reread", _RESIDENT: "resident"}
 
@@ -128,6 +130,9 @@ class _LayerCharge:
         self.o = float(ly.footprint(Operand.O))
         self.halo_in = _input_words_floor(ly)
         self._memo: dict[tuple, float] = {}
+        self.step = float(arch.levels[-2].entries or 1) / _RESIDENT_STEPS
+        self._scope = self.scope()
+        self._words_memo: dict[tuple, tuple[float, int]] = {}
 
     @classmethod
     def build(cls, net: Network, arch: Arch, j: int) -> _LayerCharge | None:
@@ -140,20 +145,51 @@ class _LayerCharge:
         edges = [("z", i) for i in self.edges + self.spanning]
         return edges + [("u", self.j)] + [("u", m) for m in self.neighbours]
 
-    def words(self, value: Callable[[tuple[str, int]], int]) -> float:
-        """The charge under an assignment (``inf`` where it breaks a rule)."""
+    def words(self, value: Callable[[tuple[str, int]], int], before: int = 0) -> tuple[float, int]:
+        """The charge under an assignment (``inf`` where it breaks a rule), and the resident
+        words (in steps of ``self.step``, rounded down) of the layers fused one to the next
+        up to this one. ``before`` is that count up to the previous layer: when this layer is
+        fused to it, they share a group, so those weights stay in the scratchpad while this
+        one runs in blocks."""
+        key = (tuple(value(v) for v in self._scope), before)
+        got = self._words_memo.get(key)
+        if got is None:
+            got = self._words_memo[key] = self._words(value, before)
+        return got
+
+    def _words(self, value: Callable[[tuple[str, int]], int], before: int) -> tuple[float, int]:
         fused = [i for i in self.edges if value(("z", i))]
         mode = value(("u", self.j))
         blocked = mode != _UNBLOCKED
         if not fused:
-            return (
-                self._least(False, False, False, 0.0, (self.j,), 0.0, None)
-                if not blocked
-                else math.inf
-            )
+            if blocked:
+                return math.inf, 0
+            return self._least(False, False, False, 0.0, (self.j,), 0.0, None), 0
         partners = {self.other[i] for i in fused}
         if any((value(("u", m)) != _UNBLOCKED) != blocked for m in partners):
-            return math.inf  # one block count per group
+            return math.inf, 0  # one block count per group
+        chained = self.j - 1 in partners
+        earlier = sum(
+            self.words_of[m] for m in partners if m < self.j and value(("u", m)) == _RESIDENT
+        )
+        later = sum(
+            self.words_of[m] for m in partners if m > self.j and value(("u", m)) == _RESIDENT
+        )
+        upto = before * self.step if chained else 0.0
+        reserve = max(upto, earlier) + later if blocked else 0.0
+        reserve = (reserve // self.step) * self.step  # rounded down: fewer distinct charges
+        own = self.w if mode == _RESIDENT else 0.0
+        after = int((max(upto, earlier) + own) // self.step) if blocked else 0
+        return self._charge(value, fused, partners, mode, reserve), after
+
+    def _charge(
+        self,
+        value: Callable[[tuple[str, int]], int],
+        fused: list[int],
+        partners: set[int],
+        mode: int,
+        reserve: float,
+    ) -> float:
         fused_in = any(i in fused for i in self.data_in)
         buffered = any(i in fused for i in self.cand_out)
         fused_out = self.all_out_candidates and all(i in fused for i in self.cand_out)
@@ -164,9 +200,6 @@ class _LayerCharge:
             for i in self.spanning
             if value(("z", i)) and partners & self.span_ends[i]
         )
-        reserve = 0.0
-        if blocked:
-            reserve = sum(self.words_of[m] for m in partners if value(("u", m)) == _RESIDENT)
         key_partners = tuple(sorted(partners | {self.j}))
         return self._least(fused_in, fused_out, buffered, x, key_partners, reserve, _MODES[mode])
 
@@ -210,7 +243,8 @@ def _frontier_minimum(
         for v in c.scope():
             last_use[v] = max(last_use.get(v, -1), c.j)
     frontier: list[tuple[str, int]] = []
-    states: dict[tuple[int, ...], tuple[float, dict]] = {(): (0.0, {})}
+    # a state: the frontier's values, then the running resident steps (Charge.words)
+    states: dict[tuple[int, ...], tuple[float, dict]] = {(0,): (0.0, {})}
     for c in charges:
         new = [v for v in dict.fromkeys(c.scope()) if v not in frontier]
         names = frontier + new
@@ -219,10 +253,10 @@ def _frontier_minimum(
         domains = [_domain(net, v, charges) for v in new]
         for state, (total, done) in states.items():
             for vals in itertools.product(*domains):
-                full = state + vals
+                full = state[:-1] + vals
                 index = dict(zip(names, full, strict=True))
-                got = c.words(index.__getitem__)
-                key = tuple(full[k] for k in keep)
+                got, after = c.words(index.__getitem__, state[-1])
+                key = (*(full[k] for k in keep), after)
                 if math.isfinite(got) and total + got < nxt.get(key, (math.inf,))[0]:
                     nxt[key] = (total + got, {**done, **dict(zip(new, vals, strict=True))})
         c.chunks = []  # the charges are memoised; the tiles are no longer needed
