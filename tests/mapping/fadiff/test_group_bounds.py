@@ -46,9 +46,9 @@ def test_frontier_minimum_equals_brute_force():
             best = math.inf
             for vals in itertools.product(*(_domain(net, v, charges) for v in names)):
                 value = dict(zip(names, vals, strict=True)).__getitem__
-                total, before = 0.0, 0
-                for c in charges:  # in execution order, carrying the resident steps
-                    got, before = c.words(value, before)
+                total, carried = 0.0, ()
+                for c in charges:  # in execution order, carrying the groups' resident words
+                    got, carried = c.words(value, carried)
                     total += got
                 best = min(best, total)
             assert group_dram_words(net, arch) == pytest.approx(best, rel=1e-12)

@@ -50,6 +50,8 @@ __all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words"]
 
 _MAX_STATES = 200_000
 _RESIDENT_STEPS = 64  # the running resident words are tracked in 1/64 of the scratchpad
+_MAX_CARRIED = 3  # groups whose resident words a state carries
+_Carried = tuple[int, frozenset[int]]  # (resident steps, layers known to be in the group)
 _UNBLOCKED, _REREAD, _RESIDENT = 0, 1, 2
 _MODES = {_UNBLOCKED: "one", _REREAD: "reread", _RESIDENT: "resident"}
 
@@ -145,42 +147,55 @@ class _LayerCharge:
         edges = [("z", i) for i in self.edges + self.spanning]
         return edges + [("u", self.j)] + [("u", m) for m in self.neighbours]
 
-    def words(self, value: Callable[[tuple[str, int]], int], before: int = 0) -> tuple[float, int]:
-        """The charge under an assignment (``inf`` where it breaks a rule), and the resident
-        words (in steps of ``self.step``, rounded down) of the layers fused one to the next
-        up to this one. ``before`` is that count up to the previous layer: when this layer is
-        fused to it, they share a group, so those weights stay in the scratchpad while this
-        one runs in blocks."""
-        key = (tuple(value(v) for v in self._scope), before)
+    def words(
+        self, value: Callable[[tuple[str, int]], int], carried: tuple[_Carried, ...] = ()
+    ) -> tuple[float, tuple[_Carried, ...]]:
+        """The charge under an assignment (``inf`` where it breaks a rule), and what it
+        carries to later layers.
+
+        Each :data:`_Carried` is the resident words (in steps of ``self.step``, rounded
+        down) of some earlier layers of one group, with layers known to be in that group.
+        When this layer is fused to one of those, it is in that group, so those resident
+        weights stay in the scratchpad while it runs in blocks (rule 4); groups it joins
+        merge (their layers are distinct, so their words add)."""
+        fused_to = {self.other[i] for i in self.edges if value(("z", i))}
+        joined = [c for c in carried if c[1] & fused_to]
+        steps = sum(c[0] for c in joined)
+        key = (tuple(value(v) for v in self._scope), steps)
         got = self._words_memo.get(key)
         if got is None:
-            got = self._words_memo[key] = self._words(value, before)
-        return got
+            got = self._words_memo[key] = self._words(value, steps)
+        charge, after = got
+        if after < 0:  # not in a group run in blocks: nothing changes
+            return charge, carried
+        members = {m for m in fused_to if m < self.j} | {self.j}
+        members = members.union(*(c[1] for c in joined))
+        rest = [c for c in carried if not c[1] & fused_to]
+        return charge, ((after, frozenset(members)), *rest)
 
-    def _words(self, value: Callable[[tuple[str, int]], int], before: int) -> tuple[float, int]:
+    def _words(self, value: Callable[[tuple[str, int]], int], steps: int) -> tuple[float, int]:
         fused = [i for i in self.edges if value(("z", i))]
         mode = value(("u", self.j))
         blocked = mode != _UNBLOCKED
         if not fused:
             if blocked:
-                return math.inf, 0
-            return self._least(False, False, False, 0.0, (self.j,), 0.0, None), 0
+                return math.inf, -1
+            return self._least(False, False, False, 0.0, (self.j,), 0.0, None), -1
         partners = {self.other[i] for i in fused}
         if any((value(("u", m)) != _UNBLOCKED) != blocked for m in partners):
-            return math.inf, 0  # one block count per group
-        chained = self.j - 1 in partners
+            return math.inf, -1  # one block count per group
+        if not blocked:
+            return self._charge(value, fused, partners, mode, 0.0), -1
         earlier = sum(
             self.words_of[m] for m in partners if m < self.j and value(("u", m)) == _RESIDENT
         )
         later = sum(
             self.words_of[m] for m in partners if m > self.j and value(("u", m)) == _RESIDENT
         )
-        upto = before * self.step if chained else 0.0
-        reserve = max(upto, earlier) + later if blocked else 0.0
-        reserve = (reserve // self.step) * self.step  # rounded down: fewer distinct charges
+        upto = max(steps * self.step, earlier)
+        reserve = ((upto + later) // self.step) * self.step  # rounded down: fewer charges
         own = self.w if mode == _RESIDENT else 0.0
-        after = int((max(upto, earlier) + own) // self.step) if blocked else 0
-        return self._charge(value, fused, partners, mode, reserve), after
+        return self._charge(value, fused, partners, mode, reserve), int((upto + own) // self.step)
 
     def _charge(
         self,
@@ -232,6 +247,15 @@ def _domain(net: Network, var: tuple[str, int], charges: list[_LayerCharge]) -> 
     return (_UNBLOCKED, _REREAD, _RESIDENT) if charges[var[1]].edges else (_UNBLOCKED,)
 
 
+def _still_open(carried: tuple[_Carried, ...], later: set[int]) -> tuple[_Carried, ...]:
+    """``carried`` restricted to layers a later charge can still be fused to, at most
+    :data:`_MAX_CARRIED` groups (the most resident words first; dropping one only lowers
+    the charges), in a canonical order."""
+    kept = [(steps, m & later) for steps, m in carried if m & later]
+    kept.sort(key=lambda c: (-c[0], sorted(c[1])))
+    return tuple(kept[:_MAX_CARRIED])
+
+
 def _frontier_minimum(
     net: Network, charges: list[_LayerCharge]
 ) -> tuple[float, dict[tuple[str, int], int]] | None:
@@ -243,20 +267,21 @@ def _frontier_minimum(
         for v in c.scope():
             last_use[v] = max(last_use.get(v, -1), c.j)
     frontier: list[tuple[str, int]] = []
-    # a state: the frontier's values, then the running resident steps (Charge.words)
-    states: dict[tuple[int, ...], tuple[float, dict]] = {(0,): (0.0, {})}
+    # a state: the frontier's values, then what the charges carry (_LayerCharge.words)
+    states: dict[tuple, tuple[float, dict]] = {((),): (0.0, {})}
     for c in charges:
         new = [v for v in dict.fromkeys(c.scope()) if v not in frontier]
         names = frontier + new
         keep = [k for k, v in enumerate(names) if last_use[v] > c.j]
-        nxt: dict[tuple[int, ...], tuple[float, dict]] = {}
+        later = {v[1] for k, v in enumerate(names) if k in keep and v[0] == "u"}
+        nxt: dict[tuple, tuple[float, dict]] = {}
         domains = [_domain(net, v, charges) for v in new]
         for state, (total, done) in states.items():
             for vals in itertools.product(*domains):
                 full = state[:-1] + vals
                 index = dict(zip(names, full, strict=True))
-                got, after = c.words(index.__getitem__, state[-1])
-                key = (*(full[k] for k in keep), after)
+                got, carried = c.words(index.__getitem__, state[-1])
+                key = (*(full[k] for k in keep), _still_open(carried, later))
                 if math.isfinite(got) and total + got < nxt.get(key, (math.inf,))[0]:
                     nxt[key] = (total + got, {**done, **dict(zip(new, vals, strict=True))})
         c.chunks = []  # the charges are memoised; the tiles are no longer needed
