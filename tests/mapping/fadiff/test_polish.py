@@ -80,3 +80,49 @@ def test_restarts_reach_what_single_moves_miss_on_bert_ffn():
     assert verify_mapping(ly, arch, multi) == []
     assert evaluate(ly, arch, multi).edp < evaluate(ly, arch, plain).edp
     assert multi.factor(3, Dim.C) == 1  # no DRAM C loop: no partial sums
+
+
+def test_floor_starts_reach_the_tiling_floor():
+    """The floor starts are valid mappings whose DRAM words equal the tiling floor (the
+    fewest any mapping can move unfused), on a GEMM and a 3x3 convolution, in the default
+    Gemmini and a 32x32 array with 256 KB: the floor is reached, and the starts reach it."""
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
+    from twill.mapping.fadiff.floors import _tiling_words_floor
+    from twill.mapping.fadiff.polish import floor_starts
+    from twill.mapping.fadiff.train import all_dram_mapping
+
+    layers = [
+        Layer.gemm(128, 3072, 768, name="ffn2"),
+        Layer("conv", {"R": 3, "S": 3, "P": 28, "Q": 28, "C": 128, "K": 128}),
+    ]
+    for arch in (gemmini_arch(), read_arch(shipped_archs()["gemmini_32x32_sp256k_acc128k"])):
+        top = arch.n_levels - 1
+        for ly in layers:
+            starts = floor_starts(ly, arch, all_dram_mapping(ly, arch))
+            assert len(starts) == 3
+            assert all(verify_mapping(ly, arch, m) == [] for m in starts)
+            c = evaluate_batch(ly, arch, batch_from_mappings(starts))
+            words = c.reads[:, top, 0] + c.reads[:, top, 1] + c.updates[:, top, 2]
+            words = (words + c.reads[:, top, 2]) * c.instances_used[:, top]
+            assert np.allclose(words, _tiling_words_floor(ly, arch)[False, False])
+
+
+def test_floor_starts_lower_bert_ffn_on_a_32x32_array():
+    """BERT's FFN down-projection (3072 -> 768) on a 32x32 Gemmini with 256 KB from a
+    mapping with 19 % more DRAM words than the floor (K split at DRAM with the input read
+    per K block): with the floor starts the polished EDP is lower than without them."""
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.fadiff.polish import _restarts, floor_starts
+    from twill.mapping.fadiff.train import all_dram_mapping
+
+    arch = read_arch(shipped_archs()["gemmini_32x32_sp256k_acc128k"])
+    ly = Layer.gemm(128, 3072, 768, name="ffn2")
+    m0 = polish_mappings([ly], arch, [all_dram_mapping(ly, arch)], restarts=False)[0]
+    plain = min(
+        (polish_mapping(ly, arch, x) for x in [m0, *_restarts(ly, arch, m0)]),
+        key=lambda m: evaluate(ly, arch, m).edp,
+    )
+    best = polish_mappings([ly], arch, [m0])[0]
+    assert floor_starts(ly, arch, m0)
+    assert evaluate(ly, arch, best).edp < evaluate(ly, arch, plain).edp

@@ -38,11 +38,12 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, batch_from_mappings, evaluate_batch
 from twill.mapping.fadiff.blocks import block_variants
-from twill.mapping.mapping import Mapping
+from twill.mapping.fadiff.floors import tile_row_chunks
+from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.search.common import choices
-from twill.mapping.workload import DIMS, Layer, prime_factors
+from twill.mapping.workload import ALL_DIMS, DIMS, Dim, Layer, prime_factors
 
-__all__ = ["polish_mapping", "polish_mappings"]
+__all__ = ["floor_starts", "polish_mapping", "polish_mappings"]
 
 _REL_TOL = 1e-12
 
@@ -250,7 +251,13 @@ def polish_mappings(
         for ly, m in zip(layers, cur, strict=True):
             key = (ly.key, m)
             if key not in cache:
-                starts = [m] + (_restarts(ly, arch, m) if restarts and rnd == 0 else [])
+                starts = [m]
+                if restarts and rnd == 0:
+                    starts += _restarts(ly, arch, m)
+                    starts += [  # the DRAM tilings of the floor, arranged below first
+                        polish_mapping(ly, arch, x, w_energy=w_e, w_cycles=w_c, freeze_top=True)
+                        for x in floor_starts(ly, arch, m)
+                    ]
                 got = [
                     polish_mapping(ly, arch, x, w_energy=w_e, w_cycles=w_c, max_rounds=max_rounds)
                     for x in starts
@@ -265,6 +272,73 @@ def polish_mappings(
             break
         cur, e_net, c_net = new, e2, c2
     return cur
+
+
+def floor_starts(layer: Layer, arch: Arch, mapping: Mapping, count: int = 3) -> list[Mapping]:
+    """Valid mappings of ``layer`` whose DRAM level is one of the ``count`` scratchpad tiles
+    and loop orders with the fewest DRAM words (the tiling floor's best rows,
+    :func:`twill.mapping.fadiff.floors.tile_row_chunks`), C and K unrolled as far as the
+    array allows, the rest of each tile's C, R and S on the accumulator level (outputs leave
+    it complete) and its other loops on the scratchpad level, for the local search to
+    arrange below. A start the search reaches from ``mapping`` only through many moves at
+    once (BERT's FFN down-projection on a 32×32 array: 19 % more DRAM words than the floor
+    in the layer-wise plans). ``[]`` for grouped layers and other architectures."""
+    chunks = tile_row_chunks(layer, arch) if layer.groups == 1 else None
+    if not chunks:
+        return []
+    rows: list[tuple[float, int, np.ndarray]] = []
+    for ch in chunks:
+        words = ch.w_reads + ch.i_reads + ch.o_traffic
+        n = len(ch.f)
+        best = np.argsort(words, kind="stable")[: 8 * count]
+        rows += [(float(words[r]), int(r // n), ch.f[r % n]) for r in best if np.isfinite(words[r])]
+    rows.sort(key=lambda r: r[0])
+    out: list[Mapping] = []
+    seen: set[tuple] = set()
+    for _, case, f in rows:
+        key = (case, tuple(int(round(x)) for x in f))
+        if key in seen:
+            continue
+        seen.add(key)
+        m = _floor_mapping(layer, arch, mapping, case, f)
+        if m is not None:
+            out.append(m)
+        if len(out) == count:
+            break
+    return out
+
+
+_REDUCTIONS = (Dim.R, Dim.S, Dim.C)
+#: DRAM loop order (outer → inner) of the tiling floor's order classes
+_CASE_ORDERS = tuple(tuple(Dim(c) for c in o) for o in ("KCSRNQP", "NQPCSRK", "NQPKCSR", "NQPKCSR"))
+
+
+def _floor_mapping(
+    layer: Layer, arch: Arch, mapping: Mapping, case: int, f: np.ndarray
+) -> Mapping | None:
+    """The mapping of :func:`floor_starts` for DRAM factors ``f`` (ALL_DIMS order) and
+    order class ``case``, or ``None`` when it does not verify."""
+    top, sp = arch.n_levels - 1, arch.n_levels - 2
+    temporal = [[1] * len(DIMS) for _ in range(arch.n_levels)]
+    spatial = [[1] * len(DIMS) for _ in range(arch.n_levels)]
+    fan = [arch.fanout(m) for m in range(arch.n_levels)]
+    for d in DIMS:
+        outer = int(round(f[ALL_DIMS.index(d)]))
+        rest = layer.dim(d) // outer
+        temporal[top][d.index] = outer
+        for m, is_spatial in choices(arch, d):
+            if is_spatial and m < top:
+                s = max(x for x in range(1, min(rest, fan[m]) + 1) if rest % x == 0)
+                spatial[m][d.index], fan[m], rest = s, fan[m] // s, rest // s
+        # reductions below the scratchpad, in the accumulators: outputs leave complete
+        temporal[sp - 1 if d in _REDUCTIONS and sp > 0 else sp][d.index] = rest
+    order = list(mapping.order)
+    order[top] = _CASE_ORDERS[case]
+    m = Mapping(
+        tuple(tuple(r) for r in temporal), tuple(tuple(r) for r in spatial), tuple(order),
+        mapping.keeps,
+    )  # fmt: skip
+    return None if verify_mapping(layer, arch, m) else m
 
 
 def _restarts(layer: Layer, arch: Arch, mapping: Mapping) -> list[Mapping]:
