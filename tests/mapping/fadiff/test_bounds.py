@@ -180,10 +180,37 @@ def _sub_network(net, lo: int, hi: int):
     return Network(f"{net.name}[{lo}:{hi}]", net.layers[lo:hi], es)
 
 
+def _group_charges(net, arch, plan):  # noqa: ANN001, ANN202
+    """The group bound's charge of every layer under the plan's own edges and modes (one
+    block or several; weights resident when loaded once, as the verifier counts them)."""
+    import numpy as np
+
+    from twill.mapping.fadiff.fusion import block_counts, fusion_groups, layer_cost
+    from twill.mapping.fadiff.group_bounds import _RESIDENT, _UNBLOCKED, _LayerCharge
+
+    sp = arch.n_levels - 2
+    value = {("z", i): int(i in plan.fused) for i in net.candidates}
+    for group in fusion_groups(net, plan.fused):
+        first = min(group)
+        bp, bq, bn = block_counts(plan.mappings[first], net.layers[first].groups)
+        for j in group:
+            c = layer_cost(net.layers[j], arch, plan.mappings[j])
+            resident = float(c.fills[0, sp, 0]) <= float(c.tiles[0, sp, 0]) * (1 + 1e-12)
+            blocked = bp * bq * bn > 1
+            value[("u", j)] = _UNBLOCKED if not blocked else (_RESIDENT if resident else 1)
+    carried: tuple = ()
+    out = []
+    for j in range(len(net.layers)):
+        got, carried = _LayerCharge.build(net, arch, j).words(lambda v: value.get(v, 0), carried)
+        out.append(got)
+    return np.array(out)
+
+
 def _check_plan(net, arch, plan) -> bool:
-    """The plan verifies and every layer moves at least its DRAM floor; all layers together
-    at least the group-consistent floor; its energy, cycles and EDP are at least both
-    capacity bounds'. Returns whether it fuses anything."""
+    """The plan verifies and every layer moves at least its DRAM floor and its group-bound
+    charge under the plan's own edges and modes; all layers together at least the
+    group-consistent floor; its energy, cycles and EDP are at least both capacity bounds'.
+    Returns whether it fuses anything."""
     import numpy as np
 
     from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound, group_capacity_bound
@@ -194,6 +221,8 @@ def _check_plan(net, arch, plan) -> bool:
     floor = np.array([_dram_words_floor(net, arch, j) for j in range(len(net.layers))])
     assert np.all(rep.layer_dram_bytes >= floor * (1 - 1e-12))
     assert rep.dram_bytes >= group_dram_words(net, arch) * (1 - 1e-12)
+    charges = _group_charges(net, arch, plan)
+    assert np.all(rep.layer_dram_bytes >= charges * (1 - 1e-12))
     for e, c in (capacity_bound(net, arch), group_capacity_bound(net, arch)):
         assert rep.energy_pj >= e and rep.cycles >= c and rep.edp >= e * 1e-6 * c
     return bool(plan.fused)
