@@ -54,6 +54,25 @@ def test_frontier_minimum_equals_brute_force():
             assert group_dram_words(net, arch) == pytest.approx(best, rel=1e-12)
 
 
+def test_assignment_reproduces_the_bound():
+    """The edges and modes that reach the bound are candidates and valid modes, and the
+    charges under them, carried in execution order, add up to the bound."""
+    from twill.mapping.fadiff.group_bounds import group_dram_assignment
+
+    modes = {"one": 0, "reread": 1, "resident": 2}
+    for net in (_residual_block(), _gemm_pair(256)):
+        arch = gemmini_arch(16, 64, 32)
+        got = group_dram_assignment(net, arch)
+        assert set(got.fused) <= set(net.candidates) and len(got.modes) == len(net.layers)
+        value = {("z", i): int(i in got.fused) for i in net.candidates}
+        value.update({("u", j): modes[m] for j, m in enumerate(got.modes)})
+        total, carried = 0.0, ()
+        for j in range(len(net.layers)):
+            charge, carried = _LayerCharge.build(net, arch, j).words(value.__getitem__, carried)
+            total += charge
+        assert total == pytest.approx(got.words, rel=1e-12)
+
+
 def _verified_block_plans(net: Network, arch, block_counts, fused_sets):  # noqa: ANN001, ANN202
     """Reports of every verified plan from the block re-mappings (one variant per layer)
     over ``block_counts`` and ``fused_sets``."""

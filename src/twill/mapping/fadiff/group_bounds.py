@@ -75,8 +75,8 @@ class GroupAssignment:
 
 
 def group_dram_assignment(net: Network, arch: Arch) -> GroupAssignment | None:
-    """:func:`group_dram_words` with the edges and modes that reach it: a relaxation's
-    optimum, which a plan search may start from (it need not verify as a plan)."""
+    """:func:`group_dram_words` with the edges and modes that reach it: the optimum of a
+    relaxation, which need not verify as a plan (``docs/fadiff.md``)."""
     charges = []
     for j in range(len(net.layers)):
         charge = _LayerCharge.build(net, arch, j)
