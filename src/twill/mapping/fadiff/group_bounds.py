@@ -17,8 +17,9 @@ the whole network, and per layer the bound charges the least DRAM words its tile
   count per group): one block, blocks with its weights resident (no weight-relevant DRAM
   loop), or blocks with its weights read again per block;
 * in blocks, the resident weights of its fused neighbours in the scratchpad too (rule 4:
-  resident weights stay for the whole group), and those of the layers before it fused one
-  to the next up to it (carried in the state, rounded down to 1/64 of the scratchpad);
+  resident weights stay for the whole group), and those of earlier layers known to be in
+  its group (carried in the state for up to three groups, rounded down to 1/64 of the
+  scratchpad);
 * a fused tensor whose producer comes before the layer and whose reader after it, when the
   layer is fused to either (it is then in their group, and the tensor is live while it
   runs: a residual block's input during the block's first convolutions).
