@@ -63,6 +63,32 @@ def test_verifier_rejects_misaligned_blocks_and_overflow():
     assert "fusion.capacity" in rules or "capacity" in rules
 
 
+def test_verifier_rejects_a_fused_tensor_waiting_over_an_outside_layer():
+    """Rule 5: in a residual block x -> c1 -> c2 (+ x in c2's epilogue), fusing only the
+    add edge leaves c1 running whole while x's output waits in the scratchpad. The verifier
+    rejects it, the repair unfuses it, greedy fusion never returns it, and fusing the whole
+    block is accepted."""
+    from twill.mapping.fadiff.groups import block_mapping
+    from twill.mapping.fadiff.heuristics import repair_plan
+    from twill.mapping.fadiff.networks import Edge, Network
+    from twill.mapping.fadiff.train import all_dram_mapping
+
+    x = Layer("x", {"P": 16, "Q": 16, "C": 16, "K": 32})
+    c1 = Layer("c1", {"P": 16, "Q": 16, "C": 32, "K": 16})
+    c2 = Layer("c2", {"P": 16, "Q": 16, "C": 16, "K": 32})
+    edges = (Edge(0, 1, "block"), Edge(1, 2, "chain"), Edge(0, 2, "add"))
+    net, arch = Network("res", (x, c1, c2), edges), gemmini_arch()
+    maps = [block_mapping(ly, arch, all_dram_mapping(ly, arch), 1) for ly in net.layers]
+    plan = FusionPlan("res", tuple(maps))  # one block, outputs complete: no partial sums
+    alone = plan.with_fused({2})
+    assert [v.rule for v in verify_plan(net, arch, alone)] == ["fusion.span"]
+    assert repair_plan(net, arch, alone).fused == ()
+    whole = plan.with_fused({0, 1, 2})
+    assert "fusion.span" not in {v.rule for v in verify_plan(net, arch, whole)}
+    got = greedy_fusion(net, arch, plan)
+    assert verify_plan(net, arch, got) == []
+
+
 def test_fadiff_small_chain_verified_reproducible_never_worse():
     torch = pytest.importorskip("torch")
     from twill.mapping.fadiff.train import FADiffSettings, fadiff

@@ -43,7 +43,10 @@ still run one after the other: latencies add (spec pitfall 6).
      counts.
 
    With a single block the group runs layer after layer and only the hand-off buffers of
-   whole tensors and one layer's working set count.
+   whole tensors and one layer's working set count;
+5. every layer that runs between a fused edge's producer and its reader (in execution
+   order) belongs to their group: a layer outside it would run whole while the fused
+   tensor waits in the scratchpad.
 
 Preconditions: a Gemmini-like architecture whose outermost on-chip level keeps inputs (the
 scratchpad) and whose top level is DRAM.
@@ -280,7 +283,7 @@ def verify_plan(
     net: Network, arch: Arch, plan: FusionPlan, *, costs: Sequence[BatchCost] | None = None
 ) -> list[Violation]:
     """Every violated rule of a fused plan (empty = valid): each layer's mapping
-    (:func:`twill.mapping.mapping.verify_mapping`) and the fusion rules 1-4 of this module.
+    (:func:`twill.mapping.mapping.verify_mapping`) and the fusion rules 1-5 of this module.
     """
     out: list[Violation] = []
     if len(plan.mappings) != len(net.layers):
@@ -343,6 +346,9 @@ def verify_plan(
             )
     if out:
         return out
+    out += _span_violations(net, plan.fused)
+    if out:
+        return out
     for group in fusion_groups(net, plan.fused):
         used_words = group_scratchpad_words(net, arch, plan.mappings, costs, plan.fused, group)
         if used_words > cap:
@@ -356,6 +362,28 @@ def verify_plan(
                     f"fused working set needs {math.ceil(used_words)} words",
                 )
             )
+    return out
+
+
+def _span_violations(net: Network, fused: Iterable[int]) -> list[Violation]:
+    """Rule 5: every layer that runs between a fused edge's producer and its reader belongs
+    to their group. Otherwise that layer runs whole while the tensor waits in the
+    scratchpad: with several blocks the group cannot run block by block around it, and
+    with one the waiting tensor is not counted by rule 4."""
+    fused = list(fused)
+    member = {j: k for k, g in enumerate(fusion_groups(net, fused)) for j in g}
+    out = []
+    for i in fused:
+        e = net.edges[i]
+        outside = [k for k in range(e.src + 1, e.dst) if member.get(k) != member[e.src]]
+        if outside:
+            where = {
+                "producer": net.layers[e.src].name,
+                "consumer": net.layers[e.dst].name,
+                "layer": net.layers[outside[0]].name,
+            }
+            msg = "a layer outside the fused group runs while the fused tensor waits"
+            out.append(Violation("fusion.span", where, len(outside), 0, msg))
     return out
 
 

@@ -20,9 +20,9 @@ the whole network, and per layer the bound charges the least DRAM words its tile
   resident weights stay for the whole group), and those of earlier layers known to be in
   its group (carried in the state for up to three groups, rounded down to 1/64 of the
   scratchpad);
-* a fused tensor whose producer comes before the layer and whose reader after it, when the
-  layer is fused to either (it is then in their group, and the tensor is live while it
-  runs: a residual block's input during the block's first convolutions).
+* a fused tensor whose producer comes before the layer and whose reader after it (rule 5
+  puts the layer in their group, and the tensor is live while it runs: a residual block's
+  input during the block's first convolutions).
 
 The minimum over edge sets and modes is exact, by dynamic programming over the layers in
 execution order: a state assigns the edges and layer modes that an earlier layer's charge
@@ -110,12 +110,7 @@ class _LayerCharge:
         self.cand_out = [i for i in outs if i in cands]
         self.all_out_candidates = bool(outs) and len(self.cand_out) == len(outs)
         self.edges = sorted(self.data_in + self.add_in + self.cand_out)
-        near = {edges[i].src for i in self.edges} | {edges[i].dst for i in self.edges}
-        self.spanning = [  # edges over j between layers j may be fused with
-            i
-            for i in cands
-            if edges[i].src < j < edges[i].dst and {edges[i].src, edges[i].dst} & near
-        ]
+        self.spanning = [i for i in cands if edges[i].src < j < edges[i].dst]  # edges over j
         self.span_ends = {i: {edges[i].src, edges[i].dst} for i in self.spanning}
         self.span_tensor = {
             i: float(net.layers[edges[i].src].footprint(Operand.O)) for i in self.spanning
@@ -160,6 +155,7 @@ class _LayerCharge:
         weights stay in the scratchpad while it runs in blocks (rule 4); groups it joins
         merge (their layers are distinct, so their words add)."""
         fused_to = {self.other[i] for i in self.edges if value(("z", i))}
+        fused_to |= {m for i in self.spanning if value(("z", i)) for m in self.span_ends[i]}
         joined = [c for c in carried if c[1] & fused_to]
         steps = sum(c[0] for c in joined)
         key = (tuple(value(v) for v in self._scope), steps)
@@ -179,8 +175,8 @@ class _LayerCharge:
         mode = value(("u", self.j))
         blocked = mode != _UNBLOCKED
         if not fused:
-            if blocked:
-                return math.inf, -1
+            if blocked or any(value(("z", i)) for i in self.spanning):
+                return math.inf, -1  # rule 5: a layer under a fused edge is in its group
             return self._least(False, False, False, 0.0, (self.j,), 0.0, None), -1
         partners = {self.other[i] for i in fused}
         if any((value(("u", m)) != _UNBLOCKED) != blocked for m in partners):
@@ -211,11 +207,8 @@ class _LayerCharge:
         fused_out = self.all_out_candidates and all(i in fused for i in self.cand_out)
         x = sum(self.tensor[i] for i in fused if i not in self.cand_out)
         x += self.o if buffered else 0.0
-        x += sum(  # live while this layer runs, since it is in their group (rule 4)
-            self.span_tensor[i]
-            for i in self.spanning
-            if value(("z", i)) and partners & self.span_ends[i]
-        )
+        # live while this layer runs: rule 5 puts it in their group, rule 4 counts them
+        x += sum(self.span_tensor[i] for i in self.spanning if value(("z", i)))
         key_partners = tuple(sorted(partners | {self.j}))
         return self._least(fused_in, fused_out, buffered, x, key_partners, reserve, _MODES[mode])
 

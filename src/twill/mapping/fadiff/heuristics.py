@@ -27,7 +27,13 @@ def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
             return plan
         if any(
             v.rule
-            not in {"fusion.partial_sums", "fusion.blocks", "fusion.capacity", "fusion.candidate"}
+            not in {
+                "fusion.partial_sums",
+                "fusion.blocks",
+                "fusion.capacity",
+                "fusion.candidate",
+                "fusion.span",
+            }
             for v in viol
         ):
             raise InvalidProblemError([str(v) for v in viol], source=f"plan for {net.name}")
@@ -35,7 +41,7 @@ def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
         for v in viol:
             if v.rule == "fusion.candidate":
                 bad_edges.add(v.at["edge"])
-            elif v.rule in {"fusion.partial_sums", "fusion.blocks"}:
+            elif v.rule in {"fusion.partial_sums", "fusion.blocks", "fusion.span"}:
                 for i in plan.fused:
                     e = net.edges[i]
                     if (net.layers[e.src].name, net.layers[e.dst].name) == (
