@@ -255,7 +255,9 @@ def capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
     return energy, cycles
 
 
-def group_capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
+def group_capacity_bound(
+    net: Network, arch: Arch, per_layer: tuple[float, float] | None = None
+) -> tuple[float, float]:
     """Lower bounds ``(energy_pJ, cycles)`` of every verified plan of ``net``: the on-chip
     floors of :func:`ideal_bound` plus :func:`twill.mapping.fadiff.group_bounds.group_dram_words`
     at the DRAM's energy, and the per-layer capacity bound's cycles. Never below
@@ -271,7 +273,7 @@ def group_capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
     >>> group[0] > per_layer[0] and group[1] == per_layer[1]
     True
     """
-    energy, cycles = capacity_bound(net, arch)
+    energy, cycles = per_layer or capacity_bound(net, arch)
     words = group_dram_words(net, arch)
     if words is None:
         return energy, cycles
@@ -383,7 +385,7 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     ei, ci = ideal_bound(net, arch)
     eu, cu = unfused_bound(net, arch)
     el, cl = capacity_bound(net, arch)
-    ek, ck = group_capacity_bound(net, arch)
+    ek, ck = group_capacity_bound(net, arch, (el, cl))
     top = arch.n_levels - 1
     dram_bound = sum(
         int(c.bandwidth_cycles[0, top] >= max(c.compute_cycles[0], c.bandwidth_cycles[0].max()))

@@ -99,7 +99,7 @@ class _LayerCharge:
 
     def __init__(self, net: Network, arch: Arch, j: int, chunks: list) -> None:
         self.j = j
-        self.layer = ly = net.layers[j]
+        ly = net.layers[j]
         cands = set(net.candidates)
         edges = net.edges
         self.data_in = [
