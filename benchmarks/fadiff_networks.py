@@ -23,9 +23,11 @@ with every layer-wise plan, so never worse). Its ``source`` says which step prod
 winning plan (``gradient`` only when a gradient read-out won).
 
 Headroom: ``bound_edp`` is the group-consistent ``capacity`` bound
-(:func:`twill.mapping.fadiff.bounds.group_capacity_bound`), the tightest that no plan and no
-mapping can go below (``bound_capacity_edp``, the same number; ``bound_capacity_layer_edp``
-is the looser per-layer form, :func:`twill.mapping.fadiff.bounds.capacity_bound`),
+(:func:`twill.mapping.fadiff.bounds.group_capacity_bound`, with energy and cycles priced
+together per tile where that is higher, :func:`twill.mapping.fadiff.bounds.fusion_bounds`),
+the tightest that no plan and no mapping can go below (``bound_capacity_edp``, the same
+number; ``bound_capacity_layer_edp`` is the looser per-layer form,
+:func:`twill.mapping.fadiff.bounds.capacity_bound`),
 ``headroom_captured = (lw/fadiff - 1) / (lw/bound - 1)`` with ``lw`` the best layer-wise EDP
 (``headroom_captured_capacity``, the same number). ``bound_ideal_edp`` and
 ``headroom_captured_ideal`` use the looser ``ideal`` bound (capacity ignored);

@@ -180,11 +180,13 @@ def _sub_network(net, lo: int, hi: int):
     return Network(f"{net.name}[{lo}:{hi}]", net.layers[lo:hi], es)
 
 
-def _group_charges(net, arch, plan):  # noqa: ANN001, ANN202
+def _group_charges(net, arch, plan, pricing=None):  # noqa: ANN001, ANN202
     """The group bound's charge of every layer under the plan's own edges and modes (one
-    block or several; weights resident when loaded once, as the verifier counts them)."""
+    block or several; weights resident when loaded once, as the verifier counts them): its
+    DRAM words, or one price per component of ``pricing``."""
     import numpy as np
 
+    from twill.mapping.fadiff.edp_floor import Pricing
     from twill.mapping.fadiff.fusion import block_counts, fusion_groups, layer_cost
     from twill.mapping.fadiff.group_bounds import _RESIDENT, _UNBLOCKED, _LayerCharge
 
@@ -201,8 +203,9 @@ def _group_charges(net, arch, plan):  # noqa: ANN001, ANN202
     carried: tuple = ()
     out = []
     for j in range(len(net.layers)):
-        got, carried = _LayerCharge.build(net, arch, j).words(lambda v: value.get(v, 0), carried)
-        out.append(got)
+        charge = _LayerCharge.build(net, arch, j, pricing or Pricing())
+        got, carried = charge.words(lambda v: value.get(v, 0), carried)
+        out.append(got if pricing else float(got[0]))
     return np.array(out)
 
 
@@ -225,7 +228,31 @@ def _check_plan(net, arch, plan) -> bool:
     assert np.all(rep.layer_dram_bytes >= charges * (1 - 1e-12))
     for e, c in (capacity_bound(net, arch), group_capacity_bound(net, arch)):
         assert rep.energy_pj >= e and rep.cycles >= c and rep.edp >= e * 1e-6 * c
+    _check_priced(net, arch, plan, rep)
     return bool(plan.fused)
+
+
+def _check_priced(net, arch, plan, rep) -> None:  # noqa: ANN001
+    """Energy and cycles priced together: under the plan's own edges and modes, every
+    layer's ``a·E + b·D`` is at least its charge for each weight ``(a, b)``, and the plan's
+    EDP at least both EDP floors."""
+    import numpy as np
+
+    from twill.mapping.fadiff.bounds import layer_edp_floor
+    from twill.mapping.fadiff.edp_floor import Pricing
+    from twill.mapping.fadiff.group_bounds import group_edp_floor
+
+    scale = rep.energy_pj / rep.cycles
+    pricing = Pricing.around(scale)
+    charges = _group_charges(net, arch, plan, pricing)  # (layers, weights)
+    weights = np.array(pricing.weights)
+    actual = np.outer(rep.layer_energy_pj, weights[:, 0])
+    actual += np.outer(rep.layer_cycles, weights[:, 1])
+    assert np.all(actual >= charges * (1 - 1e-9))
+    for floor in (layer_edp_floor(net, arch), group_edp_floor(net, arch, scale)):
+        assert rep.edp >= floor * 1e-6 * (1 - 1e-9)
+    if not plan.fused:
+        assert rep.edp >= layer_edp_floor(net, arch, unfused=True) * 1e-6 * (1 - 1e-9)
 
 
 def test_capacity_bound_below_searched_plans(shared_benchmarks, inverted_residual):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 
 from twill.io.networks import load_network
@@ -37,21 +38,27 @@ def _gemm_pair(c: int) -> Network:
 def test_frontier_minimum_equals_brute_force():
     """The dynamic programme returns the least total charge over every assignment of edges
     and modes (enumerated outright on a residual block and a GEMM pair, on two scratchpad
-    sizes)."""
+    sizes), in DRAM words and, per weight, in energy and cycles priced together."""
+    from twill.mapping.fadiff.edp_floor import Pricing
+    from twill.mapping.fadiff.group_bounds import _minimum
+
     nets = [_residual_block(), _gemm_pair(256)]
-    for net in nets:
-        for arch in (gemmini_arch(16, 32, 32), gemmini_arch(16, 64, 32)):
-            charges = [_LayerCharge.build(net, arch, j) for j in range(len(net.layers))]
-            names = list(dict.fromkeys(v for c in charges for v in c.scope()))
-            best = math.inf
-            for vals in itertools.product(*(_domain(net, v, charges) for v in names)):
-                value = dict(zip(names, vals, strict=True)).__getitem__
-                total, carried = 0.0, ()
-                for c in charges:  # in execution order, carrying the groups' resident words
-                    got, carried = c.words(value, carried)
-                    total += got
-                best = min(best, total)
-            assert group_dram_words(net, arch) == pytest.approx(best, rel=1e-12)
+    archs = (gemmini_arch(16, 32, 32), gemmini_arch(16, 64, 32))
+    for net, arch, pricing in itertools.product(nets, archs, (Pricing(), Pricing.around(30.0))):
+        charges = [_LayerCharge.build(net, arch, j, pricing) for j in range(len(net.layers))]
+        names = list(dict.fromkeys(v for c in charges for v in c.scope()))
+        best = np.full(pricing.size, math.inf)
+        for vals in itertools.product(*(_domain(net, v, charges) for v in names)):
+            value = dict(zip(names, vals, strict=True)).__getitem__
+            total, carried = np.zeros(pricing.size), ()
+            for c in charges:  # in execution order, carrying the groups' resident words
+                got, carried = c.words(value, carried)
+                total = total + got
+            best = np.minimum(best, total)
+        least, _ = _minimum(net, arch, pricing)
+        assert least == pytest.approx(best, rel=1e-12)
+        if not pricing.weights:
+            assert group_dram_words(net, arch) == pytest.approx(best[0], rel=1e-12)
 
 
 def test_assignment_reproduces_the_bound():
@@ -69,7 +76,7 @@ def test_assignment_reproduces_the_bound():
         total, carried = 0.0, ()
         for j in range(len(net.layers)):
             charge, carried = _LayerCharge.build(net, arch, j).words(value.__getitem__, carried)
-            total += charge
+            total += float(charge[0])
         assert total == pytest.approx(got.words, rel=1e-12)
 
 

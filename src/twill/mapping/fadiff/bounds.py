@@ -41,6 +41,13 @@ mapping needs with that status (:func:`_tiling_words_floor`). It lies between ``
 choosing the fused edges for the whole network at once; :func:`fusion_bounds` reports that
 one as ``capacity_edp`` (the per-layer one as ``capacity_layer_edp``).
 
+:func:`fusion_bounds` raises ``unfused_edp``, ``capacity_layer_edp`` and ``capacity_edp`` to
+their forms with energy and cycles priced together per scratchpad tile, where those are
+higher (:func:`layer_edp_floor`, :func:`twill.mapping.fadiff.group_bounds.group_edp_floor`,
+:mod:`twill.mapping.fadiff.edp_floor`): the tile with the fewest DRAM words may leave the
+array's columns idle or re-read every weight from the scratchpad, so the least energy and the
+least cycles need not be reachable together.
+
 Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.check_gemmini`).
 """
 
@@ -52,6 +59,7 @@ import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evaluate_batch
+from twill.mapping.fadiff.edp_floor import lower_hull, min_product_of_sums
 from twill.mapping.fadiff.floors import (
     FusedLoad,
     _block_totals,
@@ -61,9 +69,10 @@ from twill.mapping.fadiff.floors import (
     _onchip_floor,
     _tiling_words_floor,
     _weight_words_floor,
+    tile_row_chunks,
 )
 from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
-from twill.mapping.fadiff.group_bounds import group_dram_words
+from twill.mapping.fadiff.group_bounds import group_dram_words, group_edp_floor
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Operand
 
@@ -74,6 +83,7 @@ __all__ = [
     "fusion_bounds",
     "dram_floor_bytes",
     "ideal_bound",
+    "layer_edp_floor",
     "network_inputs_outputs",
     "unfused_bound",
 ]
@@ -293,31 +303,80 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     words any tiling of the layer moves with that status beside those buffers
     (:func:`_tiling_words_floor` with the :class:`FusedLoad`); both are lower bounds of the
     same count, so their maximum is one."""
-    cands = set(net.candidates)
-    ly = net.layers[j]
-    w, o = float(ly.footprint(Operand.W)), float(ly.footprint(Operand.O))
-    edges = list(enumerate(net.edges))
-    ins = [e.src for i, e in edges if e.dst == j and i in cands and e.kind not in EPILOGUE_KINDS]
-    outs = [i for i, e in edges if e.src == j]
-    x_in = [0.0] + [float(net.layers[p].footprint(Operand.O)) for p in ins[:1]]
-    x_out = [0.0] + ([o] if outs and all(i in cands for i in outs) else [])
-    readers = [net.layers[net.edges[i].dst] for i in outs]
-    load = FusedLoad(
-        x_in[-1],
-        x_out[-1],
-        _common_dims(ly, [net.layers[p] for p in ins[:1]]),
-        _common_dims(ly, readers),
+    status = _Statuses(net, arch, j)
+    tiled = _tiling_words_floor(net.layers[j], arch, status.load)
+    return min(
+        max(status.moved(arch, a, b), tiled[bool(a), bool(b)])
+        for a in status.x_in
+        for b in status.x_out
     )
-    tiled = _tiling_words_floor(ly, arch, load)
-    best = np.inf
-    for a in x_in:
-        for b in x_out:
-            moved = (0.0 if a else _input_words_floor(ly)) + (0.0 if b else o)
-            partners = ([net.layers[ins[0]]] if a else []) + (readers if b else [])
-            blocks = _block_totals(ly, partners)
-            moved += _weight_words_floor(ly, arch, w, a + b, blocks)
-            best = min(best, max(moved, tiled[bool(a), bool(b)]))
-    return best
+
+
+class _Statuses:
+    """The fusion statuses layer ``j`` may have in a plan (:func:`_dram_words_floor`): fused
+    input words ``x_in`` (0: not fused), fused output words ``x_out``, and the load they put
+    beside its tiles."""
+
+    def __init__(self, net: Network, arch: Arch, j: int, unfused: bool = False) -> None:
+        cands = set() if unfused else set(net.candidates)
+        ly = self.layer = net.layers[j]
+        self.o = float(ly.footprint(Operand.O))
+        edges = list(enumerate(net.edges))
+        kinds = EPILOGUE_KINDS
+        ins = [e.src for i, e in edges if e.dst == j and i in cands and e.kind not in kinds]
+        outs = [i for i, e in edges if e.src == j]
+        self.x_in = [0.0] + [float(net.layers[p].footprint(Operand.O)) for p in ins[:1]]
+        self.x_out = [0.0] + ([self.o] if outs and all(i in cands for i in outs) else [])
+        self.producer = [net.layers[p] for p in ins[:1]]
+        self.readers = [net.layers[net.edges[i].dst] for i in outs]
+        self.load = FusedLoad(
+            self.x_in[-1],
+            self.x_out[-1],
+            _common_dims(ly, self.producer),
+            _common_dims(ly, self.readers),
+        )
+
+    def moved(self, arch: Arch, a: float, b: float) -> float:
+        """What every mapping moves with fused input ``a`` and fused output ``b`` words,
+        whatever its tile: the halo input unless fused, the output unless fused, and the
+        weights as :func:`_weight_words_floor` prices them beside the fused tensors."""
+        ly = self.layer
+        moved = (0.0 if a else _input_words_floor(ly)) + (0.0 if b else self.o)
+        partners = (self.producer if a else []) + (self.readers if b else [])
+        blocks = _block_totals(ly, partners)
+        w = float(ly.footprint(Operand.W))
+        return moved + _weight_words_floor(ly, arch, w, a + b, blocks)
+
+
+def layer_edp_floor(net: Network, arch: Arch, unfused: bool = False) -> float:
+    """A lower bound (pJ·cycles) of the EDP of every plan (``unfused``: of every plan
+    without fusion), with each layer's energy and cycles priced together per scratchpad tile
+    (:mod:`twill.mapping.fadiff.edp_floor`): per status of :func:`_dram_words_floor` and per
+    tile, the tile's on-chip and compute floors with the DRAM words that tile moves in that
+    status (at least what every mapping with the status moves). ``0`` for an architecture
+    that is not Gemmini-like."""
+    hulls = []
+    for j, ly in enumerate(net.layers):
+        chunks = tile_row_chunks(ly, arch)
+        if chunks is None:
+            return 0.0
+        status = _Statuses(net, arch, j, unfused)
+        energy, cycles = [], []
+        for a in status.x_in:
+            for b in status.x_out:
+                moved = status.moved(arch, a, b)
+                fa, fb = bool(a), bool(b)
+                x, common = status.load.words(fa, fb), status.load.common(fa, fb)
+                for rows in chunks:
+                    words = np.maximum(rows.row_words(fa, fb, fb, x, common), moved)
+                    e, c = rows.energy_and_cycles(words, arch)
+                    energy.append(e)
+                    cycles.append(c)
+        hulls.append(lower_hull(np.concatenate(energy), np.concatenate(cycles)))
+    if not all(hulls):
+        return 0.0
+    e, c = min_product_of_sums(hulls)
+    return e * c
 
 
 def _free_report(
@@ -386,6 +445,10 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     eu, cu = unfused_bound(net, arch)
     el, cl = capacity_bound(net, arch)
     ek, ck = group_capacity_bound(net, arch, (el, cl))
+    # energy and cycles priced together per tile: never below the products of their floors
+    unfused = max(eu * cu, layer_edp_floor(net, arch, unfused=True))
+    per_layer = max(el * cl, layer_edp_floor(net, arch))
+    capacity = max(ek * ck, per_layer, group_edp_floor(net, arch, ek / ck) or 0.0)
     top = arch.n_levels - 1
     dram_bound = sum(
         int(c.bandwidth_cycles[0, top] >= max(c.compute_cycles[0], c.bandwidth_cycles[0].max()))
@@ -408,7 +471,7 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
         floor_dram_bytes=dram_floor_bytes(net),
         dram_bound_layers=dram_bound,
         dram_share=dram_e / e0,
-        unfused_edp=eu * 1e-6 * cu,
-        capacity_edp=ek * 1e-6 * ck,
-        capacity_layer_edp=el * 1e-6 * cl,
+        unfused_edp=unfused * 1e-6,
+        capacity_edp=capacity * 1e-6,
+        capacity_layer_edp=per_layer * 1e-6,
     )

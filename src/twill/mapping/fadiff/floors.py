@@ -31,7 +31,7 @@ def _compute_floor(ly: Layer, pe_c: int, pe_k: int) -> float:
     return float(ly.total_macs) / (_maxdiv(ly.dim(Dim.C), pe_c) * _maxdiv(ly.dim(Dim.K), pe_k))
 
 
-def _accumulator_floor(ly: Layer, arch: Arch, updates: float) -> float:
+def _accumulator_floor(ly: Layer, arch: Arch, updates: float | np.ndarray) -> float | np.ndarray:
     """Fewest accumulator accesses of ``ly`` given at least ``updates`` partial-sum updates.
 
     The access model reads a partial sum back for every update but the first write of each
@@ -46,7 +46,7 @@ def _accumulator_floor(ly: Layer, arch: Arch, updates: float) -> float:
         dims = arch.levels[m].spatial_dims
         if dims is None or dims & irrelevant:
             copies *= arch.fanout(m)
-    return max(updates, 2 * updates - float(ly.footprint(Operand.O)) * copies)
+    return np.maximum(updates, 2 * updates - float(ly.footprint(Operand.O)) * copies)
 
 
 def _input_words_floor(ly: Layer) -> float:
@@ -69,16 +69,35 @@ def _input_words_floor(ly: Layer) -> float:
 def _onchip_floor(ly: Layer, arch: Arch) -> float:
     """The ideal bound's energy (pJ) of ``ly`` below DRAM: MACs with their register reads,
     the accumulator floor, scratchpad input reads, and every weight filled into the
-    scratchpad and the registers once."""
+    scratchpad and the registers once (:func:`_onchip_energy` with C and K unrolled as far
+    as the array and the layer's dimensions allow)."""
+    c_sp, k_sp = _maxdiv(ly.dim(Dim.C), arch.fanout(1)), _maxdiv(ly.dim(Dim.K), arch.fanout(2))
+    return float(_onchip_energy(ly, arch, c_sp, k_sp))
+
+
+def _onchip_energy(
+    ly: Layer,
+    arch: Arch,
+    c_sp: float | np.ndarray,
+    k_sp: float | np.ndarray,
+    w_reads: float | np.ndarray | None = None,
+) -> float | np.ndarray:
+    """Energy (pJ) below DRAM of any mapping of ``ly`` that unrolls at most ``c_sp`` input
+    channels across the array's rows and ``k_sp`` output channels across its columns and
+    reads weights from the scratchpad into the registers at least ``w_reads`` times (default
+    ``|W|``, each once): every MAC with its register read; at least ``MACs / c_sp``
+    partial-sum updates (:func:`_accumulator_floor`); at least ``MACs / k_sp`` scratchpad
+    input reads (one read feeds at most ``k_sp`` columns); every weight filled into the
+    scratchpad once, and each scratchpad weight read filled into a register."""
     lv = {x.name: x for x in arch.levels}
     e_reg, e_acc = lv["Registers"].energy_pj, lv["Accumulator"].energy_pj
     e_sp = lv["Scratchpad"].energy_pj
     macs = float(ly.total_macs)
-    c_sp, k_sp = _maxdiv(ly.dim(Dim.C), arch.fanout(1)), _maxdiv(ly.dim(Dim.K), arch.fanout(2))
     w = float(ly.footprint(Operand.W))
+    reads = w if w_reads is None else w_reads
     energy = macs * (arch.mac_energy_pj + e_reg)
-    energy += _accumulator_floor(ly, arch, macs / c_sp) * e_acc + macs / k_sp * e_sp
-    return energy + w * (e_reg + 2 * e_sp)  # register fills = scratchpad W reads; SP W fills
+    energy = energy + _accumulator_floor(ly, arch, macs / c_sp) * e_acc + macs / k_sp * e_sp
+    return energy + reads * (e_reg + e_sp) + w * e_sp
 
 
 def _weight_words_floor(ly: Layer, arch: Arch, w: float, x: float, blocks: list[int]) -> float:
@@ -212,7 +231,8 @@ def _tiling_floors(ly: Layer, arch: Arch, load: FusedLoad) -> dict[tuple[bool, b
     out = dict.fromkeys(statuses, np.inf)
     for rows in chunks:
         for a, b in statuses:
-            got = rows.least(a, b, b, load.words(a, b), load.common(a, b))
+            words = rows.row_words(a, b, b, load.words(a, b), load.common(a, b))
+            got = float(words.min()) if len(words) else np.inf
             out[a, b] = min(out[a, b], got)
     return out
 
@@ -260,6 +280,8 @@ class _TileRows:
     f: np.ndarray
     w: float
     cap: float
+    onchip: np.ndarray
+    compute: np.ndarray
     _blocks: dict = field(default_factory=dict, compare=False, repr=False)
 
     def block_limits(self, common: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -276,7 +298,7 @@ class _TileRows:
             got = self._blocks[key] = (np.tile(most, 4), np.tile(weight_loop, 4))
         return got
 
-    def least(
+    def row_words(
         self,
         fused_in: bool,
         fused_out: bool,
@@ -285,22 +307,30 @@ class _TileRows:
         common: np.ndarray,
         reserve: float = 0.0,
         mode: str | None = None,
-    ) -> float:
-        """Fewest words of a status: input fused, output fused (no DRAM traffic), output
-        ``buffered`` (some reader fused: a hand-off buffer, so complete before hand-off),
-        ``x`` words of fused tensors live, block counts dividing ``common`` (P, Q, N) and
-        ``reserve`` words held by other layers while this one runs in blocks. ``mode``
-        ``"one"`` (whole tensors, one block), ``"resident"`` (blocks, weights resident),
-        ``"reread"`` (blocks, weights read once per block) or ``None`` (the least)."""
+    ) -> np.ndarray:
+        """Per row, the fewest words of a status (``inf`` where the row cannot have it):
+        input fused, output fused (no DRAM traffic), output ``buffered`` (some reader fused:
+        a hand-off buffer, so complete before hand-off), ``x`` words of fused tensors live,
+        block counts dividing ``common`` (P, Q, N) and ``reserve`` words held by other
+        layers while this one runs in blocks. ``mode`` ``"one"`` (whole tensors, one
+        block), ``"resident"`` (blocks, weights resident), ``"reread"`` (blocks, weights
+        read once per block) or ``None`` (the least)."""
         words = self.w_reads + (0.0 if fused_in else self.i_reads)
         words = words + (0.0 if fused_out else self.o_traffic)
         if x > 0 or mode is not None:
             work = np.tile(self.t_w + (0.0 if fused_in else self.t_i), 4)
             extra = _blocked_weight_reads(self, work, x, common, reserve, mode)
             words = words + np.maximum(0.0, extra - np.where(np.isinf(extra), 0.0, self.w_reads))
-        if buffered:
-            words = words[self.complete]
-        return float(words.min()) if len(words) else np.inf
+        return np.where(self.complete, words, np.inf) if buffered else words
+
+    def energy_and_cycles(self, words: np.ndarray, arch: Arch) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, the least energy (pJ) and cycles of a mapping with the row's tile that
+        moves ``words`` DRAM words: the tile's on-chip floor plus the DRAM words, and the
+        larger of the tile's compute floor and the words over the DRAM bandwidth."""
+        top = arch.levels[-1]
+        onchip, compute = np.tile(self.onchip, 4), np.tile(self.compute, 4)
+        energy = onchip + words * top.energy_pj
+        return energy, np.maximum(compute, words / (top.bandwidth or np.inf))
 
 
 def _tile_rows(ly: Layer, arch: Arch, e: np.ndarray) -> _TileRows:
@@ -378,7 +408,40 @@ def _tile_rows(ly: Layer, arch: Arch, e: np.ndarray) -> _TileRows:
         f=f,
         w=float(ly.footprint(Operand.W)),
         cap=float(levels[sp].entries or 0),
+        **_tile_floors(ly, arch, e),
     )
+
+
+def _tile_floors(ly: Layer, arch: Arch, e: np.ndarray) -> dict[str, np.ndarray]:
+    """Per scratchpad tile ``e``: the on-chip energy and cycle floors of any mapping with
+    that tile.
+
+    The array unrolls C on its rows and K on its columns below the scratchpad, so at most
+    the largest divisors of the tile's C and K extents that fit (:func:`_onchip_energy`,
+    :func:`_compute_floor`). A register holds one weight, reused over the P, Q and N loops
+    inside the first weight-relevant temporal loop; where the tile has one (C or K beyond
+    what the array unrolls, R, S or G), those loops lie in the tile, so every weight is read
+    from the scratchpad at least ``f_P·f_Q·f_N`` times (``MACs / (e_P·e_Q·e_N)``). The
+    scratchpad's one instance serves those reads and the input reads at its bandwidth."""
+    c_sp = _maxdiv_rows(e[:, _C], arch.fanout(1))
+    k_sp = _maxdiv_rows(e[:, _K], arch.fanout(2))
+    macs = float(ly.total_macs)
+    dims = {d: float(ly.dim(d)) for d in (Dim.P, Dim.Q, Dim.N)}
+    inner = (e[:, _C] > c_sp) | (e[:, _K] > k_sp) | (e[:, [_R, _S, _G]] > 1).any(axis=1)
+    reuse = np.where(inner, e[:, _P] * e[:, _Q] * e[:, _N], dims[Dim.P] * dims[Dim.Q] * dims[Dim.N])
+    w_reads = np.maximum(float(ly.footprint(Operand.W)), macs / reuse)
+    onchip = np.asarray(_onchip_energy(ly, arch, c_sp, k_sp, w_reads), dtype=np.float64)
+    cycles = macs / (c_sp * k_sp)
+    sp = arch.levels[-2]
+    if sp.bandwidth:
+        cycles = np.maximum(cycles, (w_reads + macs / k_sp) / sp.bandwidth)
+    return {"onchip": onchip, "compute": cycles}
+
+
+def _maxdiv_rows(extents: np.ndarray, cap: int) -> np.ndarray:
+    values, back = np.unique(extents, return_inverse=True)
+    best = np.array([_maxdiv(int(round(v)), cap) for v in values], dtype=np.float64)
+    return best[back]
 
 
 def _outputs_overflow_accumulators(arch: Arch, e: np.ndarray) -> np.ndarray:

@@ -43,11 +43,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from twill.mapping.arch import Arch
+from twill.mapping.fadiff.edp_floor import Pricing, min_product_over_lines
 from twill.mapping.fadiff.floors import _input_words_floor, tile_row_chunks
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Dim, Operand
 
-__all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words"]
+__all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words", "group_edp_floor"]
 
 _MAX_STATES = 200_000
 _RESIDENT_STEPS = 64  # the running resident words are tracked in 1/64 of the scratchpad
@@ -55,6 +56,7 @@ _MAX_CARRIED = 3  # groups whose resident words a state carries
 _Carried = tuple[int, frozenset[int]]  # (resident steps, layers known to be in the group)
 _UNBLOCKED, _REREAD, _RESIDENT = 0, 1, 2
 _MODES = {_UNBLOCKED: "one", _REREAD: "reread", _RESIDENT: "resident"}
+_WORDS = Pricing()  # charges in DRAM words
 
 
 def group_dram_words(net: Network, arch: Arch) -> float | None:
@@ -78,27 +80,57 @@ class GroupAssignment:
 def group_dram_assignment(net: Network, arch: Arch) -> GroupAssignment | None:
     """:func:`group_dram_words` with the edges and modes that reach it: the optimum of a
     relaxation, which need not verify as a plan (``docs/fadiff.md``)."""
-    charges = []
-    for j in range(len(net.layers)):
-        charge = _LayerCharge.build(net, arch, j)
-        if charge is None:
-            return None
-        charges.append(charge)
-    got = _frontier_minimum(net, charges)
+    got = _minimum(net, arch, _WORDS)
     if got is None:
         return None
     words, value = got
+    words = float(words[0])
     fused = tuple(sorted(i for (kind, i), v in value.items() if kind == "z" and v))
     modes = tuple(_MODES[value.get(("u", j), _UNBLOCKED)] for j in range(len(net.layers)))
     return GroupAssignment(words, fused, modes)
 
 
-class _LayerCharge:
-    """The DRAM words layer ``j`` is charged for each assignment of its scope: its incident
-    candidate edges (fused or not) and the modes of itself and its neighbours."""
+def group_edp_floor(net: Network, arch: Arch, scale: float) -> float | None:
+    """A lower bound of every verified plan's EDP (pJ·cycles): the charges priced by energy
+    and cycles together (:class:`~twill.mapping.fadiff.edp_floor.Pricing`, weights around
+    ``scale``, energy over cycles near the optimum), one line ``a·E + b·D ≥ L`` per weight,
+    and the least product the lines allow
+    (:func:`~twill.mapping.fadiff.edp_floor.min_product_over_lines`). ``None`` where
+    :func:`group_dram_words` is."""
+    pricing = Pricing.around(scale)
+    got = _minimum(net, arch, pricing)
+    if got is None:
+        return None
+    least, _ = got
+    lines = [(a, b, float(lim)) for (a, b), lim in zip(pricing.weights, least, strict=True)]
+    return min_product_over_lines(lines)
 
-    def __init__(self, net: Network, arch: Arch, j: int, chunks: list) -> None:
+
+def _minimum(
+    net: Network, arch: Arch, pricing: Pricing
+) -> tuple[np.ndarray, dict[tuple[str, int], int]] | None:
+    charges = []
+    for j in range(len(net.layers)):
+        charge = _LayerCharge.build(net, arch, j, pricing)
+        if charge is None:
+            return None
+        charges.append(charge)
+    return _frontier_minimum(net, charges)
+
+
+class _LayerCharge:
+    """What layer ``j`` is charged for each assignment of its scope (its incident candidate
+    edges, fused or not, and the modes of itself and its neighbours): the least DRAM words
+    its tiles allow, or their least price (:class:`~twill.mapping.fadiff.edp_floor.Pricing`),
+    one value per component."""
+
+    def __init__(
+        self, net: Network, arch: Arch, j: int, chunks: list, pricing: Pricing = _WORDS
+    ) -> None:
         self.j = j
+        self.arch = arch
+        self.pricing = pricing
+        self.infinite = np.full(pricing.size, np.inf)
         ly = net.layers[j]
         cands = set(net.candidates)
         edges = net.edges
@@ -127,15 +159,17 @@ class _LayerCharge:
         self.w = float(ly.footprint(Operand.W))
         self.o = float(ly.footprint(Operand.O))
         self.halo_in = _input_words_floor(ly)
-        self._memo: dict[tuple, float] = {}
+        self._memo: dict[tuple, np.ndarray] = {}
         self.step = float(arch.levels[-2].entries or 1) / _RESIDENT_STEPS
         self._scope = self.scope()
-        self._words_memo: dict[tuple, tuple[float, int]] = {}
+        self._words_memo: dict[tuple, tuple[np.ndarray, int]] = {}
 
     @classmethod
-    def build(cls, net: Network, arch: Arch, j: int) -> _LayerCharge | None:
+    def build(
+        cls, net: Network, arch: Arch, j: int, pricing: Pricing = _WORDS
+    ) -> _LayerCharge | None:
         chunks = tile_row_chunks(net.layers[j], arch)
-        return None if chunks is None else cls(net, arch, j, chunks)
+        return None if chunks is None else cls(net, arch, j, chunks, pricing)
 
     def scope(self) -> list[tuple[str, int]]:
         """The variables this charge reads: its edges, the edges over it from or to its
@@ -145,7 +179,7 @@ class _LayerCharge:
 
     def words(
         self, value: Callable[[tuple[str, int]], int], carried: tuple[_Carried, ...] = ()
-    ) -> tuple[float, tuple[_Carried, ...]]:
+    ) -> tuple[np.ndarray, tuple[_Carried, ...]]:
         """The charge under an assignment (``inf`` where it breaks a rule), and what it
         carries to later layers.
 
@@ -170,17 +204,17 @@ class _LayerCharge:
         rest = [c for c in carried if not c[1] & fused_to]
         return charge, ((after, frozenset(members)), *rest)
 
-    def _words(self, value: Callable[[tuple[str, int]], int], steps: int) -> tuple[float, int]:
+    def _words(self, value: Callable[[tuple[str, int]], int], steps: int) -> tuple[np.ndarray, int]:
         fused = [i for i in self.edges if value(("z", i))]
         mode = value(("u", self.j))
         blocked = mode != _UNBLOCKED
         if not fused:
             if blocked or any(value(("z", i)) for i in self.spanning):
-                return math.inf, -1  # rule 5: a layer under a fused edge is in its group
+                return self.infinite, -1  # rule 5: a layer under a fused edge is in its group
             return self._least(False, False, False, 0.0, (self.j,), 0.0, None), -1
         partners = {self.other[i] for i in fused}
         if any((value(("u", m)) != _UNBLOCKED) != blocked for m in partners):
-            return math.inf, -1  # one block count per group
+            return self.infinite, -1  # one block count per group
         if not blocked:
             return self._charge(value, fused, partners, mode, 0.0), -1
         earlier = sum(
@@ -201,7 +235,7 @@ class _LayerCharge:
         partners: set[int],
         mode: int,
         reserve: float,
-    ) -> float:
+    ) -> np.ndarray:
         fused_in = any(i in fused for i in self.data_in)
         buffered = any(i in fused for i in self.cand_out)
         fused_out = self.all_out_candidates and all(i in fused for i in self.cand_out)
@@ -221,17 +255,18 @@ class _LayerCharge:
         partners: tuple[int, ...],
         reserve: float,
         mode: str | None,
-    ) -> float:
+    ) -> np.ndarray:
         key = (fused_in, fused_out, buffered, x, partners, reserve, mode)
         got = self._memo.get(key)
         if got is None:
             common = np.gcd.reduce(np.array([self.dims[m] for m in partners], dtype=np.int64))
-            tiled = min(
-                rows.least(fused_in, fused_out, buffered, x, common, reserve, mode)
-                for rows in self.chunks
-            )
+            # what every mapping with this status moves, whatever its tile
             moved = self.w + (0.0 if fused_in else self.halo_in) + (0.0 if fused_out else self.o)
-            got = self._memo[key] = max(tiled, moved)
+            got = self.infinite
+            for rows in self.chunks:
+                words = rows.row_words(fused_in, fused_out, buffered, x, common, reserve, mode)
+                got = np.minimum(got, self.pricing.least(rows, np.maximum(words, moved), self.arch))
+            self._memo[key] = got
         return got
 
 
@@ -252,23 +287,25 @@ def _still_open(carried: tuple[_Carried, ...], later: set[int]) -> tuple[_Carrie
 
 def _frontier_minimum(
     net: Network, charges: list[_LayerCharge]
-) -> tuple[float, dict[tuple[str, int], int]] | None:
-    """Least total charge over every assignment, and one assignment that reaches it, layer
-    by layer in execution order: the state keeps the variables an earlier charge shares
-    with a later one."""
+) -> tuple[np.ndarray, dict[tuple[str, int], int]] | None:
+    """Least total charge over every assignment, per component, and one assignment that
+    reaches the first component's, layer by layer in execution order: the state keeps the
+    variables an earlier charge shares with a later one. The components share the states
+    and rules and differ only in their charges, so an elementwise minimum keeps each one's
+    own minimum."""
     last_use: dict[tuple[str, int], int] = {}
     for c in charges:
         for v in c.scope():
             last_use[v] = max(last_use.get(v, -1), c.j)
     frontier: list[tuple[str, int]] = []
     # a state: the frontier's values, then what the charges carry (_LayerCharge.words)
-    states: dict[tuple, tuple[float, dict]] = {((),): (0.0, {})}
+    states: dict[tuple, tuple[np.ndarray, dict]] = {((),): (np.zeros(charges[0].pricing.size), {})}
     for c in charges:
         new = [v for v in dict.fromkeys(c.scope()) if v not in frontier]
         names = frontier + new
         keep = [k for k, v in enumerate(names) if last_use[v] > c.j]
         later = {v[1] for k, v in enumerate(names) if k in keep and v[0] == "u"}
-        nxt: dict[tuple, tuple[float, dict]] = {}
+        nxt: dict[tuple, tuple[np.ndarray, dict]] = {}
         domains = [_domain(net, v, charges) for v in new]
         for state, (total, done) in states.items():
             for vals in itertools.product(*domains):
@@ -276,10 +313,17 @@ def _frontier_minimum(
                 index = dict(zip(names, full, strict=True))
                 got, carried = c.words(index.__getitem__, state[-1])
                 key = (*(full[k] for k in keep), _still_open(carried, later))
-                if math.isfinite(got) and total + got < nxt.get(key, (math.inf,))[0]:
-                    nxt[key] = (total + got, {**done, **dict(zip(new, vals, strict=True))})
+                if not math.isfinite(got[0]):
+                    continue
+                old = nxt.get(key)
+                if old is None or total[0] + got[0] < old[0][0]:
+                    best = total + got if old is None else np.minimum(old[0], total + got)
+                    nxt[key] = (best, {**done, **dict(zip(new, vals, strict=True))})
+                elif len(got) > 1:
+                    nxt[key] = (np.minimum(old[0], total + got), old[1])
         c.chunks = []  # the charges are memoised; the tiles are no longer needed
         if not nxt or len(nxt) > _MAX_STATES:
             return None
         states, frontier = nxt, [names[k] for k in keep]
-    return min(states.values(), key=lambda x: x[0])
+    least = np.minimum.reduce([total for total, _ in states.values()])
+    return least, min(states.values(), key=lambda x: x[0][0])[1]
