@@ -31,6 +31,12 @@ charge is a lower bound of its DRAM words under it, so the minimum is a lower bo
 plan's DRAM words. It leaves out what the per-layer bound leaves out beyond that: the other
 members of a group (not fused to the layer directly), carried halo rows and larger input
 windows.
+
+The same programme prices the charges by energy and cycles together
+(:func:`group_edp_floor`): each tile's DRAM words, on-chip floor and cycle floor give
+``a·E + b·D`` per weight ``(a, b)``, the components run in one pass (they share states and
+rules), and their minima are lines that bound every plan's total energy and cycles
+(:mod:`twill.mapping.fadiff.edp_floor`).
 """
 
 from __future__ import annotations
