@@ -430,12 +430,31 @@ def _tile_floors(ly: Layer, arch: Arch, e: np.ndarray) -> dict[str, np.ndarray]:
     inner = (e[:, _C] > c_sp) | (e[:, _K] > k_sp) | (e[:, [_R, _S, _G]] > 1).any(axis=1)
     reuse = np.where(inner, e[:, _P] * e[:, _Q] * e[:, _N], dims[Dim.P] * dims[Dim.Q] * dims[Dim.N])
     w_reads = np.maximum(float(ly.footprint(Operand.W)), macs / reuse)
+    if not _one_weight_registers(arch):
+        w_reads = np.full(len(e), float(ly.footprint(Operand.W)))
     onchip = np.asarray(_onchip_energy(ly, arch, c_sp, k_sp, w_reads), dtype=np.float64)
     cycles = macs / (c_sp * k_sp)
     sp = arch.levels[-2]
     if sp.bandwidth:
         cycles = np.maximum(cycles, (w_reads + macs / k_sp) / sp.bandwidth)
     return {"onchip": onchip, "compute": cycles}
+
+
+def _one_weight_registers(arch: Arch) -> bool:
+    """Whether the register reuse rule of :func:`_tile_floors` holds: one register per PE
+    keeping only weights, right below the accumulators, and the array unrolling only C
+    below the accumulators and only K below the scratchpad (Gemmini's shape)."""
+    regs = arch.levels[0]
+    spatial = [arch.levels[m].spatial_dims for m in (1, 2)]
+    return (
+        arch.n_levels == 4
+        and regs.keeps == frozenset({Operand.W})
+        and regs.entries == 1
+        and spatial[0] is not None
+        and spatial[0] <= {Dim.C}
+        and spatial[1] is not None
+        and spatial[1] <= {Dim.K}
+    )
 
 
 def _maxdiv_rows(extents: np.ndarray, cap: int) -> np.ndarray:
