@@ -122,3 +122,19 @@ def test_priced_floor_is_tighter_where_the_fewest_words_idle_the_array():
     priced = layer_edp_floor(net, arch, unfused=True)
     assert priced > 1.05 * e * c
     assert math.isfinite(priced)
+
+
+def test_register_reuse_rule_only_on_gemmini_shaped_levels():
+    """With more than one register per PE a weight may be reused across loops the rule does
+    not count, so the per-tile floors fall back to reading each weight once."""
+    import dataclasses
+
+    from twill.mapping.fadiff.floors import _one_weight_registers
+
+    arch = gemmini_arch()
+    wider = dataclasses.replace(arch.levels[0], entries=4)
+    other = dataclasses.replace(arch, levels=(wider, *arch.levels[1:]))
+    assert _one_weight_registers(arch) and not _one_weight_registers(other)
+    ly = Layer("s4", {"P": 28, "Q": 28, "C": 256, "K": 512}, w_stride=2, h_stride=2)
+    net = Network("s4", (ly,))
+    assert layer_edp_floor(net, other, unfused=True) < layer_edp_floor(net, arch, unfused=True)
