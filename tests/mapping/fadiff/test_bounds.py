@@ -240,7 +240,7 @@ def _check_priced(net, arch, plan, rep) -> None:  # noqa: ANN001
 
     from twill.mapping.fadiff.bounds import layer_edp_floor
     from twill.mapping.fadiff.edp_floor import Pricing
-    from twill.mapping.fadiff.group_bounds import group_edp_floor
+    from twill.mapping.fadiff.group_bounds import group_dram_words, group_edp_floor
 
     scale = rep.energy_pj / rep.cycles
     pricing = Pricing.around(scale)
@@ -249,7 +249,9 @@ def _check_priced(net, arch, plan, rep) -> None:  # noqa: ANN001
     actual = np.outer(rep.layer_energy_pj, weights[:, 0])
     actual += np.outer(rep.layer_cycles, weights[:, 1])
     assert np.all(actual >= charges * (1 - 1e-9))
-    for floor in (layer_edp_floor(net, arch), group_edp_floor(net, arch, scale)):
+    words, priced = group_edp_floor(net, arch, scale)
+    assert words == pytest.approx(group_dram_words(net, arch), rel=1e-12)
+    for floor in (layer_edp_floor(net, arch), priced):
         assert rep.edp >= floor * 1e-6 * (1 - 1e-9)
     if not plan.fused:
         assert rep.edp >= layer_edp_floor(net, arch, unfused=True) * 1e-6 * (1 - 1e-9)

@@ -266,13 +266,18 @@ def capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
 
 
 def group_capacity_bound(
-    net: Network, arch: Arch, per_layer: tuple[float, float] | None = None
+    net: Network,
+    arch: Arch,
+    per_layer: tuple[float, float] | None = None,
+    words: float | None = None,
 ) -> tuple[float, float]:
     """Lower bounds ``(energy_pJ, cycles)`` of every verified plan of ``net``: the on-chip
     floors of :func:`ideal_bound` plus :func:`twill.mapping.fadiff.group_bounds.group_dram_words`
     at the DRAM's energy, and the per-layer capacity bound's cycles. Never below
     :func:`capacity_bound`; equal to it where the dynamic
     programme would need too many states or the architecture is not Gemmini-like.
+    ``per_layer`` (:func:`capacity_bound`) and ``words`` (:func:`group_dram_words`) may be
+    given when already computed.
 
     Examples
     --------
@@ -284,7 +289,7 @@ def group_capacity_bound(
     True
     """
     energy, cycles = per_layer or capacity_bound(net, arch)
-    words = group_dram_words(net, arch)
+    words = group_dram_words(net, arch) if words is None else words
     if words is None:
         return energy, cycles
     onchip = sum(_onchip_floor(ly, arch) for ly in net.layers)
@@ -444,11 +449,12 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     ei, ci = ideal_bound(net, arch)
     eu, cu = unfused_bound(net, arch)
     el, cl = capacity_bound(net, arch)
-    ek, ck = group_capacity_bound(net, arch, (el, cl))
+    words, priced = group_edp_floor(net, arch, el / cl) or (None, 0.0)
+    ek, ck = group_capacity_bound(net, arch, (el, cl), words)
     # energy and cycles priced together per tile: never below the products of their floors
     unfused = max(eu * cu, layer_edp_floor(net, arch, unfused=True))
     per_layer = max(el * cl, layer_edp_floor(net, arch))
-    capacity = max(ek * ck, per_layer, group_edp_floor(net, arch, ek / ck) or 0.0)
+    capacity = max(ek * ck, per_layer, priced)
     top = arch.n_levels - 1
     dram_bound = sum(
         int(c.bandwidth_cycles[0, top] >= max(c.compute_cycles[0], c.bandwidth_cycles[0].max()))

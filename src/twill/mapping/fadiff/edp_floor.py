@@ -100,31 +100,35 @@ def min_product_over_lines(lines: Sequence[tuple[float, float, float]]) -> float
 
 @dataclass(frozen=True)
 class Pricing:
-    """How a charge of the group bound values a layer's rows: by DRAM words alone (no
-    ``weights``), or per weight ``(a, b)`` by ``a·energy + b·cycles`` of the row
-    (:meth:`twill.mapping.fadiff.floors._TileRows.energy_and_cycles`)."""
+    """How a charge of the group bound values a layer's rows, one component each: its DRAM
+    words (``words``, first), and per weight ``(a, b)`` of ``weights`` its
+    ``a·energy + b·cycles`` (:meth:`twill.mapping.fadiff.floors._TileRows.energy_and_cycles`).
+    """
 
     weights: tuple[tuple[float, float], ...] = ()
+    words: bool = True
 
     @property
     def size(self) -> int:
-        return max(1, len(self.weights))
+        return int(self.words) + len(self.weights)
 
     def least(self, rows: object, words: np.ndarray, arch: Arch) -> np.ndarray:
-        """Per component, the least price over the rows moving ``words`` (``inf`` for
+        """Per component, the least value over the rows moving ``words`` (``inf`` for
         none)."""
         ok = np.isfinite(words)
         if not ok.any():
             return np.full(self.size, np.inf)
-        if not self.weights:
-            return np.array([float(words[ok].min())])
-        energy, cycles = rows.energy_and_cycles(words, arch)  # type: ignore[attr-defined]
-        energy, cycles = energy[ok], cycles[ok]
-        return np.array([float((a * energy + b * cycles).min()) for a, b in self.weights])
+        least = [float(words[ok].min())] if self.words else []
+        if self.weights:
+            energy, cycles = rows.energy_and_cycles(words, arch)  # type: ignore[attr-defined]
+            energy, cycles = energy[ok], cycles[ok]
+            least += [float((a * energy + b * cycles).min()) for a, b in self.weights]
+        return np.array(least)
 
     @classmethod
-    def around(cls, scale: float) -> Pricing:
+    def around(cls, scale: float, words: bool = False) -> Pricing:
         """Energy alone, cycles alone and seven weights ``(1, λ)`` with ``λ`` from
-        ``scale / 8`` to ``8·scale`` (``scale`` about energy over cycles at the optimum)."""
+        ``scale / 8`` to ``8·scale`` (``scale`` about energy over cycles at the optimum),
+        after the DRAM words if ``words``."""
         ratios = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-        return cls(((1.0, 0.0), (0.0, 1.0), *((1.0, scale * r) for r in ratios)))
+        return cls(((1.0, 0.0), (0.0, 1.0), *((1.0, scale * r) for r in ratios)), words)

@@ -96,20 +96,20 @@ def group_dram_assignment(net: Network, arch: Arch) -> GroupAssignment | None:
     return GroupAssignment(words, fused, modes)
 
 
-def group_edp_floor(net: Network, arch: Arch, scale: float) -> float | None:
-    """A lower bound of every verified plan's EDP (pJ·cycles): the charges priced by energy
-    and cycles together (:class:`~twill.mapping.fadiff.edp_floor.Pricing`, weights around
-    ``scale``, energy over cycles near the optimum), one line ``a·E + b·D ≥ L`` per weight,
-    and the least product the lines allow
-    (:func:`~twill.mapping.fadiff.edp_floor.min_product_over_lines`). ``None`` where
-    :func:`group_dram_words` is."""
-    pricing = Pricing.around(scale)
+def group_edp_floor(net: Network, arch: Arch, scale: float) -> tuple[float, float] | None:
+    """:func:`group_dram_words` and, from the same pass, a lower bound of every verified
+    plan's EDP (pJ·cycles): the charges priced by energy and cycles together
+    (:class:`~twill.mapping.fadiff.edp_floor.Pricing`, weights around ``scale``, energy over
+    cycles near the optimum), one line ``a·E + b·D ≥ L`` per weight, and the least product
+    the lines allow (:func:`~twill.mapping.fadiff.edp_floor.min_product_over_lines`).
+    ``None`` where :func:`group_dram_words` is."""
+    pricing = Pricing.around(scale, words=True)
     got = _minimum(net, arch, pricing)
     if got is None:
         return None
-    least, _ = got
-    lines = [(a, b, float(lim)) for (a, b), lim in zip(pricing.weights, least, strict=True)]
-    return min_product_over_lines(lines)
+    (words, *priced), _ = got
+    lines = [(a, b, float(lim)) for (a, b), lim in zip(pricing.weights, priced, strict=True)]
+    return float(words), min_product_over_lines(lines)
 
 
 def _minimum(
