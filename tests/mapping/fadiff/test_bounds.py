@@ -209,6 +209,42 @@ def _group_charges(net, arch, plan, pricing=None):  # noqa: ANN001, ANN202
     return np.array(out)
 
 
+_FLOORS: dict[tuple[int, int], tuple] = {}
+
+
+def _network_floors(net, arch) -> dict:  # noqa: ANN001
+    """Every bound of ``net`` on ``arch`` the plan lemmas check, computed once per pair (the
+    pair is kept with them, so the ids stay theirs)."""
+    key = (id(net), id(arch))
+    if key not in _FLOORS:
+        _FLOORS[key] = (net, arch, _compute_floors(net, arch))
+    return _FLOORS[key][2]
+
+
+def _compute_floors(net, arch) -> dict:  # noqa: ANN001
+    import numpy as np
+
+    from twill.mapping.fadiff.bounds import (
+        _dram_words_floor,
+        capacity_bound,
+        group_capacity_bound,
+        layer_edp_floor,
+    )
+    from twill.mapping.fadiff.group_bounds import group_edp_floor
+
+    per_layer = capacity_bound(net, arch)
+    scale = per_layer[0] / per_layer[1]
+    words, priced = group_edp_floor(net, arch, scale)
+    return {
+        "layers": np.array([_dram_words_floor(net, arch, j) for j in range(len(net.layers))]),
+        "words": words,
+        "bounds": (per_layer, group_capacity_bound(net, arch, per_layer, words)),
+        "scale": scale,
+        "edp": (layer_edp_floor(net, arch), priced),
+        "unfused_edp": layer_edp_floor(net, arch, unfused=True),
+    }
+
+
 def _check_plan(net, arch, plan) -> bool:
     """The plan verifies and every layer moves at least its DRAM floor and its group-bound
     charge under the plan's own edges and modes; all layers together at least the
@@ -216,17 +252,14 @@ def _check_plan(net, arch, plan) -> bool:
     Returns whether it fuses anything."""
     import numpy as np
 
-    from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound, group_capacity_bound
-    from twill.mapping.fadiff.group_bounds import group_dram_words
-
     rep = evaluate_plan(net, arch, plan)
     assert rep.valid, rep.violations
-    floor = np.array([_dram_words_floor(net, arch, j) for j in range(len(net.layers))])
-    assert np.all(rep.layer_dram_bytes >= floor * (1 - 1e-12))
-    assert rep.dram_bytes >= group_dram_words(net, arch) * (1 - 1e-12)
+    floors = _network_floors(net, arch)
+    assert np.all(rep.layer_dram_bytes >= floors["layers"] * (1 - 1e-12))
+    assert rep.dram_bytes >= floors["words"] * (1 - 1e-12)
     charges = _group_charges(net, arch, plan)
     assert np.all(rep.layer_dram_bytes >= charges * (1 - 1e-12))
-    for e, c in (capacity_bound(net, arch), group_capacity_bound(net, arch)):
+    for e, c in floors["bounds"]:
         assert rep.energy_pj >= e and rep.cycles >= c and rep.edp >= e * 1e-6 * c
     _check_priced(net, arch, plan, rep)
     return bool(plan.fused)
@@ -235,26 +268,22 @@ def _check_plan(net, arch, plan) -> bool:
 def _check_priced(net, arch, plan, rep) -> None:  # noqa: ANN001
     """Energy and cycles priced together: under the plan's own edges and modes, every
     layer's ``a·E + b·D`` is at least its charge for each weight ``(a, b)``, and the plan's
-    EDP at least both EDP floors."""
+    EDP at least both EDP floors (the unfused one too, for a plan without fusion)."""
     import numpy as np
 
-    from twill.mapping.fadiff.bounds import layer_edp_floor
     from twill.mapping.fadiff.edp_floor import Pricing
-    from twill.mapping.fadiff.group_bounds import group_dram_words, group_edp_floor
 
-    scale = rep.energy_pj / rep.cycles
-    pricing = Pricing.around(scale)
+    floors = _network_floors(net, arch)
+    pricing = Pricing.around(rep.energy_pj / rep.cycles)
     charges = _group_charges(net, arch, plan, pricing)  # (layers, weights)
     weights = np.array(pricing.weights)
     actual = np.outer(rep.layer_energy_pj, weights[:, 0])
     actual += np.outer(rep.layer_cycles, weights[:, 1])
     assert np.all(actual >= charges * (1 - 1e-9))
-    words, priced = group_edp_floor(net, arch, scale)
-    assert words == pytest.approx(group_dram_words(net, arch), rel=1e-12)
-    for floor in (layer_edp_floor(net, arch), priced):
+    for floor in floors["edp"]:
         assert rep.edp >= floor * 1e-6 * (1 - 1e-9)
     if not plan.fused:
-        assert rep.edp >= layer_edp_floor(net, arch, unfused=True) * 1e-6 * (1 - 1e-9)
+        assert rep.edp >= floors["unfused_edp"] * 1e-6 * (1 - 1e-9)
 
 
 def test_capacity_bound_below_searched_plans(shared_benchmarks, inverted_residual):

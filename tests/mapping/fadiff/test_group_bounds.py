@@ -14,7 +14,12 @@ from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound, group_capacity_bound
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan
-from twill.mapping.fadiff.group_bounds import _domain, _LayerCharge, group_dram_words
+from twill.mapping.fadiff.group_bounds import (
+    _domain,
+    _LayerCharge,
+    group_dram_words,
+    group_edp_floor,
+)
 from twill.mapping.fadiff.groups import block_mapping
 from twill.mapping.fadiff.networks import Edge, Network, chain_network
 from twill.mapping.fadiff.train import all_dram_mapping
@@ -59,6 +64,8 @@ def test_frontier_minimum_equals_brute_force():
         assert least == pytest.approx(best, rel=1e-12)
         if not pricing.weights:
             assert group_dram_words(net, arch) == pytest.approx(best[0], rel=1e-12)
+            words, _ = group_edp_floor(net, arch, 30.0)  # the words ride along the priced pass
+            assert words == pytest.approx(best[0], rel=1e-12)
 
 
 def test_assignment_reproduces_the_bound():
