@@ -28,10 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twill.mapping.arch import Arch
+
+if TYPE_CHECKING:
+    from twill.mapping.fadiff.floors import _TileRows
 
 __all__ = ["Pricing", "lower_hull", "min_product_of_sums", "min_product_over_lines"]
 
@@ -112,7 +116,7 @@ class Pricing:
     def size(self) -> int:
         return int(self.words) + len(self.weights)
 
-    def least(self, rows: object, words: np.ndarray, arch: Arch) -> np.ndarray:
+    def least(self, rows: _TileRows, words: np.ndarray, arch: Arch) -> np.ndarray:
         """Per component, the least value over the rows moving ``words`` (``inf`` for
         none)."""
         ok = np.isfinite(words)
@@ -120,7 +124,7 @@ class Pricing:
             return np.full(self.size, np.inf)
         least = [float(words[ok].min())] if self.words else []
         if self.weights:
-            energy, cycles = rows.energy_and_cycles(words, arch)  # type: ignore[attr-defined]
+            energy, cycles = rows.energy_and_cycles(words, arch)
             energy, cycles = energy[ok], cycles[ok]
             least += [float((a * energy + b * cycles).min()) for a, b in self.weights]
         return np.array(least)
