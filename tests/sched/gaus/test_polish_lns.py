@@ -275,7 +275,7 @@ def test_rounding_below_the_peak_takes_the_lowest_peak_within_the_slack(
     assert (int(resource_profile(g, got).max()), problem.objective(got)) == min(within)
 
 
-def test_the_peak_lowering_finish_keeps_the_better_half_and_counts_both(monkeypatch) -> None:
+def test_the_peak_lowering_finish_is_legal_and_no_worse_than_its_start() -> None:
     from twill.sched.gaus import polish_lns
 
     g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
@@ -286,31 +286,54 @@ def test_the_peak_lowering_finish_keeps_the_better_half_and_counts_both(monkeypa
     assert problem.legal(best) and rep.after == problem.objective(best) <= problem.objective(t)
     assert rep.before == problem.objective(t)
 
-    calls = []
 
-    clocks = []
-    curves = [[(0.5, 12.0), (1.0, 10.0)], [(2.0, 11.0), (3.0, 7.0)]]
+@pytest.mark.parametrize(
+    ("stage_seconds", "afters", "winner"),
+    [(1.0, [10.0, 7.0], 1), (0.3, [10.0, 7.0, 8.0], 1), (0.3, [10.0, 9.0, 6.0], 2)],
+)
+def test_the_peak_lowering_finish_rounds_each_stage_below_its_peak_and_keeps_the_best(
+    monkeypatch, stage_seconds: float, afters: list[float], winner: int
+) -> None:
+    """``time_limit / _STAGE_SECONDS`` stages (at least two); each later stage starts from
+    the previous stage's result rounded below its peak; the best stage's schedule is the
+    result, with the rounds of all stages counted and the curve the best so far of all."""
+    from twill.sched.gaus import polish_lns
+
+    g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
+    D = default_D(g, "A") + 3
+    problem = LNSProblem(g, "A", D)
+    t = _list_t(g, "A", D)
+    calls, clocks, rounded = [], [], []
+    curves = [[(0.5, 12.0), (1.0, 10.0)], [(2.0, 11.0), (3.0, 7.0)], [(4.0, 8.0), (5.0, 6.0)]]
 
     def fake(problem, start, *, time_limit, seed, clock):  # noqa: ANN001, ANN202
         calls.append(start)
         clocks.append(clock)
         k = len(calls) - 1
-        report = polish_lns.LNSReport(rounds=5, improvements=1, after=[10.0, 7.0][k],
+        report = polish_lns.LNSReport(rounds=5, improvements=1, after=afters[k],
                                       history=curves[k])  # fmt: skip
-        return start + len(calls), report
+        return start + 1, report
 
-    lowered = t + 100
+    def lower(problem, result):  # noqa: ANN001, ANN202
+        rounded.append(result + 100)
+        return rounded[-1]
+
     monkeypatch.setattr(polish_lns, "lns_improve", fake)
-    monkeypatch.setattr(polish_lns, "_rounded_below", lambda problem, first: lowered)
+    monkeypatch.setattr(polish_lns, "_rounded_below", lower)
+    monkeypatch.setattr(polish_lns, "_STAGE_SECONDS", stage_seconds)
     best, rep = polish_lns._improve_and_lower_the_peak(
         problem, t, time_limit=1.0, seed=0, clock=123.0
     )
-    assert calls[0] is t and calls[1] is lowered  # the second half starts from the rounding
-    assert np.array_equal(best, lowered + 2) and rep.after == 7.0
-    assert (rep.rounds, rep.improvements) == (10, 2)
-    # both halves count seconds from the caller's clock; the curve is the best so far of both
-    assert clocks == [123.0, 123.0]
-    assert rep.history == [(0.5, 12.0), (1.0, 10.0), (3.0, 7.0)]
+    assert len(calls) == len(afters) and calls[0] is t
+    assert all(calls[k] is rounded[k - 1] for k in range(1, len(calls)))
+    assert all(np.array_equal(rounded[k], calls[k] + 101) for k in range(len(rounded)))
+    assert np.array_equal(best, calls[winner] + 1) and rep.after == afters[winner]
+    assert (rep.rounds, rep.improvements) == (5 * len(afters), len(afters))
+    assert rep.before == problem.objective(t)
+    assert clocks == [123.0] * len(afters)  # every stage counts from the caller's clock
+    assert rep.history == best_so_far([pt for curve in curves[: len(afters)] for pt in curve])
+    if len(afters) == 2:
+        assert rep.history == [(0.5, 12.0), (1.0, 10.0), (3.0, 7.0)]
 
 
 def test_best_so_far_keeps_each_point_that_lowers_the_best_in_time_order() -> None:
