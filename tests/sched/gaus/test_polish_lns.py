@@ -354,3 +354,44 @@ def test_the_search_extends_gaus_any_time_curve_on_the_call_clock() -> None:
     assert objectives[-1] == r.objective
     # the search runs after GauS's own optimisation: its last point comes after that curve
     assert times[-1] > max(s for s, _ in r.objective_history)
+
+
+@pytest.mark.parametrize(
+    ("gains", "afters", "kept", "winner"),
+    [
+        ([5.0, 5.0, 5.0], [100.0, 110.0, 120.0], [], 0),
+        ([5.0, 1.0, 5.0, 0.0, 0.0], [100.0, 101.0, 120.0, 99.0, 98.0], [0, 1], 1),
+        ([5.0, 1.0, 30.0, 0.0, 0.0], [100.0, 110.0, 120.0, 99.0, 97.0], [0, 2], 2),
+    ],
+)
+def test_the_race_gives_a_second_round_only_to_starts_that_could_catch_the_leader(
+    monkeypatch, gains: list[float], afters: list[float], kept: list[int], winner: int
+) -> None:
+    """Each start gets a quarter of the budget over all starts in the first round; those
+    that, gaining as much again, would come within ``_RACE_KEEP`` of the leader share the
+    second half; the best wins, its rounds of both rounds counted, and a lone leader ends
+    the race after the first round."""
+    from twill.sched.gaus import polish_lns
+
+    g = from_dependence_graph(generate_random_dag(30, 0.1, 0, seed=4))
+    problem = LNSProblem(g, "A", default_D(g, "A") + 2)
+    starts = [(f"s{k}", np.full(g.n, 10 * k, dtype=np.int64)) for k in range(3)]
+    calls = []
+
+    def fake(problem, start, *, time_limit, seed, clock):  # noqa: ANN001, ANN202
+        calls.append((int(start[0]), time_limit, clock))
+        after = afters[len(calls) - 1]
+        before = after + gains[len(calls) - 1]
+        report = polish_lns.LNSReport(rounds=2, improvements=1, before=before, after=after,
+                                      history=[(float(len(calls)), after)])  # fmt: skip
+        return start + 1, report
+
+    monkeypatch.setattr(polish_lns, "lns_improve", fake)
+    k, cand, rep, history = polish_lns._race(problem, starts, 12.0, 0, 5.0)
+    first = [(10 * j, 2.0, 5.0) for j in range(3)]
+    second = [(10 * j + 1, 6.0 / len(kept), 5.0) for j in kept]
+    assert calls == first + second
+    assert k == winner and rep.after == min(afters)
+    assert np.array_equal(cand, starts[winner][1] + (2 if kept else 1))
+    assert rep.rounds == (4 if kept else 2)
+    assert sorted(history) == [(float(j + 1), a) for j, a in enumerate(afters)]
