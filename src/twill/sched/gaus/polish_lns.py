@@ -286,7 +286,7 @@ def _race(
     120377, its rounding from 118106 to 110514 and the rounded least-communication schedule
     from 97315 to 95256), and the time they took is worth more to the finish. A start far
     behind but fast stays (EPFL ``i2c``: the LP's rounding, 1.49× behind GauS's schedule
-    at the start, wins there)."""
+    at the start, has won there)."""
     results = []
     for k, (_, t0) in enumerate(starts):
         cand, rep = lns_improve(problem, t0, time_limit=budget / 2 / len(starts),
@@ -312,7 +312,7 @@ def _race(
 # arbiter (197k-492k) finish none within 40 % of a 300-s budget, which was then lost.
 _LP_MAX_VARIABLES = 100_000
 # The length of one stage of the search's finish in A (:func:`_improve_and_lower_the_peak`):
-# 840 s of search leave about 380 s for the finish on EPFL ``max``, three stages.
+# 840 s of search leave about 600 s for the finish on EPFL ``max``, five stages.
 _STAGE_SECONDS = 120.0
 # After the race's first round, a start stays when, gaining as much again, it would come
 # within this fraction of the leader's value (:func:`_race`).
