@@ -149,6 +149,20 @@ def test_convex_search_finds_the_least_value_over_every_cap(seed: int) -> None:
         assert formulation_a_lp_bound(g, D, 100.0, peak) == pytest.approx(brute, rel=1e-5)
 
 
+@pytest.mark.parametrize("seed", [3, 5])
+def test_the_bisection_starts_at_a_cap_the_lp_surely_rejects_below(seed: int) -> None:
+    """Every cap below :meth:`PeakLPs.least_cap` is infeasible, and the bisection that starts
+    there finds the lowest feasible cap that a scan of every cap finds."""
+    g = _one_resource(seed, 30)
+    D = default_D(g, "A") + 1
+    most = int(g.usage.sum())
+    feasible = [cap for cap in range(1, most + 1) if peak_lp(g, D, cap).feasible]
+    lps = PeakLPs(g, D)
+    assert 1 < lps.least_cap() <= feasible[0]
+    assert lps.lowest_feasible(most) == feasible[0]
+    assert not peak_lp(g, D, lps.least_cap() - 1).feasible
+
+
 def test_a_relaxation_resolved_at_other_caps_equals_fresh_solves() -> None:
     """:class:`PeakRelaxation` changes only the cap's bound between solves (GLOP warm-starts
     from the last basis); every answer must equal the LP built afresh at that cap."""

@@ -161,12 +161,24 @@ class PeakLPs:
         return self.solved[cap]
 
     def lowest_feasible(self, top: int) -> int:
-        """The lowest cap in ``[1, top]`` the LP admits (``top`` is admitted)."""
-        lo, hi = 1, top
+        """The lowest cap in ``[1, top]`` the LP admits (``top`` is admitted).
+
+        The bisection starts at the cap below which the LP surely fails (:meth:`least_cap`):
+        infeasible LPs far below it cost as much as feasible ones (EPFL ``i2c``: 30 s for
+        cap 29, whose answer :meth:`least_cap` gives for free) and leave GLOP a basis that
+        slows the next solve."""
+        lo, hi = min(top, self.least_cap()), top
         while lo < hi:
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if self.at(mid).feasible else (mid + 1, hi)
         return lo
+
+    def least_cap(self) -> int:
+        """The least cap every LP below is infeasible at: the capacity rows (one per step an
+        op can use the resource at, ``D + L - 1`` of them) share the total usage, so a
+        feasible cap is at least the total over their number."""
+        rows = self.D + self.g.usage.shape[2] - 1
+        return max(1, int(np.ceil(self.g.usage[:, 0, :].sum() / rows - 1e-9)))
 
     def least_value(self, lo: int, hi: int) -> int:
         """The cap in ``[lo, hi]`` of least ``V`` (ternary search)."""
