@@ -205,9 +205,11 @@ def solve_window(
     hint: np.ndarray | None = None,
     time_limit: float,
     seed: int,
+    first: bool = False,
 ) -> tuple[int, np.ndarray | None]:
     """One single-threaded CP-SAT solve of :func:`build_model` on ``spec``, from ``hint``
-    (for the ops left free) when given: CP-SAT's status and the schedule found (``None``
+    (for the ops left free) when given, stopped at the first schedule with ``first``:
+    CP-SAT's status and the schedule found (``None``
     when it found none, which proves nothing unless the status is ``INFEASIBLE``). The
     large-neighbourhood search and the LP-guided schedules solve their restricted models
     this way.
@@ -226,6 +228,7 @@ def solve_window(
     solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = int(seed)
+    solver.parameters.stop_after_first_solution = first
     try:
         code = solve_cpsat(solver, m)
     except (IndexError, RuntimeError, ValueError) as exc:  # the native solver's own failure

@@ -233,17 +233,19 @@ def lp_guided_schedule(
     ratio: float = 100.0,
     time_limit: float = 30.0,
     seed: int = 0,
+    first: bool = False,
 ) -> np.ndarray | None:
     """The exact CP-SAT model of formulation A with the peak capped at ``lp.cap`` and every
     op restricted to its LP support: the relaxation picks the steps, CP-SAT makes them
-    integral. Returns the best schedule found within ``time_limit`` seconds, or ``None``
-    (the restriction may exclude every schedule; no claim of infeasibility)."""
+    integral. Returns the best schedule found within ``time_limit`` seconds (with ``first``,
+    the first one found), or ``None`` (the restriction may exclude every schedule; no claim
+    of infeasibility)."""
     from twill.sched.baselines.exact import ModelSpec, solve_window
 
     if not lp.feasible:
         return None
     spec = ModelSpec("A", D, None, ratio, lp.lo, lp.hi, peak_cap=lp.cap)
-    _, t = solve_window(g, spec, time_limit=time_limit, seed=seed)
+    _, t = solve_window(g, spec, time_limit=time_limit, seed=seed, first=first)
     return t
 
 
