@@ -289,14 +289,20 @@ def test_the_peak_lowering_finish_is_legal_and_no_worse_than_its_start() -> None
 
 @pytest.mark.parametrize(
     ("stage_seconds", "afters", "winner"),
-    [(1.0, [10.0, 7.0], 1), (0.3, [10.0, 7.0, 8.0], 1), (0.3, [10.0, 9.0, 6.0], 2)],
+    [
+        (1.0, [10.0, 7.0], 1),
+        (0.3, [10.0, 7.0, 8.0], 1),
+        (0.3, [10.0, 9.0, 6.0], 2),
+        (0.2, [10.0, 7.0, 8.0, 6.5, 6.0], 4),
+    ],
 )
 def test_the_peak_lowering_finish_rounds_each_stage_below_its_peak_and_keeps_the_best(
     monkeypatch, stage_seconds: float, afters: list[float], winner: int
 ) -> None:
     """``time_limit / _STAGE_SECONDS`` stages (at least two); each later stage starts from
-    the previous stage's result rounded below its peak; the best stage's schedule is the
-    result, with the rounds of all stages counted and the curve the best so far of all."""
+    the previous stage's result rounded below its peak, but the last of three or more from
+    the best schedule so far; the best stage's schedule is the result, with the rounds of
+    all stages counted and the curve the best so far of all."""
     from twill.sched.gaus import polish_lns
 
     g = from_dependence_graph(generate_random_dag(40, 0.1, 0, seed=2))
@@ -304,7 +310,13 @@ def test_the_peak_lowering_finish_rounds_each_stage_below_its_peak_and_keeps_the
     problem = LNSProblem(g, "A", D)
     t = _list_t(g, "A", D)
     calls, clocks, rounded = [], [], []
-    curves = [[(0.5, 12.0), (1.0, 10.0)], [(2.0, 11.0), (3.0, 7.0)], [(4.0, 8.0), (5.0, 6.0)]]
+    curves = [
+        [(0.5, 12.0), (1.0, 10.0)],
+        [(2.0, 11.0), (3.0, 7.0)],
+        [(4.0, 8.0), (5.0, 6.0)],
+        [(6.0, 6.5)],
+        [(7.0, 6.0)],
+    ]
 
     def fake(problem, start, *, time_limit, seed, clock):  # noqa: ANN001, ANN202
         calls.append(start)
@@ -325,8 +337,13 @@ def test_the_peak_lowering_finish_rounds_each_stage_below_its_peak_and_keeps_the
         problem, t, time_limit=1.0, seed=0, clock=123.0
     )
     assert len(calls) == len(afters) and calls[0] is t
-    assert all(calls[k] is rounded[k - 1] for k in range(1, len(calls)))
+    last = len(calls) - 1 if len(calls) >= 3 else len(calls)
+    assert all(calls[k] is rounded[k - 1] for k in range(1, last))
     assert all(np.array_equal(rounded[k], calls[k] + 101) for k in range(len(rounded)))
+    if last < len(calls):  # the last stage searches on from the best of the others
+        assert len(rounded) == last - 1
+        best_before = min(range(last), key=lambda k: afters[k])
+        assert np.array_equal(calls[last], calls[best_before] + 1)
     assert np.array_equal(best, calls[winner] + 1) and rep.after == afters[winner]
     assert (rep.rounds, rep.improvements) == (5 * len(afters), len(afters))
     assert rep.before == problem.objective(t)
