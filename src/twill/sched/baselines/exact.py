@@ -209,10 +209,9 @@ def solve_window(
 ) -> tuple[int, np.ndarray | None]:
     """One single-threaded CP-SAT solve of :func:`build_model` on ``spec``, from ``hint``
     (for the ops left free) when given, stopped at the first schedule with ``first``:
-    CP-SAT's status and the schedule found (``None``
-    when it found none, which proves nothing unless the status is ``INFEASIBLE``). The
-    large-neighbourhood search and the LP-guided schedules solve their restricted models
-    this way.
+    CP-SAT's status and the schedule found (``None`` when it found none, which proves
+    nothing unless the status is ``INFEASIBLE``). The large-neighbourhood search and the
+    LP-guided schedules solve their restricted models this way.
 
     An exception raised inside CP-SAT's native solve (``IndexError: absl::btree_map::at``,
     once in about a hundred neighbourhoods on EPFL ``max``) is logged and

@@ -178,8 +178,8 @@ class PeakLPs:
         return lo
 
     def least_cap(self) -> int:
-        """The least cap every LP below is infeasible at: the capacity rows (one per step an
-        op can use the resource at, ``D + L - 1`` of them) share the total usage, so a
+        """A cap below which every LP is infeasible: the capacity rows (one per step an op
+        can use the resource at, ``D + L - 1`` of them) share the total usage, so a
         feasible cap is at least the total over their number."""
         rows = self.D + self.g.usage.shape[2] - 1
         return max(1, int(np.ceil(self.g.usage[:, 0, :].sum() / rows - 1e-9)))

@@ -308,7 +308,7 @@ def _race(
 
 
 # The time-indexed LP has one variable per op and step of its window. EPFL i2c (26k) takes
-# about 100 s per LP built afresh and bar (14k) about 50 s; adder, priority, max, sin and
+# about 60 s for its first LP and bar (14k) about 16 s; adder, priority, max, sin and
 # arbiter (197k-492k) finish none within 40 % of a 300-s budget, which was then lost.
 _LP_MAX_VARIABLES = 100_000
 # Above this many (op, step) pairs in the LP's supports, the LP-guided model stops at its
@@ -471,13 +471,13 @@ def _lp_guided_starts(
     for k, cap in enumerate(caps):
         left = budget - (time.perf_counter() - start)
         sched, name = None, f"LP-guided at peak {cap}"
+        lp = lps.at(cap)
         if left > 0:
-            lp = lps.at(cap)
             first = int((lp.hi - lp.lo + 1).sum()) > _GUIDED_FIRST_ONLY_PAIRS
             sched = lp_guided_schedule(g, D, lp, ratio=ratio, first=first,
                                        time_limit=left / (len(caps) - k), seed=seed)  # fmt: skip
         if sched is None:  # the rounding costs no more than a list schedule
-            sched, name = lp_rounded_schedule(g, D, lps.at(cap)), f"LP-rounded at peak {cap}"
+            sched, name = lp_rounded_schedule(g, D, lp), f"LP-rounded at peak {cap}"
         if sched is not None and problem.legal(sched):
             found.append((name, sched))
     return found, bound
