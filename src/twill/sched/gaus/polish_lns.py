@@ -313,10 +313,10 @@ def _race(
 _LP_MAX_VARIABLES = 100_000
 # Above this many (op, step) pairs in the LP's supports, the LP-guided model stops at its
 # first schedule, and the search, which gains faster from there, gets the rest of the time.
-# EPFL i2c (23k pairs): the first schedule after 77 s, then 2.7 % in 150 s more, where the
-# search gains 11-14 % in 63-85 s; router, cavlc, int2float and ctrl (2k-4k) improve their first
-# schedule within seconds, and router's restricted model ends at 3013, where the search
-# from the first schedule ends at 3028.
+# EPFL i2c (23k pairs): the first schedule after 77 s, then 2.7 % in 150 s more, where
+# the search gains 11-14 % in 63-85 s; ctrl, router, int2float and cavlc (0.9k-3.9k)
+# improve their first schedule within seconds, and router's restricted model ends at
+# 3013, where the search from the first schedule ends at 3028.
 _GUIDED_FIRST_ONLY_PAIRS = 10_000
 # The length of one stage of the search's finish in A (:func:`_improve_and_lower_the_peak`):
 # 840 s of search leave about 600 s for the finish on EPFL ``max``, five stages.
