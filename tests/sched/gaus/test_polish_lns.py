@@ -330,8 +330,15 @@ def test_the_peak_lowering_finish_rounds_each_stage_below_its_peak_and_keeps_the
         rounded.append(result + 100)
         return rounded[-1]
 
+    shifts = []
+
+    def shift(problem, start, time_limit, seed):  # noqa: ANN001, ANN202
+        shifts.append((start, time_limit))
+        return start  # found nothing better: the stage's search starts from ``start``
+
     monkeypatch.setattr(polish_lns, "lns_improve", fake)
     monkeypatch.setattr(polish_lns, "_rounded_below", lower)
+    monkeypatch.setattr(polish_lns, "_shifted", shift)
     monkeypatch.setattr(polish_lns, "_STAGE_SECONDS", stage_seconds)
     best, rep = polish_lns._improve_and_lower_the_peak(
         problem, t, time_limit=1.0, seed=0, clock=123.0
@@ -345,12 +352,41 @@ def test_the_peak_lowering_finish_rounds_each_stage_below_its_peak_and_keeps_the
         best_before = min(range(last), key=lambda k: afters[k])
         assert np.array_equal(calls[last], calls[best_before] + 1)
     assert np.array_equal(best, calls[winner] + 1) and rep.after == afters[winner]
-    assert (rep.rounds, rep.improvements) == (5 * len(afters), len(afters))
+    # each stage first tries the whole-schedule shift on its start, with a third of its time
+    assert [start for start, _ in shifts] == calls
+    assert all(0 < limit <= 1.0 / len(afters) / 3 + 1e-9 for _, limit in shifts[:1])
+    assert (rep.rounds, rep.improvements) == (6 * len(afters), len(afters))
     assert rep.before == problem.objective(t)
     assert clocks == [123.0] * len(afters)  # every stage counts from the caller's clock
     assert rep.history == best_so_far([pt for curve in curves[: len(afters)] for pt in curve])
     if len(afters) == 2:
         assert rep.history == [(0.5, 12.0), (1.0, 10.0), (3.0, 7.0)]
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_the_shift_finds_the_best_schedule_within_one_step_of_each_start(seed: int) -> None:
+    """:func:`_shifted` against enumeration: the best legal schedule with every op within
+    one step of its start (and its window) and no higher peak; the start itself when
+    nothing is better."""
+    import itertools
+
+    from twill.sched.gaus import polish_lns
+
+    g = from_dependence_graph(generate_random_dag(9, 0.25, 0, seed=seed))
+    D = default_D(g, "A") + 2
+    problem = LNSProblem(g, "A", D)
+    asap, alap = asap_alap(g, D)
+    t = alap.astype(np.int64)  # every op as late as it can: long edges to shorten
+    peak = polish_lns._peak(g, t)
+    ranges = [range(max(asap[i], t[i] - 1), min(alap[i], t[i] + 1) + 1) for i in range(g.n)]
+    best = min(
+        problem.objective(np.array(c))
+        for c in itertools.product(*ranges)
+        if problem.legal(np.array(c)) and polish_lns._peak(g, np.array(c)) <= peak
+    )
+    shifted = polish_lns._shifted(problem, t, 10.0, seed)
+    assert problem.legal(shifted) and problem.objective(shifted) == best
+    assert (shifted is t) == (best == problem.objective(t))
 
 
 def test_best_so_far_keeps_each_point_that_lowers_the_best_in_time_order() -> None:
@@ -411,4 +447,52 @@ def test_the_race_gives_a_second_round_only_to_starts_that_could_catch_the_leade
     assert k == winner and rep.after == min(afters)
     assert np.array_equal(cand, starts[winner][1] + (2 if kept else 1))
     assert rep.rounds == (4 if kept else 2)
+    assert sorted(history) == [(float(j + 1), a) for j, a in enumerate(afters)]
+
+
+@pytest.mark.parametrize(
+    ("afters", "expected", "winner", "rounds"),
+    [
+        # s1 would end its first round at 120 at its glance's pace: cut; s0 and s2 go on
+        # (1 s each), then both could catch the leader and share the second half (3 s each)
+        (
+            [100.0, 130.0, 101.0, 98.0, 99.5, 97.0, 96.0],
+            [(0, 1.0), (10, 1.0), (20, 1.0), (1, 1.0), (21, 1.0), (2, 3.0), (22, 3.0)],
+            2,
+            6,
+        ),
+        # only s0 is on pace after the glance: it ends its first round and the race
+        ([100.0, 130.0, 140.0, 98.0], [(0, 1.0), (10, 1.0), (20, 1.0), (1, 1.0)], 0, 4),
+    ],
+)
+def test_the_race_cuts_starts_off_the_leaders_pace_after_a_glance(
+    monkeypatch, afters: list[float], expected: list[tuple[int, float]], winner: int, rounds: int
+) -> None:
+    """Where a first round is longer than ``_RACE_GLANCE``, each start first gets the
+    glance; those that, gaining at its pace to the end of the first round, would not come
+    within ``_RACE_KEEP`` of the leader are cut, the others end their first round, and the
+    second round follows the usual rule, with each report's ``before`` the start's value."""
+    from twill.sched.gaus import polish_lns
+
+    g = from_dependence_graph(generate_random_dag(30, 0.1, 0, seed=4))
+    problem = LNSProblem(g, "A", default_D(g, "A") + 2)
+    starts = [(f"s{k}", np.full(g.n, 10 * k, dtype=np.int64)) for k in range(3)]
+    gains = {0: 5.0, 10: 10.0, 20: 1.0}
+    calls = []
+
+    def fake(problem, start, *, time_limit, seed, clock):  # noqa: ANN001, ANN202
+        calls.append((int(start[0]), time_limit))
+        after = afters[len(calls) - 1]
+        report = polish_lns.LNSReport(rounds=2, improvements=1, after=after,
+                                      before=after + gains.get(int(start[0]), 0.0),
+                                      history=[(float(len(calls)), after)])  # fmt: skip
+        return start + 1, report
+
+    monkeypatch.setattr(polish_lns, "lns_improve", fake)
+    monkeypatch.setattr(polish_lns, "_RACE_GLANCE", 1.0)
+    k, cand, rep, history = polish_lns._race(problem, starts, 12.0, 0, 5.0)
+    assert calls == expected
+    assert k == winner and rep.after == min(afters)
+    assert rep.before == afters[winner] + gains[10 * winner]
+    assert rep.rounds == rounds
     assert sorted(history) == [(float(j + 1), a) for j, a in enumerate(afters)]

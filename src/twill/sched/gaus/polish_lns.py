@@ -277,9 +277,12 @@ def _race(
     """:func:`lns_improve` from each start in two rounds of ``budget / 2`` each, the second
     only for the starts that could still catch the leader: those that, gaining as much again
     as in the first round, would come within :data:`_RACE_KEEP` of the leader's value.
-    Returns the index of the best start, its schedule, its report (rounds of both rounds
-    counted) and the curve of all the searches. Where only the leader is left, the second
-    round is not run and its time goes to what follows.
+    Where a start's first round is longer than :data:`_RACE_GLANCE` seconds, it is cut
+    after that glance when, gaining at the glance's pace to the end of the round, it would
+    still not come within :data:`_RACE_KEEP` of the leader's value. Returns the index of
+    the best start, its schedule, its report (rounds of both rounds counted) and the curve
+    of all the searches. Where only the leader is left, the second round is not run and its
+    time goes to what follows.
 
     Why: the search's gains slow down, so a start that trails by more than its own pace
     does not catch up (EPFL ``max``: after 139 s each, GauS's schedule went from 135890 to
@@ -287,24 +290,40 @@ def _race(
     from 97315 to 95256), and the time they took is worth more to the finish. A start far
     behind but fast stays (EPFL ``i2c``: the LP's rounding, 1.49× behind GauS's schedule
     at the start, has won there)."""
+    share = budget / 2 / len(starts)
+    glance = min(share, _RACE_GLANCE)
     results = []
     for k, (_, t0) in enumerate(starts):
-        cand, rep = lns_improve(problem, t0, time_limit=budget / 2 / len(starts),
-                                seed=seed + k, clock=clock)  # fmt: skip
+        cand, rep = lns_improve(problem, t0, time_limit=glance, seed=seed + k, clock=clock)
         results.append([k, cand, rep])
     history = [pt for _, _, rep in results for pt in rep.history]
+    if glance < share:
+        pace, reach = share / glance, (1.0 + _RACE_KEEP) * min(r[2].after for r in results)
+        results = [r for r in results if r[2].before - pace * (r[2].before - r[2].after) <= reach]
+        for r in results:
+            history += _search_on(problem, r, share - glance, seed + 3 * len(starts), clock)
     lead = min(rep.after for _, _, rep in results)
     kept = [r for r in results if 2 * r[2].after - r[2].before <= (1.0 + _RACE_KEEP) * lead]
     if len(kept) > 1:
         for r in kept:
-            cand, rep = lns_improve(problem, r[1], time_limit=budget / 2 / len(kept),
-                                    seed=seed + len(starts) + r[0], clock=clock)  # fmt: skip
-            rep.rounds += r[2].rounds
-            rep.improvements += r[2].improvements
-            history += rep.history
-            r[1:] = [cand, rep]
+            history += _search_on(problem, r, budget / 2 / len(kept), seed + len(starts), clock)
     k, cand, rep = min(kept, key=lambda r: (r[2].after, r[0]))
     return k, cand, rep, history
+
+
+def _search_on(
+    problem: LNSProblem, entry: list, time_limit: float, seed: int, clock: float
+) -> list[tuple[float, float]]:
+    """:func:`lns_improve` on from a race entry ``[index, schedule, report]``, updated in
+    place (its report keeps its ``before`` and counts the rounds of both searches); returns
+    the new search's curve."""
+    k, t0, first = entry
+    cand, rep = lns_improve(problem, t0, time_limit=time_limit, seed=seed + k, clock=clock)
+    rep.before = first.before
+    rep.rounds += first.rounds
+    rep.improvements += first.improvements
+    entry[1:] = [cand, rep]
+    return rep.history
 
 
 # The time-indexed LP has one variable per op and step of its window. EPFL i2c (26k) takes
@@ -321,9 +340,19 @@ _GUIDED_FIRST_ONLY_PAIRS = 10_000
 # The length of one stage of the search's finish in A (:func:`_improve_and_lower_the_peak`):
 # 840 s of search leave about 600 s for the finish on EPFL ``max``, five stages.
 _STAGE_SECONDS = 120.0
+# The whole-schedule model of a stage of the finish (:func:`_shifted`): each op within this
+# many steps of its start, for at most this share of the stage. EPFL ``max``: within two
+# steps (17k pairs), CP-SAT found no schedule in 90 s; within one, its gains come in the
+# first 15-45 s.
+_SHIFT_STEPS = 1
+_SHIFT_SHARE = 1 / 3
 # After the race's first round, a start stays when, gaining as much again, it would come
 # within this fraction of the leader's value (:func:`_race`).
 _RACE_KEEP = 0.02
+# The race's first look at each start, seconds (:func:`_race`). EPFL ``max`` at
+# ``--gaus-lns 840``: a first round of 67 s per start, of which GauS's schedule and its
+# rounding, far behind, now take 20 s each, and the finish gains the rest.
+_RACE_GLANCE = 20.0
 # Starts worse than this factor times the best start are not raced, per formulation.
 _RACE_SPREAD = {"A": 1.5, "B": 3.0, "C": 3.0}
 
@@ -519,9 +548,15 @@ def _improve_and_lower_the_peak(
         elif k:
             lower = _rounded_below(problem, cur)
             cur = cur if lower is None else lower
-        share = (time_limit - (time.perf_counter() - start)) / (stages - k)
-        cur, rep = lns_improve(problem, cur, time_limit=share, seed=seed + k, clock=clock)
-        rounds, improvements = rounds + rep.rounds, improvements + rep.improvements
+        began = time.perf_counter()
+        share = (time_limit - (began - start)) / (stages - k)
+        shifted = _shifted(problem, cur, _SHIFT_SHARE * share, seed + k)
+        if shifted is not cur:
+            improvements += 1
+            history.append((time.perf_counter() - clock, problem.objective(shifted)))
+        left = share - (time.perf_counter() - began)
+        cur, rep = lns_improve(problem, shifted, time_limit=left, seed=seed + k, clock=clock)
+        rounds, improvements = rounds + 1 + rep.rounds, improvements + rep.improvements
         history += rep.history
         if best_rep is None or rep.after < best_rep.after:
             best, best_rep = cur, rep
@@ -530,6 +565,29 @@ def _improve_and_lower_the_peak(
     best_rep.rounds, best_rep.improvements = rounds, improvements
     best_rep.history = best_so_far(history)
     return best, best_rep
+
+
+def _shifted(problem: LNSProblem, t: np.ndarray, time_limit: float, seed: int) -> np.ndarray:
+    """Formulation A: ``t`` re-optimised by CP-SAT with every op free within
+    :data:`_SHIFT_STEPS` steps of its start (inside its ASAP/ALAP window) and the peak
+    capped at ``t``'s; ``t`` itself when CP-SAT finds nothing better within ``time_limit``.
+
+    Why: the neighbourhoods free a few hundred ops, each anywhere in a range; this frees
+    every op at once, each by a step, which moves the long chains that shorten the edges
+    between them. On EPFL ``max`` (3377 ops, about 10,000 (op, step) pairs) the search's
+    final schedules, which no neighbourhood improved for minutes, fell from 94110 to 93421
+    in 42 s, and a stage's rounded start from 95346 to 93848 in 15 s, where 120 s of
+    search reached 94268. CP-SAT gets no hint: with one, its first schedule came only
+    after 35 s of repairing it, without one after 12-17 s."""
+    g = problem.g
+    asap, alap = _start_window(problem)
+    lo = np.maximum(asap, t - _SHIFT_STEPS).astype(np.int64)
+    hi = np.minimum(alap, t + _SHIFT_STEPS).astype(np.int64)
+    spec = ModelSpec("A", problem.D, None, problem.ratio, lo, hi, peak_cap=_peak(g, t))
+    _, cand = solve_window(g, spec, time_limit=time_limit, seed=seed)
+    if cand is None or problem.objective(cand) >= problem.objective(t) or not problem.legal(cand):
+        return t
+    return cand
 
 
 def _rounded_below(
