@@ -338,7 +338,7 @@ _LP_MAX_VARIABLES = 100_000
 # 3013, where the search from the first schedule ends at 3028.
 _GUIDED_FIRST_ONLY_PAIRS = 10_000
 # The length of one stage of the search's finish in A (:func:`_improve_and_lower_the_peak`):
-# 840 s of search leave about 600 s for the finish on EPFL ``max``, five stages.
+# 840 s of search leave about 720 s for the finish on EPFL ``max``, six stages.
 _STAGE_SECONDS = 120.0
 # The whole-schedule model of a stage of the finish (:func:`_shifted`): each op within this
 # many steps of its start, for at most this share of the stage. EPFL ``max``: within two
@@ -524,8 +524,10 @@ def _improve_and_lower_the_peak(
     the first from ``t`` and each later one from the previous stage's result rounded below
     its peak (:func:`_rounded_below`; from the result itself where no rounding is within
     the slack), except that the last of three or more searches on from the best stage's
-    schedule. There are ``time_limit / _STAGE_SECONDS`` stages, at least two. Returns
-    the best stage's schedule, with the rounds of all stages counted.
+    schedule. Each stage first re-optimises its start as a whole within a step of it
+    (:func:`_shifted`, at most :data:`_SHIFT_SHARE` of the stage; counted as one round),
+    and searches from the result. There are ``time_limit / _STAGE_SECONDS`` stages, at
+    least two. Returns the best stage's schedule, with the rounds of all stages counted.
 
     Why: the search lowers communication well but the peak rarely, since a lower peak needs
     an op moved off every step at the peak at once. A capped rounding moves them all, and
