@@ -21,6 +21,10 @@ Neighbourhoods, taken in turn:
 The neighbourhood size adapts: it grows by 20 % after a sub-problem CP-SAT solved to
 optimality within its time cap, and shrinks by 20 % otherwise.
 
+In formulation A with one resource, :func:`lns_search` ends in stages that lower the peak,
+and each stage first re-optimises the whole schedule with every op within a step of its
+start (:func:`_shifted`), which moves the long chains no neighbourhood moves alone.
+
 Preconditions: ``t`` is a legal schedule of ``g`` at ``D`` (and ``II`` for C). Formulation
 C's model minimises the weighted lifetimes, a proxy of modulo MaxLive; its results are
 compared on MaxLive all the same.
