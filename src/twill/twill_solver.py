@@ -205,11 +205,11 @@ def _check_options(
 ) -> None:
     """The numeric and choice options of :func:`twill_solve`, checked as the CLI checks them."""
     from twill.sched.exact.phase1 import BACKENDS
-    from twill.validation import check_choice, check_int, check_time_limit
+    from twill.validation import MAX_THREADS, check_choice, check_int, check_time_limit
 
     check_int(max_I, "max_I", none=True)
     check_choice(backend, "backend", BACKENDS)
-    check_int(threads, "threads")
+    check_int(threads, "threads", maximum=MAX_THREADS)
     for name, value in (("time_limit", time_limit), ("total_time_limit", total_time_limit),
                         ("phase2_time_limit", phase2_time_limit)):  # fmt: skip
         check_time_limit(value, name)

@@ -16,11 +16,16 @@ from collections.abc import Iterable
 from twill.errors import ArgumentTypeError, InvalidProblemError
 
 __all__ = [
+    "MAX_THREADS",
     "check_time_limit",
     "check_int",
     "check_real",
     "check_choice",
 ]
+
+
+#: Most solver threads or worker processes one run may ask for (docs/formats.md).
+MAX_THREADS = 1024
 
 
 def _received(value: object) -> str:

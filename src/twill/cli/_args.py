@@ -11,12 +11,10 @@ or failed run leaves either the old file or a complete new one.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from twill._atomic import atomic_output, write_output
 from twill.errors import InvalidProblemError
 
 __all__ = [
@@ -128,41 +126,3 @@ def check_outputs_distinct(*outputs: tuple[str, str | None]) -> None:
         for opt_b, b in given[i + 1 :]:
             if same_file(a, b):
                 raise InvalidProblemError(f"{opt_a} and {opt_b} name the same file {a!r}")
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-@contextmanager
-def atomic_output(path: str | Path) -> Iterator[Path]:
-    """A temporary path beside ``path`` to write to; on success it replaces ``path`` at once.
-
-    So an interrupted or failed command never leaves a partial file that looks like a result:
-    the target is either untouched or complete. The temporary file keeps the suffix (plotting
-    libraries pick the format from it) and is removed on any error or interrupt. A target that
-    exists and is not a regular file (``/dev/null``, a pipe) is written in place instead.
-    """
-    target = Path(path)
-    if target.exists() and not target.is_file():
-        yield target
-        return
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=target.suffix or ".tmp", dir=target.parent
-    )
-    os.close(fd)
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())  # the permissions a plain open() would give
-        yield Path(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_output(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (:func:`atomic_output`), UTF-8."""
-    with atomic_output(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")

@@ -31,6 +31,7 @@ from twill.cli._args import (
 )
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
+from twill.validation import MAX_THREADS
 
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
     from twill.mapping.arch import Arch
@@ -544,7 +545,9 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
     )
-    p.add_argument("--threads", type=bounded_int(1024), default=1, help="solver threads per layer")
+    p.add_argument(
+        "--threads", type=bounded_int(MAX_THREADS), default=1, help="solver threads per layer"
+    )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the solver / random search")
     p.add_argument(
         "--metric",
@@ -602,7 +605,7 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
         help=f"comma-separated methods among {', '.join(MAPPERS)}",
     )
     p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
-    p.add_argument("--workers", type=bounded_int(1024), default=None, help="local pool size")
+    p.add_argument("--workers", type=bounded_int(MAX_THREADS), default=None, help="local pool size")
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
     p.add_argument(
         "--limit", type=positive_int, default=None, help="only the first N unique layers"

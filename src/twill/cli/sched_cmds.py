@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
     atomic_output,
+    bounded_int,
     check_output_path,
     check_outputs_distinct,
     positive_float,
@@ -27,6 +28,7 @@ from twill.cli._args import (
 )
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
+from twill.validation import MAX_THREADS
 
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
     from rich.status import Status as RichStatus
@@ -90,7 +92,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--threads",
-        type=positive_int,
+        type=bounded_int(MAX_THREADS),
         default=1,
         metavar="N",
         help="CPU threads (default 1): the minimum-I search's solver threads, and with Phase "

@@ -35,10 +35,12 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_import_triton(args: argparse.Namespace) -> int:
-    from twill.io.graph_json import dumps_graph, write_graph
+    from twill.io import graph_input_files
+    from twill.io.graph_json import dumps_graph, write_graph  # write_graph is atomic
     from twill.triton import import_triton, parse_assignments
 
-    check_output_path(args.output, "-o", (args.kernel.rpartition(":")[0] or args.kernel,))
+    # every file the import reads: the kernel (or TTGIR) and the option YAMLs beside a kernel
+    check_output_path(args.output, "-o", graph_input_files(args.kernel))
     sig = parse_assignments(args.signature, "--signature", numeric=False)
     consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
     graph = import_triton(args.kernel, args.arch, sig, consts, normalize=args.normalize,

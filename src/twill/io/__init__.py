@@ -32,13 +32,13 @@ def graph_input_files(spec: str | Path, resource_model: str | Path | None = None
     The CLI refuses an output path that names any of them, so no input is ever overwritten.
     """
     text = str(spec)
-    triton_kernel = ":" in text and text.rpartition(":")[0].endswith(".py")
-    if triton_kernel:  # FILE.py:KERNEL reads FILE.py and the option YAMLs beside it
+    files = [Path(text)]  # the whole spec as given: a file may have a colon in its name
+    if ":" in text and text.rpartition(":")[0].endswith(".py"):
+        # FILE.py:KERNEL reads FILE.py and the option YAMLs beside it
         from twill.triton import kernel_option_files
 
-        text = text.rpartition(":")[0]
-        return [Path(text), *kernel_option_files(Path(text))]
-    files = [Path(text)]
+        script = Path(text.rpartition(":")[0])
+        return [*files, script, *kernel_option_files(script)]
     if resource_model is not None:
         files.append(Path(resource_model))
     elif Path(spec).suffix.lower() in (".graphml", ".xml"):

@@ -329,6 +329,8 @@ def dumps_graph(graph: DependenceGraph, fmt: str = "json") -> str:
 
 
 def write_graph(graph: DependenceGraph, path: str | Path) -> None:
-    """Write ``graph`` to ``path``; YAML for ``.yaml``/``.yml``, JSON otherwise."""
-    path = Path(path)
-    path.write_text(dumps_graph(graph, "yaml" if _is_yaml(path) else "json"), encoding="utf-8")
+    """Write ``graph`` to ``path``; YAML for ``.yaml``/``.yml``, JSON otherwise. The file is
+    replaced atomically: an error or interrupt leaves the old file (or none)."""
+    from twill._atomic import write_output
+
+    write_output(path, dumps_graph(graph, "yaml" if _is_yaml(Path(path)) else "json"))

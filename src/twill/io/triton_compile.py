@@ -7,8 +7,6 @@ specialisation have rewritten it: the scheduling is Twill's.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,18 +27,13 @@ def parse_kernel_spec(spec: str) -> tuple[Path, str]:
 
 
 def _load_kernel(path: Path, kernel: str) -> object:
-    if not path.is_file():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
-    spec = importlib.util.spec_from_file_location(f"_twill_triton_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        raise InvalidProblemError("cannot load as a Python module", source=str(path))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    from twill.io.user_code import import_user_file
+
+    module = import_user_file(path, f"_twill_triton_{path.stem}")
     try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.modules.pop(spec.name, None)
-    fn = getattr(module, kernel, None)
+        fn = getattr(module, kernel, None)
+    except Exception:  # noqa: BLE001 (a module-level __getattr__ of the user's)
+        fn = None
     if fn is None or not hasattr(fn, "arg_names"):
         raise InvalidProblemError(f"no @triton.jit kernel named {kernel!r}", source=str(path))
     return fn
