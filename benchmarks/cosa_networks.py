@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("cpsat", "scip", "highs", "cbc")
-BENCH = ROOT.parent / "shared" / "benchmarks"
+BENCH = ROOT / "data"
 
 NETWORKS = {
     "resnet50": ("cosa/workloads/resnet50_graph", "simba"),

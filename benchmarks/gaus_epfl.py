@@ -1,6 +1,6 @@
 """GauS on the EPFL combinational suite, formulations A, B and C, with baselines in the same run.
 
-Every design (default: every ``.aig`` in ``../shared/benchmarks/epfl/``; ``--designs PATH...``
+Every design (default: every ``.aig`` in ``data/epfl/``; ``--designs PATH...``
 for any other binary AIGER files) is scheduled in each formulation by each method:
 
 * ``gaus``: :class:`twill.gaus_solver.GauSSolver` with its default settings (``--gaus-lns S``
@@ -33,7 +33,7 @@ verifier inside the method.
     .venv/bin/python benchmarks/gaus_epfl.py --cpsat-limit 60 --json
     .venv/bin/python benchmarks/gaus_epfl.py --designs /data/epfl/div.aig --formulations B
     .venv/bin/python benchmarks/gaus_epfl.py --synthetic 25000:5000 --methods gaus list
-    .venv/bin/python benchmarks/gaus_epfl.py --designs ../shared/benchmarks/epfl/ctrl.aig \
+    .venv/bin/python benchmarks/gaus_epfl.py --designs data/epfl/ctrl.aig \
         --methods gaus cpsat --gaus-lns 600                         # same-budget comparison
 """
 
@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-EPFL = ROOT.parent / "shared" / "benchmarks" / "epfl"
+EPFL = ROOT / "data" / "epfl"
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 METHODS = ("gaus", "list", "force", "cpsat", "gumbel")
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "--designs",
         nargs="+",
         metavar="PATH",
-        help="AIGER files (default: every .aig in ../shared/benchmarks/epfl); "
+        help="AIGER files (default: every .aig in data/epfl); "
         "synthetic:N:DEPTH makes a deep random AND network",
     )
     ap.add_argument("--synthetic", nargs="+", metavar="N:DEPTH", default=[])

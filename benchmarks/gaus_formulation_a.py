@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "benchmarks" / "gs_schedule"
+DATA = ROOT / "data" / "gs_schedule"
 METHODS = ("gaus", "gumbel", "list", "list+ls", "force", "exact")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-EPFL = ROOT.parent / "shared" / "benchmarks" / "epfl"
+EPFL = ROOT / "data" / "epfl"
 
 
 def pipelined(g, II: int, seed: int = 0):

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCH = ROOT.parent / "shared" / "benchmarks"
+BENCH = ROOT / "data"
 MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "vit_b_16")
 FOLDERS = {"gemmini": "dosa/workloads/resnet50", "simba": "cosa/workloads/resnet50_graph"}
 

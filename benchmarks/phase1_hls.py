@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HATSCHET = ROOT.parent / "shared" / "benchmarks" / "hatschet"
+HATSCHET = ROOT / "data" / "hatschet"
 
 
 def loops(suites: list[str]) -> list[Path]:

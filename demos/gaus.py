@@ -18,7 +18,7 @@ def run() -> None:
     table = Table(title="GauS (formulation A: 100 * peak + communication; C: modulo MaxLive)")
     for col in ("graph", "method", "formulation", "legal", "objective", "II", "seconds"):
         table.add_column(col)
-    gml = Path(__file__).resolve().parents[1].parent / "shared/benchmarks/gs_schedule"
+    gml = Path(__file__).resolve().parents[1] / "data/gs_schedule"
     path = gml / "rand_graph_sparse_1000_1.gml"
     if path.exists():
         g = read_gml(path)

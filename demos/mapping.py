@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
+BENCH = Path(__file__).resolve().parents[1] / "data"
 GOLDEN = (
     "L5[WIO] Q7 P2 - L4[IO] K4X Q2X P2X - L3[I] Q4X P2X - L2[W] K2 - "
     "L1[O] K4 C16 K2X C4X - L0[W] P7"

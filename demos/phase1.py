@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-HATSCHET_LOOP = ROOT.parent / "shared" / "benchmarks" / "hatschet" / "cTest" / "iir_biqu.graphml"
+HATSCHET_LOOP = ROOT / "data" / "hatschet" / "cTest" / "iir_biqu.graphml"
 
 
 def run() -> None:

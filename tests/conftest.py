@@ -1,4 +1,4 @@
-"""Shared fixtures: where the read-only benchmark data lives."""
+"""Shared fixtures: where the benchmark data shipped with the repository lives (``data/``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-BENCHMARKS = SHARED / "benchmarks"
+#: The benchmark data shipped in the repository (``data/SUITE/...``, each with LICENSE and SOURCE).
+BENCHMARKS = ROOT / "data"
 
 
 @pytest.fixture(scope="session")
-def shared_benchmarks() -> Path:
-    if not BENCHMARKS.is_dir():
-        pytest.skip(f"benchmark data not found at {BENCHMARKS}")
+def benchmark_data() -> Path:
+    """``data/`` at the repository root. It ships with the repository, so a missing folder is an
+    error, never a skip."""
+    assert BENCHMARKS.is_dir(), f"benchmark data missing: {BENCHMARKS}"
     return BENCHMARKS

@@ -8,10 +8,9 @@ Every line of every ```sh block and every ```python block is run, except:
   take minutes), and benchmark scripts (``python benchmarks/...``), which belong to
   ``docs/benchmarks.md``.
 
-Commands run in a scratch folder whose ``../shared`` points at the benchmark data and whose
-``src`` points at this checkout's, so the README's relative paths resolve exactly as in a
-checkout and outputs (``-o``, ``--plot``)
-land in the scratch folder.
+Commands run in a scratch folder whose ``data`` and ``src`` point at this checkout's, so the
+README's relative paths resolve exactly as in a checkout (nothing outside the repository is
+reachable) and outputs (``-o``, ``--plot``) land in the scratch folder.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
 SETUP = ("make ", ". .venv/bin/activate", "source .venv/bin/activate", "pip ")
 SKIP = ("python benchmarks/",)
 
@@ -61,10 +59,7 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not SHARED.is_dir():
-        pytest.skip("benchmark data (../shared) not found")
     base = tmp_path_factory.mktemp("readme")
-    (base / "shared").symlink_to(SHARED)
     (base / "checkout").mkdir()
     return base / "checkout"
 
@@ -76,10 +71,11 @@ def test_readme_has_the_first_commands() -> None:
 
 @pytest.mark.parametrize("commands", _sh_blocks(), ids=lambda c: c[0][:60])
 def test_sh_block_runs(commands: list[str], tmp_path: Path, scratch: Path) -> None:
-    """Each block runs line by line, in order, in a folder of its own beside ``shared``."""
+    """Each block runs line by line, in order, in a folder of its own."""
     folder = scratch.parent / tmp_path.name
     folder.mkdir()
-    (folder / "src").symlink_to(ROOT / "src")  # paths into the checkout resolve as written
+    for name in ("src", "data"):  # paths into the checkout resolve as written
+        (folder / name).symlink_to(ROOT / name)
     for command in commands:
         argv = shlex.split(command)
         assert argv[0] == "twill", f"README command does not start with twill: {command}"

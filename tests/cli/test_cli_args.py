@@ -108,9 +108,9 @@ def test_gaus_baseline_without_the_formulation(capsys, graph, baseline, formulat
     assert code == 2 and f"does not implement formulation {formulation}" in err
 
 
-def test_map_checks_arch_and_output_first(capsys, tmp_path, shared_benchmarks):
+def test_map_checks_arch_and_output_first(capsys, tmp_path, benchmark_data):
     layer = tmp_path / "layer.yaml"
-    src = shared_benchmarks / "cosa" / "workloads" / "alexnet_graph" / "_outputs_input.2.yaml"
+    src = benchmark_data / "cosa" / "workloads" / "alexnet_graph" / "_outputs_input.2.yaml"
     layer.write_bytes(src.read_bytes())
     code, _, err = run(capsys, "map", str(layer), "--arch", "nosuch")
     assert code == 2 and "--arch nosuch: neither a built-in architecture" in err

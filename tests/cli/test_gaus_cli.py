@@ -17,8 +17,8 @@ def run(capsys, *argv: str) -> tuple[int, str]:
     return code, out
 
 
-def test_memory_objective_has_a_unit(capsys, shared_benchmarks):
-    aig = str(shared_benchmarks / "epfl" / "ctrl.aig")
+def test_memory_objective_has_a_unit(capsys, benchmark_data):
+    aig = str(benchmark_data / "epfl" / "ctrl.aig")
     code, out = run(capsys, aig, "--formulation", "B", "--json")
     d = json.loads(out)
     assert code == 0 and d["legal"] and d["objective_unit"] == "values"
@@ -37,8 +37,8 @@ def test_kernel_formulation_c_names_its_caps_and_starts_at_0(capsys):
     assert "no --cap given, so the graph's own are used (TC 1" in out
 
 
-def test_explicit_cap_is_reported(capsys, shared_benchmarks):
-    aig = str(shared_benchmarks / "epfl" / "ctrl.aig")
+def test_explicit_cap_is_reported(capsys, benchmark_data):
+    aig = str(benchmark_data / "epfl" / "ctrl.aig")
     code, out = run(capsys, aig, "--formulation", "C", "--cap", "2", "--json")
     d = json.loads(out)
     assert code == 0 and d["cap_source"] == "--cap" and d["caps"] == {"AND": 2.0}
@@ -46,8 +46,8 @@ def test_explicit_cap_is_reported(capsys, shared_benchmarks):
     assert "capacities: --cap 2 on every resource (AND 2)" in out
 
 
-def test_lns_time_runs_the_large_neighbourhood_search(capsys, shared_benchmarks):
-    aig = str(shared_benchmarks / "epfl" / "ctrl.aig")
+def test_lns_time_runs_the_large_neighbourhood_search(capsys, benchmark_data):
+    aig = str(benchmark_data / "epfl" / "ctrl.aig")
     code, out = run(capsys, aig, "--json")
     plain = json.loads(out)
     code, out = run(capsys, aig, "--lns-time", "4", "--json")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT.parent / "shared" / "benchmarks"
+BENCH = ROOT / "data"
 FFT = BENCH / "hatschet" / "origami" / "r2_FFT.graphml"  # > 20 s for CBC and CP-SAT
 GS = BENCH / "gs_schedule" / "rand_graph_1000_1.gml"
 

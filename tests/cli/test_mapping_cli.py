@@ -168,8 +168,8 @@ class TestMapEval:
         )
         assert code == 2 and "Traceback" not in err and "nonsense" in err
 
-    def test_dataset_rows_and_error_stats(self, capsys, shared_benchmarks):
-        csv = shared_benchmarks / "dosa" / "timeloop_sample.csv"
+    def test_dataset_rows_and_error_stats(self, capsys, benchmark_data):
+        csv = benchmark_data / "dosa" / "timeloop_sample.csv"
         code, out, _ = _run(capsys, ["map-eval", "--dataset", str(csv), "--limit", "5", "--json"])
         assert code == 0
         d = json.loads(out)
@@ -180,10 +180,10 @@ class TestMapEval:
         assert {"median", "p95", "max"} <= set(d["errors"]["energy_uJ"])
         assert d["errors"]["energy_uJ"]["median"] < 0.02  # target: median energy error < 2 %
 
-    def test_dataset_bad_row_is_reported_per_row(self, capsys, shared_benchmarks, tmp_path):
+    def test_dataset_bad_row_is_reported_per_row(self, capsys, benchmark_data, tmp_path):
         """A malformed mapping in one row marks that row invalid and names the defect; the
         other rows are still evaluated."""
-        lines = (shared_benchmarks / "dosa" / "timeloop_sample.csv").read_text().splitlines()
+        lines = (benchmark_data / "dosa" / "timeloop_sample.csv").read_text().splitlines()
         head = lines[0].split(",")
         row = lines[1].split(",")
         row[head.index("mapping.mapping")] = "L3[WIO] Z9"

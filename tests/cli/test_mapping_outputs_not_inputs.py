@@ -11,7 +11,7 @@ import pytest
 
 from twill.cli import main
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "cosa"
+DATA = Path(__file__).resolve().parents[2] / "data" / "cosa"
 LAYER = "problem: {R: 1, S: 1, P: 4, Q: 4, C: 8, K: 8, N: 1}\n"
 
 
@@ -19,8 +19,8 @@ LAYER = "problem: {R: 1, S: 1, P: 4, Q: 4, C: 8, K: 8, N: 1}\n"
 def arch_dir(tmp_path):
     d = tmp_path / "arch"
     d.mkdir()
-    shutil.copy(SHARED / "arch" / "simba.yaml", d / "simba.yaml")
-    shutil.copy(SHARED / "arch" / "mapspace.yaml", d / "mapspace.yaml")
+    shutil.copy(DATA / "arch" / "simba.yaml", d / "simba.yaml")
+    shutil.copy(DATA / "arch" / "mapspace.yaml", d / "mapspace.yaml")
     (tmp_path / "l.yaml").write_text(LAYER)
     return d
 

@@ -94,10 +94,10 @@ def test_bad_option_value(capsys):
     assert "expected an integer >= 1, found '0'" in capsys.readouterr().err
 
 
-def test_hatschet_with_explicit_resource_model(capsys, tmp_path, shared_benchmarks):
+def test_hatschet_with_explicit_resource_model(capsys, tmp_path, benchmark_data):
     import shutil
 
-    src = shared_benchmarks / "hatschet" / "cTest"
+    src = benchmark_data / "hatschet" / "cTest"
     shutil.copy(src / "iir_biqu.graphml", tmp_path / "loop.graphml")
     code, _, err = run(capsys, "solve", str(tmp_path / "loop.graphml"))
     assert code == 2 and "looked for loop_RM.xml and loopRM.xml" in err

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared" / "benchmarks"
 MEMORY_LIMIT = 3 * 1024**3  # bytes of address space for a subprocess case
 TIME_LIMIT = 20  # seconds per subprocess case (a 2-core machine shared by others)
 

@@ -56,10 +56,8 @@ BIG_GRAPH = "machine: {functional_units: {}}\ninstructions:\n" + "".join(
 LAYER = "problem: {{R: 3, S: 3, P: 8, Q: 8, C: {C}, K: 16, N: 1}}\n"
 HUGE = "9" * 5000
 
-SIMBA = Path(__file__).resolve().parents[2].parent / "shared/benchmarks/cosa/arch/simba.yaml"
-GEMMINI = (
-    Path(__file__).resolve().parents[2].parent / "shared/benchmarks/dosa/hw/gemmini/arch/arch.yaml"
-)
+SIMBA = Path(__file__).resolve().parents[2] / "data/cosa/arch/simba.yaml"
+GEMMINI = Path(__file__).resolve().parents[2] / "data/dosa/hw/gemmini/arch/arch.yaml"
 
 
 def _simba_with(old: str, new: str) -> str:
@@ -488,10 +486,7 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
         {},
         [
             "gaus",
-            str(
-                Path(__file__).resolve().parents[2].parent
-                / "shared/benchmarks/gs_schedule/rand_graph_1000_1.gml"
-            ),
+            str(Path(__file__).resolve().parents[2] / "data/gs_schedule/rand_graph_1000_1.gml"),
             "--formulation",
             "C",
             "--cap",

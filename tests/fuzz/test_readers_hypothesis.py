@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from twill.errors import TwillError
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
+DATA = Path(__file__).resolve().parents[2] / "data"
 FUZZ = settings(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -102,16 +102,14 @@ def test_layer_mutations(tmp_path: Path) -> None:
 def test_arch_mutations(tmp_path: Path, arch: str) -> None:
     from twill.io.timeloop import read_arch
 
-    if not (SHARED / arch).is_file():
-        pytest.skip("benchmark data not found")
-    base = yaml.safe_load((SHARED / arch).read_text())
+    base = yaml.safe_load((DATA / arch).read_text())
     _mutation_test(base, "a.yaml", read_arch)(tmp_path)
 
 
 def test_mapping_mutations(tmp_path: Path) -> None:
     from twill.io.timeloop import read_arch, read_mapping
 
-    arch = read_arch(SHARED / "cosa/arch/simba.yaml")
+    arch = read_arch(DATA / "cosa/arch/simba.yaml")
     base = {
         "mapping": [
             {"target": "DRAM", "type": "temporal", "factors": "K=4 C=2", "permutation": "KC"},

@@ -13,8 +13,8 @@ from twill.sched.gaus.graph import longest_path_nodes
     "name, nodes, edges, depth",
     [("ctrl", 181, 348, 10), ("dec", 312, 608, 3), ("router", 317, 514, 54)],
 )
-def test_epfl_statistics(shared_benchmarks, name, nodes, edges, depth) -> None:
-    g = read_aiger(shared_benchmarks / "epfl" / f"{name}.aig")
+def test_epfl_statistics(benchmark_data, name, nodes, edges, depth) -> None:
+    g = read_aiger(benchmark_data / "epfl" / f"{name}.aig")
     assert (g.n, g.num_edges, longest_path_nodes(g) - 1) == (nodes, edges, depth)
     assert g.names[0] == "i0" and all(int(x) % 2 == 0 for x in g.names if x[0] != "i")
 

@@ -15,8 +15,8 @@ def test_empty_network_folder_is_an_error(tmp_path: Path):
         read_network(tmp_path)
 
 
-def test_dosa_row_with_missing_fields(tmp_path: Path, shared_benchmarks: Path):
-    lines = (shared_benchmarks / "dosa" / "timeloop_sample.csv").read_text().splitlines()
+def test_dosa_row_with_missing_fields(tmp_path: Path, benchmark_data: Path):
+    lines = (benchmark_data / "dosa" / "timeloop_sample.csv").read_text().splitlines()
     path = tmp_path / "s.csv"
     path.write_text("\n".join([*lines[:3], "1,2"]) + "\n", encoding="utf-8")
     with pytest.raises(InvalidProblemError) as info:

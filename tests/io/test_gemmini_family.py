@@ -45,10 +45,10 @@ def test_cosa_maps_a_resnet_layer_verified(name):
     assert rep.cycles >= layer.macs / arch.macs
 
 
-def test_cli_map_takes_a_shipped_name(capsys, shared_benchmarks):
+def test_cli_map_takes_a_shipped_name(capsys, benchmark_data):
     from twill.cli import main
 
-    layer = shared_benchmarks / "cosa" / "workloads" / "alexnet_graph" / "_outputs_input.2.yaml"
+    layer = benchmark_data / "cosa" / "workloads" / "alexnet_graph" / "_outputs_input.2.yaml"
     assert main(["map", str(layer), "--arch", "gemmini_32x32_sp128k_acc64k", "--json"]) == 0
     assert '"cycles"' in capsys.readouterr().out
     assert main(["map", str(layer), "--arch", "gemmini_16x16_sp999k_acc1k"]) == 2

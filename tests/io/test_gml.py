@@ -8,8 +8,8 @@ from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.gml import parse_gml, read_gml
 
 
-def test_reads_benchmark(shared_benchmarks) -> None:
-    g = read_gml(shared_benchmarks / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
+def test_reads_benchmark(benchmark_data) -> None:
+    g = read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
     assert (g.n, g.num_edges) == (810, 946)
     assert int(g.comm.sum()) == 378 and int((g.usage[:, 0, 0] > 0).sum()) == 324
 

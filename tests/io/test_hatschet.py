@@ -12,8 +12,8 @@ from twill.io.hatschet import find_resource_model, read_hatschet
 from twill.sched.bounds import rec_mii, res_mii
 
 
-def test_iir_biqu_semantics(shared_benchmarks):
-    g = read_hatschet(shared_benchmarks / "hatschet" / "cTest" / "iir_biqu.graphml")
+def test_iir_biqu_semantics(benchmark_data):
+    g = read_hatschet(benchmark_data / "hatschet" / "cTest" / "iir_biqu.graphml")
     assert (len(g.instructions), len(g.edges)) == (14, 17)
     caps = dict(g.machine.functional_units)
     assert caps["AddAdd"] == 1 and caps["Product"] == 1 and caps["Constant"] == -1
@@ -26,28 +26,28 @@ def test_iir_biqu_semantics(shared_benchmarks):
     assert (res_mii(g), rec_mii(g)) == (4, 11)
 
 
-def test_namespaced_machsuite_file(shared_benchmarks):
-    path = shared_benchmarks / "hatschet" / "MachSuite" / "aes2" / "graph1.graphml"
+def test_namespaced_machsuite_file(benchmark_data):
+    path = benchmark_data / "hatschet" / "MachSuite" / "aes2" / "graph1.graphml"
     assert find_resource_model(path).name == "graph1_RM.xml"
     g = load_graph(path)
     assert len(g.instructions) == 33 and g.name == "graph1"
 
 
-def test_old_edge_keys(shared_benchmarks):
-    g = read_hatschet(shared_benchmarks / "hatschet" / "cTest" / "MoovacExample.graphml")
+def test_old_edge_keys(benchmark_data):
+    g = read_hatschet(benchmark_data / "hatschet" / "cTest" / "MoovacExample.graphml")
     assert len(g.edges) == 7 and all(e.distance == 0 for e in g.edges)
 
 
-def test_van_dongen_is_malformed(shared_benchmarks):
-    path = shared_benchmarks / "hatschet" / "cTest" / "vanDongen.graphml"
+def test_van_dongen_is_malformed(benchmark_data):
+    path = benchmark_data / "hatschet" / "cTest" / "vanDongen.graphml"
     with pytest.raises(InputFormatError) as info:
         read_hatschet(path)
     msg = str(info.value)
     assert msg.startswith(str(path)) and "malformed XML" in msg and "line 108" in msg
 
 
-def test_missing_resource_model(tmp_path, shared_benchmarks):
-    src = shared_benchmarks / "hatschet" / "cTest" / "iir_biqu.graphml"
+def test_missing_resource_model(tmp_path, benchmark_data):
+    src = benchmark_data / "hatschet" / "cTest" / "iir_biqu.graphml"
     shutil.copy(src, tmp_path / "x.graphml")
     with pytest.raises(InputFormatError, match=r"looked for x_RM.xml and xRM.xml"):
         read_hatschet(tmp_path / "x.graphml")

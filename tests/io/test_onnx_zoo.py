@@ -16,7 +16,7 @@ def _edges(net):
     return Counter((net.layers[e.src].key, net.layers[e.dst].key, e.kind) for e in net.edges)
 
 
-def test_resnet50_graph_matches_hand_written(shared_benchmarks):
+def test_resnet50_graph_matches_hand_written(benchmark_data):
     from twill.io.networks import load_network
     from twill.io.onnx_model import import_model
 

@@ -25,10 +25,10 @@ GOLDEN = (
 
 
 class TestLayers:
-    def test_cosa_and_dosa_problem(self, shared_benchmarks):
-        a = read_layer(shared_benchmarks / "cosa/workloads/resnet50_graph/_outputs_input.2.yaml")
+    def test_cosa_and_dosa_problem(self, benchmark_data):
+        a = read_layer(benchmark_data / "cosa/workloads/resnet50_graph/_outputs_input.2.yaml")
         assert (a.dim(Dim.R), a.dim(Dim.P), a.dim(Dim.C), a.w_stride) == (7, 112, 3, 2)
-        b = read_layer(shared_benchmarks / "dosa/workloads/bert/mm_0.yaml")
+        b = read_layer(benchmark_data / "dosa/workloads/bert/mm_0.yaml")
         assert (b.dim(Dim.P), b.dim(Dim.C), b.dim(Dim.K)) == (128, 768, 768)
 
     def test_errors_name_file_and_key(self, tmp_path):
@@ -47,16 +47,16 @@ class TestLayers:
         with pytest.raises(InvalidProblemError, match="broken.yaml.*not valid YAML"):
             read_layer(p)
 
-    def test_networks_with_counts(self, shared_benchmarks):
-        r50 = read_network(shared_benchmarks / "cosa/workloads/resnet50_graph")
+    def test_networks_with_counts(self, benchmark_data):
+        r50 = read_network(benchmark_data / "cosa/workloads/resnet50_graph")
         assert len(r50) == 24 and sum(x.count for x in r50) == 54
-        unet = read_network(shared_benchmarks / "dosa/workloads/unet")
+        unet = read_network(benchmark_data / "dosa/workloads/unet")
         assert len(unet) == 23
 
 
 class TestArch:
-    def test_simba_golden(self, shared_benchmarks):
-        arch = read_arch(shared_benchmarks / "cosa/arch/simba_golden.yaml")
+    def test_simba_golden(self, benchmark_data):
+        arch = read_arch(benchmark_data / "cosa/arch/simba_golden.yaml")
         ref = simba_arch()
         assert [lv.keeps for lv in arch.levels] == [lv.keeps for lv in ref.levels]
         assert [lv.energy_pj for lv in arch.levels] == pytest.approx(
@@ -64,8 +64,8 @@ class TestArch:
         )
         assert [arch.fanout(m) for m in range(6)] == [1, 8, 1, 8, 16, 1]
 
-    def test_gemmini(self, shared_benchmarks):
-        arch = read_arch(shared_benchmarks / "dosa/hw/gemmini/arch/arch.yaml")
+    def test_gemmini(self, benchmark_data):
+        arch = read_arch(benchmark_data / "dosa/hw/gemmini/arch/arch.yaml")
         ref = gemmini_arch()
         assert [lv.name for lv in arch.levels] == [lv.name for lv in ref.levels]
         assert [lv.entries for lv in arch.levels] == [lv.entries for lv in ref.levels]
@@ -80,10 +80,8 @@ class TestArch:
         with pytest.raises(InvalidProblemError, match="nodram.yaml.*must be DRAM"):
             read_arch(p)
 
-    def test_weights_cannot_fit(self, shared_benchmarks):
-        layer = read_layer(
-            shared_benchmarks / "cosa/workloads/resnet50_graph/_outputs_input.5.yaml"
-        )
+    def test_weights_cannot_fit(self, benchmark_data):
+        layer = read_layer(benchmark_data / "cosa/workloads/resnet50_graph/_outputs_input.5.yaml")
         arch = gemmini_arch().with_level("Accumulator", entries=0)
         with pytest.raises(InvalidProblemError, match="Accumulator"):
             check_layer_fits(layer, arch.with_level("Registers", entries=0), source="x.yaml")
@@ -107,20 +105,18 @@ class TestMappings:
 
 
 class TestDataset:
-    def test_error_targets(self, shared_benchmarks):
-        rows, errors = evaluate_rows(
-            read_dosa_dataset(shared_benchmarks / "dosa/timeloop_sample.csv")
-        )
+    def test_error_targets(self, benchmark_data):
+        rows, errors = evaluate_rows(read_dosa_dataset(benchmark_data / "dosa/timeloop_sample.csv"))
         assert len(rows) == 2000 and errors["valid"] == 2000
         assert errors["cycles"]["exact_fraction"] > 0.90
         assert errors["energy_uJ"]["median"] < 0.02
 
 
-def test_dosa_gemmini_descriptions_agree_on_the_pe_array(shared_benchmarks):
+def test_dosa_gemmini_descriptions_agree_on_the_pe_array(benchmark_data):
     """DOSA ships Gemmini twice: a v0.3 tree (16 accumulator instances, 32 KB accumulator,
     128 KB scratchpad) and a flat v1 file (256 MACs, one merged 64 KB accumulator, 256 KB
     scratchpad). Both have the 16 x 16 PE array."""
-    folder = shared_benchmarks / "dosa" / "hw" / "gemmini" / "arch"
+    folder = benchmark_data / "dosa" / "hw" / "gemmini" / "arch"
     sizes = {"arch.yaml": (32, 128), "arch_cosa.yaml": (64, 256)}
     for name, (acc_kb, sp_kb) in sizes.items():
         arch = read_arch(folder / name)

@@ -23,8 +23,8 @@ GOLDEN = (
 R50_5 = Layer("_outputs_input.5", {"P": 56, "Q": 56, "C": 64, "K": 64})
 
 
-def test_golden_mapping_in_zigzag(shared_benchmarks):
-    acc = shared_benchmarks / "cosa" / "zigzag" / "simba_tl.yaml"
+def test_golden_mapping_in_zigzag(benchmark_data):
+    acc = benchmark_data / "cosa" / "zigzag" / "simba_tl.yaml"
     mapping = parse_dosa_mapping(GOLDEN)
     entry = zigzag_mapping(mapping, simba_arch())
     assert entry["spatial_mapping"] == {
@@ -48,14 +48,14 @@ def test_golden_mapping_in_zigzag(shared_benchmarks):
     ],
     ids=["depthwise", "grouped", "golden-x2"],
 )
-def test_grouped_layers_match_zigzag(shared_benchmarks, layer):
+def test_grouped_layers_match_zigzag(benchmark_data, layer):
     """ZigZag's own G dimension (relevant to every operand) against ours: the depthwise layer
     with CoSA's placement of G's primes (spread over Simba's PEs), the grouped layer with one
     group's CoSA mapping and the golden mapping with the groups one after another (no G
     factors: G outermost)."""
     from twill.mapping.cosa import cosa_map
 
-    acc = shared_benchmarks / "cosa" / "zigzag" / "simba_tl.yaml"
+    acc = benchmark_data / "cosa" / "zigzag" / "simba_tl.yaml"
     arch = simba_arch()
     if layer.name == "g2":
         mapping = parse_dosa_mapping(GOLDEN)

@@ -25,12 +25,11 @@ from twill.twill_solver import (
     twill_solve,
 )
 
-HATSCHET = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "hatschet"
+HATSCHET = Path(__file__).resolve().parents[2] / "data" / "hatschet"
 MALFORMED = {"vanDongen.graphml"}  # upstream XML error: tests/io/test_hatschet.py
 # one small loop per suite; sort_radix/graph15 is also the pinned loop where the problems differ
 SOLVED = ["cTest/iir_biqu", "origami/fir_gen", "MachSuite/md_grid/graph9",
           "MachSuite/sort_radix/graph15"]  # fmt: skip
-needs_data = pytest.mark.skipif(not HATSCHET.is_dir(), reason="HatScheT benchmark data not found")
 
 
 def solve_json(capsys, *argv: str) -> tuple[int, dict]:
@@ -40,7 +39,6 @@ def solve_json(capsys, *argv: str) -> tuple[int, dict]:
     return code, json.loads(out)
 
 
-@needs_data
 def test_every_hatschet_loop_is_a_modulo_problem():
     loops = [p for p in sorted(HATSCHET.rglob("*.graphml")) if p.name not in MALFORMED]
     assert len(loops) > 100
@@ -48,7 +46,6 @@ def test_every_hatschet_loop_is_a_modulo_problem():
     assert warped == []
 
 
-@needs_data
 @pytest.mark.parametrize("name", SOLVED)
 def test_solve_reports_the_modulo_optimum_on_hls_loops(capsys, name):
     path = HATSCHET / f"{name}.graphml"
@@ -59,7 +56,6 @@ def test_solve_reports_the_modulo_optimum_on_hls_loops(capsys, name):
     assert d["warps"] is None and d["points"] == [] and d["phase1_I"] == modulo.I
 
 
-@needs_data
 def test_phase2_raises_I_on_a_machsuite_loop(capsys):
     """sort_radix/graph15: modulo optimum I = 2; with warp specialisation (one warp) I = 3."""
     path = str(HATSCHET / "MachSuite" / "sort_radix" / "graph15.graphml")

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--workloads",
         metavar="DIR",
         help="DOSA's workloads folder for the named networks (default: $TWILL_WORKLOADS, else "
-        "../shared/benchmarks/dosa/workloads from the current folder)",
+        "the copy shipped with twill)",
     )
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -1,6 +1,6 @@
 """Reader for HatScheT modulo-scheduling instances (``NAME.graphml`` + resource model XML).
 
-Format (``../shared/benchmarks/README.md``; SpeedyBK/hatschet ``benchmarks/``):
+Format (SpeedyBK/hatschet ``benchmarks/``; copies in the repository's ``data/hatschet/``):
 
 * graphml ``<node id=...>`` with ``<data key="name">`` and ``<data key="uses_resource">``;
   ``<edge source=... target=...>`` with ``<data key="distance">`` and ``<data key="delay">``

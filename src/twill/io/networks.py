@@ -3,7 +3,9 @@ into :class:`~twill.mapping.fadiff.networks.Network` graphs.
 
 The edges come from :mod:`twill.mapping.fadiff.networks`; this module only finds and reads
 the files. The data root is an argument; :func:`default_workload_root` is the default the CLI
-(``twill fuse --workloads DIR``), the benchmarks and the demos use.
+(``twill fuse --workloads DIR``), the benchmarks and the demos use: DOSA's workloads, shipped
+with the package in ``twill/data/workloads/dosa`` (BSD-2-Clause, ``LICENSE`` and ``SOURCE.md``
+beside them).
 """
 
 from __future__ import annotations
@@ -16,21 +18,31 @@ from twill.errors import InvalidProblemError
 from twill.mapping.fadiff.networks import Network, build_network, fsrcnn, network_key
 from twill.mapping.workload import Layer
 
-__all__ = ["WORKLOADS_ENV", "default_workload_root", "load_network", "read_network_layers"]
+__all__ = [
+    "SHIPPED_WORKLOADS",
+    "WORKLOADS_ENV",
+    "default_workload_root",
+    "load_network",
+    "read_network_layers",
+]
 
 
 #: Environment variable naming DOSA's ``workloads`` folder when no root is passed.
 WORKLOADS_ENV = "TWILL_WORKLOADS"
 
 
-def default_workload_root() -> Path:
-    """``$TWILL_WORKLOADS`` when set, else ``../shared/benchmarks/dosa/workloads`` relative to
-    the current folder (the layout of a checkout with the benchmark data beside it).
+#: DOSA's ``workloads`` folder as installed with the package.
+SHIPPED_WORKLOADS = Path(__file__).resolve().parent.parent / "data" / "workloads" / "dosa"
 
-    Never searched for: a network name resolves where the user says, or where they stand.
+
+def default_workload_root() -> Path:
+    """``$TWILL_WORKLOADS`` when set, else the DOSA workloads shipped with the package
+    (:data:`SHIPPED_WORKLOADS`).
+
+    Never relative to the current folder: a network name means the same from anywhere.
     """
     env = os.environ.get(WORKLOADS_ENV)
-    return Path(env or "../shared/benchmarks/dosa/workloads").resolve()
+    return Path(env).resolve() if env else SHIPPED_WORKLOADS
 
 
 def read_network_layers(folder: str | Path) -> list[Layer]:

@@ -15,7 +15,7 @@ and the loop order carry over exactly; per-level tiling is re-derived by ZigZag.
 
 Preconditions: the accelerator YAML is ZigZag's hardware format with array dimensions
 ``D1..Dk`` matching the fanned-out levels of the architecture, and memory operands ``I1``
-(inputs), ``I2`` (weights), ``O``, e.g. ``../shared/benchmarks/cosa/zigzag/simba_tl.yaml``.
+(inputs), ``I2`` (weights), ``O``, e.g. ``data/cosa/zigzag/simba_tl.yaml`` in the repository.
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ def _layer(benchmarks, net, name):
 
 
 class TestModel:
-    def test_size_matches_spec(self, shared_benchmarks):
-        layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_input.5")
+    def test_size_matches_spec(self, benchmark_data):
+        layer = _layer(benchmark_data, "resnet50_graph", "_outputs_input.5")
         model, ix, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
         assert ix.zn == 23  # 56=2^3*7 twice, 64=2^6 twice, R S N unit factors
         assert sum(1 for n in model.vars if n.startswith("X[")) == 1288  # spec: 1,288 binaries
@@ -45,15 +45,15 @@ class TestReferenceOptima:
         "net,name",
         [("resnet50_graph", "_outputs_3356"), ("resnet50_graph", "_outputs_input.5")],
     )
-    def test_cpsat_reproduces_reference(self, shared_benchmarks, net, name):
-        ref = _reference(shared_benchmarks)[(net, name)]
-        res = cosa_map(_layer(shared_benchmarks, net, name), simba_arch(), time_limit=60)
+    def test_cpsat_reproduces_reference(self, benchmark_data, net, name):
+        ref = _reference(benchmark_data)[(net, name)]
+        res = cosa_map(_layer(benchmark_data, net, name), simba_arch(), time_limit=60)
         assert res.status is Status.OPTIMAL
         assert res.objective == pytest.approx(ref, abs=1e-3)
-        assert verify_mapping(_layer(shared_benchmarks, net, name), simba_arch(), res.mapping) == []
+        assert verify_mapping(_layer(benchmark_data, net, name), simba_arch(), res.mapping) == []
 
-    def test_backends_agree(self, shared_benchmarks):
-        layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_3356")
+    def test_backends_agree(self, benchmark_data):
+        layer = _layer(benchmark_data, "resnet50_graph", "_outputs_3356")
         a = cosa_map(layer, simba_arch(), backend="cpsat", time_limit=60)
         b = cosa_map(layer, simba_arch(), backend="cbc", time_limit=60)
         assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL
@@ -61,9 +61,9 @@ class TestReferenceOptima:
         for r in (a, b):
             assert r.report.valid
 
-    def test_gap_limited_solve_is_never_optimal(self, shared_benchmarks):
+    def test_gap_limited_solve_is_never_optimal(self, benchmark_data):
         """A CBC solve with a relative gap limit stops "within 50 %": FEASIBLE, no bound."""
-        layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_3356")
+        layer = _layer(benchmark_data, "resnet50_graph", "_outputs_3356")
         r = cosa_map(layer, simba_arch(), backend="cbc", time_limit=60, extra={"gap": 0.5})
         assert r.status is Status.FEASIBLE and r.mapping is not None
         assert verify_mapping(layer, simba_arch(), r.mapping) == []
@@ -78,9 +78,9 @@ class TestScipBackend:
     layers; this is a representative subset (FC, 7x7 s2, 1x1 at 56x56, 1x1 s2)."""
 
     @pytest.mark.parametrize("name", _AGREE_LAYERS)
-    def test_scip_and_cpsat_prove_the_reference_optimum(self, shared_benchmarks, name):
-        layer = _layer(shared_benchmarks, "resnet50_graph", name)
-        ref = _reference(shared_benchmarks)[("resnet50_graph", name)]
+    def test_scip_and_cpsat_prove_the_reference_optimum(self, benchmark_data, name):
+        layer = _layer(benchmark_data, "resnet50_graph", name)
+        ref = _reference(benchmark_data)[("resnet50_graph", name)]
         a = cosa_map(layer, simba_arch(), backend="cpsat", time_limit=60)
         b = cosa_map(layer, simba_arch(), backend="scip", time_limit=60)
         assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL
@@ -149,8 +149,8 @@ class TestGbLoopSlots:
         assert slots.status is Status.OPTIMAL and loops.status is Status.OPTIMAL
         assert loops.objective == pytest.approx(slots.objective, abs=1e-4)
 
-    def test_loops_model_is_smaller(self, shared_benchmarks):
-        layer = _layer(shared_benchmarks, "resnet50_graph", "_outputs_input.5")
+    def test_loops_model_is_smaller(self, benchmark_data):
+        layer = _layer(benchmark_data, "resnet50_graph", "_outputs_input.5")
         big, _, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
         small, _, _ = build_cosa_model(layer, simba_arch(), gb_order="loops")
         assert len(small.vars) * 3 < len(big.vars)

@@ -11,15 +11,15 @@ from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan
 from twill.mapping.fadiff.train import all_dram_mapping
 
 
-def test_resnet50_floor_matches_spec(shared_benchmarks):
-    net = load_network("resnet50", shared_benchmarks / "dosa" / "workloads")
+def test_resnet50_floor_matches_spec(benchmark_data):
+    net = load_network("resnet50", benchmark_data / "dosa" / "workloads")
     # spec §12: 25 502 912 B weights + 157 323 B input (halo formula) + 1 000 B output
     assert dram_floor_bytes(net) == 25_502_912 + 157_323 + 1_000
 
 
-def test_bounds_are_ordered_and_below_every_plan(shared_benchmarks):
+def test_bounds_are_ordered_and_below_every_plan(benchmark_data):
     arch = gemmini_arch()
-    net = load_network("bert", shared_benchmarks / "dosa" / "workloads")
+    net = load_network("bert", benchmark_data / "dosa" / "workloads")
     plan = FusionPlan("bert", tuple(all_dram_mapping(ly, arch) for ly in net.layers))
     b = fusion_bounds(net, arch, plan)
     assert 1.0 <= b.gain_candidates <= b.gain_all <= b.gain_ideal
@@ -286,7 +286,7 @@ def _check_priced(net, arch, plan, rep) -> None:  # noqa: ANN001
         assert rep.edp >= floors["unfused_edp"] * 1e-6 * (1 - 1e-9)
 
 
-def test_capacity_bound_below_searched_plans(shared_benchmarks, inverted_residual):
+def test_capacity_bound_below_searched_plans(benchmark_data, inverted_residual):
     """Lemma: the capacity bound is below every verified plan the project's searches find
     (unfused, polished, greedy fusion, group search from two seeds, FADiff) on an inverted
     residual block, ResNet-50's stage 2 and BERT, on three Gemmini sizes; per layer too."""
@@ -297,7 +297,7 @@ def test_capacity_bound_below_searched_plans(shared_benchmarks, inverted_residua
     from twill.mapping.fadiff.polish import polish_mappings
     from twill.mapping.fadiff.train import fadiff
 
-    root = shared_benchmarks / "dosa" / "workloads"
+    root = benchmark_data / "dosa" / "workloads"
     nets = [
         inverted_residual,
         _sub_network(load_network("resnet50", root), 1, 11),
@@ -431,7 +431,7 @@ def test_tiling_floor_charges_the_fused_buffers():
     assert _tiling_words_floor(up, arch, load)[False, True] > 2 * w
 
 
-def test_capacity_bound_between_ideal_and_unfused(shared_benchmarks):
+def test_capacity_bound_between_ideal_and_unfused(benchmark_data):
     """Lemma: ideal <= capacity <= unfused, energy and cycles, on five networks and every
     shipped Gemmini; FSRCNN (small weights, every boundary a candidate) sits on the ideal
     bound, and a GEMM pair whose intermediate needs blocks and whose weights cannot stay
@@ -441,7 +441,7 @@ def test_capacity_bound_between_ideal_and_unfused(shared_benchmarks):
     from twill.mapping.fadiff.networks import chain_network
     from twill.mapping.workload import Layer
 
-    root = shared_benchmarks / "dosa" / "workloads"
+    root = benchmark_data / "dosa" / "workloads"
     archs = [gemmini_arch()] + [read_arch(p) for p in shipped_archs().values()]
     for name in ("fsrcnn", "unet", "resnet50", "bert", "retinanet"):
         net = load_network(name, root)

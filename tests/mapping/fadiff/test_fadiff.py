@@ -21,8 +21,8 @@ SPEC_MACS = {
 
 
 @pytest.mark.parametrize("name", NETWORKS)
-def test_networks_match_spec_and_candidates_are_legal(name, shared_benchmarks):
-    net = load_network(name, shared_benchmarks / "dosa" / "workloads")
+def test_networks_match_spec_and_candidates_are_legal(name, benchmark_data):
+    net = load_network(name, benchmark_data / "dosa" / "workloads")
     assert net.macs == SPEC_MACS[name]
     assert net.check() == []
     assert net.candidates

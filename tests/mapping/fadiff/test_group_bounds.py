@@ -140,12 +140,12 @@ def test_group_bound_below_every_verified_plan_of_a_three_gemm_chain():
     assert sum(bool(fused) for fused, _ in plans) >= 10
 
 
-def test_group_capacity_bound_between_per_layer_and_unfused(shared_benchmarks):
+def test_group_capacity_bound_between_per_layer_and_unfused(benchmark_data):
     """Never below the per-layer capacity bound (energy; cycles equal), strictly above it
     on ResNet-50 in 128 KB, where a bottleneck's weights cannot all stay resident."""
     from twill.mapping.fadiff.bounds import unfused_bound
 
-    root = shared_benchmarks / "dosa" / "workloads"
+    root = benchmark_data / "dosa" / "workloads"
     for name in ("resnet50", "bert"):
         net, arch = load_network(name, root), gemmini_arch()
         (e, c), (eg, cg) = capacity_bound(net, arch), group_capacity_bound(net, arch)

@@ -21,12 +21,12 @@ def _blocked(layers, arch, blocks, variant="resident"):
     )
 
 
-def test_spec_s7_example_resnet_conv2x(shared_benchmarks):
+def test_spec_s7_example_resnet_conv2x(benchmark_data):
     """Spec §7: fusing ResNet-50 conv2_x 1x1 64->64 (56x56) into the 3x3 saves the 196 KB
     intermediate twice. Our model: the producer write |O| = 200 704 B exactly, the consumer
     read 58*58*64 = 215 296 B (the halo formula counts the zero padding), 41.65 uJ."""
     arch = gemmini_arch()
-    net = load_network("resnet50", shared_benchmarks / "dosa" / "workloads")
+    net = load_network("resnet50", benchmark_data / "dosa" / "workloads")
     a, b = net.layers[1], net.layers[2]
     assert (a.key.split("_")[:6], b.key.split("_")[:6]) == (
         ["1", "1", "56", "56", "64", "64"],

@@ -17,14 +17,12 @@ from twill.io import load_graph
 from twill.sched.exact.search import search_min_ii
 from twill.verify import verify_modulo_schedule
 
-HATSCHET = Path(__file__).resolve().parents[3].parent / "shared" / "benchmarks" / "hatschet"
+HATSCHET = Path(__file__).resolve().parents[3] / "data" / "hatschet"
 MAX_OPS = 100
 MALFORMED = {"cTest/vanDongen"}  # upstream XML error: tests/io/test_hatschet.py
 
 
 def _loops() -> list[str]:
-    if not HATSCHET.is_dir():
-        return []
     out = []
     for suite in ("cTest", "origami", "MachSuite"):
         for path in sorted((HATSCHET / suite).rglob("*.graphml")):
@@ -41,7 +39,6 @@ def _loops() -> list[str]:
 LOOPS = _loops()
 
 
-@pytest.mark.skipif(not LOOPS, reason="HatScheT benchmark data not found")
 @pytest.mark.parametrize("name", LOOPS)
 def test_backends_agree_and_verify(name):
     graph = load_graph(HATSCHET / f"{name}.graphml")

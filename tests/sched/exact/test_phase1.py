@@ -282,9 +282,9 @@ def test_unknown_encoding():
         solve_phase1(flash_attention_forward_simplified(), 2, encoding="x")
 
 
-def test_cbc_time_limit_is_unknown_not_infeasible(shared_benchmarks):
+def test_cbc_time_limit_is_unknown_not_infeasible(benchmark_data):
     """PuLP reports CBC's "Stopped on time" as status 0 or as Optimal + sol_status 2: never -1."""
-    g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "aes2" / "graph2.graphml")
+    g = load_graph(benchmark_data / "hatschet" / "MachSuite" / "aes2" / "graph2.graphml")
     # the full §3.1 model: CBC cannot settle I = 16 in 1 s there (the window model can)
     r = solve_phase1(g, 16, backend="cbc", time_limit=1, tie_break=False, decide="full")
     assert r.status is Status.UNKNOWN and r.schedule is None
@@ -373,9 +373,9 @@ def test_window_decision_agrees_with_residue_enumeration(graph):
         assert (full.schedule is not None) == expected, ii
 
 
-def test_window_model_settles_the_hard_hls_loops(shared_benchmarks):
+def test_window_model_settles_the_hard_hls_loops(benchmark_data):
     """md_grid/graph7: MII 39, nothing below 43 (the full model left 41, 42 UNKNOWN)."""
-    g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
+    g = load_graph(benchmark_data / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
     for backend in BACKENDS:
         r = solve_phase1(g, 42, backend=backend, time_limit=30, tie_break=False)
         assert r.status is Status.INFEASIBLE, backend
@@ -383,10 +383,10 @@ def test_window_model_settles_the_hard_hls_loops(shared_benchmarks):
         assert r.schedule is not None and verify_modulo_schedule(g, r.schedule, 43) == []
 
 
-def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(shared_benchmarks):
+def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(benchmark_data):
     """Every implied arc holds in a schedule found without them (full model), and at I = 42
     they close a positive circuit on their own (no solver call)."""
-    g = load_graph(shared_benchmarks / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
+    g = load_graph(benchmark_data / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
     r = solve_phase1(g, 43, backend="cpsat", decide="full", tie_break=False, time_limit=30)
     model = build_reduced_model(g, 43)
     arcs, circuit = energetic_arcs(model, longest_matrix(model.kept, model.arcs))

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 from gaus_modulo import pipelined  # noqa: E402  (the benchmark's pipelined variant)
 
 
-def test_adder_carry_chain_gets_a_legal_modulo_schedule(shared_benchmarks) -> None:
+def test_adder_carry_chain_gets_a_legal_modulo_schedule(benchmark_data) -> None:
     # 257 first-level gates fill two of the eight congruence classes; placed in time order,
     # the 256-gate carry chain then loses two steps in eight and ends at step 339 > D - 1.
-    g = pipelined(read_aiger(shared_benchmarks / "epfl" / "adder.aig"), 8)
+    g = pipelined(read_aiger(benchmark_data / "epfl" / "adder.aig"), 8)
     D = default_D(g, "C", 8)
     asap, _ = asap_alap(g, D)
     t, msg = legalise_modulo(g, asap.astype(float), 8, D)

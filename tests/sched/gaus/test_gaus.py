@@ -75,10 +75,10 @@ class TestFormulations:
         assert b.legal and a.legal and b.objective is not None and a.objective is not None
         assert b.to_dict()["schedule"] == b.schedule
 
-    def test_gaus_beats_list_on_resource_a(self, shared_benchmarks) -> None:
+    def test_gaus_beats_list_on_resource_a(self, benchmark_data) -> None:
         from twill.io.gml import read_gml
 
-        g = read_gml(shared_benchmarks / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
+        g = read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
         gaus = GauSSolver(g, max_iters=400).solve_resource()
         base = list_schedule(g, "A")
         assert gaus.legal and base.legal
@@ -223,10 +223,10 @@ def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack, 
         assert all(a[0] <= b[0] for a, b in zip(trace, trace[1:], strict=False))
 
 
-def test_local_search_reported_separately_and_reaches_balanced_bound(shared_benchmarks) -> None:
+def test_local_search_reported_separately_and_reaches_balanced_bound(benchmark_data) -> None:
     from twill.io.gml import read_gml
 
-    g = read_gml(shared_benchmarks / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
+    g = read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
     r = GauSSolver(g).solve_resource()
     assert r.legal and r.gaus_objective is not None and r.objective <= r.gaus_objective
     lower = 100.0 * g.usage.sum() / r.D  # ratio * balanced stage weight

@@ -119,8 +119,8 @@ def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> Non
     assert rep.after <= rep.before
 
 
-def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(shared_benchmarks) -> None:
-    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")
+def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(benchmark_data) -> None:
+    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
     D = default_D(g, "A")
     r = GauSSolver(g, D=D, max_iters=200).solve("A")
     t = np.array([r.schedule[name] for name in g.names], dtype=np.int64)
@@ -209,11 +209,11 @@ def test_a_native_cpsat_failure_in_a_neighbourhood_keeps_the_schedule(monkeypatc
 
 
 def test_the_least_communication_start_beats_list_scheduling_on_epfl_priority(
-    shared_benchmarks,
+    benchmark_data,
 ) -> None:
     """On ``priority`` (depth 251, windows of 63 steps and more) the rounded
     least-communication schedule is far better than the list schedule, and legal."""
-    g = read_aiger(shared_benchmarks / "epfl" / "priority.aig")
+    g = read_aiger(benchmark_data / "epfl" / "priority.aig")
     D = default_D(g, "A")
     problem = LNSProblem(g, "A", D)
     t = _list_t(g, "A", D)
@@ -252,12 +252,12 @@ def test_lp_guided_starts_are_skipped_where_the_relaxation_is_too_large(monkeypa
 
 @pytest.mark.parametrize("slack", [0.0, 0.05])
 def test_rounding_below_the_peak_takes_the_lowest_peak_within_the_slack(
-    slack: float, shared_benchmarks
+    slack: float, benchmark_data
 ) -> None:
     from twill.sched.baselines.time_indexed import capped_rounding
     from twill.sched.gaus.polish_lns import _rounded_below
 
-    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")  # one resource, as in its use
+    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")  # one resource, as in its use
     D = default_D(g, "A")
     problem = LNSProblem(g, "A", D)
     t = asap_alap(g, D)[0].astype(np.int64)  # legal in A; peak 29

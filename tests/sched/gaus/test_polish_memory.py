@@ -30,9 +30,9 @@ def test_random_dags_stay_legal_and_never_worse(seed: int) -> None:
     assert np.array_equal(t, _list_t(g, D))  # the input is not modified
 
 
-def test_ctrl_reaches_cpsat_level(shared_benchmarks) -> None:
+def test_ctrl_reaches_cpsat_level(benchmark_data) -> None:
     # list scheduling: 47 bits; CP-SAT's 30-second incumbent: 31 (docs/benchmarks.md)
-    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")
+    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
     D = default_D(g, "B")
     t = _list_t(g, D)
     out, moves = polish_memory(g, t, D)

@@ -48,8 +48,8 @@ def test_descent_is_legal(peak_first: bool) -> None:
         assert objective_a(g, out, 100.0) <= objective_a(g, t, 100.0)
 
 
-def test_router_beats_the_single_move_search(shared_benchmarks) -> None:
-    g = read_aiger(shared_benchmarks / "epfl" / "router.aig")
+def test_router_beats_the_single_move_search(benchmark_data) -> None:
+    g = read_aiger(benchmark_data / "epfl" / "router.aig")
     D = default_D(g, "A")
     single, _ = polish_resource(g, _list_t(g, D), D, 100.0)
     pushed, moves = polish_push_resource(g, single, D, 100.0, time_limit=20)
@@ -57,8 +57,8 @@ def test_router_beats_the_single_move_search(shared_benchmarks) -> None:
     assert objective_a(g, pushed, 100.0) < objective_a(g, single, 100.0)
 
 
-def test_solver_reports_push_moves(shared_benchmarks) -> None:
-    g = read_aiger(shared_benchmarks / "epfl" / "ctrl.aig")
+def test_solver_reports_push_moves(benchmark_data) -> None:
+    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
     r = GauSSolver(g, max_iters=300).solve_resource()
     assert r.legal and "push moves" in r.message
     assert r.objective is not None and r.objective < r.gaus_objective
