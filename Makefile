@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint format bench clean venv
+.PHONY: test demo data lint format bench clean venv
 
 venv: $(STAMP)
 
@@ -23,6 +23,11 @@ test: $(STAMP)
 
 demo: $(STAMP)
 	$(PY) demo.py
+
+# The large benchmark inputs that do not ship (16 GS-Schedule graphs, 17 MB), downloaded from
+# their public upstream and checked against data/*/SHA256SUMS. No test needs them.
+data:
+	$(PYTHON) benchmarks/fetch_data.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -17,7 +17,10 @@ Rows per graph:
 
 ``LB`` is the trivial bound ``ratio * sum_i w_i / D`` (balanced stages, no crossings).
 
-    .venv/bin/python benchmarks/gaus_formulation_a.py                       # all 18 graphs, 120 s
+Two of the 18 graphs ship in ``data/gs_schedule``; ``--fetch`` (or ``make data``) downloads
+the other 16 from GS-Schedule's repository and checks their SHA-256 first.
+
+    .venv/bin/python benchmarks/gaus_formulation_a.py --fetch               # all 18 graphs, 120 s
     .venv/bin/python benchmarks/gaus_formulation_a.py --graphs rand_graph_1000_1 --exact-cap 30
     .venv/bin/python benchmarks/gaus_formulation_a.py --jsonl rows.jsonl    # append rows as it goes
 """
@@ -217,6 +220,30 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _graph_files(stems: list[str] | None, fetch: bool) -> list[Path] | int:
+    """The graphs to run (all 18 of the manifest by default), fetched first with ``fetch``; an
+    exit status (after a message) when one is not in the manifest, missing, or fails its check
+    (1: missing or a failed download, 2: a bad name or a corrupt file)."""
+    from fetch_data import FetchError, fetch_suite, read_manifest
+
+    manifest = read_manifest(DATA / "SHA256SUMS")
+    names = [f"{s}.gml" for s in stems] if stems else sorted(manifest)
+    try:
+        status = fetch_suite("gs_schedule", names, data=DATA.parent, download=fetch)
+    except FetchError as exc:
+        print(f"gaus_formulation_a: {exc}", file=sys.stderr)
+        return exc.code
+    missing = [n for n, s in status.items() if s == "missing"]
+    if missing:
+        print(
+            f"gaus_formulation_a: {len(missing)} graphs not present ({', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''}): pass --fetch or run `make data`",
+            file=sys.stderr,
+        )
+        return 1
+    return [DATA / n for n in names]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--graphs", nargs="*", default=None, help="file stems (default: all)")
@@ -239,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip", nargs="*", default=[], help="methods to skip")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--jsonl", type=Path, default=None, help="append rows to this file")
+    ap.add_argument(
+        "--fetch",
+        action="store_true",
+        help="download the graphs that do not ship (checked against data/gs_schedule/SHA256SUMS)",
+    )
     args = ap.parse_args(argv)
 
     if args.markdown is not None:
@@ -250,9 +282,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import twill.sched.gaus.losses  # noqa: F401  (torch import outside the timed calls)
 
-    files = sorted(DATA.glob("*.gml"))
-    if args.graphs:
-        files = [f for f in files if f.stem in args.graphs]
+    files = _graph_files(args.graphs, args.fetch)
+    if isinstance(files, int):
+        return files
     rows = []
     for f in files:
         new = _rows_for_graph(f, args)
