@@ -135,14 +135,28 @@ def test_layer_folder_and_repeats(tmp_path):
 
 
 def test_refusals(tmp_path):
+    # ops without MACs are free (TopK, NonZero...); an op with MACs and no model is refused
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["a"], name="c"),
         helper.make_node("TopK", ["a", "k"], ["v", "i"], name="top"),
-        helper.make_node("NonZero", ["v"], ["nz"], name="nz"),
+        helper.make_node("Einsum", ["v", "we"], ["e"], name="ein", equation="nchw,kc->nkhw"),
     ]
     k = numpy_helper.from_array(np.array([2], np.int64), "k")
-    path = _save(tmp_path, nodes, [("x", [1, 3, 8, 8])], [_w("w", 4, 3, 1, 1), k])
-    with pytest.raises(InputFormatError, match=r"top \(TopK\), nz \(NonZero\)"):
+    inits = [_w("w", 4, 3, 1, 1), k, _w("we", 4, 4)]
+    path = _save(tmp_path, nodes, [("x", [1, 3, 8, 8])], inits)
+    with pytest.raises(InputFormatError, match=r"multiply-accumulates.*ein \(Einsum\)"):
+        read_onnx(path)
+    # a shape that depends on the data (NonZero's count) is named as such
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"], name="nz"),
+        helper.make_node("Shape", ["nz"], ["n"], start=1),
+        helper.make_node("Concat", ["n", "k"], ["shp"], axis=0),
+        helper.make_node("ConstantOfShape", ["shp"], ["z"]),
+        helper.make_node("Cast", ["z"], ["zf"], to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["zf", "wm"], ["y"], name="mm"),
+    ]
+    path = _save(tmp_path, nodes, [("x", [4, 2])], [k, _w("wm", 2, 8)], name="nz")
+    with pytest.raises(InputFormatError, match=r"mm \(MatMul\).*nz \(NonZero\)"):
         read_onnx(path)
     then = helper.make_graph(
         [helper.make_node("Identity", ["x"], ["t"])],
@@ -226,5 +240,5 @@ def test_conv_1d_and_3d(tmp_path):
     assert _dims(imp.layers[0]) == (3, 1, 7, 1, 4, 8, 1) and imp.layers[0].strides == (2, 1)
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c3")]
     path = _save(tmp_path, nodes, [("x", [1, 4, 8, 8, 8])], [_w("w", 8, 4, 3, 3, 3)], name="t")
-    with pytest.raises(InputFormatError, match=r"c3 \(Conv with 3 spatial"):
+    with pytest.raises(InputFormatError, match=r"c3 \(Conv\): 3 spatial"):
         read_onnx(path)

@@ -71,7 +71,7 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
         return load_network(source, args.workloads)
     from twill.io.onnx_model import import_model
 
-    return import_model(source, _input_shape(args)).network
+    return import_model(source, _input_shape(args), exporter=args.exporter).network
 
 
 def _run(args: argparse.Namespace) -> int:

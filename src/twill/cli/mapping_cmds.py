@@ -224,6 +224,8 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
     source = _model_source(args, "directory")
     _check_network_outputs(args, source)
     layers, notes = _network_layers(args, source)
+    if not layers:
+        raise InvalidProblemError("the network has no layers: nothing to map", source=source)
     arch = _arch(args.arch)
     from twill.io.timeloop import check_layer_fits
 
@@ -281,11 +283,13 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
     if args.model or source.lower().endswith(".onnx"):
         from twill.io.onnx_model import import_model, unique_layers
 
-        all_layers = import_model(source, _input_shape(args)).layers
+        imp = import_model(source, _input_shape(args), exporter=args.exporter)
+        all_layers = imp.layers
         layers = unique_layers(all_layers)
         notes = (
             f"{len(all_layers)} compute layers, {len(layers)} unique shapes: each shape is "
             "mapped once and weighted by its count in the totals",
+            *imp.notes,
         )
     else:
         from twill.io.timeloop import read_network
@@ -422,12 +426,21 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         "mobilenet_v2, efficientnet_b0, vit_b_16",
     )
     p.add_argument("--input", help="input shape for --model, NxCxHxW (default 1x3x224x224)")
+    p.add_argument(
+        "--exporter",
+        choices=("auto", "legacy", "dynamo"),
+        default="auto",
+        help="PyTorch ONNX exporter for --model: legacy (TorchScript), dynamo (PyTorch's "
+        "default), auto = legacy, then dynamo if it fails (default)",
+    )
 
 
 def _cmd_import_onnx(args: argparse.Namespace) -> int:
     from twill.io.onnx_model import import_model, unique_layers, write_layer_folder
 
-    imp = import_model(_model_source(args, "path"), _input_shape(args))
+    if not args.output.strip():
+        raise InvalidProblemError("-o: an empty path is not an output folder", source="-o")
+    imp = import_model(_model_source(args, "path"), _input_shape(args), exporter=args.exporter)
     out = write_layer_folder(imp, args.output)
     uniq = unique_layers(imp.layers)
     net = imp.network
@@ -435,6 +448,8 @@ def _cmd_import_onnx(args: argparse.Namespace) -> int:
         f"{out}: {len(imp.layers)} layers ({len(uniq)} unique shapes, repeated ones are mapped "
         f"once and counted), {len(net.edges)} edges, {len(net.candidates)} fusion candidates"
     )
+    for note in imp.notes:
+        print(note)
     return 0
 
 

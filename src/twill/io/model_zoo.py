@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -31,7 +32,14 @@ from typing import Any
 
 from twill.errors import BackendUnavailableError, InvalidProblemError
 
-__all__ = ["MODELS", "build_model", "export_onnx", "exported_model", "parse_input_shape"]
+__all__ = [
+    "EXPORTERS",
+    "MODELS",
+    "build_model",
+    "export_onnx",
+    "exported_model",
+    "parse_input_shape",
+]
 
 log = logging.getLogger(__name__)
 
@@ -39,17 +47,34 @@ MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "vit_b_16")
 _DEFAULT_INPUT = (1, 3, 224, 224)
 
 
+#: Largest ``--input`` tensor (elements): 2^26, 256 MiB of float32.
+MAX_INPUT_ELEMENTS = 2**26
+#: Largest ``--input`` dimension (a layer dimension's limit, docs/formats.md).
+MAX_INPUT_DIM = 2**24
+
+
 def parse_input_shape(text: str | None) -> tuple[int, ...]:
-    """``"1x3x224x224"`` → ``(1, 3, 224, 224)``; ``None`` gives that default."""
+    """``"1x3x224x224"`` → ``(1, 3, 224, 224)``; ``None`` gives that default.
+
+    Every dimension lies in 1 ... 2^24 and the tensor has at most 2^26 elements, checked
+    before any model is built (docs/formats.md)."""
     if not text:
         return _DEFAULT_INPUT
     try:
         dims = tuple(int(x) for x in text.lower().split("x"))
     except ValueError:
         dims = ()
-    if len(dims) != 4 or min(dims) < 1:
+    if len(dims) != 4 or min(dims) < 1 or max(dims) > MAX_INPUT_DIM:
         raise InvalidProblemError(
-            f"--input: expected NxCxHxW with positive integers, got {text!r}", source="--input"
+            f"--input: expected NxCxHxW with integers from 1 to {MAX_INPUT_DIM:,}, "
+            f"got {text[:40]!r}",
+            source="--input",
+        )
+    if math.prod(dims) > MAX_INPUT_ELEMENTS:
+        raise InvalidProblemError(
+            f"--input: {math.prod(dims):,} elements is above the limit of "
+            f"{MAX_INPUT_ELEMENTS:,} (2^26)",
+            source="--input",
         )
     return dims
 
@@ -207,29 +232,63 @@ def build_model(name: str, input_shape: tuple[int, ...] = _DEFAULT_INPUT) -> Any
         raise InvalidProblemError(
             f"unknown model {name!r}; choose one of {', '.join(MODELS)}", source="--model"
         )
+    _check_image_input(key, input_shape)
     return builders[key]().eval()
 
 
-def export_onnx(module: Any, input_shape: tuple[int, ...], path: str | Path) -> Path:
+def _check_image_input(key: str, shape: tuple[int, ...]) -> None:
+    """The zoo's image models take NxCxHxW with 3 channels; ViT a square image of at least
+    one 16-pixel patch; the CNNs at least 32x32 (five stride-2 stages)."""
+    n, c, h, w = shape
+    bad = ""
+    if c != 3:
+        bad = f"{key} takes 3 input channels, got {c}"
+    elif key == "vit_b_16" and (h != w or h < 16):
+        bad = f"{key} takes a square image of at least 16x16 pixels, got {h}x{w}"
+    elif min(h, w) < 32:
+        bad = f"{key} takes images of at least 32x32 pixels, got {h}x{w}"
+    if bad:
+        raise InvalidProblemError(f"--input {n}x{c}x{h}x{w}: {bad}", source="--input")
+
+
+EXPORTERS = ("auto", "legacy", "dynamo")
+
+
+def export_onnx(
+    module: Any, input_shape: tuple[int, ...], path: str | Path, exporter: str = "auto"
+) -> Path:
     """Export ``module`` on a zero input of ``input_shape`` to ONNX at ``path``.
 
-    The legacy exporter (opset 17) first; the dynamo exporter if that fails.
+    ``exporter``: ``legacy`` (TorchScript, opset 17), ``dynamo`` (``torch.onnx.export``'s
+    default since PyTorch 2.9; needs onnxscript) or ``auto`` (legacy, then dynamo if that
+    fails). A module that no exporter can export at this input is an input error.
     """
     torch = _torch()
-    x = torch.zeros(*input_shape)
+    example = getattr(module, "example_inputs", None)
+    args = example(input_shape) if example else (torch.zeros(*input_shape),)
     p = Path(path)
-    with torch.no_grad():
+    errors = []
+    for kind in ("legacy", "dynamo") if exporter == "auto" else (exporter,):
         try:
-            torch.onnx.export(module, (x,), str(p), dynamo=False, opset_version=17)
-        except Exception as exc:  # noqa: BLE001 - fall back to the other exporter
-            log.info("legacy ONNX export failed (%s); trying the dynamo exporter", exc)
-            torch.onnx.export(module, (x,), str(p), dynamo=True, external_data=False)
-    return p
+            with torch.no_grad():
+                if kind == "legacy":
+                    torch.onnx.export(module, args, str(p), dynamo=False, opset_version=17)
+                else:
+                    torch.onnx.export(module, args, str(p), dynamo=True, external_data=False)
+            return p
+        except Exception as exc:  # noqa: BLE001 - the exporters raise anything
+            log.info("%s ONNX export failed (%s)", kind, exc)
+            errors.append(f"{kind}: {str(exc).splitlines()[0][:300] if str(exc) else exc!r}")
+    raise InvalidProblemError(
+        f"could not export {type(module).__name__} to ONNX at input {input_shape} "
+        f"({'; '.join(errors)})",
+        source="--model",
+    )
 
 
 @contextlib.contextmanager
 def exported_model(
-    model: str | Any, input_shape: tuple[int, ...] = _DEFAULT_INPUT
+    model: str | Any, input_shape: tuple[int, ...] = _DEFAULT_INPUT, exporter: str = "auto"
 ) -> Iterator[Path]:
     """Yield the path of ``model`` (a zoo name or an ``nn.Module``) exported to ONNX.
 
@@ -239,6 +298,6 @@ def exported_model(
     name = model if isinstance(model, str) else type(model).__name__
     tmp = Path(tempfile.mkdtemp(prefix="twill_onnx_"))
     try:
-        yield export_onnx(module, input_shape, tmp / f"{name}.onnx")
+        yield export_onnx(module, input_shape, tmp / f"{name}.onnx", exporter)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.mapping.fadiff.networks import Edge, Network, shape_mismatch
-from twill.mapping.workload import Dim, Layer
+from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Edge, Network, shape_mismatch
+from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer
 
 __all__ = [
     "COMPUTE_OPS",
-    "FREE_OPS",
+    "MAC_OPS_UNMODELLED",
+    "is_free_op",
     "OnnxImport",
     "import_model",
     "read_onnx",
@@ -46,21 +47,25 @@ __all__ = [
 ]
 
 COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
-#: One input, same tensor out (up to layout): a consumer still reads exactly the producer.
-_PASS_OPS = frozenset(
-    "Relu LeakyRelu PRelu Clip Sigmoid HardSigmoid HardSwish Tanh Gelu Erf Elu Selu Softplus "
-    "Swish Mish Identity Cast Dropout BatchNormalization InstanceNormalization "
-    "LayerNormalization GroupNormalization Softmax LogSoftmax Sqrt Neg Exp Reciprocal Abs "
-    "Reshape Flatten Squeeze Unsqueeze Transpose Constant Shape Gather Slice Split Pad "
-    "ReduceMean Expand Where Equal Range ConstantOfShape".split()
+#: Ops that do multiply-accumulates but have no layer model here: refused, by name.
+MAC_OPS_UNMODELLED = frozenset(
+    "Einsum ConvInteger MatMulInteger QLinearConv QLinearMatMul DeformConv LSTM GRU RNN "
+    "Attention MultiHeadAttention FusedMatMul FusedConv QAttention".split()
+)
+#: Control flow: which branch or how many iterations runs is data, not shape.
+_CONTROL_OPS = frozenset({"If", "Loop", "Scan", "SequenceMap"})
+#: Outputs that depend only on a tensor's shape (or on nothing): they carry no data path.
+_SHAPE_OPS = frozenset(
+    "Shape Size ConstantOfShape Range EyeLike Constant RandomNormal RandomNormalLike "
+    "RandomUniform RandomUniformLike".split()
 )
 _POOL_OPS = frozenset(
-    "MaxPool AveragePool GlobalAveragePool GlobalMaxPool Resize Upsample LpPool".split()
+    "MaxPool AveragePool GlobalAveragePool GlobalMaxPool Resize Upsample LpPool "
+    "GlobalLpPool MaxRoiPool RoiAlign".split()
 )
-#: Binary element-wise ops: with two activations they join two paths.
-_JOIN_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
-FREE_OPS = _PASS_OPS | _POOL_OPS | _JOIN_OPS | {"Concat"}
-_CONTROL_OPS = frozenset({"If", "Loop", "Scan"})
+#: Every op of the default domain that is not a compute, MAC or control-flow op is free:
+#: element-wise, comparison, logic, index, shape, gather, mask, NaN guards, casts,
+#: normalisations, reductions, pooling (docs/onnx.md, "What costs what").
 _DATA = ("chain", "block")  # a tensor read as produced (possibly after a residual add)
 
 
@@ -74,39 +79,25 @@ class OnnxImport:
         Every compute node as a layer (count 1, execution order) and the derived edges.
     free_ops
         Op type → number of free nodes (on chip, no cost in the model).
+    notes
+        How the shapes were found (onnx shape inference, and constant folding when needed).
     """
 
     network: Network
     free_ops: dict[str, int]
+    notes: tuple[str, ...] = ()
 
     @property
     def layers(self) -> tuple[Layer, ...]:
         return self.network.layers
 
 
-def _load(path: str | Path) -> Any:
-    import onnx  # heavy, imported on use
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputFormatError("file not found", source=str(p))
-    try:
-        model = onnx.load(str(p))
-        return onnx.shape_inference.infer_shapes(model, data_prop=True)
-    except Exception as exc:  # noqa: BLE001 - onnx raises many types for bad files
-        raise InputFormatError(f"not a readable ONNX model ({exc})", source=str(p)) from None
-
-
-def _shapes(model: Any) -> dict[str, list[int]]:
-    g = model.graph
-    out: dict[str, list[int]] = {}
-    for vi in [*g.input, *g.value_info, *g.output]:
-        dims = vi.type.tensor_type.shape.dim
-        if all(d.HasField("dim_value") for d in dims):
-            out[vi.name] = [int(d.dim_value) for d in dims]
-    for t in g.initializer:
-        out[t.name] = list(t.dims)
-    return out
+def is_free_op(op_type: str, domain: str = "") -> bool:
+    """Whether a node of ``op_type`` costs nothing in the model (no MACs: it runs on the
+    intermediate on chip). Default-domain ops are free unless they are compute, MAC or
+    control-flow ops; an op of another domain is free when it has no weight operand
+    (checked by the reader)."""
+    return op_type not in COMPUTE_OPS | MAC_OPS_UNMODELLED | _CONTROL_OPS
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -118,6 +109,22 @@ def _attrs(node: Any) -> dict[str, Any]:
 def _safe(name: str, i: int) -> str:
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._-")
     return f"{i:03d}_{stem or 'layer'}"
+
+
+def _conv_attrs(node: Any, x: list[int], w: list[int]) -> str:
+    """What is wrong with a convolution's attributes (empty if nothing)."""
+    a = _attrs(node)
+    g = a.get("group", 1)
+    spatial = len(x) - 2
+    if spatial not in (1, 2):
+        return f"{spatial} spatial dimensions (1-D and 2-D convolutions only)"
+    if not 1 <= g <= MAX_DIM or len(w) != len(x) or x[1] % g:
+        return f"group={g}: must be a positive divisor of the {x[1]} input channels"
+    for key in ("strides", "dilations"):
+        vals = list(a.get(key, [1] * spatial))
+        if len(vals) != spatial or not all(1 <= v <= MAX_STRIDE for v in vals):
+            return f"{key}={vals}: need {spatial} values from 1 to {MAX_STRIDE}"
+    return ""
 
 
 def _conv(node: Any, shp: dict[str, list[int]], name: str) -> Layer:
@@ -173,52 +180,36 @@ def read_onnx(path: str | Path) -> OnnxImport:
     Raises
     ------
     InputFormatError
-        Unreadable model, control flow, unknown ops (all listed), or shapes that shape
-        inference could not fix.
+        Unreadable, empty or oversized model; control flow; ops that do MACs but have no
+        layer model (all listed); shapes that depend on the input data; layers outside the
+        accepted ranges (docs/formats.md).
     """
-    model = _load(path)
+    from twill.io.onnx_shapes import load_shaped_model, static_shapes
+
+    model, notes = load_shaped_model(path)
     g = model.graph
     src = str(path)
-    control = [f"{n.name or '?'} ({n.op_type})" for n in g.node if n.op_type in _CONTROL_OPS]
-    if control:
-        raise InputFormatError(
-            "control flow is not supported (unroll it before export): " + ", ".join(control),
-            source=src,
-        )
-    unknown = [
-        f"{n.name or '?'} ({n.op_type})"
-        for n in g.node
-        if n.op_type not in COMPUTE_OPS and n.op_type not in FREE_OPS
-    ]
-    if unknown:
-        raise InputFormatError("nodes that cannot be mapped: " + ", ".join(unknown), source=src)
-    shp = _shapes(model)
-    consts = {t.name for t in g.initializer} | {
-        o for n in g.node if n.op_type == "Constant" for o in n.output
-    }
+    _refuse_unmodelled(g, src)
+    shp = static_shapes(model)
+    consts = _constants(g)
     layers: list[Layer] = []
     layer_of: dict[int, int] = {}
-    missing: list[str] = []
     for i, node in enumerate(g.node):
-        if node.op_type not in COMPUTE_OPS:
-            continue
-        need = [*node.input[:2], node.output[0]]
-        if any(t not in shp for t in need):
-            missing.append(f"{node.name or '?'} ({node.op_type})")
-            continue
-        if node.op_type.startswith("Conv") and len(shp[node.input[0]]) not in (3, 4):
-            raise InputFormatError(
-                f"nodes that cannot be mapped: {node.name or '?'} ({node.op_type} with "
-                f"{len(shp[node.input[0]]) - 2} spatial dimensions; 1-D and 2-D only)",
-                source=src,
-            )
-        layer_of[i] = len(layers)
-        layers.append(_layer(node, shp, consts, _safe(node.name or node.op_type, len(layers))))
-    if missing:
+        if node.op_type in COMPUTE_OPS:
+            _check_node(model, node, shp, src)
+            layer_of[i] = len(layers)
+            name = _safe(node.name or node.op_type, len(layers))
+            layers.append(_layer(node, shp, consts, name))
+            bad = layers[-1].check()
+            if bad:
+                raise InputFormatError(
+                    f"node {node.name or '?'} ({node.op_type}): layer {'; '.join(bad)} "
+                    "(limits: docs/formats.md)",
+                    source=src,
+                )
+    if not layers:
         raise InputFormatError(
-            "shape inference left these nodes without static shapes (export with a fixed "
-            "input size): " + ", ".join(missing),
-            source=src,
+            "no compute node (Conv, ConvTranspose, Gemm, MatMul): nothing to map", source=src
         )
     edges = _edges(g, layer_of, consts, layers)
     free: dict[str, int] = {}
@@ -226,7 +217,62 @@ def read_onnx(path: str | Path) -> OnnxImport:
         if n.op_type not in COMPUTE_OPS:
             free[n.op_type] = free.get(n.op_type, 0) + 1
     name = Path(path).stem
-    return OnnxImport(Network(name, tuple(layers), tuple(edges), src), free)
+    return OnnxImport(Network(name, tuple(layers), tuple(edges), src), free, notes)
+
+
+def _constants(g: Any) -> set[str]:
+    """Tensors computed from initializers and constants only (a weight after ``Identity``,
+    ``Transpose`` or ``Cast``, a shared weight): weights, not activations."""
+    consts = {t.name for t in g.initializer}
+    for n in g.node:
+        if all(t == "" or t in consts for t in n.input):
+            consts.update(o for o in n.output if o)
+    return consts
+
+
+def _refuse_unmodelled(g: Any, src: str) -> None:
+    """Refuse control flow, and every op that does MACs without a layer model (by name)."""
+    control = [f"{n.name or '?'} ({n.op_type})" for n in g.node if n.op_type in _CONTROL_OPS]
+    if control:
+        raise InputFormatError(
+            "control flow is not supported (unroll it before export): " + ", ".join(control),
+            source=src,
+        )
+    weights = {t.name for t in g.initializer if len(t.dims) >= 2}
+    macs = [
+        f"{n.name or '?'} ({n.op_type})"
+        for n in g.node
+        if n.op_type in MAC_OPS_UNMODELLED
+        or (n.domain not in ("", "ai.onnx") and any(t in weights for t in n.input))
+    ]
+    if macs:
+        raise InputFormatError(
+            "nodes that do multiply-accumulates but have no layer model (export them as "
+            "Conv/Gemm/MatMul): " + ", ".join(macs),
+            source=src,
+        )
+
+
+def _check_node(model: Any, node: Any, shp: dict[str, list[int]], src: str) -> None:
+    """A compute node has static shapes and valid attributes, or the import stops here."""
+    from twill.io.onnx_shapes import unknown_shape_reason
+
+    what = f"node {node.name or '?'} ({node.op_type})"
+    for t in [*node.input[:2], node.output[0]]:
+        if t in shp and any(d < 1 for d in shp[t]):
+            raise InputFormatError(
+                f"{what}: tensor {t!r} has shape {shp[t]}: every dimension must be at least 1",
+                source=src,
+            )
+    ins = node.input[:2]
+    if node.op_type.startswith("Conv") and all(t in shp for t in ins):
+        bad = _conv_attrs(node, shp[ins[0]], shp[ins[1]])
+        if bad:
+            raise InputFormatError(f"nodes that cannot be mapped: {what}: {bad}", source=src)
+    for t in [*ins, node.output[0]]:
+        if t not in shp:
+            why = unknown_shape_reason(model, t)
+            raise InputFormatError(f"{what}: no static shape for {t!r}: {why}", source=src)
 
 
 def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Layer]) -> list[Edge]:
@@ -247,29 +293,16 @@ def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Laye
         node = g.node[i]
         if i in layer_of:
             return [(layer_of[i], kind)]
-        acts = [t for t in node.input if t and t not in consts]
-        if node.op_type in _PASS_OPS:
-            return trace(acts[0], kind) if acts else []
+        if node.op_type in _SHAPE_OPS:
+            return []
+        # inputs that carry no layer's output (constants, graph inputs, index and shape
+        # arithmetic) are like constants: the op is element-wise on the other inputs
+        found = [f for t in node.input if t and t not in consts for f in [trace(t, kind)] if f]
         if node.op_type in _POOL_OPS:
-            return [(p, "pool") for t in acts[:1] for p, _ in trace(t, kind)]
+            return [(p, "pool") for f in found[:1] for p, _ in f]
         if node.op_type == "Concat":
-            return [(p, "concat") for t in acts for p, _ in trace(t, kind)]
-        if len(acts) == 1:  # join op with a constant: element-wise on one tensor
-            return trace(acts[0], kind)
-        found = [trace(t, kind) for t in acts]
-        flat = {pk for f in found for pk in f}
-        if len(flat) == 1 and next(iter(flat))[1] == kind:  # f(x) op g(x): still one tensor
-            return list(flat)
-        late = max(p for f in found for p, _ in f) if any(found) else -1
-        main = [i for i, f in enumerate(found) if f[:1] == [(late, f[0][1])] and len(f) == 1]
-        if node.op_type == "Add" and len(found) == 2 and main and found[main[0]][0][1] in _DATA:
-            # residual: the add runs in the epilogue of the later producer
-            other = found[1 - main[0]]
-            for p, k in other:
-                ok = len(other) == 1 and k in _DATA
-                adds[p, late, "add" if ok else "residual"] = None
-            return [(late, "block" if kind == "chain" else kind)]
-        return [(p, "branch") for f in found for p, _ in f]
+            return [(p, "concat") for f in found for p, _ in f]
+        return _join(node.op_type, found, kind, adds)
 
     raw: list[tuple[int, int, str]] = []
     for i, node in enumerate(g.node):
@@ -281,24 +314,58 @@ def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Laye
     return _legal(raw + list(adds), layers)
 
 
+def _join(
+    op: str,
+    found: list[list[tuple[int, str]]],
+    kind: str,
+    adds: dict[tuple[int, int, str], None],
+) -> list[tuple[int, str]]:
+    """Producers of a free node's output from its inputs' non-empty traces ``found``."""
+    if len(found) <= 1:  # one data input: element-wise (or index, reshape) on one tensor
+        return found[0] if found else []
+    flat = {pk for f in found for pk in f}
+    if len(flat) == 1 and next(iter(flat))[1] == kind:  # f(x) op g(x): still one tensor
+        return list(flat)
+    late = max(p for f in found for p, _ in f)
+    main = [i for i, f in enumerate(found) if len(f) == 1 and f[0][0] == late]
+    if op == "Add" and len(found) == 2 and main and found[main[0]][0][1] in _DATA:
+        # residual: the add runs in the epilogue of the later producer
+        other = found[1 - main[0]]
+        for p, k in other:
+            ok = len(other) == 1 and k in _DATA
+            adds[p, late, "add" if ok else "epilogue"] = None
+        return [(late, "block" if kind == "chain" else kind)]
+    return [(p, "branch") for f in found for p, _ in f]
+
+
 def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[Edge]:
-    """Dedupe, then keep an edge a fusion candidate only where the shapes allow it."""
+    """Dedupe, then keep an edge a fusion candidate only where the shapes allow it.
+
+    A residual ``add`` whose shapes differ becomes ``epilogue`` (still the consumer's
+    epilogue, never a data read), so it never counts as a data producer of its consumer:
+    the count below is taken on the final kinds, as :meth:`Network.check` takes it."""
     seen: dict[tuple[int, int], str] = {}
     for s, d, k in raw:
         seen.setdefault((s, d), k)
+    notes: dict[tuple[int, int], str] = {}
+    for (s, d), k in seen.items():
+        if k == "add":
+            why = shape_mismatch(layers[s], layers[d], k)
+            if why:
+                seen[s, d], notes[s, d] = "epilogue", why
     data_in: dict[int, int] = {}  # data operands traced to a producer (before dedupe)
-    for _s, d, k in raw:
-        if k != "add":
+    for s, d, _k in raw:
+        if seen[s, d] not in EPILOGUE_KINDS:
             data_in[d] = data_in.get(d, 0) + 1
     out: list[Edge] = []
     for (s, d), k in seen.items():
-        note = ""
-        if k in ("chain", "block", "add"):
+        note = notes.get((s, d), "")
+        if k in ("chain", "block"):
             why = shape_mismatch(layers[s], layers[d], k)
-            if not why and k != "add" and data_in[d] != 1:
+            if not why and data_in[d] != 1:
                 why = f"consumer has {data_in[d]} producers"
             if why:
-                k, note = ("residual" if k == "add" else "branch"), why
+                k, note = "branch", why
         out.append(Edge(s, d, k, note))
     return out
 
@@ -344,12 +411,16 @@ def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
 
 
 def import_model(
-    source: str | Path | Any, input_shape: tuple[int, ...] | None = None
+    source: str | Path | Any,
+    input_shape: tuple[int, ...] | None = None,
+    *,
+    exporter: str = "auto",
 ) -> OnnxImport:
     """One entry for every kind of model: an ``.onnx`` path, a zoo name, or an ``nn.Module``.
 
     Zoo names and modules are exported to ONNX (batch and image size from ``input_shape``,
-    default 1×3×224×224) in a private temporary folder, read, and the folder removed.
+    default 1×3×224×224; ``exporter`` as :func:`twill.io.model_zoo.export_onnx`) in a
+    private temporary folder, read, and the folder removed.
     """
     from twill.io.model_zoo import MODELS, exported_model, parse_input_shape
 
@@ -363,7 +434,7 @@ def import_model(
                 f"not an .onnx file nor a zoo model (choose one of {', '.join(MODELS)})",
                 source=text,
             )
-    with exported_model(source, shape) as path:
+    with exported_model(source, shape, exporter) as path:
         imp = read_onnx(path)
     name = source if isinstance(source, str) else type(source).__name__
     return replace(imp, network=replace(imp.network, name=str(name), source=str(name)))

@@ -17,6 +17,9 @@ U-Net), as documented in ``docs/fadiff.md``. Every edge has a ``kind``:
   free in this model (element-wise), so an ``add`` edge carries no DRAM read of its own; it
   only says the tensor must still exist when the consumer runs (on chip if fused, in DRAM
   otherwise).
+* ``epilogue`` (imported models): like ``add``, the tensor is read by an element-wise
+  epilogue of the consumer (a residual add), but shapes or paths keep the boundary from
+  fusion (e.g. a shortcut that went through a reshape). Never fused, never a data read.
 * ``upconv``: a decoder level's last 3×3 feeding its 2×2 up-convolution (U-Net).
 * ``residual``, ``branch``, ``pool``, ``concat``, ``slice``: data flows, but something else
   (a top-down add fed by another level, a pooling layer, a concatenation, a head slice) sits
@@ -61,7 +64,7 @@ IMAGE_NETWORKS = ("fsrcnn",)
 """Built-in networks written in code (no workload folder): full-resolution image networks."""
 CANDIDATE_KINDS = frozenset({"chain", "upconv", "block", "add"})
 #: Edges that carry no DRAM read of their own (the reader is an element-wise epilogue).
-EPILOGUE_KINDS = frozenset({"add"})
+EPILOGUE_KINDS = frozenset({"add", "epilogue"})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,307 @@
+"""Loading an ONNX model with every tensor shape the importer needs (docs/onnx.md, "Shapes").
+
+:func:`load_shaped_model` checks the file (size before reading, not empty, a graph with
+nodes), loads it **without** its external weight data (only shapes matter; small integer
+tensors, which shape computations read, are loaded), and runs onnx's shape inference with
+data propagation. Where that leaves a tensor unknown (a ``Pad`` whose pads, or a ``Slice``
+whose starts, are computed in the graph), the shape computations are evaluated by constant
+folding: every node whose inputs are all known small tensors (``Shape`` of a shaped tensor,
+constants, initializers) is run with onnx's reference evaluator (``onnx.reference``), its
+outputs become initializers, and shape inference runs again, until nothing more folds. Only
+a shape that depends on the input *data* (``NonZero``, a graph input's values) or on a
+symbolic input dimension stays unknown; the importer then reports which.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from twill.errors import InputFormatError
+from twill.io.text import MAX_INPUT_BYTES
+
+__all__ = ["FOLD_MAX_ELEMENTS", "load_shaped_model", "static_shapes", "unknown_shape_reason"]
+
+log = logging.getLogger(__name__)
+
+#: Largest tensor (elements) the constant folder evaluates or loads from external data.
+FOLD_MAX_ELEMENTS = 65_536
+#: Ops whose outputs vary from run to run: never folded.
+_NO_FOLD = frozenset(
+    "RandomNormal RandomNormalLike RandomUniform RandomUniformLike Multinomial Bernoulli "
+    "Dropout If Loop Scan".split()
+)
+_MAX_ROUNDS = 16
+
+
+def _check_file(p: Path) -> None:
+    if not p.is_file():
+        raise InputFormatError("file not found", source=str(p))
+    size = p.stat().st_size
+    if size == 0:
+        raise InputFormatError("empty file (0 bytes): not an ONNX model", source=str(p))
+    if size > MAX_INPUT_BYTES:
+        raise InputFormatError(
+            f"file of {size:,} bytes is larger than the {MAX_INPUT_BYTES:,}-byte limit "
+            "(store the weights as external data: only the graph is read)",
+            source=str(p),
+        )
+
+
+def _numel(dims: Any) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def _load_small_external(model: Any, p: Path) -> None:
+    """Load the external data of small integer initializers (shape computations read them);
+    the weights stay on disk. Locations must stay inside the model's folder."""
+    from onnx import TensorProto
+    from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+
+    ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.INT8, TensorProto.BOOL}
+    base = p.resolve().parent
+    for t in model.graph.initializer:
+        if not uses_external_data(t) or t.data_type not in ints:
+            continue
+        if _numel(t.dims) > FOLD_MAX_ELEMENTS:
+            continue
+        loc = next((e.value for e in t.external_data if e.key == "location"), "")
+        target = (base / loc).resolve()
+        if not target.is_relative_to(base) or not target.is_file():
+            raise InputFormatError(
+                f"initializer {t.name!r}: external data file {loc!r} is missing or outside "
+                "the model's folder",
+                source=str(p),
+            )
+        load_external_data_for_tensor(t, str(base))
+
+
+def _infer(model: Any, src: str) -> Any:
+    import onnx
+
+    try:
+        return onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as exc:  # noqa: BLE001 - onnx raises many types for bad graphs
+        raise InputFormatError(f"ONNX shape inference failed ({exc})", source=src) from None
+
+
+def load_shaped_model(path: str | Path) -> tuple[Any, tuple[str, ...]]:
+    """The model at ``path`` with inferred shapes, and notes on how its shapes were found.
+
+    Raises
+    ------
+    InputFormatError
+        Missing, empty, oversized or unreadable file; a graph without nodes; a missing or
+        escaping external data file; shape inference rejecting the graph.
+    """
+    import onnx
+
+    p = Path(path)
+    _check_file(p)
+    try:
+        model = onnx.load(str(p), load_external_data=False)
+    except Exception as exc:  # noqa: BLE001 - protobuf raises many types for bad files
+        raise InputFormatError(f"not a readable ONNX model ({exc})", source=str(p)) from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise InputFormatError("the model's graph has no nodes: nothing to import", source=str(p))
+    _load_small_external(model, p)
+    model = _infer(model, str(p))
+    folded = 0
+    for _ in range(_MAX_ROUNDS):
+        if not _needs_shapes(model):
+            break
+        n = _fold_round(model)
+        if n == 0:
+            break
+        folded += n
+        model = _infer(model, str(p))
+    notes = ("shapes: onnx shape inference (with data propagation)",)
+    if folded:
+        notes = (
+            f"shapes: onnx shape inference, then {folded} shape-computation nodes evaluated by "
+            "constant folding with onnx.reference",
+        )
+    return model, notes
+
+
+def static_shapes(model: Any) -> dict[str, list[int]]:
+    """Tensor name → its static shape, for every tensor whose dimensions are all known."""
+    g = model.graph
+    out: dict[str, list[int]] = {}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            out[vi.name] = [int(d.dim_value) for d in dims]
+    for t in g.initializer:
+        out[t.name] = list(t.dims)
+    for n in g.node:
+        if n.op_type == "Constant" and n.output:
+            val = _constant_value(n)
+            if val is not None:
+                out[n.output[0]] = list(val.shape)
+    return out
+
+
+_COMPUTE = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+
+
+def _needs_shapes(model: Any) -> bool:
+    shp = static_shapes(model)
+    return any(
+        t and t not in shp
+        for n in model.graph.node
+        if n.op_type in _COMPUTE
+        for t in [*n.input[:2], n.output[0]]
+    )
+
+
+def _constant_value(node: Any) -> Any:
+    from onnx import numpy_helper
+
+    for a in node.attribute:
+        if a.name == "value":
+            return numpy_helper.to_array(a.t)
+    return None
+
+
+def _known_values(model: Any) -> dict[str, Any]:
+    """Small tensors whose values are known: initializers with data, ``Constant`` nodes."""
+    from onnx import numpy_helper
+    from onnx.external_data_helper import uses_external_data
+
+    vals: dict[str, Any] = {}
+    for t in model.graph.initializer:
+        if not uses_external_data(t) and _numel(t.dims) <= FOLD_MAX_ELEMENTS:
+            vals[t.name] = numpy_helper.to_array(t)
+    for n in model.graph.node:
+        if n.op_type == "Constant":
+            try:
+                from onnx.reference import ReferenceEvaluator
+
+                vals[n.output[0]] = ReferenceEvaluator(n).run(None, {})[0]
+            except Exception:  # noqa: BLE001 - sparse or odd constants are simply not folded
+                continue
+    return vals
+
+
+def _eval_node(node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opsets: Any) -> Any:
+    """The outputs of ``node`` if every input is known (``Shape``/``Size`` need only a static
+    shape), else ``None``."""
+    import numpy as np
+
+    if node.op_type in ("Shape", "Size") and node.input[0] in shp:
+        x = np.zeros(shp[node.input[0]], np.float32) if _numel(shp[node.input[0]]) < 2**20 else None
+        if x is None:
+            return None
+        ins = {node.input[0]: x}
+    elif node.op_type in _NO_FOLD or node.domain not in ("", "ai.onnx"):
+        return None
+    elif all(t == "" or t in vals for t in node.input):
+        ins = {t: vals[t] for t in node.input if t}
+    else:
+        return None
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        outs = ReferenceEvaluator(node, opsets=opsets).run(None, ins)
+    except Exception as exc:  # noqa: BLE001 - an op the reference cannot run is left alone
+        log.debug("constant folding skipped %s (%s): %s", node.name, node.op_type, exc)
+        return None
+    if any(np.asarray(o).size > FOLD_MAX_ELEMENTS for o in outs):
+        return None
+    return outs
+
+
+def _fold_round(model: Any) -> int:
+    """Fold every node computable from known small tensors into initializers (in place);
+    returns how many nodes were folded."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    g = model.graph
+    vals = _known_values(model)
+    shp = static_shapes(model)
+    opsets = {o.domain or "": o.version for o in model.opset_import}
+    keep, folded = [], 0
+    for node in g.node:
+        outs = None if node.op_type == "Constant" else _eval_node(node, vals, shp, opsets)
+        if outs is None:
+            keep.append(node)
+            continue
+        folded += 1
+        for name, val in zip(node.output, outs, strict=False):
+            if name:
+                arr = np.asarray(val)
+                vals[name] = arr
+                shp[name] = list(arr.shape)
+                g.initializer.append(numpy_helper.from_array(arr, name))
+    if folded:
+        del g.node[:]
+        g.node.extend(keep)
+        # stale inferred entries would hide the new initializers' shapes
+        live = {o for n in keep for o in n.output}
+        vis = [vi for vi in g.value_info if vi.name in live]
+        del g.value_info[:]
+        g.value_info.extend(vis)
+    return folded
+
+
+def unknown_shape_reason(model: Any, tensor: str) -> str:
+    """Why ``tensor`` has no static shape: a symbolic graph-input dimension, or the node whose
+    output size depends on the data (and, for a computed size, the graph input or
+    data-dependent node that size comes from)."""
+    shp = static_shapes(model)
+    producer = {o: n for n in model.graph.node for o in n.output}
+    inputs = {vi.name: vi for vi in model.graph.input}
+    seen: set[str] = set()
+    stack = [tensor]
+    while stack:
+        t = stack.pop()
+        if t in seen or not t:
+            continue
+        seen.add(t)
+        if t in inputs:
+            dims = inputs[t].type.tensor_type.shape.dim
+            sym = [d.dim_param or "?" for d in dims if not d.HasField("dim_value")]
+            if sym:
+                return (
+                    f"graph input {t!r} has symbolic dimensions ({', '.join(sym)}): export with "
+                    "a fixed input size"
+                )
+            continue
+        node = producer.get(t)
+        if node is not None and all(i in shp or i == "" for i in node.input):
+            why = f"node {node.name or '?'} ({node.op_type}) gives {t!r} a data-dependent shape"
+            small = [i for i in node.input if i and len(shp.get(i, [0, 0])) <= 1]
+            origin = _value_origin(small, producer, inputs, _known_values(model), shp)
+            return why + origin
+        if node is not None:
+            stack.extend(i for i in node.input if i not in shp)
+    return "shape inference could not determine it"
+
+
+def _value_origin(
+    small: list[str], producer: dict, inputs: dict, vals: dict, shp: dict[str, list[int]]
+) -> str:
+    """Where the unknown values of a node's shape-like inputs ``small`` come from (a graph
+    input or a node with a data-dependent result), as a clause of the message."""
+    stack = [t for t in small if t not in vals]
+    seen: set[str] = set()
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        if t in inputs:
+            return f" (computed from the values of graph input {t!r}, not its shape)"
+        n = producer.get(t)
+        if n is None or (n.op_type in ("Shape", "Size") and n.input[0] in shp):
+            continue
+        if n.op_type in ("NonZero", "Unique", "TopK", "NonMaxSuppression", "Compress"):
+            return f" (computed from the result of {n.name or '?'} ({n.op_type}))"
+        stack.extend(i for i in n.input if i and i not in vals)
+    return ""
