@@ -29,7 +29,11 @@ __all__ = ["register"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuse", help="FADiff: joint mapping and layer fusion of a network")
     p.add_argument(
-        "network", nargs="?", help="resnet50, bert, retinanet, unet, fsrcnn (1080p), or MODEL.onnx"
+        "network",
+        nargs="?",
+        help="DOSA's workloads dosa_resnet50, dosa_bert, dosa_retinanet, dosa_unet (shipped; the "
+        "names without dosa_ still work), fsrcnn (1080p), or MODEL.onnx; --model NAME for the "
+        "model zoo",
     )
     from twill.cli.mapping_cmds import add_model_options
 
@@ -37,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--arch",
         default="gemmini",
-        help="'gemmini' (default), 'simba', a shipped gemmini_* name (docs/mapping.md) or an "
+        help="'gemmini' (default), 'simba_golden' ('simba'), 'simba_cosa', a shipped gemmini_* "
+        "name (docs/mapping.md) or an "
         "architecture YAML whose outermost on-chip level keeps inputs and is bounded (it holds "
         "the fused intermediates)",
     )

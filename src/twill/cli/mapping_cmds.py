@@ -38,33 +38,44 @@ if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start
 
 __all__ = ["register"]
 
-_BUILTIN_ARCHS = ("simba", "gemmini")
+#: ``--arch`` help: the names it accepts besides a file.
+ARCH_HELP = (
+    "architecture YAML, or a built-in name: 'simba_golden' (Simba with the golden Timeloop run's "
+    "settings; 'simba' is its old name), 'simba_cosa' (Simba as CoSA's simba.yaml: dearer "
+    "GlobalBuffer), 'gemmini' or a shipped gemmini_* name (docs/mapping.md)"
+)
 
 
 def _arch(spec: str) -> Arch:
-    from twill.io.timeloop import read_arch, shipped_archs
-    from twill.mapping.arch import gemmini_arch, simba_arch
+    from dataclasses import replace
 
-    if spec == "simba":
-        return simba_arch()
-    if spec == "gemmini":
-        return gemmini_arch()
+    from twill.io.timeloop import read_arch, shipped_archs
+    from twill.mapping.arch import ARCH_ALIASES, BUILTIN_ARCHS, builtin_arch
+
+    builtin = builtin_arch(spec)
+    if builtin is not None:
+        return builtin
     shipped = shipped_archs()
     if spec in shipped and not Path(spec).exists():
         return read_arch(shipped[spec])
     if not Path(spec).exists():
+        names = (*BUILTIN_ARCHS, *ARCH_ALIASES, *shipped)
         raise InvalidProblemError(
-            f"--arch {spec}: neither a built-in architecture "
-            f"({', '.join(_BUILTIN_ARCHS + tuple(shipped))}) nor an existing file"
+            f"--arch {spec}: neither a built-in architecture ({', '.join(names)}) "
+            "nor an existing file"
         )
-    return read_arch(spec)
+    arch = read_arch(spec)
+    if arch.name in (*BUILTIN_ARCHS, *ARCH_ALIASES):  # simba.yaml is not the built-in simba
+        arch = replace(arch, name=Path(spec).name)
+    return arch
 
 
 def _arch_files(spec: str) -> list[Path]:
     """The files ``--arch spec`` reads (none for a built-in architecture)."""
     from twill.io.timeloop import arch_input_files, shipped_archs
+    from twill.mapping.arch import builtin_arch
 
-    if spec in _BUILTIN_ARCHS or (spec in shipped_archs() and not Path(spec).exists()):
+    if builtin_arch(spec) is not None or (spec in shipped_archs() and not Path(spec).exists()):
         return []
     return arch_input_files(spec)
 
@@ -221,7 +232,7 @@ def _print_map(layer: Any, arch: Arch, res: Any) -> None:
 # ---------------------------------------------------------------------- map-network
 def _cmd_map_network(args: argparse.Namespace) -> int:
     methods = _network_methods(args.methods)
-    source = _model_source(args, "directory")
+    source = _shipped_network(args, _model_source(args, "directory"))
     _check_network_outputs(args, source)
     layers, notes = _network_layers(args, source)
     if not layers:
@@ -245,6 +256,30 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
         _print_network_table(result, methods)
     ok = all(r.mapping is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
+
+
+def _shipped_network(args: argparse.Namespace, source: str) -> str:
+    """``source``, or the shipped folder of DOSA's workload it names (``dosa_bert``, ``bert``)
+    when it is no existing path: a name resolves the same from any folder."""
+    from twill.io.networks import default_workload_root
+    from twill.mapping.fadiff.networks import NETWORKS, network_key
+
+    if args.model or Path(source).exists():
+        return source
+    try:
+        key = network_key(source)
+    except InvalidProblemError:
+        return source  # the reader reports the missing folder
+    return str(default_workload_root() / key) if key in NETWORKS else source
+
+
+def _network_label(source: str) -> str:
+    """The network's name in reports: ``dosa_NAME`` for a shipped DOSA workload folder."""
+    from twill.io.networks import SHIPPED_WORKLOADS
+    from twill.mapping.fadiff.networks import network_name
+
+    path = Path(source)
+    return network_name(path.name) if path.parent == SHIPPED_WORKLOADS else path.stem
 
 
 def _network_methods(text: str) -> list[str]:
@@ -328,7 +363,7 @@ def _map_network_with_progress(
             executor=args.executor,
             workers=args.workers,
             ray_address=args.ray_address,
-            network=Path(source).stem if not args.model else source,
+            network=_network_label(source) if not args.model else source,
             on_result=tick,
         )
 
@@ -584,7 +619,7 @@ def _register_map(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--arch",
         required=True,
-        help="architecture YAML, 'simba', 'gemmini' or a shipped gemmini_* name",
+        help=ARCH_HELP,
     )
     p.add_argument("--method", choices=MAPPERS, default="cosa")
     p.add_argument(
@@ -606,13 +641,16 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
         "map-network", help="map every layer of a network folder or ONNX model"
     )
     p.add_argument(
-        "directory", nargs="?", help="folder with layer YAMLs and layers.yaml, or MODEL.onnx"
+        "directory",
+        nargs="?",
+        help="folder with layer YAMLs and layers.yaml, MODEL.onnx, or a shipped DOSA workload: "
+        "dosa_resnet50, dosa_bert, dosa_retinanet, dosa_unet",
     )
     add_model_options(p)
     p.add_argument(
         "--arch",
         required=True,
-        help="architecture YAML, 'simba', 'gemmini' or a shipped gemmini_* name",
+        help=ARCH_HELP,
     )
     p.add_argument(
         "--methods",
@@ -650,9 +688,7 @@ def _register_map_eval(subparsers: argparse._SubParsersAction) -> None:
         description="Evaluate one mapping (exit 1 if it violates the architecture; the report "
         "and its violations are printed either way) or every row of a DOSA dataset.",
     )
-    p.add_argument(
-        "--arch", help="architecture YAML, 'simba', 'gemmini' or a shipped gemmini_* name"
-    )
+    p.add_argument("--arch", help=ARCH_HELP)
     p.add_argument("--layer", help="Timeloop-style problem YAML")
     p.add_argument("--mapping", help="DOSA mapping string 'L3[WIO] ... - L0[W] ...'")
     p.add_argument("--mapping-file", help="Timeloop mapping YAML instead of --mapping")

@@ -15,7 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from twill.errors import InvalidProblemError
-from twill.mapping.fadiff.networks import Network, build_network, fsrcnn, network_key
+from twill.mapping.fadiff.networks import (
+    Network,
+    build_network,
+    fsrcnn,
+    network_key,
+    network_name,
+)
 from twill.mapping.workload import Layer
 
 __all__ = [
@@ -68,10 +74,12 @@ def read_network_layers(folder: str | Path) -> list[Layer]:
 
 def load_network(name: str, root: str | Path | None = None) -> Network:
     """One of :data:`~twill.mapping.fadiff.networks.NETWORKS` read from ``root`` (DOSA's
-    ``workloads`` folder; :func:`default_workload_root` when ``None``), or one of
+    ``workloads`` folder; :func:`default_workload_root` when ``None``) and named
+    ``dosa_NAME`` (``name`` may be ``dosa_bert`` or ``bert``), or one of
     :data:`~twill.mapping.fadiff.networks.IMAGE_NETWORKS`, which are written in code."""
     key = network_key(name)
     if key == "fsrcnn":
         return fsrcnn()
     folder = Path(root or default_workload_root()) / key
-    return build_network(key, read_network_layers(folder), str(folder))
+    net = build_network(key, read_network_layers(folder), str(folder))
+    return replace(net, name=network_name(key))

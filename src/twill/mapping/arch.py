@@ -28,6 +28,9 @@ __all__ = [
     "Arch",
     "simba_arch",
     "gemmini_arch",
+    "BUILTIN_ARCHS",
+    "ARCH_ALIASES",
+    "builtin_arch",
     "SIMBA_ENERGY_PJ",
     "gemmini_energies",
 ]
@@ -263,8 +266,13 @@ def simba_arch(
     gb_partition: tuple[float, float] = (0.25, 0.75),
     dram_bandwidth: float | None = None,
     pes: int = 16,
+    name: str | None = None,
 ) -> Arch:
     """CoSA's Simba-like accelerator (CoSA spec §2.1), with the golden run's settings by default.
+
+    The two variants one meets differ only in the GlobalBuffer block size, which sets its
+    per-word energy: ``simba_golden`` (block 64, 0.081 pJ per word; the golden Timeloop run and
+    CoSA's ``simba_golden.yaml``) and ``simba_cosa`` (block 8; CoSA's released ``simba.yaml``).
 
     Parameters
     ----------
@@ -276,6 +284,14 @@ def simba_arch(
         Words per cycle of DRAM; ``None`` (default) does not throttle (DEC-7).
     pes
         Number of PEs (16; 64 gives ``simba_large``).
+    name
+        The name reports show; by default ``simba_golden`` (block 64), ``simba_cosa`` (block 8)
+        or ``simba_gbN``, with ``_Npe`` appended when ``pes`` is not 16.
+
+    Examples
+    --------
+    >>> simba_arch().name, simba_arch(gb_block_size=8).name, simba_arch(pes=64).name
+    ('simba_golden', 'simba_cosa', 'simba_golden_64pe')
     """
     lanes, macs_per_lane = 8, 8
     macs = pes * lanes * macs_per_lane
@@ -328,8 +344,37 @@ def simba_arch(
             block_size=64,
         ),
     )
-    name = "simba" if pes == 16 else f"simba_{pes}pe"
+    if name is None:
+        variant = {64: "golden", 8: "cosa"}.get(gb_block_size, f"gb{gb_block_size}")
+        name = f"simba_{variant}" + ("" if pes == 16 else f"_{pes}pe")
     return Arch(name, levels, macs, SIMBA_ENERGY_PJ["MAC"][0])
+
+
+#: The architectures the CLI's ``--arch`` knows by name (no file is read), and old spellings.
+BUILTIN_ARCHS = ("simba_golden", "simba_cosa", "gemmini")
+ARCH_ALIASES = {"simba": "simba_golden"}
+
+
+def builtin_arch(name: str) -> Arch | None:
+    """The built-in architecture called ``name`` (an alias is accepted), or ``None``.
+
+    ``simba_golden``: :func:`simba_arch` with the golden run's settings (the ``simba`` of
+    earlier releases); ``simba_cosa``: the same machine as CoSA's released ``simba.yaml``
+    (GlobalBuffer block 8, dearer per word); ``gemmini``: :func:`gemmini_arch`.
+
+    Examples
+    --------
+    >>> builtin_arch("simba").name, builtin_arch("simba_cosa").name, builtin_arch("x")
+    ('simba_golden', 'simba_cosa', None)
+    """
+    name = ARCH_ALIASES.get(name, name)
+    if name == "simba_golden":
+        return simba_arch()
+    if name == "simba_cosa":
+        return simba_arch(gb_block_size=8)
+    if name == "gemmini":
+        return gemmini_arch()
+    return None
 
 
 # --------------------------------------------------------------------------- Gemmini (DOSA)

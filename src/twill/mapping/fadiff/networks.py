@@ -50,6 +50,7 @@ __all__ = [
     "NETWORKS",
     "build_network",
     "network_key",
+    "network_name",
     "resnet50",
     "bert",
     "retinanet",
@@ -364,18 +365,38 @@ def build_network(name: str, layers: list[Layer], source: str | None = None) -> 
 def network_key(name: str) -> str:
     """The canonical :data:`NETWORKS` entry for ``name`` (case, ``-`` and ``_`` ignored).
 
+    DOSA's workloads are named ``dosa_resnet50``, ``dosa_bert``, ``dosa_retinanet`` and
+    ``dosa_unet`` (:func:`network_name`), to tell them from the model zoo's ``--model resnet50``;
+    the bare names of earlier releases are accepted as aliases.
+
     Raises
     ------
     InvalidProblemError
         When ``name`` is none of :data:`NETWORKS`.
+
+    Examples
+    --------
+    >>> network_key("dosa_resnet50"), network_key("resnet50"), network_key("FSRCNN")
+    ('resnet50', 'resnet50', 'fsrcnn')
     """
     key = name.lower().replace("-", "").replace("_", "")
+    if key.startswith("dosa") and key[4:] in NETWORKS:
+        key = key[4:]
     if key not in NETWORKS + IMAGE_NETWORKS:
+        names = [network_name(k) for k in NETWORKS + IMAGE_NETWORKS]
         raise InvalidProblemError(
-            f"unknown network {name!r}; choose one of {', '.join(NETWORKS + IMAGE_NETWORKS)}",
-            source="network",
+            f"unknown network {name!r}; choose one of {', '.join(names)}", source="network"
         )
     return key
+
+
+def network_name(key: str) -> str:
+    """The name reports show for a :func:`network_key`: ``dosa_`` + key for DOSA's workloads.
+
+    >>> network_name("bert"), network_name("fsrcnn")
+    ('dosa_bert', 'fsrcnn')
+    """
+    return f"dosa_{key}" if key in NETWORKS else key
 
 
 def _dedupe(edges: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
