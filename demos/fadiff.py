@@ -12,7 +12,7 @@ def run() -> None:
     from twill.mapping.fadiff.baselines import greedy_fusion_baseline
     from twill.mapping.fadiff.train import fadiff
 
-    net, arch = load_network("bert"), gemmini_arch()
+    net, arch = load_network("dosa_bert"), gemmini_arch()
     lw = fadiff(net, arch, fusion=False, steps=120, seed=0)
     gf = greedy_fusion_baseline(net, arch, lw.plan)
     fd = fadiff(net, arch, steps=120, seed=0, init=lw.plan, candidates=[lw.plan, gf.plan])
