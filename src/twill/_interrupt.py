@@ -30,11 +30,19 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["run_interruptibly", "solve_cpsat", "solve_pulp", "check_z3"]
+__all__ = [
+    "run_interruptibly",
+    "solve_cpsat",
+    "solve_pulp",
+    "check_z3",
+    "quiet_worker",
+    "starting_workers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -141,3 +149,55 @@ def check_z3(solver: Any, *assumptions: Any) -> Any:
 
     z3.set_param("ctrl_c", False)
     return run_interruptibly(lambda: solver.check(*assumptions), solver.ctx.interrupt)
+
+
+# --------------------------------------------------------------------------- worker processes
+# A terminal's Ctrl-C sends SIGINT to the whole process group: to twill and to every worker
+# process of a pool. A worker that takes it as KeyboardInterrupt prints its own traceback
+# ("Process ForkProcess-2: ..."), and a forked worker that inherited the CLI's SIGTERM handler
+# prints another when the parent terminates it. So workers ignore SIGINT and die quietly on
+# SIGTERM; the parent alone handles the interrupt and stops them (``terminate``).
+_WORKER_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def quiet_worker() -> None:
+    """Initializer of twill's worker processes: ignore Ctrl-C (the parent stops the worker),
+    end quietly on SIGTERM, then accept signals again (see :func:`starting_workers`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+
+
+@contextmanager
+def starting_workers(*, spawn: bool = False) -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while worker processes start, deliver them afterwards.
+
+    A worker inherits the signal mask of the thread that starts it, so with the signals blocked
+    here a Ctrl-C that arrives before the worker has run :func:`quiet_worker` waits, and is
+    then discarded by it, instead of ending the half-started worker with a traceback. In this
+    process the signal is recorded meanwhile and raised again once the workers exist, where the
+    caller's clean-up (``terminate``) can see them. With ``spawn`` (a ``"spawn"`` context),
+    multiprocessing's resource tracker is started first: starting it later, inside, would
+    unblock both signals again (``resource_tracker.ensure_running`` does).
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        yield
+        return
+    if spawn:
+        from multiprocessing import resource_tracker
+
+        resource_tracker.ensure_running()
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda s, _f: caught.append(s)) for sig in _WORKER_SIGNALS}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a pending signal arrives here
+        for sig in dict.fromkeys(caught):
+            signal.raise_signal(sig)  # the caller's handler: KeyboardInterrupt, Terminated

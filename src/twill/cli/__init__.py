@@ -5,13 +5,16 @@ Every sub-command module exposes ``register(subparsers)``, which adds its parser
 The CLI only calls the public API. Errors the user caused (:class:`twill.errors.TwillError`,
 unreadable files, unwritable outputs, out of memory) print one clear message on stderr and
 exit with code 2; no traceback. Any other exception is a bug: one line that says so and exit
-code 70, the traceback only when ``TWILL_DEBUG`` is set (see ``docs/decisions.md``).
+code 70, the traceback only when ``TWILL_DEBUG`` is set (see ``docs/decisions.md``). Ctrl-C
+prints one line and exits 130, whatever worker processes are running (they ignore it; the
+parent stops them); a closed stdout (``twill ... | head``) ends quietly with 141.
 """
 
 from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import importlib
 import os
 import signal
@@ -19,6 +22,7 @@ import sys
 import threading
 
 from twill import __version__
+from twill._scratch import private_scratch
 from twill.errors import TwillError
 
 __all__ = ["main", "build_parser"]
@@ -37,6 +41,7 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1  # the solver ran but found no answer (infeasible/unknown)
 EXIT_USAGE = 2  # bad input: file, item or option
 EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
+EXIT_CLOSED_PIPE = 141  # stdout closed by its reader, ``| head`` (128 + SIGPIPE)
 EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM)
 EXIT_INTERNAL = 70  # an unexpected exception: a bug in twill (BSD EX_SOFTWARE)
 
@@ -65,33 +70,67 @@ class Terminated(KeyboardInterrupt):
     temporary files removed, no result printed, no output file written)."""
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated()
+def _stop_once(signum: int, frame: object) -> None:
+    """SIGINT or SIGTERM: raise once, then ignore both, so that a second Ctrl-C (a user who
+    presses it twice) cannot cut short the clean-up (workers stopped, files removed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if not os.environ.get("TWILL_DEBUG"):  # finalisers of objects that the interrupt left
+        sys.unraisablehook = lambda _unraisable: None  # half built print no noise
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``twill`` command line; returns the exit code.
 
     Exit codes: 0 answer found, 1 no answer (infeasible/unknown), 2 bad input, 130 interrupted
-    (Ctrl-C), 143 terminated (SIGTERM), 70 internal error (a bug).
+    (Ctrl-C), 141 stdout closed by its reader (``| head``), 143 terminated (SIGTERM), 70
+    internal error (a bug).
     """
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return EXIT_USAGE
     on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if on_main else None
+    hook = sys.unraisablehook
+    saved = {sig: signal.signal(sig, _stop_once) for sig in _STOP_SIGNALS} if on_main else {}
     try:
-        return _run(args)
+        code = _main(argv)
+    except Terminated:  # before the command started (parsing) or after it ended
+        code = EXIT_TERMINATED
+    except KeyboardInterrupt:
+        print("twill: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if sys.unraisablehook is not hook:
+            gc.collect()  # the interrupted objects' finalisers run now, quietly
+            sys.unraisablehook = hook
+        if argv is None and on_main:  # a program: the work is done, and a late Ctrl-C must
+            saved[signal.SIGINT] = signal.SIG_IGN  # not turn the exit into a traceback
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    return code
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return EXIT_USAGE
+    except BrokenPipeError:  # twill --help | head -1
+        return _stdout_closed()
+    except SystemExit as exc:  # --help or --version (0), or a refused option (2)
+        if exc.code in (0, None) and _flush_stdout(EXIT_OK) != EXIT_OK:
+            return EXIT_CLOSED_PIPE
+        raise
+    with private_scratch():  # Triton's and inductor's caches, temporary files: removed
+        return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        return int(args.func(args) or 0)
+        return _flush_stdout(int(args.func(args) or 0))
     except TwillError as exc:
         return _fail(args, str(exc))
     except Terminated:
@@ -101,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"twill {args.command}: interrupted; no result written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        return EXIT_OK
+        return _stdout_closed()
     except OSError as exc:  # unreadable input, or an output that cannot be written
         name = exc.filename or (getattr(args, "output", None) if exc.errno in _WRITE_ERRNOS else "")
         return _fail(args, f"{name or '(file)'}: {exc.strerror or exc}")
@@ -125,6 +164,29 @@ def _run(args: argparse.Namespace) -> int:
 
 _REPORT = "this is a bug in twill; please report it (TWILL_DEBUG=1 shows the traceback)"
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+def _flush_stdout(code: int) -> int:
+    """Flush stdout inside the command's error handling, so that a reader that has gone away
+    (``| head``) is noticed here and not as a traceback during the interpreter's exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _stdout_closed()
+    return code
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout stopped early (``twill ... | head``): end quietly, as ``git log |
+    head`` does, with 141 (128 + SIGPIPE). What is still buffered goes to ``/dev/null``, so
+    Python's own flush at exit finds no broken pipe either."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured in a test)
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

@@ -4,10 +4,15 @@ On a terminal, rich fits a table to the terminal's width. When stdout is a pipe 
 is no width to fit: rich would assume 80 columns and cut wide cells to ``…``, losing digits. There
 the console is wide enough for every table at its natural width (and writes no colour codes), so
 ``twill map-network ... > table.txt`` keeps every number whole.
+
+A reader that stops early (``twill ... | head``) closes the pipe: rich's own answer is
+``SystemExit(1)``, and 1 means "no answer" in twill. The console raises ``BrokenPipeError``
+instead, which the CLI turns into its one closed-pipe exit code, 141.
 """
 
 from __future__ import annotations
 
+import errno
 import sys
 from typing import TYPE_CHECKING
 
@@ -24,6 +29,11 @@ def stdout_console() -> Console:
     """A rich console on stdout: the terminal's width, or :data:`PIPE_WIDTH` when piped."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich would raise SystemExit(1)
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "stdout closed by the reader")
+
     if sys.stdout.isatty():
-        return Console()
-    return Console(width=PIPE_WIDTH, no_color=True, highlight=False)
+        return _Console()
+    return _Console(width=PIPE_WIDTH, no_color=True, highlight=False)

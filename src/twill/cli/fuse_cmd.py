@@ -144,6 +144,7 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any) -> Any:
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        disable=not sys.stderr.isatty(),  # a log gets no bar (and no stray blank line)
     ) as prog:
         task = prog.add_task(net.name, total=args.steps)
 

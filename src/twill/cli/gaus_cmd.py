@@ -239,6 +239,7 @@ def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
         TimeElapsedColumn(),
         console=_stderr_console(),
         transient=True,
+        disable=not sys.stderr.isatty(),  # a log gets no bar (and no stray blank line)
     ) as bar:
         task = bar.add_task("gaus", total=args.max_iters or 2000, loss=0.0, viol=0.0, best="-")
 

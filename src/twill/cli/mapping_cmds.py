@@ -348,7 +348,8 @@ def _map_network_with_progress(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=Console(stderr=True),
-        disable=args.json and not sys.stderr.isatty(),
+        transient=True,  # gone before the results print (and after Ctrl-C)
+        disable=not sys.stderr.isatty(),  # a log file gets no bar, only what matters
     ) as progress:
         task = progress.add_task(f"mapping {Path(source).name}", total=len(layers) * len(methods))
 

@@ -230,12 +230,15 @@ def map_network(
     elif executor == "local":
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        pool = ProcessPoolExecutor(max_workers=workers)
+        from twill._interrupt import quiet_worker, starting_workers
+
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker)
         try:
-            futs = {
-                pool.submit(_task, layers[i], arch, m, dict(options.get(m, {}))): (i, m)
-                for i, m in tasks
-            }
+            with starting_workers():  # the first submit forks the workers
+                futs = {
+                    pool.submit(_task, layers[i], arch, m, dict(options.get(m, {}))): (i, m)
+                    for i, m in tasks
+                }
             for fut in as_completed(futs):
                 i, m = futs[fut]
                 done(i, m, fut.result())

@@ -466,8 +466,11 @@ def _examined_in_order(
         return
     import multiprocessing
 
+    from twill._interrupt import quiet_worker, starting_workers
+
     workers = min(threads, cap - first)
-    pool = multiprocessing.get_context("spawn").Pool(workers)
+    with starting_workers(spawn=True):  # Ctrl-C is this process's to handle; it stops the workers
+        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=quiet_worker)
     try:
         pending: deque[Any] = deque()
         following = iter(range(first + 1, cap + 1))
