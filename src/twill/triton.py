@@ -6,7 +6,7 @@ command line, or from a YAML beside the file); a saved ``.ttgir`` needs no Trito
 >>> from twill.triton import SHIPPED_DIR, import_triton
 >>> g = import_triton(str(SHIPPED_DIR / "fa_fwd.sm_90a.ttgir"), "sm_90a")
 >>> g.name, len(g.instructions)
-('fa_fwd', 28)
+('fa_fwd', 32)
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
 
-__all__ = ["import_triton", "KernelOptions", "kernel_options", "kernel_option_files", "SHIPPED_DIR"]
+if TYPE_CHECKING:
+    from twill.io.triton_extract import ExtractedLoop
+
+__all__ = ["import_triton", "import_triton_loops", "TritonImport", "KernelOptions", "kernel_options", "kernel_option_files", "SHIPPED_DIR"]
 
 SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
 
@@ -86,6 +89,66 @@ def kernel_options(path: Path, kernel: str, arch: str | None = None) -> KernelOp
     return KernelOptions()
 
 
+@dataclass(frozen=True)
+class TritonImport:
+    """Every loop of a kernel as a scheduling problem, and the one picked.
+
+    Attributes
+    ----------
+    loops
+        One :class:`~twill.io.triton_extract.ExtractedLoop` per innermost loop, in program
+        order.
+    picked
+        The loop at ``--loop LINE``, else the costliest (most SM clocks per iteration).
+    arch
+        ``sm_90a`` or ``sm_100a``.
+    notes
+        How the kernel was compiled for extraction (pipelining off, autotune config taken).
+    """
+
+    loops: tuple[ExtractedLoop, ...]
+    picked: ExtractedLoop
+    arch: str
+    notes: tuple[str, ...] = ()
+
+
+def import_triton_loops(
+    spec: str | Path,
+    arch: str,
+    signature: Mapping[str, str] | None = None,
+    constexprs: Mapping[str, Any] | None = None,
+    *,
+    normalize: bool = True,
+    num_warps: int | None = None,
+    loop: int | None = None,
+    config: int | None = None,
+) -> TritonImport:
+    """Every loop of a Triton kernel for ``arch`` (see :func:`import_triton` for the
+    parameters); ``loop`` picks the loop at that source line, ``config`` the
+    ``@triton.autotune`` config (default: the first)."""
+    from twill.io.triton_extract import extract_loops, pick_loop, read_ttgir_file
+
+    text = str(spec)
+    notes: tuple[str, ...] = ()
+    if text.endswith(".ttgir"):
+        path = Path(text)
+        if not path.is_file():
+            raise FileNotFoundError(2, "No such file or directory", text)
+        ttgir, name = read_ttgir_file(path), None
+    else:
+        from twill.io.triton_compile import compile_ttgir, parse_kernel_spec
+
+        path, name = parse_kernel_spec(text)
+        found = kernel_options(path, name, arch)
+        sig = {**found.signature, **(signature or {})}
+        consts = {**found.constexprs, **(constexprs or {})}
+        compiled = compile_ttgir(path, name, arch, sig, consts,
+                                 num_warps=num_warps or found.num_warps, config=config)  # fmt: skip
+        ttgir, notes = compiled.ttgir, compiled.notes
+    loops = extract_loops(ttgir, arch, source=text, name=name, normalize=normalize)
+    return TritonImport(loops, pick_loop(loops, loop, text), arch, notes)
+
+
 def import_triton(
     spec: str | Path,
     arch: str,
@@ -94,8 +157,11 @@ def import_triton(
     *,
     normalize: bool = True,
     num_warps: int | None = None,
+    loop: int | None = None,
+    config: int | None = None,
 ) -> DependenceGraph:
-    """Dependence graph of a Triton kernel's innermost loop for ``arch``.
+    """Dependence graph of one loop of a Triton kernel for ``arch``: the costliest, or the one
+    at source line ``loop``.
 
     Parameters
     ----------
@@ -108,33 +174,22 @@ def import_triton(
     normalize
         Apply the §5.2 cost normalisation (U = 300).
     num_warps
-        Triton's ``num_warps`` (default: the YAML's, else 8).
+        Triton's ``num_warps`` (default: the autotune config's, else the YAML's, else 8).
+    loop
+        Kernel source line of the loop to take (default: the costliest loop).
+    config
+        Index of the ``@triton.autotune`` config that supplies constexprs and ``num_warps``
+        (default: the first).
 
     Raises
     ------
     InvalidProblemError
-        Bad spec, missing argument type, no loop, nested loops, unmapped operation.
+        Bad spec, missing argument type, no loop, no loop at ``loop``, unmapped operation.
     BackendUnavailableError
         A ``.py`` kernel without Triton installed.
     """
-    from twill.io.triton_extract import extract_graph
-
-    text = str(spec)
-    if text.endswith(".ttgir"):
-        path = Path(text)
-        if not path.is_file():
-            raise FileNotFoundError(2, "No such file or directory", text)
-        return extract_graph(path.read_text(encoding="utf-8"), arch, source=text,
-                             normalize=normalize)  # fmt: skip
-    from twill.io.triton_compile import DEFAULT_NUM_WARPS, compile_ttgir, parse_kernel_spec
-
-    path, kernel = parse_kernel_spec(text)
-    found = kernel_options(path, kernel, arch)
-    sig = {**found.signature, **(signature or {})}
-    consts = {**found.constexprs, **(constexprs or {})}
-    warps = num_warps or found.num_warps or DEFAULT_NUM_WARPS
-    ttgir = compile_ttgir(path, kernel, arch, sig, consts, num_warps=warps)
-    return extract_graph(ttgir, arch, source=text, name=kernel, normalize=normalize)
+    return import_triton_loops(spec, arch, signature, constexprs, normalize=normalize,
+                               num_warps=num_warps, loop=loop, config=config).picked.graph  # fmt: skip
 
 
 def parse_assignments(items: list[str] | None, what: str, numeric: bool) -> dict[str, Any]:

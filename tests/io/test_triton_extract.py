@@ -8,7 +8,7 @@ import pytest
 
 from twill.errors import InvalidProblemError
 from twill.io.graph_json import graph_from_dict, graph_to_dict
-from twill.io.triton_extract import extract_graph, extract_ttgir_file
+from twill.io.triton_extract import extract_graph, extract_loops, extract_ttgir_file
 from twill.sched.validate import check_graph
 from twill.triton import SHIPPED_DIR, parse_assignments
 
@@ -16,10 +16,10 @@ GOLDEN = {
     # (file, arch): (ops, unit counts, loop-carried edges)
     ("gemm", "sm_90a"): (3, {"TMA": 2, "TC": 1}, 1),
     ("gemm", "sm_100a"): (3, {"TMA": 2, "TC": 1}, 1),
-    ("fa_fwd", "sm_90a"): (28, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 16, "SMEM": 2}, 8),
-    ("fa_fwd", "sm_100a"): (34, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 16, "TMEM": 8}, 10),
-    ("fa_fwd_plain", "sm_90a"): (15, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "SMEM": 1}, 4),
-    ("fa_fwd_plain", "sm_100a"): (18, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 8, "TMEM": 4}, 5),
+    ("fa_fwd", "sm_90a"): (32, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 20, "SMEM": 2}, 8),
+    ("fa_fwd", "sm_100a"): (38, {"TMA": 2, "TC": 4, "EXP": 4, "FMA": 20, "TMEM": 8}, 10),
+    ("fa_fwd_plain", "sm_90a"): (17, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 10, "SMEM": 1}, 4),
+    ("fa_fwd_plain", "sm_100a"): (20, {"TMA": 2, "TC": 2, "EXP": 2, "FMA": 10, "TMEM": 4}, 5),
     ("fa_bwd", "sm_90a"): (22, {"TMA": 5, "TC": 5, "EXP": 1, "FMA": 6, "SMEM": 5}, 2),
     ("fa_bwd", "sm_100a"): (24, {"TMA": 5, "TC": 5, "EXP": 1, "FMA": 6, "SMEM": 2, "TMEM": 5}, 2),
 }  # fmt: skip
@@ -133,12 +133,15 @@ def test_no_loop_is_an_error() -> None:
         extract_graph(_NO_LOOP, "sm_90a")
 
 
-def test_nested_loop_names_its_line() -> None:
+def test_nested_loop_is_scheduled_and_the_outer_body_is_context() -> None:
     body = ("%z = scf.for %j = %a to %a step %a iter_args(%w = %x) -> (tensor<64xf32>) : i32 {\n"
-            "  scf.yield %w : tensor<64xf32> loc(#loc2)\n} loc(#loc2)\n"
+            "  %v = math.exp2 %w : tensor<64xf32> loc(#loc3)\n"
+            "  scf.yield %v : tensor<64xf32> loc(#loc3)\n} loc(#loc3)\n"
             "%y = math.exp2 %z : tensor<64xf32> loc(#loc2)")  # fmt: skip
-    with pytest.raises(InvalidProblemError, match=r"nested loop scf.for at k.py:7"):
-        extract_graph(_LOOP.replace("BODY", body), "sm_90a")
+    text = _LOOP.replace("BODY", body) + '#loc3 = loc("k.py":8:9)\n'
+    (inner,) = extract_loops(text, "sm_90a", normalize=False)
+    assert (inner.line, inner.ops, [i.name for i in inner.graph.instructions]) == (8, 1, ["EXP_v"])
+    assert [c.to_dict() for c in inner.context] == [{"line": 7, "ops": 1, "cycles": 4}]
 
 
 def test_unmapped_op_names_op_and_line() -> None:

@@ -1,27 +1,27 @@
-"""Triton front end: TTGIR loop body -> :class:`~twill.sched.ir.DependenceGraph`.
+"""Triton front end: TTGIR loops -> :class:`~twill.sched.ir.DependenceGraph` (docs/triton.md).
 
-The innermost ``scf.for`` of a kernel's TTGIR becomes the loop body Twill schedules:
+Every loop of the kernel that holds no other loop (``scf.for`` or ``scf.while``, anywhere in
+the function: after an early return, inside an ``scf.if``, inside an outer loop) is one
+scheduling problem. The body of each enclosing loop outside the inner loop (a persistent
+kernel's tile epilogue, the prologue of a K loop) is reported as context with its cost in SM
+clocks (:class:`LoopContext`), not scheduled.
 
-* every operation of the body is an instruction, except **folded** ones (index and address
-  arithmetic on scalars or integer tensors, ``splat``/``broadcast``/``expand_dims``/
-  ``trans``/``memdesc_*`` views, buffer and barrier allocation, ``init/expect/wait/inval``
-  barrier operations, fences, and ``warp_group_dot_wait``, which completes its dot). A folded
-  operation takes no time and no unit: its users depend directly on whatever it depends on;
-* edges: SSA def-use inside the iteration (distance 0); ``iter_args`` fed by ``scf.yield``
-  (distance 1); writes into a buffer (TMA copy destination, MMA accumulator, ``tmem_store``)
-  reach later readers in the same iteration (distance 0) and earlier readers in the next one
-  (distance 1);
-* units: TMA and global memory (``async_tma_copy_*``, ``tt.load``/``store``/``atomic_rmw``,
-  variable latency), ``TC`` (``warp_group_dot``, ``tc_gen5_mma``), ``EXP`` (``math.exp2`` and
-  other MUFU functions), ``FMA`` (floating-point element-wise ops, reductions, conversions),
-  ``SMEM`` (``local_alloc`` of a register tensor, ``local_load``/``store``,
-  ``convert_layout``) and ``TMEM`` (``tmem_load``/``store``/``alloc`` of a tensor);
-* cycles from the tensor shapes and the per-SM rates of :mod:`twill.sched.machines`; the delay
-  of an edge is its producer's cycles; streaming loads (no incoming data edge) have delay 0;
+* every operation of the body is an instruction (unit and SM clocks from
+  :mod:`twill.io.triton_costs`) or folded for a documented reason
+  (:data:`~twill.io.triton_costs.FOLD_REASONS`): a folded op takes no time and no unit, and
+  its users depend on whatever it depends on;
+* ``scf.if`` in the body is **predicated**: the branch with the larger total cost is taken as
+  if it always ran (its ops are instructions and depend on the condition), the other is dropped
+  and counted in :attr:`ExtractedLoop.notes`;
+* edges: SSA def-use inside the iteration (distance 0); loop-carried values fed by
+  ``scf.yield`` (distance 1); writes into a buffer (TMA copy destination, MMA accumulator,
+  ``tmem_store``) reach later readers in the same iteration (distance 0) and earlier readers in
+  the next one (distance 1); the delay of an edge is its producer's cycles; streaming loads
+  (no incoming data edge) have delay 0;
 * then the paper's cost normalisation (§5.2, ``U = 300``).
 
-Anything else (a nested ``scf.for``, ``scf.if``, an unknown operation) is an
-:class:`~twill.errors.InvalidProblemError` naming the operation and its source line.
+An unknown operation is an :class:`~twill.errors.InvalidProblemError` naming the operation and
+its source line.
 """
 
 from __future__ import annotations
@@ -30,105 +30,90 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from twill.errors import InvalidProblemError
-from twill.io.ttgir import TtgirModule, TtgirOp, parse_ttgir
+from twill.io.triton_costs import classify, fold_reason, op_cycles, result_type
+from twill.io.ttgir import TtgirModule, TtgirOp, element_bits, parse_ttgir
 from twill.sched.ir import DependenceGraph, Edge, Instruction
 from twill.sched.machines import RATES, Rates, machine_for
 
-__all__ = ["extract_graph", "extract_ttgir_file", "classify"]
+__all__ = [
+    "extract_graph",
+    "extract_loops",
+    "extract_ttgir_file",
+    "read_ttgir_file",
+    "classify",
+    "ExtractedLoop",
+    "LoopContext",
+]
 
-_FOLD_EXACT = {
-    "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.trans", "tt.reshape", "tt.make_range",
-    "tt.addptr", "arith.constant", "ttg.memdesc_trans", "ttg.memdesc_index",
-    "ttg.memdesc_subslice", "ttg.memdesc_reshape", "ttng.init_barrier", "ttng.inval_barrier",
-    "ttng.barrier_expect", "ttng.wait_barrier", "ttng.fence_async_shared",
-    "ttng.warp_group_dot_wait", "ttng.async_tma_store_wait", "tt.reduce.return",
-    "ttng.tmem_subslice",
-}  # fmt: skip
-_TMA = {
-    "ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_local_to_global",
-    "tt.descriptor_load", "tt.descriptor_store", "tt.load", "tt.store", "tt.atomic_rmw",
-    "tt.atomic_cas",
-}  # fmt: skip
-_TC = {"ttng.warp_group_dot", "ttng.tc_gen5_mma", "tt.dot"}
-_MUFU = {"math.exp2", "math.exp", "math.log2", "math.log", "math.rsqrt", "math.sqrt",
-         "math.sin", "math.cos"}  # fmt: skip
-_SLOW_FP = {"arith.maxnumf", "arith.minnumf", "arith.maximumf", "arith.minimumf", "arith.truncf",
-            "arith.extf", "arith.select", "arith.cmpf", "arith.sitofp", "arith.fptosi"}  # fmt: skip
-_SMEM = {"ttg.local_load", "ttg.local_store", "ttg.convert_layout"}
-_TMEM = {"ttng.tmem_load", "ttng.tmem_store"}
-_SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([a-z]+)(\d+)")
 #: Views of a buffer: their result aliases the buffer itself (a write to either is seen by
 #: readers of both, whichever was created first).
 _VIEWS = {"ttg.memdesc_trans", "ttg.memdesc_index", "ttg.memdesc_subslice",
-          "ttg.memdesc_reshape", "ttng.tmem_subslice"}  # fmt: skip
+          "ttg.memdesc_reshape", "ttng.tmem_subslice", "ttg.memdesc_reinterpret"}  # fmt: skip
 _GROUP_THREADS = 128  # one warp group: the unit a register tensor is placed on
 _MAX_REGISTERS = 255  # architectural per-thread limit, when the machine sets none
-_WRITES = {"ttng.tc_gen5_mma": 2, "ttng.tmem_store": 1, "ttg.local_store": 1}
+_WRITES = {"ttng.tc_gen5_mma": 2, "ttng.tc_gen5_mma_scaled": 2, "ttng.tmem_store": 1,
+           "ttg.local_store": 1, "ttng.tmem_copy": 1}  # fmt: skip
+_LOOPS = ("scf.for", "scf.while")
+_SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 
 
-def _shapes(op: TtgirOp) -> list[tuple[int, int]]:
-    """(elements, bits) of every tensor/memdesc type on the op's line, in order."""
-    out = []
-    for dims, _, bits in _SHAPE.findall(op.text):
-        out.append((math.prod(int(d) for d in dims.rstrip("x").split("x")), int(bits)))
-    return out
+@dataclass(frozen=True)
+class LoopContext:
+    """An enclosing loop of a scheduled loop: its body outside the inner loop(s), not
+    scheduled, with its cost stated (SM clocks of one pass, its ops one after another)."""
+
+    line: int
+    ops: int
+    cycles: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "ops": self.ops, "cycles": self.cycles}
 
 
-def _dims(op: TtgirOp) -> list[list[int]]:
-    return [[int(d) for d in dims.rstrip("x").split("x")] for dims, _, _ in _SHAPE.findall(op.text)]
+@dataclass(frozen=True)
+class ExtractedLoop:
+    """One loop of a kernel as a scheduling problem.
 
+    Attributes
+    ----------
+    line
+        Kernel source line of the loop (its TTGIR line when the location is unknown).
+    graph
+        The loop body's dependence graph (normalised unless asked otherwise).
+    ops, reductions
+        Instructions of the body, and how many of them are ``tt.reduce``/``tt.scan``.
+    cycles
+        SM clocks of one iteration with its instructions one after another (before
+        normalisation): the cost used to pick the costliest loop.
+    scale
+        Normalised cost units per SM clock (1.0 without normalisation).
+    context
+        Enclosing loops, innermost first.
+    notes
+        Modelling choices made for this loop (``scf.if`` predicated, branch dropped).
+    accounting
+        Every op of the body: (TTGIR line, op name, ``"instruction"`` or the fold reason, or
+        ``"other branch"`` for a dropped ``scf.if`` branch).
+    """
 
-def _result_type(op: TtgirOp) -> str:
-    head = op.text.rsplit(" loc(", 1)[0]
-    return head.rsplit("->", 1)[1] if "->" in head else head.rsplit(" : ", 1)[-1]
+    line: int
+    ttgir_line: int
+    graph: DependenceGraph
+    ops: int
+    reductions: int
+    cycles: int
+    scale: float = 1.0
+    context: tuple[LoopContext, ...] = ()
+    notes: tuple[str, ...] = ()
+    accounting: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
 
-
-def classify(op: TtgirOp) -> str | None:
-    """The unit of ``op`` (``None``: folded away), or ``"?"`` when it has no mapping."""
-    name = op.name
-    if name in _FOLD_EXACT or name == "scf.yield":
-        return None
-    if name in ("ttg.local_alloc", "ttng.tmem_alloc"):
-        if not op.operands:
-            return None  # buffer allocation: no traffic
-        return "SMEM" if name == "ttg.local_alloc" else "TMEM"
-    if name in _TMA:
-        return "TMA"
-    if name in _TC:
-        return "TC"
-    if name in _MUFU:
-        return "EXP"
-    if name in _SMEM:
-        return "SMEM"
-    if name in _TMEM:
-        return "TMEM"
-    if name.startswith("arith.") or name in ("tt.reduce", "tt.fp_to_fp", "math.fma"):
-        rtype = _result_type(op)
-        if "tensor<" not in rtype or re.search(r"tensor<[0-9x]*(?:i\d+|!tt\.ptr)", rtype):
-            return None  # scalar or integer arithmetic: index/address computation
-        return "FMA"
-    return "?"
-
-
-def _cycles(op: TtgirOp, unit: str, rates: Rates) -> int:
-    """SM clocks of ``op`` on ``unit`` from its shapes (at least 1)."""
-    shapes = _shapes(op)
-    if unit == "TC":
-        dims = _dims(op)
-        (m, k), (_, n) = dims[0][-2:], dims[1][-2:]
-        return max(1, round(2 * m * n * k / rates.tc_flops))
-    elems, bits = max(shapes, default=(1, 32))
-    if unit == "EXP":
-        return max(1, round(elems / rates.mufu))
-    if unit == "FMA":
-        fast = op.name not in _SLOW_FP and op.name != "tt.reduce"
-        return max(1, round(elems / (rates.fp32 if fast else rates.fp32_slow)))
-    nbytes = elems * bits // 8
-    if unit == "TMEM":
-        return max(1, round(nbytes / rates.tmem_bytes))
-    return max(1, round(nbytes / rates.smem_bytes))
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "ops": self.ops, "reductions": self.reductions,
+                "cycles": self.cycles, "context": [c.to_dict() for c in self.context],
+                "notes": list(self.notes)}  # fmt: skip
 
 
 @dataclass
@@ -140,29 +125,62 @@ class _Node:
     preds: list[tuple[str, int]] = field(default_factory=list)  # (source node, distance)
 
 
-def _innermost_loop(module: TtgirModule) -> TtgirOp:
-    """The one innermost ``scf.for`` (errors for none or for a loop inside the body)."""
-    loops = [op for op in module.ops if op.name == "scf.for"]
-    if not loops:
-        raise InvalidProblemError(
-            f"kernel {module.function!r} has no scf.for loop to pipeline", source=module.source
-        )
-    if len(loops) > 1:
-        where = ", ".join(module.source_line(op.loc) for op in loops)
-        raise InvalidProblemError(
-            f"kernel {module.function!r} has {len(loops)} top-level loops ({where}); Twill "
-            "schedules one singly nested loop",
-            source=module.source,
-        )
-    loop = loops[0]
-    for op in loop.body:
-        if op.name in ("scf.for", "scf.while"):
-            raise InvalidProblemError(
-                f"nested loop {op.name} at {module.source_line(op.loc)} (TTGIR line {op.line}) "
-                "inside the loop: Twill pipelines only singly nested loops without control flow",
-                source=module.source,
-            )
-    return loop
+def _walk_loops(
+    ops: list[TtgirOp], outer: tuple[TtgirOp, ...], out: list[tuple[TtgirOp, tuple[TtgirOp, ...]]]
+) -> bool:
+    """Append every innermost loop of ``ops`` with its enclosing loops (innermost first);
+    returns whether ``ops`` holds a loop."""
+    found = False
+    for op in ops:
+        if op.name in _LOOPS:
+            found = True
+            inner = False
+            for region in op.regions:
+                inner |= _walk_loops(region, (op, *outer), out)
+            if not inner:
+                out.append((op, outer))
+        else:
+            for region in op.regions:
+                found |= _walk_loops(region, outer, out)
+    return found
+
+
+def _unmapped(op: TtgirOp, module: TtgirModule) -> InvalidProblemError:
+    return InvalidProblemError(
+        f"operation {op.name} at {module.source_line(op.loc)} (TTGIR line {op.line}) has no "
+        "functional-unit mapping (see docs/triton.md for the operations Twill models)",
+        source=module.source,
+    )
+
+
+def _cost(ops: list[TtgirOp], module: TtgirModule, rates: Rates, *, strict: bool) -> int:
+    """SM clocks of ``ops`` one after another (an ``scf.if``: its longer branch; a loop: 0,
+    it is its own problem). ``strict``: an unknown op is an error, else it counts 0."""
+    total = 0
+    for op in ops:
+        if op.name in _LOOPS:
+            continue
+        if op.name == "scf.if":
+            total += max((_cost(r, module, rates, strict=strict) for r in op.regions), default=0)
+            continue
+        unit = classify(op) if op.name != "^bb" else None
+        if unit == "?":
+            if strict:
+                raise _unmapped(op, module)
+            continue
+        if unit is not None:
+            total += op_cycles(op, unit, rates, module)
+    return total
+
+
+def _count_instructions(ops: list[TtgirOp]) -> int:
+    n = 0
+    for op in ops:
+        if op.name == "scf.if":
+            n += max((_count_instructions(r) for r in op.regions), default=0)
+        elif op.name not in _LOOPS and op.name != "^bb" and classify(op) not in (None, "?"):
+            n += 1
+    return n
 
 
 def _node_name(op: TtgirOp, unit: str, module: TtgirModule, used: set[str]) -> str:
@@ -201,6 +219,10 @@ class _Builder:
         self.nodes: dict[str, _Node] = {}
         self.used: set[str] = set()
         self.yielded: list[str] = []
+        self.condition: list[str] = []  # scf.while: values passed to the "do" region
+        self.predicates: list[list[tuple[str, int]]] = []  # sources of enclosing scf.if
+        self.notes: list[str] = []
+        self.accounting: list[tuple[int, str, str]] = []
 
     def _buffer(self, value: str) -> str:
         while value in self.alias:
@@ -219,39 +241,81 @@ class _Builder:
             self.late_reads.append((value, reader))
         return []
 
+    def run(self) -> None:
+        """Visit the loop's regions (``scf.while``: the condition region, then the body)."""
+        for k, region in enumerate(self.loop.regions):
+            last = len(region) - 1
+            for i, op in enumerate(region):
+                if op.name == "^bb" and self.loop.name == "scf.while" and k == 1:
+                    for arg, value in zip(op.results, self.condition[1:], strict=False):
+                        self.sources[arg] = self._src(value, None)
+                    continue
+                if op.name == "scf.yield" and i == last:
+                    self.yielded = list(op.operands)
+                elif op.name == "scf.condition":
+                    self.condition = list(op.operands)
+                if op.name != "^bb":
+                    self.visit(op)
+
     def visit(self, op: TtgirOp) -> None:
-        if op.name == "scf.yield":
-            self.yielded = list(op.operands)
+        if op.name == "scf.if":
+            self._visit_if(op)
             return
         unit = classify(op)
         if unit == "?":
-            raise InvalidProblemError(
-                f"operation {op.name} at {self.module.source_line(op.loc)} (TTGIR line "
-                f"{op.line}) has no functional-unit mapping",
-                source=self.module.source,
-            )
+            raise _unmapped(op, self.module)
         if unit is None:
-            if op.name in _VIEWS and op.operands and op.results:
-                self.alias[op.results[0]] = self._buffer(op.operands[0])
-                return
-            if op.name == "ttng.warp_group_dot_wait":  # result k is operand k, completed
-                for r, v in zip(op.results, op.operands, strict=False):
-                    self.sources[r] = self._src(v, None)
-                return
-            srcs = [s for v in op.operands for s in self._src(v, None)]
-            for r in op.results:
-                self.sources[r] = srcs
+            self.accounting.append((op.line, op.name, fold_reason(op) or "folded"))
+            self._fold(op)
             return
-        node = _Node(
-            _node_name(op, unit, self.module, self.used), op, unit, _cycles(op, unit, self.rates)
-        )
+        self.accounting.append((op.line, op.name, "instruction"))
+        cycles = op_cycles(op, unit, self.rates, self.module)
+        node = _Node(_node_name(op, unit, self.module, self.used), op, unit, cycles)
         for v in op.operands:
             node.preds += self._src(v, node.name)
+        for srcs in self.predicates:
+            node.preds += srcs
         self.nodes[node.name] = node
         for r in op.results:
             self.sources[r] = [(node.name, 0)]
         for buf in _written(op):
             self.writer[self._buffer(buf)] = node.name
+
+    def _fold(self, op: TtgirOp) -> None:
+        if op.name in _VIEWS and op.operands and op.results:
+            self.alias[op.results[0]] = self._buffer(op.operands[0])
+            return
+        if op.name == "ttng.warp_group_dot_wait":  # result k is operand k, completed
+            for r, v in zip(op.results, op.operands, strict=False):
+                self.sources[r] = self._src(v, None)
+            return
+        srcs = [s for v in op.operands for s in self._src(v, None)]
+        for r in op.results:
+            self.sources[r] = srcs
+
+    def _visit_if(self, op: TtgirOp) -> None:
+        """Predicated ``scf.if``: the costlier branch runs, after its condition."""
+        costs = [_cost(r, self.module, self.rates, strict=True) for r in op.regions]
+        k = max(range(len(costs)), key=lambda i: (costs[i], -i)) if costs else 0
+        where = self.module.line_number(op)
+        self.accounting.append((op.line, op.name, "control flow and terminators"))
+        for i, region in enumerate(op.regions):
+            if i != k:
+                self.accounting += [(o.line, o.name, "other branch") for o in _flat(region)]
+        branch = op.regions[k] if op.regions else []
+        self.predicates.append(self._src(op.operands[0], None) if op.operands else [])
+        for inner in branch:
+            if inner.name == "scf.yield":
+                self.accounting.append((inner.line, inner.name, "control flow and terminators"))
+                for r, v in zip(op.results, inner.operands, strict=False):
+                    self.sources[r] = self._src(v, None)
+            elif inner.name != "^bb":
+                self.visit(inner)
+        self.predicates.pop()
+        names = ("then", "else")
+        other = f", the {names[1 - k]} branch ({costs[1 - k]} clk) dropped" if len(costs) > 1 else ""
+        self.notes.append(f"scf.if at line {where}: predicated, the {names[k]} branch "
+                          f"({costs[k] if costs else 0} clk) always runs{other}")  # fmt: skip
 
     def edges(self) -> list[tuple[str, str, int]]:
         out: set[tuple[str, str, int]] = set()
@@ -263,9 +327,8 @@ class _Builder:
             value = self._buffer(value)
             if value in self.writer:
                 out.add((self.writer[value], reader, 1))
-        return sorted(
-            out, key=lambda e: (list(self.nodes).index(e[0]), list(self.nodes).index(e[1]), e[2])
-        )
+        order = {n: i for i, n in enumerate(self.nodes)}
+        return sorted(out, key=lambda e: (order[e[0]], order[e[1]], e[2]))
 
     def _expand(self, src: str, dist: int, depth: int) -> list[tuple[str, int]]:
         if not src.startswith("@iter"):
@@ -281,6 +344,15 @@ class _Builder:
         ]
 
 
+def _flat(ops: list[TtgirOp]) -> list[TtgirOp]:
+    out = []
+    for op in ops:
+        out.append(op)
+        for r in op.regions:
+            out += _flat(r)
+    return out
+
+
 def _warp_groups(words: int, register_limit: int) -> tuple[int, int]:
     """Per-thread registers and warps of a register tensor of ``words`` 32-bit words: it runs on
     one warp group (128 threads) unless that would need more than ``register_limit`` registers
@@ -292,18 +364,21 @@ def _warp_groups(words: int, register_limit: int) -> tuple[int, int]:
 
 def _instruction(node: _Node, streaming: bool, rates: Rates, register_limit: int) -> Instruction:
     op, unit = node.op, node.unit
-    rtype = _result_type(op) if op.results else ""
+    rtype = result_type(op) if op.results else ""
     regs, footprint, warps, spill = 0, {}, 1, 0
+    if op.name == "tt.load":  # the result is printed as its pointer type: use the pointee
+        rtype = re.sub(r"!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>", r"\1", rtype)
     m = _SHAPE.search(rtype)
     if m and "tensor<" in rtype[: m.end()]:
         elems = math.prod(int(d) for d in m.group(1).rstrip("x").split("x"))
-        words = elems * max(int(m.group(3)), 32) // 32
+        bits = element_bits(m.group(2))
+        words = elems * max(bits, 32) // 32
         regs, warps = _warp_groups(words, register_limit)
-        spill = round(rates.spill_base + rates.spill_per_kib * elems * int(m.group(3)) / 8 / 1024)
+        spill = round(rates.spill_base + rates.spill_per_kib * elems * bits / 8 / 1024)
     elif m:
         mem = "tmem" if "tensor_memory" in rtype else "smem"
         elems = math.prod(int(d) for d in m.group(1).rstrip("x").split("x"))
-        footprint = {mem: elems * int(m.group(3)) // 8}
+        footprint = {mem: elems * element_bits(m.group(2)) // 8}
     return Instruction(
         node.name, node.cycles, {unit: (1,) * node.cycles}, regs=regs, footprint=footprint,
         variable_latency=unit == "TMA", streaming=streaming, spill_cost=spill, warps=warps,
@@ -311,43 +386,7 @@ def _instruction(node: _Node, streaming: bool, rates: Rates, register_limit: int
     )  # fmt: skip
 
 
-def extract_graph(
-    text: str,
-    arch: str,
-    *,
-    source: str = "<ttgir>",
-    name: str | None = None,
-    normalize: bool = True,
-    U: int = 300,
-) -> DependenceGraph:
-    """Dependence graph of the innermost ``scf.for`` of TTGIR ``text`` for ``arch``.
-
-    Parameters
-    ----------
-    text
-        TTGIR as printed by Triton (``compiled.asm["ttgir"]``).
-    arch
-        ``"sm_90a"`` (H100) or ``"sm_100a"`` (B200).
-    source
-        File name for error messages.
-    name
-        Graph name (default: the kernel's function name).
-    normalize
-        Apply the §5.2 cost normalisation (``U``); ``False`` keeps SM clock cycles.
-
-    Raises
-    ------
-    InvalidProblemError
-        Unknown arch, no loop, nested loops, or an operation with no unit mapping (named with
-        its source line).
-    """
-    if arch not in RATES:
-        raise InvalidProblemError(f"unknown --arch {arch!r}; expected one of {', '.join(RATES)}")
-    module = parse_ttgir(text, source)
-    loop = _innermost_loop(module)
-    builder = _Builder(module, loop, RATES[arch])
-    for op in loop.body:
-        builder.visit(op)
+def _loop_graph(builder: _Builder, arch: str, name: str) -> DependenceGraph:
     edges = builder.edges()
     has_in = {dst for _, dst, _ in edges}
     limit = machine_for(arch).registers_per_warp or _MAX_REGISTERS
@@ -361,21 +400,133 @@ def extract_graph(
              blocking=by_name[s].unit == "TC" and by_name[d].unit == "TMEM")
         for s, d, dist in edges
     )  # fmt: skip
-    graph = DependenceGraph(name or module.function, tuple(ins), graph_edges, machine_for(arch))
-    if normalize:
-        from twill.sched.normalize import normalize_graph
+    return DependenceGraph(name, tuple(ins), graph_edges, machine_for(arch))
 
-        graph, _ = normalize_graph(graph, U, keep_positive=True)
-    return graph
+
+def _context(outer: tuple[TtgirOp, ...], module: TtgirModule, rates: Rates) -> tuple:
+    return tuple(
+        LoopContext(module.line_number(o), sum(_count_instructions(r) for r in o.regions),
+                    sum(_cost(r, module, rates, strict=False) for r in o.regions))
+        for o in outer
+    )  # fmt: skip
+
+
+def extract_loops(
+    text: str,
+    arch: str,
+    *,
+    source: str = "<ttgir>",
+    name: str | None = None,
+    normalize: bool = True,
+    U: int = 300,
+) -> tuple[ExtractedLoop, ...]:
+    """Every innermost loop of TTGIR ``text`` for ``arch``, in program order.
+
+    Parameters
+    ----------
+    text
+        TTGIR as printed by Triton (``compiled.asm["ttgir"]``).
+    arch
+        ``"sm_90a"`` (H100) or ``"sm_100a"`` (B200).
+    source
+        File name for error messages.
+    name
+        Graph name (default: the kernel's function name; ``NAME@LINE`` for a kernel with
+        several loops).
+    normalize
+        Apply the §5.2 cost normalisation (``U``) to each loop; ``False`` keeps SM clocks.
+
+    Raises
+    ------
+    InvalidProblemError
+        Unknown arch, no loop, or an operation with no unit mapping (named with its source
+        line).
+    InputFormatError
+        Malformed TTGIR (named with its line).
+    """
+    if arch not in RATES:
+        raise InvalidProblemError(f"unknown --arch {arch!r}; expected one of {', '.join(RATES)}")
+    module = parse_ttgir(text, source)
+    found: list[tuple[TtgirOp, tuple[TtgirOp, ...]]] = []
+    _walk_loops(module.ops, (), found)
+    if not found:
+        raise InvalidProblemError(
+            f"kernel {module.function!r} has no scf.for or scf.while loop to pipeline",
+            source=module.source,
+        )
+    base = name or module.function
+    out = []
+    for loop, outer in found:
+        builder = _Builder(module, loop, RATES[arch])
+        builder.run()
+        line = module.line_number(loop)
+        graph = _loop_graph(builder, arch, base if len(found) == 1 else f"{base}@{line}")
+        cycles = sum(i.cycles for i in graph.instructions)
+        scale = 1.0
+        if normalize and graph.instructions:
+            from twill.sched.normalize import normalize_graph
+
+            graph, report = normalize_graph(graph, U, keep_positive=True)
+            scale = sum(report.scaled) / max(1, sum(report.costs))
+        reductions = sum(1 for n in builder.nodes.values() if n.op.name in ("tt.reduce", "tt.scan"))
+        out.append(ExtractedLoop(line, loop.line, graph, len(graph.instructions), reductions,
+                                 cycles, scale, _context(outer, module, RATES[arch]),
+                                 tuple(builder.notes), tuple(builder.accounting)))  # fmt: skip
+    return tuple(out)
+
+
+def pick_loop(loops: tuple[ExtractedLoop, ...], line: int | None, source: str) -> ExtractedLoop:
+    """The loop at source ``line`` (error naming the lines there are), else the costliest."""
+    if line is None:
+        return max(loops, key=lambda lp: lp.cycles)  # first of equals: max keeps the first
+    for lp in loops:
+        if line in (lp.line, lp.ttgir_line):
+            return lp
+    raise InvalidProblemError(
+        f"--loop {line}: no loop at that line; the loops are at line(s) "
+        f"{', '.join(str(lp.line) for lp in loops)}",
+        source=source,
+    )
+
+
+def extract_graph(
+    text: str,
+    arch: str,
+    *,
+    source: str = "<ttgir>",
+    name: str | None = None,
+    normalize: bool = True,
+    U: int = 300,
+    loop: int | None = None,
+) -> DependenceGraph:
+    """Dependence graph of one loop of TTGIR ``text`` for ``arch``: the loop at source line
+    ``loop``, else the costliest (:func:`extract_loops`, :func:`pick_loop`).
+
+    Raises
+    ------
+    InvalidProblemError
+        As :func:`extract_loops`, or no loop at ``loop``.
+    """
+    loops = extract_loops(text, arch, source=source, name=name, normalize=normalize, U=U)
+    return pick_loop(loops, loop, source).graph
+
+
+def read_ttgir_file(path: str | Path) -> str:
+    """The text of a ``.ttgir`` file (size limit and UTF-8 checked before parsing)."""
+    from twill.io.text import read_text_file
+
+    return read_text_file(path)
+
+
+def arch_of_ttgir(text: str) -> str | None:
+    """``sm_90a``/``sm_100a`` from the module's ``ttg.target`` (``None`` if neither)."""
+    m = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', text)
+    return {"90": "sm_90a", "100": "sm_100a"}.get(m.group(1) if m else "")
 
 
 def extract_ttgir_file(
-    path: str | Path, arch: str | None = None, **options: object
+    path: str | Path, arch: str | None = None, **options: Any
 ) -> DependenceGraph:
     """:func:`extract_graph` of a saved ``.ttgir`` file (``arch`` defaults to its target)."""
-    path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if arch is None:
-        m = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', text)
-        arch = {"90": "sm_90a", "100": "sm_100a"}.get(m.group(1) if m else "", "")
-    return extract_graph(text, arch, source=str(path), **options)  # type: ignore[arg-type]
+    text = read_ttgir_file(path)
+    return extract_graph(text, arch or arch_of_ttgir(text) or "", source=str(path), **options)

@@ -10,6 +10,16 @@ clock cycles. Every rate is a public figure or a stated assumption (see ``docs/t
 * MUFU (``ex2``): 16 results/clk/SM; FP32 add/mul/FMA: 128/clk/SM; FP32 min/max and
   conversions: 64/clk/SM (CUDA C++ Programming Guide, arithmetic instruction throughput table,
   compute capabilities 9.0 and 10.0).
+* Tensor cores by operand type, dense, from the same documents: FP8/INT8 twice FP16 (H100
+  SXM5 1,979 TFLOP/s; B200 4.5 PFLOP/s), FP4 four times (B200 9 PFLOP/s; H100 has none, its
+  rate is FP8's), TF32 half (H100 494.7 TFLOP/s; B200 1.1 PFLOP/s).
+* Warp shuffle (``shfl.sync``, the lane exchange of a reduction): 32 results/clk/SM (CUDA C++
+  Programming Guide, arithmetic instruction throughput table, "warp shuffle").
+* Global memory through the load/store path (pointer ``tt.load``/``tt.store``, atomics): the
+  HBM bandwidth shared by all SMs, per SM and clock: H100 SXM5 3.35 TB/s (H100 datasheet) /
+  (132 SMs x 1.83 GHz) = **13.9 bytes/clk/SM**; B200 8 TB/s (DGX B200 datasheet: 64 TB/s for
+  eight GPUs) / (148 SMs x 1.86 GHz, the clock implied by the tensor-core rate) = **29.1
+  bytes/clk/SM**.
 * Shared memory and TMA: 128 bytes/clk/SM (32 banks x 4 bytes; CUDA Programming Guide).
 * Tensor memory (B200): 512 bytes/clk/SM for ``tcgen05.ld/st`` (assumption: four warps, each
   moving 32 lanes x 32 bits per clock).
@@ -40,9 +50,15 @@ class Rates:
     tmem_bytes: int = 512
     spill_base: float = 61.0
     spill_per_kib: float = 16.1
+    gmem_bytes: float = 13.9
+    shuffle: int = 32
+    fp4_speedup: int = 2  # FP4 over FP16 (H100 has no FP4 tensor cores: FP8's rate)
 
 
-RATES: dict[str, Rates] = {"sm_90a": Rates(tc_flops=4096), "sm_100a": Rates(tc_flops=8192)}
+RATES: dict[str, Rates] = {
+    "sm_90a": Rates(tc_flops=4096),
+    "sm_100a": Rates(tc_flops=8192, gmem_bytes=29.1, fp4_speedup=4),
+}
 ARCHES = tuple(RATES)
 
 
