@@ -22,7 +22,15 @@ from twill.sched.ir import DependenceGraph
 if TYPE_CHECKING:
     from twill.io.triton_extract import ExtractedLoop
 
-__all__ = ["import_triton", "import_triton_loops", "TritonImport", "KernelOptions", "kernel_options", "kernel_option_files", "SHIPPED_DIR"]
+__all__ = [
+    "import_triton",
+    "import_triton_loops",
+    "TritonImport",
+    "KernelOptions",
+    "kernel_options",
+    "kernel_option_files",
+    "SHIPPED_DIR",
+]
 
 SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
 
@@ -47,8 +55,9 @@ def _mapping(value: object, what: str, kernel: str, where: Path) -> dict[str, An
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidProblemError(f"{kernel}: {what!r} must be a mapping (NAME: VALUE)",
-                                  source=str(where))  # fmt: skip
+        raise InvalidProblemError(
+            f"{kernel}: {what!r} must be a mapping (NAME: VALUE)", source=str(where)
+        )
     return {str(k): v for k, v in value.items()}
 
 
@@ -56,8 +65,10 @@ def _num_warps(value: object, kernel: str, where: Path) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8, 16, 32):
-        raise InvalidProblemError(f"{kernel}: num_warps must be a power of two from 1 to 32, "
-                                  f"found {value!r}", source=str(where))  # fmt: skip
+        raise InvalidProblemError(
+            f"{kernel}: num_warps must be a power of two from 1 to 32, found {value!r}",
+            source=str(where),
+        )
     return value
 
 
@@ -142,8 +153,9 @@ def import_triton_loops(
         found = kernel_options(path, name, arch)
         sig = {**found.signature, **(signature or {})}
         consts = {**found.constexprs, **(constexprs or {})}
-        compiled = compile_ttgir(path, name, arch, sig, consts,
-                                 num_warps=num_warps or found.num_warps, config=config)  # fmt: skip
+        compiled = compile_ttgir(
+            path, name, arch, sig, consts, num_warps=num_warps or found.num_warps, config=config
+        )
         ttgir, notes = compiled.ttgir, compiled.notes
     loops = extract_loops(ttgir, arch, source=text, name=name, normalize=normalize)
     return TritonImport(loops, pick_loop(loops, loop, text), arch, notes)
@@ -188,27 +200,41 @@ def import_triton(
     BackendUnavailableError
         A ``.py`` kernel without Triton installed.
     """
-    return import_triton_loops(spec, arch, signature, constexprs, normalize=normalize,
-                               num_warps=num_warps, loop=loop, config=config).picked.graph  # fmt: skip
+    return import_triton_loops(
+        spec,
+        arch,
+        signature,
+        constexprs,
+        normalize=normalize,
+        num_warps=num_warps,
+        loop=loop,
+        config=config,
+    ).picked.graph
 
 
 def parse_assignments(items: list[str] | None, what: str, numeric: bool) -> dict[str, Any]:
-    """``NAME=VALUE`` strings -> dict (numbers parsed when ``numeric``)."""
+    """``NAME=VALUE`` strings -> dict. With ``numeric`` (constexprs) a value is an integer, a
+    float, ``true``/``false``, or else kept as a string: a Triton dtype name (``fp16``,
+    ``tl.bfloat16``) becomes that dtype when the kernel is compiled, and ``'text'`` in quotes is
+    the string ``text``."""
     out: dict[str, Any] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
         if not sep or not name.isidentifier() or not value:
             raise InvalidProblemError(f"{what}: expected NAME=VALUE, found {item!r}")
-        if numeric:
-            try:
-                out[name] = int(value)
-            except ValueError:
-                try:
-                    out[name] = float(value)
-                except ValueError:
-                    raise InvalidProblemError(
-                        f"{what}: {name} is not a number: {value!r}"
-                    ) from None
-        else:
-            out[name] = value
+        if name in out:
+            raise InvalidProblemError(f"{what}: {name} is given twice")
+        out[name] = _constexpr_value(value) if numeric else value
     return out
+
+
+def _constexpr_value(value: str) -> Any:  # noqa: ANN401 (a number, a bool or a string)
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    return value

@@ -58,6 +58,9 @@ def register(subparsers: Any) -> None:
         help="minimum-I modulo schedule with a certificate (plus warp specialisation on GPUs)",
     )
     _add_graph_args(p)
+    from twill.cli.triton_cmd import add_kernel_args
+
+    add_kernel_args(p)
     p.add_argument(
         "--backend",
         choices=("cbc", "cpsat"),
@@ -224,9 +227,41 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
     return True if wants else args.phase2
 
 
-def cmd_solve(args: argparse.Namespace) -> int:
-    from twill.io import graph_input_files
+def _solve_one(
+    args: argparse.Namespace, graph: DependenceGraph, backend: str, phase2: bool | None
+) -> Any:  # noqa: ANN401 (a TwillResult)
+    """``twill_solve`` of one graph with the command's options and a progress line."""
     from twill.twill_solver import twill_solve
+
+    on_progress, status = _progress_callback()
+    try:
+        return twill_solve(graph, max_I=args.max_I, backend=backend,
+                           time_limit=args.time_limit, on_progress=on_progress,
+                           total_time_limit=args.total_time_limit,
+                           phase2=phase2, probe=args.probe, threads=args.threads,
+                           phase2_time_limit=args.phase2_time_limit
+                           or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
+    finally:
+        if status is not None:
+            status.stop()
+
+
+def _default_backend(args: argparse.Namespace) -> str:
+    """CP-SAT for a Triton kernel, its TTGIR, or a graph that records its Triton ``arch``."""
+    if args.backend:
+        return args.backend
+    if getattr(args, "arch", None):
+        return "cpsat"
+    if str(args.graph).lower().endswith((".json", ".yaml", ".yml")):
+        from twill.io.graph_json import recorded_arch
+
+        return "cpsat" if recorded_arch(args.graph) else "cbc"
+    return "cbc"
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from twill.cli.triton_cmd import is_triton_spec, load_kernel
+    from twill.io import graph_input_files
     from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
@@ -234,20 +269,28 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     phase2 = _phase2_choice(args)
-    graph = _load(args)
-    on_progress, status = _progress_callback()
-    try:
-        backend = args.backend or ("cpsat" if getattr(args, "arch", None) else "cbc")
-        result = twill_solve(graph, max_I=args.max_I, backend=backend,
-                             time_limit=args.time_limit, on_progress=on_progress,
-                             total_time_limit=args.total_time_limit,
-                             phase2=phase2, probe=args.probe, threads=args.threads,
-                             phase2_time_limit=args.phase2_time_limit
-                             or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
-    finally:
-        if status is not None:
-            status.stop()
-    payload = result.to_dict()
+    kernel = load_kernel(args, args.graph) if is_triton_spec(str(args.graph)) else None
+    graph = kernel.picked.graph if kernel is not None else _load(args)
+    backend = _default_backend(args)
+    result = _solve_one(args, graph, backend, phase2)
+    loops_text = ""
+    extra: dict[str, Any] = {}
+    if kernel is not None:
+        from twill.cli.triton_cmd import format_loops, loop_entry
+
+        entries = []
+        for lp in kernel.loops:
+            solved = result if lp is kernel.picked else None
+            if solved is None and args.loop is None:
+                solved = _solve_one(args, lp.graph, backend, phase2)
+            if solved is not None:
+                entries.append(loop_entry(lp, solved))
+        extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
+                 "notes": list(kernel.notes)}  # fmt: skip
+        done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
+        extra["total_I_clk"] = sum(done) if len(done) == len(entries) else None
+        loops_text = format_loops(entries, kernel.notes)
+    payload = {**result.to_dict(), **extra}
     text = json.dumps(payload, indent=2)
     if args.output:
         write_output(args.output, text + "\n")
@@ -255,6 +298,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(text)
     else:
         print(format_result(result, graph))
+        if loops_text:
+            print(loops_text)
         if args.output:
             print(f"  JSON result written to {args.output}")
     if args.plot and result.I is not None:

@@ -1,54 +1,192 @@
-"""``twill import-triton``: a Triton kernel (or saved TTGIR) -> dependence graph JSON."""
+"""``twill import-triton``: a Triton kernel (or saved TTGIR) -> dependence graph JSON; and the
+kernel options and per-loop report that ``twill solve FILE.py:KERNEL`` shares with it."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import check_output_path
 
-__all__ = ["register"]
+if TYPE_CHECKING:
+    from twill.io.triton_extract import ExtractedLoop
+    from twill.triton import TritonImport
+
+__all__ = [
+    "register",
+    "add_kernel_args",
+    "is_triton_spec",
+    "load_kernel",
+    "loop_entry",
+    "format_loops",
+]
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "import-triton",
         help="extract the loop body of a Triton kernel as a dependence graph",
-        description="Compile FILE.py:KERNEL with Triton (num_stages=1) for --arch, take its "
-        "innermost loop from the TTGIR and write the dependence graph (normalised costs, U = "
-        "300) as JSON. A saved .ttgir file works without Triton. Needs the triton extra: "
+        description="Compile FILE.py:KERNEL with Triton for --arch (pipelining and warp "
+        "specialisation off), find every loop in the TTGIR, and write the dependence graph of "
+        "the costliest one (or --loop LINE) as JSON (normalised costs, U = 300). Every loop is "
+        "listed. A saved .ttgir file works without Triton. Needs the triton extra: "
         "pip install -e '.[triton]'.",
     )
     p.add_argument("kernel", metavar="FILE.py:KERNEL|FILE.ttgir")
-    p.add_argument("--arch", required=True, choices=("sm_90a", "sm_100a"),
-                   help="sm_90a (H100) or sm_100a (B200)")  # fmt: skip
-    p.add_argument("--signature", action="append", metavar="ARG=TYPE",
-                   help="argument type (*fp16, *bf16, fp32, i32); repeat per argument")  # fmt: skip
-    p.add_argument("--constexpr", action="append", metavar="NAME=VALUE",
-                   help="value of a tl.constexpr argument; repeat per argument")  # fmt: skip
-    p.add_argument("--num-warps", type=int, choices=(1, 2, 4, 8, 16, 32), metavar="N",
-                   help="Triton's num_warps (default: the YAML's, else 8)")  # fmt: skip
-    p.add_argument("--no-normalize", dest="normalize", action="store_false",
-                   help="keep SM clock cycles (no §5.2 normalisation)")  # fmt: skip
+    p.add_argument(
+        "--arch",
+        required=True,
+        choices=("sm_90a", "sm_100a"),
+        help="sm_90a (H100) or sm_100a (B200)",
+    )
+    add_kernel_args(p)
+    p.add_argument(
+        "--no-normalize",
+        dest="normalize",
+        action="store_false",
+        help="keep SM clock cycles (no §5.2 normalisation)",
+    )
     p.add_argument("-o", "--output", metavar="FILE", help="write the graph here (default: stdout)")
     p.set_defaults(func=cmd_import_triton)
 
 
+def add_kernel_args(p: argparse.ArgumentParser) -> None:
+    """The options of a Triton ``FILE.py:KERNEL`` (shared by ``import-triton`` and ``solve``)."""
+    p.add_argument(
+        "--signature",
+        action="append",
+        metavar="ARG=TYPE",
+        help="argument type (*fp16, *bf16, fp32, i32); repeat per argument",
+    )
+    p.add_argument(
+        "--constexpr",
+        action="append",
+        metavar="NAME=VALUE",
+        help="value of a tl.constexpr argument (a number, true/false, a Triton dtype "
+        "such as fp16 or tl.bfloat16, or a string); repeat per argument",
+    )
+    p.add_argument(
+        "--num-warps",
+        type=int,
+        choices=(1, 2, 4, 8, 16, 32),
+        metavar="N",
+        help="Triton's num_warps (default: the autotune config's, else the YAML's, else 8)",
+    )
+    p.add_argument(
+        "--config",
+        type=int,
+        default=None,
+        metavar="N",
+        help="which @triton.autotune config supplies constexprs and num_warps "
+        "(default: the first, 0)",
+    )
+    p.add_argument(
+        "--loop",
+        type=int,
+        default=None,
+        metavar="LINE",
+        help="the loop at this kernel source line (default: every loop, the "
+        "costliest one described at the top)",
+    )
+
+
+def is_triton_spec(spec: str) -> bool:
+    """``FILE.py:KERNEL`` or a ``.ttgir`` file."""
+    return spec.lower().endswith(".ttgir") or (
+        ":" in spec and spec.rpartition(":")[0].endswith(".py")
+    )
+
+
+def load_kernel(args: argparse.Namespace, spec: str, normalize: bool = True) -> TritonImport:
+    """Every loop of the kernel named on the command line (with its kernel options)."""
+    from twill.errors import InvalidProblemError
+    from twill.triton import import_triton_loops, parse_assignments
+
+    if args.arch is None:
+        raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=spec)
+    sig = parse_assignments(args.signature, "--signature", numeric=False)
+    consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
+    return import_triton_loops(
+        spec,
+        args.arch,
+        sig,
+        consts,
+        normalize=normalize,
+        num_warps=args.num_warps,
+        loop=args.loop,
+        config=args.config,
+    )
+
+
+def loop_entry(loop: ExtractedLoop, result: Any = None) -> dict[str, Any]:  # noqa: ANN401
+    """One entry of the ``loops`` list: the loop and, when solved, its answer."""
+    out: dict[str, Any] = {"line": loop.line, "ops": loop.ops, "reductions": loop.reductions}
+    if result is not None:
+        i_clk = round(result.I / loop.scale) if result.I is not None else None
+        out.update(
+            I=result.I,
+            L=result.L,
+            optimal=result.optimal,
+            warps=result.warps,
+            status=result.status.value,
+            problem=result.problem,
+            seconds=round(result.seconds, 3),
+            I_clk=i_clk,
+        )
+    out.update(
+        cycles=loop.cycles, context=[c.to_dict() for c in loop.context], notes=list(loop.notes)
+    )
+    return out
+
+
+def format_loops(entries: list[dict[str, Any]], notes: tuple[str, ...]) -> str:
+    """Text lines: every loop with its numbers, its context and notes, and a total."""
+    lines = [f"  note: {n}" for n in notes]
+    lines.append(f"  loops ({len(entries)}):")
+    for e in entries:
+        solved = ""
+        if "I" in e:
+            opt = "optimal" if e["optimal"] else "not proven optimal"
+            warps = len(set((e["warps"] or {}).values())) if e.get("warps") else "-"
+            solved = (
+                f", I = {e['I']} ({opt}, about {e['I_clk']} SM clocks), L = {e['L']}, "
+                f"warp slots used {warps}"
+            )
+        lines.append(
+            f"    line {e['line']}: {e['ops']} ops, {e['reductions']} reductions, "
+            f"{e['cycles']} SM clocks one after another{solved}"
+        )
+        for c in e["context"]:
+            lines.append(
+                f"      inside the loop at line {c['line']}: its body outside this "
+                f"loop has {c['ops']} ops, {c['cycles']} SM clocks (not scheduled)"
+            )
+        lines += [f"      {n}" for n in e["notes"]]
+    done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
+    if done:
+        lines.append(f"  total: about {sum(done)} SM clocks for one iteration of each loop")
+    return "\n".join(lines)
+
+
 def cmd_import_triton(args: argparse.Namespace) -> int:
+    import sys
+
     from twill.io import graph_input_files
     from twill.io.graph_json import dumps_graph, write_graph  # write_graph is atomic
-    from twill.triton import import_triton, parse_assignments
 
     # every file the import reads: the kernel (or TTGIR) and the option YAMLs beside a kernel
     check_output_path(args.output, "-o", graph_input_files(args.kernel))
-    sig = parse_assignments(args.signature, "--signature", numeric=False)
-    consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
-    graph = import_triton(args.kernel, args.arch, sig, consts, normalize=args.normalize,
-                         num_warps=args.num_warps)  # fmt: skip
+    imported = load_kernel(args, args.kernel, normalize=args.normalize)
+    graph = imported.picked.graph
+    report = format_loops([loop_entry(lp) for lp in imported.loops], imported.notes)
     if args.output:
-        write_graph(graph, args.output)
-        print(f"{graph.name}: {len(graph.instructions)} ops, {len(graph.edges)} edges "
-              f"-> {args.output}")  # fmt: skip
+        write_graph(graph, args.output, arch=imported.arch)
+        print(report)
+        print(
+            f"{graph.name} (loop at line {imported.picked.line}): {len(graph.instructions)} "
+            f"ops, {len(graph.edges)} edges -> {args.output}"
+        )
     else:
-        print(dumps_graph(graph))
+        print(report, file=sys.stderr)
+        print(dumps_graph(graph, arch=imported.arch))
     return 0

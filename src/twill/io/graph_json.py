@@ -26,6 +26,7 @@ __all__ = [
     "FORMAT",
     "graph_to_dict",
     "graph_from_dict",
+    "recorded_arch",
     "validate_graph_dict",
     "read_graph",
     "write_graph",
@@ -49,7 +50,9 @@ _INSTRUCTION_KEYS = {
     "note",
 }
 _EDGE_KEYS = {"src", "dst", "delay", "distance", "blocking"}
-_TOP_KEYS = {"format", "name", "machine", "instructions", "edges"}
+_TOP_KEYS = {"format", "name", "machine", "instructions", "edges", "arch"}
+#: Targets a graph extracted from a Triton kernel may record (``arch``: solved as that kernel).
+_ARCHES = ("sm_90a", "sm_100a")
 
 
 def graph_to_dict(graph: DependenceGraph) -> dict[str, Any]:
@@ -155,6 +158,8 @@ def validate_graph_dict(data: object) -> list[str]:
         c.add("format", repr(FORMAT), data["format"])
     if "name" in data:
         c.string("name", data["name"])
+    if "arch" in data and data["arch"] not in _ARCHES:
+        c.add("arch", " or ".join(repr(a) for a in _ARCHES), data["arch"])
     machine = data.get("machine")
     if "machine" in data and c.mapping("machine", machine):
         c.keys("machine", machine, _MACHINE_KEYS, {"functional_units"})
@@ -316,9 +321,12 @@ def read_graph(path: str | Path) -> DependenceGraph:
     return graph_from_dict(data, source=str(path))
 
 
-def dumps_graph(graph: DependenceGraph, fmt: str = "json") -> str:
-    """Serialise ``graph`` as ``"json"`` or ``"yaml"`` text."""
+def dumps_graph(graph: DependenceGraph, fmt: str = "json", arch: str | None = None) -> str:
+    """Serialise ``graph`` as ``"json"`` or ``"yaml"`` text (``arch``: the Triton target it was
+    extracted for, recorded so that solving the file takes the same path as the kernel)."""
     data = graph_to_dict(graph)
+    if arch is not None:
+        data["arch"] = arch
     if fmt == "yaml":
         import yaml
 
@@ -328,9 +336,18 @@ def dumps_graph(graph: DependenceGraph, fmt: str = "json") -> str:
     raise InvalidProblemError(f"format must be 'json' or 'yaml', found {fmt!r}")
 
 
-def write_graph(graph: DependenceGraph, path: str | Path) -> None:
+def recorded_arch(path: str | Path) -> str | None:
+    """The ``arch`` a graph file records (written by ``twill import-triton``), else ``None``."""
+    path = Path(path)
+    text = read_text_file(path)
+    data = load_yaml_text(text, str(path)) if _is_yaml(path) else _load_json_text(text, str(path))
+    arch = data.get("arch") if isinstance(data, Mapping) else None
+    return arch if arch in _ARCHES else None
+
+
+def write_graph(graph: DependenceGraph, path: str | Path, arch: str | None = None) -> None:
     """Write ``graph`` to ``path``; YAML for ``.yaml``/``.yml``, JSON otherwise. The file is
     replaced atomically: an error or interrupt leaves the old file (or none)."""
     from twill._atomic import write_output
 
-    write_output(path, dumps_graph(graph, "yaml" if _is_yaml(Path(path)) else "json"))
+    write_output(path, dumps_graph(graph, "yaml" if _is_yaml(Path(path)) else "json", arch))

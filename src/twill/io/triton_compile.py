@@ -1,18 +1,33 @@
 """Compile a ``@triton.jit`` kernel to TTGIR on a machine without a GPU (``triton`` extra).
 
 Only this module imports Triton, and only inside :func:`compile_ttgir`. The kernel is compiled
-with ``num_stages=1``, so the loop reaches TTGIR before Triton's software pipeliner and warp
-specialisation have rewritten it: the scheduling is Twill's.
+with ``num_stages=1``, and the loops' own requests (``tl.range(num_stages=..., warp_specialize=...,
+flatten=...)``) are removed from the TTIR before the TTGIR passes, so the loop reaches TTGIR
+before Triton's software pipeliner and warp specialisation would rewrite it: the scheduling is
+Twill's. A kernel under ``@triton.autotune`` takes one config's constexprs and ``num_warps``
+(``config``, default the first); ``@triton.heuristics`` fill the constexprs they compute.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from twill.errors import BackendUnavailableError, InvalidProblemError
 
-__all__ = ["compile_ttgir", "parse_kernel_spec", "CAPABILITY", "DEFAULT_NUM_WARPS", "INSTALL_HINT"]
+__all__ = [
+    "compile_ttgir",
+    "CompiledKernel",
+    "as_constexpr",
+    "PIPELINING_NOTE",
+    "parse_kernel_spec",
+    "CAPABILITY",
+    "DEFAULT_NUM_WARPS",
+    "INSTALL_HINT",
+]
 
 CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
 INSTALL_HINT = "Triton is not installed; install the extra with: pip install -e '.[triton]'"
@@ -39,8 +54,117 @@ def _load_kernel(path: Path, kernel: str) -> object:
     return fn
 
 
-#: Triton's ``num_warps`` when neither the command line nor the kernel's YAML sets it.
+#: Triton's ``num_warps`` when neither the command line, the autotune config nor the kernel's
+#: YAML sets it.
 DEFAULT_NUM_WARPS = 8
+
+#: Loop attributes that ask Triton to pipeline, warp-specialise or flatten a loop; they are
+#: removed before the TTGIR passes, so the loop Twill reads is the one the kernel wrote.
+_LOOP_ATTRS = re.compile(
+    r"(?:tt\.(?:num_stages|warp_specialize|flatten|disallow_acc_multi_buffer|loop_unroll_factor)"
+    r"(?:\s*=\s*[^,}]+)?)"
+)
+PIPELINING_NOTE = (
+    "compiled for extraction with num_stages=1 and the loops' num_stages, "
+    "warp_specialize and flatten requests removed: the loop is the kernel's own, "
+    "before Triton's pipelining and warp specialisation"
+)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """TTGIR of a kernel and what was done to obtain it (``notes``, shown to the user)."""
+
+    ttgir: str
+    notes: tuple[str, ...] = ()
+
+
+def _unwrap(
+    fn: Any, kernel: str, config: int | None
+) -> tuple[Any, dict[str, Any], int | None, list[Any], list[str]]:
+    """The ``@triton.jit`` function under ``@triton.autotune``/``@triton.heuristics``, the
+    constexprs and ``num_warps`` of the autotune config, the heuristics (outermost first) and
+    notes saying what was taken."""
+    consts: dict[str, Any] = {}
+    warps: int | None = None
+    heuristics: list[Any] = []
+    notes: list[str] = []
+    for _ in range(8):
+        configs = getattr(fn, "configs", None)
+        if configs is not None and hasattr(fn, "fn"):
+            k = 0 if config is None else config
+            if not 0 <= k < len(configs):
+                raise InvalidProblemError(
+                    f"kernel {kernel!r}: --config {k} out of range; its "
+                    f"@triton.autotune has {len(configs)} config(s)"
+                )
+            cfg = configs[k]
+            consts.update(dict(getattr(cfg, "kwargs", {}) or {}))
+            warps = getattr(cfg, "num_warps", None)
+            shown = ", ".join(f"{n}={v}" for n, v in consts.items())
+            notes.append(
+                f"@triton.autotune config {k} of {len(configs)}: {shown}"
+                f"{f', num_warps={warps}' if warps else ''}"
+            )
+        elif isinstance(getattr(fn, "values", None), dict) and hasattr(fn, "fn"):
+            heuristics.append(fn)
+        else:
+            break
+        fn = fn.fn
+    if config is not None and not notes:
+        raise InvalidProblemError(f"kernel {kernel!r}: --config needs a @triton.autotune kernel")
+    return fn, consts, warps, heuristics, notes
+
+
+def _apply_heuristics(
+    heuristics: list[Any],
+    kernel: str,
+    known: dict[str, Any],
+    given: Mapping[str, Any],
+    notes: list[str],
+) -> None:
+    """Fill constexprs from ``@triton.heuristics`` (innermost first, as Triton runs them); a
+    value the user gave wins; a heuristic that needs a runtime argument is an error naming it."""
+    for h in reversed(heuristics):
+        for name, rule in h.values.items():
+            if name in given:
+                continue
+            try:
+                known[name] = rule(dict(known))
+            except KeyError as exc:
+                raise InvalidProblemError(
+                    f"kernel {kernel!r}: @triton.heuristics for {name} needs argument {exc}; give "
+                    f"--constexpr {name}=VALUE"
+                ) from None
+            except Exception as exc:  # noqa: BLE001 (the user's code)
+                raise InvalidProblemError(
+                    f"kernel {kernel!r}: @triton.heuristics for {name} "
+                    f"failed: {type(exc).__name__}: {exc}"
+                ) from None
+            notes.append(f"@triton.heuristics: {name}={known[name]!r}")
+
+
+def as_constexpr(value: Any) -> Any:  # noqa: ANN401 (any constexpr value)
+    """A command-line or YAML constexpr as Triton takes it: a string that names a Triton dtype
+    (``fp16``, ``float16``, ``tl.float16``) is that ``tl.dtype``; ``'text'`` in quotes stays
+    the string ``text``; other values are kept."""
+    if not isinstance(value, str):
+        return value
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    import triton.language as tl
+
+    name = value.removeprefix("tl.").removeprefix("triton.language.")
+    name = {
+        "fp16": "float16",
+        "fp32": "float32",
+        "fp64": "float64",
+        "bf16": "bfloat16",
+        "fp8e4nv": "float8e4nv",
+        "fp8e5": "float8e5",
+    }.get(name, name)
+    dtype = getattr(tl, name, None)
+    return dtype if isinstance(dtype, tl.dtype) else value
 
 
 def compile_ttgir(
@@ -48,53 +172,113 @@ def compile_ttgir(
     kernel: str,
     arch: str,
     signature: Mapping[str, str],
-    constexprs: Mapping[str, int | float | bool],
-    num_warps: int = DEFAULT_NUM_WARPS,
-) -> str:
-    """TTGIR text of ``kernel`` in ``path`` for ``arch`` (``sm_90a`` or ``sm_100a``).
+    constexprs: Mapping[str, Any],
+    num_warps: int | None = None,
+    config: int | None = None,
+) -> CompiledKernel:
+    """TTGIR of ``kernel`` in ``path`` for ``arch`` (``sm_90a`` or ``sm_100a``), compiled for
+    extraction: ``num_stages=1`` and the loops' pipelining, warp-specialisation and flattening
+    requests removed (:data:`PIPELINING_NOTE`).
 
     Parameters
     ----------
     signature
         Triton type of every non-constexpr argument (``*fp16``, ``*bf16``, ``fp32``, ``i32``).
     constexprs
-        Value of every ``tl.constexpr`` argument.
+        Value of ``tl.constexpr`` arguments (:func:`as_constexpr`); an autotune config's and
+        the heuristics' values fill the others.
+    num_warps
+        Triton's ``num_warps`` (default: the autotune config's, else :data:`DEFAULT_NUM_WARPS`).
+    config
+        Index of the ``@triton.autotune`` config to take (default: the first).
 
     Raises
     ------
     BackendUnavailableError
         Triton is not installed (the message says how to install it).
     InvalidProblemError
-        Unknown arch, or an argument without a type or value (named).
+        Unknown arch, an argument without a type or value (named), a bad ``config``, or
+        Triton's own compile error.
     """
     if arch not in CAPABILITY:
         raise InvalidProblemError(f"unknown --arch {arch!r}; expected sm_90a or sm_100a")
     try:
-        import triton
-        from triton.backends.compiler import GPUTarget
+        import triton  # noqa: F401 (first: a missing or blocked package is ImportError here)
         from triton.compiler import ASTSource
     except ImportError:
         raise BackendUnavailableError(INSTALL_HINT) from None
-    fn = _load_kernel(Path(path), kernel)
-    names = list(fn.arg_names)  # type: ignore[attr-defined]
-    extra = sorted((set(signature) | set(constexprs)) - set(names))
+    fn, tuned, tuned_warps, heuristics, notes = _unwrap(
+        _load_kernel(Path(path), kernel), kernel, config
+    )
+    names = list(fn.arg_names)
+    known = {**tuned, **{n: as_constexpr(v) for n, v in constexprs.items()}}
+    _apply_heuristics(heuristics, kernel, known, constexprs, notes)
+    extra = sorted((set(signature) | set(known)) - set(names))
     if extra:
         raise InvalidProblemError(f"kernel {kernel!r} has no argument(s) {', '.join(extra)}")
-    missing = [n for n in names if n not in signature and n not in constexprs]
+    missing = [n for n in names if n not in signature and n not in known]
     if missing:
         raise InvalidProblemError(
             f"kernel {kernel!r}: no type for argument(s) {', '.join(missing)}; give "
             f"--signature NAME=TYPE (e.g. *fp16, fp32, i32) or --constexpr NAME=VALUE"
         )
     full = {n: signature.get(n, "constexpr") for n in names}
-    consts = {(names.index(n),): v for n, v in constexprs.items()}
+    consts = {(names.index(n),): v for n, v in known.items() if n not in signature}
     src = ASTSource(fn, signature=full, constexprs=consts)
-    target = GPUTarget("cuda", CAPABILITY[arch], 32)
+    warps = num_warps or tuned_warps or DEFAULT_NUM_WARPS
     try:
-        compiled = triton.compile(src, target=target,
-                                  options={"num_stages": 1, "num_warps": num_warps,
-                                           # Triton's default, said aloud: no warning
-                                           "enable_fp_fusion": True})  # fmt: skip
+        ttgir = _compile_without_pipelining(src, arch, warps)
+    except InvalidProblemError:
+        raise
     except Exception as exc:  # Triton's compile errors have many types
-        raise InvalidProblemError(f"Triton could not compile {kernel!r}: {exc}") from None
-    return str(compiled.asm["ttgir"])
+        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise InvalidProblemError(f"Triton could not compile {kernel!r}: {first}") from None
+    return CompiledKernel(ttgir, (*notes, PIPELINING_NOTE))
+
+
+def _compile_without_pipelining(src: Any, arch: str, num_warps: int) -> str:  # noqa: ANN401
+    """Triton's own stages up to TTGIR, with the loop attributes removed from the TTIR."""
+    import tempfile
+
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    target = GPUTarget("cuda", CAPABILITY[arch], 32)
+    backend = make_backend(target)
+    # enable_fp_fusion: Triton's default, said aloud (no warning)
+    options = backend.parse_options(
+        {"num_stages": 1, "num_warps": num_warps, "enable_fp_fusion": True}
+    )
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    codegen = backend.get_codegen_implementation(options)
+    module = src.make_ir(target, options, codegen, backend.get_module_map(), context)
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, options, src.language)
+    metadata: dict[str, Any] = {}
+    ttir = stages["ttir"](module, metadata)
+    text = _strip_loop_attributes(str(ttir))
+    if text == str(ttir):  # nothing to remove: Triton's own module, as Triton would go on
+        return str(stages["ttgir"](ttir, metadata))
+    with tempfile.TemporaryDirectory(prefix="twill-ttir-") as tmp:
+        file = Path(tmp) / "kernel.ttir"
+        file.write_text(text, encoding="utf-8")
+        module = ir.parse_mlir_module(str(file), context)
+    module.context = context  # as Triton's own parse() does: the passes read it
+    return str(stages["ttgir"](module, metadata))
+
+
+def _strip_loop_attributes(ttir: str) -> str:
+    """Remove pipelining requests from every loop's attribute dictionary (``} {...}``)."""
+
+    def clean(m: re.Match[str]) -> str:
+        kept = [
+            a.strip()
+            for a in m.group(2).split(",")
+            if a.strip() and not _LOOP_ATTRS.fullmatch(a.strip())
+        ]
+        return m.group(1) + ("} {" + ", ".join(kept) + "}" if kept else "}")
+
+    return re.sub(r"^(\s*)\}\s*\{([^{}]*)\}", clean, ttir, flags=re.M)

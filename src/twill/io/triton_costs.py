@@ -21,58 +21,157 @@ import re
 from twill.io.ttgir import TtgirModule, TtgirOp, element_bits
 from twill.sched.machines import Rates
 
-__all__ = ["FOLD_REASONS", "classify", "fold_reason", "op_cycles", "global_bytes"]
+__all__ = ["FOLD_REASONS", "VIEWS", "classify", "fold_reason", "op_cycles", "global_bytes"]
+
+#: Views of a buffer: their result aliases the buffer itself (a write to either is seen by
+#: readers of both, whichever was created first).
+VIEWS = frozenset(
+    {
+        "ttg.memdesc_trans",
+        "ttg.memdesc_index",
+        "ttg.memdesc_subslice",
+        "ttg.memdesc_reshape",
+        "ttng.tmem_subslice",
+        "ttg.memdesc_reinterpret",
+    }
+)
 
 #: Every reason an operation may be folded, with the operations it covers (documented in
 #: docs/triton.md; a test checks that each op of a loop body is an instruction or one of these).
 FOLD_REASONS: dict[str, frozenset[str]] = {
-    "view or register rearrangement (no data moves)": frozenset({
-        "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.trans", "tt.reshape", "tt.join",
-        "tt.split", "tt.cat", "tt.bitcast", "ttg.memdesc_trans", "ttg.memdesc_index",
-        "ttg.memdesc_subslice", "ttg.memdesc_reshape", "ttng.tmem_subslice",
-        "ttg.memdesc_reinterpret",
-    }),
-    "index, address or descriptor computation": frozenset({
-        "tt.make_range", "tt.addptr", "arith.constant", "tt.get_program_id",
-        "tt.get_num_programs", "tt.make_tensor_descriptor", "tt.make_tensor_ptr", "tt.advance",
-        "tt.int_to_ptr", "tt.ptr_to_int",
-    }),
-    "synchronisation (completes another op)": frozenset({
-        "ttng.init_barrier", "ttng.inval_barrier", "ttng.barrier_expect", "ttng.wait_barrier",
-        "ttng.fence_async_shared", "ttng.warp_group_dot_wait", "ttng.async_tma_store_wait",
-        "ttng.tc_gen5_commit", "ttg.async_wait", "ttg.async_commit_group", "gpu.barrier",
-        "ttng.arrive_barrier",
-    }),
-    "control flow and terminators": frozenset({
-        "scf.yield", "scf.condition", "tt.reduce.return", "tt.scan.return", "tt.return",
-        "cf.br", "cf.cond_br",
-    }),
+    "view or register rearrangement (no data moves)": frozenset(
+        {
+            "tt.splat",
+            "tt.broadcast",
+            "tt.expand_dims",
+            "tt.trans",
+            "tt.reshape",
+            "tt.join",
+            "tt.split",
+            "tt.cat",
+            "tt.bitcast",
+        }
+        | VIEWS
+    ),
+    "index, address or descriptor computation": frozenset(
+        {
+            "tt.make_range",
+            "tt.addptr",
+            "arith.constant",
+            "tt.get_program_id",
+            "tt.get_num_programs",
+            "tt.make_tensor_descriptor",
+            "tt.make_tensor_ptr",
+            "tt.advance",
+            "tt.int_to_ptr",
+            "tt.ptr_to_int",
+        }
+    ),
+    "synchronisation (completes another op)": frozenset(
+        {
+            "ttng.init_barrier",
+            "ttng.inval_barrier",
+            "ttng.barrier_expect",
+            "ttng.wait_barrier",
+            "ttng.fence_async_shared",
+            "ttng.warp_group_dot_wait",
+            "ttng.async_tma_store_wait",
+            "ttng.tc_gen5_commit",
+            "ttg.async_wait",
+            "ttg.async_commit_group",
+            "gpu.barrier",
+            "ttng.arrive_barrier",
+        }
+    ),
+    "control flow and terminators": frozenset(
+        {
+            "scf.yield",
+            "scf.condition",
+            "tt.reduce.return",
+            "tt.scan.return",
+            "tt.return",
+            "cf.br",
+            "cf.cond_br",
+        }
+    ),
     "buffer allocation without data": frozenset({"ttg.local_alloc", "ttng.tmem_alloc"}),
     "scalar or integer arithmetic (index and mask computation)": frozenset(),
-}  # fmt: skip
+}
 _FOLDED = frozenset().union(*FOLD_REASONS.values())
 
-_TMA = {"ttng.async_tma_copy_global_to_local", "ttng.async_tma_copy_local_to_global",
-        "tt.descriptor_load", "tt.descriptor_store", "tt.descriptor_gather",
-        "tt.descriptor_scatter", "ttng.async_tma_gather", "ttng.async_tma_scatter",
-        "tt.descriptor_reduce", "ttng.async_tma_reduce"}  # fmt: skip
-_GLOBAL = {"tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas",
-           "ttg.async_copy_global_to_local"}  # fmt: skip
+_TMA = {
+    "ttng.async_tma_copy_global_to_local",
+    "ttng.async_tma_copy_local_to_global",
+    "tt.descriptor_load",
+    "tt.descriptor_store",
+    "tt.descriptor_gather",
+    "tt.descriptor_scatter",
+    "ttng.async_tma_gather",
+    "ttng.async_tma_scatter",
+    "tt.descriptor_reduce",
+    "ttng.async_tma_reduce",
+}
+_GLOBAL = {
+    "tt.load",
+    "tt.store",
+    "tt.atomic_rmw",
+    "tt.atomic_cas",
+    "ttg.async_copy_global_to_local",
+}
 _ATOMIC = {"tt.atomic_rmw", "tt.atomic_cas"}
-_TC = {"ttng.warp_group_dot", "ttng.tc_gen5_mma", "tt.dot", "tt.dot_scaled",
-       "ttng.tc_gen5_mma_scaled"}  # fmt: skip
-_MUFU = {"math.exp2", "math.exp", "math.log2", "math.log", "math.rsqrt", "math.sqrt",
-         "math.sin", "math.cos", "math.tanh", "tt.precise_sqrt", "tt.extern_elementwise",
-         "math.erf"}  # fmt: skip
-_SLOW_FP = {"arith.maxnumf", "arith.minnumf", "arith.maximumf", "arith.minimumf", "arith.truncf",
-            "arith.extf", "arith.select", "arith.cmpf", "arith.sitofp", "arith.fptosi",
-            "arith.uitofp", "arith.fptoui", "tt.fp_to_fp", "tt.clampf", "math.absf",
-            "math.floor", "math.ceil"}  # fmt: skip
+_TC = {
+    "ttng.warp_group_dot",
+    "ttng.tc_gen5_mma",
+    "tt.dot",
+    "tt.dot_scaled",
+    "ttng.tc_gen5_mma_scaled",
+}
+_MUFU = {
+    "math.exp2",
+    "math.exp",
+    "math.log2",
+    "math.log",
+    "math.rsqrt",
+    "math.sqrt",
+    "math.sin",
+    "math.cos",
+    "math.tanh",
+    "tt.precise_sqrt",
+    "tt.extern_elementwise",
+    "math.erf",
+}
+_SLOW_FP = {
+    "arith.maxnumf",
+    "arith.minnumf",
+    "arith.maximumf",
+    "arith.minimumf",
+    "arith.truncf",
+    "arith.extf",
+    "arith.select",
+    "arith.cmpf",
+    "arith.sitofp",
+    "arith.fptosi",
+    "arith.uitofp",
+    "arith.fptoui",
+    "tt.fp_to_fp",
+    "tt.clampf",
+    "math.absf",
+    "math.floor",
+    "math.ceil",
+}
 _SMEM = {"ttg.local_load", "ttg.local_store", "ttg.convert_layout"}
 _TMEM = {"ttng.tmem_load", "ttng.tmem_store", "ttng.tmem_copy"}
 _REDUCE = {"tt.reduce", "tt.scan"}
-_FP_ELEMENTWISE = {"tt.fp_to_fp", "tt.clampf", "math.fma", "math.absf", "math.floor",
-                   "math.ceil", "tt.precise_divf", "tt.mulhiui"}  # fmt: skip
+_FP_ELEMENTWISE = {
+    "tt.fp_to_fp",
+    "tt.clampf",
+    "math.fma",
+    "math.absf",
+    "math.floor",
+    "math.ceil",
+    "tt.precise_divf",
+    "tt.mulhiui",
+}
 _SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 _PTR_TENSOR = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>")
 _PTR_BLOCK = re.compile(r"!tt\.ptr<tensor<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
@@ -81,8 +180,10 @@ _PTR_SCALAR = re.compile(r"!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>")
 
 def shapes(op: TtgirOp) -> list[tuple[list[int], int]]:
     """(dimensions, element bits) of every tensor/memdesc type on the op's lines, in order."""
-    return [([int(d) for d in dims.rstrip("x").split("x")], element_bits(elem))
-            for dims, elem in _SHAPE.findall(op.type_text)]  # fmt: skip
+    return [
+        ([int(d) for d in dims.rstrip("x").split("x")], element_bits(elem))
+        for dims, elem in _SHAPE.findall(op.type_text)
+    ]
 
 
 def result_type(op: TtgirOp) -> str:
@@ -214,8 +315,10 @@ def _reduce_inputs(op: TtgirOp) -> list[tuple[list[int], int, str]]:
     """(dims, bits, layout alias) of each input tensor of a ``tt.reduce``/``tt.scan``."""
     head = op.tail.split("->")[0] if op.tail else op.text
     found = re.findall(r"tensor<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)(?:,\s*(#[\w.]+))?", head)
-    return [([int(d) for d in dims.rstrip("x").split("x")], element_bits(e), lay or "")
-            for dims, e, lay in found]  # fmt: skip
+    return [
+        ([int(d) for d in dims.rstrip("x").split("x")], element_bits(e), lay or "")
+        for dims, e, lay in found
+    ]
 
 
 def _reduce_cycles(op: TtgirOp, rates: Rates, module: TtgirModule) -> int:
@@ -223,7 +326,9 @@ def _reduce_cycles(op: TtgirOp, rates: Rates, module: TtgirModule) -> int:
     shared memory across warps (see the module docstring)."""
     m = re.search(r"axis\s*=\s*(\d+)", op.text)
     axis = int(m.group(1)) if m else 0
-    combiner = [o for r in op.regions for o in r if o.name not in ("^bb",) and "return" not in o.name]
+    combiner = [
+        o for r in op.regions for o in r if o.name not in ("^bb",) and "return" not in o.name
+    ]
     slow = any(o.name in _SLOW_FP for o in combiner)
     rate = rates.fp32_slow if slow else rates.fp32
     k = max(1, len(combiner))
@@ -231,8 +336,9 @@ def _reduce_cycles(op: TtgirOp, rates: Rates, module: TtgirModule) -> int:
     for dims, bits, alias in _reduce_inputs(op) or [([1], 32, "")]:
         elems = math.prod(dims)
         length = dims[axis] if axis < len(dims) else 1
-        lanes, warps, _ = _layout_span(module.aliases.get(alias, ""), axis, len(dims),
-                                       module.num_warps)  # fmt: skip
+        lanes, warps, _ = _layout_span(
+            module.aliases.get(alias, ""), axis, len(dims), module.num_warps
+        )
         lanes = max(1, min(lanes, length))
         warps = max(1, min(warps, length // lanes or 1))
         outputs = elems // max(1, length)

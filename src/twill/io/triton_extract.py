@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.io.triton_costs import VIEWS as _VIEWS
 from twill.io.triton_costs import classify, fold_reason, op_cycles, result_type
 from twill.io.ttgir import TtgirModule, TtgirOp, element_bits, parse_ttgir
 from twill.sched.ir import DependenceGraph, Edge, Instruction
@@ -48,14 +49,15 @@ __all__ = [
     "LoopContext",
 ]
 
-#: Views of a buffer: their result aliases the buffer itself (a write to either is seen by
-#: readers of both, whichever was created first).
-_VIEWS = {"ttg.memdesc_trans", "ttg.memdesc_index", "ttg.memdesc_subslice",
-          "ttg.memdesc_reshape", "ttng.tmem_subslice", "ttg.memdesc_reinterpret"}  # fmt: skip
 _GROUP_THREADS = 128  # one warp group: the unit a register tensor is placed on
 _MAX_REGISTERS = 255  # architectural per-thread limit, when the machine sets none
-_WRITES = {"ttng.tc_gen5_mma": 2, "ttng.tc_gen5_mma_scaled": 2, "ttng.tmem_store": 1,
-           "ttg.local_store": 1, "ttng.tmem_copy": 1}  # fmt: skip
+_WRITES = {
+    "ttng.tc_gen5_mma": 2,
+    "ttng.tc_gen5_mma_scaled": 2,
+    "ttng.tmem_store": 1,
+    "ttg.local_store": 1,
+    "ttng.tmem_copy": 1,
+}
 _LOOPS = ("scf.for", "scf.while")
 _SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 
@@ -111,9 +113,14 @@ class ExtractedLoop:
     accounting: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"line": self.line, "ops": self.ops, "reductions": self.reductions,
-                "cycles": self.cycles, "context": [c.to_dict() for c in self.context],
-                "notes": list(self.notes)}  # fmt: skip
+        return {
+            "line": self.line,
+            "ops": self.ops,
+            "reductions": self.reductions,
+            "cycles": self.cycles,
+            "context": [c.to_dict() for c in self.context],
+            "notes": list(self.notes),
+        }
 
 
 @dataclass
@@ -313,9 +320,13 @@ class _Builder:
                 self.visit(inner)
         self.predicates.pop()
         names = ("then", "else")
-        other = f", the {names[1 - k]} branch ({costs[1 - k]} clk) dropped" if len(costs) > 1 else ""
-        self.notes.append(f"scf.if at line {where}: predicated, the {names[k]} branch "
-                          f"({costs[k] if costs else 0} clk) always runs{other}")  # fmt: skip
+        other = (
+            f", the {names[1 - k]} branch ({costs[1 - k]} clk) dropped" if len(costs) > 1 else ""
+        )
+        self.notes.append(
+            f"scf.if at line {where}: predicated, the {names[k]} branch "
+            f"({costs[k] if costs else 0} clk) always runs{other}"
+        )
 
     def edges(self) -> list[tuple[str, str, int]]:
         out: set[tuple[str, str, int]] = set()
@@ -380,10 +391,18 @@ def _instruction(node: _Node, streaming: bool, rates: Rates, register_limit: int
         elems = math.prod(int(d) for d in m.group(1).rstrip("x").split("x"))
         footprint = {mem: elems * element_bits(m.group(2)) // 8}
     return Instruction(
-        node.name, node.cycles, {unit: (1,) * node.cycles}, regs=regs, footprint=footprint,
-        variable_latency=unit == "TMA", streaming=streaming, spill_cost=spill, warps=warps,
-        unit=unit, note=f"{op.name} ({node.cycles} clk)",
-    )  # fmt: skip
+        node.name,
+        node.cycles,
+        {unit: (1,) * node.cycles},
+        regs=regs,
+        footprint=footprint,
+        variable_latency=unit == "TMA",
+        streaming=streaming,
+        spill_cost=spill,
+        warps=warps,
+        unit=unit,
+        note=f"{op.name} ({node.cycles} clk)",
+    )
 
 
 def _loop_graph(builder: _Builder, arch: str, name: str) -> DependenceGraph:
@@ -396,19 +415,27 @@ def _loop_graph(builder: _Builder, arch: str, name: str) -> DependenceGraph:
         ins.append(_instruction(node, streaming, RATES[arch], limit))
     by_name = {i.name: i for i in ins}
     graph_edges = tuple(
-        Edge(s, d, 0 if by_name[s].streaming else by_name[s].cycles, dist,
-             blocking=by_name[s].unit == "TC" and by_name[d].unit == "TMEM")
+        Edge(
+            s,
+            d,
+            0 if by_name[s].streaming else by_name[s].cycles,
+            dist,
+            blocking=by_name[s].unit == "TC" and by_name[d].unit == "TMEM",
+        )
         for s, d, dist in edges
-    )  # fmt: skip
+    )
     return DependenceGraph(name, tuple(ins), graph_edges, machine_for(arch))
 
 
 def _context(outer: tuple[TtgirOp, ...], module: TtgirModule, rates: Rates) -> tuple:
     return tuple(
-        LoopContext(module.line_number(o), sum(_count_instructions(r) for r in o.regions),
-                    sum(_cost(r, module, rates, strict=False) for r in o.regions))
+        LoopContext(
+            module.line_number(o),
+            sum(_count_instructions(r) for r in o.regions),
+            sum(_cost(r, module, rates, strict=False) for r in o.regions),
+        )
         for o in outer
-    )  # fmt: skip
+    )
 
 
 def extract_loops(
@@ -469,9 +496,20 @@ def extract_loops(
             graph, report = normalize_graph(graph, U, keep_positive=True)
             scale = sum(report.scaled) / max(1, sum(report.costs))
         reductions = sum(1 for n in builder.nodes.values() if n.op.name in ("tt.reduce", "tt.scan"))
-        out.append(ExtractedLoop(line, loop.line, graph, len(graph.instructions), reductions,
-                                 cycles, scale, _context(outer, module, RATES[arch]),
-                                 tuple(builder.notes), tuple(builder.accounting)))  # fmt: skip
+        out.append(
+            ExtractedLoop(
+                line,
+                loop.line,
+                graph,
+                len(graph.instructions),
+                reductions,
+                cycles,
+                scale,
+                _context(outer, module, RATES[arch]),
+                tuple(builder.notes),
+                tuple(builder.accounting),
+            )
+        )
     return tuple(out)
 
 

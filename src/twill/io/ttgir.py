@@ -195,8 +195,9 @@ def _parse_line(text: str, number: int) -> TtgirOp | None:
         return None
     loc = _LOC_TAIL.search(text)
     operands = [v for v in _uses(rest[name.end() :]) if v not in results]
-    return TtgirOp(name.group(1), results, operands, text.strip(), loc.group(1) if loc else None,
-                   number)  # fmt: skip
+    return TtgirOp(
+        name.group(1), results, operands, text.strip(), loc.group(1) if loc else None, number
+    )
 
 
 def _header_args(op: TtgirOp) -> list[str]:
@@ -233,15 +234,18 @@ class _Scopes:
     def define(self, values: list[str], number: int) -> None:
         for v in values:
             if self.visible(v):
-                raise InputFormatError(f"line {number}: SSA value {v} is defined twice",
-                                       source=self.source)  # fmt: skip
+                raise InputFormatError(
+                    f"line {number}: SSA value {v} is defined twice", source=self.source
+                )
             self.stack[-1].add(v)
 
     def use(self, values: list[str], number: int) -> None:
         for v in values:
             if not self.visible(v):
-                raise InputFormatError(f"line {number}: SSA value {v} is used but never defined "
-                                       "before", source=self.source)  # fmt: skip
+                raise InputFormatError(
+                    f"line {number}: SSA value {v} is used but never defined before",
+                    source=self.source,
+                )
 
 
 def _check_types(text: str, number: int, source: str) -> None:
@@ -249,8 +253,9 @@ def _check_types(text: str, number: int, source: str) -> None:
     for kind, dims, elem in _TYPE.findall(_STRING.sub('""', _strip_loc(text))):
         for d in dims.rstrip("x").split("x") if dims else []:
             if int(d) <= 0:
-                raise InputFormatError(f"line {number}: {kind} dimension {d} is not positive",
-                                       source=source)  # fmt: skip
+                raise InputFormatError(
+                    f"line {number}: {kind} dimension {d} is not positive", source=source
+                )
         if not elem.startswith("!tt.ptr") and elem not in ELEMENT_TYPES:
             raise InputFormatError(
                 f"line {number}: unknown element type {elem!r} in a {kind} type (known: "
@@ -393,9 +398,15 @@ def parse_ttgir(text: str, source: str = "<ttgir>") -> TtgirModule:
         raise InputFormatError(f"line {start + 1}: tt.func is never closed", source=source)
     target = re.search(r'ttg\.target\s*=\s*"([^"]+)"', text)
     warps = re.search(r'"ttg\.num-warps"\s*=\s*(\d+)', text)
-    return TtgirModule(function.group(1) if function else "kernel", reader.top, locs,
-                       target.group(1) if target else None, source,
-                       int(warps.group(1)) if warps else 4, aliases)  # fmt: skip
+    return TtgirModule(
+        function.group(1) if function else "kernel",
+        reader.top,
+        locs,
+        target.group(1) if target else None,
+        source,
+        int(warps.group(1)) if warps else 4,
+        aliases,
+    )
 
 
 def _function_start(lines: list[str], source: str) -> int:

@@ -1,0 +1,160 @@
+"""Triton front end on whole kernels: every loop, every op accounted, reductions, malformed
+TTGIR (checked-in TTGIR; no Triton needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from twill.cli import main
+from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.triton_costs import FOLD_REASONS
+from twill.io.triton_extract import extract_loops, read_ttgir_file
+from twill.triton import SHIPPED_DIR
+
+CORPUS = Path(__file__).parents[1] / "data" / "triton"
+_ALLOWED = set(FOLD_REASONS) | {"instruction", "other branch"}
+
+
+def _loops(path: Path, arch: str, **kw: object):  # noqa: ANN202
+    return extract_loops(read_ttgir_file(path), arch, source=str(path), normalize=False, **kw)
+
+
+def _every_op_accounted(loop) -> None:  # noqa: ANN001
+    """Each op of the body is an instruction, folded for a documented reason, or in a dropped
+    branch of a predicated scf.if; the instructions counted match the graph."""
+    assert {reason for _, _, reason in loop.accounting} <= _ALLOWED
+    assert sum(1 for *_, r in loop.accounting if r == "instruction") == loop.ops
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("kernel", ["fa_fwd", "fa_fwd_plain", "fa_bwd", "gemm"])
+def test_shipped_kernels_keep_every_reduction(kernel: str, arch: str) -> None:
+    (loop,) = _loops(SHIPPED_DIR / f"{kernel}.{arch}.ttgir", arch)
+    text = read_ttgir_file(SHIPPED_DIR / f"{kernel}.{arch}.ttgir")
+    assert loop.reductions == text.count('"tt.reduce"')  # all in the loop body here
+    assert {"fa_fwd": 4, "fa_fwd_plain": 2}.get(kernel, 0) == loop.reductions
+    _every_op_accounted(loop)
+
+
+def test_reduction_cost_follows_the_layout() -> None:
+    """Row max of a 64x128 FP32 tile in the wgmma layout (4 lanes along a row, one warp):
+    8192 max / 64 per clock in threads, then 2 shuffle rounds of 256 partials at 32 shuffles
+    and 64 max per clock: 128 + 24 = 152 clocks; the row sum (adds, 128 per clock): 64 + 20."""
+    (loop,) = _loops(SHIPPED_DIR / "fa_fwd.sm_90a.ttgir", "sm_90a")
+    reds = [i.cycles for i in loop.graph.instructions if i.note.startswith("tt.reduce")]
+    assert reds == [152, 84, 152, 84]
+
+
+def test_early_return_kernel_has_three_loops_and_the_costliest_is_picked() -> None:
+    loops = _loops(CORPUS / "early_return.sm_90a.ttgir", "sm_90a")
+    assert [lp.line for lp in loops] == [17, 22, 27]
+    assert [lp.ops for lp in loops] == [1, 3, 3]  # store; load + 2 FMA; load + div + store
+    for lp in loops:
+        _every_op_accounted(lp)
+    assert "predicated" in loops[2].notes[0] and loops[2].reductions == 0
+    # a pointer load of 1024 FP32 at 13.9 B/clk/SM: 295 clocks
+    assert [i.cycles for i in loops[1].graph.instructions][0] == 295
+    from twill.io.triton_extract import pick_loop
+
+    assert pick_loop(loops, None, "x").line == 27 and pick_loop(loops, 22, "x").line == 22
+    with pytest.raises(InvalidProblemError, match=r"--loop 5: .* 17, 22, 27"):
+        pick_loop(loops, 5, "x")
+
+
+def test_solve_reports_every_loop(capsys: pytest.CaptureFixture[str]) -> None:
+    path = CORPUS / "early_return.sm_90a.ttgir"
+    assert main(["solve", str(path), "--arch", "sm_90a", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["loop"] == 27 and [e["line"] for e in out["loops"]] == [17, 22, 27]
+    for e in out["loops"]:
+        assert {"line", "ops", "reductions", "I", "L", "optimal", "warps"} <= set(e)
+    assert out["I"] == out["loops"][2]["I"]
+    assert main(["solve", str(path), "--arch", "sm_90a", "--json", "--loop", "22"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [e["line"] for e in out["loops"]] == [22] and out["loop"] == 22
+
+
+def test_graph_json_records_arch_and_solves_the_same(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = str(SHIPPED_DIR / "gemm.sm_90a.ttgir")
+    out = tmp_path / "g.json"
+    assert main(["import-triton", src, "--arch", "sm_90a", "-o", str(out)]) == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["arch"] == "sm_90a"
+    capsys.readouterr()
+    assert main(["solve", src, "--arch", "sm_90a", "--json"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert main(["solve", str(out), "--json"]) == 0
+    saved = json.loads(capsys.readouterr().out)
+    assert saved["backend"] == direct["backend"] == "cpsat"
+    assert (saved["I"], saved["L"], saved["schedule"]) == (direct["I"], direct["L"],
+                                                           direct["schedule"])  # fmt: skip
+
+
+_BASE = """module attributes {ttg.target = "cuda:90", "ttg.num-warps" = 4 : i32} {
+  tt.func public @k(%a: i32 loc("a"(#loc)), %p: tensor<64xf32> loc("p"(#loc))) {
+    %r = scf.for %i = %a to %a step %a iter_args(%x = %p) -> (tensor<64xf32>)  : i32 {
+      %y = math.exp2 %x : tensor<64xf32> loc(#loc2)
+      scf.yield %y : tensor<64xf32> loc(#loc2)
+    } loc(#loc2)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("k.py":1:1)
+#loc2 = loc("k.py":7:9)
+"""
+
+HOSTILE = {
+    "unknown element type": (("math.exp2 %x : tensor<64xf32>", "math.exp2 %x : tensor<64xq7>"),
+                             r"line 4: unknown element type 'q7'"),
+    "negative shape": (("math.exp2 %x : tensor<64xf32>", "math.exp2 %x : tensor<-4xf32>"),
+                       r"line 4: tensor dimension -4 is not positive"),
+    "zero shape": (("math.exp2 %x : tensor<64xf32>", "math.exp2 %x : tensor<0xf32>"),
+                   r"line 4: tensor dimension 0 is not positive"),
+    "undefined value": (("math.exp2 %x :", "math.exp2 %nowhere :"),
+                        r"line 4: SSA value %nowhere is used but never defined"),
+    "duplicate value": (("%y = math.exp2", "%x = math.exp2"),
+                        r"line 4: SSA value %x is defined twice"),
+    "missing yield": (("      scf.yield %y : tensor<64xf32> loc(#loc2)\n", ""),
+                      r"line 3: scf.for carries 1 value\(s\) but its body does not end"),
+    "unclosed region": (("    } loc(#loc2)\n    tt.return loc(#loc)\n  } loc(#loc)\n} loc(#loc)\n",
+                         ""), r"line 3: unclosed region of scf.for"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_malformed_ttgir_is_a_clear_error(case: str) -> None:
+    (old, new), message = HOSTILE[case]
+    assert old in _BASE
+    with pytest.raises(InputFormatError, match=message):
+        extract_loops(_BASE.replace(old, new), "sm_90a")
+
+
+@pytest.mark.parametrize("case", ["unknown element type", "missing yield"])
+def test_malformed_ttgir_file_exits_2(
+    case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (old, new), _ = HOSTILE[case]
+    path = tmp_path / "bad.ttgir"
+    path.write_text(_BASE.replace(old, new), encoding="utf-8")
+    assert main(["solve", str(path), "--arch", "sm_90a"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.ttgir" in err and "Traceback" not in err
+
+
+def test_non_utf8_and_oversized_ttgir_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "bin.ttgir"
+    path.write_bytes(b"\xff\xfe module \x80")
+    assert main(["import-triton", str(path), "--arch", "sm_90a"]) == 2
+    assert "not a UTF-8 text file" in capsys.readouterr().err
+    import twill.io.text
+
+    path.write_text(_BASE, encoding="utf-8")
+    monkeypatch.setattr(twill.io.text, "MAX_INPUT_BYTES", 100)
+    assert main(["solve", str(path), "--arch", "sm_90a"]) == 2
+    assert "100-byte limit" in capsys.readouterr().err
