@@ -226,9 +226,15 @@ def test_cli_fuse_grouped_model_on_gemmini_and_simba(tmp_path, capsys):
     inits = [_w("w", 8, 1, 3, 3), _w("w1", 16, 8, 1, 1), _w("w2", 8, 16, 1, 1)]
     model = _save(tmp_path, nodes, [("x", [1, 8, 8, 8])], inits)
     for arch in ("gemmini", "simba"):
-        assert main(["fuse", str(model), "--arch", arch, "--steps", "5", "--json"]) == 0
+        argv = ["fuse", str(model), "--arch", arch, "--steps", "5", "--workers", "1", "--json"]
+        assert main(argv) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["method"] == "fadiff" and out["edp"] > 0
+        # the gain over the best layer-wise plan, never below 1, and at most its bound (the
+        # bounds model Gemmini's levels: none on Simba)
+        assert out["gain_vs_layerwise"] == pytest.approx(out["layerwise_edp"] / out["edp"])
+        bound = out["bound_gain"] if arch == "gemmini" else float("inf")
+        assert 1 <= out["gain_vs_layerwise"] <= bound * (1 + 1e-9)
         pairs = {(e["producer"], e["consumer"]) for e in out["fused"]}
         assert ("000_dw", "001_pw1") in pairs  # the whole 8x8 image fits on chip
         assert pairs <= {("000_dw", "001_pw1"), ("001_pw1", "002_pw2")}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--init",
         choices=["none", "cosa"],
         default="none",
-        help="start from CoSA's layer-wise plan (and never return worse)",
+        help="start the descent from the layer-wise plan (cosa) or cold (none); either way "
+        "the result is never worse than the layer-wise plan",
     )
+    p.add_argument(
+        "--layer-method",
+        choices=["cosa-edp", "cosa-rerank", "cosa"],
+        default="cosa-edp",
+        help="mapper of the layer-wise baseline (default cosa-edp; cosa = CoSA's objective)",
+    )
+    p.add_argument("--workers", type=bounded_int(1024), default=None, help="local pool size")
     p.set_defaults(func=_run)
 
 
@@ -90,7 +99,8 @@ def _run(args: argparse.Namespace) -> int:
     bad = check_gemmini(arch)
     if bad:
         raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
-    res = _fadiff_with_progress(args, net, arch)
+    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch)
+    gain = _gain(net, arch, res, lw_plan, lw_rep)
     rep = res.report
     if args.output:
         import yaml
@@ -103,9 +113,9 @@ def _run(args: argparse.Namespace) -> int:
         with atomic_output(args.plot) as tmp:
             plot_fadiff(net, res, str(tmp))
     if args.json:
-        print(json.dumps(_fuse_json(net, arch, res), indent=1))
+        print(json.dumps({**_fuse_json(net, arch, res), **gain}, indent=1))
     else:
-        _print_fuse_table(net, arch, res)
+        _print_fuse_table(net, arch, res, gain)
     return 0
 
 
@@ -123,20 +133,38 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
 
 
+def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any) -> Any:  # noqa: ANN401
+    """The best layer-wise plan: every layer shape mapped by ``--layer-method`` (in a
+    process pool), then the layer-wise gradient (FADiff without fusion) from it; the better."""
+    from twill.io.onnx_model import unique_layers
+    from twill.mapping.fadiff.baselines import layerwise_plan
+    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.pipeline import map_network
+
+    err.print(f"[dim]mapping every layer shape with {args.layer_method} ...[/dim]")
+    method = args.layer_method
+    opts = {"seed": args.seed} if method != "cosa" else {}
+    res = map_network(unique_layers(net.layers), arch, methods=[method],
+                      options={method: opts}, workers=args.workers)  # fmt: skip
+    maps = {ly.key: r.mapping for ly, r in zip(res.layers, res.results[method], strict=True)}
+    base = layerwise_plan(net, arch, {k: m for k, m in maps.items() if m is not None}, method)
+    err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
+    lg = fadiff(net, arch, fusion=False, steps=args.steps, seed=args.seed, init=base.plan,
+                candidates=[base.plan], device=args.device)  # fmt: skip
+    return min((base.plan, base.report), (lg.plan, lg.report), key=lambda x: x[1].edp)
+
+
 def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any) -> Any:  # noqa: ANN401
-    """FADiff (started from CoSA's layer-wise plan with ``--init cosa``) with a progress bar."""
+    """FADiff started from the best layer-wise plan, with a progress bar; returns the FADiff
+    result (never worse than that plan: it is a candidate) and the layer-wise plan."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from twill.mapping.fadiff.train import fadiff
 
     err = Console(stderr=True)
-    init = None
-    if args.init == "cosa":
-        from twill.mapping.fadiff.baselines import layerwise_cosa
-
-        err.print("[dim]mapping every layer with CoSA ...[/dim]")
-        init = layerwise_cosa(net, arch).plan
+    lw_plan, lw_rep = _layerwise(args, net, arch, err)
+    init = lw_plan if args.init != "none" else None
     with Progress(
         TextColumn("[bold]fadiff[/bold] {task.description}"),
         BarColumn(),
@@ -153,8 +181,30 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any) -> Any:
                 task, completed=step + 1, description=f"{net.name} best EDP {rec['best_edp']:.4g}"
             )
 
-        return fadiff(net, arch, steps=args.steps, seed=args.seed, device=args.device, init=init,
-                      candidates=[init] if init is not None else [], on_step=on_step)  # fmt: skip
+        res = fadiff(net, arch, steps=args.steps, seed=args.seed, device=args.device, init=init,
+                     candidates=[lw_plan], on_step=on_step)  # fmt: skip
+    if res.report.edp > lw_rep.edp:  # never worse than the layer-wise plan it reports
+        res = replace(res, plan=lw_plan, report=lw_rep, source="layer-wise plan")
+    return res, lw_plan, lw_rep
+
+
+def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any) -> dict[str, Any]:  # noqa: ANN401
+    """``layerwise_edp``, ``edp``, ``gain_vs_layerwise`` (layer-wise EDP / FADiff's, ≥ 1) and
+    ``bound_gain``: the most any fusion plan could gain over the layer-wise plan's EDP (its
+    EDP over the capacity bound, docs/fadiff.md "Bounds"), ``None`` if not computable."""
+    from twill.mapping.fadiff.bounds import fusion_bounds
+
+    try:
+        bound = fusion_bounds(net, arch, lw_plan).capacity_edp
+        bound_gain = lw_rep.edp / bound if bound > 0 else None
+    except Exception:  # noqa: BLE001 - a bound is extra information, never a failure
+        bound_gain = None
+    return {
+        "layerwise_edp": lw_rep.edp,
+        "edp": res.report.edp,
+        "gain_vs_layerwise": lw_rep.edp / res.report.edp,
+        "bound_gain": bound_gain,
+    }
 
 
 def _fuse_json(net: Any, arch: Any, res: Any) -> dict[str, Any]:  # noqa: ANN401
@@ -173,7 +223,7 @@ def _fuse_json(net: Any, arch: Any, res: Any) -> dict[str, Any]:  # noqa: ANN401
     }
 
 
-def _print_fuse_table(net: Any, arch: Any, res: Any) -> None:  # noqa: ANN401
+def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> None:  # noqa: ANN401
     """Per-layer energy, cycles, DRAM traffic and fused outputs, then the network totals."""
     from rich.table import Table
 
@@ -196,5 +246,11 @@ def _print_fuse_table(net: Any, arch: Any, res: Any) -> None:  # noqa: ANN401
         f"EDP {rep.edp:.4g} uJ*cycles, energy {rep.energy_uj:.1f} uJ, "
         f"{rep.cycles:.0f} cycles, DRAM {rep.dram_bytes / 1e6:.2f} MB, "
         f"{len(rep.fused)} fused boundaries, {res.seconds:.1f} s (source: {res.source})"
+    )
+    bound = gain["bound_gain"]
+    con.print(
+        f"best layer-wise EDP {gain['layerwise_edp']:.4g} uJ*cycles; fused EDP {gain['edp']:.4g}: "
+        f"gain {gain['gain_vs_layerwise']:.3f}x over layer-wise"
+        + (f" (bound: no fusion plan gains more than {bound:.3f}x)" if bound else "")
     )
     sys.stdout.flush()

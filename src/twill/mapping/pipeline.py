@@ -39,7 +39,7 @@ __all__ = ["MAPPERS", "map_layer", "map_network", "NetworkResult"]
 log = logging.getLogger(__name__)
 
 #: Mapper names accepted by :func:`map_layer`.
-MAPPERS = ("cosa", "cosa-rerank", "random", "random16k", "hybrid", "exhaustive")
+MAPPERS = ("cosa", "cosa-rerank", "cosa-edp", "random", "random16k", "hybrid", "exhaustive")
 
 
 def map_layer(
@@ -59,7 +59,8 @@ def map_layer(
     mapper
         ``cosa`` (MIP; options ``backend``, ``time_limit``, ``threads``, ``seed`` ...),
         ``cosa-rerank`` (a few CoSA MIP solutions re-ranked under the cost model; same
-        options plus ``metric``, default ``lex``),
+        options plus ``metric``, default ``lex``), ``cosa-edp`` (CoSA's candidates and 300
+        random starts polished for the cost model's EDP; the default of ``map-network``),
         ``random`` (best of 5 valid), ``random16k`` (best of 16,000 valid), ``hybrid``
         (Timeloop-Hybrid-like best of 16,000) or ``exhaustive`` (small layers only).
     options
@@ -86,6 +87,10 @@ def map_layer(
         from twill.mapping.cosa import cosa_rerank_map
 
         return cosa_rerank_map(layer, arch, options=options, **mapper_options)
+    if mapper == "cosa-edp":
+        from twill.mapping.cosa.edp import cosa_edp_map
+
+        return cosa_edp_map(layer, arch, options=options, **mapper_options)
     if mapper in ("random", "random16k"):
         from twill.mapping.search.random import random_search
 

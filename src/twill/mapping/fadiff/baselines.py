@@ -27,10 +27,17 @@ from twill.mapping.fadiff.fusion import FusionPlan, PlanReport, evaluate_plan, v
 from twill.mapping.fadiff.heuristics import greedy_fusion
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.train import all_dram_mapping, plan_repr
+from twill.mapping.mapping import Mapping
 from twill.mapping.solver_options import resolve_seed
 from twill.options import SolverOptions
 
-__all__ = ["BaselineResult", "layerwise_cosa", "greedy_fusion_baseline", "random_search"]
+__all__ = [
+    "BaselineResult",
+    "layerwise_cosa",
+    "layerwise_plan",
+    "greedy_fusion_baseline",
+    "random_search",
+]
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,18 @@ def layerwise_cosa(
         mappings.append(cache[ly.key])
     plan = FusionPlan(net.name, tuple(mappings), (), "layerwise-cosa", {"unmapped": failed})
     return _checked(net, arch, plan, t0)
+
+
+def layerwise_plan(
+    net: Network, arch: Arch, mappings: dict[str, Mapping], method: str
+) -> BaselineResult:
+    """An unfused plan from one mapping per layer shape (``mappings`` by
+    :attr:`~twill.mapping.workload.Layer.key`, e.g. ``map-network``'s), verified; shapes
+    without a mapping keep the all-DRAM mapping (listed in ``plan.meta["unmapped"]``)."""
+    t0 = time.perf_counter()
+    failed = [ly.name for ly in net.layers if ly.key not in mappings]
+    ms = tuple(mappings.get(ly.key) or all_dram_mapping(ly, arch) for ly in net.layers)
+    return _checked(net, arch, FusionPlan(net.name, ms, (), method, {"unmapped": failed}), t0)
 
 
 def greedy_fusion_baseline(net: Network, arch: Arch, layerwise: FusionPlan) -> BaselineResult:
