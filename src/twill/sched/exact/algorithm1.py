@@ -15,7 +15,10 @@ infeasible), each with Phase 1's proven-minimal ``LEN(M)`` (which fixes the wind
 
 Termination: the paper's loop has no exit for a structurally unsatisfiable graph (e.g. an
 ablation). Here ``I`` is capped (``max_I``, default: Phase 1's serial cap, where a Phase-1
-schedule certainly exists, and at least the Phase-1 minimum plus 4), and ``probe=True`` runs
+schedule certainly exists, at least the Phase-1 minimum plus 4, and at least the ``I`` of a
+verified one-iteration-at-a-time joint schedule (:mod:`.witness`), where Phase 2 is certainly
+satisfiable; if time limits leave the search without an answer, that schedule is returned as
+FEASIBLE), and ``probe=True`` runs
 only the first window (the Phase-1 optimal ``I``), so an unsatisfiable model ends with INFEASIBLE
 and the list of points proven unsat.
 
@@ -40,8 +43,9 @@ from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
+from twill.sched.exact.witness import SequentialWitness, sequential_witness
 from twill.sched.ir import DependenceGraph
-from twill.sched.verify_warps import WarpRules
+from twill.sched.verify_warps import WarpRules, program_shape
 from twill.validation import check_int, check_time_limit
 
 __all__ = [
@@ -360,8 +364,7 @@ def algorithm1(
     if phase1.I is None or phase1.schedule is None or phase1.L is None:
         return finish(phase1.status if phase1.status != Status.ERROR else Status.UNKNOWN,
                       "Phase 1 found no modulo schedule")  # fmt: skip
-    proof = phase1.optimal
-    cap = phase1.I if probe else (max_I if max_I is not None else _default_cap(graph, phase1.I))
+    proof, (witness, cap) = phase1.optimal, _search_cap(graph, phase1.I, probe, max_I, rules)
     job = _WindowJob(graph, backend, phase1_time_limit, rules, encoding, symmetry_breaking,
                      time_limit, window)  # fmt: skip
     first = (phase1.L, phase1.schedule, phase1.L_optimal)
@@ -389,10 +392,11 @@ def algorithm1(
                               l_opt=ex.len_proven and ex.outcome.first_proven)  # fmt: skip
             # an unsat window proves this I only when LEN(M), hence the window, is exact
             proof = proof and ex.outcome.answer == "unsat" and ex.len_proven
-    # INFEASIBLE needs the whole chain: every window examined is the exact one (LEN(M) proven)
-    proven = proof and all(p.proven_empty for p in points)
-    status = Status.INFEASIBLE if proven else Status.UNKNOWN
+    proven = proof and all(p.proven_empty for p in points)  # every window exact and empty
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
+    if witness is not None and not proven:  # time limits hit: the verified sequential answer
+        return finish(Status.FEASIBLE, *_witness_answer(witness, where))
+    status = Status.INFEASIBLE if proven else Status.UNKNOWN
     return finish(status, f"no satisfiable point for {where}")
 
 
@@ -503,6 +507,30 @@ def _phase1_at(
     if p1.schedule is None or p1.L is None:
         return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
     return p1, None
+
+
+def _search_cap(
+    graph: DependenceGraph, first: int, probe: bool, max_I: int | None, rules: WarpRules
+) -> tuple[SequentialWitness | None, int]:
+    """The largest ``I`` examined, and the verified sequential schedule when the cap is the
+    default (the range then reaches its ``I``, where Phase 2 is certainly satisfiable)."""
+    if probe:
+        return None, first
+    if max_I is not None:
+        return None, max_I
+    witness = sequential_witness(graph, rules)
+    cap = _default_cap(graph, first)
+    return witness, max(cap, witness.I) if witness is not None else cap
+
+
+def _witness_answer(witness: SequentialWitness, where: str) -> tuple[str, Phase2Result]:
+    """The reason and the final answer when only the sequential witness is left."""
+    n, total = program_shape(witness.I, witness.L)
+    final = Phase2Result("sat", witness.I, witness.L, n, total, witness.schedule,
+                         witness.assignment, {"witness": "sequential"}, 0.0, 0.0)  # fmt: skip
+    why = (f"no answer found for {where} within the time limits; the verified sequential "
+           "schedule (one iteration at a time)")  # fmt: skip
+    return why, final
 
 
 def _default_cap(graph: DependenceGraph, first: int) -> int:
