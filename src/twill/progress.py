@@ -1,13 +1,24 @@
-"""Progress events of long exact solves, shared by both solver families.
+"""The one progress event of every solver of both families (issue 40, point 4).
 
-A solver that may run for minutes (the Phase-1 search for the minimum initiation interval, the
-Phase-2 search over ``(I, L)`` points) accepts ``on_progress``, a callable that receives one
-:class:`ProgressEvent` when a step starts and one when it ends. The solvers never print: the
-command line hangs a status line on these events, a notebook may draw a bar, a test may collect
-them.
+A solver that may run for more than a moment accepts ``on_progress`` (directly, or as
+:attr:`twill.options.SolverOptions.on_progress`), a callable that receives one
+:class:`ProgressEvent` per step: the exact searches when a Phase-1 solve or a Phase-2 point
+starts and ends, GauS after its Adam steps, the scheduling baselines per epoch or at the end.
+The solvers never print: the command line hangs a status line or a bar on these events, a
+notebook may draw a bar, a test may collect them.
 
-Events are small frozen records; a callback must return quickly and must not raise (an
-exception propagates and stops the solve).
+Events are small frozen, picklable records (a callback may live in another process); a
+callback must return quickly and must not raise (an exception propagates and stops the
+solve).
+
+Examples
+--------
+>>> e = ProgressEvent(method="gaus", phase="alm", step=100, total=2000, incumbent=12.0,
+...                   seconds=0.5)
+>>> e.describe()
+'gaus alm: step 100/2000, incumbent 12  [0.5 s]'
+>>> import pickle; pickle.loads(pickle.dumps(e)) == e
+True
 """
 
 from __future__ import annotations
@@ -20,42 +31,72 @@ __all__ = ["ProgressEvent", "OnProgress", "emit"]
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """One step of an exact search, when it starts (``answer is None``) and when it ends.
+    """One step of a solver.
+
+    The first three fields keep the positional order of the exact searches' events
+    (``phase, I, seconds``); every other field is given by keyword.
 
     Attributes
     ----------
     phase
-        ``"phase1"`` (minimum-I modulo search) or ``"phase2"`` (warp-specialisation search).
+        What the solver is doing: ``"phase1"`` (minimum-I modulo search), ``"phase2"``
+        (warp-specialisation search), ``"alm"`` (GauS's gradient phase), ``"polish"``
+        (GauS's local searches), ``"epoch"`` (the Gumbel baseline), ``"solve"`` (one solve
+        of a baseline), ``"done"`` (the last event of a run).
     I
-        Initiation interval under test (cycles between iteration starts).
-    elapsed
-        Seconds since the search began.
+        Exact searches: the initiation interval under test.
+    seconds
+        Seconds since the call began.
     L
-        Schedule length under test (Phase 2) or of the schedule found (Phase 1), in cycles.
-    lower_bound
-        The proven lower bound on ``I`` (MII): no smaller ``I`` can have a schedule.
-    upper_bound
-        The largest ``I`` the search will try (``max_I``, or an ``I`` at which a schedule is
-        known to exist).
+        Exact searches: schedule length under test (Phase 2) or of the schedule found
+        (Phase 1), in cycles.
+    lower_bound, upper_bound
+        Phase 1: the proven lower bound on ``I`` (MII) and the largest ``I`` it will try.
     answer
-        ``None`` when the step starts; then the solver's verdict for it: ``"infeasible"``,
-        ``"feasible"``, ``"optimal"``, ``"unknown"`` (a limit was hit) in Phase 1; ``"sat"``,
-        ``"unsat"``, ``"unknown"``, ``"p1_infeasible"``, ``"p1_unknown"`` in Phase 2.
+        Exact searches: ``None`` when the step starts, then the verdict for it
+        (``"infeasible"``, ``"feasible"``, ``"optimal"``, ``"unknown"`` in Phase 1; ``"sat"``,
+        ``"unsat"``, ``"unknown"``, ``"p1_infeasible"``, ``"p1_unknown"`` in Phase 2).
     incumbent
-        Length ``L`` (cycles) of the best schedule found so far, where the backend has one.
+        Objective of the best solution held so far (exact searches: its length ``L``), in the
+        solver's objective unit; ``None`` before there is one.
+    method
+        The solver: ``"twill"`` (the exact searches; filled in from ``phase``), ``"gaus"``,
+        ``"list"``, ``"force"``, ``"gumbel"``, ``"exact"``.
+    step, total
+        Steps done and the step budget (``total`` ``None`` when unknown).
+    bound
+        A proven lower bound on the objective, where the solver has one.
+    message
+        Anything else worth a line (e.g. the expected violation of GauS).
     """
 
     phase: str
-    I: int
-    elapsed: float
+    I: int | None = None  # noqa: E741 (the paper's name)
+    seconds: float = 0.0
     L: int | None = None
     lower_bound: int | None = None
     upper_bound: int | None = None
     answer: str | None = None
-    incumbent: int | None = None
+    incumbent: float | None = None
+    method: str = ""
+    step: int | None = None
+    total: int | None = None
+    bound: float | None = None
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.method and self.phase in ("phase1", "phase2"):
+            object.__setattr__(self, "method", "twill")
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the call began (the exact searches' earlier name of ``seconds``)."""
+        return self.seconds
 
     def describe(self) -> str:
         """One line for a status display, e.g. ``Phase 1: I=5 (MII 4, max 12) infeasible``."""
+        if self.method != "twill":
+            return self._describe_steps()
         if self.phase == "phase2":
             head = (
                 f"Phase 2: (I={self.I}, L={self.L})"
@@ -69,7 +110,19 @@ class ProgressEvent:
                 head += f" (MII {self.lower_bound}{cap})"
         what = "trying" if self.answer is None else self.answer
         tail = "" if self.incumbent is None else f", incumbent L={self.incumbent}"
-        return f"{head} {what}{tail}  [{self.elapsed:.1f} s]"
+        return f"{head} {what}{tail}  [{self.seconds:.1f} s]"
+
+    def _describe_steps(self) -> str:
+        """The line of a step-counting solver (GauS, the baselines)."""
+        parts = []
+        if self.step is not None:
+            parts.append(f"step {self.step}" + ("" if self.total is None else f"/{self.total}"))
+        parts.append("incumbent " + ("-" if self.incumbent is None else f"{self.incumbent:.6g}"))
+        if self.bound is not None:
+            parts.append(f"bound {self.bound:.6g}")
+        if self.message:
+            parts.append(self.message)
+        return f"{self.method} {self.phase}: {', '.join(parts)}  [{self.seconds:.1f} s]"
 
 
 OnProgress = Callable[[ProgressEvent], None]

@@ -302,10 +302,10 @@ def twill_solve(
     """
     t0 = time.perf_counter()
     if options is not None:
-        chosen = options.overrides("total_time_limit")
-        threads = chosen["threads"]
-        total_time_limit = chosen.get("total_time_limit", total_time_limit)
-        on_progress = chosen.get("on_progress", on_progress)
+        given = dict(threads=threads, total_time_limit=total_time_limit, on_progress=on_progress)
+        chosen = options.overrides("total_time_limit", **given)
+        threads, on_progress = chosen["threads"], chosen.get("on_progress")
+        total_time_limit = chosen.get("total_time_limit")
         if phase2_time_limit is None:  # each Phase-2 point is bounded by the same limit
             phase2_time_limit = options.time_limit
     graph = _as_graph(graph)

@@ -227,32 +227,26 @@ def _cap_note(g: Any, cap: float | None, II: int | None) -> str:
 def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from twill.progress import ProgressEvent
     from twill.sched.gaus.solver import GauSSolver
 
     with Progress(
         TextColumn("GauS"),
         BarColumn(),
-        TextColumn(
-            "{task.completed}/{task.total} loss {task.fields[loss]:.4g} "
-            "violation {task.fields[viol]:.3g} best {task.fields[best]}"
-        ),
+        TextColumn("{task.completed}/{task.total} {task.fields[line]}"),
         TimeElapsedColumn(),
         console=_stderr_console(),
         transient=True,
         disable=not sys.stderr.isatty(),  # a log gets no bar (and no stray blank line)
     ) as bar:
-        task = bar.add_task("gaus", total=args.max_iters or 2000, loss=0.0, viol=0.0, best="-")
+        task = bar.add_task("gaus", total=args.max_iters or 2000, line="")
 
-        def progress(step: int, total: int, loss: float, viol: float, best: float | None) -> None:
-            if step % 10 == 0 or step == total:
-                bar.update(
-                    task,
-                    completed=step,
-                    total=total,
-                    loss=loss,
-                    viol=viol,
-                    best="-" if best is None else f"{best:.6g}",
-                )
+        def progress(event: ProgressEvent) -> None:
+            step = event.step or 0
+            if step % 10 == 0 or step == event.total:
+                best = "-" if event.incumbent is None else f"{event.incumbent:.6g}"
+                line = f"{event.message} best {best}"
+                bar.update(task, completed=step, total=event.total, line=line)
 
         solver = GauSSolver(
             graph,

@@ -91,8 +91,8 @@ def exact_schedule(
     """
     cuts = False
     if options is not None:
-        chosen = options.overrides()
-        threads, seed = chosen["threads"], options.seed
+        chosen = options.overrides(threads=threads, seed=seed)  # set in both: must agree
+        threads, seed = chosen["threads"], chosen["seed"]
         time_limit = chosen.get("time_limit", time_limit)
         cuts = bool(options.extra.get("precedence_cuts", False)) and formulation == "A"
     if formulation not in ("A", "B", "C"):

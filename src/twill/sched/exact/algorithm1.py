@@ -219,11 +219,11 @@ def _chosen(
     limit bounds every Phase-2 point (and every Phase-1 solve unless a limit is given)."""
     if options is None:
         return phase1_time_limit, time_limit, on_progress
-    chosen = options.overrides()
-    time_limit = chosen.get("time_limit", time_limit)
+    chosen = options.overrides(time_limit=time_limit, on_progress=on_progress)
+    time_limit = chosen.get("time_limit")
     if phase1_time_limit is None:
         phase1_time_limit = options.time_limit
-    return phase1_time_limit, time_limit, chosen.get("on_progress", on_progress)
+    return phase1_time_limit, time_limit, chosen.get("on_progress")
 
 
 def _check_arguments(

@@ -666,8 +666,8 @@ def solve_phase1(
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
     if options is not None:
-        chosen = options.overrides()
-        threads, time_limit = chosen["threads"], chosen.get("time_limit", time_limit)
+        chosen = options.overrides(threads=threads, time_limit=time_limit)
+        threads, time_limit = chosen["threads"], chosen.get("time_limit")
     _check_arguments(backend, II, decide, encoding)
     check_int(threads, "threads")
     check_time_limit(time_limit)

@@ -932,7 +932,7 @@ def swp_and_ws(
     import z3
 
     if options is not None:
-        time_limit, seed = options.overrides().get("time_limit", time_limit), options.seed
+        time_limit, seed = options.overrides(time_limit=time_limit).get("time_limit"), options.seed
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
     m = build_phase2_model(

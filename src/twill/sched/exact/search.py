@@ -265,10 +265,10 @@ def search_min_ii(
         check_graph(graph)
     t0 = time.perf_counter()
     if options is not None:
-        chosen = options.overrides("total_time_limit")
-        threads = chosen["threads"]
-        total_time_limit = chosen.get("total_time_limit", total_time_limit)
-        on_progress = chosen.get("on_progress", on_progress)
+        given = dict(threads=threads, total_time_limit=total_time_limit, on_progress=on_progress)
+        chosen = options.overrides("total_time_limit", **given)
+        threads, on_progress = chosen["threads"], chosen.get("on_progress")
+        total_time_limit = chosen.get("total_time_limit")
     rmii, cmii = res_mii(graph), rec_mii(graph)
     lo = max(rmii, cmii)
     cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from twill.progress import ProgressEvent
 from twill.validation import check_int, check_real, check_time_limit
 
 __all__ = ["GauSSettings", "ALMOutcome", "optimise"]
@@ -300,7 +301,7 @@ class _Adam:
                 p.addcdiv_(m, (v / c2).sqrt_().add_(self.eps), value=-self.lr / c1)
 
 
-ProgressFn = Callable[[int, int, float, float, float | None], None]
+ProgressFn = Callable[[ProgressEvent], None]
 ReadoutFn = Callable[[np.ndarray, float, int], None]
 
 
@@ -353,7 +354,9 @@ def optimise(
     ratio
         Resource weight of formulation A.
     on_progress
-        Called after every inner step with ``(step, max_iters, loss, violation, best)``.
+        Called after every Adam step with a :class:`~twill.progress.ProgressEvent`
+        (``method="gaus"``, ``phase="alm"``, ``step``, ``total=max_iters``, ``incumbent``: the
+        best legal objective so far, ``message``: the loss and the expected violation).
     start_time
         ``time.perf_counter()`` of the caller's start (the any-time curve counts from it).
     on_readout
@@ -545,13 +548,25 @@ class _ALMRun:
             phase_viol.append(gsum)
             if self.on_progress is not None:
                 self.v_now = float(gsum)
-                self.on_progress(it, settings.max_iters, float(loss), self.v_now, self.best_obj)
+                self.on_progress(self.event(float(loss)))
         if phase_loss:
             # one conversion per phase instead of two scalar reads per step
             self.loss_hist.extend(torch.stack(phase_loss).tolist())
             self.viol_hist.extend(torch.stack(phase_viol).tolist())
             self.v_now = self.viol_hist[-1]
         return phase_improved
+
+    def event(self, loss: float) -> ProgressEvent:
+        """The progress event after the current Adam step."""
+        return ProgressEvent(
+            "alm",
+            seconds=time.perf_counter() - self.start,
+            incumbent=self.best_obj,
+            method="gaus",
+            step=self.it,
+            total=self.settings.max_iters,
+            message=f"loss {loss:.4g}, violation {self.v_now:.3g}",
+        )
 
     def update_multipliers(self) -> None:
         """ALM update after a phase: ``lam += rho g``; ``rho`` grows by ``gamma`` when the

@@ -36,6 +36,7 @@ from twill.errors import (
     VerificationError,
 )
 from twill.options import SolverOptions
+from twill.progress import OnProgress
 from twill.results import Status
 from twill.sched.gaus.alm import ALMOutcome, GauSSettings, optimise
 from twill.sched.gaus.bounds import default_D, modulo_asap, rec_mii, res_mii
@@ -162,12 +163,13 @@ class GauSSolver:
         Log progress at INFO on the ``twill.sched.gaus`` logger during each solve (a stderr
         handler is added if the logger has none); the logger is restored afterwards.
     on_progress
-        Callback ``(step, max_steps, loss, violation, best_objective)`` after each Adam step.
+        Called with a :class:`~twill.progress.ProgressEvent` after each Adam step.
     options
-        The shared :class:`~twill.options.SolverOptions`: when given, its ``seed``, its
-        ``time_limit`` (as the :class:`GauSSettings` field) and its ``on_progress`` (called as
-        above) replace those keywords. ``threads`` is not used: torch's intra-op thread count
-        is a process setting (``torch.set_num_threads``).
+        The shared :class:`~twill.options.SolverOptions`: its ``seed``, ``time_limit`` (the
+        :class:`GauSSettings` field), ``threads`` (torch threads during the run) and
+        ``on_progress`` merge with those keywords: a value set in only one place is used, one
+        set in both places to different values raises
+        :class:`~twill.errors.InvalidProblemError`.
     **settings
         Any other field of :class:`GauSSettings` (``max_iters``, ``inner_steps``, ``tau``, ...).
 
@@ -188,15 +190,19 @@ class GauSSolver:
         device: str = "cpu",
         seed: int = 0,
         verbose: bool = False,
-        on_progress: Callable[[int, int, float, float, float | None], None] | None = None,
+        on_progress: OnProgress | None = None,
         options: SolverOptions | None = None,
         **settings: Any,
     ) -> None:
-        if options is not None:
-            seed = options.seed
-            on_progress = options.on_progress or on_progress
-            if options.time_limit is not None:
-                settings["time_limit"] = options.time_limit
+        if options is not None:  # merged: a value set in both places must agree
+            chosen = options.overrides(
+                on_progress=on_progress,
+                seed=seed,
+                threads=settings.get("threads", 1),
+                time_limit=settings.get("time_limit"),
+            )
+            seed, on_progress = chosen["seed"], chosen.get("on_progress")
+            settings.update(threads=chosen["threads"], time_limit=chosen.get("time_limit"))
         check_int(D, "D", none=True)
         check_int(seed, "seed", minimum=0)
         self.original = graph if isinstance(graph, DependenceGraph) else None
