@@ -155,8 +155,9 @@ def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:
     }
 
 
-def serial_ii_cap(graph: DependenceGraph) -> int:
-    """An ``I`` at which a modulo schedule certainly exists (see the module docstring)."""
+def topological_order(graph: DependenceGraph) -> list[str]:
+    """The ops in an order that respects every distance-0 edge (Kahn's algorithm, ties by
+    graph order); shorter than the graph only when those edges form a cycle."""
     index = graph.index()
     indeg = {n: 0 for n in graph.names}
     succ: dict[str, list[str]] = {n: [] for n in graph.names}
@@ -166,7 +167,7 @@ def serial_ii_cap(graph: DependenceGraph) -> int:
             succ[e.src].append(e.dst)
     ready = sorted((n for n, k in indeg.items() if k == 0), key=index.__getitem__)
     names: list[str] = []
-    while ready:  # Kahn's algorithm; distance-0 edges form a DAG after check_graph
+    while ready:
         n = ready.pop(0)
         names.append(n)
         for m in succ[n]:
@@ -174,6 +175,12 @@ def serial_ii_cap(graph: DependenceGraph) -> int:
             if indeg[m] == 0:
                 ready.append(m)
                 ready.sort(key=index.__getitem__)
+    return names
+
+
+def serial_ii_cap(graph: DependenceGraph) -> int:
+    """An ``I`` at which a modulo schedule certainly exists (see the module docstring)."""
+    names = topological_order(graph)  # distance-0 edges form a DAG after check_graph
     ins = {i.name: i for i in graph.instructions}
     preds: dict[str, list[tuple[str, int]]] = {n: [] for n in names}
     for e in graph.edges:

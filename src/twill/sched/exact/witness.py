@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from twill.sched.exact.search import topological_order
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules, slots_needed, verify_warp_schedule
 
@@ -35,27 +36,6 @@ class SequentialWitness:
     L: int
     schedule: dict[str, int]
     assignment: dict[str, tuple[int, ...]]
-
-
-def _topological(graph: DependenceGraph) -> list[str]:
-    index = graph.index()
-    indeg = {n: 0 for n in graph.names}
-    succ: dict[str, list[str]] = {n: [] for n in graph.names}
-    for e in graph.edges:
-        if e.distance == 0 and e.src != e.dst:
-            indeg[e.dst] += 1
-            succ[e.src].append(e.dst)
-    ready = sorted((n for n, k in indeg.items() if k == 0), key=index.__getitem__)
-    order: list[str] = []
-    while ready:
-        n = ready.pop(0)
-        order.append(n)
-        for m in succ[n]:
-            indeg[m] -= 1
-            if indeg[m] == 0:
-                ready.append(m)
-                ready.sort(key=index.__getitem__)
-    return order
 
 
 def _last_use(graph: DependenceGraph, order: list[str]) -> dict[str, int]:
@@ -111,7 +91,7 @@ def sequential_witness(
     (5, 5)
     """
     rules = rules or WarpRules.for_graph(graph)
-    order = _topological(graph)
+    order = topological_order(graph)
     if len(order) != len(graph.names):
         return None
     if any(
