@@ -29,10 +29,11 @@ def test_readme_example_verbatim(capsys):
     assert result.I == 2 and result.optimal and result.L == 4
     assert result.schedule == {"S": 0, "P": 2, "O": 3}
     out = capsys.readouterr().out
-    assert "I = 2 cycles (proven optimal for modulo scheduling with warp specialisation)" in out
+    assert "I = 2 units (proven optimal for modulo scheduling with warp specialisation)" in out
+    assert "1 unit = 1,024 SM clocks" in out
     assert "problem: modulo+warp-specialisation" in out
     assert "schedule: S@0, P@2, O@3" in out
-    assert "I=1: excluded by ResMII" in out
+    assert "certificate: I = 1 excluded: ResMII 2" in out
     assert "TC (cap 1)  | S | O" in out
 
 

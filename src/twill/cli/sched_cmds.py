@@ -103,6 +103,8 @@ def register(subparsers: Any) -> None:
         "I and L, possibly another schedule",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every certificate entry; the reservation table however wide")  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     _add_phase2_args(p)
     p.set_defaults(func=cmd_solve)  # fmt: skip
@@ -290,14 +292,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
         extra["total_I_clk"] = sum(done) if len(done) == len(entries) else None
         loops_text = format_loops(entries, kernel.notes)
-    payload = {**result.to_dict(), **extra}
+    payload = {**result.to_dict(), **_time_unit_fields(graph), **extra}
     text = json.dumps(payload, indent=2)
     if args.output:
         write_output(args.output, text + "\n")
     if args.json:
         print(text)
     else:
-        print(format_result(result, graph))
+        print(format_result(result, graph, verbose=args.verbose, width=_terminal_width()))
         if loops_text:
             print(loops_text)
         if args.output:
@@ -314,3 +316,21 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"  picture written to {args.plot}")
     return 0 if result.I is not None else 1
+
+
+def _terminal_width() -> int:
+    """Columns of the terminal on stdout (``COLUMNS``, else 120 when stdout is not one)."""
+    import shutil
+
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def _time_unit_fields(graph: DependenceGraph) -> dict[str, Any]:
+    """``time_unit`` of every I, L and start time in the JSON (``"cycles"`` or ``"units"``)
+    and, for normalised costs, ``sm_clocks_per_unit``."""
+    from twill.visualization.text import clocks_per_unit
+
+    scale = clocks_per_unit(graph)
+    if scale is None:
+        return {"time_unit": "cycles"}
+    return {"time_unit": "units", "sm_clocks_per_unit": round(scale, 3)}

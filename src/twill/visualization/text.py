@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,16 @@ from twill.sched.ir import DependenceGraph
 from twill.sched.problems import PROBLEM_TEXT, PROBLEM_WARP_SPECIALISATION, has_warp_model
 from twill.sched.verify_warps import program_shape
 
-__all__ = ["modulo_gantt", "program_gantt", "format_mrt", "format_result", "format_phase2"]
+__all__ = [
+    "modulo_gantt",
+    "program_gantt",
+    "format_mrt",
+    "format_result",
+    "format_phase2",
+    "clocks_per_unit",
+    "time_unit",
+    "summarise_certificate",
+]
 
 
 def modulo_gantt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> str:
@@ -128,14 +138,101 @@ def format_mrt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -> 
     return "\n".join([line(header), sep] + [line(r) for r in table])
 
 
-def format_result(result: Any, graph: DependenceGraph | None = None) -> str:  # noqa: ANN401
+_SCALE_NOTE = re.compile(r"1 cycle = ([\d,]+) (?:SM )?clocks")
+_OP_CLOCKS = re.compile(r"\((\d+) clk\)")
+
+
+def clocks_per_unit(graph: DependenceGraph) -> float | None:
+    """SM clocks per time unit when the graph's costs are normalised (paper §5.2), else None.
+
+    The built-in kernels state the scale in their machine note (``1 cycle = 512 SM clocks``); an
+    imported Triton graph keeps each operation's clocks in its note (``tt.dot (512 clk)``), and
+    the scale is their ratio to the normalised costs. A graph in real cycles gives ``None``.
+    """
+    found = _SCALE_NOTE.search(graph.machine.note)
+    if found:
+        return float(found.group(1).replace(",", ""))
+    clocks = units = 0
+    for ins in graph.instructions:
+        op = _OP_CLOCKS.search(ins.note)
+        if op:
+            clocks, units = clocks + int(op.group(1)), units + ins.cycles
+    return clocks / units if clocks and units and clocks != units else None
+
+
+def time_unit(graph: DependenceGraph | None) -> tuple[str, str | None]:
+    """``("units", "1 unit = about 64 SM clocks")`` for a normalised graph, else
+    ``("cycles", None)``: the word every I, L and schedule time is printed with."""
+    scale = clocks_per_unit(graph) if graph is not None else None
+    if scale is None:
+        return "cycles", None
+    about = "" if scale == round(scale) else "about "
+    return "units", f"1 unit = {about}{scale:,.0f} SM clocks"
+
+
+def summarise_certificate(result: Any) -> list[str]:  # noqa: ANN401
+    """The certificate in runs of equal reasons: ``I = 1..57 excluded: ResMII 58``."""
+    bound = {"ResMII": result.res_mii, "RecMII": result.rec_mii}
+    runs: list[list[Any]] = []
+    for c in result.certificate:
+        last = runs[-1][-1] if runs else None
+        if last is not None and (c.verdict, c.by) == (last.verdict, last.by) and c.I == last.I + 1:
+            runs[-1].append(c)
+        else:
+            runs.append([c])
+    lines = []
+    for run in runs:
+        first, last = run[0], run[-1]
+        span = f"I = {first.I}" if first is last else f"I = {first.I}..{last.I}"
+        seconds = sum(c.seconds for c in run)
+        if first.verdict == "below_bound":
+            lines.append(f"{span} excluded: {first.by} {bound.get(first.by, '')}".rstrip())
+        elif first.verdict == "infeasible":
+            lines.append(f"{span} proven infeasible ({first.by}, {seconds:.2f} s)")
+        else:
+            lines.append(f"{span} UNKNOWN ({first.by} hit its limit, {seconds:.2f} s)")
+    return lines
+
+
+def format_result(
+    result: Any,  # noqa: ANN401
+    graph: DependenceGraph | None = None,
+    *,
+    verbose: bool = False,
+    width: int | None = None,
+) -> str:
     """Readable summary of a :class:`twill.twill_solver.TwillResult` (typed loosely so that
     this outer layer does not import the entry point back): the problem solved, I (proven or
     not), L, the schedule, the certificate, the MRT and, after Phase 2, the warp assignment
-    and the (I, L) points."""
+    and the (I, L) points. Times are in ``cycles``, or in ``units`` with their scale in SM
+    clocks when the graph's costs are normalised. The certificate is summarised in runs
+    (``I = 1..7 excluded: ResMII 8``) and the MRT left out when wider than ``width``
+    characters; ``verbose`` shows both in full."""
+    unit, scale = time_unit(graph)
     lines = [f"twill: {result.graph}  (backend {result.backend}, {result.seconds:.2f} s)"]
     lines.append(f"  problem: {result.problem} ({PROBLEM_TEXT[result.problem]})")
+    if scale is not None:
+        lines.append(f"  time: normalised units (paper §5.2), {scale}")
     lines.append(f"  bounds: ResMII={result.res_mii} RecMII={result.rec_mii} MII={result.mii}")
+    lines += _answer_lines(result, unit)
+    lines += _certificate_lines(result, verbose)
+    if graph is not None and result.I is not None and result.schedule is not None:
+        mrt = format_mrt(graph, result.schedule, result.I).splitlines()
+        wide = max(len(s) for s in mrt) + 4
+        if verbose or width is None or wide <= width:
+            lines.append("  modulo reservation table:")
+            lines += ["    " + s for s in mrt]
+        else:
+            lines.append(f"  modulo reservation table: {result.I} slots, {wide} characters "
+                         f"wide, more than the {width} here: shown with --verbose")  # fmt: skip
+    if result.problem == PROBLEM_WARP_SPECIALISATION:
+        lines += [s for s in format_phase2(result.extra).splitlines() if s]
+    elif graph is not None and not has_warp_model(graph):
+        lines.append("  (the machine has no warp model: Phase 1 only; Phase 2 with --phase2)")
+    return "\n".join(lines)
+
+
+def _answer_lines(result: Any, unit: str) -> list[str]:  # noqa: ANN401
     if result.I is None:
         why = {
             Status.INFEASIBLE: "every I tried is proven infeasible",
@@ -144,32 +241,28 @@ def format_result(result: Any, graph: DependenceGraph | None = None) -> str:  # 
         points = result.extra.get("points") or []
         if points:  # Phase 1 found I; Algorithm 1 found no joint (warp) schedule
             tried = max(p["I"] for p in points)
-            lines.append(f"  no warp-specialised schedule with I <= {tried}: {why}")
-            lines.append(f"  (Phase 1 alone, without warps: I = {result.extra.get('phase1_I')})")
-        else:
-            tried = result.certificate[-1].I if result.certificate else 0
-            lines.append(f"  no schedule with I <= {tried}: {why}")
-    else:
-        proof = "proven optimal" if result.optimal else "NOT proven optimal"
-        lines.append(f"  I = {result.I} cycles ({proof} for {PROBLEM_TEXT[result.problem]})")
-        lines.append(
-            f"  L = {result.L} cycles" + ("" if result.L_optimal else " (not proven minimal)")
-        )
-        order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
-        lines.append("  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order))
-    lines.append("  certificate:")
-    if result.certificate:
-        lines += [f"    {c}" for c in result.certificate]
-    else:
-        lines.append("    I = 1 needs no certificate")
-    if graph is not None and result.I is not None and result.schedule is not None:
-        lines.append("  modulo reservation table:")
-        lines += ["    " + s for s in format_mrt(graph, result.schedule, result.I).splitlines()]
-    if result.problem == PROBLEM_WARP_SPECIALISATION:
-        lines += [s for s in format_phase2(result.extra).splitlines() if s]
-    elif graph is not None and not has_warp_model(graph):
-        lines.append("  (the machine has no warp model: Phase 1 only; Phase 2 with --phase2)")
-    return "\n".join(lines)
+            alone = f"  (Phase 1 alone, without warps: I = {result.extra.get('phase1_I')})"
+            return [f"  no warp-specialised schedule with I <= {tried}: {why}", alone]
+        tried = result.certificate[-1].I if result.certificate else 0
+        return [f"  no schedule with I <= {tried}: {why}"]
+    proof = "proven optimal" if result.optimal else "NOT proven optimal"
+    order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
+    return [
+        f"  I = {result.I} {unit} ({proof} for {PROBLEM_TEXT[result.problem]})",
+        f"  L = {result.L} {unit}" + ("" if result.L_optimal else " (not proven minimal)"),
+        "  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order),
+    ]
+
+
+def _certificate_lines(result: Any, verbose: bool) -> list[str]:  # noqa: ANN401
+    if not result.certificate:
+        return ["  certificate: I = 1 needs none"]
+    if verbose:
+        return ["  certificate:"] + [f"    {c}" for c in result.certificate]
+    runs = summarise_certificate(result)
+    if len(runs) == 1:
+        return [f"  certificate: {runs[0]}"]
+    return ["  certificate:"] + [f"    {r}" for r in runs]
 
 
 def format_phase2(extra: Any) -> str:
