@@ -58,3 +58,13 @@ def test_lns_time_runs_the_large_neighbourhood_search(capsys, benchmark_data):
         main(["gaus", aig, "--lns-time", "-1"])
     assert exc.value.code == 2
     assert "--lns-time: expected a number >= 0" in capsys.readouterr().err
+
+
+def test_text_shows_the_schedule_and_what_was_written(capsys, tmp_path):
+    """No ``II None`` outside formulation C; the schedule summarised; files named."""
+    out_json, picture = tmp_path / "r.json", tmp_path / "p.png"
+    code, out = run(capsys, "simple_gemm_pipeline", "-o", str(out_json), "--plot", str(picture))
+    assert code == 0 and "None" not in out and "II" not in out
+    assert "schedule: 4 ops starting in steps 0.." in out and "TMA_A@0" in out
+    assert f"JSON result written to {out_json}" in out and f"picture written to {picture}" in out
+    assert json.loads(out_json.read_text())["legal"] and picture.stat().st_size > 0

@@ -121,3 +121,15 @@ def test_solve_threads_gives_the_one_thread_answer(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["solve", "flash_attention_backward_hopper", "--threads", "0"])
     assert stop.value.code == 2
+
+
+def test_codegen_says_what_it_wrote(capsys, tmp_path):
+    target = tmp_path / "k.cu"
+    code, out, _ = run(
+        capsys, "codegen", "simple_gemm_pipeline", "--lang", "cuda", "-o", str(target)
+    )
+    assert (
+        code == 0
+        and out == f"simple_gemm_pipeline: CUDA skeleton (I = 2, L = 3) written to {target}\n"
+    )
+    assert "__global__" in target.read_text()

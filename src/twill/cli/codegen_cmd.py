@@ -61,6 +61,8 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         text = generate_pseudocode(ws)
     if args.output:
         write_output(args.output, text)
+        kind = "CUDA skeleton" if args.lang == "cuda" else "pseudocode"
+        print(f"{graph.name}: {kind} (I = {result.I}, L = {result.L}) written to {args.output}")
     else:
         print(text, end="")
     return 0

@@ -32,7 +32,7 @@ from twill.cli._args import (
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
-__all__ = ["register", "run_gaus"]
+__all__ = ["register", "run_gaus", "schedule_summary"]
 
 BASELINES = ("list", "force", "gumbel", "exact")
 # The formulations each baseline implements (the others raise inside the baseline).
@@ -168,10 +168,14 @@ def run_gaus(args: argparse.Namespace) -> int:
         out.pop("loss_history", None)
         out.pop("violation_history", None)
         print(json.dumps(out))
-    else:
-        _table(result, meaning, unit)
-        if args.formulation == "C":
-            stdout_console().print(_cap_note(g, args.cap, II), markup=False)
+        return 0 if result.legal else 1
+    _table(result, meaning, unit)
+    con = stdout_console()
+    if args.formulation == "C":
+        con.print(_cap_note(g, args.cap, II), markup=False)
+    for option, what in ((args.output, "JSON result"), (args.plot, "picture")):
+        if option:
+            con.print(f"{what} written to {option}", markup=False, highlight=False)
     return 0 if result.legal else 1
 
 
@@ -291,24 +295,39 @@ def _table(result: Any, meaning: str, unit: str) -> None:
     from rich.table import Table
 
     t = Table(title=f"{result.method} on {result.graph} (formulation {result.formulation})")
-    for col in ("status", "legal", f"objective ({unit})", "bound", "D steps", "II", "iterations",
-                "seconds"):  # fmt: skip
+    modulo = result.II is not None  # formulation C: an initiation interval; A and B have none
+    cols = ["status", "legal", f"objective ({unit})", "bound", "D steps"]
+    cols += ["II", "iterations", "seconds"] if modulo else ["iterations", "seconds"]
+    for col in cols:
         t.add_column(col)
-    t.add_row(
+    row = [
         result.status.value,
         str(result.legal),
         "-" if result.objective is None else f"{result.objective:,.6g}",
         "-" if result.bound is None else f"{result.bound:,.6g}",
         str(result.D),
-        str(result.II),
-        str(result.iterations),
-        f"{result.seconds:.2f}",
-    )
+    ]
+    row += [str(result.II)] if modulo else []
+    t.add_row(*row, str(result.iterations), f"{result.seconds:.2f}")
     con = stdout_console()
     con.print(t)
     con.print(f"objective: {meaning}; bound in the same unit", markup=False)
+    con.print(schedule_summary(result.schedule), markup=False)
     if result.message:
         con.print(result.message, markup=False)
+
+
+def schedule_summary(schedule: dict[str, int], shown: int = 12) -> str:
+    """``schedule: 6 ops in steps 0..3; a@0, b@0, c@1, ...`` (the first ``shown`` by start
+    step; the rest are in ``--json`` and ``-o``)."""
+    if not schedule:
+        return "schedule: none (no legal schedule found)"
+    order = sorted(schedule, key=lambda n: (schedule[n], n))
+    first, last = schedule[order[0]], schedule[order[-1]]
+    text = ", ".join(f"{n}@{schedule[n]}" for n in order[:shown])
+    more = len(order) - shown
+    tail = f", ... ({more:,} more: --json or -o lists all)" if more > 0 else ""
+    return f"schedule: {len(order):,} ops starting in steps {first}..{last}; {text}{tail}"
 
 
 def _plot(result: Any, path: str) -> None:
