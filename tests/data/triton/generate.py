@@ -7,6 +7,7 @@ sm_100a as ``twill import-triton`` compiles it and written to ``KERNEL.ARCH.ttgi
 that does not compile for an architecture is reported and skipped.
 """
 
+import re
 import sys
 from pathlib import Path
 
@@ -34,7 +35,9 @@ def main(names: list[str]) -> None:
             except TwillError as exc:
                 print(f"{py.stem} {arch}: {exc}")
                 continue
-            Path(f"{py.stem}.{arch}.ttgir").write_text(c.ttgir.rstrip("\n") + "\n", "utf-8")
+            text = c.ttgir.replace(f"{here.resolve()}/", "")  # locations name the file only
+            text = re.sub(r'"[^"]*/site-packages/', '"', text)  # and Triton's own files
+            Path(f"{py.stem}.{arch}.ttgir").write_text(text.rstrip("\n") + "\n", "utf-8")
             print(f"{py.stem} {arch}: written")
 
 

@@ -1,0 +1,113 @@
+"""The corpus of Triton kernel shapes (tests/data/triton/, written for these tests): the loops
+found, the operations per unit, every reduction present, every op accounted for; from the
+checked-in TTGIR of both architectures (no Triton needed)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from twill.io.triton_costs import FOLD_REASONS
+from twill.io.triton_extract import extract_loops, read_ttgir_file
+from twill.io.ttgir import TtgirOp, parse_ttgir
+
+CORPUS = Path(__file__).parents[1] / "data" / "triton"
+
+#: kernel -> per loop (source line, units of its instructions on (sm_90a, sm_100a), reductions)
+GOLDEN = {
+    "attn_bwd4": [
+        (28, {"TMA": 1, "TC": 1, "EXP": 2, "FMA": 8, "SMEM": 1}, {"TMEM": 1}, 2),
+        (36, {"TMA": 2, "TC": 4, "EXP": 1, "FMA": 9, "SMEM": 6}, {"TMEM": 2}, 1),
+        (49, {"TMA": 2, "TC": 3, "EXP": 1, "FMA": 8, "SMEM": 3}, {"SMEM": 2, "TMEM": 3}, 1),
+        (57, {"TMA": 2, "FMA": 1}, {}, 0),
+    ],
+    "autotuned_gemm": [(30, {"TMA": 2, "SMEM": 2, "TC": 1}, {}, 0)],
+    "early_return": [(17, {"TMA": 1}, {}, 0), (22, {"TMA": 1, "FMA": 2}, {}, 0),
+                     (27, {"TMA": 2, "FMA": 1}, {}, 0)],
+    "grouped_gemm_if": [(24, {"TMA": 2, "SMEM": 5, "TC": 1}, {"SMEM": 4, "TMEM": 1}, 0)],
+    "layer_norm": [(16, {"TMA": 1, "FMA": 2}, {}, 0), (21, {"TMA": 1, "FMA": 4}, {}, 0),
+                   (27, {"TMA": 4, "FMA": 6}, {}, 0)],
+    "persistent_tma_gemm": [(32, {"TMA": 2, "TC": 1}, {}, 0)],
+    "scaled_mma_gemm": [(17, {"TMA": 4, "SMEM": 5, "FMA": 6, "TC": 1},
+                         {"SMEM": 4, "FMA": 0, "TMEM": 2}, 0)],
+    "softmax_loops": [(16, {"TMA": 1, "FMA": 8, "EXP": 2}, {}, 2),
+                      (22, {"TMA": 2, "FMA": 3, "EXP": 1}, {}, 0)],
+}  # fmt: skip
+_ALLOWED = set(FOLD_REASONS) | {"instruction", "other branch"}
+
+
+def _reductions_in(ops: list[TtgirOp]) -> int:
+    """tt.reduce / tt.scan ops in a loop body, read from the parsed text (not the graph)."""
+    n = 0
+    for op in ops:
+        n += op.name in ("tt.reduce", "tt.scan")
+        if op.name not in ("scf.for", "scf.while"):
+            n += sum(_reductions_in(r) for r in op.regions)
+    return n
+
+
+def _innermost(ops: list[TtgirOp], out: list[TtgirOp]) -> bool:
+    found = False
+    for op in ops:
+        inner = any(_innermost(r, out) for r in op.regions)
+        if op.name in ("scf.for", "scf.while"):
+            found = True
+            if not inner:
+                out.append(op)
+        found |= inner
+    return found
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("kernel", sorted(GOLDEN))
+def test_corpus_loops_units_and_reductions(kernel: str, arch: str) -> None:
+    path = CORPUS / f"{kernel}.{arch}.ttgir"
+    text = read_ttgir_file(path)
+    loops = extract_loops(text, arch, source=str(path), normalize=False)
+    golden = GOLDEN[kernel]
+    assert [lp.line for lp in loops] == [g[0] for g in golden]
+    bodies: list[TtgirOp] = []
+    _innermost(parse_ttgir(text).ops, bodies)
+    for lp, (_, hopper, blackwell, reductions), body in zip(loops, golden, bodies, strict=True):
+        units = hopper if arch == "sm_90a" else {**hopper, **blackwell}
+        assert Counter(i.unit for i in lp.graph.instructions) == +Counter(units)
+        assert lp.reductions == reductions == _reductions_in(body.regions[0] + body.regions[-1]
+                                                             if body.name == "scf.while"
+                                                             else body.body)  # fmt: skip
+        assert {r for *_, r in lp.accounting} <= _ALLOWED
+        assert sum(1 for *_, r in lp.accounting if r == "instruction") == lp.ops
+
+
+def test_corpus_nesting_and_branches_are_reported() -> None:
+    """The persistent GEMM's tile loop and the grouped GEMM's while loop are context with a
+    stated cost; the grouped GEMM's if is predicated on its costlier branch."""
+    (tiles,) = extract_loops(read_ttgir_file(CORPUS / "persistent_tma_gemm.sm_90a.ttgir"),
+                             "sm_90a", normalize=False)  # fmt: skip
+    assert [(c.line, c.ops) for c in tiles.context] == [(28, 3)] and tiles.context[0].cycles > 0
+    (k_loop,) = extract_loops(read_ttgir_file(CORPUS / "grouped_gemm_if.sm_90a.ttgir"),
+                              "sm_90a", normalize=False)  # fmt: skip
+    assert [c.line for c in k_loop.context] == [16]
+    assert k_loop.notes and "scf.if at line 26: predicated" in k_loop.notes[0]
+    assert any(r == "other branch" for *_, r in k_loop.accounting)
+
+
+def test_scaled_and_fp8_mma_cost_at_their_rates() -> None:
+    """B200's tc_gen5_mma_scaled on FP8 runs at twice the FP16 rate: 2*128*128*128 / 16384."""
+    (lp,) = extract_loops(read_ttgir_file(CORPUS / "scaled_mma_gemm.sm_100a.ttgir"), "sm_100a",
+                          normalize=False)  # fmt: skip
+    (tc,) = [i for i in lp.graph.instructions if i.unit == "TC"]
+    assert tc.note.startswith("ttng.tc_gen5_mma_scaled") and tc.cycles == 256
+
+
+def test_autotuned_kernel_compiles_with_each_config() -> None:
+    pytest.importorskip("triton")
+    from twill.triton import import_triton_loops
+
+    spec = f"{CORPUS / 'autotuned_gemm.py'}:autotuned_gemm"
+    first = import_triton_loops(spec, "sm_90a")
+    assert "config 0 of 2" in first.notes[0] and "num_stages=1" in first.notes[-1]
+    second = import_triton_loops(spec, "sm_90a", config=1)
+    assert "BM=64" in second.notes[0] and "num_warps=4" in second.notes[0]
+    assert second.picked.cycles < first.picked.cycles  # a smaller tile
