@@ -238,3 +238,50 @@ def _constexpr_value(value: str) -> Any:  # noqa: ANN401 (a number, a bool or a 
     if lowered in ("true", "false"):
         return lowered == "true"
     return value
+
+
+#: Relaxations tried by :func:`explain_joint_I`, in order: a name for the output, the rule
+#: overrides, and whether cross-warp spill costs are zeroed.
+_RELAXATIONS = (
+    ("the register limit per warp group", {"registers_per_warp": None}, False),
+    ("the number of warp groups", {"warps_plus": 1}, False),
+    ("the cost of cross-warp register hand-offs", {"spill_blocking": False}, True),
+)
+
+
+def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.0) -> str | None:  # noqa: ANN401 (a TwillResult)
+    """Why the joint ``I`` of ``result`` is above Phase 1's modulo minimum (``None`` when it
+    is not): Phase 2 is re-run at the modulo minimum with one rule relaxed at a time, and the
+    first relaxation that makes it satisfiable is named.
+
+    Notes
+    -----
+    Each probe is one Phase-2 window at the Phase-1 minimum ``I``, at most ``time_limit``
+    seconds per call; a probe that times out names nothing.
+    """
+    from dataclasses import replace
+
+    from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.verify_warps import WarpRules
+
+    first = result.extra.get("phase1_I")
+    if result.I is None or first is None or result.I <= first or result.phase1 is None:
+        return None
+    for name, overrides, no_spill in _RELAXATIONS:
+        rules_args = dict(overrides)
+        if "warps_plus" in rules_args:
+            rules_args = {"warps": graph.machine.warps + rules_args.pop("warps_plus")}
+        rules = WarpRules.for_graph(graph, **rules_args)
+        g = graph
+        if no_spill:
+            g = replace(graph, instructions=tuple(replace(i, spill_cost=0)
+                                                  for i in graph.instructions))  # fmt: skip
+        probe = algorithm1(g, phase1=result.phase1, probe=True, rules=rules,
+                           time_limit=time_limit, backend="cpsat")  # fmt: skip
+        if probe.I is not None:
+            return (f"the joint I ({result.I}) is above the modulo minimum ({first}) because of "
+                    f"{name}: without it, Phase 2 is satisfiable at I = {first}")  # fmt: skip
+    return (
+        f"the joint I ({result.I}) is above the modulo minimum ({first}); no single "
+        "relaxation (registers, warp groups, hand-off cost) explains it alone"
+    )

@@ -158,3 +158,71 @@ def test_non_utf8_and_oversized_ttgir_exit_2(
     monkeypatch.setattr(twill.io.text, "MAX_INPUT_BYTES", 100)
     assert main(["solve", str(path), "--arch", "sm_90a"]) == 2
     assert "100-byte limit" in capsys.readouterr().err
+
+
+_OPS_LOOP = """module attributes {ttg.target = "cuda:CAP", "ttg.num-warps" = 4 : i32} {
+  tt.func public @k(ARGS) {
+    %r = scf.for %i = %a to %a step %a iter_args(%x = %p) -> (tensor<64xf32>)  : i32 {
+      OP
+      %y = math.exp2 %x : tensor<64xf32> loc(#loc2)
+      scf.yield %y : tensor<64xf32> loc(#loc2)
+    } loc(#loc2)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("k.py":1:1)
+#loc2 = loc("k.py":7:9)
+"""
+_F8 = "tensor<128x64xf8E4M3FN>"
+_I8 = "tensor<128x64xi8>"
+_F8T = "tensor<64x128xf8E4M3FN>"
+_I8T = "tensor<64x128xi8>"
+NEW_OPS = {
+    # op line, arch, unit (None: folded), SM clocks
+    "bitcast": ("%v = tt.bitcast %x : tensor<64xf32> -> tensor<64xi32>", "sm_90a", None, 0),
+    "atomic add": ("%v = tt.atomic_rmw fadd, acq_rel, gpu, %ptrs, %x : (tensor<64x!tt.ptr<f32>>,"
+                   " tensor<64xf32>) -> tensor<64xf32>", "sm_90a", "TMA", 37),  # 512 B / 13.9
+    "fp8 dot": (f"%c = arith.constant dense<0.0> : {_F8}\n%e = arith.constant dense<0.0> : "
+                f"{_F8T}\n%v = tt.dot %c, %e, %c : {_F8} * {_F8T} -> tensor<128x128xf32>",
+                "sm_90a", "TC", 256),  # 2*128*128*64 / 8192
+    "gather": ("%g = tt.descriptor_gather %desc[%a, %a] : (!tt.tensordesc<tensor<1x128xf16>>, "
+               "i32, i32) -> tensor<32x128xf16>", "sm_100a", "TMA", 64),  # 8 KiB / 128
+    "tmem copy": ("%s = ttg.local_alloc : () -> !ttg.memdesc<128x32xi8, #shared, #smem>\n"
+                  "%t = ttng.tmem_alloc : () -> !ttg.memdesc<128x32xi8, #tm, "
+                  "#ttng.tensor_memory>\nttng.tmem_copy %s, %t : !ttg.memdesc<128x32xi8, "
+                  "#shared, #smem>, !ttg.memdesc<128x32xi8, #tm, #ttng.tensor_memory>",
+                  "sm_100a", "TMEM", 32),  # 4 KiB from shared memory at 128 B/clk
+    "fp4 dot_scaled": (f"%c = arith.constant dense<0> : {_I8}\n%e = arith.constant dense<0> : "
+                       f"{_I8T}\n%s = arith.constant dense<0> : tensor<128x4xi8>\n%v = "
+                       "tt.dot_scaled %c scale %s, %e scale %s, %x lhs = e2m1 rhs = e2m1 : "
+                       f"{_I8}, tensor<128x4xi8> * {_I8T}, tensor<128x4xi8> -> "
+                       "tensor<128x128xf32>", "sm_100a", "TC", 128),  # K 128: 4x FP16's rate
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(NEW_OPS))
+def test_newer_operations_cost_at_their_rates(case: str) -> None:
+    line, arch, unit, cycles = NEW_OPS[case]
+    args = "%a: i32, %p: tensor<64xf32>, %ptrs: tensor<64x!tt.ptr<f32>>, %desc: !tt.tensordesc<"
+    text = _OPS_LOOP.replace("CAP", arch[3:-1]).replace("OP", line)
+    text = text.replace("ARGS", args + "tensor<1x128xf16>>")  # one line, as Triton prints it
+    (loop,) = extract_loops(text, arch, normalize=False)
+    mine = [i for i in loop.graph.instructions if i.name != "EXP_y"]
+    if unit is None:
+        assert mine == [] and any(r.startswith("view") for *_, r in loop.accounting)
+    else:
+        assert [(i.unit, i.cycles) for i in mine] == [(unit, cycles)]
+
+
+def test_large_joint_I_names_its_cause() -> None:
+    from twill.kernels import KERNELS
+    from twill.triton import explain_joint_I
+    from twill.twill_solver import twill_solve
+
+    g = KERNELS["flash_attention_backward_hopper"]()
+    r = twill_solve(g, backend="cpsat")
+    assert r.I > r.extra["phase1_I"]
+    assert "cross-warp register hand-offs" in explain_joint_I(g, r)
+    assert (
+        explain_joint_I(g, twill_solve(KERNELS["simple_gemm_pipeline"](), backend="cpsat")) is None
+    )

@@ -279,6 +279,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     if kernel is not None:
         from twill.cli.triton_cmd import format_loops, loop_entry
+        from twill.triton import explain_joint_I
 
         entries = []
         for lp in kernel.loops:
@@ -287,6 +288,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 solved = _solve_one(args, lp.graph, backend, phase2)
             if solved is not None:
                 entries.append(loop_entry(lp, solved))
+                entries[-1]["why_I"] = explain_joint_I(lp.graph, solved)
         extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
                  "notes": list(kernel.notes)}  # fmt: skip
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]

@@ -162,6 +162,8 @@ def format_loops(entries: list[dict[str, Any]], notes: tuple[str, ...]) -> str:
                 f"loop has {c['ops']} ops, {c['cycles']} SM clocks (not scheduled)"
             )
         lines += [f"      {n}" for n in e["notes"]]
+        if e.get("why_I"):
+            lines.append(f"      {e['why_I']}")
     done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
     if done:
         lines.append(f"  total: about {sum(done)} SM clocks for one iteration of each loop")

@@ -244,7 +244,8 @@ def global_bytes(op: TtgirOp) -> int:
 
 def _tc_rate(op: TtgirOp, rates: Rates) -> float:
     """FLOP/clk/SM of a tensor-core op from its operand element type."""
-    operands = shapes(op)[:2]
+    found = shapes(op)
+    operands = [found[0], found[2]] if op.name == "tt.dot_scaled" and len(found) >= 4 else found[:2]
     bits = min((b for _, b in operands), default=16)
     text = op.type_text
     if "f32" in text.split("->")[0] and bits == 32:
@@ -256,9 +257,11 @@ def _tc_rate(op: TtgirOp, rates: Rates) -> float:
 
 def _tc_cycles(op: TtgirOp, rates: Rates) -> int:
     dims = [d for d, _ in shapes(op)]
+    if op.name == "tt.dot_scaled" and len(dims) >= 4:  # a, a's scales, b, b's scales
+        dims = [dims[0], dims[2]]
     (m, k), (_, n) = dims[0][-2:], dims[1][-2:]
-    if op.name in ("tt.dot_scaled", "ttng.tc_gen5_mma_scaled") and k < dims[1][-2]:
-        k = dims[1][-2]  # packed FP4 operand: K counts elements, not bytes
+    if op.name in ("tt.dot_scaled", "ttng.tc_gen5_mma_scaled") and "e2m1" in op.text:
+        k *= 2  # FP4 operands are packed two to a byte: K counts bytes in the type
     return max(1, round(2 * m * n * k / _tc_rate(op, rates)))
 
 
