@@ -160,19 +160,11 @@ def test_non_utf8_and_oversized_ttgir_exit_2(
     assert "100-byte limit" in capsys.readouterr().err
 
 
-_OPS_LOOP = """module attributes {ttg.target = "cuda:CAP", "ttg.num-warps" = 4 : i32} {
-  tt.func public @k(ARGS) {
-    %r = scf.for %i = %a to %a step %a iter_args(%x = %p) -> (tensor<64xf32>)  : i32 {
-      OP
-      %y = math.exp2 %x : tensor<64xf32> loc(#loc2)
-      scf.yield %y : tensor<64xf32> loc(#loc2)
-    } loc(#loc2)
-    tt.return loc(#loc)
-  } loc(#loc)
-} loc(#loc)
-#loc = loc("k.py":1:1)
-#loc2 = loc("k.py":7:9)
-"""
+_OPS_LOOP = (
+    _BASE.replace('"cuda:90"', '"cuda:CAP"')
+    .replace('%a: i32 loc("a"(#loc)), %p: tensor<64xf32> loc("p"(#loc))', "ARGS")
+    .replace("      %y = math.exp2", "      OP\n      %y = math.exp2")
+)
 _F8 = "tensor<128x64xf8E4M3FN>"
 _I8 = "tensor<128x64xi8>"
 _F8T = "tensor<64x128xf8E4M3FN>"
