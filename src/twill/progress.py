@@ -51,7 +51,8 @@ class ProgressEvent:
         Exact searches: schedule length under test (Phase 2) or of the schedule found
         (Phase 1), in cycles.
     lower_bound, upper_bound
-        Phase 1: the proven lower bound on ``I`` (MII) and the largest ``I`` it will try.
+        Phase 1: the proven lower bound on ``I`` (MII, raised by every refutation from MII
+        up) and the largest ``I`` it will try (the incumbent's, once there is one).
     answer
         Exact searches: ``None`` when the step starts, then the verdict for it
         (``"infeasible"``, ``"feasible"``, ``"optimal"``, ``"unknown"`` in Phase 1; ``"sat"``,
@@ -68,6 +69,10 @@ class ProgressEvent:
         A proven lower bound on the objective, where the solver has one.
     message
         Anything else worth a line (e.g. the expected violation of GauS).
+    best_I
+        Phase 1: the initiation interval of the best verified schedule found so far (the
+        incumbent, from the heuristic or an exact solve), ``None`` before there is one. The
+        search's answer is never above it; ``best_I - lower_bound`` is the current gap.
     """
 
     phase: str
@@ -83,6 +88,7 @@ class ProgressEvent:
     total: int | None = None
     bound: float | None = None
     message: str = ""
+    best_I: int | None = None
 
     def __post_init__(self) -> None:
         if not self.method and self.phase in ("phase1", "phase2"):
@@ -107,9 +113,14 @@ class ProgressEvent:
             head = f"Phase 1: I={self.I}"
             if self.lower_bound is not None:
                 cap = "" if self.upper_bound is None else f", max {self.upper_bound}"
-                head += f" (MII {self.lower_bound}{cap})"
+                head += f" (lower bound {self.lower_bound}{cap})"
         what = "trying" if self.answer is None else self.answer
-        tail = "" if self.incumbent is None else f", incumbent L={self.incumbent}"
+        tail = ""
+        if self.best_I is not None:
+            gap = "" if self.lower_bound is None else f", gap {self.best_I - self.lower_bound}"
+            tail = f", incumbent I={self.best_I}{gap}"
+        if self.incumbent is not None:
+            tail += f", incumbent L={self.incumbent}"
         return f"{head} {what}{tail}  [{self.seconds:.1f} s]"
 
     def _describe_steps(self) -> str:

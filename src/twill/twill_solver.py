@@ -257,7 +257,11 @@ def twill_solve(
     on_attempt
         Called after every Phase-1 solve (progress bars).
     total_time_limit
-        Stop the search for I after this many seconds (``None``: no limit).
+        Seconds for the whole call, Phase 1 and Phase 2 together (``None``: no limit). Every
+        solver call gets the smaller of its own limit and the time left, so the call ends
+        within about this time plus one solver's reaction time; it then returns the best
+        verified answer found: the Phase-1 incumbent (FEASIBLE, with ``lower_bound`` and
+        ``gap``) for a modulo problem, or UNKNOWN when Phase 2 found no joint schedule in time.
     phase2
         Run Phase 2 (joint SWP + warp specialisation, Algorithm 1); the result then carries
         ``extra["warps"]``, ``["points"]`` and ``["phase1_I"]``
@@ -301,6 +305,7 @@ def twill_solve(
     {'S': 0, 'P': 2, 'O': 3}
     """
     t0 = time.perf_counter()
+    started = time.monotonic()
     if options is not None:
         given = dict(threads=threads, total_time_limit=total_time_limit, on_progress=on_progress)
         chosen = options.overrides("total_time_limit", **given)
@@ -314,6 +319,7 @@ def twill_solve(
     if phase2 is not None and not isinstance(phase2, bool):
         raise TypeError(f"phase2 must be None, True or False, found {phase2!r}")
     run_phase2 = has_warp_model(graph) if phase2 is None else phase2
+    deadline = None if total_time_limit is None else started + total_time_limit
     p1 = _phase1(  # step 2: Phase 1 + search for the minimum I
         graph,
         max_I=max_I,
@@ -322,7 +328,7 @@ def twill_solve(
         tie_break=tie_break,
         threads=threads,
         on_attempt=on_attempt,
-        total_time_limit=total_time_limit,
+        deadline=deadline,
         on_progress=on_progress,
     )
     result = _package(graph, p1, t0)
@@ -333,7 +339,7 @@ def twill_solve(
         if p1.schedule is not None:
             alg = algorithm1(graph, phase1=p1, max_I=max_I, probe=probe, backend=backend,
                              phase1_time_limit=time_limit, time_limit=phase2_time_limit,
-                             on_progress=on_progress,
+                             on_progress=on_progress, deadline=deadline,
                              options=SolverOptions(threads=threads))  # fmt: skip
             result = merge_into(result, alg, graph)
     _verify(result, graph)  # step 4: verified once, before anything is returned or shown

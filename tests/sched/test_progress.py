@@ -20,18 +20,20 @@ def test_phase1_search_reports_each_I(capsys):
     events: list[ProgressEvent] = []
     r = search_min_ii(flash_attention_forward_hopper(), on_progress=events.append)
     assert r.I == 4 and r.mii == 4
-    # one start and one end event per I tried: I = MII = 4 has a schedule at once
+    # the heuristic incumbent first (I = MII = 4), then one start and one end event for the
+    # exact solve at 4 that minimises L from it
     assert [(e.phase, e.I, e.answer) for e in events] == [
+        ("phase1", 4, "incumbent"),
         ("phase1", 4, None),
         ("phase1", 4, r.attempts[0].status.value),
     ]
-    start, end = events
-    assert (start.lower_bound, start.upper_bound) == (4, end.upper_bound) and end.upper_bound >= 4
-    assert start.incumbent is None and end.incumbent == r.attempts[0].L
+    heur, start, end = events
+    assert heur.best_I == 4 and heur.incumbent == r.heuristic.L
+    assert (start.lower_bound, start.upper_bound) == (4, 4) == (end.lower_bound, end.upper_bound)
+    assert end.incumbent == r.attempts[0].L
     assert 0 <= start.elapsed <= end.elapsed <= r.seconds
-    assert "Phase 1: I=4 (MII 4" in end.describe() and f"incumbent L={r.attempts[0].L}" in (
-        end.describe()
-    )
+    assert "Phase 1: I=4 (lower bound 4, max 4) optimal, incumbent I=4, gap 0" in end.describe()
+    assert f"incumbent L={r.attempts[0].L}" in end.describe()
     assert capsys.readouterr().out == ""
 
 
@@ -39,13 +41,16 @@ def test_phase1_search_reports_infeasible_I():
     """CIRCT minII_infeasible: MII = 3 is refuted by the solver, then I = 4 has a schedule."""
     events: list[ProgressEvent] = []
     r = search_min_ii(load_graph(DATA / "circt_minII_infeasible.yaml"), on_progress=events.append)
-    assert [(e.I, e.answer, e.incumbent) for e in events] == [
-        (3, None, None),
-        (3, "infeasible", None),
-        (4, None, None),
-        (4, "optimal", r.L),
+    heur = r.heuristic
+    assert heur is not None and heur.I == 4
+    assert [(e.I, e.answer, e.incumbent, e.lower_bound) for e in events] == [
+        (4, "incumbent", heur.L, 3),
+        (3, None, heur.L, 3),
+        (3, "infeasible", heur.L, 4),
+        (4, None, heur.L, 4),
+        (4, "optimal", r.L, 4),
     ]
-    assert {(e.lower_bound, e.upper_bound) for e in events} == {(3, events[0].upper_bound)}
+    assert {(e.best_I, e.upper_bound) for e in events} == {(4, 4)}
     assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)
 
 
@@ -88,5 +93,5 @@ def test_cli_status_line_follows_the_events(monkeypatch, capsys):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.setattr(sched_cmds, "_progress_callback", spy)
     assert main(["solve", "flash_attention_forward_simplified"]) == 0
-    assert seen[0].startswith("Phase 1: I=2 (MII 2") and seen[-1].startswith("Phase 2: (I=2, L=4)")
+    assert seen[0].startswith("Phase 1: I=2 (lower bound 2") and seen[-1].startswith("Phase 2: (I=2, L=4)")
     assert "Phase 1" not in capsys.readouterr().out

@@ -95,18 +95,72 @@ def _longest_paths(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
     Bellman-Ford with weights ``d - ii*delta``; ``None`` when a positive cycle exists.
     """
     names = graph.names
-    dist = {n: 0 for n in names}
-    arcs = [(e.src, e.dst, e.delay - ii * e.distance) for e in graph.edges]
-    for _ in range(len(names) + 1):
+    index = graph.index()
+    rank = _topological_rank(graph, index)
+    # arcs sorted by their source's place in a topological order of the distance-0 edges:
+    # one pass then settles every chain, so the passes needed are about the back edges on a
+    # longest path, not |V| (same fixpoint, any order)
+    arcs = sorted(
+        ((index[e.src], index[e.dst], e.delay - ii * e.distance) for e in graph.edges),
+        key=lambda a: rank[a[0]],
+    )
+    dist = [0] * len(names)
+    parent = [-1] * len(names)
+    for rounds in range(len(names) + 1):
         changed = False
-        for u, v, w in arcs:
+        for k, (u, v, w) in enumerate(arcs):
             cand = dist[u] + w
             if cand > dist[v]:
                 dist[v] = cand
+                parent[v] = k
                 changed = True
         if not changed:
-            return dist
+            return dict(zip(names, dist, strict=True))
+        if rounds % 8 == 7 and _parent_circuit(parent, arcs):
+            return None  # a circuit of parent arcs has positive weight: stop early
     return None
+
+
+def _parent_circuit(parent: list[int], arcs: list[tuple[int, int, int]]) -> bool:
+    """True when the arcs that last improved each op form a circuit. In a Bellman-Ford run
+    for longest paths such a circuit has positive weight (each of its arcs was tight when
+    set, and the values only grew since), so the run would never settle."""
+    state = [0] * len(parent)  # 0 unseen, 1 on the current walk, 2 done
+    for start in range(len(parent)):
+        v, walk = start, []
+        while v >= 0 and state[v] == 0:
+            state[v] = 1
+            walk.append(v)
+            v = arcs[parent[v]][0] if parent[v] >= 0 else -1
+        if v >= 0 and state[v] == 1:
+            return True
+        for x in walk:
+            state[x] = 2
+    return False
+
+
+def _topological_rank(graph: DependenceGraph, index: dict[str, int]) -> list[int]:
+    """Position of every op in a topological order of the distance-0 edges (Kahn); ops on a
+    distance-0 circuit (an invalid graph) come last, in index order."""
+    n = len(index)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for e in graph.edges:
+        if e.distance == 0 and e.src != e.dst:
+            succ[index[e.src]].append(index[e.dst])
+            indeg[index[e.dst]] += 1
+    ready = [v for v in range(n) if indeg[v] == 0]
+    rank = [n] * n
+    k = 0
+    while ready:
+        u = ready.pop()
+        rank[u] = k
+        k += 1
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    return rank
 
 
 def has_positive_cycle(graph: DependenceGraph, ii: int) -> bool:

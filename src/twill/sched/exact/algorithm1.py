@@ -39,6 +39,7 @@ from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings, WarpSchedule
+from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
@@ -255,6 +256,7 @@ def algorithm1(
     on_point: Callable[[SearchPoint], None] | None = None,
     on_progress: OnProgress | None = None,
     options: SolverOptions | None = None,
+    deadline: float | None = None,
 ) -> Algorithm1Result:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
@@ -299,6 +301,10 @@ def algorithm1(
         workers are spawned, so a script that calls this at its top level needs
         ``if __name__ == "__main__":``, as with any ``multiprocessing`` use. ``seed`` does
         not apply (Phase 2 runs one SAT core with its default seed).
+    deadline
+        A ``time.monotonic()`` value that the whole search (its own Phase 1 included) never
+        outlives: each solver call gets the smaller of its limit and the time left; when
+        none is left the search stops, UNKNOWN unless a joint schedule was found.
 
     Returns
     -------
@@ -327,7 +333,8 @@ def algorithm1(
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
         phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit,
-                               threads=threads, on_progress=on_progress)  # fmt: skip
+                               threads=threads, on_progress=on_progress,
+                               deadline=deadline)  # fmt: skip
     p1_seconds = phase1.seconds
     p2_seconds = 0.0
     points: list[SearchPoint] = []
@@ -366,7 +373,7 @@ def algorithm1(
                       "Phase 1 found no modulo schedule")  # fmt: skip
     proof, (witness, cap) = phase1.optimal, _search_cap(graph, phase1.I, probe, max_I, rules)
     job = _WindowJob(graph, backend, phase1_time_limit, rules, encoding, symmetry_breaking,
-                     time_limit, window)  # fmt: skip
+                     time_limit, window, deadline)  # fmt: skip
     first = (phase1.L, phase1.schedule, phase1.L_optimal)
 
     def announce(ii: int) -> None:  # before each I is awaited (progress display)
@@ -375,6 +382,8 @@ def algorithm1(
 
     with closing(_examined_in_order(job, phase1.I, first, cap, threads, announce)) as examined:
         for ex in examined:
+            if ex.empty == "time_limit":  # the deadline passed before this I's turn
+                break
             low = ex.outcome.low if ex.outcome is not None else None
             emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - t0, L=low))
             p1_seconds += ex.p1_seconds
@@ -393,11 +402,19 @@ def algorithm1(
             # an unsat window proves this I only when LEN(M), hence the window, is exact
             proof = proof and ex.outcome.answer == "unsat" and ex.len_proven
     proven = proof and all(p.proven_empty for p in points)  # every window exact and empty
+    examined_all = bool(points) and max(p.I for p in points) >= cap
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
-    if witness is not None and not proven:  # time limits hit: the verified sequential answer
+    if witness is not None and not (proven and examined_all):  # limits hit: the witness
         return finish(Status.FEASIBLE, *_witness_answer(witness, where))
-    status = Status.INFEASIBLE if proven else Status.UNKNOWN
-    return finish(status, f"no satisfiable point for {where}")
+    return finish(*_no_point(proven and examined_all, where, deadline))
+
+
+def _no_point(proven: bool, where: str, deadline: float | None) -> tuple[Status, str]:
+    """Status and reason when no point was satisfiable: INFEASIBLE needs the whole chain
+    (every ``I`` up to the cap examined, each window the exact one and empty)."""
+    if not proven and deadline is not None and time.monotonic() >= deadline:
+        return Status.UNKNOWN, f"time limit reached before a satisfiable point for {where}"
+    return (Status.INFEASIBLE if proven else Status.UNKNOWN), f"no satisfiable point for {where}"
 
 
 @dataclass(frozen=True)
@@ -412,6 +429,7 @@ class _WindowJob:
     symmetry_breaking: bool
     time_limit: float | None
     window: str
+    deadline: float | None = None
 
 
 @dataclass(frozen=True)
@@ -430,17 +448,26 @@ def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _
     """Phase 1 at ``ii`` (skipped when ``start = (LEN(M), M, LEN proven)`` is given), then
     Phase 2 on the window it fixes."""
     p1_seconds = 0.0
+    if out_of_time(within(None, job.deadline)):
+        return _Examined(ii, 0.0, "time_limit", False, None, [])
     if start is None:
-        p1, empty = _phase1_at(job.graph, ii, job.backend, job.phase1_time_limit)
+        p1, empty = _phase1_at(job.graph, ii, job.backend, job.phase1_time_limit, job.deadline)
         p1_seconds = p1.seconds
         if empty is not None:
             return _Examined(ii, p1_seconds, empty, False, None, [])
         start = (p1.L, p1.schedule, p1.status == Status.OPTIMAL)
     length, hint, len_proven = start
-    run = _scan_window if job.window == "scan" else _monotone_window
-    outcome, checks = run(job.graph, ii, length, hint, rules=job.rules, encoding=job.encoding,
-                          symmetry_breaking=job.symmetry_breaking,
-                          time_limit=job.time_limit)  # fmt: skip
+    if job.window == "scan":
+        outcome, checks = _scan_window(job.graph, ii, length, hint, rules=job.rules,
+                                       encoding=job.encoding,
+                                       symmetry_breaking=job.symmetry_breaking,
+                                       time_limit=within(job.time_limit, job.deadline))  # fmt: skip
+    else:
+        outcome, checks = _monotone_window(job.graph, ii, length, hint, rules=job.rules,
+                                           encoding=job.encoding,
+                                           symmetry_breaking=job.symmetry_breaking,
+                                           time_limit=job.time_limit,
+                                           deadline=job.deadline)  # fmt: skip
     return _Examined(ii, p1_seconds, None, len_proven, outcome, checks)
 
 
@@ -499,11 +526,16 @@ def _examined_in_order(
 
 
 def _phase1_at(
-    graph: DependenceGraph, ii: int, backend: str, time_limit: float | None
+    graph: DependenceGraph,
+    ii: int,
+    backend: str,
+    time_limit: float | None,
+    deadline: float | None = None,
 ) -> tuple[Phase1Result, str | None]:
     """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
     when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
-    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False)
+    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False,
+                      deadline=deadline)  # fmt: skip
     if p1.schedule is None or p1.L is None:
         return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
     return p1, None

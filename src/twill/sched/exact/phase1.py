@@ -65,6 +65,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,8 @@ from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
+from twill.sched.exact._deadline import out_of_time as _out_of_time
+from twill.sched.exact._deadline import within as _within
 from twill.sched.exact.reduced import ReducedModel, build_reduced_model
 from twill.sched.exact.window import (
     build_window_model,
@@ -287,6 +290,8 @@ _SAME = object()  # length_time_limit default: the same as time_limit
 _ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
 _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <= 4*II values
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
+_FW_RATE = 5e7  # kept**3 per second, a safe estimate of the window model's longest paths
+_LENGTH_MAX_BINARIES = 150_000  # above this many a[v, r], L is not minimised (model build)
 
 # ---------------------------------------------------------------------------------------------
 # CBC through PuLP
@@ -594,6 +599,8 @@ def solve_phase1(
     length_time_limit: float | None | object = _SAME,
     decide: str = "window",
     options: SolverOptions | None = None,
+    deadline: float | None = None,
+    incumbent: Mapping[str, int] | None = None,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -639,6 +646,15 @@ def solve_phase1(
     options
         The shared :class:`~twill.options.SolverOptions`: when given, its ``threads`` and its
         ``time_limit`` (as ``time_limit``) replace those keywords.
+    deadline
+        A ``time.monotonic()`` value that no solver call outlives: each gets the smaller of
+        its own limit and the time left; a step with no time left is skipped (the decision:
+        UNKNOWN; minimising ``L``: the schedule at hand, FEASIBLE).
+    incumbent
+        A schedule at ``II`` already known to be legal (e.g. from
+        :func:`twill.sched.heuristics.heuristic_schedule`; checked here by the verifier):
+        ``II`` is then feasible without a decision solve, and ``L`` is minimised starting
+        from it (CP-SAT hint, CBC warm start); on a time-out it is returned as FEASIBLE.
 
     Returns
     -------
@@ -691,23 +707,25 @@ def solve_phase1(
     log.info("phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
              backend, II, len(data.names), len(data.kept), len(data.weights), data.stage_bound,
              stats)  # fmt: skip
-    status, kept_starts, impl, seed = _decide_ii(
-        graph, data, backend, encoding, decide, hint, time_limit, threads, stats
-    )
+    if incumbent is not None:  # II is feasible: no decision solve
+        status, kept_starts, impl, seed = _from_incumbent(graph, data, incumbent, stats)
+    else:
+        status, kept_starts, impl, seed = _decide_ii(
+            graph, data, backend, encoding, decide, hint, _within(time_limit, deadline),
+            threads, stats, deadline,
+        )  # fmt: skip
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
     if kept_starts is None and seed is not None and status is Status.UNKNOWN:
-        stats["schedule_source"] = "hint"  # a verified schedule: II is feasible
+        stats.setdefault("schedule_source", "hint")  # a verified schedule: II is feasible
         schedule, length = _normalised(data, [seed[n] for n in data.names])
         return result(Status.FEASIBLE, schedule, length, data.stage_bound, stats)
     if kept_starts is None:
         return result(status, None, None, data.stage_bound, stats)
-    if impl is None:
-        impl = _BACKEND_MODELS[backend](data, encoding)
-        stats.update(impl.size())
     length_limit = time_limit if length_time_limit is _SAME else length_time_limit
     status, kept_starts, length, late = _minimise_length(
-        impl, kept_starts, data, length_limit, time_limit, threads, tie_break, stats
-    )
+        impl, kept_starts, data, (length_limit, time_limit, deadline), threads, tie_break, stats,
+        (backend, encoding),
+    )  # fmt: skip
     schedule, length = _normalised(data, _complete(data, kept_starts, length, late))
     violations = verify_modulo_schedule(graph, schedule, II)
     if violations:
@@ -756,14 +774,22 @@ def _decide_ii(
     time_limit: float | None,
     threads: int,
     stats: dict[str, Any],
+    deadline: float | None = None,
 ) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
     """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
     :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
 
     Returns the status, the kept ops' starts (when feasible), the full model when it was
-    built, and the verified greedy hint (when one was found).
+    built, and the verified greedy hint (when one was found). With no time left (or, before
+    the window model's all-pairs longest paths, clearly too little for them), UNKNOWN.
     """
     impl: _PulpModel | _CpSatModel | None = None
+    fw_seconds = len(data.kept) ** 3 / _FW_RATE  # the window model's longest paths
+    if _out_of_time(_within(None, deadline)) or (
+        decide == "window" and deadline is not None and deadline - time.monotonic() < fw_seconds
+    ):
+        stats["skipped"] = "time limit"
+        return Status.UNKNOWN, None, None, None
     wm = build_window_model(data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
@@ -776,7 +802,9 @@ def _decide_ii(
             stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
         wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
-        status, times = decider(wm, time_limit, threads, wm_hint)
+        if _out_of_time(_within(None, deadline)):
+            return Status.UNKNOWN, None, None, seed
+        status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint)
         kept_starts = lift(data, wm, times) if times is not None else None
         if times is not None and kept_starts is None:  # impossible by window's docstring
             raise VerificationError(
@@ -791,23 +819,54 @@ def _decide_ii(
     return status, impl.values() if status.has_solution else None, impl, seed
 
 
+def _from_incumbent(
+    graph: DependenceGraph, data: ReducedModel, incumbent: Mapping[str, int], stats: dict
+) -> tuple[Status, dict[int, int] | None, None, dict[str, int] | None]:
+    """Step 1 with a known legal schedule: ``II`` is feasible. The kept ops start at the least
+    starts with the incumbent's residues (inside the proven stage bounds, as in
+    :func:`.window.lift`), which seed the minimisation of ``L``."""
+    violations = verify_modulo_schedule(graph, incumbent, data.ii)
+    if violations:
+        raise InvalidProblemError([f"incumbent at II={data.ii}: {v}" for v in violations])
+    stats["schedule_source"] = "incumbent"
+    res = {x: incumbent[data.names[x]] % data.ii for x in data.kept}
+    lower = dict(data.lower)
+    floor = {x: max(0, lower.get(x, 0)) for x in data.kept}
+    kept_starts = least_starts(res, floor, data.arcs, data.ii)
+    return Status.FEASIBLE, kept_starts, None, dict(incumbent)
+
+
 def _minimise_length(
-    impl: _PulpModel | _CpSatModel,
+    impl: _PulpModel | _CpSatModel | None,
     kept_starts: dict[int, int],
     data: ReducedModel,
-    length_limit: float | None | object,
-    time_limit: float | None,
+    limits: tuple[float | None | object, float | None, float | None],
     threads: int,
     tie_break: bool,
     stats: dict[str, Any],
+    model: tuple[str, str],
 ) -> tuple[Status, dict[int, int], int, bool]:
     """Steps 2 and 3: minimise ``L`` from the deciding schedule (hint / warm start) under its
     own limit, then, at a proven ``L*``, the as-late-as-possible tie-break.
 
-    Returns the status, the kept starts, ``L`` and whether the tie-break solution was taken.
+    ``limits`` is ``(length limit, time limit, deadline)``; ``model`` the backend and the
+    encoding of the §3.1 model when ``impl`` is not built yet. With no time left, or a 0-1
+    model too large to build in the time left, ``L`` stays that of the schedule at hand
+    (FEASIBLE). Returns the status, the kept starts, ``L`` and whether the tie-break
+    solution was taken.
     """
+    length_limit, time_limit, deadline = limits
+    spent = _out_of_time(_within(None, deadline))
+    binaries = len(data.kept) * data.ii if model[1] != "residue" else 0
+    if spent or binaries > _LENGTH_MAX_BINARIES:
+        stats["length_status"] = "skipped (time limit)" if spent else (
+            f"skipped ({binaries} 0-1 variables)")  # fmt: skip
+        return Status.FEASIBLE, kept_starts, _length(data, kept_starts), False
+    if impl is None:
+        impl = _BACKEND_MODELS[model[0]](data, model[1])
+        stats.update(impl.size())
     impl.minimise_length_from(kept_starts)
-    status = impl.solve(length_limit, threads)  # type: ignore[arg-type]
+    status = impl.solve(_within(length_limit, deadline), threads)  # type: ignore[arg-type]
     stats["length_status"] = status.value
     if status.has_solution:
         kept_starts = impl.values()
@@ -815,9 +874,9 @@ def _minimise_length(
         status = Status.FEASIBLE  # a schedule exists; L not minimised within the limit
     length = _length(data, kept_starts)
     late = False
-    if tie_break and status is Status.OPTIMAL:
+    if tie_break and status is Status.OPTIMAL and not _out_of_time(_within(None, deadline)):
         impl.fix_length_maximise_starts(length)
-        second = impl.solve(time_limit, threads)
+        second = impl.solve(_within(time_limit, deadline), threads)
         stats["tie_break"] = second.value
         if second.has_solution:
             kept_starts = impl.values()

@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
     Phase2Model,
     Phase2Result,
@@ -157,6 +158,7 @@ def solve_window(
     time_limit: float | None = None,
     hint: Mapping[str, int] | None = None,
     seed: int = 0,
+    deadline: float | None = None,
 ) -> WindowOutcome:
     """The first satisfiable length of the window ``[low, I * ceil(low / I)]``, or a proof
     that there is none (module docstring for the order of checks and why it is sound).
@@ -173,6 +175,10 @@ def solve_window(
         Seconds per solver call; a call that hits it answers ``unknown`` (never unsat).
     hint
         Phase 1's schedule at ``II`` (length ``low``), tried first under assumptions.
+    deadline
+        A ``time.monotonic()`` value no call outlives (each gets the smaller of
+        ``time_limit`` and the time left; with none left the window ends ``unknown``, or
+        ``sat`` unproven with the best length found).
 
     Returns
     -------
@@ -181,6 +187,8 @@ def solve_window(
     """
     rules = rules or WarpRules.for_graph(graph)
     options = {"encoding": encoding, "symmetry_breaking": symmetry_breaking}
+    if out_of_time(within(None, deadline)):  # not even the model is built
+        return WindowOutcome(low, II * program_shape(II, low)[0], "unknown", (), None, False)
     w = _Window(graph, II, low, rules, options, seed)
     checks: list[Phase2Result] = []
 
@@ -188,19 +196,23 @@ def solve_window(
         return WindowOutcome(low, w.top, answer, tuple(checks), final, proven)
 
     pinned = hint_literals(w.m, hint) if hint else None
-    if pinned is not None:
-        r = w.check(low, time_limit, pinned)
+    if pinned is not None and not out_of_time(within(None, deadline)):
+        r = w.check(low, within(time_limit, deadline), pinned)
         if r.answer == "sat":
             checks.append(r)
             return done("sat", r, True)
         w.carry = r.seconds  # not a verdict on the window: its time goes to the next call
-    r = w.check(w.top, time_limit)
+    if out_of_time(within(None, deadline)):
+        return done("unknown", None, False)
+    r = w.check(w.top, within(time_limit, deadline))
     checks.append(r)
     if r.answer != "sat":
         return done(r.answer, None, False)
     best = r
     while (below := best.L - 1) >= low:
-        r = w.check(below, time_limit)
+        if out_of_time(within(None, deadline)):
+            return done("sat", best, False)
+        r = w.check(below, within(time_limit, deadline))
         checks.append(r)
         if r.answer != "sat":
             return done("sat", best, r.answer == "unsat")

@@ -1,7 +1,19 @@
 """Search for the minimum initiation interval with a certificate (Twill Algorithm 1; spec §5).
 
-Phase 1 of Algorithm 1: try ``I = MII, MII+1, ...`` with :func:`~.phase1.solve_phase1` until a
-modulo schedule exists. Starting at MII instead of 1 is equivalent, because every ``I < MII``
+First an *incumbent*: a fast heuristic schedule (Rau's iterative modulo scheduling,
+:mod:`twill.sched.heuristics.ims`, verified), whose ``I`` tops the search. Then Phase 1 of
+Algorithm 1: try ``I = MII, MII+1, ...`` below the incumbent with
+:func:`~.phase1.solve_phase1` until a modulo schedule exists; if none does, the incumbent's
+``I`` is the answer, with ``L`` minimised from the incumbent (hint / warm start).
+
+Why upward (docs/decisions.md): optimality needs a proof for *every* ``I`` below the answer,
+so the refutations from MII up are needed whatever the order; upward, the first schedule
+found is the answer at once, and the lower bound rises with every refutation, so the gap
+shrinks from both ends (the heuristic gives the top). The refutations near MII are the
+cheap ones on the HLS loops (most end in an implied-arc circuit, without a solver call).
+A time-out at any point leaves the incumbent as a FEASIBLE answer with its gap.
+
+Starting at MII instead of 1 is equivalent, because every ``I < MII``
 is excluded by the bounds (spec §2, §5). The result carries a **certificate**: one entry per
 ``I`` below the answer, saying whether it was excluded by ResMII/RecMII or proven infeasible
 (by which backend, in how long). If any of those solves ended UNKNOWN (time limit), the
@@ -29,6 +41,7 @@ from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
+from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.validate import check_graph
 
@@ -42,7 +55,8 @@ class CertificateEntry:
     """Why one initiation interval ``I`` below the answer has no schedule (or might have one).
 
     ``verdict`` is ``"below_bound"`` (``by`` = ``"ResMII"`` or ``"RecMII"``), ``"infeasible"``
-    (a finished complete solve; ``by`` = backend) or ``"unknown"`` (a limit was hit).
+    (a finished complete solve; ``by`` = backend), ``"unknown"`` (a limit was hit) or
+    ``"untried"`` (the overall time limit ran out before this ``I``'s turn).
     """
 
     I: int
@@ -67,6 +81,8 @@ class CertificateEntry:
             return f"I={self.I}: excluded by {self.by}"
         if self.verdict == "infeasible":
             return f"I={self.I}: proven infeasible by {self.by} in {self.seconds:.3f} s"
+        if self.verdict == "untried":
+            return f"I={self.I}: not tried ({self.by} reached)"
         return f"I={self.I}: UNKNOWN ({self.by} hit its limit after {self.seconds:.3f} s)"
 
 
@@ -91,6 +107,9 @@ class SearchResult:
         The bounds.
     attempts
         Every Phase-1 solve made, in order.
+    heuristic
+        The incumbent found before any exact solve (:func:`~twill.sched.heuristics.
+        heuristic_schedule`), or ``None`` when none was asked for or it exceeded ``max_I``.
     """
 
     status: Status
@@ -105,10 +124,16 @@ class SearchResult:
     backend: str
     seconds: float
     attempts: tuple[Phase1Result, ...] = field(default_factory=tuple)
+    heuristic: HeuristicSchedule | None = field(default=None, repr=False)
 
     @property
     def mii(self) -> int:
         return max(self.res_mii, self.rec_mii)
+
+    @property
+    def lower_bound(self) -> int:
+        """The proven lower bound on ``I`` (:func:`proven_lower_bound`)."""
+        return proven_lower_bound(self)
 
     def to_dict(self) -> dict[str, Any]:
         return search_result_fields(self)
@@ -136,12 +161,36 @@ def search_as_result(r: SearchResult | Any, solution: Any = None) -> SolveResult
     )
 
 
+def proven_lower_bound(r: SearchResult | Any) -> int:
+    """The smallest ``I`` not excluded by a proof: ``I`` itself when it is proven optimal,
+    else the first ``I`` from MII up whose certificate entry is not a proof (every smaller
+    ``I`` is below MII or proven infeasible). A lower bound on the problem's minimum ``I``."""
+    if r.optimal and r.I is not None:
+        return r.I
+    low = max(r.res_mii, r.rec_mii)
+    for c in sorted(r.certificate, key=lambda c: c.I):
+        if c.I == low and c.proven:
+            low += 1
+        elif c.I >= low:
+            break
+    return low
+
+
 def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:
     """JSON fields of a minimum-I answer, shared by :class:`SearchResult` and
-    :class:`twill.twill_solver.TwillResult` (the CLI's ``--json`` names: keep them stable)."""
+    :class:`twill.twill_solver.TwillResult` (the CLI's ``--json`` names: keep them stable).
+
+    ``lower_bound`` is :func:`proven_lower_bound`; ``gap`` is ``I - lower_bound`` in cycles
+    (0 when ``I`` is proven optimal; ``None`` without a schedule); ``incumbent`` describes the
+    heuristic schedule that seeded the search (``I``, ``L``, ``method``, ``seconds``)."""
+    low = proven_lower_bound(r)
+    p1 = r if isinstance(r, SearchResult) else getattr(r, "phase1", None)
+    heur = p1.heuristic if p1 is not None else None
     return {
         "status": r.status.value,
         "I": r.I,
+        "lower_bound": low,
+        "gap": r.I - low if r.I is not None else None,
         "optimal": r.optimal,
         "L": r.L,
         "L_optimal": r.L_optimal,
@@ -152,7 +201,9 @@ def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:
         "mii": r.mii,
         "backend": r.backend,
         "seconds": round(r.seconds, 4),
-    }
+        "incumbent": None if heur is None else {
+            "I": heur.I, "L": heur.L, "method": heur.method, "seconds": round(heur.seconds, 4)},
+    }  # fmt: skip
 
 
 def topological_order(graph: DependenceGraph) -> list[str]:
@@ -211,6 +262,8 @@ def search_min_ii(
     decide: str = "window",
     on_progress: OnProgress | None = None,
     options: SolverOptions | None = None,
+    deadline: float | None = None,
+    incumbent: bool = True,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -238,8 +291,15 @@ def search_min_ii(
         all the minimum-``I`` proof needs (INFEASIBLE below ``I*``, a schedule at ``I*``);
         ``L`` is secondary and reported as ``L_optimal`` on its own.
     total_time_limit
-        Stop trying new ``I`` once this many seconds have passed (``None``: no limit); the
-        result then has no schedule and status UNKNOWN unless one was found before.
+        Seconds for the whole search (``None``: no limit): no solver call outlives it (each
+        gets the smaller of its own limit and the time left). When it runs out, the answer
+        is the incumbent (FEASIBLE, with ``lower_bound`` and ``gap``), or UNKNOWN without one.
+    deadline
+        The same as an absolute ``time.monotonic()`` value (the earlier of the two holds).
+    incumbent
+        First compute a heuristic schedule (:func:`~twill.sched.heuristics.
+        heuristic_schedule`, verified); its ``I`` tops the exact search and is the answer
+        when no smaller ``I`` has a schedule or time runs out. ``False``: exact solves only.
 
     options
         The shared :class:`~twill.options.SolverOptions`: when given, its ``threads``, its
@@ -253,7 +313,9 @@ def search_min_ii(
     -----
     Objective: the minimum ``I``, then the minimum ``L`` at it. Guarantee: ``optimal`` is true
     only when every ``I`` below the answer is below MII or proven infeasible by a finished
-    solve. Fails (no schedule) when ``max_I`` is too small or limits are hit.
+    solve. Fails (no schedule) only when ``max_I`` is below every schedule found, or with
+    ``incumbent=False`` when limits are hit. Search order: upward from MII to the
+    incumbent's ``I`` (module docstring).
 
     Examples
     --------
@@ -276,61 +338,30 @@ def search_min_ii(
         chosen = options.overrides("total_time_limit", **given)
         threads, on_progress = chosen["threads"], chosen.get("on_progress")
         total_time_limit = chosen.get("total_time_limit")
+    if total_time_limit is not None:
+        end = time.monotonic() + total_time_limit
+        deadline = end if deadline is None else min(deadline, end)
+    run = _Run(graph, backend, time_limit, length_time_limit, tie_break, threads, decide,
+               deadline, on_attempt, on_progress, t0)  # fmt: skip
     rmii, cmii = res_mii(graph), rec_mii(graph)
     lo = max(rmii, cmii)
     cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))
     log.info("search %s: ResMII=%d RecMII=%d, I in [%d, %d]", graph.name, rmii, cmii, lo, cap)
-    certificate: list[CertificateEntry] = []
-    for i in range(1, min(lo, cap + 1)):
-        certificate.append(CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII"))
-    attempts: list[Phase1Result] = []
-    found: Phase1Result | None = None
-
-    def event(ii: int, r: Phase1Result | None = None) -> ProgressEvent:
-        answer, length = (None, None) if r is None else (r.status.value, r.L)
-        return ProgressEvent("phase1", ii, time.perf_counter() - t0, lower_bound=lo,
-                             upper_bound=cap, answer=answer, incumbent=length)  # fmt: skip
-
-    for ii in range(lo, cap + 1):
-        limit = time_limit
-        if total_time_limit is not None:  # no single solve outlives the overall limit
-            left = total_time_limit - (time.perf_counter() - t0)
-            if left <= 0:
-                log.info("search %s: total time limit hit before I=%d", graph.name, ii)
-                break
-            limit = left if limit is None else min(limit, left)
-        emit(on_progress, event(ii))
-        r = solve_phase1(
-            graph,
-            ii,
-            backend=backend,
-            time_limit=limit,
-            tie_break=tie_break,
-            threads=threads,
-            check=False,
-            decide=decide,
-            **({} if length_time_limit is None else {"length_time_limit": length_time_limit}),
-        )
-        attempts.append(r)
-        if on_attempt is not None:
-            on_attempt(r)
-        emit(on_progress, event(ii, r))
-        if r.schedule is not None:
-            found = r
-            break
-        verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
-        certificate.append(CertificateEntry(ii, verdict, backend, r.seconds))
+    certificate = [CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII")
+                   for i in range(1, min(lo, cap + 1))]  # fmt: skip
+    heur = run.incumbent(lo, cap) if incumbent else None
+    found = run.upward(lo, cap if heur is None else heur.I - 1, certificate, heur)
+    if found is None and heur is not None:  # every I below the incumbent examined (or out
+        found = run.at_incumbent(heur, lo, certificate)  # of time): the incumbent's I
     proven = all(c.proven for c in certificate)
     if found is not None:
         status = Status.OPTIMAL if proven else Status.FEASIBLE
-        ii_found: int | None = found.II
     else:
         exhausted = bool(certificate) and certificate[-1].I >= cap
         status = Status.INFEASIBLE if proven and exhausted else Status.UNKNOWN
-        ii_found = None
     return SearchResult(
         status=status,
-        I=ii_found,
+        I=found.II if found else None,
         schedule=found.schedule if found else None,
         L=found.L if found else None,
         optimal=found is not None and proven,
@@ -340,5 +371,103 @@ def search_min_ii(
         rec_mii=cmii,
         backend=backend,
         seconds=time.perf_counter() - t0,
-        attempts=tuple(attempts),
+        attempts=tuple(run.attempts),
+        heuristic=heur,
     )
+
+
+@dataclass
+class _Run:
+    """One minimum-I search: its settings, its clock and the Phase-1 solves made so far."""
+
+    graph: DependenceGraph
+    backend: str
+    time_limit: float | None
+    length_time_limit: float | None
+    tie_break: bool
+    threads: int
+    decide: str
+    deadline: float | None
+    on_attempt: Callable[[Phase1Result], None] | None
+    on_progress: OnProgress | None
+    t0: float
+    attempts: list[Phase1Result] = field(default_factory=list)
+    best: tuple[int, int] | None = None  # (I, L) of the incumbent
+    low: int = 0  # the proven lower bound so far
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def event(self, ii: int, upper: int, r: Phase1Result | str | None = None) -> None:
+        answer = r if isinstance(r, str) or r is None else r.status.value
+        length = r.L if isinstance(r, Phase1Result) else None
+        if length is None and self.best is not None:
+            length = self.best[1]
+        emit(self.on_progress, ProgressEvent(
+            "phase1", ii, time.perf_counter() - self.t0, lower_bound=self.low,
+            upper_bound=upper, answer=answer, incumbent=length,
+            best_I=None if self.best is None else self.best[0]))  # fmt: skip
+
+    def incumbent(self, lo: int, cap: int) -> HeuristicSchedule | None:
+        """The heuristic schedule (verified), when its ``I`` is within ``cap``."""
+        self.low = lo
+        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.deadline)
+        if heur.I > cap:
+            log.info("search %s: heuristic I=%d above max_I=%d, unused", self.graph.name,
+                     heur.I, cap)  # fmt: skip
+            return None
+        self.best = (heur.I, heur.L)
+        self.event(heur.I, heur.I, "incumbent")
+        return heur
+
+    def solve(self, ii: int, upper: int, **kw: Any) -> Phase1Result:
+        """One Phase-1 solve at ``ii`` inside the deadline, reported before and after."""
+        self.event(ii, upper)
+        extra = {} if self.length_time_limit is None else {
+            "length_time_limit": self.length_time_limit}  # fmt: skip
+        r = solve_phase1(self.graph, ii, backend=self.backend, time_limit=self.time_limit,
+                         tie_break=self.tie_break, threads=self.threads, check=False,
+                         decide=self.decide, deadline=self.deadline, **extra, **kw)  # fmt: skip
+        self.attempts.append(r)
+        if self.on_attempt is not None:
+            self.on_attempt(r)
+        if r.schedule is not None and r.L is not None:
+            self.best = (ii, r.L)
+        if r.status is Status.INFEASIBLE and self.low == ii:
+            self.low = ii + 1  # proofs from MII up without a hole raise the bound
+        self.event(ii, upper, r)
+        return r
+
+    def upward(
+        self, lo: int, top: int, certificate: list[CertificateEntry],
+        heur: HeuristicSchedule | None,
+    ) -> Phase1Result | None:  # fmt: skip
+        """Exact solves at ``I = lo .. top`` upward until one has a schedule (the answer);
+        each ``I`` without one gets its certificate entry. ``None`` when none has one."""
+        upper = top if heur is None else heur.I
+        for ii in range(lo, top + 1):
+            left = self.left()
+            if left is not None and left <= 0:
+                log.info("search %s: total time limit hit before I=%d", self.graph.name, ii)
+                if heur is not None:  # the entries up to the incumbent say why they are open
+                    certificate += [CertificateEntry(i, "untried", "total time limit")
+                                    for i in range(ii, heur.I)]  # fmt: skip
+                break
+            r = self.solve(ii, upper)
+            if r.schedule is not None:
+                return r
+            verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
+            certificate.append(CertificateEntry(ii, verdict, self.backend, r.seconds))
+        return None
+
+    def at_incumbent(
+        self, heur: HeuristicSchedule, lo: int, certificate: list[CertificateEntry]
+    ) -> Phase1Result:
+        """The answer at the incumbent's ``I``: ``L`` minimised from the incumbent (hint /
+        warm start) in the time left, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
+        left = self.left()
+        if left is None or left > 0:
+            return self.solve(heur.I, heur.I, incumbent=heur.schedule)
+        stats = {"schedule_source": "incumbent", "length_status": "skipped (time limit)"}
+        return Phase1Result(Status.FEASIBLE, heur.I, dict(heur.schedule), heur.L,
+                            self.backend, 0.0, 0, stats)  # fmt: skip
