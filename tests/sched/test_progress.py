@@ -93,5 +93,7 @@ def test_cli_status_line_follows_the_events(monkeypatch, capsys):
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.setattr(sched_cmds, "_progress_callback", spy)
     assert main(["solve", "flash_attention_forward_simplified"]) == 0
-    assert seen[0].startswith("Phase 1: I=2 (lower bound 2") and seen[-1].startswith("Phase 2: (I=2, L=4)")
+    assert seen[0].startswith("Phase 1: I=2 (lower bound 2") and seen[-1].startswith(
+        "Phase 2: (I=2, L=4)"
+    )
     assert "Phase 1" not in capsys.readouterr().out

@@ -292,6 +292,7 @@ _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <=
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
 _FW_RATE = 5e7  # kept**3 per second, a safe estimate of the window model's longest paths
 _LENGTH_MAX_BINARIES = 150_000  # above this many a[v, r], L is not minimised (model build)
+_BUILD_RATE = 10_000  # a[v, r] per second that PuLP builds and writes, a safe estimate
 
 # ---------------------------------------------------------------------------------------------
 # CBC through PuLP
@@ -856,8 +857,9 @@ def _minimise_length(
     solution was taken.
     """
     length_limit, time_limit, deadline = limits
-    spent = _out_of_time(_within(None, deadline))
     binaries = len(data.kept) * data.ii if model[1] != "residue" else 0
+    left = _within(None, deadline)  # building the model is not interruptible: leave room
+    spent = _out_of_time(left) or (left is not None and left < 3 * binaries / _BUILD_RATE)
     if spent or binaries > _LENGTH_MAX_BINARIES:
         stats["length_status"] = "skipped (time limit)" if spent else (
             f"skipped ({binaries} 0-1 variables)")  # fmt: skip
