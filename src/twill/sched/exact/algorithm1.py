@@ -382,8 +382,6 @@ def algorithm1(
 
     with closing(_examined_in_order(job, phase1.I, first, cap, threads, announce)) as examined:
         for ex in examined:
-            if ex.empty == "time_limit":  # the deadline passed before this I's turn
-                break
             low = ex.outcome.low if ex.outcome is not None else None
             emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - t0, L=low))
             p1_seconds += ex.p1_seconds
@@ -401,12 +399,16 @@ def algorithm1(
                               l_opt=ex.len_proven and ex.outcome.first_proven)  # fmt: skip
             # an unsat window proves this I only when LEN(M), hence the window, is exact
             proof = proof and ex.outcome.answer == "unsat" and ex.len_proven
-    proven = proof and all(p.proven_empty for p in points)  # every window exact and empty
-    examined_all = bool(points) and max(p.I for p in points) >= cap
+    proven = proof and _all_empty(points, cap)  # every window exact and empty, to the cap
     where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
-    if witness is not None and not (proven and examined_all):  # limits hit: the witness
+    if witness is not None and not proven:  # limits hit: the verified sequential answer
         return finish(Status.FEASIBLE, *_witness_answer(witness, where))
-    return finish(*_no_point(proven and examined_all, where, deadline))
+    return finish(*_no_point(proven, where, deadline))
+
+
+def _all_empty(points: list[SearchPoint], cap: int) -> bool:
+    """Every point proven empty, and every ``I`` up to ``cap`` examined."""
+    return bool(points) and max(p.I for p in points) >= cap and all(p.proven_empty for p in points)
 
 
 def _no_point(proven: bool, where: str, deadline: float | None) -> tuple[Status, str]:
@@ -493,7 +495,10 @@ def _examined_in_order(
     if threads <= 1 or cap <= first or job.backend != "cpsat":
         for ii in range(first, cap + 1):
             announce(ii)
-            yield _examine(job, ii, start if ii == first else None)
+            ex = _examine(job, ii, start if ii == first else None)
+            if ex.empty == "time_limit":  # the deadline passed before this I's turn
+                return
+            yield ex
         return
     import multiprocessing
 
@@ -515,11 +520,16 @@ def _examined_in_order(
 
         top_up(threads - 1)  # this process examines the first I meanwhile
         announce(first)
-        yield _examine(job, first, start)
-        for ii in range(first + 1, cap + 1):
+        ex = _examine(job, first, start)
+        for ii in range(first + 1, cap + 2):
+            if ex.empty == "time_limit":  # the deadline passed before this I's turn
+                return
+            yield ex
+            if ii > cap:
+                return
             top_up(threads)  # pending is never empty here: it holds ii .. in order
             announce(ii)
-            yield pending.popleft().get()
+            ex = pending.popleft().get()
     finally:
         pool.terminate()
         pool.join()

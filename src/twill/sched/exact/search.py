@@ -349,7 +349,7 @@ def search_min_ii(
     log.info("search %s: ResMII=%d RecMII=%d, I in [%d, %d]", graph.name, rmii, cmii, lo, cap)
     certificate = [CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII")
                    for i in range(1, min(lo, cap + 1))]  # fmt: skip
-    heur = run.incumbent(lo, cap) if incumbent else None
+    heur = run.incumbent(lo, cap if max_I is not None else None) if incumbent else None
     found = run.upward(lo, cap if heur is None else heur.I - 1, certificate, heur)
     if found is None and heur is not None:  # every I below the incumbent examined (or out
         found = run.at_incumbent(heur, lo, certificate)  # of time): the incumbent's I
@@ -408,11 +408,11 @@ class _Run:
             upper_bound=upper, answer=answer, incumbent=length,
             best_I=None if self.best is None else self.best[0]))  # fmt: skip
 
-    def incumbent(self, lo: int, cap: int) -> HeuristicSchedule | None:
-        """The heuristic schedule (verified), when its ``I`` is within ``cap``."""
+    def incumbent(self, lo: int, cap: int | None) -> HeuristicSchedule | None:
+        """The heuristic schedule (verified), when its ``I`` is within ``cap`` (``max_I``)."""
         self.low = lo
         heur = heuristic_schedule(self.graph, mii=lo, deadline=self.deadline)
-        if heur.I > cap:
+        if cap is not None and heur.I > cap:
             log.info("search %s: heuristic I=%d above max_I=%d, unused", self.graph.name,
                      heur.I, cap)  # fmt: skip
             return None

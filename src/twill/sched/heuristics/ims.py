@@ -341,7 +341,8 @@ def heuristic_schedule(
     mii
         ``max(ResMII, RecMII)`` when the caller has it (computed otherwise).
     deadline
-        ``time.monotonic()`` value after which no new ``II`` is tried (``None``: none).
+        ``time.monotonic()`` value after which no new ``II`` is tried once IMS has found a
+        schedule (``None``: none). Before that the search goes on: a schedule is the point.
     budget_ratio
         Passed to :func:`iterative_modulo_schedule`.
 
@@ -377,8 +378,8 @@ def heuristic_schedule(
             best = (ii, s)
         return s is not None
 
-    def late() -> bool:
-        return deadline is not None and time.monotonic() >= deadline
+    def late() -> bool:  # the deadline stops the search only once there is a schedule
+        return best is not None and deadline is not None and time.monotonic() >= deadline
 
     ii, step, failed = lo, 1, lo - 1
     while ii < cap and not late():
