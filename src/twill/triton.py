@@ -11,7 +11,8 @@ command line, or from a YAML beside the file); a saved ``.ttgir`` needs no Trito
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,10 @@ __all__ = [
     "kernel_options",
     "kernel_option_files",
     "SHIPPED_DIR",
+    "compile",
+    "compile_summary",
+    "kernel_spec",
+    "twill_schedule",
 ]
 
 SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
@@ -285,3 +290,91 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
         f"the joint I ({result.I}) is above the modulo minimum ({first}); no single "
         "relaxation (registers, warp groups, hand-off cost) explains it alone"
     )
+
+
+def kernel_spec(
+    spec: str,
+    arch: str,
+    signature: Mapping[str, str] | None = None,
+    constexprs: Mapping[str, Any] | None = None,
+    num_warps: int | None = None,
+) -> Any:
+    """``FILE.py:KERNEL`` with its options, the command line's over the YAML beside the file
+    (a :class:`~twill.io.triton_peer.KernelSpec`)."""
+    from twill.io.triton_compile import CAPABILITY, DEFAULT_NUM_WARPS, parse_kernel_spec
+    from twill.io.triton_peer import KernelSpec
+
+    if arch not in CAPABILITY:
+        raise InvalidProblemError(f"unknown --arch {arch!r}; expected sm_90a or sm_100a")
+    path, kernel = parse_kernel_spec(spec)
+    found = kernel_options(path, kernel, arch)
+    return KernelSpec(
+        path,
+        kernel,
+        arch,
+        {**found.signature, **(signature or {})},
+        {**found.constexprs, **(constexprs or {})},
+        num_warps or found.num_warps or DEFAULT_NUM_WARPS,
+    )
+
+
+def compile_summary(
+    spec: str,
+    arch: str,
+    signature: Mapping[str, str] | None = None,
+    constexprs: Mapping[str, Any] | None = None,
+    *,
+    num_warps: int | None = None,
+    total_time_limit: float = 600.0,
+) -> Any:
+    """What ``twill compile`` does, from Python: solve ``FILE.py:KERNEL`` with Twill (Algorithm
+    1; ``total_time_limit`` seconds per Phase-1 solve) and compile it with Twill's stages and
+    clusters. Returns the :class:`~twill.io.triton_peer.CompileSummary` (``.data``: the dict
+    written as ``summary.json``; ``.build.kernel``: Triton's compiled kernel), or ``None`` when
+    Twill finds no schedule. Needs the ``triton`` extra; Triton's cache is private to the call.
+    """
+    from twill.io.triton_build import private_cache
+    from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
+
+    ks = kernel_spec(spec, arch, signature, constexprs, num_warps)
+    with private_cache():
+        extracted, ttgir = twill_graph(ks)
+        r = solve_for_compile(extracted.graph, total_time_limit)
+        if r.I is None or r.L is None or r.schedule is None:
+            return None
+        summary = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, extracted, ttgir)
+    summary.data["optimal"] = r.optimal
+    return summary
+
+
+def compile(spec: str, arch: str, *args: Any, **kwargs: Any) -> Any:  # noqa: A001
+    """Triton's compiled kernel of ``FILE.py:KERNEL`` with Twill's schedule (``asm["cubin"]``,
+    ``asm["ttgir"]``, ...); the arguments of :func:`compile_summary`. Raises
+    :class:`~twill.errors.InvalidProblemError` when Twill finds no schedule (nothing is silently
+    compiled with Triton's own)."""
+    summary = compile_summary(spec, arch, *args, **kwargs)
+    if summary is None:
+        raise InvalidProblemError(f"Twill found no schedule for {spec} within the limits")
+    return summary.build.kernel
+
+
+@contextmanager
+def twill_schedule(total_time_limit: float = 600.0) -> Iterator[list[dict[str, Any]]]:
+    """Within the block, every Triton kernel compiled (``kernel[grid](...)``,
+    ``triton.compile``) is solved by Twill and pipelined with Twill's stages and clusters:
+
+    >>> with twill.triton.twill_schedule() as log:  # doctest: +SKIP
+    ...     kernel[grid](a, b, c, M, N, K, BM=128, BN=128, BK=64)
+
+    ``log`` lists, per compiled kernel, whether Twill's schedule was applied (with its I, L and
+    stages); a kernel Twill finds no schedule for keeps Triton's, with a warning. Triton caches
+    these kernels under a key that names this mode, apart from its own.
+    """
+    from twill.io.triton_build import schedule_hook
+    from twill.io.triton_peer import auto_edit
+
+    log: list[dict[str, Any]] = []
+    record: dict[str, str] = {}
+    key = f"twill-auto-{total_time_limit}"
+    with schedule_hook(auto_edit(total_time_limit, log), key, record):
+        yield log

@@ -35,6 +35,7 @@ _COMMAND_MODULES = (
     "twill.cli.mapping_cmds",  # map, map-network, map-eval
     "twill.cli.fuse_cmd",  # fuse
     "twill.cli.triton_cmd",  # import-triton
+    "twill.cli.compile_cmd",  # compile
 )
 
 EXIT_OK = 0

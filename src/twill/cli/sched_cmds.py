@@ -107,6 +107,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every certificate entry; the reservation table however wide")  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    p.add_argument(
+        "--compare-triton",
+        action="store_true",
+        help="also price Triton's default schedule of a FILE.py:KERNEL in Twill's model and "
+        "print its I and L beside Twill's (key 'triton' with --json)",
+    )
     _add_phase2_args(p)
     p.set_defaults(func=cmd_solve)  # fmt: skip
 
@@ -293,6 +299,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     phase2 = _phase2_choice(args)
+    from twill.cli.compile_cmd import check_compare_args
+
+    check_compare_args(args)
     kernel = load_kernel(args, args.graph) if is_triton_spec(str(args.graph)) else None
     graph = kernel.picked.graph if kernel is not None else _load(args)
     backend = _default_backend(args)
@@ -317,6 +326,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         extra["total_I_clk"] = sum(done) if len(done) == len(entries) else None
         loops_text = format_loops(entries, kernel.notes)
     payload = {**result.to_dict(), **_time_unit_fields(graph), **extra}
+    if args.compare_triton:
+        from twill.cli.compile_cmd import compare_triton
+
+        payload["triton"] = compare_triton(args, result.I, result.L)
     text = json.dumps(payload, indent=2)
     if args.output:
         write_output(args.output, text + "\n")
@@ -326,6 +339,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print(format_result(result, graph, verbose=args.verbose, width=_terminal_width()))
         if loops_text:
             print(loops_text)
+        if args.compare_triton:
+            from twill.cli.compile_cmd import print_comparison
+
+            print_comparison(payload["triton"])
         if args.output:
             print(f"  JSON result written to {args.output}")
     if args.plot and result.I is not None:

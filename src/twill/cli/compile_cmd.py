@@ -1,0 +1,204 @@
+"""``twill compile FILE.py:KERNEL --arch sm_90a|sm_100a -o DIR``: Twill's schedule, compiled.
+
+Solves the kernel's loop with Twill (as ``twill solve``), writes Twill's stages and clusters
+onto the loop between Triton's ``schedule_loops`` and its pipeliner, lets Triton finish, and
+writes ``KERNEL.ttgir``, ``KERNEL.ptx``, ``KERNEL.cubin`` and ``summary.json`` into ``DIR``
+(created if missing; each file written atomically). Triton's cache lives in a private
+temporary folder for the run. Exit codes: 0 written, 1 no Twill schedule (nothing written),
+2 bad input or Triton could not compile, 130 interrupted, 70 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from twill.cli._args import positive_float
+from twill.errors import InvalidProblemError
+
+__all__ = ["register", "add_kernel_args"]
+
+
+def add_kernel_args(p: argparse.ArgumentParser) -> None:
+    """The import flags of ``twill import-triton`` (signature, constexprs, warps)."""
+    p.add_argument(
+        "--signature",
+        action="append",
+        metavar="ARG=TYPE",
+        help="argument type (*fp16, *bf16, fp32, i32); repeat per argument",
+    )
+    p.add_argument(
+        "--constexpr",
+        action="append",
+        metavar="NAME=VALUE",
+        help="value of a tl.constexpr argument; repeat per argument",
+    )
+    p.add_argument(
+        "--num-warps",
+        type=int,
+        choices=(1, 2, 4, 8, 16, 32),
+        metavar="N",
+        help="Triton's num_warps (default: the YAML's, else 8)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compile`` sub-command."""
+    p = subparsers.add_parser(
+        "compile",
+        help="solve a Triton kernel with Twill and compile it with Twill's schedule",
+        description="Solve FILE.py:KERNEL with Twill, write Twill's stages and clusters onto "
+        "its loop, let Triton 3.9 pipeline and compile it, and write DIR/KERNEL.ttgir, "
+        "KERNEL.ptx, KERNEL.cubin and summary.json (I, L, stages, partitions, regs, "
+        "smem_bytes, spills, and which of Twill's decisions Triton kept or changed).",
+    )
+    p.add_argument("kernel", metavar="FILE.py:KERNEL")
+    p.add_argument(
+        "--arch",
+        required=True,
+        choices=("sm_90a", "sm_100a"),
+        help="sm_90a (H100) or sm_100a (B200)",
+    )
+    add_kernel_args(p)
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="folder for the TTGIR, PTX, cubin and summary.json (created if missing)",
+    )
+    p.add_argument(
+        "--total-time-limit",
+        type=positive_float,
+        default=600.0,
+        metavar="S",
+        help="seconds for Twill's search (default %(default)g)",
+    )
+    p.add_argument("--json", action="store_true", help="print summary.json on stdout")
+    p.set_defaults(func=cmd_compile)
+
+
+def check_output_dir(path: str) -> Path:
+    """``DIR`` usable as an output folder: not a file, and its parent exists (checked before
+    any work)."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InvalidProblemError(f"-o {path}: exists and is not a folder")
+    parent = out.parent if str(out.parent) else Path(".")
+    if not parent.is_dir():
+        raise InvalidProblemError(f"-o {path}: folder {str(parent)!r} does not exist")
+    return out
+
+
+def write_files(files: dict[str, str | bytes], out: Path) -> list[Path]:
+    """Write each file into ``out`` atomically; returns the paths."""
+    from twill.cli._args import atomic_output
+
+    written = []
+    for name, content in files.items():
+        with atomic_output(out / name) as tmp:
+            if isinstance(content, bytes):
+                Path(tmp).write_bytes(content)
+            else:
+                Path(tmp).write_text(content, encoding="utf-8")
+        written.append(out / name)
+    return written
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from twill.triton import parse_assignments
+
+    spec_file = args.kernel.rpartition(":")[0]
+    out = check_output_dir(args.output)
+    sig = parse_assignments(args.signature, "--signature", numeric=False)
+    consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
+    from twill.triton import compile_summary
+
+    summary = compile_summary(
+        args.kernel,
+        args.arch,
+        sig,
+        consts,
+        num_warps=args.num_warps,
+        total_time_limit=args.total_time_limit,
+    )
+    if summary is None:
+        print(
+            f"twill compile: no Twill schedule for {args.kernel} within the limits; nothing written"
+        )
+        return 1
+    kernel_file = Path(spec_file).resolve()
+    names = {f"{summary.data['kernel']}.{x}" for x in ("ttgir", "ptx", "cubin")} | {"summary.json"}
+    if out.resolve() == kernel_file.parent and kernel_file.name in names:
+        raise InvalidProblemError(
+            f"-o {args.output}: refusing to overwrite the input file {spec_file!r}"
+        )
+    out.mkdir(exist_ok=True)
+    written = write_files(summary.files(), out)
+    if args.json:
+        print(json.dumps(summary.data, indent=2))
+        return 0
+    d = summary.data
+    print(
+        f"{d['kernel']} ({d['arch']}): Twill I = {d['I']}, L = {d['L']}, {d['max_stage'] + 1} "
+        f"stage(s); pipelined prologue depth {d['prologue_depth']}; stages kept "
+        f"{len(d['kept']['stages'])}, changed {len(d['changed']['stages'])}; partitions "
+        f"{'applied' if d['partitions']['applied'] else 'not applied'}"
+    )
+    print(
+        f"  regs {d['regs']}, spills {d['spills']} bytes, shared memory {d['smem_bytes']} "
+        f"bytes{'' if d['runnable'] else '; NOT RUNNABLE: ' + d['why_not_runnable']}"
+    )
+    for f in written:
+        print(f"  wrote {f}")
+    return 0
+
+
+def check_compare_args(args: argparse.Namespace) -> None:
+    """``solve --compare-triton`` needs a Triton ``FILE.py:KERNEL`` and ``--arch`` (checked
+    before the solve)."""
+    if not args.compare_triton:
+        return
+    if not str(args.graph).rpartition(":")[0].endswith(".py") or not args.arch:
+        raise InvalidProblemError("--compare-triton needs a Triton FILE.py:KERNEL and --arch")
+
+
+def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int | None) -> dict:
+    """Triton's default schedule of the kernel priced in Twill's model, beside Twill's."""
+    from twill.io.triton_build import private_cache
+    from twill.io.triton_peer import price_triton
+    from twill.triton import kernel_spec
+
+    ks = kernel_spec(args.graph, args.arch, num_warps=getattr(args, "num_warps", None))
+    with private_cache():
+        peer = price_triton(ks, total_time_limit=args.total_time_limit)
+    out = peer.to_dict()
+    out["twill_I"], out["twill_L"] = twill_I, twill_L
+    tri = peer.pinned.I
+    out["predicted_speedup"] = round(tri / twill_I, 3) if tri and twill_I else None
+    if tri is None:  # the smallest I not refuted is a lower bound on Triton's I
+        refuted = [p[0] for p in peer.pinned.points if p[2] == "unsat"]
+        out["I_lower_bound"] = max([peer.pinned.lower_I, *(i + 1 for i in refuted)])
+    return out
+
+
+def print_comparison(c: dict) -> None:
+    """The text form of :func:`compare_triton`."""
+    if c["I"] is not None:
+        tri = f"I = {c['I']}, L = {c['L']}" + ("" if c["optimal"] else " (not proven minimal)")
+    elif c["status"] == "infeasible":
+        tri = f"infeasible in Twill's model up to I = {c.get('I_lower_bound')}"
+    else:
+        tri = f"unknown within the time limit (I >= {c.get('I_lower_bound')})"
+    print(
+        f"  Triton's default schedule (num_stages {c['num_stages']}, max stage "
+        f"{c['max_stage']}) priced in Twill's model: {tri}"
+    )
+    print(
+        f"  Twill: I = {c['twill_I']}, L = {c['twill_L']}; predicted steady-state speed-up "
+        f"(Triton I / Twill I): {c['predicted_speedup'] or 'n/a'}"
+    )
+    for note in c["notes"]:
+        print(f"  note: {note}")

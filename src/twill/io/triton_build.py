@@ -1,0 +1,339 @@
+"""Compile a Triton kernel with its loop schedule read, and optionally rewritten, between passes.
+
+Only this module (and :mod:`twill.io.triton_compile`) imports Triton, and only inside
+functions. Triton 3.9's NVIDIA backend builds TTGIR in one pass manager (``make_ttgir``); here
+the same pass list runs in three parts, with the module printed in between:
+
+1. up to ``schedule_loops``: the loop carries Triton's software-pipelining schedule
+   (``loop.stage``/``loop.cluster`` on each operation, ``tt.scheduled_max_stage`` on the loop;
+   ``ttg.partition`` where the kernel asked for warp specialisation). The text is recorded and
+   may be replaced (``edit``): this is where Twill's schedule is written in;
+2. ``warp_specialize`` (Blackwell) and ``pipeline``: the schedule is expanded (prologue,
+   steady-state loop, epilogue; ``ttg.warp_specialize`` regions); the text is recorded for the
+   read-back check;
+3. the rest of ``make_ttgir``, then Triton's own LLVM, PTX and cubin stages.
+
+The stage is swapped in through ``triton.knobs.runtime.add_stages_inspection_hook`` for the
+duration of one compilation, with a cache key naming the edit, and Triton's cache lives in a
+private temporary folder that is removed afterwards (:func:`private_cache`). The pass list is
+Triton 3.9.0's (the version the ``triton`` extra pins); another version is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twill.errors import BackendUnavailableError, InvalidProblemError
+
+__all__ = ["Build", "build_kernel", "private_cache", "schedule_hook", "TRITON_VERSION"]
+
+TRITON_VERSION = "3.9.0"
+#: ``edit(text, base)``: the scheduled TTGIR rewritten; ``base()`` gives the same kernel's TTGIR
+#: at ``num_stages=1`` (what Twill's graph is extracted from), computed on demand.
+Edit = Callable[[str, Callable[[], str]], str]
+
+
+def _triton() -> Any:
+    try:
+        import triton
+    except ImportError:
+        from twill.io.triton_compile import INSTALL_HINT
+
+        raise BackendUnavailableError(INSTALL_HINT) from None
+    if triton.__version__ != TRITON_VERSION:
+        raise BackendUnavailableError(
+            f"twill compile needs Triton {TRITON_VERSION} (its pass list is copied from that "
+            f"version); found {triton.__version__}"
+        )
+    return triton
+
+
+def _pre(pm: Any, opt: Any, cap: int) -> None:
+    """``make_ttgir`` up to ``schedule_loops`` (Triton 3.9.0, NVIDIA)."""
+    from triton._C.libtriton import nvidia, passes
+
+    tg, nv = passes.ttgpuir, nvidia.passes.ttnvgpuir
+    passes.ttir.add_convert_to_ttgpuir(pm, f"cuda:{cap}", opt.num_warps, 32, opt.num_ctas)
+    if opt.clc:
+        nv.add_to_clc(pm)
+    tg.add_coalesce(pm)
+    tg.add_f32_dot_tc(pm, cap // 10 >= 8)
+    nv.add_assign_cga_layouts(pm)
+    tg.add_remove_layout_conversions(pm)
+    nv.add_optimize_cta_locality(pm)
+    tg.add_remove_layout_conversions(pm)
+    tg.add_optimize_thread_locality(pm)
+    tg.add_accelerate_matmul(pm)
+    nv.add_check_matmul_two_cta(pm)
+    tg.add_remove_layout_conversions(pm)
+    tg.add_optimize_dot_operands(pm, cap >= 80)
+    nv.add_optimize_descriptor_encoding(pm)
+    passes.ttir.add_loop_aware_cse(pm)
+    tg.add_fuse_nested_loops(pm)
+    passes.common.add_canonicalizer(pm)
+    passes.ttir.add_triton_licm(pm)
+    if cap // 10 == 9:
+        passes.common.add_canonicalizer(pm)
+        tg.add_combine_tensor_select_and_if(pm)
+        nvidia.passes.hopper.add_hopper_warpspec(pm, opt.num_stages, False)
+    else:
+        tg.add_optimize_accumulator_init(pm)
+        tg.add_hoist_tmem_alloc(pm, False)
+        nv.add_promote_lhs_to_tmem(pm)
+    tg.add_assign_latencies(pm, opt.num_stages)
+    tg.add_schedule_loops(pm)
+
+
+def _mid(pm: Any, opt: Any, cap: int) -> None:
+    """Warp specialisation (Blackwell) and the software pipeliner."""
+    from triton._C.libtriton import passes
+
+    if cap // 10 >= 10:
+        passes.ttgpuir.add_warp_specialize(pm, opt.num_stages)
+    passes.ttgpuir.add_pipeline(pm, opt.num_stages, False)
+
+
+def _post(pm: Any, opt: Any, cap: int) -> None:
+    """The rest of ``make_ttgir`` (Triton 3.9.0, NVIDIA; no sanitizers)."""
+    from triton._C.libtriton import nvidia, passes
+
+    tg, nv = passes.ttgpuir, nvidia.passes.ttnvgpuir
+    if cap // 10 >= 10:
+        tg.add_optimize_partition_warps(pm)
+        tg.add_combine_tensor_select_and_if(pm)
+        tg.add_hoist_tmem_alloc(pm, True)
+        nv.add_remove_tmem_tokens(pm)
+    passes.common.add_canonicalizer(pm)
+    passes.ttir.add_loop_aware_cse(pm)
+    tg.add_optimize_dot_operands(pm, cap >= 80)
+    tg.add_coalesce_async_copy(pm)
+    nv.add_optimize_tmem_layouts(pm)
+    nv.add_tmem_load_reduce(pm)
+    nv.add_tma_lowering(pm)
+    if cap // 10 >= 10:
+        nv.add_lower_clc(pm)
+    tg.add_remove_layout_conversions(pm)
+    nv.add_interleave_tmem(pm)
+    tg.add_reduce_data_duplication(pm)
+    tg.add_reorder_instructions(pm)
+    passes.ttir.add_loop_aware_cse(pm)
+    passes.common.add_symbol_dce(pm)
+    nv.add_fence_insertion(pm, cap)
+    nv.add_lower_mma(pm)
+    nv.add_hoist_mbarrier_lifecycle(pm, cap)
+    passes.common.add_sccp(pm)
+    passes.common.add_cse(pm)
+    passes.common.add_canonicalizer(pm)
+
+
+def _run(
+    mod: Any, ctx: Any, part: Callable[[Any, Any, int], None], opt: Any, cap: int, what: str
+) -> None:
+    from triton._C.libtriton import ir
+
+    pm = ir.pass_manager(ctx)
+    part(pm, opt, cap)
+    try:
+        pm.run(mod, what)
+    except RuntimeError as exc:
+        raise InvalidProblemError(f"Triton's {what} passes failed: {exc}") from None
+
+
+def _parse(text: str, context: Any) -> Any:
+    from triton._C.libtriton import ir
+
+    with tempfile.TemporaryDirectory(prefix="twill-ttgir-") as tmp:
+        path = Path(tmp) / "scheduled.ttgir"
+        path.write_text(text, encoding="utf-8")
+        try:
+            module = ir.parse_mlir_module(str(path), context)
+        except RuntimeError as exc:
+            raise InvalidProblemError(f"the rewritten schedule does not parse: {exc}") from None
+    module.context = context  # as Triton's own parse() does; later stages read it
+    return module
+
+
+def _make_ttgir(
+    backend: Any,
+    mod: Any,
+    metadata: dict,
+    opt: Any,
+    cap: int,
+    edit: Edit | None,
+    record: dict[str, str],
+) -> Any:
+    import dataclasses
+
+    from triton._C.libtriton import ir
+
+    ctx = mod.context
+    ttir = mod.str()
+
+    def base() -> str:
+        copy = _parse(ttir, ctx)
+        backend.make_ttgir(copy, {}, dataclasses.replace(opt, num_stages=1), cap)
+        return str(copy.str())
+
+    if opt.maxnreg is not None:
+        mod.set_attr("ttg.maxnreg", ir.builder(ctx).get_int32_attr(opt.maxnreg))
+    _run(mod, ctx, _pre, opt, cap, "scheduling")
+    record["triton"] = text = mod.str()
+    if edit is not None:
+        text = edit(text, base)
+        mod = _parse(text, ctx)
+    record["scheduled"] = text
+    _run(mod, ctx, _mid, opt, cap, "pipelining")
+    record["pipelined"] = mod.str()
+    _run(mod, ctx, _post, opt, cap, "TTGIR")
+    metadata["tensordesc_meta"] = mod.get_tensordesc_metadata()
+    return mod
+
+
+@contextmanager
+def schedule_hook(edit: Edit | None, key: str, record: dict[str, str]) -> Iterator[None]:
+    """Within the block, Triton builds TTGIR with the split pass list above: ``edit`` rewrites
+    the scheduled loop; ``record`` receives the texts ``triton`` (Triton's schedule),
+    ``scheduled`` (what was pipelined) and ``pipelined``. ``key`` enters Triton's cache key."""
+    _triton()
+    from triton import knobs
+    from triton.backends.compiler import Language
+
+    digest = hashlib.sha256(key.encode()).hexdigest()
+
+    def hook(
+        backend: Any = None,
+        stages: Any = None,
+        options: Any = None,
+        language: Any = None,
+        capability: Any = None,
+    ) -> Any:
+        if backend is None:  # the cache-key query of triton.compile and JITFunction.run
+            return f"twill-schedule-{digest}", digest
+        if language == Language.TRITON:
+            stages["ttgir"] = lambda src, md: _make_ttgir(
+                backend, src, md, options, capability, edit, record
+            )
+        return None
+
+    previous = knobs.runtime.add_stages_inspection_hook
+    knobs.runtime.add_stages_inspection_hook = hook
+    try:
+        yield
+    finally:
+        knobs.runtime.add_stages_inspection_hook = previous
+
+
+@contextmanager
+def private_cache() -> Iterator[str]:
+    """Triton's kernel cache in a fresh temporary folder, removed on exit (so a compile never
+    reads a stale kernel nor leaves files behind)."""
+    _triton()
+    from triton import knobs
+
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, no warning
+    with tempfile.TemporaryDirectory(prefix="twill-triton-cache-") as tmp:
+        with knobs.cache.scope():
+            knobs.cache.dir = tmp
+            yield tmp
+
+
+@dataclass
+class Build:
+    """One compilation: Triton's compiled kernel, the IR at each recorded point, and the
+    resources ptxas reports."""
+
+    kernel: Any
+    texts: dict[str, str] = field(default_factory=dict)
+    regs: int | None = None
+    spills: int | None = None
+    smem_bytes: int | None = None
+
+    @property
+    def ttgir(self) -> str:
+        return str(self.kernel.asm["ttgir"])
+
+    @property
+    def ptx(self) -> str:
+        return str(self.kernel.asm["ptx"])
+
+    @property
+    def cubin(self) -> bytes:
+        return bytes(self.kernel.asm["cubin"])
+
+
+def _ptxas_resources(ptx: str, arch: str) -> tuple[int | None, int | None]:
+    """Registers per thread and spilled bytes (stores + loads) from ``ptxas -v``."""
+    from triton import knobs
+
+    tool = knobs.nvidia.ptxas_blackwell if arch != "sm_80" else knobs.nvidia.ptxas
+    with tempfile.TemporaryDirectory(prefix="twill-ptxas-") as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx, encoding="utf-8")
+        try:
+            out = subprocess.run(
+                [tool.path, "-v", f"--gpu-name={arch}", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None, None
+    log = out.stdout + out.stderr
+    regs = re.search(r"Used (\d+) registers", log)
+    spill = re.findall(r"(\d+) bytes spill (?:stores|loads)", log)
+    return (int(regs.group(1)) if regs else None), sum(int(s) for s in spill)
+
+
+def build_kernel(
+    fn: Any,
+    arch: str,
+    signature: dict[str, str],
+    constexprs: dict[str, Any],
+    *,
+    num_warps: int,
+    num_stages: int = 3,
+    edit: Edit | None = None,
+    key: str = "",
+) -> Build:
+    """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` with the split pass list.
+
+    ``edit`` rewrites the loop's schedule (the TTGIR text after ``schedule_loops``); ``key``
+    names it in the cache key. Raises :class:`InvalidProblemError` when Triton fails (the
+    message names the part: scheduling, pipelining, TTGIR or later).
+    """
+    from twill.io.triton_compile import CAPABILITY
+
+    triton = _triton()
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    names = list(fn.arg_names)
+    full = {n: signature.get(n, "constexpr") for n in names}
+    consts = {(names.index(n),): v for n, v in constexprs.items()}
+    record: dict[str, str] = {}
+    with private_cache(), schedule_hook(edit, key or "triton-default", record):
+        try:
+            compiled = triton.compile(
+                ASTSource(fn, signature=full, constexprs=consts),
+                target=GPUTarget("cuda", CAPABILITY[arch], 32),
+                options={"num_warps": num_warps, "num_stages": num_stages},
+            )
+        except InvalidProblemError:
+            raise
+        except Exception as exc:  # Triton's errors have many types
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InvalidProblemError(f"Triton could not compile {fn.__name__}: {first}") from None
+    b = Build(compiled, record)
+    b.regs, b.spills = _ptxas_resources(b.ptx, arch)
+    b.smem_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
+    return b

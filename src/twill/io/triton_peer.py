@@ -1,0 +1,390 @@
+"""Twill and Triton on the same loop: Triton's schedule priced in Twill's model, and Twill's
+schedule compiled by Triton.
+
+* :func:`price_triton` compiles the kernel as Triton does by default (``num_stages=3``, the
+  kernel's ``num_warps``, warp specialisation only where the kernel asks for it), reads the
+  stage, cluster and partition of every loop operation after ``schedule_loops``, maps them onto
+  Twill's graph (:mod:`twill.io.triton_schedule`) and asks Twill's model for the smallest
+  ``(I, L)`` at which those decisions are feasible (:mod:`twill.sched.exact.pinned`).
+* :func:`compile_twill` writes Twill's schedule onto the loop, lets Triton finish the
+  compilation and reads the pipelined IR back (:func:`~twill.io.triton_schedule.read_back`).
+
+Warp assignment. Without warp specialisation every operation of Triton's loop runs on all
+``num_warps`` warps: in Twill's model the op then occupies the compute slots those warps fill
+(``num_warps / 4`` warp groups, each tensor spread over them, so fewer registers per thread).
+With warp specialisation (``ttg.partition``) each partition is one compute slot, a partition of
+loads only the variable-latency slot. Twill's variable-latency ops always sit on that slot (a
+rule of the model). Twill's partitions are *not* written into Triton (see
+:data:`PARTITION_NOTE`); they are recorded in the summary as not applied.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from twill.errors import InvalidProblemError
+from twill.io.triton_extract import ExtractedLoop
+from twill.io.triton_schedule import (
+    Match,
+    graph_ops,
+    match_graph,
+    read_back,
+    scheduled_loop,
+    twill_stages,
+    write_schedule,
+)
+from twill.sched.exact.pinned import PinnedResult, Pins, solve_pinned
+from twill.sched.ir import DependenceGraph
+from twill.sched.verify_warps import WARPS_PER_SLOT
+
+__all__ = [
+    "KernelSpec",
+    "solve_for_compile",
+    "price_triton",
+    "compile_twill",
+    "auto_edit",
+    "TritonPeer",
+    "CompileSummary",
+    "PARTITION_NOTE",
+    "SUMMARY_KEYS",
+]
+
+#: Why Twill's warp assignment is not written into Triton 3.9 (recorded in every summary).
+PARTITION_NOTE = {
+    "sm_90a": "not applied: Triton 3.9's Hopper path warp-specialises only loops marked "
+    "warp_specialize=True, with its own partitioner (hopper_warpspec); it takes no per-op "
+    "partition from outside, so the loop runs on all num_warps warps",
+    "sm_100a": "not applied: Triton 3.9's warp_specialize pass assigns its own partitions to "
+    "loops marked warp_specialize=True and takes no per-op ttg.partition from outside for "
+    "this loop; the loop runs on all num_warps warps",
+}
+SUMMARY_KEYS = (
+    "kernel",
+    "arch",
+    "I",
+    "L",
+    "stages",
+    "partitions",
+    "regs",
+    "smem_bytes",
+    "spills",
+    "kept",
+    "changed",
+)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel to compile: file, name, target and the options of ``import-triton``."""
+
+    path: Path
+    kernel: str
+    arch: str
+    signature: dict[str, str]
+    constexprs: dict[str, Any]
+    num_warps: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}:{self.kernel}"
+
+
+def twill_graph(ks: KernelSpec) -> tuple[ExtractedLoop, str]:
+    """Twill's loop of the kernel (the costliest, as ``twill solve`` picks) and the
+    ``num_stages=1`` TTGIR it was extracted from."""
+    from twill.io.triton_compile import compile_ttgir
+    from twill.io.triton_extract import extract_loops, pick_loop
+
+    ttgir = compile_ttgir(
+        ks.path, ks.kernel, ks.arch, ks.signature, ks.constexprs, num_warps=ks.num_warps
+    ).ttgir
+    loops = extract_loops(ttgir, ks.arch, source=ks.label, name=ks.kernel)
+    return pick_loop(loops, None, ks.label), ttgir
+
+
+def _build(ks: KernelSpec, edit: Any = None, key: str = "") -> Any:
+    from twill.io.triton_build import build_kernel
+    from twill.io.triton_compile import _load_kernel
+
+    fn = _load_kernel(ks.path, ks.kernel)
+    return build_kernel(
+        fn, ks.arch, ks.signature, ks.constexprs, num_warps=ks.num_warps, edit=edit, key=key
+    )
+
+
+def _spread(graph: DependenceGraph, num_warps: int) -> DependenceGraph:
+    """The graph with every compute op on ``num_warps`` warps (a loop without warp
+    specialisation): a register tensor spread over more threads needs fewer per thread."""
+    ins = []
+    for i in graph.instructions:
+        if i.variable_latency or i.warps >= num_warps:
+            ins.append(i)
+            continue
+        regs = math.ceil(i.regs * max(i.warps, 1) / num_warps) if i.regs else 0
+        ins.append(replace(i, warps=num_warps, regs=regs))
+    return replace(graph, instructions=tuple(ins))
+
+
+def _slots(graph: DependenceGraph, match: Match, num_warps: int) -> tuple[dict, list[str]]:
+    """Twill warp slots of Triton's assignment (module docstring), and what cannot be put."""
+    notes: list[str] = []
+    slots: dict[str, tuple[int, ...]] = {}
+    vl = any(i.variable_latency for i in graph.instructions)
+    first = 1 if vl else 0
+    compute = graph.machine.warps - first
+    parts = {op.partition for op in match.pairs.values() if op.partition}
+    for i in graph.instructions:
+        if i.variable_latency:
+            continue
+        op = match.pairs.get(i.name)
+        if parts and op is not None and op.partition:
+            slots[i.name] = tuple(first + p for p in op.partition)
+            continue
+        k = max(-(-num_warps // WARPS_PER_SLOT), -(-max(i.warps, 1) // WARPS_PER_SLOT))
+        if k > compute:
+            notes.append(
+                f"{i.name}: {num_warps} warps need {k} warp groups, the machine has {compute}"
+            )
+            k = compute
+        slots[i.name] = tuple(range(first, first + k))
+    if any(max(s) >= graph.machine.warps for s in slots.values()):
+        raise InvalidProblemError(
+            f"Triton's partitions need more than the machine's {graph.machine.warps} warp slots"
+        )
+    return slots, notes
+
+
+def triton_pins(graph: DependenceGraph, match: Match, num_warps: int) -> tuple[Pins, list[str]]:
+    """Stages (from 0), body order per partition and warp slots of Triton's schedule."""
+    staged = {v: op for v, op in match.pairs.items() if op.stage is not None}
+    base = min((op.stage for op in staged.values()), default=0)
+    stages = {v: op.stage - base for v, op in staged.items()}  # type: ignore[operator]
+    chains: dict[tuple[int, ...] | None, list[str]] = {}
+    for v, op in sorted(staged.items(), key=lambda kv: (kv[1].cluster or 0, kv[1].index)):
+        chains.setdefault(op.partition, []).append(v)
+    slots, notes = _slots(graph, match, num_warps)
+    return Pins(stages, tuple(chains.values()), slots), notes
+
+
+@dataclass
+class TritonPeer:
+    """Triton's default schedule of one kernel, mapped and priced in Twill's model."""
+
+    kernel: str
+    arch: str
+    num_stages: int
+    max_stage: int | None
+    stages: dict[str, int]
+    clusters: dict[str, int]
+    partitions: dict[str, list[int]]
+    match: Match
+    pinned: PinnedResult
+    notes: list[str] = field(default_factory=list)
+    build: Any = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "arch": self.arch,
+            "num_stages": self.num_stages,
+            "max_stage": self.max_stage,
+            "stages": self.stages,
+            "clusters": self.clusters,
+            "partitions": self.partitions or None,
+            "status": self.pinned.status,
+            "I": self.pinned.I,
+            "L": self.pinned.L,
+            "optimal": self.pinned.optimal,
+            "match": self.match.to_dict(),
+            "notes": self.notes,
+            "seconds": round(self.pinned.seconds, 3),
+        }
+
+
+def price_triton(
+    ks: KernelSpec,
+    extracted: ExtractedLoop | None = None,
+    ttgir: str | None = None,
+    *,
+    total_time_limit: float | None = 300.0,
+) -> TritonPeer:
+    """Triton's default schedule of ``ks`` priced in Twill's model (module docstring).
+
+    ``extracted``/``ttgir``: Twill's loop of the kernel and its TTGIR when already at hand.
+    The graph is priced in SM clock cycles normalised as Twill's (the same graph Twill
+    solves); ``total_time_limit`` bounds the pinned search.
+    """
+    if extracted is None or ttgir is None:
+        extracted, ttgir = twill_graph(ks)
+    graph = extracted.graph
+    b = _build(ks)
+    loop = scheduled_loop(b.texts["triton"], extracted.line)
+    match = match_graph(graph_ops(extracted, ttgir), loop)
+    pins, notes = triton_pins(graph, match, ks.num_warps)
+    if match.twill_only:
+        notes.append(f"not in Triton's loop (left free): {', '.join(match.twill_only)}")
+    parts = any(op.partition for op in match.pairs.values())
+    priced = graph if parts else _spread(graph, ks.num_warps)
+    result = solve_pinned(priced, pins, total_time_limit=total_time_limit)
+    return TritonPeer(
+        ks.kernel,
+        ks.arch,
+        3,
+        loop.max_stage,
+        dict(pins.stages),
+        {v: op.cluster for v, op in match.pairs.items() if op.cluster is not None},
+        {v: list(op.partition) for v, op in match.pairs.items() if op.partition},
+        match,
+        result,
+        notes,
+        b,
+    )
+
+
+@dataclass
+class CompileSummary:
+    """What ``twill compile`` did: Twill's schedule, what Triton kept of it, the resources."""
+
+    data: dict[str, Any]
+    build: Any = field(default=None, repr=False)
+
+    def files(self) -> dict[str, str | bytes]:
+        """File name -> content: ``KERNEL.ttgir``, ``KERNEL.ptx``, ``KERNEL.cubin``,
+        ``summary.json``."""
+        k = self.data["kernel"]
+        return {
+            f"{k}.ttgir": self.build.ttgir,
+            f"{k}.ptx": self.build.ptx,
+            f"{k}.cubin": self.build.cubin,
+            "summary.json": json.dumps(self.data, indent=2) + "\n",
+        }
+
+
+def _trap_only(ptx: str) -> bool:
+    """Triton lowers a kernel whose memory does not fit the SM to a single ``trap``."""
+    return "trap;" in ptx and not any(w in ptx for w in ("wgmma", "tcgen05", "ld.global", "cp."))
+
+
+def compile_twill(
+    ks: KernelSpec,
+    schedule: Mapping[str, int],
+    assignment: Mapping[str, Any],
+    II: int,
+    L: int,
+    extracted: ExtractedLoop,
+    ttgir: str,
+) -> CompileSummary:
+    """Compile ``ks`` with Twill's schedule (``schedule`` at ``II``, length ``L``) written onto
+    its loop; the summary records Twill's decisions, what the pipeliner kept or changed, and
+    the cubin's resources."""
+    t0 = time.perf_counter()
+    gops = graph_ops(extracted, ttgir)
+    state: dict[str, Any] = {}
+
+    def edit(text: str, base: Any) -> str:
+        loop = scheduled_loop(text, extracted.line)
+        state["match"] = match = match_graph(gops, loop)
+        new, state["written"] = write_schedule(text, loop, match, schedule, II)
+        return new
+
+    key = json.dumps({"I": II, "schedule": dict(sorted(schedule.items()))})
+    b = _build(ks, edit, key)
+    match, written = state["match"], state["written"]
+    rb = read_back(b.texts["pipelined"], match)
+    mine = twill_stages(schedule, II)
+    kept = sorted(v for v in written if rb.stages.get(v) == mine[v][0])
+    changed = {
+        v: {"twill": mine[v][0], "triton": rb.stages.get(v)}
+        for v in written
+        if rb.stages.get(v) != mine[v][0]
+    }
+    unwritten = [v for v in mine if v not in written]
+    data = {
+        "kernel": ks.kernel,
+        "arch": ks.arch,
+        "I": II,
+        "L": L,
+        "stages": {v: mine[v][0] for v in sorted(mine)},
+        "clusters": {v: c for v, (_, c) in sorted(written.items())},
+        "max_stage": max((s for s, _ in mine.values()), default=0),
+        "prologue_depth": rb.depth,
+        "partitions": {
+            "twill": {
+                v: list(w) if not isinstance(w, int) else [w] for v, w in sorted(assignment.items())
+            },
+            "applied": False,
+            "why": PARTITION_NOTE[ks.arch],
+        },
+        "regs": b.regs,
+        "smem_bytes": b.smem_bytes,
+        "spills": b.spills,
+        "kept": {"stages": kept},
+        "changed": {
+            "stages": changed,
+            "not_expressed": unwritten,
+            "matched_by_location_only": match.lowered,
+            "partitions": sorted(assignment),
+        },
+        "runnable": not _trap_only(b.ptx),
+        "num_warps": ks.num_warps,
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    if not data["runnable"]:
+        data["why_not_runnable"] = (
+            "Triton lowered the kernel to a trap: its buffers exceed the "
+            "SM's shared or tensor memory"
+        )
+    return CompileSummary(data, b)
+
+
+def solve_for_compile(graph: DependenceGraph, time_limit: float) -> Any:
+    """Twill's joint search (Algorithm 1, CP-SAT Phase 1) for a kernel about to be compiled:
+    ``time_limit`` seconds per Phase-1 solve and at most a minute per Phase-2 call."""
+    from twill.sched.exact.algorithm1 import algorithm1
+
+    return algorithm1(graph, backend="cpsat", phase1_time_limit=time_limit, time_limit=60.0)
+
+
+def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
+    """An ``edit`` for :func:`~twill.io.triton_build.schedule_hook` that extracts Twill's graph
+    of whatever kernel is being compiled, solves it and writes Twill's schedule; when Twill
+    has no schedule, Triton's stays and ``log`` (and a warning) says so."""
+    import warnings
+
+    from twill.io.triton_extract import extract_loops, pick_loop
+
+    def edit(text: str, base: Any) -> str:
+        ttgir = base()
+        arch = "sm_100a" if '"cuda:100"' in ttgir else "sm_90a"
+        extracted = pick_loop(extract_loops(ttgir, arch), None, "<kernel>")
+        graph = extracted.graph
+        r = solve_for_compile(graph, total_time_limit)
+        if r.I is None or r.schedule is None:
+            warnings.warn(
+                f"Twill found no schedule for {graph.name}; Triton's own is used", stacklevel=2
+            )
+            log.append({"kernel": graph.name, "arch": arch, "applied": False})
+            return text
+        loop = scheduled_loop(text, extracted.line)
+        match = match_graph(graph_ops(extracted, ttgir), loop)
+        new, written = write_schedule(text, loop, match, r.schedule, r.I)
+        log.append(
+            {
+                "kernel": graph.name,
+                "arch": arch,
+                "applied": True,
+                "I": r.I,
+                "L": r.L,
+                "stages": {v: s for v, (s, _) in written.items()},
+                "not_expressed": match.twill_only,
+            }
+        )
+        return new
+
+    return edit

@@ -1,0 +1,413 @@
+"""Triton's loop schedule as text: read it, match it to Twill's graph, write Twill's into it.
+
+Triton 3.9's ``schedule_loops`` leaves on every operation of a loop it will pipeline the
+attributes ``loop.stage`` (which iteration's copy the op belongs to) and ``loop.cluster``
+(its place in the steady-state body: clusters run in increasing order, the ops of one cluster
+in program order), ``tt.scheduled_max_stage`` on the loop, and ``ttg.partition`` where warp
+specialisation is asked for. This module works on the printed IR (no Triton import):
+
+* :func:`scheduled_loop` reads the loop's operations with their attributes and their source
+  locations, resolved to the chain of ``file:line:col`` (callee first, then each call site);
+* :func:`match_graph` maps every instruction of Twill's graph (extracted from the
+  ``num_stages=1`` TTGIR, :mod:`twill.io.triton_extract`) to one scheduled operation: same
+  location chain and same operation (a TMA copy in the final IR is the ``tt.descriptor_load``
+  it was lowered from); several candidates are paired in program order. What does not match is
+  listed, never guessed;
+* :func:`write_schedule` writes a Twill schedule in: stage ``floor(M(v) / I)``, cluster the
+  rank of ``M(v) mod I`` among the distinct offsets; an operation Twill does not schedule
+  (index arithmetic, views, the ``local_alloc`` that a TMA load is lowered into) takes the
+  stage and cluster of its earliest scheduled user (else of its latest producer), so that the
+  pipeliner sees a complete schedule;
+* :func:`read_back` reads the pipelined IR: the prologue holds ``max_stage - stage`` copies of
+  each operation, which gives back every matched operation's stage and the prologue depth.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from twill.errors import InvalidProblemError
+from twill.io.triton_extract import ExtractedLoop
+
+__all__ = [
+    "LoopOp",
+    "ScheduledLoop",
+    "Match",
+    "scheduled_loop",
+    "graph_ops",
+    "match_graph",
+    "write_schedule",
+    "read_back",
+    "ReadBack",
+]
+
+_LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
+_LOC_REF = re.compile(r"#loc\d*")
+_FLC = re.compile(r'"([^"]+)":(\d+):(\d+)')
+_RESULTS = re.compile(r"^\s*((?:%[\w$.-]+(?::\d+)?\s*,\s*)*%[\w$.-]+(?::\d+)?)\s*=\s*")
+_NAME = re.compile(r'^\s*"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?')
+_VALUE = re.compile(r"%[\w$.-]+")
+_TAIL_LOC = re.compile(r"loc\(((?:[^()]|\([^()]*\))*)\)\s*$")
+_STAGE = re.compile(r"loop\.stage = (\d+) : i32")
+_CLUSTER = re.compile(r"loop\.cluster = (\d+) : i32")
+_PARTITION = re.compile(r"ttg\.partition = array<i32(?::\s*([\d, ]+))?>")
+_MAX_STAGE = re.compile(r"tt\.scheduled_max_stage = (\d+) : i32")
+#: Operations that later passes lower into another: matched as the one they come from.
+_SAME = {
+    "ttng.async_tma_copy_global_to_local": "tt.descriptor_load",
+    "ttg.async_copy_global_to_local": "tt.load",
+}
+
+
+def klass(name: str) -> str:
+    """The identity an operation is matched by (its name, or what it is lowered from)."""
+    return _SAME.get(name, name)
+
+
+def _loc_table(text: str) -> dict[str, str]:
+    return {m.group(1): m.group(2) for line in text.splitlines() if (m := _LOC_DEF.match(line))}
+
+
+def resolve(loc: str, table: Mapping[str, str], depth: int = 0) -> tuple[str, ...]:
+    """``file:line:col`` of a location, callee first, then each call site (aliases expanded)."""
+    if depth > 50:
+        return ()
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(r'#loc\d*|"[^"]+":\d+:\d+', loc):
+        if m.start() < pos:
+            continue
+        tok = m.group(0)
+        if tok.startswith("#loc"):
+            out += resolve(table.get(tok, ""), table, depth + 1)
+        else:
+            f = _FLC.match(tok)
+            out.append(f"{f.group(1).rsplit('/', 1)[-1]}:{f.group(2)}:{f.group(3)}")  # type: ignore[union-attr]
+        pos = m.end()
+    return tuple(out)
+
+
+@dataclass
+class LoopOp:
+    """One operation of the scheduled loop's body."""
+
+    index: int
+    name: str
+    results: list[str]
+    operands: list[str]
+    line: int  # 0-based line of the text that carries the attributes and the location
+    loc: tuple[str, ...]
+    stage: int | None = None
+    cluster: int | None = None
+    partition: tuple[int, ...] | None = None
+
+    @property
+    def klass(self) -> str:
+        return klass(self.name)
+
+
+@dataclass
+class ScheduledLoop:
+    """The loop Triton will pipeline: its body and where its header and end are."""
+
+    ops: list[LoopOp]
+    header: int
+    end: int
+    max_stage: int | None
+
+    def users(self, op: LoopOp) -> list[LoopOp]:
+        res = set(op.results)
+        return [u for u in self.ops if res & set(u.operands)]
+
+    def producers(self, op: LoopOp) -> list[LoopOp]:
+        ops = set(op.operands)
+        return [p for p in self.ops if ops & set(p.results)]
+
+
+def _results(line: str) -> tuple[list[str], str]:
+    m = _RESULTS.match(line)
+    if not m:
+        return [], line
+    return [r.split(":")[0].strip() for r in m.group(1).split(",")], line[m.end() :]
+
+
+def _loop_ops(lines: list[str], header: int, table: Mapping[str, str]) -> tuple[list[LoopOp], int]:
+    """Body operations of the ``scf.for`` on line ``header`` and the line closing it."""
+    ops: list[LoopOp] = []
+    depth, pending = 0, None  # region depth inside the body; a region op awaiting its end
+    for k in range(header + 1, len(lines)):
+        s = lines[k].strip()
+        closes, opens = s.startswith("}"), s.endswith("{")
+        if closes:
+            if depth == 0:
+                return ops, k
+            depth -= 1
+            if depth == 0 and pending is not None and not opens:
+                _finish(pending, lines[k], k, table)
+                ops.append(pending)
+                pending = None
+        elif depth == 0:
+            results, rest = _results(s)
+            name = _NAME.match(rest)
+            if name is not None:
+                body = re.sub(r"loc\((?:[^()]|\([^()]*\))*\)", "", rest[name.end() :])
+                op = LoopOp(len(ops), name.group(1), results, _VALUE.findall(body), k, ())
+                if opens:
+                    pending = op
+                else:
+                    _finish(op, lines[k], k, table)
+                    ops.append(op)
+        if opens:
+            depth += 1
+    raise InvalidProblemError("unclosed scf.for in the scheduled TTGIR")
+
+
+def _finish(op: LoopOp, line: str, k: int, table: Mapping[str, str]) -> None:
+    op.line = k
+    m = _TAIL_LOC.search(line)
+    op.loc = resolve(m.group(1), table) if m else ()
+    attrs = line[: m.start()] if m else line
+    if st := _STAGE.search(attrs):
+        op.stage = int(st.group(1))
+    if cl := _CLUSTER.search(attrs):
+        op.cluster = int(cl.group(1))
+    if pa := _PARTITION.search(attrs):
+        op.partition = tuple(int(x) for x in (pa.group(1) or "").replace(" ", "").split(",") if x)
+
+
+def scheduled_loop(text: str, line: int | None = None) -> ScheduledLoop:
+    """The loop that carries Triton's schedule (``loop.stage`` attributes) in ``text``: the
+    one at kernel source ``line`` when given, else the only one.
+
+    Raises
+    ------
+    InvalidProblemError
+        No such scheduled loop, or several and no ``line``.
+    """
+    lines = text.splitlines()
+    table = _loc_table(text)
+    loops = []
+    for k, text_line in enumerate(lines):
+        if re.search(r"\bscf\.for\b", text_line) and text_line.rstrip().endswith("{"):
+            ops, end = _loop_ops(lines, k, table)
+            m = _MAX_STAGE.search(lines[end])
+            at = _loc_of_line(lines, k, table)
+            here = line is None or (bool(at) and at[0].split(":")[1] == str(line))
+            if here and (m or any(op.stage is not None for op in ops)):
+                loops.append(ScheduledLoop(ops, k, end, int(m.group(1)) if m else None))
+    if len(loops) != 1:
+        raise InvalidProblemError(
+            "expected one loop scheduled by Triton's pipeliner"
+            + (f" at line {line}" if line is not None else "")
+            + f", found {len(loops)} (Triton pipelines a loop only when it can)"
+        )
+    return loops[0]
+
+
+@dataclass(frozen=True)
+class GraphOp:
+    """An instruction of Twill's graph with the operation it was extracted from."""
+
+    name: str
+    op: str
+    loc: tuple[str, ...]
+    index: int
+
+
+def _loc_of_line(lines: list[str], k: int, table: Mapping[str, str]) -> tuple[str, ...]:
+    """Location chain of the op starting on 0-based line ``k`` (a region op carries its
+    location on the line that closes it)."""
+    end = k
+    if lines[k].rstrip().endswith("{"):
+        depth = 0
+        for end in range(k, len(lines)):
+            s = lines[end].strip()
+            depth += s.endswith("{") - s.startswith("}")
+            if depth == 0:
+                break
+    m = _TAIL_LOC.search(lines[end])
+    return resolve(m.group(1), table) if m else ()
+
+
+def graph_ops(loop: ExtractedLoop, ttgir: str) -> list[GraphOp]:
+    """Twill's instructions of ``loop`` (from :func:`~twill.io.triton_extract.extract_loops`
+    on ``ttgir``, the ``num_stages=1`` text) with the TTGIR operation each was extracted from,
+    in loop-body order."""
+    lines = ttgir.splitlines()
+    table = _loc_table(ttgir)
+    made = [(line, name) for line, name, what in loop.accounting if what == "instruction"]
+    ins = loop.graph.instructions
+    if len(made) != len(ins):
+        raise InvalidProblemError(
+            f"{loop.graph.name}: {len(made)} instructions accounted, {len(ins)} in the graph"
+        )
+    out = []
+    for k, (i, (line, name)) in enumerate(zip(ins, made, strict=True)):
+        if i.note and not i.note.startswith(name):
+            raise InvalidProblemError(f"{loop.graph.name}: instruction {i.name} is not {name}")
+        out.append(GraphOp(i.name, name, _loc_of_line(lines, line - 1, table), k))
+    return out
+
+
+@dataclass
+class Match:
+    """Twill's instructions paired with the scheduled loop's operations."""
+
+    pairs: dict[str, LoopOp] = field(default_factory=dict)
+    twill_only: list[str] = field(default_factory=list)  # instructions with no loop op
+    lowered: dict[str, str] = field(default_factory=dict)  # matched by location only
+    triton_only: list[LoopOp] = field(default_factory=list)  # non-trivial loop ops left over
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "matched": {
+                v: f"{op.name} @ {op.loc[0] if op.loc else '?'}" for v, op in self.pairs.items()
+            },
+            "twill_only": self.twill_only,
+            "by_location_only": self.lowered,
+            "triton_only": [
+                f"{op.name} @ {op.loc[0] if op.loc else '?'}" for op in self.triton_only
+            ],
+        }
+
+
+#: Loop operations that never carry a Twill instruction (index arithmetic, views, buffers).
+_TRIVIAL = re.compile(
+    r"^(arith\.(addi|subi|muli|cmpi|select|index_cast|constant)|tt\.(splat|"
+    r"broadcast|expand_dims|make_range|addptr|trans|reshape)|ttg\.(memdesc_|"
+    r"local_alloc|local_dealloc)|ttng\.(tmem_alloc|tmem_subslice))"
+)
+
+
+def match_graph(ops: list[GraphOp], loop: ScheduledLoop) -> Match:
+    """Pair instructions and loop operations by (location chain, operation), in order."""
+    free: dict[tuple[tuple[str, ...], str], list[LoopOp]] = defaultdict(list)
+    for op in loop.ops:
+        free[(op.loc, op.klass)].append(op)
+    out = Match()
+    for g in ops:
+        cands = free.get((g.loc, klass(g.op)))
+        if cands:
+            out.pairs[g.name] = cands.pop(0)
+        else:
+            out.twill_only.append(g.name)
+    used = {id(op) for op in out.pairs.values()}
+    left = [
+        op
+        for op in loop.ops
+        if id(op) not in used and not _TRIVIAL.match(op.name) and op.name != "scf.yield"
+    ]
+    for name in list(out.twill_only):  # lowered by a later pass into other ops: same location
+        g = next(g for g in ops if g.name == name)
+        op = next((op for op in left if op.loc == g.loc), None)
+        if op is not None:
+            out.pairs[name] = op
+            out.lowered[name] = op.name
+            out.twill_only.remove(name)
+    taken = {id(op) for op in out.pairs.values()}
+    out.triton_only = [op for op in left if id(op) not in taken]
+    return out
+
+
+def twill_stages(schedule: Mapping[str, int], II: int) -> dict[str, tuple[int, int]]:
+    """``(stage, cluster)`` of each op from start times: stage ``floor(M / I)``, cluster the
+    rank of ``M mod I`` among the distinct offsets (ties share a cluster)."""
+    shift = min(schedule.values(), default=0)
+    t = {v: s - shift for v, s in schedule.items()}
+    ranks = {o: k for k, o in enumerate(sorted({s % II for s in t.values()}))}
+    return {v: (s // II, ranks[s % II]) for v, s in t.items()}
+
+
+def _fill(loop: ScheduledLoop, given: dict[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """(stage, cluster) for every loop op: the given ones, the others from their earliest
+    scheduled user (backwards), else their latest producer, else the first slot."""
+    out = dict(given)
+    for op in reversed(loop.ops):
+        if op.index not in out:
+            users = [out[u.index] for u in loop.users(op) if u.index in out]
+            if users:
+                out[op.index] = min(users)
+    for op in loop.ops:
+        if op.index not in out:
+            prods = [out[p.index] for p in loop.producers(op) if p.index in out]
+            out[op.index] = max(prods) if prods else (0, 0)
+        else:  # never before a producer of the same iteration
+            prods = [out[p.index] for p in loop.producers(op) if p.index in out]
+            if prods and max(prods) > out[op.index] and op.index not in given:
+                out[op.index] = max(prods)
+    return out
+
+
+def _set_attr(line: str, pattern: re.Pattern[str], attr: str, value: int) -> str:
+    if pattern.search(line):
+        return pattern.sub(f"{attr} = {value} : i32", line, count=1)
+    raise InvalidProblemError(f"no {attr} on a scheduled line: {line.strip()[:80]}")
+
+
+def write_schedule(
+    text: str, loop: ScheduledLoop, match: Match, schedule: Mapping[str, int], II: int
+) -> tuple[str, dict[str, tuple[int, int]]]:
+    """``text`` with Twill's stages and clusters on the loop; returns it and the (stage,
+    cluster) written for each matched instruction (the earliest of its op's instructions when
+    several were lowered from one op)."""
+    mine = twill_stages(schedule, II)
+    given: dict[int, tuple[int, int]] = {}
+    for v, op in match.pairs.items():  # several instructions on one op: the earliest
+        if v in mine:
+            given[op.index] = min(given.get(op.index, mine[v]), mine[v])
+    full = _fill(loop, given)
+    lines = text.splitlines()
+    for op in loop.ops:
+        if op.stage is None:  # scf.yield and anything else Triton left unscheduled
+            continue
+        stage, cluster = full[op.index]
+        line = _set_attr(lines[op.line], _STAGE, "loop.stage", stage)
+        lines[op.line] = _set_attr(line, _CLUSTER, "loop.cluster", cluster)
+    top = max(full[op.index][0] for op in loop.ops if op.stage is not None)
+    lines[loop.end] = _MAX_STAGE.sub(f"tt.scheduled_max_stage = {top} : i32", lines[loop.end])
+    return "\n".join(lines) + "\n", {
+        v: full[op.index] for v, op in match.pairs.items() if v in mine
+    }
+
+
+@dataclass
+class ReadBack:
+    """What the pipeliner made of a schedule: prologue depth and per-op stages read back."""
+
+    depth: int
+    stages: dict[str, int]
+    missing: list[str]  # matched ops not found in the pipelined loop
+    partitions: dict[str, int] = field(default_factory=dict)
+
+
+def read_back(pipelined: str, match: Match) -> ReadBack:
+    """Stages of the matched instructions in the pipelined IR: an op of stage ``s`` appears
+    ``depth - s`` times in the prologue (the ops before the steady-state loop)."""
+    lines = pipelined.splitlines()
+    table = _loc_table(pipelined)
+    header = next(
+        (
+            k
+            for k, ln in enumerate(lines)
+            if re.search(r"\bscf\.for\b", ln) and ln.rstrip().endswith("{")
+        ),
+        None,
+    )
+    if header is None:
+        raise InvalidProblemError("no loop in the pipelined TTGIR")
+    body, _ = _loop_ops(lines, header, table)
+    count: dict[tuple[tuple[str, ...], str], int] = defaultdict(int)
+    for k in range(header):
+        _, rest = _results(lines[k].strip())
+        name = _NAME.match(rest)
+        m = _TAIL_LOC.search(lines[k])
+        if name and m:
+            count[(resolve(m.group(1), table), klass(name.group(1)))] += 1
+    present = {(op.loc, op.klass) for op in body}
+    keys = {v: (op.loc, op.klass) for v, op in match.pairs.items()}
+    missing = [v for v, key in keys.items() if key not in present]
+    depth = max((count[key] for key in keys.values()), default=0)
+    return ReadBack(depth, {v: depth - count[key] for v, key in keys.items()}, missing)

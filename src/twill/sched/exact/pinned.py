@@ -1,0 +1,335 @@
+"""Price a given schedule's decisions in Twill's model: the smallest ``(I, L)`` at which they fit.
+
+A compiler's software pipeliner decides, for each operation of a loop, its **stage** (which
+iteration's copy it belongs to: ``floor(M(v) / I)`` in a modulo schedule), its **order** in the
+steady-state loop body (issue offsets ``M(v) mod I`` follow the body's order within one warp's
+program) and its **warps** (a warp-specialised loop's partitions). :func:`solve_pinned` fixes
+those decisions (:class:`Pins`) and asks Twill's joint model (Phase 2, Figs. 4-6: dependences,
+unit capacity, memories, registers, warp rules) for the smallest initiation interval ``I`` at
+which they are feasible, and the smallest length ``L`` at that ``I``.
+
+Encoding, on top of :func:`~twill.sched.exact.phase2.build_phase2_model` (compact form):
+
+* stage ``s`` of ``v``: its copy-0 start lies in ``[s I - delta, (s + 1) I - delta)`` for one
+  common ``delta`` in ``[0, I)`` (one-hot selectors): where the loop body starts within the
+  iteration, so that ``L`` is the iteration's span, not a bound from an arbitrary cut;
+* order ``u`` before ``v`` (consecutive in a chain, both staged): ``M(v) mod I >= M(u) mod I``,
+  which with both stages fixed is the linear row ``M(v) - M(u) >= (s_v - s_u) I``, added as a
+  dependence row of the order encoding (chains suffice: the relation is transitive);
+* warps: Phase 2's ``fixed_warps``.
+
+Search: ``I`` from a lower bound upward (the smallest ``I`` from the graph's MII at which the
+dependences, the order rows and the stage windows, as difference constraints, have no
+positive cycle: resources and warps aside, which is cheap); at each ``I`` the
+length windows of equal copy count in increasing ``L`` up to the longest length the stages
+allow, each decided like :mod:`.phase2_window` (the top length first: unsat there refutes the
+window; then a descending search). The first satisfiable window gives ``L``. The answer is
+*optimal* (for the pinned problem) when every smaller ``I`` and every earlier window is proven
+unsat; one ``unknown`` makes it feasible-unproven. No answer up to ``max_I`` is reported as
+such, never as infeasible for all ``I``.
+
+Preconditions: the graph passed :func:`twill.sched.validate.check_graph`; pinned names exist.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from twill.errors import InvalidProblemError
+from twill.sched.exact.phase2 import (
+    Phase2Model,
+    _dependence_rows,
+    build_phase2_model,
+    check_with_deadline,
+    read_solution,
+    z3_solver,
+)
+from twill.sched.exact.phase2_window import _add_length_selectors
+from twill.sched.ir import DependenceGraph
+from twill.sched.verify_warps import WarpRules, program_shape
+
+__all__ = ["Pins", "PinnedResult", "solve_pinned", "pins_hold"]
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Decisions fixed in the model.
+
+    Attributes
+    ----------
+    stages
+        Op -> stage (``0`` is the first); ops left out are free.
+    order
+        Chains of ops (each the program of one warp, in body order): along a chain the issue
+        offsets ``M(v) mod I`` do not decrease. Pairs with an unstaged op are not constrained.
+    slots
+        Op -> warp slots (Phase 2's ``fixed_warps``); ``None`` leaves the assignment free.
+    """
+
+    stages: Mapping[str, int] = field(default_factory=dict)
+    order: Sequence[Sequence[str]] = ()
+    slots: Mapping[str, tuple[int, ...]] | None = None
+
+    def check(self, graph: DependenceGraph) -> None:
+        names = set(graph.names)
+        used = set(self.stages) | {v for c in self.order for v in c} | set(self.slots or {})
+        unknown = sorted(used - names)
+        if unknown:
+            raise InvalidProblemError(f"pins name ops not in {graph.name}: {', '.join(unknown)}")
+        if any(s < 0 for s in self.stages.values()):
+            raise InvalidProblemError("pinned stages must be >= 0")
+
+
+@dataclass(frozen=True)
+class PinnedResult:
+    """Answer of :func:`solve_pinned`.
+
+    ``status``: ``"feasible"`` (``I``, ``L``, ``schedule``, ``assignment`` set and verified),
+    ``"infeasible"`` (every ``I`` from ``lower_I`` to ``max_I`` proven unsat) or ``"unknown"``.
+    ``optimal``: ``I`` is proven the smallest and ``L`` the smallest at that ``I``.
+    ``points``: ``(I, L, answer)`` of every solver call.
+    """
+
+    status: str
+    I: int | None
+    L: int | None
+    schedule: dict[str, int] | None
+    assignment: dict[str, tuple[int, ...]] | None
+    optimal: bool
+    lower_I: int
+    max_I: int
+    points: tuple[tuple[int, int, str], ...]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "I": self.I,
+            "L": self.L,
+            "optimal": self.optimal,
+            "lower_I": self.lower_I,
+            "max_I": self.max_I,
+            "schedule": self.schedule,
+            "assignment": (
+                {v: list(w) for v, w in self.assignment.items()} if self.assignment else None
+            ),
+            "points": [list(p) for p in self.points],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def pins_hold(pins: Pins, schedule: Mapping[str, int], II: int) -> bool:
+    """True when ``schedule`` (shifted so that some op starts at 0) meets the stage and order
+    pins at ``II`` (the solver may return a schedule shifted by whole cycles)."""
+    for shift in range(-max(schedule.values(), default=0), II):
+        t = {v: s + shift for v, s in schedule.items()}
+        if any(t[v] // II != s for v, s in pins.stages.items()):
+            continue
+        if all(
+            t[a] % II <= t[b] % II
+            for c in pins.order
+            for a, b in zip(c, c[1:], strict=False)
+            if a in pins.stages and b in pins.stages
+        ):
+            return True
+    return False
+
+
+def _difference_feasible(graph: DependenceGraph, pins: Pins, ii: int) -> bool:
+    """No positive cycle among the difference constraints the pins and dependences give at
+    ``ii``: ``M(v) - M(u) >= delay - distance I`` per edge, the order rows, and each staged
+    op's start within its stage's window up to the common shift (node ``None``)."""
+    st = pins.stages
+    arcs = [(e.src, e.dst, e.delay - e.distance * ii) for e in graph.edges]
+    arcs += [
+        (u, v, (st[v] - st[u]) * ii)
+        for c in pins.order
+        for u, v in zip(c, c[1:], strict=False)
+        if u in st and v in st
+    ]
+    arcs += [(None, v, s * ii) for v, s in st.items()]
+    arcs += [(v, None, 1 - (s + 1) * ii) for v, s in st.items()]
+    dist: dict[str | None, int] = {v: 0 for v in graph.names}
+    dist[None] = 0
+    for _ in range(len(dist)):
+        changed = False
+        for u, v, w in arcs:
+            if dist[u] + w > dist[v]:
+                dist[v], changed = dist[u] + w, True
+        if not changed:
+            return True
+    return False
+
+
+def _lower_I(graph: DependenceGraph, pins: Pins, cap: int) -> int:
+    """The smallest ``I`` from the graph's MII up to ``cap`` whose dependences, order and
+    stage windows admit start times (resources and warps aside); ``-1`` when none does."""
+    from twill.sched.bounds import mii
+
+    for ii in range(mii(graph), cap + 1):
+        if _difference_feasible(graph, pins, ii):
+            return ii
+    return -1
+
+
+def _add_pins(m: Phase2Model, pins: Pins) -> None:
+    """Stage windows up to a common shift ``delta`` (one-hot selectors: where the loop body
+    starts within an iteration), and the order rows."""
+    ii = m.ii
+    shift = [m.new(f"pin.shift[{d}]") for d in range(ii)]
+    m.pb("pin.shift", ((d, 1) for d in shift), "eq", 1)
+    for v, s in pins.stages.items():
+        for t, var in m.starts(v):  # start t needs a shift with s I <= t + delta < (s + 1) I
+            m.clause("pin.stage", -var, *shift[max(0, s * ii - t) : max(0, (s + 1) * ii - t)])
+    for chain in pins.order:
+        for u, v in zip(chain, chain[1:], strict=False):
+            if u in pins.stages and v in pins.stages:
+                gap = (pins.stages[v] - pins.stages[u]) * ii
+                _dependence_rows(m, "pin.order", u, v, gap, True)
+
+
+class _PinnedWindow:
+    """The model at a window's top length, pins and length selectors added, one Z3 solver."""
+
+    def __init__(
+        self, graph: DependenceGraph, ii: int, low: int, top: int, pins: Pins, rules: WarpRules
+    ) -> None:
+        self.graph, self.ii, self.rules, self.low, self.top = graph, ii, rules, low, top
+        self.m = build_phase2_model(
+            graph, ii, top, rules=rules, fixed_warps=pins.slots, symmetry_breaking=not pins.slots
+        )
+        _add_pins(self.m, pins)
+        self.sel = _add_length_selectors(self.m, range(low, top))
+        self.solver = z3_solver(self.m, 0, None)
+
+    def check(self, length: int, deadline: float | None) -> tuple[str, Any]:
+        import z3
+
+        names = [self.m.names[self.sel[length]]] if length < self.top else []
+        result = check_with_deadline(
+            self.solver, [z3.Bool(n, self.solver.ctx) for n in names], deadline
+        )
+        if result == z3.unsat:
+            return "unsat", None
+        if result != z3.sat:
+            return "unknown", None
+        sched, assign = read_solution(self.solver, self.m, self.graph, self.ii, length, self.rules)
+        return "sat", (sched, assign)
+
+
+def _length_range(graph: DependenceGraph, pins: Pins, ii: int) -> tuple[int, int]:
+    """Shortest and longest length the stages allow at ``ii`` (unstaged ops may run to one
+    stage past the last)."""
+    cyc = {i.name: max(i.cycles, 1) for i in graph.instructions}
+    last = max(pins.stages.values(), default=0)
+    low = max([max(cyc.values())] + [(s - 1) * ii + 1 + cyc[v] for v, s in pins.stages.items()])
+    free = [v for v in cyc if v not in pins.stages]
+    high = max(
+        [(s + 1) * ii - 1 + cyc[v] for v, s in pins.stages.items()]
+        + [(last + 2) * ii - 1 + cyc[v] for v in free]
+    )
+    return low, high
+
+
+def _search_window(
+    w: _PinnedWindow, deadline: float | None, points: list[tuple[int, int, str]]
+) -> tuple[str, Any, bool]:
+    """Verdict of one window: (answer, (L, schedule, assignment) when sat, L proven first)."""
+    answer, sol = w.check(w.top, deadline)
+    points.append((w.ii, w.top, answer))
+    if answer != "sat":
+        return answer, None, False
+    cyc = {i.name: max(i.cycles, 1) for i in w.graph.instructions}
+    best = (max(w.low, max(s + cyc[v] for v, s in sol[0].items())), *sol)
+    while best[0] - 1 >= w.low:
+        answer, sol = w.check(best[0] - 1, deadline)
+        points.append((w.ii, best[0] - 1, answer))
+        if answer != "sat":
+            return "sat", best, answer == "unsat"
+        best = (max(w.low, max(s + cyc[v] for v, s in sol[0].items())), *sol)
+    return "sat", best, True
+
+
+def solve_pinned(
+    graph: DependenceGraph,
+    pins: Pins,
+    *,
+    rules: WarpRules | None = None,
+    max_I: int | None = None,
+    total_time_limit: float | None = None,
+) -> PinnedResult:
+    """The smallest ``I`` (and its smallest ``L``) at which ``pins`` fit Twill's model.
+
+    Parameters
+    ----------
+    graph
+        Dependence graph with its machine.
+    pins
+        Stages, body order and warp slots to fix (:class:`Pins`).
+    rules
+        Warp-model settings (default: the machine's).
+    max_I
+        Largest ``I`` tried (default: twice the serial ``I`` at which Phase 1 certainly has a
+        schedule).
+    total_time_limit
+        Seconds for the whole search; when hit, the answer so far is ``unknown`` or an
+        unproven ``feasible``.
+    """
+    t0 = time.perf_counter()
+    pins.check(graph)
+    rules = rules or WarpRules.for_graph(graph)
+    from twill.sched.exact.search import serial_ii_cap
+
+    deadline = None if total_time_limit is None else t0 + total_time_limit
+    points: list[tuple[int, int, str]] = []
+    cap = max_I or 2 * serial_ii_cap(graph)
+    low_I = _lower_I(graph, pins, cap)
+    if low_I < 0:
+        return PinnedResult(
+            "infeasible", None, None, None, None, True, cap, cap, (), time.perf_counter() - t0
+        )
+    proven = True
+    for ii in range(low_I, cap + 1):
+        lo, hi = _length_range(graph, pins, ii)
+        length = lo
+        while length <= hi:
+            n, _ = program_shape(ii, length)
+            top = min(hi, n * ii)
+            w = _PinnedWindow(graph, ii, length, top, pins, rules)
+            answer, best, first = _search_window(w, deadline, points)
+            if answer == "sat":
+                L, sched, assign = best
+                return PinnedResult(
+                    "feasible",
+                    ii,
+                    L,
+                    sched,
+                    assign,
+                    proven and first,
+                    low_I,
+                    cap,
+                    tuple(points),
+                    time.perf_counter() - t0,
+                )
+            proven = proven and answer == "unsat"
+            if deadline is not None and time.perf_counter() > deadline:
+                return PinnedResult(
+                    "unknown",
+                    None,
+                    None,
+                    None,
+                    None,
+                    False,
+                    low_I,
+                    cap,
+                    tuple(points),
+                    time.perf_counter() - t0,
+                )
+            length = top + 1
+    status = "infeasible" if proven else "unknown"
+    return PinnedResult(
+        status, None, None, None, None, proven, low_I, cap, tuple(points), time.perf_counter() - t0
+    )
