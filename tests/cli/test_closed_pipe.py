@@ -42,7 +42,7 @@ COMMANDS = [
     ("map-json", ["map", "{l}", "--arch", "simba", "--method", "random", "--json"]),
     (
         "map-network",
-        ["map-network", "{n}", "--arch", "simba", "--methods", "random", "--executor", "serial"],
+        ["map-network", "{n}", "--arch", "simba", "--method", "random", "--executor", "serial"],
     ),  # fmt: skip
     ("map-eval", ["map-eval", "--arch", "simba", "--layer", "{l}", "--mapping", MAPPING]),
     ("import-triton", ["import-triton", TTGIR, "--arch", "sm_90a"]),
@@ -107,7 +107,7 @@ def test_closed_stdout_ends_quietly_with_141(capsys, monkeypatch, inputs, argv):
             "{n}",
             "--arch",
             "simba",
-            "--methods",
+            "--method",
             "random,cosa",
             "--executor",
             "serial",

@@ -88,7 +88,7 @@ def test_ctrl_c_during_map_network_workers(tmp_path):
             f"problem: {{R: 3, S: 3, P: 28, Q: 28, C: {c}, K: 64, N: 1}}\n"
         )
     (net / "layers.yaml").write_text("- c32\n- c64\n- c96\n- c128\n")
-    args = ["map-network", str(net), "--arch", "simba", "--methods", "hybrid", "--workers", "2"]
+    args = ["map-network", str(net), "--arch", "simba", "--method", "hybrid", "--workers", "2"]
     _check(*_ctrl_c(args, tmp, workers=2), tmp, "map-network")
 
 

@@ -425,7 +425,7 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
         "methods-empty",
         {"net/layers.yaml": "- a\n", "net/a.yaml": LAYER.format(C=4)},
         ["map-network", "{d}/net", "--arch", str(SIMBA), "--methods", ","],
-        ["--methods"],
+        ["--method"],
         False,
     ),
     # ---- DOSA CSV

@@ -24,6 +24,7 @@ from twill.cli._args import (
     atomic_output,
     bounded_int,
     check_output_path,
+    check_outputs_distinct,
     positive_float,
     positive_int,
     seed_int,
@@ -93,6 +94,17 @@ def _jsonable(x: Any) -> Any:
 def _print_json(obj: Any) -> None:
     print(json.dumps(_jsonable(obj), indent=2))
 
+
+#: The unit of every cost-model number in the JSON of ``map``, ``map-network`` and ``map-eval``
+#: (printed beside them as ``units``): energies carry theirs in the key, ``edp`` does not.
+REPORT_UNITS = {
+    "cycles": "cycles",
+    "energy_uJ": "µJ",
+    "energy_pJ": "pJ",
+    "edp": "µJ·cycles (energy_uJ × cycles)",
+    "dram_bytes": "bytes",
+    "seconds": "s",
+}
 
 #: What CoSA's MIP minimises (``twill.mapping.cosa.mip.cosa_objective_terms``).
 COSA_OBJECTIVE = (
@@ -201,7 +213,8 @@ def _cmd_map(args: argparse.Namespace) -> int:
         write_output(args.output, to_timeloop_yaml(res.mapping, arch))
     if args.json:
         meaning, unit = objective_meaning(res.method, res.settings)
-        out = {**res.to_dict(), "objective_meaning": meaning, "objective_unit": unit}
+        out = {**res.to_dict(), "objective_meaning": meaning, "objective_unit": unit,
+               "units": REPORT_UNITS}  # fmt: skip
         if res.mapping is not None:
             out["levels"] = mapping_levels(res.mapping, arch)
         _print_json(out)
@@ -256,10 +269,13 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
     if args.plot:
         with atomic_output(args.plot) as tmp:
             _plot_network(result, str(tmp))
+    payload = {**result.to_dict(), "units": REPORT_UNITS}
+    _write_json_output(args, payload)
     if args.json:
-        _print_json(result.to_dict())
+        _print_json(payload)
     else:
         _print_network_table(result, methods)
+        _say_written(args)
     ok = all(r.mapping is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
 
@@ -289,24 +305,26 @@ def _network_label(source: str) -> str:
 
 
 def _network_methods(text: str) -> list[str]:
-    """The ``--methods`` list, every name checked against the known mappers."""
+    """The ``--method`` list (``--methods`` is the old spelling), every name checked against
+    the known mappers."""
     from twill.mapping.pipeline import MAPPERS
 
     methods = [m.strip() for m in text.split(",") if m.strip()]
     if not methods:
         raise InvalidProblemError(
-            f"--methods: no method named in {text!r} (choose from {', '.join(MAPPERS)})"
+            f"--method: no method named in {text!r} (choose from {', '.join(MAPPERS)})"
         )
     for m in methods:
         if m not in MAPPERS:
             raise InvalidProblemError(
-                f"--methods: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
+                f"--method: unknown method {m!r} (choose from {', '.join(MAPPERS)})"
             )
     return methods
 
 
 def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
-    """Refuse a ``--plot`` path that names a file the command reads (layers, model, arch)."""
+    """Refuse ``-o`` and ``--plot`` paths that name a file the command reads (layers, model,
+    arch), or each other."""
     from twill.io.timeloop import network_input_files
 
     if Path(source).is_dir():
@@ -315,6 +333,22 @@ def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
         model_files = [Path(source)] if not args.model else []
     inputs = [*model_files, *_arch_files(args.arch)]
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
+    check_output_path(args.output, "-o", inputs)
+    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+
+
+def _write_json_output(args: argparse.Namespace, payload: dict[str, Any]) -> None:
+    """``-o FILE``: the command's JSON document, written atomically."""
+    if getattr(args, "output", None):
+        write_output(args.output, json.dumps(_jsonable(payload), indent=2) + "\n")
+
+
+def _say_written(args: argparse.Namespace) -> None:
+    """``JSON result written to FILE`` / ``picture written to FILE``, as ``twill solve`` says."""
+    for path, what in ((getattr(args, "output", None), "JSON result"),
+                       (getattr(args, "plot", None), "picture")):  # fmt: skip
+        if path:
+            stdout_console().print(f"{what} written to {path}", markup=False, highlight=False)
 
 
 def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], tuple[str, ...]]:
@@ -375,6 +409,25 @@ def _map_network_with_progress(
         )
 
 
+def layer_shape_text(layer: Any) -> str:  # noqa: ANN401
+    """A layer's shape for people, instead of DOSA's key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd[_gG]``:
+    ``3x3 filter, 112x112 out, 1→1 channels, 32 groups`` (channels per group)."""
+    from twill.mapping.workload import Dim
+
+    d = {dim: layer.dim(dim) for dim in (Dim.R, Dim.S, Dim.P, Dim.Q, Dim.C, Dim.K, Dim.N)}
+    parts = [f"{d[Dim.R]}x{d[Dim.S]} filter", f"{d[Dim.P]}x{d[Dim.Q]} out",
+             f"{d[Dim.C]}→{d[Dim.K]} channels"]  # fmt: skip
+    if d[Dim.N] > 1:
+        parts.append(f"batch {d[Dim.N]}")
+    for what, w, h in (("stride", layer.w_stride, layer.h_stride),
+                       ("dilation", layer.w_dilation, layer.h_dilation)):  # fmt: skip
+        if (w, h) != (1, 1):
+            parts.append(f"{what} {w}" if w == h else f"{what} {w}x{h}")
+    if layer.groups > 1:
+        parts.append(f"{layer.groups} groups")
+    return ", ".join(parts)
+
+
 def _print_network_table(result: Any, methods: list[str]) -> None:  # noqa: ANN401
     """Per-layer cycles, energy and solve time per method, and the weighted totals."""
     from rich.table import Table
@@ -388,7 +441,7 @@ def _print_network_table(result: Any, methods: list[str]) -> None:  # noqa: ANN4
         for col in ("cycles", "µJ", "s"):
             t.add_column(f"{m} {col}")
     for i, layer in enumerate(result.layers):
-        row = [layer.name, layer.key, str(layer.count)]
+        row = [layer.name, layer_shape_text(layer), str(layer.count)]
         for m in methods:
             rep = result.results[m][i].report
             row += [
@@ -427,7 +480,7 @@ def _plot_network(result: Any, path: str) -> None:
     width = 0.8 / max(1, len(methods))
     for ax, key, label in (
         (axes[0], "cycles", "latency (cycles)"),
-        (axes[1], "energy_pj", "energy (pJ)"),
+        (axes[1], "energy_uj", "energy (µJ)"),  # the table's unit
     ):
         for k, m in enumerate(methods):
             vals = [getattr(r.report, key) if r.report else np.nan for r in result.results[m]]
@@ -507,6 +560,8 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
         missing.append("--mapping or --mapping-file")
     if missing:
         raise InvalidProblemError(f"missing {', '.join(missing)} (or give --dataset FILE.csv)")
+    given = [args.layer, args.mapping_file, *_arch_files(args.arch)]
+    check_output_path(args.output, "-o", given)
     layer = read_layer(args.layer)
     arch = _arch(args.arch)
     if args.mapping_file:
@@ -518,6 +573,8 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
     out = rep.to_dict(summary=not args.full)
     out.update(valid=not violations, violations=[str(v) for v in violations], mapping=str(mapping))
     out["levels"] = mapping_levels(mapping, arch)
+    out["units"] = REPORT_UNITS
+    _write_json_output(args, out)
     if args.json:
         _print_json(out)
     else:
@@ -531,7 +588,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
         t.add_column("reads")
         t.add_column("fills")
         t.add_column("updates")
-        t.add_column("energy pJ")
+        t.add_column("energy µJ")
         for lvl, per in rep.accesses.items():
             for v, a in per.items():
                 t.add_row(
@@ -541,7 +598,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
                     f"{a['reads']:,.0f}",
                     f"{a['fills']:,.0f}",
                     f"{a['updates']:,.0f}",
-                    f"{rep.operand_energy_pj[lvl][v]:,.1f}",
+                    f"{rep.operand_energy_pj[lvl][v] * 1e-6:.4g}",
                 )
         stdout_console().print(t)
         stdout_console().print(
@@ -551,6 +608,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
         )
         for v in violations:
             stdout_console().print(f"  violation: {v}")
+        _say_written(args)
     return 1 if violations else 0  # the report is printed either way; scripts see the verdict
 
 
@@ -558,9 +616,17 @@ def _eval_dataset(args: argparse.Namespace) -> int:
     from twill.io.timeloop import read_dosa_dataset
     from twill.mapping.cost.dataset import evaluate_rows
 
+    check_output_path(args.output, "-o", [Path(args.dataset)])
     rows, errors = evaluate_rows(read_dosa_dataset(args.dataset, limit=args.limit))
+    for row in rows:  # the dataset's target.edp is in J·cycles: beside it, ours in µJ·cycles
+        edp = row.get("target_edp")
+        row["target_edp_uJ_cycles"] = None if edp is None else edp * 1e6
+    units = {**REPORT_UNITS, "target_edp": "J·cycles, as the dataset's target.edp column",
+             "target_edp_uJ_cycles": "µJ·cycles (target_edp × 10^6), the unit of edp"}  # fmt: skip
+    payload = {"rows": rows, "errors": errors, "units": units}
+    _write_json_output(args, payload)
     if args.json:
-        _print_json({"rows": rows, "errors": errors})
+        _print_json(payload)
     else:
         from rich.table import Table
 
@@ -578,6 +644,7 @@ def _eval_dataset(args: argparse.Namespace) -> int:
                 )
         stdout_console().print(t)
         stdout_console().print(f"valid rows: {sum(r['valid'] for r in rows)} / {len(rows)}")
+        _say_written(args)
     return 0
 
 
@@ -660,7 +727,9 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
         help=ARCH_HELP,
     )
     p.add_argument(
-        "--methods",
+        "--method",
+        "--methods",  # the first spelling, kept
+        dest="methods",
         default="cosa-edp",
         help=f"comma-separated methods among {', '.join(MAPPERS)} (default cosa-edp: never "
         "worse in EDP than random16k on the zoo's layers; cosa = CoSA's own objective)",
@@ -673,6 +742,7 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--n-valid", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     _add_solver_options(p)
     p.set_defaults(func=_cmd_map_network)
 
@@ -704,4 +774,5 @@ def _register_map_eval(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=positive_int, default=None, help="only the first N dataset rows")
     p.add_argument("--full", action="store_true", help="full report (accesses per level) in JSON")
     p.add_argument("--json", action="store_true", help="print JSON on stdout")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     p.set_defaults(func=_cmd_map_eval)
