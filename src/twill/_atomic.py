@@ -11,12 +11,13 @@ target as it was.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_output", "write_output"]
+__all__ = ["atomic_output", "write_output", "atomic_folder"]
 
 
 def _umask() -> int:
@@ -54,3 +55,21 @@ def write_output(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically (:func:`atomic_output`), UTF-8."""
     with atomic_output(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+@contextmanager
+def atomic_folder(path: str | Path) -> Iterator[Path]:
+    """A temporary folder beside ``path`` to fill; on success it becomes ``path`` at once.
+
+    ``path`` must not exist or be an empty folder (which the rename replaces). An error or an
+    interrupt removes the temporary folder, so no half-written output folder is ever left.
+    """
+    target = Path(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())  # the permissions a plain mkdir() would give
+        yield tmp
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -32,3 +32,18 @@ def test_write_replaces_with_default_permissions(tmp_path):
 def test_device_targets_are_written_in_place():
     write_output(os.devnull, "x")  # not replaced by a regular file
     assert not os.path.isfile(os.devnull)
+
+
+def test_interrupted_folder_leaves_nothing(tmp_path):
+    from twill._atomic import atomic_folder
+
+    target = tmp_path / "layers"
+    with pytest.raises(KeyboardInterrupt), atomic_folder(target) as tmp:
+        (tmp / "a.yaml").write_text("half")
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    target.mkdir()  # an empty folder given as the output is replaced by the complete one
+    with atomic_folder(target) as tmp:
+        (tmp / "a.yaml").write_text("whole")
+    assert [p.name for p in tmp_path.iterdir()] == ["layers"]
+    assert (target / "a.yaml").read_text() == "whole"

@@ -385,28 +385,31 @@ def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
 
     ``graph.yaml`` holds ``name``, ``layers`` (file stems in order) and ``edges`` as
     ``[producer, consumer, kind]``; :func:`twill.mapping.fadiff.networks.load_network`
-    reads the folder back as a network. Refuses to write into a non-empty folder.
+    reads the folder back as a network. Refuses to write into a non-empty folder; the folder
+    is filled beside the target and renamed into place, so it is complete or absent.
     """
     import yaml
 
+    from twill._atomic import atomic_folder
     from twill.io.timeloop import layer_yaml
 
     d = Path(directory)
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise InvalidProblemError("output folder exists and is not empty", source=str(d))
-    d.mkdir(parents=True, exist_ok=True)
+    d.parent.mkdir(parents=True, exist_ok=True)
     net = imp.network
-    for ly in net.layers:
-        (d / f"{ly.name}.yaml").write_text(yaml.safe_dump(layer_yaml(ly), sort_keys=False))
     names = [ly.name for ly in net.layers]
-    (d / "layers.yaml").write_text(yaml.safe_dump(names))
     graph = {
         "name": net.name,
         "layers": names,
         "edges": [[names[e.src], names[e.dst], e.kind] for e in net.edges],
         "free_ops": dict(sorted(imp.free_ops.items())),
     }
-    (d / "graph.yaml").write_text(yaml.safe_dump(graph, sort_keys=False))
+    with atomic_folder(d) as tmp:  # complete, or not there at all
+        for ly in net.layers:
+            (tmp / f"{ly.name}.yaml").write_text(yaml.safe_dump(layer_yaml(ly), sort_keys=False))
+        (tmp / "layers.yaml").write_text(yaml.safe_dump(names))
+        (tmp / "graph.yaml").write_text(yaml.safe_dump(graph, sort_keys=False))
     return d
 
 
