@@ -254,7 +254,8 @@ _RELAXATIONS = (
 )
 
 
-def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.0) -> str | None:  # noqa: ANN401 (a TwillResult)
+def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.0,  # noqa: ANN401 (a TwillResult)
+                    deadline: float | None = None) -> str | None:  # fmt: skip
     """Why the joint ``I`` of ``result`` is above Phase 1's modulo minimum (``None`` when it
     is not): Phase 2 is re-run at the modulo minimum with one rule relaxed at a time, and the
     first relaxation that makes it satisfiable is named.
@@ -262,8 +263,10 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
     Notes
     -----
     Each probe is one Phase-2 window at the Phase-1 minimum ``I``, at most ``time_limit``
-    seconds per call; a probe that times out names nothing.
+    seconds per call and never past ``deadline`` (a ``time.monotonic()`` value); a probe
+    that times out names nothing, and with no time left the answer is ``None``.
     """
+    import time
     from dataclasses import replace
 
     from twill.sched.exact.algorithm1 import algorithm1
@@ -273,6 +276,8 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
     if result.I is None or first is None or result.I <= first or result.phase1 is None:
         return None
     for name, overrides, no_spill in _RELAXATIONS:
+        if deadline is not None and time.monotonic() >= deadline:
+            return None
         rules_args = dict(overrides)
         if "warps_plus" in rules_args:
             rules_args = {"warps": graph.machine.warps + rules_args.pop("warps_plus")}
@@ -282,10 +287,12 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
             g = replace(graph, instructions=tuple(replace(i, spill_cost=0)
                                                   for i in graph.instructions))  # fmt: skip
         probe = algorithm1(g, phase1=result.phase1, probe=True, rules=rules,
-                           time_limit=time_limit, backend="cpsat")  # fmt: skip
+                           time_limit=time_limit, backend="cpsat", deadline=deadline)  # fmt: skip
         if probe.I is not None:
             return (f"the joint I ({result.I}) is above the modulo minimum ({first}) because of "
                     f"{name}: without it, Phase 2 is satisfiable at I = {first}")  # fmt: skip
+    if deadline is not None and time.monotonic() >= deadline:
+        return None  # a probe may have been cut short: no claim
     return (
         f"the joint I ({result.I}) is above the modulo minimum ({first}); no single "
         "relaxation (registers, warp groups, hand-off cost) explains it alone"

@@ -290,6 +290,8 @@ def _default_backend(args: argparse.Namespace) -> str:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    import time
+
     from twill.cli.triton_cmd import is_triton_spec, load_kernel
     from twill.io import graph_input_files
     from twill.visualization.text import format_result
@@ -319,7 +321,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 solved = _solve_one(args, lp.graph, backend, phase2)
             if solved is not None:
                 entries.append(loop_entry(lp, solved))
-                entries[-1]["why_I"] = explain_joint_I(lp.graph, solved)
+                end = time.monotonic() + _time_left(args.total_time_limit)  # the same limit
+                entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=end)
         extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
                  "notes": list(kernel.notes)}  # fmt: skip
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]

@@ -653,9 +653,11 @@ def solve_phase1(
         UNKNOWN; minimising ``L``: the schedule at hand, FEASIBLE).
     incumbent
         A schedule at ``II`` already known to be legal (e.g. from
-        :func:`twill.sched.heuristics.heuristic_schedule`; checked here by the verifier):
-        ``II`` is then feasible without a decision solve, and ``L`` is minimised starting
-        from it (CP-SAT hint, CBC warm start); on a time-out it is returned as FEASIBLE.
+        :func:`twill.sched.heuristics.heuristic_schedule`; checked here by the verifier).
+        When the decision stops without a verdict (time limit, or too little time to build
+        the window model) and the greedy list schedule found none, ``II`` is feasible by it
+        and ``L`` is minimised starting from it (CP-SAT hint, CBC warm start) in the time
+        left; with no time left it is returned as it is (FEASIBLE).
 
     Returns
     -------
@@ -708,18 +710,16 @@ def solve_phase1(
     log.info("phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
              backend, II, len(data.names), len(data.kept), len(data.weights), data.stage_bound,
              stats)  # fmt: skip
-    if incumbent is not None:  # II is feasible: no decision solve
-        status, kept_starts, impl, seed = _from_incumbent(graph, data, incumbent, stats)
-    else:
-        status, kept_starts, impl, seed = _decide_ii(
-            graph, data, backend, encoding, decide, hint, _within(time_limit, deadline),
-            threads, stats, deadline,
-        )  # fmt: skip
+    if incumbent is not None and (bad := verify_modulo_schedule(graph, incumbent, II)):
+        raise InvalidProblemError([f"incumbent at II={II}: {v}" for v in bad])
+    status, kept_starts, impl, seed = _decide_ii(
+        graph, data, backend, encoding, decide, hint, _within(time_limit, deadline),
+        threads, stats, deadline, incumbent,
+    )  # fmt: skip
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
     if kept_starts is None and seed is not None and status is Status.UNKNOWN:
-        stats.setdefault("schedule_source", "hint")  # a verified schedule: II is feasible
-        schedule, length = _normalised(data, [seed[n] for n in data.names])
-        return result(Status.FEASIBLE, schedule, length, data.stage_bound, stats)
+        # a verified schedule (greedy hint or incumbent): II is feasible; L from it
+        status, kept_starts = _from_schedule(data, seed, stats, seed is not incumbent)
     if kept_starts is None:
         return result(status, None, None, data.stage_bound, stats)
     length_limit = time_limit if length_time_limit is _SAME else length_time_limit
@@ -776,13 +776,16 @@ def _decide_ii(
     threads: int,
     stats: dict[str, Any],
     deadline: float | None = None,
+    incumbent: Mapping[str, int] | None = None,
 ) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
     """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
     :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
 
     Returns the status, the kept ops' starts (when feasible), the full model when it was
-    built, and the verified greedy hint (when one was found). With no time left (or, before
-    the window model's all-pairs longest paths, clearly too little for them), UNKNOWN.
+    built, and a verified schedule to fall back on: the greedy hint (which also hints the
+    solver), else the caller's ``incumbent`` (which does not: measured, an IMS schedule as
+    the decision's hint led CP-SAT to a worse ``L``, docs/decisions.md). With no time left
+    (or, before the window model's all-pairs longest paths, clearly too little), UNKNOWN.
     """
     impl: _PulpModel | _CpSatModel | None = None
     fw_seconds = len(data.kept) ** 3 / _FW_RATE  # the window model's longest paths
@@ -790,7 +793,7 @@ def _decide_ii(
         decide == "window" and deadline is not None and deadline - time.monotonic() < fw_seconds
     ):
         stats["skipped"] = "time limit"
-        return Status.UNKNOWN, None, None, None
+        return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
     wm = build_window_model(data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
@@ -803,38 +806,37 @@ def _decide_ii(
             stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
         wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
+        fallback = seed if seed is not None else incumbent
         if _out_of_time(_within(None, deadline)):
-            return Status.UNKNOWN, None, None, seed
+            return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
         status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint)
         kept_starts = lift(data, wm, times) if times is not None else None
         if times is not None and kept_starts is None:  # impossible by window's docstring
             raise VerificationError(
                 ["window-model solution could not be lifted"], what=f"phase 1 (II={data.ii})"
             )
-        return status, kept_starts, None, seed
+        return status, kept_starts, None, fallback  # type: ignore[return-value]
     impl = _BACKEND_MODELS[backend](data, encoding)
     stats.update(impl.size())
     if seed_kept is not None:
         impl.hint(seed_kept)
     status = impl.solve(time_limit, threads)
-    return status, impl.values() if status.has_solution else None, impl, seed
+    fallback = seed if seed is not None else incumbent
+    return status, impl.values() if status.has_solution else None, impl, fallback  # type: ignore[return-value]
 
 
-def _from_incumbent(
-    graph: DependenceGraph, data: ReducedModel, incumbent: Mapping[str, int], stats: dict
-) -> tuple[Status, dict[int, int] | None, None, dict[str, int] | None]:
-    """Step 1 with a known legal schedule: ``II`` is feasible. The kept ops start at the least
-    starts with the incumbent's residues (inside the proven stage bounds, as in
-    :func:`.window.lift`), which seed the minimisation of ``L``."""
-    violations = verify_modulo_schedule(graph, incumbent, data.ii)
-    if violations:
-        raise InvalidProblemError([f"incumbent at II={data.ii}: {v}" for v in violations])
-    stats["schedule_source"] = "incumbent"
-    res = {x: incumbent[data.names[x]] % data.ii for x in data.kept}
+def _from_schedule(
+    data: ReducedModel, known: Mapping[str, int], stats: dict, greedy: bool
+) -> tuple[Status, dict[int, int] | None]:
+    """Step 1 ended without a verdict, but a verified schedule is at hand (the greedy hint,
+    or the caller's incumbent): ``II`` is feasible. Its kept ops start at the least starts
+    with its residues (inside the proven stage bounds, as in :func:`.window.lift`), which
+    seed the minimisation of ``L``."""
+    stats["schedule_source"] = "hint" if greedy else "incumbent"
+    res = {x: known[data.names[x]] % data.ii for x in data.kept}
     lower = dict(data.lower)
     floor = {x: max(0, lower.get(x, 0)) for x in data.kept}
-    kept_starts = least_starts(res, floor, data.arcs, data.ii)
-    return Status.FEASIBLE, kept_starts, None, dict(incumbent)
+    return Status.FEASIBLE, least_starts(res, floor, data.arcs, data.ii)
 
 
 def _minimise_length(
