@@ -111,3 +111,28 @@ def test_autotuned_kernel_compiles_with_each_config() -> None:
     second = import_triton_loops(spec, "sm_90a", config=1)
     assert "BM=64" in second.notes[0] and "num_warps=4" in second.notes[0]
     assert second.picked.cycles < first.picked.cycles  # a smaller tile
+
+
+def test_solve_takes_the_kernel_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``solve FILE.py:KERNEL`` takes --constexpr/--num-warps/--loop as import-triton does; a
+    dtype constexpr on the command line; the compile notes are printed."""
+    pytest.importorskip("triton")
+    import json
+
+    from twill.cli import main
+
+    spec = f"{CORPUS / 'early_return.py'}:early_return"
+    args = ["--arch", "sm_90a", "--constexpr", "BLOCK=256", "--num-warps", "4", "--loop", "17"]
+    assert main(["solve", spec, *args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["loop"] == 17 and [e["line"] for e in out["loops"]] == [17]
+    assert any("num_stages=1" in n for n in out["notes"])
+    gemm = f"{CORPUS / 'autotuned_gemm.py'}:autotuned_gemm"
+    target = tmp_path / "g.json"
+    assert main(["import-triton", gemm, "--arch", "sm_100a", "--constexpr", "OUT=tl.bfloat16",
+                 "--config", "1", "-o", str(target)]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    assert "config 1 of 2" in printed and "line 30" in printed
+    assert json.loads(target.read_text(encoding="utf-8"))["arch"] == "sm_100a"
+    assert main(["import-triton", gemm, "--arch", "sm_90a", "--config", "5"]) == 2
+    assert "--config 5 out of range" in capsys.readouterr().err
