@@ -174,3 +174,17 @@ def test_closed_stdout_onnx_commands(capsys, monkeypatch, inputs, tmp_path, argv
     for written in Path(inputs["d"]).rglob("*"):
         assert not written.name.startswith("."), f"temporary file left: {written.name}"
         assert written.is_dir() or _complete(written), written
+
+
+def test_started_with_stdout_closed(inputs):
+    """``twill kernels >&-``: Python has no stdout at all; the command runs and prints nowhere."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "twill", "kernels"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        preexec_fn=lambda: os.close(1),  # noqa: PLW1509 (no threads in this test process's child)
+        timeout=120,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")

@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     (Ctrl-C), 141 stdout closed by its reader (``| head``), 143 terminated (SIGTERM), 70
     internal error (a bug).
     """
+    for stream in ("stdout", "stderr"):  # started with it closed (>&-): Python gives None
+        if getattr(sys, stream) is None:
+            setattr(sys, stream, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     on_main = threading.current_thread() is threading.main_thread()
     hook = sys.unraisablehook
     saved = {sig: signal.signal(sig, _stop_once) for sig in _STOP_SIGNALS} if on_main else {}
