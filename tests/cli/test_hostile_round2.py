@@ -99,3 +99,18 @@ def test_the_kernel_files_own_failure_is_exit_2(capsys, tmp_path, name, words, c
 def test_threads_beyond_the_documented_limit_are_refused(capsys, value, command):
     code, _, err = run(capsys, *command, "--threads", value)
     assert code == 2 and "--threads" in err and "1,024" in err, err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["solve", "simple_gemm_pipeline", "-o", ""],
+        ["solve", "simple_gemm_pipeline", "--plot", " "],
+        ["codegen", "simple_gemm_pipeline", "-o", ""],
+        ["gaus", "simple_gemm_pipeline", "-o", ""],
+        ["map-network", "dosa_bert", "--arch", "simba", "-o", ""],
+    ],
+)
+def test_an_empty_output_name_is_refused(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and "empty file name" in err and out == "", err

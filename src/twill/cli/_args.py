@@ -98,8 +98,10 @@ def check_output_path(
     every file the command reads, the implicit ones included (the readers' ``*_input_files``
     helpers give them). An existing output file is overwritten, as ``cc -o`` and ``sort -o`` do.
     """
-    if not path:
+    if path is None:
         return
+    if not path.strip():
+        raise InvalidProblemError(f"{option} {path!r}: empty file name; give a file")
     p = Path(path)
     for given in inputs:
         if given and Path(given).exists() and same_file(p, given):

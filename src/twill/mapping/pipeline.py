@@ -222,7 +222,7 @@ def map_network(
     tasks = [(i, m) for m in methods for i in range(len(layers))]
     slots: dict[str, list[MapResult | None]] = {m: [None] * len(layers) for m in methods}
     t0 = time.perf_counter()
-    workers = workers or min(os.cpu_count() or 1, 4)
+    workers = min(workers or min(os.cpu_count() or 1, 4), max(1, len(tasks)))  # none idle
 
     def done(i: int, m: str, res: MapResult) -> None:
         slots[m][i] = res
