@@ -218,3 +218,21 @@ def test_large_joint_I_names_its_cause() -> None:
     assert (
         explain_joint_I(g, twill_solve(KERNELS["simple_gemm_pipeline"](), backend="cpsat")) is None
     )
+
+
+def test_a_spin_wait_loop_is_not_a_kernel_loop() -> None:
+    """A lock's spin wait (layer-norm backward of Triton's tutorial 05) is not scheduled as the
+    kernel's loop: alone, it is a refusal naming the limitation."""
+    text = """module attributes {ttg.target = "cuda:90", "ttg.num-warps" = 4 : i32} {
+  tt.func public @k(%lock: !tt.ptr<i32>, %a: i32) {
+    scf.for %i = %a to %a step %a  : i32 {
+      %v = tt.atomic_cas acq_rel, gpu, %lock, %a, %a : (!tt.ptr<i32>, i32, i32) -> i32 loc(#loc2)
+    } loc(#loc2)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("k.py":1:1)
+#loc2 = loc("k.py":4:5)
+"""
+    with pytest.raises(InvalidProblemError, match=r"line 4\) wait on a lock \(spin-wait"):
+        extract_loops(text, "sm_90a")

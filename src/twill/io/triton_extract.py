@@ -483,9 +483,13 @@ def extract_loops(
         )
     base = name or module.function
     out = []
+    spins = []
     for loop, outer in found:
         builder = _Builder(module, loop, RATES[arch])
         builder.run()
+        if _spin_wait(builder):
+            spins.append(str(module.line_number(loop)))
+            continue
         line = module.line_number(loop)
         graph = _loop_graph(builder, arch, base if len(found) == 1 else f"{base}@{line}")
         cycles = sum(i.cycles for i in graph.instructions)
@@ -510,7 +514,25 @@ def extract_loops(
                 tuple(builder.accounting),
             )
         )
+    if not out:
+        raise InvalidProblemError(
+            f"kernel {module.function!r}: its only loop(s) (line {', '.join(spins)}) wait on a "
+            "lock (spin-wait: an atomic on one address and nothing else), not a loop to "
+            "pipeline; the kernel's work outside loops is not scheduled (docs/triton.md, "
+            "Limitations)",
+            source=module.source,
+        )
     return tuple(out)
+
+
+def _spin_wait(builder: _Builder) -> bool:
+    """A loop whose only instructions are atomics on a single address (a lock)."""
+    from twill.io.triton_costs import global_bytes
+
+    nodes = list(builder.nodes.values())
+    return bool(nodes) and all(
+        n.op.name in ("tt.atomic_cas", "tt.atomic_rmw") and global_bytes(n.op) <= 8 for n in nodes
+    )
 
 
 def pick_loop(loops: tuple[ExtractedLoop, ...], line: int | None, source: str) -> ExtractedLoop:
