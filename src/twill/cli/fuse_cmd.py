@@ -113,9 +113,15 @@ def _run(args: argparse.Namespace) -> int:
         with atomic_output(args.plot) as tmp:
             plot_fadiff(net, res, str(tmp))
     if args.json:
-        print(json.dumps({**_fuse_json(net, arch, res), **gain}, indent=1))
-    else:
-        _print_fuse_table(net, arch, res, gain)
+        from twill.cli.mapping_cmds import REPORT_UNITS
+
+        print(json.dumps({**_fuse_json(net, arch, res), **gain, "units": REPORT_UNITS}, indent=1))
+        return 0
+    _print_fuse_table(net, arch, res, gain)
+    con = stdout_console()
+    for path, what in ((args.output, "plan"), (args.plot, "picture")):
+        if path:
+            con.print(f"{what} written to {path}", markup=False, highlight=False)
     return 0
 
 
@@ -229,7 +235,7 @@ def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> No
 
     rep = res.report
     t = Table(title=f"FADiff on {net.name} ({arch.name})")
-    for col in ("layer", "energy uJ", "cycles", "DRAM KB", "fused out"):
+    for col in ("layer", "energy µJ", "cycles", "DRAM KB", "fused out"):
         t.add_column(col, justify="right" if col != "layer" else "left")
     fused_src = {net.edges[i].src for i in rep.fused}
     for j, ly in enumerate(net.layers):
@@ -243,13 +249,13 @@ def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> No
     con = stdout_console()
     con.print(t)
     con.print(
-        f"EDP {rep.edp:.4g} uJ*cycles, energy {rep.energy_uj:.1f} uJ, "
+        f"EDP {rep.edp:.4g} µJ·cycles, energy {rep.energy_uj:.1f} µJ, "
         f"{rep.cycles:.0f} cycles, DRAM {rep.dram_bytes / 1e6:.2f} MB, "
         f"{len(rep.fused)} fused boundaries, {res.seconds:.1f} s (source: {res.source})"
     )
     bound = gain["bound_gain"]
     con.print(
-        f"best layer-wise EDP {gain['layerwise_edp']:.4g} uJ*cycles; fused EDP {gain['edp']:.4g}: "
+        f"best layer-wise EDP {gain['layerwise_edp']:.4g} µJ·cycles; fused EDP {gain['edp']:.4g}: "
         f"gain {gain['gain_vs_layerwise']:.3f}x over layer-wise"
         + (f" (bound: no fusion plan gains more than {bound:.3f}x)" if bound else "")
     )

@@ -114,7 +114,7 @@ COSA_OBJECTIVE = (
 )
 #: What the search baselines minimise, by ``--metric`` (``twill.mapping.search.common``).
 METRIC_OBJECTIVES = {
-    "edp": ("energy-delay product of the cost model", "uJ*cycles"),
+    "edp": ("energy-delay product of the cost model", "µJ·cycles"),
     "cycles": ("latency of the cost model", "cycles"),
     "energy": ("energy of the cost model", "pJ"),
     "lex": ("latency of the cost model, energy breaking ties (cycles + a fraction < 1)", "cycles"),
@@ -129,7 +129,7 @@ def objective_meaning(method: str, settings: dict[str, Any]) -> tuple[str, str]:
         return (
             "energy-delay product of the cost model (CoSA's candidates and random starts, "
             "polished by local search)",
-            "uJ*cycles",
+            "µJ·cycles",
         )
     if method == "cosa-rerank":
         return (

@@ -39,7 +39,7 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
     best = [h["best_edp"] for h in result.history]
     ax2.plot(steps, best, color="tab:red", label="best verified EDP")
     ax2.set_yscale("log")
-    ax2.set_ylabel("EDP (uJ*cycles)")
+    ax2.set_ylabel("EDP (µJ·cycles)")
     ax.set_title(f"{net.name}: optimisation ({result.plan.method}, final EDP {rep.edp:.4g})")
     ax.legend(loc="upper left")
     ax2.legend(loc="upper right")
@@ -88,7 +88,7 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
     ax.set_xticks(xs)
     ax.set_xticklabels([str(i) for i in xs], fontsize=7)
     ax.set_xlabel("layer index")
-    ax.set_ylabel("energy (uJ)")
+    ax.set_ylabel("energy (µJ)")
     ax.set_title("per-layer energy by level (exact model, fused plan)")
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -120,7 +120,7 @@ class FADiffResult:
             self.status,
             solution=self.plan,
             objective=self.report.edp,
-            objective_unit="EDP (uJ*cycles)",
+            objective_unit="EDP (µJ·cycles)",
             timings=Timings(solve=self.seconds),
             stats=stats,
             settings=dict(self.settings),
