@@ -1,0 +1,200 @@
+"""Run the shipped kernels on the GPU under Triton's default schedule and under Twill's.
+
+For each shipped kernel (``gemm``, ``fa_fwd``, ``fa_fwd_plain``, ``fa_bwd``) on the GPU it
+finds (``sm_90a`` for an H100, ``sm_100a`` for a B200): launch it once as Triton compiles it by
+default and once inside :func:`twill.triton.twill_schedule` (Twill's stages and clusters
+written onto the loop), check both outputs against a PyTorch reference, and time each with
+``triton.testing.do_bench`` (median of its runs, milliseconds). Columns: ``kernel``, ``arch``,
+``device``, ``triton_ms``, ``twill_ms``, ``speedup`` (triton / twill), ``triton_ok``,
+``twill_ok`` (output within tolerance), ``error`` (a launch that failed, e.g. a kernel whose
+buffers exceed the SM). Without a GPU it says so and exits 0.
+
+    .venv/bin/python benchmarks/triton_device.py [--kernels gemm ...] [--size N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+KERNELS = ("gemm", "fa_fwd", "fa_fwd_plain", "fa_bwd")
+
+
+def _gemm(mod: Any, opts: Any, n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    import torch
+
+    c = opts.constexprs
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    out = torch.empty(n, n, device="cuda", dtype=torch.float16)
+    grid = (n // c["BM"], n // c["BN"])
+
+    def launch() -> Any:
+        mod.gemm[grid](a, b, out, n, n, n, num_warps=opts.num_warps or 8, **c)
+        return out
+
+    return launch, lambda: (a.float() @ b.float()).half()
+
+
+def _attention(n: int) -> tuple[Any, ...]:
+    import torch
+
+    bh, d = 4, 128
+    q, k, v = (torch.randn(bh * n, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    return bh, d, q, k, v
+
+
+def _fa_fwd(mod: Any, opts: Any, n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    import torch
+
+    c = opts.constexprs
+    bh, d, q, k, v = _attention(n)
+    out = torch.empty_like(q)
+    scale = d**-0.5
+    grid = (n // c["BM"], bh)
+
+    def launch() -> Any:
+        mod.fa_fwd[grid](q, k, v, out, n, scale, num_warps=opts.num_warps or 8, **c)
+        return out
+
+    def reference() -> Any:
+        qs, ks, vs = (x.float().view(bh, n, d) for x in (q, k, v))
+        p = torch.softmax(qs @ ks.transpose(1, 2) * scale, dim=-1)
+        return (p @ vs).view(bh * n, d).half()
+
+    return launch, reference
+
+
+def _fa_bwd(mod: Any, opts: Any, n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """The kernel's own math: P = exp2(K Q^T - lse), no scale inside the exponent."""
+    import torch
+
+    c = opts.constexprs
+    bh, d, q, k, v = _attention(n)
+    q, k = q / 4, k / 4
+    do = torch.randn_like(q)
+    qs, ks, vs, dos = (x.float().view(bh, n, d) for x in (q, k, v, do))
+    s = qs @ ks.transpose(1, 2)
+    lse = torch.logsumexp(s * 0.6931471805599453, -1) / 0.6931471805599453
+    p = torch.exp2(s - lse[..., None])
+    delta = (dos * (p @ vs)).sum(-1)
+    dq = torch.zeros(bh * n, d, device="cuda", dtype=torch.float32)
+    dk, dv = torch.empty_like(q), torch.empty_like(q)
+    scale, grid = d**-0.5, (n // c["BN"], bh)
+
+    def launch() -> Any:
+        dq.zero_()
+        mod.fa_bwd[grid](
+            q,
+            k,
+            v,
+            do,
+            lse.reshape(-1).contiguous(),
+            delta.reshape(-1).contiguous(),
+            dq,
+            dk,
+            dv,
+            n,
+            scale,
+            num_warps=opts.num_warps or 8,
+            **c,
+        )
+        return torch.cat([dk.float(), dv.float()])
+
+    def reference() -> Any:
+        dp = dos @ vs.transpose(1, 2)
+        ds = p * (dp - delta[..., None])
+        dk_r = (ds.transpose(1, 2) @ qs * scale).reshape(bh * n, d)
+        dv_r = (p.transpose(1, 2) @ dos).reshape(bh * n, d)
+        return torch.cat([dk_r, dv_r])
+
+    return launch, reference
+
+
+def _measure(launch: Callable[[], Any], reference: Any) -> tuple[float, bool]:
+    import torch
+    from triton.testing import do_bench
+
+    out = launch().float()
+    torch.cuda.synchronize()
+    ok = bool(torch.allclose(out, reference.float(), atol=5e-2, rtol=5e-2))
+    return float(do_bench(launch, return_mode="median")), ok
+
+
+def run(name: str, arch: str, size: int) -> dict[str, Any]:
+    import importlib.util
+
+    import torch
+
+    from twill.triton import SHIPPED_DIR, kernel_options, twill_schedule
+
+    spec = importlib.util.spec_from_file_location(
+        "twill_shipped_kernels", SHIPPED_DIR / "kernels.py"
+    )
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    kernel = "fa_fwd" if name == "fa_fwd_plain" else name
+    opts = kernel_options(SHIPPED_DIR / "kernels.py", kernel, arch)
+    if name == "fa_fwd_plain":
+        opts.constexprs["SUBTILES"] = 1
+    make = {"gemm": _gemm, "fa_fwd": _fa_fwd, "fa_fwd_plain": _fa_fwd, "fa_bwd": _fa_bwd}[name]
+    row: dict[str, Any] = {"kernel": name, "arch": arch, "device": torch.cuda.get_device_name()}
+    try:
+        launch, reference = make(mod, opts, size)
+        ref = reference()
+        row["triton_ms"], row["triton_ok"] = _measure(launch, ref)
+        with twill_schedule() as log:
+            row["twill_ms"], row["twill_ok"] = _measure(launch, ref)
+        row["twill_applied"] = [e.get("applied") for e in log]
+        row["speedup"] = round(row["triton_ms"] / row["twill_ms"], 3)
+    except Exception as exc:  # a launch that fails is a row, not a crash
+        row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS)
+    ap.add_argument("--size", type=int, default=4096, help="matrix size / sequence length")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("no GPU found (PyTorch is not installed); nothing to run")
+        return 0
+    if not torch.cuda.is_available():
+        print("no GPU found (torch.cuda.is_available() is False); nothing to run")
+        return 0
+    import triton
+
+    triton.set_allocator(
+        lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda")
+    )
+    major, _ = torch.cuda.get_device_capability()
+    arch = {9: "sm_90a", 10: "sm_100a"}.get(major)
+    if arch is None:
+        print(
+            f"GPU {torch.cuda.get_device_name()} is neither an H100 (sm_90a) nor a B200 "
+            "(sm_100a); nothing to run"
+        )
+        return 0
+    rows = []
+    for k in args.kernels:
+        rows.append(run(k, arch, args.size))
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    head = ("kernel", "arch", "triton_ms", "twill_ms", "speedup", "triton_ok", "twill_ok", "error")
+    print(" | ".join(head))
+    for r in rows:
+        print(" | ".join(str(r.get(h, "")) for h in head))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

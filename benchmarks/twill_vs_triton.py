@@ -1,0 +1,174 @@
+"""Twill's schedule against Triton's default, in Twill's model, and both compiled by Triton.
+
+For every shipped kernel (``gemm``, ``fa_fwd``, ``fa_fwd_plain`` = ``fa_fwd`` with
+``SUBTILES=1``, ``fa_bwd``), every kernel of the Triton front end's test corpus
+(``tests/data/triton/``; its costliest loop, as ``twill solve`` picks) and architecture
+(``sm_90a``: H100, ``sm_100a``: B200); a kernel that fails (Triton does not pipeline the loop,
+or cannot compile it) gets a row with ``error``:
+
+* Twill's optimum: the joint search (Algorithm 1, CP-SAT Phase 1) on the extracted loop:
+  ``twill_I``, ``twill_L``;
+* Triton's default schedule (``num_stages=3``, the kernel's ``num_warps``, no warp
+  specialisation: the kernels do not ask for it), read after ``schedule_loops`` and priced in
+  Twill's model: the smallest ``I`` and its ``L`` at which its stages, body order and warp
+  assignment are feasible (``triton_I``, ``triton_L``; ``triton_status`` is ``feasible``,
+  ``infeasible`` or ``unknown`` within ``--price-limit`` seconds, with ``triton_I_lower``, the
+  smallest ``I`` not refuted); ``predicted_speedup = triton_I / twill_I`` (steady state);
+* Twill's schedule compiled (``twill compile``): ``compiled`` (a cubin that is not a trap),
+  ``regs``, ``smem_bytes``, ``spills`` (bytes), ``kept``/``changed`` (stages Triton's
+  pipeliner kept or moved, read back from the pipelined IR), ``prologue_depth``;
+  and the same resources for Triton's default compile (``triton_regs``, ...);
+* ``seconds``: the whole row.
+
+    .venv/bin/python benchmarks/twill_vs_triton.py [--kernels gemm ...] [--arches sm_90a ...]
+        [--price-limit S] [--json]
+
+Needs the ``triton`` extra; no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+KERNELS = {
+    "gemm": ("gemm", {}),
+    "fa_fwd": ("fa_fwd", {}),
+    "fa_fwd_plain": ("fa_fwd", {"SUBTILES": 1}),
+    "fa_bwd": ("fa_bwd", {}),
+}
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "triton"
+
+
+def corpus() -> list[str]:
+    """The Triton front end's test corpus (``tests/data/triton/NAME.py``)."""
+    return sorted(p.stem for p in CORPUS.glob("*.py") if p.stem != "generate")
+
+
+def _spec(name: str) -> tuple[str, dict[str, Any]]:
+    from twill.triton import SHIPPED_DIR
+
+    if name in KERNELS:
+        kernel, consts = KERNELS[name]
+        return f"{SHIPPED_DIR / 'kernels.py'}:{kernel}", consts
+    return f"{CORPUS / name}.py:{name}", {}
+
+
+def _resources(build: Any, prefix: str = "") -> dict[str, Any]:
+    from twill.io.triton_peer import _trap_only
+
+    return {
+        f"{prefix}regs": build.regs,
+        f"{prefix}smem_bytes": build.smem_bytes,
+        f"{prefix}spills": build.spills,
+        f"{prefix}runnable": not _trap_only(build.ptx),
+    }
+
+
+def run(name: str, arch: str, price_limit: float) -> dict[str, Any]:
+    from twill.errors import TwillError
+    from twill.triton import kernel_spec
+
+    t0 = time.perf_counter()
+    spec, consts = _spec(name)
+    row: dict[str, Any] = {"kernel": name, "arch": arch, "compiled": False}
+    try:
+        _fill(row, kernel_spec(spec, arch, constexprs=consts), price_limit)
+    except TwillError as exc:  # a corpus kernel Triton does not pipeline, or cannot compile
+        row["error"] = str(exc).splitlines()[0][:300]
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def _fill(row: dict[str, Any], ks: Any, price_limit: float) -> None:
+    from twill.io.triton_build import private_cache
+    from twill.io.triton_peer import compile_twill, price_triton, solve_for_compile, twill_graph
+
+    with private_cache():
+        lp, ttgir = twill_graph(ks)
+        r = solve_for_compile(lp.graph, 600.0)
+        row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal)
+        peer = price_triton(ks, lp, ttgir, total_time_limit=price_limit)
+        p = peer.pinned
+        refuted = [i for i, _, a in p.points if a == "unsat"]
+        row.update(
+            triton_I=p.I,
+            triton_L=p.L,
+            triton_status=p.status,
+            triton_I_lower=p.I or max([p.lower_I, *(i + 1 for i in refuted)]),
+            triton_max_stage=peer.max_stage,
+            unmatched=peer.match.twill_only,
+        )
+        row["predicted_speedup"] = round(p.I / r.I, 3) if p.I and r.I else None
+        row.update(_resources(peer.build, "triton_"))
+        if r.I is None:
+            row.update(compiled=False, kept=[], changed={})
+        else:
+            s = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, lp, ttgir)
+            d = s.data
+            row.update(
+                compiled=d["runnable"],
+                max_stage=d["max_stage"],
+                prologue_depth=d["prologue_depth"],
+                kept=d["kept"]["stages"],
+                changed=d["changed"]["stages"],
+            )
+            row.update({k: d[k] for k in ("regs", "smem_bytes", "spills")})
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument(
+        "--kernels",
+        nargs="+",
+        default=[*KERNELS, *corpus()],
+        choices=[*KERNELS, *corpus()],
+        help="shipped kernels and the test corpus (default: all)",
+    )
+    ap.add_argument(
+        "--arches", nargs="+", default=["sm_90a", "sm_100a"], choices=["sm_90a", "sm_100a"]
+    )
+    ap.add_argument(
+        "--price-limit",
+        type=float,
+        default=120.0,
+        help="seconds for pricing Triton's schedule per kernel (default 120)",
+    )
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    for k in args.kernels:
+        for a in args.arches:
+            rows.append(run(k, a, args.price_limit))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return
+    head = (
+        "kernel",
+        "arch",
+        "twill_I",
+        "twill_L",
+        "triton_I",
+        "triton_L",
+        "triton_I_lower",
+        "predicted_speedup",
+        "compiled",
+        "regs",
+        "smem_bytes",
+        "spills",
+        "triton_runnable",
+        "seconds",
+    )
+    print(" | ".join(head))
+    for r in rows:
+        tail = r.get("error") or f"kept {len(r['kept'])}, changed {sorted(r['changed'])}"
+        print(" | ".join(str(r.get(h)) for h in head) + f"  {tail}")
+
+
+if __name__ == "__main__":
+    main()
