@@ -114,3 +114,29 @@ def test_threads_beyond_the_documented_limit_are_refused(capsys, value, command)
 def test_an_empty_output_name_is_refused(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2 and "empty file name" in err and out == "", err
+
+
+@pytest.mark.parametrize("option", ["-o", "--plot"])
+@pytest.mark.parametrize("command", [["fuse"], ["map-network", "--arch", "simba"]])
+def test_onnx_external_weights_are_never_overwritten(capsys, tmp_path, command, option):
+    """A model saved with its weights in ``weights.bin`` beside it: that file is an input."""
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="c")],
+        "ext",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((8, 8, 1, 1), np.float32), "w")],
+    )
+    model = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(graph), str(model), save_as_external_data=True,
+                    location="weights.bin", size_threshold=0)  # fmt: skip
+    weights = (tmp_path / "weights.bin").read_bytes()
+    code, _, err = run(
+        capsys, command[0], str(model), *command[1:], option, str(tmp_path / "weights.bin")
+    )
+    assert code == 2 and "refusing to overwrite the input file" in err, err
+    assert (tmp_path / "weights.bin").read_bytes() == weights

@@ -129,8 +129,11 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
     """Refuse ``-o``/``--plot`` paths that name a file the command reads, or each other."""
     from twill.cli.mapping_cmds import _arch_files
     from twill.io.networks import default_workload_root
+    from twill.io.onnx_model import onnx_input_files
 
-    model_file = [Path(args.network)] if args.network and Path(args.network).is_file() else []
+    model_file = []
+    if args.network and Path(args.network).is_file():  # an ONNX file and its external weights
+        model_file = onnx_input_files(args.network, (args.output, args.plot))
     root = Path(args.workloads) if args.workloads else default_workload_root()
     inputs = [*sorted(root.rglob("*.yaml")), *model_file]
     inputs += _arch_files(args.arch)

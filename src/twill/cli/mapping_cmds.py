@@ -330,7 +330,9 @@ def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
     if Path(source).is_dir():
         model_files = network_input_files(source)
     else:
-        model_files = [Path(source)] if not args.model else []
+        from twill.io.onnx_model import onnx_input_files
+
+        model_files = [] if args.model else onnx_input_files(source, (args.output, args.plot))
     inputs = [*model_files, *_arch_files(args.arch)]
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     check_output_path(args.output, "-o", inputs)

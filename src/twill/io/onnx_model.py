@@ -413,6 +413,30 @@ def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
     return d
 
 
+def onnx_input_files(path: str | Path, outputs: tuple[str | None, ...] = ()) -> list[Path]:
+    """Every file reading the model at ``path`` may touch: the model and the external-data
+    files its tensors name (weights saved beside it, e.g. ``weights.bin``), so that the CLI
+    never writes an output over them.
+
+    The model's structure is read (without its weights) only when one of ``outputs`` exists
+    already: a file that does not exist cannot be an input, so the common case reads nothing.
+    """
+    model = Path(path)
+    files = [model]
+    if not model.is_file() or not any(o and Path(o).exists() for o in outputs):
+        return files
+    try:
+        import onnx
+        from onnx.external_data_helper import _get_all_tensors
+
+        proto = onnx.load(str(model), load_external_data=False)
+    except Exception:  # noqa: BLE001 (unreadable: the reader reports it; nothing more is read)
+        return files
+    for tensor in _get_all_tensors(proto):
+        files += [model.parent / e.value for e in tensor.external_data if e.key == "location"]
+    return files
+
+
 def import_model(
     source: str | Path | Any,
     input_shape: tuple[int, ...] | None = None,
