@@ -672,7 +672,10 @@ def _add_solver_options(p: argparse.ArgumentParser) -> None:
         "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
     )
     p.add_argument(
-        "--threads", type=bounded_int(MAX_THREADS), default=1, help="solver threads per layer"
+        "--threads",
+        type=bounded_int(MAX_THREADS),
+        default=1,
+        help="solver threads per layer (at most 1,024)",
     )
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the solver / random search")
     p.add_argument(
@@ -737,7 +740,12 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
         "worse in EDP than random16k on the zoo's layers; cosa = CoSA's own objective)",
     )
     p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
-    p.add_argument("--workers", type=bounded_int(MAX_THREADS), default=None, help="local pool size")
+    p.add_argument(
+        "--workers",
+        type=bounded_int(MAX_THREADS),
+        default=None,
+        help="local pool size (at most 1,024)",
+    )
     p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
     p.add_argument(
         "--limit", type=positive_int, default=None, help="only the first N unique layers"

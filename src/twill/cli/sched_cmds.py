@@ -99,7 +99,8 @@ def register(subparsers: Any) -> None:
         type=bounded_int(MAX_THREADS),
         default=1,
         metavar="N",
-        help="CPU threads (default 1): the minimum-I search's solver threads, and with Phase "
+        help="CPU threads (default 1, at most 1,024): the minimum-I search's solver threads, "
+        "and with Phase "
         "2 that many initiation intervals examined at once in worker processes; same proven "
         "I and L, possibly another schedule",
     )
