@@ -13,6 +13,8 @@ This module is thin: the algorithms live in :mod:`twill.sched.gaus`.
 from __future__ import annotations
 
 import math
+import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -157,7 +159,8 @@ def gaus_solve_twill_graph(
     verbose
         Log progress at INFO.
     **options
-        Passed to :class:`GauSSolver` (``lr``, ``max_iters``, ``device``, ``seed``, ...).
+        Passed to :class:`GauSSolver` (``lr``, ``max_iters``, ``device``, ``seed``,
+        ``options``, ...). ``options.time_limit`` bounds the whole search over II.
 
     Returns
     -------
@@ -178,7 +181,14 @@ def gaus_solve_twill_graph(
         return solver.solve_modulo(int(target_II))
     mii = default_II(as_gaus_graph(graph))
     last = None
+    limit = solver.options.time_limit  # one deadline for the whole search over II
+    deadline = None if limit is None else time.perf_counter() + limit
     for ii in range(mii, (max_II if max_II is not None else mii + 16) + 1):
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if last is not None and left <= 0:
+                break
+            solver.options = replace(solver.options, time_limit=max(left, 1e-3))
         last = solver.solve_modulo(ii)
         if last.legal:
             return last

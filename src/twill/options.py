@@ -73,7 +73,15 @@ class SolverOptions:
     extra
         Backend-specific settings passed through untouched (read-only view).
     on_progress
-        Called with progress events (solver-defined objects); the core never prints.
+        Called with one :class:`~twill.progress.ProgressEvent` per step; the core never
+        prints.
+    gaus
+        GauS's own settings, a :class:`twill.sched.gaus.alm.GauSSettings` (``None``: the
+        defaults of the problem's formulation). Typed where it is defined; this shared module
+        does not import a solver family, so the solver checks the type.
+    gumbel
+        The Gumbel-softmax baseline's settings, a
+        :class:`twill.sched.baselines.categorical.GumbelSettings` (``None``: its defaults).
 
     Raises
     ------
@@ -86,6 +94,8 @@ class SolverOptions:
     seed: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
     on_progress: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
+    gaus: Any = None
+    gumbel: Any = None
 
     def overrides(self, time_key: str = "time_limit", **given: Any) -> dict[str, Any]:
         """The keyword values of a solver that also takes ``threads``, a time limit (under
@@ -133,4 +143,5 @@ class SolverOptions:
             "threads": self.threads,
             "seed": self.seed,
             "extra": dict(self.extra),
+            **{k: getattr(self, k).to_dict() for k in ("gaus", "gumbel") if getattr(self, k)},
         }

@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import sys
+import time
 from typing import Any
 
 from twill.cli._args import (
@@ -92,7 +93,14 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--max-iters", type=bounded_int(10_000_000), default=None, help="cap on Adam steps"
     )
-    p.add_argument("--time-limit", type=positive_float, default=60.0, help="exact baseline cap (s)")
+    p.add_argument(
+        "--time-limit",
+        type=positive_float,
+        default=None,
+        metavar="S",
+        help="seconds for the whole run: GauS returns its best legal schedule so far "
+        "(default: no limit; the exact baseline: 60)",
+    )
     p.set_defaults(func=run_gaus)
 
 
@@ -126,6 +134,7 @@ def _check_size(g: Any, II: int | None, args: argparse.Namespace) -> None:  # no
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.solver import as_gaus_graph
 
+    args.started = time.perf_counter()  # --time-limit counts from here, reading included
     if args.baseline and args.formulation not in BASELINE_FORMULATIONS[args.baseline]:
         supported = ", ".join(BASELINE_FORMULATIONS[args.baseline])
         raise InvalidProblemError(
@@ -150,10 +159,7 @@ def run_gaus(args: argparse.Namespace) -> int:
 
         II = default_II(g)
     _check_size(g, II, args)
-    if args.baseline:
-        result = _run_baseline(args, g, II)
-    else:
-        result = _run_gaus(args, graph if args.cap is None else g, II)
+    result = _solve(args, graph if args.cap is None and not args.baseline else g, II)
     out = result.to_dict(history=bool(args.output))
     meaning, unit = objective_meaning(args.formulation, g.weight_note, args.ratio)
     out.update(objective_meaning=meaning, objective_unit=unit)
@@ -228,14 +234,52 @@ def _cap_note(g: Any, cap: float | None, II: int | None) -> str:
     )
 
 
-def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
+def _problem(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
+    """The :class:`~twill.sched.gaus.problem.GauSProblem` the arguments describe (``graph``
+    already carries ``--cap``)."""
+    from twill.sched.gaus.problem import GauSProblem
+
+    f = args.formulation
+    ratio = args.ratio if f == "A" else 1.0
+    return GauSProblem(graph, f, D=args.D, II=II if f == "C" else None, ratio=ratio)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    """The :class:`~twill.options.SolverOptions` of the run: ``--time-limit`` bounds the whole
+    run (GauS returns its best legal schedule so far; the exact baseline defaults to 60 s),
+    ``--seed`` (the Gumbel baseline: GS-Schedule's 30 when 0), and GauS's own settings."""
+    from twill.options import SolverOptions
+    from twill.sched.baselines.categorical import GumbelSettings
+    from twill.sched.gaus.solver import default_settings
+
+    limit = args.time_limit
+    if args.baseline == "exact" and limit is None:
+        limit = 60.0
+    if limit is not None:  # what reading and checking the graph left of it
+        limit = max(1e-3, limit - (time.perf_counter() - args.started))
+    seed = (args.seed or 30) if args.baseline == "gumbel" else args.seed
+    explicit: dict[str, Any] = {"polish": not args.no_polish, "lns_time": args.lns_time,
+                                "device": args.device}  # fmt: skip
+    if args.max_iters is not None:
+        explicit["max_iters"] = args.max_iters
+    gaus = default_settings(args.formulation, **explicit)
+    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=GumbelSettings())
+
+
+def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
+    """GauS or the chosen baseline's ``run(problem, options)``, under a progress bar on
+    stderr that follows the :class:`~twill.progress.ProgressEvent` stream."""
+    from dataclasses import replace
+
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from twill.progress import ProgressEvent
-    from twill.sched.gaus.solver import GauSSolver
 
+    runner = _runner(args.baseline)
+    options = _options(args)
+    label = args.baseline or "GauS"
     with Progress(
-        TextColumn("GauS"),
+        TextColumn(label),
         BarColumn(),
         TextColumn("{task.completed}/{task.total} {task.fields[line]}"),
         TimeElapsedColumn(),
@@ -243,46 +287,31 @@ def _run_gaus(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
         transient=True,
         disable=not sys.stderr.isatty(),  # a log gets no bar (and no stray blank line)
     ) as bar:
-        task = bar.add_task("gaus", total=args.max_iters or 2000, line="")
+        task = bar.add_task(label, total=options.gaus.max_iters, line="")
 
         def progress(event: ProgressEvent) -> None:
             step = event.step or 0
-            if step % 10 == 0 or step == event.total:
+            if step % 10 == 0 or step == event.total or event.method != "gaus":
                 best = "-" if event.incumbent is None else f"{event.incumbent:.6g}"
-                line = f"{event.message} best {best}"
-                bar.update(task, completed=step, total=event.total, line=line)
+                line = f"{event.message} best {best}".strip()
+                bar.update(task, completed=step, total=event.total or step, line=line)
 
-        solver = GauSSolver(
-            graph,
-            D=args.D,
-            device=args.device,
-            seed=args.seed,
-            on_progress=progress,
-            polish=not args.no_polish,
-            lns_time=args.lns_time,
-        )
-        return solver.solve(args.formulation, II=II, ratio=args.ratio, max_iters=args.max_iters)
+        return runner(_problem(args, graph, II), replace(options, on_progress=progress))
 
 
-def _run_baseline(args: argparse.Namespace, g: Any, II: int | None) -> Any:
-    f = args.formulation
-    if args.baseline == "list":
-        from twill.sched.baselines.list_sched import list_schedule
-
-        return list_schedule(g, f, D=args.D, II=II, ratio=args.ratio)
-    if args.baseline == "force":
-        from twill.sched.baselines.force_directed import force_directed_schedule
-
-        return force_directed_schedule(g, f, D=args.D, II=II, ratio=args.ratio)
-    if args.baseline == "gumbel":
-        from twill.sched.baselines.categorical import gumbel_schedule
-
-        return gumbel_schedule(g, f, D=args.D, ratio=args.ratio, seed=args.seed or 30)
-    from twill.sched.baselines.exact import exact_schedule
-
-    return exact_schedule(
-        g, f, D=args.D, II=II, ratio=args.ratio, time_limit=args.time_limit, seed=args.seed
-    )
+def _runner(baseline: str | None) -> Any:
+    """The ``run(problem, options)`` of GauS or of a baseline."""
+    if baseline is None:
+        from twill.sched.gaus.solver import run
+    elif baseline == "list":
+        from twill.sched.baselines.list_sched import run
+    elif baseline == "force":
+        from twill.sched.baselines.force_directed import run
+    elif baseline == "gumbel":
+        from twill.sched.baselines.categorical import run
+    else:
+        from twill.sched.baselines.exact import run
+    return run
 
 
 def _stderr_console() -> Any:

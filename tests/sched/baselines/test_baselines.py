@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from twill.errors import InvalidProblemError
 from twill.gaus_solver import GauSSolver, generate_random_dag
 from twill.results import Status
 from twill.sched.baselines.categorical import gumbel_schedule
 from twill.sched.baselines.force_directed import force_directed_schedule
 from twill.sched.baselines.list_sched import list_schedule
-from twill.sched.gaus.bounds import rec_mii
+from twill.sched.gaus.bounds import rec_mii, res_mii
 from twill.sched.gaus.graph import from_dependence_graph
 from twill.sched.gaus.verify import peak_memory
 
@@ -44,8 +45,8 @@ class TestBaselines:
         assert cm > 1
         below = fn(g, "C", D=200, II=cm - 1)
         assert below.status is Status.INFEASIBLE and "RecMII" in below.message
-        with pytest.raises(ValueError, match="needs II"):
-            fn(g, "C", D=200)
+        at_mii = fn(g, "C", D=200)  # no II: the problem's default, MII
+        assert at_mii.II == max(cm, res_mii(g))
 
     def test_list_modulo(self) -> None:
         g = from_dependence_graph(generate_random_dag(80, 0.05, 4, seed=1)).with_caps(5.0)
@@ -81,7 +82,9 @@ class TestExact:
         r = exact_schedule(g, "C", II=8, D=40, time_limit=5)
         assert r.legal and r.bound <= r.objective
 
-    def test_exact_options_override_the_keywords(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_exact_options_merge_with_the_keywords(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A value set in one place is used, set in both places differently it is an error;
+        the time limit bounds the whole call (CP-SAT gets what model building left)."""
         from twill.options import SolverOptions
         from twill.sched.baselines import exact
 
@@ -96,10 +99,13 @@ class TestExact:
         monkeypatch.setattr(exact, "solve_cpsat", spy)
         g = from_dependence_graph(generate_random_dag(8, 0.2, 0, seed=3))
         o = SolverOptions(time_limit=7, threads=2, seed=5)
-        r = exact.exact_schedule(g, "A", D=8, time_limit=99, threads=1, seed=0, options=o)
+        r = exact.exact_schedule(g, "A", D=8, threads=1, seed=0, options=o)
         assert r.status is Status.OPTIMAL
-        exact.exact_schedule(g, "A", D=8, time_limit=99, options=SolverOptions(seed=4))
-        assert seen == [(7.0, 2, 5), (99.0, 1, 4)]
+        exact.exact_schedule(g, "A", D=8, time_limit=99, threads=2, options=SolverOptions(seed=4))
+        assert [(round(t), w, s) for t, w, s in seen] == [(7, 2, 5), (99, 2, 4)]
+        assert all(t <= limit for (t, _, _), limit in zip(seen, (7, 99), strict=True))
+        with pytest.raises(InvalidProblemError, match="time_limit=99 as a keyword"):
+            exact.exact_schedule(g, "A", D=8, time_limit=99, options=o)
 
     @pytest.mark.parametrize("seed", [11, 12])
     def test_precedence_cuts_keep_every_legal_schedule_and_the_optimum(self, seed: int) -> None:

@@ -21,24 +21,63 @@ epoch count, and the legality check time is included in ``seconds``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
-from twill.results import Status
-from twill.sched.baselines.common import package
-from twill.sched.gaus.bounds import default_D
+from twill.progress import ProgressEvent, emit
+from twill.results import SolveResult, Status
+from twill.sched.baselines.common import front_options, keyword_problem, package, reported
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
+from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import objective_a
+from twill.validation import check_int, check_real
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["gumbel_schedule"]
+__all__ = ["GumbelSettings", "gumbel_schedule", "run", "solve"]
+
+
+@dataclass(frozen=True)
+class GumbelSettings:
+    """The Gumbel-softmax baseline's own knobs (``SolverOptions.gumbel``).
+
+    GS-Schedule's README uses 500 epochs, batch 250, tau 50, lr 1, ratio 100 on a GPU; the CPU
+    defaults keep tau, lr and ratio and shrink epochs and batch.
+    """
+
+    epochs: int = 100
+    batch: int = 16
+    tau: float = 50.0
+    lr: float = 1.0
+    entropy_ratio: float = 100.0
+
+    def to_dict(self) -> dict[str, float]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+    def __post_init__(self) -> None:
+        check_int(self.epochs, "epochs", minimum=0)
+        check_int(self.batch, "batch")
+        for name in ("tau", "lr"):
+            check_real(getattr(self, name), name)
+        check_real(self.entropy_ratio, "entropy_ratio", strict=False)
+
+
+def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
+    """GS-Schedule-style categorical scheduling of ``problem`` (formulation A only).
+
+    ``options``: ``seed`` seeds the Gumbel noise, ``threads`` are torch's threads during the
+    run, ``time_limit`` is checked before every epoch (the best legal sample so far is
+    returned), ``on_progress`` gets one event per epoch, ``gumbel`` holds the
+    :class:`GumbelSettings`.
+    """
+    return run(problem, options).as_result()
 
 
 def gumbel_schedule(
@@ -56,70 +95,86 @@ def gumbel_schedule(
     time_limit: float | None = None,
     options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
-    """GS-Schedule-style categorical scheduling (formulation A).
+    """:func:`run` on the problem and settings these keywords describe (GS-Schedule's seed
+    30 by default; with ``options`` its seed unless ``seed`` is given too, when they must
+    agree)."""
+    given: dict[str, object] = {"time_limit": time_limit}
+    if options is None or seed != 30:
+        given["seed"] = seed
+    opts = front_options(options, **given)
+    settings = GumbelSettings(epochs, batch, tau, lr, entropy_ratio)
+    return run(keyword_problem(g, formulation, D, None, ratio), replace(opts, gumbel=settings))
 
-    Parameters
-    ----------
-    epochs, batch, tau, lr, entropy_ratio
-        GS-Schedule's README uses 500 epochs, batch 250, tau 50, lr 1, ratio 100 on a GPU; the
-        CPU defaults keep tau, lr and ratio and shrink epochs and batch.
-    seed
-        Seeds the Gumbel noise (GS-Schedule uses 30).
-    time_limit
-        Wall-clock seconds; checked before each epoch (``None``: no limit).
-    options
-        The shared :class:`~twill.options.SolverOptions`: when given, its ``seed``, its
-        ``time_limit`` (when set) and its ``threads`` (torch threads during the run, 1
-        otherwise) replace those keywords.
-    """
-    if formulation != "A":
+
+def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
+    """:func:`solve` with the baselines' run record (what the command line prints)."""
+    if problem.formulation != "A":
         raise InvalidProblemError(
             "the categorical (GS-Schedule) baseline supports formulation A only"
         )
-    import torch
-
-    threads = 1
-    if options is not None:
-        chosen = options.overrides()
-        threads, time_limit = chosen["threads"], chosen.get("time_limit", time_limit)
-        seed = options.seed
+    options = options or SolverOptions()
+    settings = options.gumbel or GumbelSettings()
+    if not isinstance(settings, GumbelSettings):
+        raise InvalidProblemError(
+            f"options.gumbel must be a GumbelSettings, found {type(settings).__name__}"
+        )
     start = time.perf_counter()
-    D = int(D) if D is not None else default_D(g, "A")
+    problem.check()
+    g, D, ratio = problem.arrays, problem.steps, problem.ratio
     gens = topological_generations(g)
     asap, alap = asap_alap(g, D, gens)
     common = dict(method="gumbel", formulation="A", D=D, II=None, ratio=ratio, start=start)
     if np.any(asap > alap):
-        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
-                       infeasible_cause="D", **common)  # fmt: skip
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    logits = _initial_logits(g, D, batch)
+        return reported(package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
+                                infeasible_cause="D", **common), options)  # fmt: skip
+    best_t, it = _epochs(g, D, alap, gens, ratio, settings, options, start)
+    message = "legal" if best_t is not None else "no sample"
+    return reported(package(g, best_t, message=message, iterations=it, **common), options)
+
+
+def _epochs(
+    g: GauSGraph,
+    D: int,
+    alap: np.ndarray,
+    gens: list[np.ndarray],
+    ratio: float,
+    settings: GumbelSettings,
+    options: SolverOptions,
+    start: float,
+) -> tuple[np.ndarray | None, int]:
+    """The training loop: ``(best legal sample or None, epochs run)``; stops at the time
+    limit (checked before every epoch) and reports every epoch to ``options.on_progress``."""
+    import torch
+
     from twill.sched.gaus.alm import _Adam
 
+    old_threads = torch.get_num_threads()
+    torch.set_num_threads(options.threads)
+    lr, batch = settings.lr, settings.batch
+    logits = _initial_logits(g, D, batch)
     adam = _Adam([logits], lr=lr)
-    sampler = _Sampler.build(g, D, alap, gens, batch, tau, seed)
+    sampler = _Sampler.build(g, D, alap, gens, batch, settings.tau, options.seed)
     best_t, best_obj = None, None
     it = 0
     try:
-        for epoch in range(epochs):
-            if time_limit is not None and time.perf_counter() - start > time_limit:
+        for epoch in range(settings.epochs):
+            if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
                 break
             adam.lr = 1e-7 + 0.5 * (lr - 1e-7) * (1 + np.cos(np.pi * (epoch % 50) / 50))
             onehot, stage = sampler.sample(logits)
-            loss = sampler.loss(onehot, entropy_ratio)
-            grads = torch.autograd.grad(loss, [logits])
-            adam.step(grads)
+            adam.step(torch.autograd.grad(sampler.loss(onehot, settings.entropy_ratio), [logits]))
             it += 1
             st_np = stage.numpy()
             objs = [objective_a(g, st_np[b], ratio) for b in range(batch)]
             b = int(np.argmin(objs))
             if best_obj is None or objs[b] < best_obj:
                 best_obj, best_t = objs[b], st_np[b].copy()
+            emit(options.on_progress, ProgressEvent(
+                "epoch", seconds=time.perf_counter() - start, incumbent=best_obj,
+                method="gumbel", step=it, total=settings.epochs))  # fmt: skip
     finally:
         torch.set_num_threads(old_threads)
-    return package(
-        g, best_t, message="legal" if best_t is not None else "no sample", iterations=it, **common
-    )
+    return best_t, it
 
 
 def _initial_logits(g: GauSGraph, D: int, batch: int) -> torch.Tensor:

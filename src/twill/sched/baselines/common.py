@@ -1,26 +1,102 @@
-"""Shared plumbing of the scheduling baselines: the start-step window, and verify, score and
-package a schedule.
+"""Shared plumbing of the scheduling baselines: the options of their keyword front doors,
+the start-step window, and verify, score, report and package a schedule.
 
-Every baseline returns a :class:`~twill.sched.gaus.result.ScheduleRunResult` whose schedule
-passed :func:`twill.sched.gaus.verify.schedule_violations` (house rule 5).
+Every baseline is ``solve(problem, options) -> SolveResult`` on a
+:class:`~twill.sched.gaus.problem.GauSProblem`, with ``run(problem, options)`` returning the
+:class:`~twill.sched.gaus.result.ScheduleRunResult` it is made from; every schedule passed
+:func:`twill.sched.gaus.verify.schedule_violations` (house rule 5).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from twill.errors import InvalidProblemError, VerificationError
+from twill.options import SolverOptions
+from twill.progress import ProgressEvent, emit
 from twill.results import Status
 from twill.sched.gaus.bounds import default_D, modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
+from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 
-__all__ = ["StartWindow", "package", "start_window"]
+__all__ = [
+    "StartWindow",
+    "front_options",
+    "keyword_front_door",
+    "keyword_problem",
+    "package",
+    "problem_window",
+    "reported",
+    "start_window",
+]
+
+
+def keyword_problem(
+    g: GauSGraph, formulation: str, D: int | None, II: int | None, ratio: float
+) -> GauSProblem:
+    """The problem a baseline's keyword front door describes (``II`` counts in C only, as
+    before the problem type existed)."""
+    return GauSProblem(g, formulation, D, II if formulation == "C" else None, ratio=ratio)
+
+
+def keyword_front_door(
+    run: Callable[[GauSProblem, SolverOptions | None], ScheduleRunResult], name: str
+) -> Callable[..., ScheduleRunResult]:
+    """The keyword function ``name(g, formulation="A", *, D=None, II=None, ratio=100.0,
+    options=None)`` of a baseline without knobs of its own: ``run`` on the problem the
+    keywords describe (``II`` counts in formulation C only)."""
+
+    def front(
+        g: GauSGraph,
+        formulation: str = "A",
+        *,
+        D: int | None = None,
+        II: int | None = None,
+        ratio: float = 100.0,
+        options: SolverOptions | None = None,
+    ) -> ScheduleRunResult:
+        return run(keyword_problem(g, formulation, D, II, ratio), options)
+
+    front.__name__ = front.__qualname__ = name
+    front.__doc__ = f"""``run`` of :mod:`{run.__module__}` on the problem these keywords
+    describe (``II``: formulation C only)."""
+    return front
+
+
+def front_options(options: SolverOptions | None, **given: Any) -> SolverOptions:
+    """``options`` merged with a keyword front door's ``threads``, ``seed`` and
+    ``time_limit`` (:meth:`~twill.options.SolverOptions.overrides`: set in one place it is
+    used, set in both places to different values it is an error)."""
+    options = options or SolverOptions()
+    chosen = options.overrides(**given)
+    return replace(options, threads=chosen["threads"], seed=chosen.get("seed", options.seed),
+                   time_limit=chosen.get("time_limit"))  # fmt: skip
+
+
+def problem_window(
+    problem: GauSProblem, method: str, start: float
+) -> StartWindow | ScheduleRunResult:
+    """Check ``problem`` (every defect at once), then its :func:`start_window`."""
+    problem.check()
+    return start_window(problem.arrays, method, problem.formulation, problem.steps,
+                        problem.modulo_II, problem.ratio, start)  # fmt: skip
+
+
+def reported(result: ScheduleRunResult, options: SolverOptions | None) -> ScheduleRunResult:
+    """``result`` after its last progress event (``phase="done"``) went to
+    ``options.on_progress``."""
+    if options is not None:
+        emit(options.on_progress, ProgressEvent(
+            "done", seconds=result.seconds, incumbent=result.objective, method=result.method,
+            step=result.iterations, bound=result.bound, message=result.status.value))  # fmt: skip
+    return result
 
 
 @dataclass(frozen=True)

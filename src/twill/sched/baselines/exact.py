@@ -39,12 +39,28 @@ import numpy as np
 from twill._interrupt import solve_cpsat
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
-from twill.results import Status
-from twill.sched.baselines.common import package, start_window
+from twill.progress import ProgressEvent, emit
+from twill.results import SolveResult, Status
+from twill.sched.baselines.common import (
+    front_options,
+    keyword_problem,
+    package,
+    problem_window,
+    reported,
+)
 from twill.sched.gaus.graph import GauSGraph
+from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["ModelSpec", "build_model", "exact_schedule", "solve_window"]
+__all__ = [
+    "DEFAULT_TIME_LIMIT",
+    "ModelSpec",
+    "build_model",
+    "exact_schedule",
+    "run",
+    "solve",
+    "solve_window",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +83,25 @@ class ModelSpec:
     strong_precedence: bool = False
 
 
+#: CP-SAT's cap in seconds when neither ``time_limit`` nor ``options.time_limit`` is given.
+DEFAULT_TIME_LIMIT = 120.0
+
+
+def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Solve ``problem`` (formulation A, B or C) exactly with CP-SAT (module docstring).
+
+    ``options``: ``time_limit`` bounds the call (default :data:`DEFAULT_TIME_LIMIT`; a hit
+    gives FEASIBLE with the incumbent and CP-SAT's bound, or UNKNOWN, never INFEASIBLE),
+    ``threads`` are CP-SAT's workers, ``seed`` its random seed, ``on_progress`` gets one
+    event per incumbent, and ``extra["precedence_cuts"] = True`` adds, in formulation A, the
+    time-indexed precedence cuts of :func:`_strong_precedence` and solves with CP-SAT's full
+    LP relaxation (``linearization_level`` 2): slower per node, but it proves some small
+    instances optimal that the default model leaves open (EPFL ``ctrl``,
+    ``docs/benchmarks.md``). Other formulations ignore it.
+    """
+    return run(problem, options).as_result()
+
+
 def exact_schedule(
     g: GauSGraph,
     formulation: str = "A",
@@ -74,53 +109,77 @@ def exact_schedule(
     D: int | None = None,
     II: int | None = None,
     ratio: float = 100.0,
-    time_limit: float = 120.0,
+    time_limit: float = DEFAULT_TIME_LIMIT,
     threads: int = 1,
     seed: int = 0,
     options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
-    """Solve formulation ``A``, ``B`` or ``C`` with CP-SAT under ``time_limit`` seconds.
+    """:func:`run` on the problem these keywords describe. ``threads``, ``seed`` and
+    ``time_limit`` merge with ``options`` (set in one place: used; in both, differently: an
+    error); ``time_limit`` at its default counts as not set."""
+    given: dict[str, Any] = {"threads": threads, "seed": seed}
+    if time_limit != DEFAULT_TIME_LIMIT:
+        given["time_limit"] = time_limit
+    opts = front_options(options, **given)
+    return run(keyword_problem(g, formulation, D, II, ratio), opts)
 
-    ``options`` (the shared :class:`~twill.options.SolverOptions`): when given, its
-    ``threads``, its ``seed`` and its ``time_limit`` (when set) replace those keywords, and
-    ``options.extra["precedence_cuts"] = True`` adds, in formulation A, the time-indexed
-    precedence cuts of :func:`_strong_precedence` and solves with CP-SAT's full LP
-    relaxation (``linearization_level`` 2): slower per node, but it proves some small
-    instances optimal that the default model leaves open (EPFL ``ctrl``,
-    ``docs/benchmarks.md``). Other formulations ignore it.
-    """
-    cuts = False
-    if options is not None:
-        chosen = options.overrides(threads=threads, seed=seed)  # set in both: must agree
-        threads, seed = chosen["threads"], chosen["seed"]
-        time_limit = chosen.get("time_limit", time_limit)
-        cuts = bool(options.extra.get("precedence_cuts", False)) and formulation == "A"
-    if formulation not in ("A", "B", "C"):
-        raise InvalidProblemError("the exact baseline supports formulations A, B and C")
+
+def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
+    """:func:`solve` with the baselines' run record (what the command line prints)."""
     from ortools.sat.python import cp_model
 
+    if problem.formulation not in ("A", "B", "C"):
+        raise InvalidProblemError("the exact baseline supports formulations A, B and C")
+    options = options or SolverOptions()
+    formulation = problem.formulation
+    cuts = bool(options.extra.get("precedence_cuts", False)) and formulation == "A"
+    time_limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
     start = time.perf_counter()
-    window = start_window(g, "exact", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    window = problem_window(problem, "exact", start)
     if isinstance(window, ScheduleRunResult):
-        return window
+        return reported(window, options)
+    g, II = problem.arrays, problem.modulo_II
     D, asap, alap, common = window.D, window.asap, window.alap, window.common
-    spec = ModelSpec(formulation, D, II, ratio, asap, alap, strong_precedence=cuts)
+    spec = ModelSpec(formulation, D, II, problem.ratio, asap, alap, strong_precedence=cuts)
     m, s, scale = build_model(g, spec)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit)
-    solver.parameters.num_workers = threads
+    solver.parameters.max_time_in_seconds = max(0.0, time_limit - (time.perf_counter() - start))
+    solver.parameters.num_workers = options.threads
     if cuts:
         solver.parameters.linearization_level = 2
-    solver.parameters.random_seed = seed
+    solver.parameters.random_seed = options.seed
     curve: list[tuple[float, float]] = []
 
     class _Incumbents(cp_model.CpSolverSolutionCallback):
         """Records ``(seconds since the call started, model objective)`` per incumbent."""
 
         def on_solution_callback(self) -> None:
-            curve.append((time.perf_counter() - start, self.ObjectiveValue() / scale))
+            seconds, objective = time.perf_counter() - start, self.ObjectiveValue() / scale
+            curve.append((seconds, objective))
+            emit(options.on_progress, ProgressEvent(
+                "solve", seconds=seconds, incumbent=objective, method="exact", step=len(curve),
+                bound=self.BestObjectiveBound() / scale, message="CP-SAT incumbent"))  # fmt: skip
 
     code = solve_cpsat(solver, m, _Incumbents())
+    return reported(_packaged(g, solver, code, s, scale, formulation, II, time_limit, curve,
+                              common), options)  # fmt: skip
+
+
+def _packaged(
+    g: GauSGraph,
+    solver: Any,
+    code: int,
+    s: list,
+    scale: int,
+    formulation: str,
+    II: int | None,
+    time_limit: float,
+    curve: list[tuple[float, float]],
+    common: dict[str, Any],
+) -> ScheduleRunResult:
+    """The run record of CP-SAT's answer ``code`` (module docstring: statuses and bound)."""
+    from ortools.sat.python import cp_model
+
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         t = np.array([solver.Value(v) for v in s], dtype=np.int64)
         bound = solver.BestObjectiveBound() / scale

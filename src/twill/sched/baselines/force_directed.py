@@ -21,40 +21,40 @@ import numpy as np
 
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
-from twill.sched.baselines.common import package, start_window
-from twill.sched.gaus.graph import GauSGraph
+from twill.results import SolveResult
+from twill.sched.baselines.common import keyword_front_door, package, problem_window, reported
 from twill.sched.gaus.legalise import legalise_modulo
+from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["force_directed_schedule"]
+__all__ = ["force_directed_schedule", "run", "solve"]
 
 
-def force_directed_schedule(
-    g: GauSGraph,
-    formulation: str = "A",
-    *,
-    D: int | None = None,
-    II: int | None = None,
-    ratio: float = 100.0,
-    options: SolverOptions | None = None,
-) -> ScheduleRunResult:
-    """Force-directed schedule of ``g`` (formulation ``A`` or ``C``).
+def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Force-directed schedule of ``problem`` (formulation A or C; module docstring).
 
-    ``options`` (the shared :class:`~twill.options.SolverOptions`) is accepted for a uniform
-    interface and nothing of it applies: force-directed scheduling is deterministic and
-    single-threaded, with no time limit, seed or progress events.
+    Deterministic and single-threaded: of ``options`` only ``on_progress`` applies (one
+    ``phase="done"`` event).
 
     Raises
     ------
-    ValueError
-        For formulation B (a memory objective has no resource distribution graph).
+    InvalidProblemError
+        For formulation B (a memory objective has no resource distribution graph), or a
+        defect of the problem.
     """
-    if formulation not in ("A", "C"):
+    return run(problem, options).as_result()
+
+
+def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
+    """:func:`solve` with the baselines' run record (what the command line prints)."""
+    if problem.formulation not in ("A", "C"):
         raise InvalidProblemError("force-directed scheduling applies to formulations A and C")
     start = time.perf_counter()
-    window = start_window(g, "force", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    window = problem_window(problem, "force", start)
     if isinstance(window, ScheduleRunResult):
-        return window
+        return reported(window, options)
+    g, formulation, II = problem.arrays, problem.formulation, problem.modulo_II
+    ratio = problem.ratio
     D, asap, alap, gens, common = window.D, window.asap, window.alap, window.gens, window.common
     n, K, L = g.usage.shape
     H = D + L
@@ -105,5 +105,10 @@ def force_directed_schedule(
         dg += spread(v, s, s)
     if formulation == "C":
         tt, msg = legalise_modulo(g, t.astype(float), II, D, gens=gens)  # type: ignore[arg-type]
-        return package(g, tt, message=msg, **common)
-    return package(g, t, message="legal", **common)
+        return reported(package(g, tt, message=msg, **common), options)
+    return reported(package(g, t, message="legal", **common), options)
+
+
+#: The keyword front door: ``force_directed_schedule(g, formulation="A", *, D=None, II=None,
+#: ratio=100.0, options=None)``, :func:`run` on the problem the keywords describe.
+force_directed_schedule = keyword_front_door(run, "force_directed_schedule")

@@ -21,47 +21,46 @@ from collections.abc import Callable
 import numpy as np
 
 from twill.options import SolverOptions
-from twill.sched.baselines.common import package, start_window
+from twill.results import SolveResult
+from twill.sched.baselines.common import keyword_front_door, package, problem_window, reported
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.legalise import legalise_modulo
+from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["capped_list_schedule", "list_schedule"]
+__all__ = ["capped_list_schedule", "list_schedule", "run", "solve"]
 
 
-def list_schedule(
-    g: GauSGraph,
-    formulation: str = "A",
-    *,
-    D: int | None = None,
-    II: int | None = None,
-    ratio: float = 100.0,
-    options: SolverOptions | None = None,
-) -> ScheduleRunResult:
-    """Schedule ``g`` greedily under formulation ``A``, ``B`` or ``C`` (see module docstring).
+def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
+    """List-schedule ``problem`` (formulation A, B or C; see the module docstring).
 
-    ``options`` (the shared :class:`~twill.options.SolverOptions`) is accepted for a uniform
-    interface and nothing of it applies: the list scheduler is deterministic, single-threaded
-    and fast, with no time limit, seed or progress events.
+    Deterministic, single-threaded and linear in the graph: of ``options`` only
+    ``on_progress`` applies (one ``phase="done"`` event).
 
     Examples
     --------
     >>> from twill.io.gml import parse_gml
     >>> g = parse_gml('graph [ node [ id 0 parameter 5 ] node [ id 1 parameter 5 ] ]')
-    >>> list_schedule(g, "A", D=2).objective  # the two ops go to different steps
+    >>> solve(GauSProblem(g, "A", D=2)).objective  # the two ops go to different steps
     500.0
     """
+    return run(problem, options).as_result()
+
+
+def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
+    """:func:`solve` with the baselines' run record (what the command line prints)."""
     start = time.perf_counter()
-    window = start_window(g, "list", formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    window = problem_window(problem, "list", start)
     if isinstance(window, ScheduleRunResult):
-        return window
+        return reported(window, options)
+    g, formulation = problem.arrays, problem.formulation
     D, asap, alap, gens, common = window.D, window.asap, window.alap, window.gens, window.common
     if formulation == "C":
-        t, msg = legalise_modulo(g, asap.astype(float), II, D, gens=gens)
-        return package(g, t, message=msg, **common)
+        t, msg = legalise_modulo(g, asap.astype(float), problem.modulo_II, D, gens=gens)  # type: ignore[arg-type]
+        return reported(package(g, t, message=msg, **common), options)
     order = _topological_priority(g, gens, alap)
-    t = _greedy(g, order, asap, alap, D, formulation, ratio)
-    return package(g, t, message="legal", **common)
+    t = _greedy(g, order, asap, alap, D, formulation, problem.ratio)
+    return reported(package(g, t, message="legal", **common), options)
 
 
 def _topological_priority(g: GauSGraph, gens: list[np.ndarray], alap: np.ndarray) -> np.ndarray:
@@ -144,3 +143,8 @@ def _greedy(
         prof[:, s : s + L] += g.usage[v]
         t[v] = s
     return t
+
+
+#: The keyword front door: ``list_schedule(g, formulation="A", *, D=None, II=None, ratio=100.0,
+#: options=None)``, :func:`run` on the problem the keywords describe.
+list_schedule = keyword_front_door(run, "list_schedule")

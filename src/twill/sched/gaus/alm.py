@@ -191,6 +191,8 @@ class GauSSettings:
         sparse 1000-node GS graphs: 1.20e7 from steps 20-200 alike on sparse_1000_2, but from
         step 1 or 10 it needs 2-3x the moves), so a good schedule is held about 0.1 s after
         the start instead of after the first phase.
+    device : str, default "cpu"
+        Where the losses are evaluated: ``"cpu"`` or ``"cuda"``.
     init : str, default "legal_midpoint"
         ``"legal_midpoint"``: the ASAP/ALAP midpoint (spec §6) after legalisation, so the
         optimiser starts from a legal point instead of spending its budget on dependency
@@ -233,6 +235,7 @@ class GauSSettings:
     polish_batch_deep: int = 64
     lns_time: float = 0.0
     early_readouts: tuple[int, ...] = ()
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         """Refuse settings that would make the run meaningless (NaN, <= 0, wrong type)."""
@@ -334,6 +337,7 @@ def optimise(
     on_progress: ProgressFn | None = None,
     start_time: float | None = None,
     on_readout: ReadoutFn | None = None,
+    deadline: float | None = None,
 ) -> ALMOutcome:
     """Run the ALM loop (see module docstring).
 
@@ -363,6 +367,10 @@ def optimise(
         Called after every read-out that found a legal schedule, except the one of the
         starting point, with ``(schedule, objective, Adam steps so far)`` (the checkpoint
         search of formulation A); its time is not part of the read-out's timestamp.
+    deadline
+        ``time.perf_counter()`` value at which the loop stops, checked after every Adam
+        step (the caller's whole-call time limit; ``settings.time_limit`` bounds this loop
+        alone and is checked after every inner phase).
     """
     import torch
 
@@ -373,6 +381,7 @@ def optimise(
     try:
         run = _ALMRun(torch, make_model, mu0, sigma0, lo, hi, settings, legalise, ratio,
                       on_progress, start_time, on_readout)  # fmt: skip
+        run.deadline = deadline
         return run.run()
     finally:
         torch.set_num_threads(old_threads)
@@ -440,6 +449,11 @@ class _ALMRun:
         self.it = 0
         self.v_now = self.prev_v
         self.sig0 = float(sigma0.max(initial=settings.sigma_min))
+        self.deadline: float | None = None
+
+    def past_deadline(self) -> bool:
+        """True once the caller's deadline has passed."""
+        return self.deadline is not None and time.perf_counter() > self.deadline
 
     def _init_multipliers(self) -> None:
         """Objective scale ``f0``, zero multipliers and ``rho0`` from the loss at the start."""
@@ -522,6 +536,8 @@ class _ALMRun:
         phase_loss, phase_viol = [], []
         phase_improved = False
         for _ in range(steps):
+            if self.past_deadline():
+                break
             with torch.no_grad():
                 sig_t = self.current_sigma()
                 f, g, g_mu, g_sig = self.model.loss_and_grad(
@@ -593,6 +609,9 @@ class _ALMRun:
         stale = 0
         message = "iteration cap reached"
         while self.it < settings.max_iters:
+            if self.past_deadline():
+                message = "deadline reached"
+                break
             steps = min(settings.inner_steps, settings.max_iters - self.it)
             sig_now = float(self.current_sigma().max())
             win, lo_t, hi_t = self.prepare_phase(sig_now)
@@ -619,6 +638,9 @@ class _ALMRun:
             elapsed = time.perf_counter() - self.start
             if settings.time_limit is not None and elapsed > settings.time_limit:
                 message = "time limit reached"
+                break
+            if self.past_deadline():
+                message = "deadline reached"
                 break
         return ALMOutcome(
             best_t=self.best_t,

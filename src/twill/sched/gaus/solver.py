@@ -37,9 +37,9 @@ from twill.errors import (
 )
 from twill.options import SolverOptions
 from twill.progress import OnProgress
-from twill.results import Status
+from twill.results import SolveResult, Status
 from twill.sched.gaus.alm import ALMOutcome, GauSSettings, optimise
-from twill.sched.gaus.bounds import default_D, modulo_asap, rec_mii, res_mii
+from twill.sched.gaus.bounds import modulo_asap, rec_mii, res_mii
 from twill.sched.gaus.graph import (
     GauSGraph,
     asap_alap,
@@ -47,14 +47,19 @@ from twill.sched.gaus.graph import (
     topological_generations,
 )
 from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
+from twill.sched.gaus.problem import GauSProblem, schedule_defects
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
-from twill.sched.ir import DependenceGraph, MachineDescription
-from twill.validation import check_int, check_real
+from twill.sched.ir import DependenceGraph
+from twill.validation import check_int
 
 __all__ = [
     "FORMULATION_DEFAULTS",
+    "GauSProblem",
     "GauSSolver",
+    "default_settings",
+    "run",
+    "solve",
     "as_gaus_graph",
     "verify_result_schedule",
     "resolve_device",
@@ -122,29 +127,68 @@ def verify_result_schedule(
     original: DependenceGraph | None = None,
 ) -> None:
     """Raise :class:`VerificationError` unless ``t`` is legal (both verifiers agree)."""
-    bad: list[Any] = schedule_violations(g, t, D, II)
-    if original is not None:
-        from twill.sched.verify import verify_dag_schedule, verify_modulo_schedule
-
-        sched = g.schedule_dict(t)
-        if II is None:
-            bad += verify_dag_schedule(original, sched, check_capacity=False)
-        else:
-            caps = {
-                r: (-1 if not np.isfinite(c) else int(np.floor(c + 1e-9)))
-                for r, c in zip(g.resources, g.caps, strict=True)
-            }
-            m = original.machine
-            machine = MachineDescription(
-                m.name, caps, m.registers_per_warp, m.memories, m.warps, m.note
-            )
-            bad += verify_modulo_schedule(original.replace(machine=machine), sched, II)
+    bad = schedule_defects(g, t, D, II, original)
     if bad:
         raise VerificationError(bad, what=f"GauS schedule of {g.name}")
 
 
+def default_settings(formulation: str, **explicit: Any) -> GauSSettings:
+    """The settings GauS uses for ``formulation`` when none are given: the
+    :class:`GauSSettings` defaults, then :data:`FORMULATION_DEFAULTS`, then ``explicit``."""
+    return GauSSettings(**{**FORMULATION_DEFAULTS.get(formulation, {}), **explicit})
+
+
+def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
+    """GauS on ``problem``: check -> initialise -> ALM + Adam -> legalise -> polish -> verify.
+
+    Parameters
+    ----------
+    problem
+        The graph, formulation (A, B or C), latency bound, II, caps and ratio.
+    options
+        ``time_limit`` bounds the whole call (a deadline: the gradient phase and every local
+        search after it stop at it, and the best legal schedule so far is returned);
+        ``seed``, ``threads`` (torch threads), ``on_progress`` (one
+        :class:`~twill.progress.ProgressEvent` per Adam step) and ``gaus`` (a
+        :class:`GauSSettings`; ``None``: :func:`default_settings` of the formulation).
+
+    Returns
+    -------
+    SolveResult
+        FEASIBLE with a verified schedule (op -> step; heuristic, never OPTIMAL), INFEASIBLE
+        only with a proof (critical path longer than ``D``; ``II`` below ResMII or RecMII),
+        UNKNOWN when no legal schedule was found in time.
+
+    Examples
+    --------
+    >>> from twill.gaus_solver import generate_random_dag
+    >>> p = GauSProblem(generate_random_dag(30, 0.1, 0, seed=1), "B")
+    >>> r = solve(p, SolverOptions(gaus=default_settings("B", max_iters=50)))
+    >>> r.status.value, p.verify(r.solution).ok
+    ('feasible', True)
+    """
+    return run(problem, options).as_result()
+
+
+def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
+    """:func:`solve` with GauS's own run record (histories, timings, the polish steps), which
+    the command line and the benchmarks read; ``run(...).as_result()`` is :func:`solve`."""
+    start = time.perf_counter()  # the deadline counts from the call
+    options = options or SolverOptions()
+    problem.check()
+    settings = options.gaus or default_settings(problem.formulation)
+    if not isinstance(settings, GauSSettings):
+        raise InvalidProblemError(
+            f"options.gaus must be a GauSSettings, found {type(settings).__name__}"
+        )
+    threads = options.overrides(threads=settings.threads)["threads"]
+    settings = replace(settings, threads=threads)
+    return _solve(_setup(problem, settings, options, start))
+
+
 class GauSSolver:
-    """Differentiable scheduler with Gaussian start times.
+    """Differentiable scheduler with Gaussian start times (the promised front door; the
+    work is :func:`run` on a :class:`GauSProblem`).
 
     Parameters
     ----------
@@ -165,11 +209,11 @@ class GauSSolver:
     on_progress
         Called with a :class:`~twill.progress.ProgressEvent` after each Adam step.
     options
-        The shared :class:`~twill.options.SolverOptions`: its ``seed``, ``time_limit`` (the
-        :class:`GauSSettings` field), ``threads`` (torch threads during the run) and
-        ``on_progress`` merge with those keywords: a value set in only one place is used, one
-        set in both places to different values raises
-        :class:`~twill.errors.InvalidProblemError`.
+        The shared :class:`~twill.options.SolverOptions`: its ``seed``, ``threads`` (torch
+        threads during the run) and ``on_progress`` merge with those keywords (a value set in
+        only one place is used; one set in both places to different values raises
+        :class:`~twill.errors.InvalidProblemError`); its ``time_limit`` bounds each whole
+        solve (the ``time_limit`` setting bounds the gradient phase only).
     **settings
         Any other field of :class:`GauSSettings` (``max_iters``, ``inner_steps``, ``tau``, ...).
 
@@ -194,27 +238,31 @@ class GauSSolver:
         options: SolverOptions | None = None,
         **settings: Any,
     ) -> None:
-        if options is not None:  # merged: a value set in both places must agree
-            chosen = options.overrides(
-                on_progress=on_progress,
-                seed=seed,
-                threads=settings.get("threads", 1),
-                time_limit=settings.get("time_limit"),
-            )
-            seed, on_progress = chosen["seed"], chosen.get("on_progress")
-            settings.update(threads=chosen["threads"], time_limit=chosen.get("time_limit"))
+        options = options or SolverOptions()
+        chosen = options.overrides(on_progress=on_progress, seed=seed,
+                                   threads=settings.get("threads", 1))  # fmt: skip
         check_int(D, "D", none=True)
-        check_int(seed, "seed", minimum=0)
-        self.original = graph if isinstance(graph, DependenceGraph) else None
+        check_int(chosen["seed"], "seed", minimum=0)
         self.graph = as_gaus_graph(graph)
+        self.original = graph if isinstance(graph, DependenceGraph) else None
         self.D = D
-        self.device = device
-        self.seed = seed
         self.verbose = verbose
-        self.on_progress = on_progress
-        self.explicit = {"lr"} if lr is not None else set()
-        self.explicit |= set(settings)
-        self.settings = GauSSettings(lr=0.01 if lr is None else lr, **settings)
+        self.explicit = {**settings, "device": device, "threads": chosen["threads"]}
+        if lr is not None:
+            self.explicit["lr"] = lr
+        self.settings = GauSSettings(**self.explicit)  # checked now
+        self.options = replace(options, seed=chosen["seed"], threads=1,
+                               on_progress=chosen.get("on_progress"))  # fmt: skip
+
+    @property
+    def seed(self) -> int:
+        """The seed of every solve."""
+        return self.options.seed
+
+    @property
+    def on_progress(self) -> OnProgress | None:
+        """The progress callback of every solve."""
+        return self.options.on_progress
 
     # -- public entry points -----------------------------------------------------------------
 
@@ -226,9 +274,6 @@ class GauSSolver:
         ``ratio = 100`` is GS-Schedule's README setting (spec §9.1). A ratio that is not a
         finite number >= 0 raises :class:`~twill.errors.InvalidProblemError`.
         """
-        ok = isinstance(ratio, int | float) and not isinstance(ratio, bool)
-        if not ok or not 0.0 <= ratio < float("inf"):
-            raise InvalidProblemError(f"ratio must be a finite number >= 0, found {ratio!r:.40}")
         return self._solve("A", None, None, ratio, max_iters)
 
     def solve_memory(self, *, max_iters: int | None = None) -> ScheduleRunResult:
@@ -252,6 +297,7 @@ class GauSSolver:
         max_iters
             Override of ``settings.max_iters``.
         """
+        check_int(II, "II")
         return self._solve("C", II, R_cap, 1.0, max_iters)
 
     def solve(
@@ -263,21 +309,11 @@ class GauSSolver:
         ratio: float = 100.0,
         max_iters: int | None = None,
     ) -> ScheduleRunResult:
-        """Dispatch on ``formulation`` (``"A"``, ``"B"`` or ``"C"``)."""
-        if formulation == "A":
-            return self.solve_resource(ratio=ratio, max_iters=max_iters)
-        if formulation == "B":
-            return self.solve_memory(max_iters=max_iters)
-        if formulation == "C":
-            if II is None:
-                from twill.sched.gaus.bounds import default_II
-
-                g = self.graph if R_cap is None else self.graph.with_caps(R_cap)
-                II = default_II(g)
-            return self.solve_modulo(II, R_cap=R_cap, max_iters=max_iters)
-        raise InvalidProblemError(f"formulation must be A, B or C, found {formulation!r}")
-
-    # -- implementation ----------------------------------------------------------------------
+        """Dispatch on ``formulation`` (``"A"``, ``"B"`` or ``"C"``; C without ``II``: MII)."""
+        if formulation not in ("A", "B", "C"):
+            raise InvalidProblemError(f"formulation must be A, B or C, found {formulation!r}")
+        return self._solve(formulation, II if formulation == "C" else None, R_cap,
+                           ratio if formulation == "A" else 1.0, max_iters)  # fmt: skip
 
     @_logged
     def _solve(
@@ -288,91 +324,64 @@ class GauSSolver:
         ratio: float,
         max_iters: int | None,
     ) -> ScheduleRunResult:
-        """One run: check the problem, prove infeasibility where it can, initialise the
-        Gaussians, run the ALM loop, then polish and verify the best legal schedule."""
-        run = self._setup(formulation, II, R_cap, ratio, max_iters)
-        gens = topological_generations(run.g)
-        asap, alap, refused = _proof_or_window(run, gens)
-        if refused is not None:
-            return refused
-        settings = run.settings
-        make_model = _model_factory(run, asap, alap)
-        mu0, sigma0 = _initial_gaussians(settings, asap, alap)
-        searched = (
-            _CheckpointSearch(run.g, run.D, ratio, run.start, settings)
-            if formulation == "A" and settings.polish
-            else None
-        )
-        legalise = _Legaliser(run, gens, asap, alap)
-        mu0 = _starting_means(run, mu0, asap, legalise)
-        t_opt = time.perf_counter()
-        out = optimise(
-            make_model,
-            mu0,
-            sigma0,
-            asap - 0.5,
-            alap + 0.5,
-            settings,
-            legalise,
-            ratio=ratio,
-            seed=self.seed,
-            on_progress=self.on_progress,
-            start_time=run.start,
-            # the search skips the starting point (far from a good optimum)
-            on_readout=searched.offer if searched is not None else None,
-        )
-        timings = {"optimise": time.perf_counter() - t_opt}
-        hist = _history(out, timings)
-        if out.best_t is None:
-            return _no_schedule(run, out, gens, hist)
-        best_t, msg = _improve(run, out.best_t, f"legal; {out.message}", searched, timings, hist)
-        return run.finish(Status.FEASIBLE, best_t, msg, **hist)
-
-    def _setup(
-        self,
-        formulation: str,
-        II: int | None,
-        R_cap: float | None,
-        ratio: float,
-        max_iters: int | None,
-    ) -> _SolveRun:
-        """Check the arguments and fix what one run uses: the settings (formulation
-        defaults unless given explicitly), device, capped graph and latency bound ``D``."""
-        check_int(II, "II", none=True)
-        check_real(R_cap, "R_cap", none=True)
-        check_real(ratio, "ratio", strict=False)
+        """One :func:`run` of the problem these arguments describe."""
         check_int(max_iters, "max_iters", none=True)
-        start = time.perf_counter()
-        tuned = {
-            k: v for k, v in FORMULATION_DEFAULTS[formulation].items() if k not in self.explicit
-        }
-        settings = replace(self.settings, **tuned)
-        if max_iters is not None:
-            settings = replace(settings, max_iters=max_iters)
-        device = resolve_device(self.device)
-        g = self.graph if R_cap is None else self.graph.with_caps(float(R_cap))
-        if II is not None and (not isinstance(II, int | np.integer) or II < 1):
-            raise InvalidProblemError(f"II must be an integer >= 1, found {II!r}")
-        D = int(self.D) if self.D is not None else default_D(g, formulation, II)
-        if D < 1:
-            raise InvalidProblemError(f"D must be >= 1, found {D}")
-        record = {**settings.to_dict(), "ratio": ratio, "R_cap": R_cap, "device": device}
-        return _SolveRun(
-            formulation=formulation,
-            g=g,
-            D=D,
-            II=II,
-            ratio=ratio,
-            settings=settings,
-            device=device,
-            record=record,
-            start=start,
-            seed=self.seed,
-            orig=self._orig(R_cap),
-        )
+        graph = self.original if self.original is not None else self.graph
+        problem = GauSProblem(graph, formulation, self.D, II, R_cap, ratio)
+        explicit = self.explicit if max_iters is None else {**self.explicit,
+                                                             "max_iters": max_iters}  # fmt: skip
+        settings = default_settings(formulation, **explicit)
+        return run(problem, replace(self.options, gaus=settings))
 
-    def _orig(self, R_cap: float | None) -> DependenceGraph | None:
-        return self.original
+
+def _solve(run: _SolveRun) -> ScheduleRunResult:
+    """One run: prove infeasibility where it can, initialise the Gaussians, run the ALM
+    loop, then polish and verify the best legal schedule."""
+    gens = topological_generations(run.g)
+    asap, alap, refused = _proof_or_window(run, gens)
+    if refused is not None:
+        return refused
+    settings = run.settings
+    make_model = _model_factory(run, asap, alap)
+    mu0, sigma0 = _initial_gaussians(settings, asap, alap)
+    searched = (
+        _CheckpointSearch(run.g, run.D, run.ratio, run.start, settings, run.deadline)
+        if run.formulation == "A" and settings.polish
+        else None
+    )
+    legalise = _Legaliser(run, gens, asap, alap)
+    mu0 = _starting_means(run, mu0, asap, legalise)
+    t_opt = time.perf_counter()
+    out = optimise(make_model, mu0, sigma0, asap - 0.5, alap + 0.5, settings, legalise,
+                   ratio=run.ratio, seed=run.seed, on_progress=run.on_progress,
+                   start_time=run.start, deadline=run.deadline,
+                   # the search skips the starting point (far from a good optimum)
+                   on_readout=searched.offer if searched is not None else None)  # fmt: skip
+    timings = {"optimise": time.perf_counter() - t_opt}
+    hist = _history(out, timings)
+    if out.best_t is None:
+        return _no_schedule(run, out, gens, hist)
+    best_t, msg = _improve(run, out.best_t, f"legal; {out.message}", searched, timings, hist)
+    return run.finish(Status.FEASIBLE, best_t, msg, **hist)
+
+
+def _setup(
+    problem: GauSProblem, settings: GauSSettings, options: SolverOptions, start: float
+) -> _SolveRun:
+    """What one run fixes up front: the device, the capped graph, ``D``, ``II``, the
+    deadline (``options.time_limit`` after ``start``) and the record of the settings."""
+    device = resolve_device(settings.device)
+    g, D, II = problem.arrays, problem.steps, problem.modulo_II
+    ratio = problem.ratio if problem.formulation == "A" else 1.0
+    record = {**settings.to_dict(), "ratio": ratio, "R_cap": problem.R_cap, "device": device}
+    deadline = None if options.time_limit is None else start + options.time_limit
+    if deadline is not None:
+        record["deadline_s"] = options.time_limit
+    orig = problem.graph if isinstance(problem.graph, DependenceGraph) else None
+    return _SolveRun(formulation=problem.formulation, g=g, D=D, II=II, ratio=ratio,
+                     settings=settings, device=device, record=record, start=start,
+                     seed=options.seed, orig=orig, deadline=deadline,
+                     on_progress=options.on_progress)  # fmt: skip
 
 
 class _CheckpointSearch:
@@ -382,9 +391,16 @@ class _CheckpointSearch:
     (the unsearched checkpoints are GauS's own ``objective_history``)."""
 
     def __init__(
-        self, g: GauSGraph, D: int, ratio: float, start: float, settings: GauSSettings
+        self,
+        g: GauSGraph,
+        D: int,
+        ratio: float,
+        start: float,
+        settings: GauSSettings,
+        deadline: float | None = None,
     ) -> None:
         self.g, self.D, self.ratio, self.start = g, D, ratio, start
+        self.deadline = deadline
         self.share = settings.polish_share
         self.radius = settings.polish_radius
         deep = D > 2 * settings.polish_radius + 1
@@ -407,6 +423,10 @@ class _CheckpointSearch:
         from twill.sched.gaus.polish import polish_resource
 
         t0 = time.perf_counter()
+        if self.deadline is not None:  # never past the call's deadline
+            limit = max(0.0, min(np.inf if limit is None else limit, self.deadline - t0))
+            if limit <= 0:
+                return
         trace: list[tuple[float, float]] = []
         cand, moves = polish_resource(
             self.g,
@@ -480,6 +500,15 @@ class _SolveRun:
     start: float
     seed: int
     orig: DependenceGraph | None
+    deadline: float | None = None
+    on_progress: OnProgress | None = None
+
+    def left(self, limit: float | None = None) -> float | None:
+        """``limit`` seconds, cut to the time left before the deadline (``None``: neither)."""
+        if self.deadline is None:
+            return limit
+        rest = max(0.0, self.deadline - time.perf_counter())
+        return rest if limit is None else min(limit, rest)
 
     @property
     def modulo_II(self) -> int | None:
@@ -703,19 +732,38 @@ def _improve(
     hist: dict[str, Any],
 ) -> tuple[np.ndarray, str]:
     """The steps after the ALM loop: the local searches (A: :func:`_polish_a`, B:
-    :func:`_polish_b`) and, for A and C, the list schedule when it is better."""
-    g, D, settings, formulation = run.g, run.D, run.settings, run.formulation
-    if formulation == "A" and settings.polish:
+    :func:`_polish_b`) and, for A and C, the list schedule when it is better. Each step
+    starts only while time is left before the deadline, and its budget is cut to it."""
+    g, D, formulation = run.g, run.D, run.formulation
+    if formulation == "A" and run.settings.polish and _cut_to_deadline(run):
         assert searched is not None
         best_t, msg = _polish_a(run, best_t, msg, searched, timings, hist)
-    if formulation == "B" and settings.polish:
-        best_t, note = _polish_b(g, best_t, D, settings, run.start, timings, hist)
+    if formulation == "B" and run.settings.polish and _cut_to_deadline(run):
+        best_t, note = _polish_b(g, best_t, D, run.settings, run.start, timings, hist)
         msg += note
-    if formulation in ("A", "C"):
+    if formulation in ("A", "C") and run.left() != 0.0:
         best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, run.II, run.ratio)
-    if settings.lns_time > 0:
+    if run.settings.lns_time > 0 and _cut_to_deadline(run):
         best_t, msg = _lns(run, best_t, msg, timings, hist)
+    if run.left() == 0.0:
+        msg += "; deadline reached (best legal schedule so far)"
     return best_t, msg
+
+
+def _cut_to_deadline(run: _SolveRun) -> bool:
+    """Cut the local searches' budgets in ``run.settings`` (``polish_time``, its default
+    ``max(30 s, elapsed)``, and ``lns_time``) to the time left; False when none is left."""
+    left = run.left()
+    if left is None:
+        return True
+    if left <= 1e-3:
+        return False
+    s = run.settings
+    polish = s.polish_time
+    if polish is None:
+        polish = max(30.0, time.perf_counter() - run.start)
+    run.settings = replace(s, polish_time=min(polish, left), lns_time=min(s.lns_time, left))
+    return True
 
 
 def _lns(
