@@ -131,15 +131,26 @@ def _kill_children_using(folder: str) -> None:
             continue
 
 
-def solve_pulp(prob: Any, solver: Any) -> None:
+def solve_pulp(prob: Any, solver: Any, kill_after: float | None = None) -> None:
     """``prob.solve(solver)`` for a PuLP command-line solver (CBC), interruptibly, with its
-    temporary files in a private folder that is removed afterwards, whatever happens."""
+    temporary files in a private folder that is removed afterwards, whatever happens.
+
+    ``kill_after``: seconds of wall time after which the solver child is killed (CBC's own
+    limit does not cover its presolve and root LP, which can overrun it by many seconds on
+    large models); PuLP then raises ``PulpSolverError``."""
     folder = tempfile.mkdtemp(prefix="twill-cbc-")
+    timer = None
+    if kill_after is not None:
+        timer = threading.Timer(kill_after, _kill_children_using, (folder,))
+        timer.daemon = True
+        timer.start()
     try:
         solver.tmpDir = folder
         solver.keepFiles = False
         run_interruptibly(lambda: prob.solve(solver), lambda: _kill_children_using(folder))
     finally:
+        if timer is not None:
+            timer.cancel()
         shutil.rmtree(folder, ignore_errors=True)
 
 

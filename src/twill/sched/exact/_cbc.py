@@ -7,7 +7,8 @@ ends in an error (seen with limits under a second on large warm-started models) 
 CBC stopped by a very short limit (in its presolve) has also been seen to answer
 "infeasible": so an infeasibility verdict counts only when the run ended before the limit
 could have been reached (CBC's clock, CPU time over all threads, cannot exceed wall time x
-threads); otherwise it is UNKNOWN.
+threads); otherwise it is UNKNOWN. CBC's limit does not cover its presolve and root LP, so a
+run still going 2 % + 0.5 s past its limit is killed (UNKNOWN).
 """
 
 from __future__ import annotations
@@ -42,8 +43,11 @@ def run_cbc(prob: Any, time_limit: float | None, threads: int, warm: bool) -> St
     if not solver.available():  # pragma: no cover - environment
         raise BackendUnavailableError("the CBC binary shipped with PuLP cannot run here")
     started = time.perf_counter()
+    # CBC's limit leaves out its presolve and root LP: past the limit plus a margin the run is
+    # killed (UNKNOWN, like any verdict that came after the limit could have hit)
+    kill_after = None if time_limit is None else time_limit * 1.02 + 0.5
     try:
-        solve_pulp(prob, solver)
+        solve_pulp(prob, solver, kill_after)
     except pulp.PulpSolverError as exc:  # e.g. CBC dies on a very short limit: no proof
         log.warning("CBC stopped without an answer (%s): UNKNOWN", exc)
         return Status.UNKNOWN

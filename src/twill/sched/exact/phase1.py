@@ -701,6 +701,8 @@ def solve_phase1(
         return Phase1Result(status, II, schedule, length, backend, time.perf_counter() - t0,
                             bound, stats)  # fmt: skip
 
+    if _out_of_time(_within(None, deadline)):  # nothing is built after the deadline
+        return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
     data = build_reduced_model(graph, II)
@@ -809,7 +811,8 @@ def _decide_ii(
         fallback = seed if seed is not None else incumbent
         if _out_of_time(_within(None, deadline)):
             return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
-        status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint)
+        extra = {"deadline": deadline} if backend == "cbc" else {}
+        status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint, **extra)
         kept_starts = lift(data, wm, times) if times is not None else None
         if times is not None and kept_starts is None:  # impossible by window's docstring
             raise VerificationError(

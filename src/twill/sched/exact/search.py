@@ -376,6 +376,9 @@ def search_min_ii(
     )
 
 
+_AT_INCUMBENT_MIN = 1.0  # seconds: less left and the incumbent is returned as it is
+
+
 @dataclass
 class _Run:
     """One minimum-I search: its settings, its clock and the Phase-1 solves made so far."""
@@ -466,8 +469,10 @@ class _Run:
         """The answer at the incumbent's ``I``: ``L`` minimised from the incumbent (hint /
         warm start) in the time left, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
         left = self.left()
-        if left is None or left > 0:
-            return self.solve(heur.I, heur.I, incumbent=heur.schedule)
+        if left is None or left > _AT_INCUMBENT_MIN:
+            r = self.solve(heur.I, heur.I, incumbent=heur.schedule)
+            if r.schedule is not None:
+                return r
         stats = {"schedule_source": "incumbent", "length_status": "skipped (time limit)"}
         return Phase1Result(Status.FEASIBLE, heur.I, dict(heur.schedule), heur.L,
                             self.backend, 0.0, 0, stats)  # fmt: skip

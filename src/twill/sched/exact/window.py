@@ -51,6 +51,7 @@ first) and the model comes from :func:`.reduced.build_reduced_model` at that ``I
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,6 +78,7 @@ _WINDOW_MAX = 4  # pair windows: only when M(y) - M(x) ranges over <= 4*II value
 _ENERGY_BUDGET = 4 * 10**7  # energetic arcs: only while kept^2 * users^2 stays below this
 _ENERGY_ROUNDS = 8  # ... and for at most this many rounds
 _STRONG_MAX_NONZEROS = 500_000  # CBC: strong precedence rows while they stay this small
+_PULP_RATE = 40_000  # nonzeros per second that PuLP builds and writes (a safe estimate)
 
 
 @dataclass(frozen=True)
@@ -471,6 +473,7 @@ def decide_cbc(
     time_limit: float | None,
     threads: int,
     hint: dict[int, int] | None = None,
+    deadline: float | None = None,
 ) -> tuple[Status, dict[int, int] | None]:
     """Decide the window model with CBC (PuLP): (status, start per decided op).
 
@@ -481,7 +484,8 @@ def decide_cbc(
     for every ``t`` (if ``x`` starts at ``t`` or later, ``y`` cannot start before ``t + w``);
     together they are equivalent to the arc on 0-1 points and their LP relaxation is the
     tightest of the usual encodings. Past ``_STRONG_MAX_NONZEROS`` the one aggregated row
-    ``sum t*x[y,t] - sum t*x[x,t] >= w`` per arc is used instead (same 0-1 points).
+    ``sum t*x[y,t] - sum t*x[x,t] >= w`` per arc is used instead (same 0-1 points). Before
+    a ``deadline`` (``time.monotonic()``) too close for PuLP to build the model, UNKNOWN.
     """
     import pulp
 
@@ -499,7 +503,14 @@ def decide_cbc(
         x[v] = {t: pulp.LpVariable(f"x_{v}_{t - lo}", cat="Binary") for t in range(lo, hi + 1)}
         prob += pulp.lpSum(x[v].values()) == 1, f"one_{v}"
     size = {v: hi - lo + 1 for v, (lo, hi) in wm.domain.items()}
-    strong = sum(size[a] * (size[a] + size[b]) for a, b, _ in wm.arcs) <= _STRONG_MAX_NONZEROS
+    nonzeros = sum(size[a] * (size[a] + size[b]) for a, b, _ in wm.arcs)
+    strong = nonzeros <= _STRONG_MAX_NONZEROS
+    build = (nonzeros if strong else 2 * sum(size.values())) / _PULP_RATE
+    left = None if deadline is None else deadline - time.monotonic()
+    if left is not None and left < 2 * build:  # PuLP's build is not interruptible
+        log.info("window model (II=%d): about %.1f s to build, %.1f s left: UNKNOWN", wm.ii,
+                 build, left)  # fmt: skip
+        return Status.UNKNOWN, None
     for k, (a, b, w) in enumerate(wm.arcs):
         (alo, ahi), (blo, _bhi) = wm.domain[a], wm.domain[b]
         if not strong:
@@ -531,6 +542,9 @@ def decide_cbc(
             for t, var in x[v].items():
                 var.setInitialValue(int(t == hint[v]))
         warm = True
+    if deadline is not None:  # the model took time to build: what is left of the deadline
+        left = max(0.01, deadline - time.monotonic())
+        time_limit = left if time_limit is None else min(time_limit, left)
     status = run_cbc(prob, time_limit, threads, warm)
     if status.has_solution:
         out = {}
