@@ -82,3 +82,14 @@ def test_twill_solve_keeps_explicit_threads(monkeypatch: pytest.MonkeyPatch) -> 
                       options=SolverOptions(time_limit=5))  # fmt: skip
     # the options' time limit is the whole call's deadline (Phases 1 and 2; issue 40)
     assert seen["threads"] == 4 and 0 < seen["deadline"] - time.monotonic() <= 5.0
+
+
+def test_options_pickle_with_their_extras_and_settings() -> None:
+    """Options travel to worker processes (issue 40: a pickled progress callback)."""
+    import pickle
+
+    o = SolverOptions(time_limit=5, threads=2, seed=3, extra={"presolve": False})
+    back = pickle.loads(pickle.dumps(o))
+    assert back == o and back.extra["presolve"] is False
+    with pytest.raises(TypeError):
+        back.extra["presolve"] = True  # type: ignore[index]

@@ -136,6 +136,12 @@ class SolverOptions:
             raise InvalidProblemError(f"seed must be an integer, found {self.seed!r}")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with a plain dict for ``extra`` (a read-only view does not pickle), so that
+        options and their callback reach a worker process."""
+        fields = (self.time_limit, self.threads, self.seed, dict(self.extra))
+        return (type(self), (*fields, self.on_progress, self.gaus, self.gumbel))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (the callback is left out)."""
         return {

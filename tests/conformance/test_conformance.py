@@ -8,7 +8,11 @@ Every entry of :data:`SOLVERS` runs through the same checks:
 * the independent verifier accepts the solution;
 * determinism: the same seed and inputs give the same status, solution and objective;
 * ``to_dict()`` of both the native and the shared result goes through ``json.dumps``;
-* the input is not modified.
+* the input is not modified;
+* for the solvers moved to ``solve(problem, options=None) -> SolveResult`` (``Entry.entry``,
+  the GauS family; issue 40): that signature (read with ast), typed and picklable
+  ``ProgressEvent``s, the same result and events in a spawned process with the options and
+  callback pickled across, and the same result from ``twill gaus --json``.
 
 Adding a solver (or a mapper) is one :class:`Entry` in :data:`SOLVERS`: how to build its small
 instance, how to run it under :class:`~twill.options.SolverOptions`, and how to verify a
@@ -415,3 +419,98 @@ def test_progress_events_are_typed_and_picklable(entry: Entry) -> None:
     if last.phase == "done":
         assert last.incumbent == r.objective and last.message == r.status.value
     assert [e.seconds for e in events] == sorted(e.seconds for e in events)
+
+
+# -- three ways: the API, the command line and a spawned process ------------------------------
+
+
+class _Collect:
+    """A picklable progress callback that keeps the events it receives."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+
+def _solve_in_this_process(names: list[str], options: SolverOptions) -> dict[str, Any]:
+    """``name -> (result dict, events)`` of each entry, under ``options`` (whose callback
+    came pickled when this runs in a spawned process)."""
+    out = {}
+    for name in names:
+        entry = next(e for e in SOLVERS if e.name == name)
+        collect = options.on_progress
+        collect.events = []
+        r = _shared(entry.run(entry.instance(), options))
+        out[name] = (r.to_dict(), list(collect.events))
+    return out
+
+
+def _same_run(a: tuple[dict, list], b: tuple[dict, list]) -> None:
+    """Same status, objective, solution and the same events (their clocks aside)."""
+    (ra, ea), (rb, eb) = a, b
+    assert (ra["status"], ra["objective"], ra["solution"]) == (
+        rb["status"],
+        rb["objective"],
+        rb["solution"],
+    )
+    assert [replace(e, seconds=0.0) for e in ea] == [replace(e, seconds=0.0) for e in eb]
+
+
+def test_api_and_a_spawned_process_see_the_same_runs_and_events() -> None:
+    """Issue 40: every registered ``solve(problem, options)`` gives the same result and the
+    same progress events in this process and in a spawned one, with the options (callback
+    included) pickled across."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    names = [e.name for e in _ENTRY_POINTS]
+    options = replace(_OPTIONS, on_progress=_Collect())
+    here = _solve_in_this_process(names, options)
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+        there = pool.submit(_solve_in_this_process, names, options).result(timeout=300)
+    for name in names:
+        assert here[name][1], f"{name} sent no progress event"
+        _same_run(here[name], there[name])
+
+
+_CLI = {  # entry -> (formulation, --baseline or None); the Gumbel CLI has no --epochs
+    "gaus-A": ("A", None),
+    "gaus-B": ("B", None),
+    "gaus-C": ("C", None),
+    "list": ("A", "list"),
+    "force-directed": ("A", "force"),
+    "exact-cpsat": ("A", "exact"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CLI))
+def test_cli_gives_the_api_result(name: str, _cache: dict, tmp_path: Any, capsys: Any) -> None:
+    """Issue 40: ``twill gaus --json`` on the same instance and settings gives the API's
+    status, objective and schedule."""
+    from twill.cli import main
+    from twill.gaus_solver import generate_random_dag
+    from twill.io.graph_json import write_graph
+
+    formulation, baseline = _CLI[name]
+    entry = next(e for e in SOLVERS if e.name == name)
+    _, native = _solved(entry, _cache)
+    api = _shared(native)
+    if formulation == "C":
+        argv = ["flash_attention_forward_hopper", "--D", "20", "--II", "4"]
+    else:
+        path = tmp_path / "dag.json"
+        write_graph(generate_random_dag(14, 0.2, 0, seed=11), path)
+        argv = [str(path), "--D", "10"]
+    argv += ["--formulation", formulation, "--seed", "1", "--max-iters", "150", "--json"]
+    argv += ["--time-limit", "30"] + (["--baseline", baseline] if baseline else [])
+    code = main(["gaus", *argv])
+    cli = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (cli["status"], cli["objective"], cli["schedule"]) == (
+        api.status.value,
+        api.objective,
+        api.solution,
+    )

@@ -21,8 +21,10 @@ T = 2.0
 
 @pytest.fixture(autouse=True)
 def _torch_loaded() -> None:
-    """torch's one-time import (1-6 s on a loaded 2-core machine) is a process start-up cost,
-    like Python's own, and not part of the bound (decisions.md, "GauS deadline")."""
+    """torch's and OR-Tools' one-time imports (1-6 s on a loaded 2-core machine) are process
+    start-up costs, like Python's own, and not part of the bound (decisions.md, "GauS
+    deadline")."""
+    import ortools.sat.python.cp_model  # noqa: F401
     import torch  # noqa: F401
 
 
@@ -70,3 +72,24 @@ def test_cli_time_limit_bounds_the_whole_run(tmp_path, capsys) -> None:
     assert _within(seconds), seconds
     assert (code, d["status"]) in ((0, "feasible"), (1, "unknown"))
     assert "deadline reached" in d["message"]
+
+
+@pytest.mark.parametrize(("method", "formulation"), [("exact", "B"), ("gumbel", "A")])
+def test_baselines_return_by_the_deadline(method: str, formulation: str) -> None:
+    """The exact CP-SAT baseline (model building counted) and the Gumbel baseline."""
+    import importlib
+
+    from twill.sched.baselines.categorical import GumbelSettings
+
+    solve = importlib.import_module(f"twill.sched.baselines.{_MODULES[method]}").solve
+    problem = GauSProblem(generate_random_dag(400, 0.01, 0, seed=3), formulation)
+    options = SolverOptions(time_limit=T, gumbel=GumbelSettings(epochs=1_000_000))
+    t0 = time.perf_counter()
+    r = solve(problem, options)
+    assert _within(time.perf_counter() - t0), time.perf_counter() - t0
+    assert r.status in (Status.FEASIBLE, Status.UNKNOWN)
+    if r.status.has_solution:
+        assert problem.verify(r.solution).ok
+
+
+_MODULES = {"exact": "exact", "gumbel": "categorical"}
