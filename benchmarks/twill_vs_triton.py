@@ -94,12 +94,11 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float) -> None:
         row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal)
         peer = price_triton(ks, lp, ttgir, total_time_limit=price_limit)
         p = peer.pinned
-        refuted = [i for i, _, a in p.points if a == "unsat"]
         row.update(
             triton_I=p.I,
             triton_L=p.L,
             triton_status=p.status,
-            triton_I_lower=p.I or max([p.lower_I, *(i + 1 for i in refuted)]),
+            triton_I_lower=p.I or p.lower_I,
             triton_max_stage=peer.max_stage,
             unmatched=peer.match.twill_only,
         )

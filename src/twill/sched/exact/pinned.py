@@ -20,7 +20,9 @@ Encoding, on top of :func:`~twill.sched.exact.phase2.build_phase2_model` (compac
 
 Search: ``I`` from a lower bound upward (the smallest ``I`` from the graph's MII at which the
 dependences, the order rows and the stage windows, as difference constraints, have no
-positive cycle: resources and warps aside, which is cheap); at each ``I`` the
+positive cycle: resources and warps aside, which is cheap). An ``I`` at which the pins,
+dependences and cyclic unit capacity alone are infeasible (a small CP-SAT model of Phase 1's
+modulo problem with the pins) is refuted without Phase 2; at each other ``I`` the
 length windows of equal copy count in increasing ``L`` up to the longest length the stages
 allow, each decided like :mod:`.phase2_window` (the top length first: unsat there refutes the
 window; then a descending search). The first satisfiable window gives ``L``. The answer is
@@ -88,9 +90,12 @@ class PinnedResult:
     """Answer of :func:`solve_pinned`.
 
     ``status``: ``"feasible"`` (``I``, ``L``, ``schedule``, ``assignment`` set and verified),
-    ``"infeasible"`` (every ``I`` from ``lower_I`` to ``max_I`` proven unsat) or ``"unknown"``.
+    ``"infeasible"`` (every ``I`` up to ``max_I`` proven unsat) or ``"unknown"``.
+    ``lower_I``: every ``I`` below it is proven unsat (with ``unknown``, a lower bound on the
+    pinned problem's ``I``).
     ``optimal``: ``I`` is proven the smallest and ``L`` the smallest at that ``I``.
-    ``points``: ``(I, L, answer)`` of every solver call.
+    ``points``: ``(I, L, answer)`` of every solver call (``L = 0``, ``modulo_unsat``: the I
+    refuted by the modulo check alone).
     """
 
     status: str
@@ -162,6 +167,69 @@ def _difference_feasible(graph: DependenceGraph, pins: Pins, ii: int) -> bool:
         if not changed:
             return True
     return False
+
+
+def _unit_intervals(model: Any, graph: DependenceGraph, offset: Mapping[str, Any], ii: int) -> bool:
+    """Cyclic unit capacity at ``ii`` on the issue offsets (CP-SAT); False when an op alone
+    needs a unit longer than ``ii`` allows. Each contiguous full-use reservation of length
+    ``n <= ii`` is the interval ``[o, o + n)`` and its copy one period earlier, so that a use
+    wrapping past the period's end meets the ops at its start."""
+    caps = graph.machine.functional_units
+    by_unit: dict[str, list[tuple[str, int, int]]] = {}
+    for i in graph.instructions:
+        for fu, use in i.reservation.items():
+            busy = [k for k, u in enumerate(use) if u > 0]
+            if busy:
+                by_unit.setdefault(fu, []).append((i.name, busy[0], len(use)))
+    for fu, ops in by_unit.items():
+        cap = caps.get(fu, -1)
+        full = all(all(u >= 1 for u in graph.instruction(v).reservation[fu]) for v, _, _ in ops)
+        if cap != 1 or not full:
+            continue  # left out: a weaker, still necessary, condition
+        intervals = []
+        for v, first, n in ops:
+            n -= first
+            if n > ii:
+                return False
+            start = offset[v] + first
+            intervals.append(model.NewFixedSizeIntervalVar(start, n, f"{fu}[{v}]"))
+            intervals.append(model.NewFixedSizeIntervalVar(start - ii, n, f"{fu}[{v}]-I"))
+        model.AddNoOverlap(intervals)
+    return True
+
+
+def _modulo_feasible(graph: DependenceGraph, pins: Pins, ii: int, seconds: float) -> str:
+    """``"feasible"``, ``"infeasible"`` or ``"unknown"``: the pins, dependences and cyclic
+    unit capacity alone at ``ii`` (Phase 1's modulo problem with the pins; warps, registers and
+    memories aside). Infeasible here is infeasible in Phase 2, which has all these rows."""
+    from ortools.sat.python import cp_model
+
+    model = cp_model.CpModel()
+    st = pins.stages
+    horizon = (max(st.values(), default=0) + 2) * ii + sum(i.cycles for i in graph.instructions)
+    t, o = {}, {}
+    for v in graph.names:
+        o[v] = model.NewIntVar(0, ii - 1, f"o[{v}]")
+        if v in st:
+            t[v] = o[v] + st[v] * ii
+        else:
+            t[v] = model.NewIntVar(0, horizon, f"t[{v}]")
+            model.AddModuloEquality(o[v], t[v], ii)
+    for e in graph.edges:
+        model.Add(t[e.dst] - t[e.src] >= e.delay - e.distance * ii)
+    for c in pins.order:
+        for u, v in zip(c, c[1:], strict=False):
+            if u in st and v in st:
+                model.Add(o[v] >= o[u])
+    if not _unit_intervals(model, graph, o, ii):
+        return "infeasible"
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = seconds
+    solver.parameters.num_workers = 1
+    status = solver.Solve(model)
+    if status == cp_model.INFEASIBLE:
+        return "infeasible"
+    return "feasible" if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else "unknown"
 
 
 def _lower_I(graph: DependenceGraph, pins: Pins, cap: int) -> int:
@@ -253,6 +321,38 @@ def _search_window(
     return "sat", best, True
 
 
+def _decide_I(
+    graph: DependenceGraph,
+    pins: Pins,
+    ii: int,
+    rules: WarpRules,
+    deadline: float | None,
+    points: list[tuple[int, int, str]],
+) -> tuple[str, Any, bool]:
+    """Verdict at one ``ii``: (``sat`` with (L, schedule, assignment) of the first satisfiable
+    window, and whether its L is proven first), ``unsat`` (every length refuted) or
+    ``unknown``."""
+    if _modulo_feasible(graph, pins, ii, 30.0) == "infeasible":
+        points.append((ii, 0, "modulo_unsat"))  # no length at this I: proven
+        return "unsat", None, True
+    verdict = "unsat"
+    lo, hi = _length_range(graph, pins, ii)
+    length = lo
+    while length <= hi:
+        n, _ = program_shape(ii, length)
+        top = min(hi, n * ii)
+        w = _PinnedWindow(graph, ii, length, top, pins, rules)
+        answer, best, first = _search_window(w, deadline, points)
+        if answer == "sat":
+            return "sat", best, first and verdict == "unsat"
+        if answer != "unsat":
+            verdict = "unknown"
+        if deadline is not None and time.perf_counter() > deadline:
+            return "unknown", None, False
+        length = top + 1
+    return verdict, None, True
+
+
 def solve_pinned(
     graph: DependenceGraph,
     pins: Pins,
@@ -291,45 +391,49 @@ def solve_pinned(
         return PinnedResult(
             "infeasible", None, None, None, None, True, cap, cap, (), time.perf_counter() - t0
         )
-    proven = True
+    proven, open_from = True, low_I  # every I below open_from is refuted
     for ii in range(low_I, cap + 1):
-        lo, hi = _length_range(graph, pins, ii)
-        length = lo
-        while length <= hi:
-            n, _ = program_shape(ii, length)
-            top = min(hi, n * ii)
-            w = _PinnedWindow(graph, ii, length, top, pins, rules)
-            answer, best, first = _search_window(w, deadline, points)
-            if answer == "sat":
-                L, sched, assign = best
-                return PinnedResult(
-                    "feasible",
-                    ii,
-                    L,
-                    sched,
-                    assign,
-                    proven and first,
-                    low_I,
-                    cap,
-                    tuple(points),
-                    time.perf_counter() - t0,
-                )
-            proven = proven and answer == "unsat"
-            if deadline is not None and time.perf_counter() > deadline:
-                return PinnedResult(
-                    "unknown",
-                    None,
-                    None,
-                    None,
-                    None,
-                    False,
-                    low_I,
-                    cap,
-                    tuple(points),
-                    time.perf_counter() - t0,
-                )
-            length = top + 1
+        answer, best, first = _decide_I(graph, pins, ii, rules, deadline, points)
+        if answer == "sat":
+            L, sched, assign = best
+            return PinnedResult(
+                "feasible",
+                ii,
+                L,
+                sched,
+                assign,
+                proven and first,
+                open_from,
+                cap,
+                tuple(points),
+                time.perf_counter() - t0,
+            )
+        proven = proven and answer == "unsat"
+        if proven:
+            open_from = ii + 1
+        if deadline is not None and time.perf_counter() > deadline:
+            return PinnedResult(
+                "unknown",
+                None,
+                None,
+                None,
+                None,
+                False,
+                open_from,
+                cap,
+                tuple(points),
+                time.perf_counter() - t0,
+            )
     status = "infeasible" if proven else "unknown"
     return PinnedResult(
-        status, None, None, None, None, proven, low_I, cap, tuple(points), time.perf_counter() - t0
+        status,
+        None,
+        None,
+        None,
+        None,
+        proven,
+        open_from,
+        cap,
+        tuple(points),
+        time.perf_counter() - t0,
     )
