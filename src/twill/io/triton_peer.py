@@ -14,8 +14,8 @@ Warp assignment. Without warp specialisation every operation of Triton's loop ru
 (``num_warps / 4`` warp groups, each tensor spread over them, so fewer registers per thread).
 With warp specialisation (``ttg.partition``) each partition is one compute slot, a partition of
 loads only the variable-latency slot. Twill's variable-latency ops always sit on that slot (a
-rule of the model). Twill's partitions are *not* written into Triton (see
-:data:`PARTITION_NOTE`); they are recorded in the summary as not applied.
+rule of the model). Twill's partitions are written on ``sm_100a`` (Triton's ``warp_specialize``
+pass keeps a given grouping) and recorded as not applied on ``sm_90a`` (:data:`PARTITION_NOTE`).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from twill.io.triton_schedule import (
     read_back,
     scheduled_loop,
     twill_stages,
+    write_partitions,
     write_schedule,
 )
 from twill.sched.exact.pinned import PinnedResult, Pins, solve_pinned
@@ -55,14 +56,12 @@ __all__ = [
     "SUMMARY_KEYS",
 ]
 
-#: Why Twill's warp assignment is not written into Triton 3.9 (recorded in every summary).
+#: Why Twill's warp assignment is not written (recorded in the summary when it is not).
 PARTITION_NOTE = {
-    "sm_90a": "not applied: Triton 3.9's Hopper path warp-specialises only loops marked "
-    "warp_specialize=True, with its own partitioner (hopper_warpspec); it takes no per-op "
-    "partition from outside, so the loop runs on all num_warps warps",
-    "sm_100a": "not applied: Triton 3.9's warp_specialize pass assigns its own partitions to "
-    "loops marked warp_specialize=True and takes no per-op ttg.partition from outside for "
-    "this loop; the loop runs on all num_warps warps",
+    "sm_90a": "not applied: Triton 3.9's Hopper warp specialisation (hopper_warpspec) runs "
+    "before the loop is scheduled, on loops marked warp_specialize=True, with its own "
+    "partitioner; it takes no per-op partition, so the loop runs on all num_warps warps",
+    "sm_100a": "not applied: Twill's answer has no warp assignment",
 }
 SUMMARY_KEYS = (
     "kernel",
@@ -271,6 +270,54 @@ def _trap_only(ptx: str) -> bool:
     return "trap;" in ptx and not any(w in ptx for w in ("wgmma", "tcgen05", "ld.global", "cp."))
 
 
+def _slots_of(assignment: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    return {v: (w,) if isinstance(w, int) else tuple(w) for v, w in assignment.items()}
+
+
+def _build_twill(
+    ks: KernelSpec,
+    extracted: ExtractedLoop,
+    gops: list[Any],
+    schedule: Mapping[str, int],
+    II: int,
+    slots: dict[str, tuple[int, ...]] | None,
+) -> tuple[Any, dict[str, Any]]:
+    """Compile with Twill's stages and clusters, and its partitions when ``slots`` is given."""
+    state: dict[str, Any] = {}
+
+    def edit(text: str, base: Any) -> str:
+        loop = scheduled_loop(text, extracted.line)
+        state["match"] = match = match_graph(gops, loop)
+        new, state["written"] = write_schedule(text, loop, match, schedule, II)
+        if slots:
+            new, state["parts"], state["wide"] = write_partitions(new, loop, match, slots)
+        return new
+
+    key = json.dumps({"I": II, "schedule": dict(sorted(schedule.items())), "ws": bool(slots)})
+    return _build(ks, edit, key), state
+
+
+def _partitions(arch: str, slots: dict, state: dict, rb: Any, error: str | None) -> tuple:
+    """The summary's ``partitions`` entry, and the instructions whose partition (as a group:
+    the same other ops beside it) Triton kept and changed."""
+    entry: dict[str, Any] = {"twill": {v: list(w) for v, w in sorted(slots.items())}}
+    if "parts" not in state:
+        entry.update(applied=False, why=error or PARTITION_NOTE[arch])
+        return entry, [], sorted(slots)
+    group = {v: frozenset(u for u in slots if slots[u][0] == w[0]) for v, w in slots.items()}
+    region = rb.partitions
+    seen = {v: frozenset(u for u in region if region[u] == region[v]) for v in region}
+    placed = set(region)
+    kept = sorted(v for v in region if seen[v] == group[v] & placed)
+    entry.update(
+        applied=True,
+        written=state["parts"],
+        regions=region,
+        wide_written_on_first_slot=state["wide"],
+    )
+    return entry, kept, sorted(v for v in slots if v not in kept)
+
+
 def compile_twill(
     ks: KernelSpec,
     schedule: Mapping[str, int],
@@ -281,20 +328,22 @@ def compile_twill(
     ttgir: str,
 ) -> CompileSummary:
     """Compile ``ks`` with Twill's schedule (``schedule`` at ``II``, length ``L``) written onto
-    its loop; the summary records Twill's decisions, what the pipeliner kept or changed, and
-    the cubin's resources."""
+    its loop, and on ``sm_100a`` Twill's warp assignment as partitions (if Triton rejects
+    them, the stages alone, with Triton's message recorded); the summary records Twill's
+    decisions, what the pipeliner kept or changed, and the cubin's resources."""
     t0 = time.perf_counter()
     gops = graph_ops(extracted, ttgir)
-    state: dict[str, Any] = {}
-
-    def edit(text: str, base: Any) -> str:
-        loop = scheduled_loop(text, extracted.line)
-        state["match"] = match = match_graph(gops, loop)
-        new, state["written"] = write_schedule(text, loop, match, schedule, II)
-        return new
-
-    key = json.dumps({"I": II, "schedule": dict(sorted(schedule.items()))})
-    b = _build(ks, edit, key)
+    slots = _slots_of(assignment)
+    error = None
+    try:
+        b, state = _build_twill(
+            ks, extracted, gops, schedule, II, slots if ks.arch == "sm_100a" and slots else None
+        )
+    except InvalidProblemError as exc:
+        if not (ks.arch == "sm_100a" and slots):
+            raise
+        error = f"not applied: Triton rejected Twill's partitions: {str(exc)[:300]}"
+        b, state = _build_twill(ks, extracted, gops, schedule, II, None)
     match, written = state["match"], state["written"]
     rb = read_back(b.texts["pipelined"], match)
     mine = twill_stages(schedule, II)
@@ -304,7 +353,7 @@ def compile_twill(
         for v in written
         if rb.stages.get(v) != mine[v][0]
     }
-    unwritten = [v for v in mine if v not in written]
+    parts, parts_kept, parts_changed = _partitions(ks.arch, slots, state, rb, error)
     data = {
         "kernel": ks.kernel,
         "arch": ks.arch,
@@ -314,22 +363,16 @@ def compile_twill(
         "clusters": {v: c for v, (_, c) in sorted(written.items())},
         "max_stage": max((s for s, _ in mine.values()), default=0),
         "prologue_depth": rb.depth,
-        "partitions": {
-            "twill": {
-                v: list(w) if not isinstance(w, int) else [w] for v, w in sorted(assignment.items())
-            },
-            "applied": False,
-            "why": PARTITION_NOTE[ks.arch],
-        },
+        "partitions": parts,
         "regs": b.regs,
         "smem_bytes": b.smem_bytes,
         "spills": b.spills,
-        "kept": {"stages": kept},
+        "kept": {"stages": kept, "partitions": parts_kept},
         "changed": {
             "stages": changed,
-            "not_expressed": unwritten,
+            "not_expressed": [v for v in mine if v not in written],
             "matched_by_location_only": match.lowered,
-            "partitions": sorted(assignment),
+            "partitions": parts_changed,
         },
         "runnable": not _trap_only(b.ptx),
         "num_warps": ks.num_warps,

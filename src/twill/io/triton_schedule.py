@@ -42,6 +42,7 @@ __all__ = [
     "write_schedule",
     "read_back",
     "ReadBack",
+    "write_partitions",
 ]
 
 _LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
@@ -373,6 +374,70 @@ def write_schedule(
     }
 
 
+_WS_ATTRS = re.compile(r"(\}\s*\{)([^{}]*)(\}\s*loc\()")
+
+
+def write_partitions(
+    text: str, loop: ScheduledLoop, match: Match, assignment: Mapping[str, tuple[int, ...]]
+) -> tuple[str, dict[str, int], list[str]]:
+    """``text`` with Twill's warp assignment as ``ttg.partition`` on the loop's scheduled ops
+    and the loop marked for Triton's ``warp_specialize`` pass (Blackwell), which keeps a
+    given grouping of ops into partitions. Twill's slots in use become partitions ``0..k-1``;
+    an op Twill does not schedule joins its earliest scheduled user's partition. Returns the
+    text, the partition written per instruction, and the instructions that span several slots
+    (written on their first slot only)."""
+    slots = sorted({min(w) for w in assignment.values() if w})
+    pid = {w: k for k, w in enumerate(slots)}
+    given: dict[int, tuple[int, int]] = {}
+    for v, op in match.pairs.items():
+        if assignment.get(v):
+            given.setdefault(op.index, (pid[min(assignment[v])], 0))
+    full = _fill(loop, given)
+    lines = text.splitlines()
+    for op in loop.ops:
+        if op.stage is not None and "ttg.partition" not in lines[op.line]:
+            part = f"ttg.partition = array<i32: {full[op.index][0]}>, "
+            lines[op.line] = re.sub(
+                r"\bloop\.(stage|cluster) =", part + r"loop.\1 =", lines[op.line], count=1
+            )
+    stages = ", ".join("0 : i32" for _ in slots)
+    extra = f"ttg.partition.stages = [{stages}], ttg.warp_specialize.tag = 0 : i32"
+    if "tt.warp_specialize" not in lines[loop.end]:
+        extra = "tt.warp_specialize, " + extra
+    lines[loop.end] = _WS_ATTRS.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}, {extra}{m.group(3)}", lines[loop.end], count=1
+    )
+    written = {v: full[op.index][0] for v, op in match.pairs.items() if assignment.get(v)}
+    wide = sorted(v for v, w in assignment.items() if len(w) > 1)
+    return "\n".join(lines) + "\n", written, wide
+
+
+def _regions(lines: list[str], table: Mapping[str, str]) -> dict[tuple[tuple[str, ...], str], str]:
+    """(location chain, operation) -> the ``ttg.warp_specialize`` region holding it
+    (``default`` or ``partitionN``)."""
+    out: dict[tuple[tuple[str, ...], str], str] = {}
+    start = next((k for k, ln in enumerate(lines) if "ttg.warp_specialize(" in ln), None)
+    if start is None:
+        return out
+    depth, region = 0, None
+    for ln in lines[start + 1 :]:
+        s = ln.strip()
+        head = re.match(r"^(default|partition\d+)\b", s)
+        if depth == 0 and head:
+            region = head.group(1)
+        elif depth == 0 and s.startswith("}"):
+            break
+        if region is not None:
+            _, rest = _results(s)
+            name, m = _NAME.match(rest), _TAIL_LOC.search(ln)
+            if name and m:
+                out.setdefault((resolve(m.group(1), table), klass(name.group(1))), region)
+        depth += s.count("{") - s.count("}")
+        if depth == 0:
+            region = None
+    return out
+
+
 @dataclass
 class ReadBack:
     """What the pipeliner made of a schedule: prologue depth and per-op stages read back."""
@@ -380,34 +445,47 @@ class ReadBack:
     depth: int
     stages: dict[str, int]
     missing: list[str]  # matched ops not found in the pipelined loop
-    partitions: dict[str, int] = field(default_factory=dict)
+    partitions: dict[str, str] = field(default_factory=dict)  # op -> warp_specialize region
+
+
+def _prologue_counts(lines: list[str], table: Mapping[str, str]) -> tuple[dict, set]:
+    """Copies of each (location chain, operation) before the loop of its region (the
+    function, or each ``ttg.warp_specialize`` region), and the keys inside the loops."""
+    count: dict[tuple[tuple[str, ...], str], int] = defaultdict(int)
+    inside: set[tuple[tuple[str, ...], str]] = set()
+    loop_seen, for_depth, depth = False, None, 0
+    for k, ln in enumerate(lines):
+        s = ln.strip()
+        if re.match(r"^(default|partition\d+)\b", s):
+            loop_seen = False  # a new region: its own prologue
+        _, rest = _results(s)
+        name = _NAME.match(rest)
+        chain = _loc_of_line(lines, k, table) if name and not s.startswith("}") else ()
+        key = (chain, klass(name.group(1))) if name and chain else None
+        if for_depth is None and re.search(r"\bscf\.for\b", s) and s.endswith("{"):
+            for_depth, loop_seen = depth, True
+        elif key is not None and for_depth is not None:
+            inside.add(key)
+        elif key is not None and not loop_seen:
+            count[key] += 1
+        depth += s.count("{") - s.count("}")
+        if for_depth is not None and depth <= for_depth:
+            for_depth = None
+    return count, inside
 
 
 def read_back(pipelined: str, match: Match) -> ReadBack:
     """Stages of the matched instructions in the pipelined IR: an op of stage ``s`` appears
-    ``depth - s`` times in the prologue (the ops before the steady-state loop)."""
+    ``depth - s`` times in the prologue (the ops before the steady-state loop of its region),
+    and, with warp specialisation, the region (partition) each is in."""
     lines = pipelined.splitlines()
     table = _loc_table(pipelined)
-    header = next(
-        (
-            k
-            for k, ln in enumerate(lines)
-            if re.search(r"\bscf\.for\b", ln) and ln.rstrip().endswith("{")
-        ),
-        None,
-    )
-    if header is None:
-        raise InvalidProblemError("no loop in the pipelined TTGIR")
-    body, _ = _loop_ops(lines, header, table)
-    count: dict[tuple[tuple[str, ...], str], int] = defaultdict(int)
-    for k in range(header):
-        _, rest = _results(lines[k].strip())
-        name = _NAME.match(rest)
-        m = _TAIL_LOC.search(lines[k])
-        if name and m:
-            count[(resolve(m.group(1), table), klass(name.group(1)))] += 1
-    present = {(op.loc, op.klass) for op in body}
+    count, inside = _prologue_counts(lines, table)
+    if not inside:
+        raise InvalidProblemError("no pipelined loop in the TTGIR")
     keys = {v: (op.loc, op.klass) for v, op in match.pairs.items()}
-    missing = [v for v, key in keys.items() if key not in present]
+    missing = [v for v, key in keys.items() if key not in inside]
     depth = max((count[key] for key in keys.values()), default=0)
-    return ReadBack(depth, {v: depth - count[key] for v, key in keys.items()}, missing)
+    where = _regions(lines, table)
+    parts = {v: where[key] for v, key in keys.items() if key in where}
+    return ReadBack(depth, {v: depth - count[key] for v, key in keys.items()}, missing, parts)
