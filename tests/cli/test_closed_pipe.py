@@ -188,3 +188,15 @@ def test_started_with_stdout_closed(inputs):
         check=False,
     )
     assert (proc.returncode, proc.stderr) == (0, "")
+
+
+@pytest.mark.slow
+def test_closed_stdout_compile(capsys, monkeypatch, inputs):
+    pytest.importorskip("triton")
+    kernel = SHIPPED_DIR / "kernels.py"
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    argv = ["compile", f"{kernel}:gemm", "--arch", "sm_90a", "-o", f"{inputs['d']}/c"]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == EXIT_CLOSED_PIPE and "Traceback" not in err, err
+    assert json.loads((Path(inputs["d"]) / "c" / "summary.json").read_text())
