@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +111,6 @@ def write_files(files: dict[str, str | bytes], out: Path) -> list[Path]:
 def cmd_compile(args: argparse.Namespace) -> int:
     from twill.triton import parse_assignments
 
-    spec_file = args.kernel.rpartition(":")[0]
     out = check_output_dir(args.output)
     sig = parse_assignments(args.signature, "--signature", numeric=False)
     consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
@@ -126,16 +126,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
     )
     if summary is None:
         print(
-            f"twill compile: no Twill schedule for {args.kernel} within the limits; nothing written"
+            f"twill compile: no Twill schedule for {args.kernel} within the limits; nothing "
+            "written",
+            file=sys.stderr,
         )
         return 1
-    kernel_file = Path(spec_file).resolve()
-    names = {f"{summary.data['kernel']}.{x}" for x in ("ttgir", "ptx", "cubin")} | {"summary.json"}
-    if out.resolve() == kernel_file.parent and kernel_file.name in names:
-        raise InvalidProblemError(
-            f"-o {args.output}: refusing to overwrite the input file {spec_file!r}"
-        )
-    out.mkdir(exist_ok=True)
+    out.mkdir(exist_ok=True)  # the files written never bear an input's name (FILE.py, YAML)
     written = write_files(summary.files(), out)
     if args.json:
         print(json.dumps(summary.data, indent=2))
