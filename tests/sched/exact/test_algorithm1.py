@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from twill.kernels import flash_attention_forward_blackwell, flash_attention_forward_simplified
 from twill.results import Status
 from twill.sched.exact.algorithm1 import algorithm1, length_window
@@ -46,7 +48,8 @@ def test_twill_solve_returns_warps_points_and_phase1_I():
     assert d["warps"].keys() == {"S", "P", "O"} and d["points"][0]["answer"] == "sat"
 
 
-def test_options_override_the_keywords(monkeypatch):
+def test_options_apply_and_a_conflicting_keyword_is_refused(monkeypatch):
+    from twill.errors import InvalidProblemError
     from twill.options import SolverOptions
     from twill.sched.exact import algorithm1 as a1
 
@@ -62,7 +65,10 @@ def test_options_override_the_keywords(monkeypatch):
     by_keyword: list = []
     by_options: list = []
     o = SolverOptions(time_limit=50, on_progress=by_options.append)
-    r = algorithm1(g, time_limit=60, on_progress=by_keyword.append, options=o)
+    with pytest.raises(InvalidProblemError, match="give it once"):
+        algorithm1(g, time_limit=60, on_progress=by_keyword.append, options=o)
+    assert not by_options and not by_keyword and limits == []
+    r = algorithm1(g, options=o)
     assert by_options and not by_keyword and limits == [50.0]
     assert (r.I, r.L, r.optimal) == (2, 4, True)
     assert r.as_result().solution == r.warp_schedule is not None
