@@ -49,13 +49,16 @@ def import_user_file(path: Path, module_name: str) -> ModuleType:
     Raises
     ------
     FileNotFoundError
-        ``path`` is not a file.
+        ``path`` does not exist.
     InvalidProblemError
-        The file cannot be loaded, or its code fails when imported (the message names the file
-        and the line: ``FILE.py, line 3: ZeroDivisionError: division by zero``).
+        ``path`` is a folder, the file cannot be loaded, or its code fails when imported
+        (the message names the file and the line: ``FILE.py, line 3: ZeroDivisionError:
+        division by zero``).
     KeyboardInterrupt
         Ctrl-C while the file runs.
     """
+    if path.is_dir():
+        raise InvalidProblemError("is a folder; expected a Python file", source=str(path))
     if not path.is_file():
         raise FileNotFoundError(2, "No such file or directory", str(path))
     spec = importlib.util.spec_from_file_location(module_name, path)
