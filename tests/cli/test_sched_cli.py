@@ -133,3 +133,11 @@ def test_codegen_says_what_it_wrote(capsys, tmp_path):
         and out == f"simple_gemm_pipeline: CUDA skeleton (I = 2, L = 3) written to {target}\n"
     )
     assert "__global__" in target.read_text()
+
+
+def test_bounds_output_and_time_unit(capsys, tmp_path):
+    target = tmp_path / "b.json"
+    code, out, _ = run(capsys, "bounds", "simple_gemm_pipeline", "-o", str(target))
+    assert code == 0 and "1 unit = 256 SM clocks" in out and f"written to {target}" in out
+    d = json.loads(target.read_text())
+    assert (d["mii"], d["time_unit"], d["sm_clocks_per_unit"]) == (2, "units", 256.0)

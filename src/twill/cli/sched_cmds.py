@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("bounds", help="ResMII, RecMII and MII of a graph")
     _add_graph_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     p.set_defaults(func=cmd_bounds)
 
     p = subparsers.add_parser(
@@ -193,14 +194,19 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_bounds(args: argparse.Namespace) -> int:
+    from twill.io import graph_input_files
     from twill.sched.bounds import rec_mii, res_mii, total_usage
 
+    check_output_path(args.output, "-o", graph_input_files(args.graph, args.resource_model))
     g = _load(args)
     caps = g.machine.functional_units
     usage = {fu: {"used": u, "capacity": caps.get(fu, -1)} for fu, u in total_usage(g).items()}
     out = {"graph": g.name, "ops": len(g.instructions), "edges": len(g.edges),
            "res_mii": res_mii(g), "rec_mii": rec_mii(g), "units": usage}  # fmt: skip
     out["mii"] = max(out["res_mii"], out["rec_mii"])
+    out.update(_time_unit_fields(g))
+    if args.output:
+        write_output(args.output, json.dumps(out, indent=2) + "\n")
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -208,7 +214,12 @@ def cmd_bounds(args: argparse.Namespace) -> int:
     print(f"  ResMII = {out['res_mii']}  RecMII = {out['rec_mii']}  MII = {out['mii']}")
     for fu, u in usage.items():
         cap = "unlimited" if u["capacity"] < 0 else u["capacity"]
-        print(f"  {fu}: {u['used']} unit-cycles per iteration, capacity {cap}")
+        word = "cycles" if out["time_unit"] == "cycles" else "time units"
+        print(f"  {fu}: {u['used']} {word} of use per iteration, capacity {cap}")
+    if "sm_clocks_per_unit" in out:
+        print(f"  time: normalised units, 1 unit = {out['sm_clocks_per_unit']:,g} SM clocks")
+    if args.output:
+        print(f"  JSON result written to {args.output}")
     return 0
 
 
