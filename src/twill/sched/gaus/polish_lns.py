@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from twill.sched.baselines import force_directed, list_sched
 from twill.sched.baselines.exact import ModelSpec, solve_window
-from twill.sched.baselines.force_directed import force_directed_schedule
-from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
+from twill.sched.baselines.list_sched import capped_list_schedule
 from twill.sched.baselines.time_indexed import (
     PeakLPs,
     capped_rounding,
@@ -51,6 +51,7 @@ from twill.sched.baselines.time_indexed import (
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 from twill.sched.gaus.polish_push import Adjacency
+from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.verify import (
     discrete_objective,
     live_profile,
@@ -404,8 +405,9 @@ def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
     if problem.formulation != "C":
         return []
     starts = []
-    for name, scheduler in (("list", list_schedule), ("force-directed", force_directed_schedule)):
-        r = scheduler(g, "C", D=D, II=problem.II)
+    modulo = GauSProblem(g, "C", D=D, II=problem.II)
+    for name, scheduler in (("list", list_sched.run), ("force-directed", force_directed.run)):
+        r = scheduler(modulo)
         if not r.legal:
             continue
         t = np.array([r.schedule[v] for v in g.names], dtype=np.int64)

@@ -980,9 +980,10 @@ def _list_t(
     g: GauSGraph, formulation: str, D: int, II: int | None = None, ratio: float = 100.0
 ) -> np.ndarray | None:
     """The list schedule's start steps (``None`` when it found no legal schedule)."""
-    from twill.sched.baselines.list_sched import list_schedule
+    from twill.sched.baselines import list_sched
 
-    ls = list_schedule(g, formulation, D=D, II=II, ratio=ratio)
+    modulo_II = II if formulation == "C" else None
+    ls = list_sched.run(GauSProblem(g, formulation, D=D, II=modulo_II, ratio=ratio))
     if not ls.legal:
         return None
     return np.array([ls.schedule[v] for v in g.names], dtype=np.int64)
