@@ -48,9 +48,11 @@ def test_explicit_cap_is_reported(capsys, benchmark_data):
 
 def test_lns_time_runs_the_large_neighbourhood_search(capsys, benchmark_data):
     aig = str(benchmark_data / "epfl" / "ctrl.aig")
-    code, out = run(capsys, aig, "--json")
+    # without the time-budgeted polish both runs start the search from the same seeded
+    # schedule, so the comparison does not depend on the machine's load
+    code, out = run(capsys, aig, "--no-polish", "--json")
     plain = json.loads(out)
-    code, out = run(capsys, aig, "--lns-time", "4", "--json")
+    code, out = run(capsys, aig, "--no-polish", "--lns-time", "4", "--json")
     d = json.loads(out)
     assert code == 0 and d["legal"] and d["objective"] < plain["objective"]
     assert "large-neighbourhood search" in d["message"]
