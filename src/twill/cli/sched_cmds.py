@@ -3,9 +3,11 @@
 ``solve`` prints the problem it solved (``modulo``, or ``modulo+warp-specialisation`` for a
 machine with warps or with ``--phase2``), I (proven optimal or not), the schedule, L, the
 certificate and a text picture of the modulo reservation table; ``--json`` prints one object
-built from :meth:`twill.twill_solver.TwillResult.to_dict` (fields ``problem``, ``I``,
-``optimal``, ``L``, ``schedule``, ``certificate``, ``seconds``, ...). On a terminal, a status
-line on stderr follows the search (the I under test, its verdict, the elapsed time). Exit
+built from :meth:`twill.twill_solver.TwillResult.to_dict` (fields ``problem``, ``status``,
+``I``, ``lower_bound``, ``gap``, ``optimal``, ``L``, ``schedule``, ``certificate``,
+``incumbent``, ``seconds``, ...). On a terminal, a status line on stderr follows the search
+(the I under test, its verdict, the proven lower bound, the incumbent's I and the gap, the
+elapsed time), and an interrupt leaves its last state on stderr. Exit
 codes: 0 schedule found, 1 no schedule (infeasible up to ``--max-I`` or time limits), 2 bad
 input.
 """
@@ -276,13 +278,25 @@ def _solve_one(
     from twill.twill_solver import twill_solve
 
     on_progress, status = _progress_callback()
+    seen: list[str] = []
+
+    def follow(event: ProgressEvent) -> None:  # the last line outlives an interrupt
+        seen[:] = [event.describe()]
+        on_progress(event)  # type: ignore[misc]
+
     try:
         return twill_solve(graph, max_I=args.max_I, backend=backend,
-                           time_limit=args.time_limit, on_progress=on_progress,
+                           time_limit=args.time_limit,
+                           on_progress=follow if on_progress is not None else None,
                            total_time_limit=_time_left(args.total_time_limit),
                            phase2=phase2, probe=args.probe, threads=args.threads,
                            phase2_time_limit=args.phase2_time_limit
                            or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
+    except KeyboardInterrupt:
+        if status is not None and seen:  # on a terminal: where the search stood
+            status.stop()
+            print(f"twill: interrupted at: {seen[0]}", file=sys.stderr)
+        raise
     finally:
         if status is not None:
             status.stop()

@@ -189,6 +189,8 @@ def summarise_certificate(result: Any) -> list[str]:  # noqa: ANN401
             lines.append(f"{span} excluded: {first.by} {bound.get(first.by, '')}".rstrip())
         elif first.verdict == "infeasible":
             lines.append(f"{span} proven infeasible ({first.by}, {seconds:.2f} s)")
+        elif first.verdict == "untried":
+            lines.append(f"{span} not tried ({first.by} reached)")
         else:
             lines.append(f"{span} UNKNOWN ({first.by} hit its limit, {seconds:.2f} s)")
     return lines
@@ -246,9 +248,13 @@ def _answer_lines(result: Any, unit: str) -> list[str]:  # noqa: ANN401
         tried = result.certificate[-1].I if result.certificate else 0
         return [f"  no schedule with I <= {tried}: {why}"]
     proof = "proven optimal" if result.optimal else "NOT proven optimal"
+    low = result.to_dict().get("lower_bound")
+    gap = ""
+    if not result.optimal and low is not None:  # what is proven: no schedule below it
+        gap = f"; lower bound {low}, gap {result.I - low}"
     order = sorted(result.schedule or {}, key=lambda n: (result.schedule[n], n))
     return [
-        f"  I = {result.I} {unit} ({proof} for {PROBLEM_TEXT[result.problem]})",
+        f"  I = {result.I} {unit} ({proof} for {PROBLEM_TEXT[result.problem]}{gap})",
         f"  L = {result.L} {unit}" + ("" if result.L_optimal else " (not proven minimal)"),
         "  schedule: " + ", ".join(f"{n}@{result.schedule[n]}" for n in order),
     ]

@@ -40,6 +40,7 @@ from twill.options import SolverOptions
 from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
+from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
@@ -450,7 +451,7 @@ class _Run:
         upper = top if heur is None else heur.I
         for ii in range(lo, top + 1):
             left = self.left()
-            if left is not None and left <= 0:
+            if left is not None and left < MIN_SLICE:  # no solve would start: none is tried
                 log.info("search %s: total time limit hit before I=%d", self.graph.name, ii)
                 if heur is not None:  # the entries up to the incumbent say why they are open
                     certificate += [CertificateEntry(i, "untried", "total time limit")
