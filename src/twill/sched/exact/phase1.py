@@ -292,7 +292,7 @@ _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <=
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
 _FW_RATE = 5e7  # kept**3 per second, a safe estimate of the window model's longest paths
 _LENGTH_MAX_BINARIES = 150_000  # above this many a[v, r], L is not minimised (model build)
-_BUILD_RATE = 10_000  # a[v, r] per second that PuLP builds and writes, a safe estimate
+_BUILD_RATE = 2_000  # a[v, r] per second that PuLP builds and writes on a loaded machine
 
 # ---------------------------------------------------------------------------------------------
 # CBC through PuLP
