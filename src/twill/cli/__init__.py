@@ -141,7 +141,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"twill {args.command}: terminated; no result written", file=sys.stderr)
         return EXIT_TERMINATED
     except KeyboardInterrupt:
-        print(f"twill {args.command}: interrupted; no result written", file=sys.stderr)
+        where = getattr(args, "interrupted_at", None)  # the search's last progress line
+        at = f" at {where.strip()}" if where else ""
+        print(f"twill {args.command}: interrupted{at}; no result written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _stdout_closed()

@@ -293,9 +293,8 @@ def _solve_one(
                            phase2_time_limit=args.phase2_time_limit
                            or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
     except KeyboardInterrupt:
-        if status is not None and seen:  # on a terminal: where the search stood
-            status.stop()
-            print(f"twill: interrupted at: {seen[0]}", file=sys.stderr)
+        if status is not None and seen:  # on a terminal: where the search stood, named in
+            args.interrupted_at = seen[0]  # the CLI's one interrupt line
         raise
     finally:
         if status is not None:
