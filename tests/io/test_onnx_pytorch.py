@@ -185,3 +185,35 @@ def test_external_data(tmp_path):
     assert (tmp_path / "ext" / "m.data").stat().st_size > 0
     imp = read_onnx(moved)
     assert [ly.key for ly in imp.layers] == [ly.key for ly in read_onnx(path).layers]
+
+
+def test_llama_tiny_decode_attention_is_grouped_by_heads(tmp_path):
+    """Decode: one token against a KV cache of S: the attention matmuls are GEMVs over
+    S + 1 keys, one group per query head (grouped-query attention repeats the 2 KV heads)."""
+    from twill.io.model_zoo_text import build_text_model
+
+    module = build_text_model("llama-tiny", 8, "decode", layers=2, vocab=64)  # 2 of 8 layers
+    imp = read_onnx(export_onnx(module, (1,), tmp_path / "llama.onnx", "legacy"))
+    att = [ly for ly in imp.layers if ly.groups > 1]
+    assert {(ly.dim(Dim.P), ly.dim(Dim.C), ly.dim(Dim.K), ly.groups) for ly in att} == {
+        (1, 64, 9, 8),  # q . K^T: 8 heads, 64 deep, S + 1 keys
+        (1, 9, 64, 8),  # softmax . V
+    }
+    proj = [ly for ly in imp.layers if ly.groups == 1]
+    assert {(ly.dim(Dim.C), ly.dim(Dim.K)) for ly in proj} >= {(512, 128), (512, 1408), (1408, 512)}
+    assert all(ly.dim(Dim.P) == 1 for ly in imp.layers)
+    assert len(imp.layers) == 2 * 9 + 1  # q k v, 2 attention, o, gate up down; LM head
+
+
+def test_zoo_options_refused_where_they_do_not_apply(capsys):
+    from twill.cli import main
+
+    cases = [
+        (["--model", "gpt2", "--input", "1x3x224x224"], "not --input"),
+        (["--model", "resnet50", "--seq", "5"], "image model"),
+        (["--model", "bert-base", "--phase", "decode"], "encoder"),
+        (["--model", "swin-tiny", "--input", "1x3x200x200"], "multiple of 224"),
+    ]
+    for argv, why in cases:
+        assert main(["import-onnx", *argv, "-o", "unused"]) == 2
+        assert why in capsys.readouterr().err

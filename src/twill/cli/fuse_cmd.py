@@ -78,14 +78,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _network(args: argparse.Namespace, load_network: Any) -> Any:
     """A built-in network by name, or the graph of an ONNX file / ``--model`` network."""
-    from twill.cli.mapping_cmds import _input_shape, _model_source
+    from twill.cli.mapping_cmds import _input_shape, _model_source, model_options
 
     source = _model_source(args, "network")
     if not args.model and not source.lower().endswith(".onnx"):
         return load_network(source, args.workloads)
     from twill.io.onnx_model import import_model
 
-    return import_model(source, _input_shape(args), exporter=args.exporter).network
+    return import_model(source, _input_shape(args), **model_options(args)).network
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -360,7 +360,7 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
     if args.model or source.lower().endswith(".onnx"):
         from twill.io.onnx_model import import_model, unique_layers
 
-        imp = import_model(source, _input_shape(args), exporter=args.exporter)
+        imp = import_model(source, _input_shape(args), **model_options(args))
         all_layers = imp.layers
         layers = unique_layers(all_layers)
         notes = (
@@ -515,14 +515,34 @@ def _input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
     return parse_input_shape(args.input) if args.input else None
 
 
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of :func:`twill.io.onnx_model.import_model` that the options give."""
+    return {"exporter": args.exporter, "seq": args.seq, "phase": args.phase}
+
+
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    """``--model NAME`` and ``--input NxCxHxW``: a zoo network instead of a path."""
+    """``--model NAME``, ``--input NxCxHxW``, ``--seq S``, ``--phase``, ``--exporter``: a zoo
+    network instead of a path."""
+    from twill.io.model_zoo import MODELS
+
     p.add_argument(
         "--model",
-        help="a built-in PyTorch model, exported to ONNX on the fly: resnet50, "
-        "mobilenet_v2, efficientnet_b0, vit_b_16",
+        help=f"a built-in PyTorch model, exported to ONNX on the fly: {', '.join(MODELS)}",
     )
-    p.add_argument("--input", help="input shape for --model, NxCxHxW (default 1x3x224x224)")
+    p.add_argument("--input", help="input shape of an image --model, NxCxHxW (default 1x3x224x224)")
+    p.add_argument(
+        "--seq",
+        type=bounded_int(65_536),
+        default=None,
+        help="tokens of a text --model (default 128); for --phase decode, the KV-cache length",
+    )
+    p.add_argument(
+        "--phase",
+        choices=("prefill", "decode"),
+        default=None,
+        help="decoders (gpt2, llama-tiny): prefill = a prompt of S tokens (default), "
+        "decode = one token against a KV cache of S",
+    )
     p.add_argument(
         "--exporter",
         choices=("auto", "legacy", "dynamo"),
@@ -537,7 +557,7 @@ def _cmd_import_onnx(args: argparse.Namespace) -> int:
 
     if not args.output.strip():
         raise InvalidProblemError("-o: an empty path is not an output folder", source="-o")
-    imp = import_model(_model_source(args, "path"), _input_shape(args), exporter=args.exporter)
+    imp = import_model(_model_source(args, "path"), _input_shape(args), **model_options(args))
     out = write_layer_folder(imp, args.output)
     uniq = unique_layers(imp.layers)
     net = imp.network

@@ -37,13 +37,24 @@ __all__ = [
     "MODELS",
     "build_model",
     "export_onnx",
+    "model_key",
     "exported_model",
     "parse_input_shape",
 ]
 
 log = logging.getLogger(__name__)
 
-MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "vit_b_16")
+MODELS = (
+    "resnet50",
+    "mobilenet_v2",
+    "efficientnet_b0",
+    "vit_b_16",
+    "swin-tiny",
+    "bert-base",
+    "gpt2",
+    "llama-tiny",
+    "t5-small",
+)
 _DEFAULT_INPUT = (1, 3, 224, 224)
 
 
@@ -217,22 +228,132 @@ def _vit_b_16(nn: Any, torch: Any, image: int) -> Any:
     return ViT()
 
 
-def build_model(name: str, input_shape: tuple[int, ...] = _DEFAULT_INPUT) -> Any:
-    """The zoo's ``name`` (:data:`MODELS`) as a ``torch.nn.Module`` in eval mode."""
+def _swin_block(nn: Any, torch: Any, dim: int, heads: int, res: int, shift: int) -> Any:
+    """One Swin block: (shifted) 7x7 window attention with a relative position bias, MLP."""
+    w = min(7, res)
+    shift = 0 if res <= w else shift
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n1, self.n2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+            self.table = nn.Parameter(torch.zeros((2 * w - 1) ** 2, heads))
+            ys, xs = torch.meshgrid(torch.arange(w), torch.arange(w), indexing="ij")
+            pos = torch.stack([ys.flatten(), xs.flatten()])
+            rel = (pos[:, :, None] - pos[:, None, :]).permute(1, 2, 0) + (w - 1)
+            self.register_buffer("index", rel[..., 0] * (2 * w - 1) + rel[..., 1])
+
+        def forward(self, x: Any) -> Any:
+            b, n, c = x.shape
+            h = self.n1(x).view(b, res, res, c)
+            if shift:
+                h = torch.roll(h, (-shift, -shift), (1, 2))
+            h = h.view(b, res // w, w, res // w, w, c).permute(0, 1, 3, 2, 4, 5)
+            h = h.reshape(-1, w * w, c)  # (windows, 49, C)
+            q, k, v = self.qkv(h).view(h.shape[0], w * w, 3, heads, c // heads).unbind(2)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            att = q @ k.transpose(-2, -1) * (c // heads) ** -0.5
+            att = att + self.table[self.index].permute(2, 0, 1).unsqueeze(0)
+            h = (torch.softmax(att, -1) @ v).transpose(1, 2).reshape(-1, w * w, c)
+            h = self.proj(h).view(b, res // w, res // w, w, w, c).permute(0, 1, 3, 2, 4, 5)
+            h = h.reshape(b, res, res, c)
+            if shift:
+                h = torch.roll(h, (shift, shift), (1, 2))
+            x = x + h.reshape(b, n, c)
+            return x + self.mlp(self.n2(x))
+
+    return Block()
+
+
+def _swin_tiny(nn: Any, torch: Any, image: int) -> Any:
+    """Swin-T (Liu et al., 2021): patch 4, width 96, depths 2-2-6-2, heads 3-6-12-24, 7x7
+    windows shifted by 3 in every second block, patch merging between stages."""
+
+    class Merge(nn.Module):
+        def __init__(self, dim: int, res: int) -> None:
+            super().__init__()
+            self.res, self.norm = res, nn.LayerNorm(4 * dim)
+            self.red = nn.Linear(4 * dim, 2 * dim, bias=False)
+
+        def forward(self, x: Any) -> Any:
+            b, _, c = x.shape
+            x = x.view(b, self.res // 2, 2, self.res // 2, 2, c).permute(0, 1, 3, 4, 2, 5)
+            return self.red(self.norm(x.reshape(b, (self.res // 2) ** 2, 4 * c)))
+
+    parts: list[Any] = []
+    res, dim = image // 4, 96
+    for i, (depth, heads) in enumerate(zip((2, 2, 6, 2), (3, 6, 12, 24), strict=True)):
+        parts += [_swin_block(nn, torch, dim, heads, res, 3 * (j % 2)) for j in range(depth)]
+        if i < 3:
+            parts.append(Merge(dim, res))
+            res, dim = res // 2, dim * 2
+
+    class Swin(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.n0 = nn.Conv2d(3, 96, 4, 4), nn.LayerNorm(96)
+            self.body, self.norm = nn.Sequential(*parts), nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, 1000)
+
+        def forward(self, x: Any) -> Any:
+            x = self.body(self.n0(self.embed(x).flatten(2).transpose(1, 2)))
+            return self.head(self.norm(x).mean(1))
+
+    return Swin()
+
+
+def model_key(name: str) -> str:
+    """The zoo's spelling of ``name`` (``bert_base`` and ``BERT-base`` are ``bert-base``), or
+    ``""`` when it names no zoo model."""
+    want = name.lower().replace("_", "-")
+    return next((m for m in MODELS if m.replace("_", "-") == want), "")
+
+
+def build_model(
+    name: str,
+    input_shape: tuple[int, ...] | None = None,
+    *,
+    seq: int | None = None,
+    phase: str | None = None,
+) -> Any:
+    """The zoo's ``name`` (:data:`MODELS`) as a ``torch.nn.Module`` in eval mode.
+
+    Image models take ``input_shape`` (NxCxHxW, default 1x3x224x224); text models take
+    ``seq`` tokens (default 128) and decoders a ``phase`` (``prefill`` or ``decode``).
+    Whatever does not apply to the model is refused (exit 2) before anything is built.
+    """
     torch = _torch()
     nn = torch.nn
-    key = name.lower().replace("-", "_")
+    key = model_key(name)
+    if not key:
+        raise InvalidProblemError(
+            f"unknown model {name!r}; choose one of {', '.join(MODELS)}", source="--model"
+        )
+    from twill.io.model_zoo_text import TEXT_MODELS, build_text_model
+
+    if key in TEXT_MODELS:
+        if input_shape is not None:
+            raise InvalidProblemError(
+                f"{key} takes token ids: give --seq S (and --phase), not --input", source="--input"
+            )
+        return build_text_model(key, seq or 128, phase or "prefill")
+    if seq is not None or phase is not None:
+        raise InvalidProblemError(
+            f"{key} is an image model: --seq and --phase apply to "
+            f"{', '.join(TEXT_MODELS)}; give --input NxCxHxW",
+            source="--seq" if seq is not None else "--phase",
+        )
+    shape = input_shape or _DEFAULT_INPUT
+    _check_image_input(key, shape)
     builders: dict[str, Callable[[], Any]] = {
         "resnet50": lambda: _resnet50(nn),
         "mobilenet_v2": lambda: _mobile(nn, _MBV2, 32, nn.ReLU6, se=False, kernel=False),
         "efficientnet_b0": lambda: _mobile(nn, _EFFB0, 32, nn.SiLU, se=True, kernel=True),
-        "vit_b_16": lambda: _vit_b_16(nn, torch, input_shape[-1]),
+        "vit_b_16": lambda: _vit_b_16(nn, torch, shape[-1]),
+        "swin-tiny": lambda: _swin_tiny(nn, torch, shape[-1]),
     }
-    if key not in builders:
-        raise InvalidProblemError(
-            f"unknown model {name!r}; choose one of {', '.join(MODELS)}", source="--model"
-        )
-    _check_image_input(key, input_shape)
     return builders[key]().eval()
 
 
@@ -245,6 +366,8 @@ def _check_image_input(key: str, shape: tuple[int, ...]) -> None:
         bad = f"{key} takes 3 input channels, got {c}"
     elif key == "vit_b_16" and (h != w or h < 16):
         bad = f"{key} takes a square image of at least 16x16 pixels, got {h}x{w}"
+    elif key == "swin-tiny" and (h != w or h % 224):
+        bad = f"{key} takes a square image whose side is a multiple of 224, got {h}x{w}"
     elif min(h, w) < 32:
         bad = f"{key} takes images of at least 32x32 pixels, got {h}x{w}"
     if bad:
@@ -252,6 +375,18 @@ def _check_image_input(key: str, shape: tuple[int, ...]) -> None:
 
 
 EXPORTERS = ("auto", "legacy", "dynamo")
+
+
+def _weights_outside(path: Path) -> None:
+    """Move the weights of a TorchScript export into ``<name>.data`` beside it (the dynamo
+    exporter does that itself), so that the graph stays far below the reader's size limit."""
+    import onnx
+
+    if path.stat().st_size < 16 * 1024 * 1024:
+        return
+    model = onnx.load(str(path))
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location=f"{path.name}.data", size_threshold=4096)  # fmt: skip
 
 
 def export_onnx(
@@ -273,8 +408,9 @@ def export_onnx(
             with torch.no_grad():
                 if kind == "legacy":
                     torch.onnx.export(module, args, str(p), dynamo=False, opset_version=17)
+                    _weights_outside(p)
                 else:
-                    torch.onnx.export(module, args, str(p), dynamo=True, external_data=False)
+                    torch.onnx.export(module, args, str(p), dynamo=True, external_data=True)
             return p
         except Exception as exc:  # noqa: BLE001 - the exporters raise anything
             log.info("%s ONNX export failed (%s)", kind, exc)
@@ -288,16 +424,26 @@ def export_onnx(
 
 @contextlib.contextmanager
 def exported_model(
-    model: str | Any, input_shape: tuple[int, ...] = _DEFAULT_INPUT, exporter: str = "auto"
+    model: str | Any,
+    input_shape: tuple[int, ...] | None = None,
+    exporter: str = "auto",
+    *,
+    seq: int | None = None,
+    phase: str | None = None,
 ) -> Iterator[Path]:
     """Yield the path of ``model`` (a zoo name or an ``nn.Module``) exported to ONNX.
 
-    The file lives in a private temporary folder that is removed on exit.
+    The file (and its external weight data) lives in a private temporary folder that is
+    removed on exit. ``seq`` and ``phase`` as :func:`build_model`.
     """
-    module = build_model(model, input_shape) if isinstance(model, str) else model
-    name = model if isinstance(model, str) else type(model).__name__
+    if isinstance(model, str):
+        module = build_model(model, input_shape, seq=seq, phase=phase)
+    else:
+        module = model
+    shape = input_shape or _DEFAULT_INPUT
+    name = model_key(model) if isinstance(model, str) else type(model).__name__
     tmp = Path(tempfile.mkdtemp(prefix="twill_onnx_"))
     try:
-        yield export_onnx(module, input_shape, tmp / f"{name}.onnx", exporter)
+        yield export_onnx(module, shape, tmp / f"{name}.onnx", exporter)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

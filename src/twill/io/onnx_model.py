@@ -326,6 +326,9 @@ def _join(
     flat = {pk for f in found for pk in f}
     if len(flat) == 1 and next(iter(flat))[1] == kind:  # f(x) op g(x): still one tensor
         return list(flat)
+    if len({p for p, _ in flat}) == 1:  # one producer by paths of several kinds (RoPE)
+        p = next(iter(flat))[0]
+        return [(p, kind if all(k in _DATA for _, k in flat) else "branch")]
     late = max(p for f in found for p, _ in f)
     main = [i for i, f in enumerate(found) if len(f) == 1 and f[0][0] == late]
     if op == "Add" and len(found) == 2 and main and found[main[0]][0][1] in _DATA:
@@ -442,26 +445,32 @@ def import_model(
     input_shape: tuple[int, ...] | None = None,
     *,
     exporter: str = "auto",
+    seq: int | None = None,
+    phase: str | None = None,
 ) -> OnnxImport:
     """One entry for every kind of model: an ``.onnx`` path, a zoo name, or an ``nn.Module``.
 
-    Zoo names and modules are exported to ONNX (batch and image size from ``input_shape``,
-    default 1×3×224×224; ``exporter`` as :func:`twill.io.model_zoo.export_onnx`) in a
-    private temporary folder, read, and the folder removed.
+    Zoo names and modules are exported to ONNX (image models: batch and image size from
+    ``input_shape``, default 1×3×224×224; text models: ``seq`` tokens and the decoder
+    ``phase``, :func:`twill.io.model_zoo.build_model`; ``exporter`` as
+    :func:`twill.io.model_zoo.export_onnx`) in a private temporary folder, read, and the
+    folder removed.
     """
-    from twill.io.model_zoo import MODELS, exported_model, parse_input_shape
+    from twill.io.model_zoo import MODELS, exported_model, model_key
 
-    shape = input_shape or parse_input_shape(None)
+    name = str(source) if isinstance(source, (str, Path)) else type(source).__name__
     if isinstance(source, (str, Path)):
         text = str(source)
         if text.lower().endswith(".onnx") or Path(text).is_file():
             return read_onnx(text)
-        if text.lower().replace("-", "_") not in MODELS:
+        if not model_key(text):
             raise InvalidProblemError(
                 f"not an .onnx file nor a zoo model (choose one of {', '.join(MODELS)})",
                 source=text,
             )
-    with exported_model(source, shape, exporter) as path:
+        name = model_key(text)
+        if phase == "decode" or seq:
+            name += f" ({phase or 'prefill'}, S={seq or 128})"
+    with exported_model(source, input_shape, exporter, seq=seq, phase=phase) as path:
         imp = read_onnx(path)
-    name = source if isinstance(source, str) else type(source).__name__
-    return replace(imp, network=replace(imp.network, name=str(name), source=str(name)))
+    return replace(imp, network=replace(imp.network, name=name, source=name))

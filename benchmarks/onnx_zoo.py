@@ -1,0 +1,184 @@
+"""The `--model` zoo end to end with both PyTorch exporters: export, import, map-network's
+default method (cosa-edp) and fuse (FADiff against the best layer-wise plan), with the MAC
+count checked against a counter written here over the ONNX graph (not the importer's).
+
+    .venv/bin/python benchmarks/onnx_zoo.py --json                 # every model, both exporters
+    .venv/bin/python benchmarks/onnx_zoo.py --models gpt2,llama-tiny --llm  # + the LLM rows
+    .venv/bin/python benchmarks/onnx_zoo.py --models resnet50 --exporters legacy --steps 50
+
+One row per model and exporter: ``model``, ``exporter``, ``imported``, ``layers``,
+``unique_layers``, ``macs`` (importer), ``macs_independent`` (this file's counter),
+``map_seconds`` (cosa-edp on every unique layer, 2 workers), ``fuse_seconds`` (the layer-wise
+baseline, the layer-wise gradient, FADiff and the bound, as ``twill fuse`` runs them),
+``gain_vs_layerwise``, ``status`` and ``message``; LLM rows (``--llm``: GPT-2 and
+llama-tiny, prefill and decode at ``--seq``, default 512) add DRAM traffic, the layer-wise and
+fused EDP and what fused. A second exporter whose unique layers equal the first's reuses its
+mapping and fusion numbers (the mappers see only the layers) and says so in ``message``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def count_macs(path: Path) -> int:
+    """MACs of every Conv, ConvTranspose, Gemm and MatMul of the ONNX file at ``path``, from
+    onnx's inferred shapes (weights not loaded): an independent check of the importer."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    g = model.graph
+    shapes = {t.name: list(t.dims) for t in g.initializer}
+    for vi in [*g.input, *g.value_info, *g.output]:
+        shapes[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+    total = 0
+    for n in g.node:
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type == "Conv":  # every output element: C/group x kernel MACs
+            w = shapes[n.input[1]]
+            total += math.prod(shapes[n.output[0]]) * math.prod(w[1:])
+        elif n.op_type == "ConvTranspose":  # every input element scatters K/group x kernel
+            w = shapes[n.input[1]]
+            total += math.prod(shapes[n.input[0]]) * math.prod(w[1:])
+        elif n.op_type == "MatMul":  # every output element: the inner dimension
+            a = shapes[n.input[0]]
+            total += math.prod(shapes[n.output[0]]) * a[-1]
+        elif n.op_type == "Gemm":
+            a = shapes[n.input[0]]
+            total += math.prod(shapes[n.output[0]]) * (a[0] if attrs.get("transA") else a[-1])
+    return total
+
+
+def _fuse(net: Any, arch: Any, steps: int) -> tuple[Any, Any, Any, dict[str, Any]]:
+    from twill.cli.fuse_cmd import _fadiff_with_progress, _gain
+
+    args = argparse.Namespace(steps=steps, seed=0, device="cpu", init="none",
+                              layer_method="cosa-edp", workers=2)  # fmt: skip
+    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch)
+    return res, lw_plan, lw_rep, _gain(net, arch, res, lw_plan, lw_rep)
+
+
+def _mapping(imp: Any, arch: Any, steps: int, llm: bool) -> dict[str, Any]:
+    """map-network's default method on the unique layers, then fuse."""
+    from twill.io.onnx_model import unique_layers
+    from twill.mapping.fadiff.fusion import fusion_groups
+    from twill.mapping.pipeline import map_network
+
+    uniq = unique_layers(imp.layers)
+    t0 = time.perf_counter()
+    mapped = map_network(uniq, arch, methods=["cosa-edp"], workers=2)
+    row: dict[str, Any] = {"map_seconds": time.perf_counter() - t0}
+    ok = all(r.mapping is not None for r in mapped.results["cosa-edp"])
+    t0 = time.perf_counter()
+    res, _lw_plan, lw_rep, gain = _fuse(imp.network, arch, steps)
+    row.update(fuse_seconds=time.perf_counter() - t0, gain_vs_layerwise=gain["gain_vs_layerwise"])
+    row.update(layerwise_edp=gain["layerwise_edp"], fused_edp=gain["edp"])
+    row["bound_gain"] = gain["bound_gain"]
+    row["mapped_all"] = ok
+    if llm:
+        net, rep = imp.network, res.report
+        groups = fusion_groups(net, rep.fused)
+        row.update(
+            dram_mb_layerwise=lw_rep.dram_bytes / 1e6,
+            dram_mb_fused=rep.dram_bytes / 1e6,
+            fused=[[net.layers[j].name for j in grp] for grp in groups if len(grp) > 1],
+        )
+    return row
+
+
+def run_one(model: str, exporter: str, seq: int | None, phase: str | None, steps: int,
+            cache: dict, llm: bool) -> dict[str, Any]:  # fmt: skip
+    """One row: export, import, the independent count, mapping and fusion."""
+    from twill.io.model_zoo import exported_model
+    from twill.io.onnx_model import read_onnx, unique_layers
+    from twill.mapping.arch import gemmini_arch
+
+    row: dict[str, Any] = {"model": model, "exporter": exporter, "phase": phase, "seq": seq}
+    row.update(imported=False, status="error", message="")
+    t0 = time.perf_counter()
+    try:
+        with exported_model(model, None, exporter, seq=seq, phase=phase) as path:
+            row["export_seconds"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            imp = read_onnx(path)
+            row["import_seconds"] = time.perf_counter() - t0
+            row["macs_independent"] = count_macs(path)
+    except Exception as exc:  # noqa: BLE001 - a benchmark row records any failure
+        row["message"] = f"{type(exc).__name__}: {exc}"[:500]
+        return row
+    uniq = unique_layers(imp.layers)
+    row.update(
+        imported=True, layers=len(imp.layers), unique_layers=len(uniq), macs=imp.network.macs
+    )
+    key = (model, phase, seq, tuple(ly.key + f"x{ly.count}" for ly in uniq))
+    if key in cache:
+        row.update(cache[key])
+        row["message"] = "same unique layers as the first exporter: mapping and fusion reused"
+    else:
+        try:
+            cache[key] = _mapping(imp, gemmini_arch(), steps, llm)
+            row.update(cache[key])
+        except Exception as exc:  # noqa: BLE001
+            row["message"] = f"mapping failed: {type(exc).__name__}: {exc}"[:500]
+            return row
+    same = row["macs"] == row["macs_independent"]
+    never_worse = row.get("gain_vs_layerwise", 0) >= 1 - 1e-12
+    row["status"] = "ok" if same and never_worse and row.get("mapped_all") else "check"
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    from twill.io.model_zoo import MODELS
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--exporters", default="legacy,dynamo")
+    p.add_argument("--llm", action="store_true", help="add the LLM rows (prefill and decode)")
+    p.add_argument("--seq", type=int, default=512, help="tokens of the LLM rows")
+    p.add_argument("--steps", type=int, default=300, help="FADiff steps (fuse's default)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    cases: list[tuple[str, int | None, str | None, bool]] = [
+        (m, None, None, False) for m in args.models.split(",") if m
+    ]
+    if args.llm:
+        cases += [(m, args.seq, ph, True) for m in ("gpt2", "llama-tiny")
+                  for ph in ("prefill", "decode")]  # fmt: skip
+    rows, cache = [], {}
+    for model, seq, phase, llm in cases:
+        for exporter in args.exporters.split(","):
+            print(f"[{model} {phase or ''} {exporter}] ...", file=sys.stderr, flush=True)
+            rows.append(run_one(model, exporter, seq, phase, args.steps, cache, llm))
+            print(f"  {_line(rows[-1])}", file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        for r in rows:
+            print(_line(r))
+    return 0
+
+
+def _line(r: dict[str, Any]) -> str:
+    name = f"{r['model']}{' ' + r['phase'] if r.get('phase') else ''}"
+    if not r["imported"]:
+        return f"{name:24} {r['exporter']:7} NOT IMPORTED {r['message']}"
+    gain = r.get("gain_vs_layerwise")
+    return (
+        f"{name:24} {r['exporter']:7} layers {r['layers']:4} unique {r['unique_layers']:3} "
+        f"MACs {r['macs']:.4g} (independent {r['macs_independent']:.4g}) "
+        f"map {r.get('map_seconds', 0):6.1f} s fuse {r.get('fuse_seconds', 0):6.1f} s "
+        f"gain {gain if gain is None else round(gain, 3)} {r['status']} {r['message']}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
