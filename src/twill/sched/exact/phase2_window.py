@@ -147,6 +147,17 @@ class _Window:
         return length
 
 
+_BUILD_RATE = 5e5  # |V| * n * T^2 per second: a safe estimate of building the model in Python
+
+
+def _build_seconds(graph: DependenceGraph, ii: int, n: int) -> float:
+    """Rough seconds to build and load the window's model (it grows as ``|V| n T^2``, with
+    ``T = (n - 1) I + n I`` at the window's top): building cannot be interrupted, so a
+    deadline too close skips it (measured: 1-3 s for the FlashAttention windows)."""
+    t = (2 * n - 1) * ii
+    return len(graph.instructions) * n * t * t / _BUILD_RATE
+
+
 def solve_window(
     graph: DependenceGraph,
     II: int,
@@ -187,8 +198,11 @@ def solve_window(
     """
     rules = rules or WarpRules.for_graph(graph)
     options = {"encoding": encoding, "symmetry_breaking": symmetry_breaking}
-    if out_of_time(within(None, deadline)):  # not even the model is built
-        return WindowOutcome(low, II * program_shape(II, low)[0], "unknown", (), None, False)
+    n, _ = program_shape(II, low)
+    if out_of_time(within(None, deadline)) or (
+        deadline is not None and deadline - time.monotonic() < _build_seconds(graph, II, n)
+    ):  # the model is not built when it cannot be built in the time left
+        return WindowOutcome(low, II * n, "unknown", (), None, False)
     w = _Window(graph, II, low, rules, options, seed)
     checks: list[Phase2Result] = []
 
