@@ -104,6 +104,7 @@ class LoopOp:
     stage: int | None = None
     cluster: int | None = None
     partition: tuple[int, ...] | None = None
+    start: int = -1  # 0-based line where the op begins (a region op ends on ``line``)
 
     @property
     def klass(self) -> str:
@@ -155,7 +156,7 @@ def _loop_ops(lines: list[str], header: int, table: Mapping[str, str]) -> tuple[
             name = _NAME.match(rest)
             if name is not None:
                 body = re.sub(r"loc\((?:[^()]|\([^()]*\))*\)", "", rest[name.end() :])
-                op = LoopOp(len(ops), name.group(1), results, _VALUE.findall(body), k, ())
+                op = LoopOp(len(ops), name.group(1), results, _VALUE.findall(body), k, (), start=k)
                 if opens:
                     pending = op
                 else:
@@ -377,6 +378,16 @@ def write_schedule(
 _WS_ATTRS = re.compile(r"(\}\s*\{)([^{}]*)(\}\s*loc\()")
 
 
+def _partition_children(lines: list[str], op: LoopOp, part: int) -> None:
+    """The ops inside a region op (a ``tt.reduce`` combiner) carry its partition too, as
+    Triton's ``warp_specialize`` verifier requires."""
+    for k in range(op.start + 1, op.line):
+        s = lines[k].strip()
+        if s.startswith("^") or "{" in s or not _NAME.match(_results(s)[1]):
+            continue
+        lines[k] = lines[k].replace(" : ", f" {{ttg.partition = array<i32: {part}>}} : ", 1)
+
+
 def write_partitions(
     text: str, loop: ScheduledLoop, match: Match, assignment: Mapping[str, tuple[int, ...]]
 ) -> tuple[str, dict[str, int], list[str]]:
@@ -396,6 +407,7 @@ def write_partitions(
     lines = text.splitlines()
     for op in loop.ops:
         if op.stage is not None and "ttg.partition" not in lines[op.line]:
+            _partition_children(lines, op, full[op.index][0])
             part = f"ttg.partition = array<i32: {full[op.index][0]}>, "
             lines[op.line] = re.sub(
                 r"\bloop\.(stage|cluster) =", part + r"loop.\1 =", lines[op.line], count=1
