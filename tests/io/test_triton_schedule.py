@@ -147,3 +147,30 @@ def test_solve_compare_triton(capsys: pytest.CaptureFixture[str]) -> None:
 def test_compare_triton_needs_a_kernel(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", "simple_gemm_pipeline", "--compare-triton"]) == 2
     assert "FILE.py:KERNEL" in capsys.readouterr().err
+
+
+def test_context_manager_compiles_with_twill_schedule() -> None:
+    """``twill_schedule()`` applies to any Triton compile in the block (a launch included);
+    here ``triton.compile``, as a launch would without a GPU to run on."""
+    pytest.importorskip("triton")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from twill.io.triton_build import private_cache
+    from twill.io.triton_compile import _load_kernel
+    from twill.triton import kernel_options, twill_schedule
+
+    fn = _load_kernel(KERNELS, "gemm")
+    opts = kernel_options(KERNELS, "gemm", "sm_90a")
+    names = list(fn.arg_names)
+    sig = {n: opts.signature.get(n, "constexpr") for n in names}
+    consts = {(names.index(n),): v for n, v in opts.constexprs.items()}
+    with private_cache(), twill_schedule() as log:
+        k = triton.compile(
+            ASTSource(fn, signature=sig, constexprs=consts),
+            target=GPUTarget("cuda", 90, 32),
+            options={"num_warps": 8},
+        )
+    assert log == [log[0]] and log[0]["applied"] and log[0]["I"] == 8
+    assert "ttg.warp_specialize" not in k.asm["ttgir"] and len(k.asm["cubin"]) > 1000
