@@ -177,6 +177,12 @@ def _line(r: dict[str, Any]) -> str:
         f"MACs {r['macs']:.4g} (independent {r['macs_independent']:.4g}) "
         f"map {r.get('map_seconds', 0):6.1f} s fuse {r.get('fuse_seconds', 0):6.1f} s "
         f"gain {gain if gain is None else round(gain, 3)} {r['status']} {r['message']}"
+        + (
+            f" | DRAM {r['dram_mb_layerwise']:.1f} -> {r['dram_mb_fused']:.1f} MB, EDP "
+            f"{r['layerwise_edp']:.4g} -> {r['fused_edp']:.4g}, fused {r['fused']}"
+            if "dram_mb_fused" in r
+            else ""
+        )
     )
 
 
