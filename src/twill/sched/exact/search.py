@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.errors import InvalidProblemError
+from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import OnProgress, ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
@@ -472,6 +472,11 @@ class _Run:
         left = self.left()
         if left is None or left > _AT_INCUMBENT_MIN:
             r = self.solve(heur.I, heur.I, incumbent=heur.schedule)
+            if r.status is Status.INFEASIBLE:  # a verified schedule refutes that proof
+                raise VerificationError(
+                    [f"I={heur.I} proven infeasible, but the incumbent schedule is legal"],
+                    what=f"phase-1 proof ({self.backend})",
+                )
             if r.schedule is not None:
                 return r
         stats = {"schedule_source": "incumbent", "length_status": "skipped (time limit)"}
