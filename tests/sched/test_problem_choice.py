@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,14 @@ def test_phase2_options_conflict_with_no_phase2(capsys):
     code = main(["solve", "flash_attention_forward_simplified", "--no-phase2", "--probe"])
     err = capsys.readouterr().err
     assert code == 2 and "need Phase 2" in err and "Traceback" not in err
+
+
+def test_total_time_limit_counts_from_the_command_not_the_process(capsys):
+    """A command run in a long-lived process (this test session, a notebook) gets its whole
+    ``--total-time-limit``: the clock starts when ``main`` is entered. After the pause this
+    process is older than the limit, so a clock started at the process's start would leave
+    the solver nothing (the solve itself takes about 0.2 s)."""
+    time.sleep(3.0)
+    path = str(HATSCHET / "MachSuite" / "sort_radix" / "graph15.graphml")
+    code, d = solve_json(capsys, path, "--phase2", "--total-time-limit", "3")
+    assert code == 0 and (d["status"], d["I"]) == ("optimal", 3)

@@ -11,6 +11,7 @@ or failed run leaves either the old file or a complete new one.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -29,6 +30,22 @@ __all__ = [
     "atomic_output",
     "write_output",
 ]
+
+_command_started = time.monotonic()
+
+
+def mark_command_start() -> None:
+    """Start the clock of the current command (called by ``twill.cli.main`` on entry)."""
+    global _command_started
+    _command_started = time.monotonic()
+
+
+def seconds_since_command_start() -> float:
+    """Seconds since the current command started. Counted from ``main``'s entry, not from
+    the process's start, so that a command run in a long-lived process (a test session, a
+    notebook calling ``main``) gets its whole ``--total-time-limit``; the interpreter's own
+    start-up before it takes about 0.05 s."""
+    return max(0.0, time.monotonic() - _command_started)
 
 
 def _number(text: str, kind: type, expected: str, ok: Callable[[float | int], bool]) -> float | int:

@@ -26,6 +26,7 @@ from twill.cli._args import (
     check_outputs_distinct,
     positive_float,
     positive_int,
+    seconds_since_command_start,
     write_output,
 )
 from twill.cli._console import stdout_console
@@ -250,25 +251,10 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
     return True if wants else args.phase2
 
 
-def _seconds_since_start() -> float:
-    """Seconds since this process started (Linux ``/proc``; 0 where unavailable), so that
-    ``--total-time-limit`` also covers start-up and reading the input."""
-    import os
-    import time
-
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time
-        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - started)
-    except (OSError, ValueError, IndexError, AttributeError):
-        return 0.0
-
-
 def _time_left(total: float) -> float:
     """What is left of ``--total-time-limit`` for the solvers (at least a sliver, so that the
     heuristic incumbent is still computed when reading the input took it all)."""
-    return max(0.01, total - _seconds_since_start())
+    return max(0.01, total - seconds_since_command_start())
 
 
 def _solve_one(
