@@ -25,6 +25,7 @@ import contextlib
 import logging
 import math
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -409,8 +410,9 @@ def export_onnx(
                 if kind == "legacy":
                     torch.onnx.export(module, args, str(p), dynamo=False, opset_version=17)
                     _weights_outside(p)
-                else:
-                    torch.onnx.export(module, args, str(p), dynamo=True, external_data=True)
+                else:  # its progress lines go to stderr: stdout may carry --json
+                    with contextlib.redirect_stdout(sys.stderr):
+                        torch.onnx.export(module, args, str(p), dynamo=True, external_data=True)
             return p
         except Exception as exc:  # noqa: BLE001 - the exporters raise anything
             log.info("%s ONNX export failed (%s)", kind, exc)
