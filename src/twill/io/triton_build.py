@@ -332,7 +332,8 @@ def build_kernel(
             raise
         except Exception as exc:  # Triton's errors have many types
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise InvalidProblemError(f"Triton could not compile {fn.__name__}: {first}") from None
+            name = getattr(fn, "__name__", "the kernel")
+            raise InvalidProblemError(f"Triton could not compile {name}: {first}") from None
     b = Build(compiled, record)
     b.regs, b.spills = _ptxas_resources(b.ptx, arch)
     b.smem_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
