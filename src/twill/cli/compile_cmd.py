@@ -17,32 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from twill.cli._args import positive_float
+from twill.cli.triton_cmd import add_build_args
 from twill.errors import InvalidProblemError
 
-__all__ = ["register", "add_kernel_args"]
-
-
-def add_kernel_args(p: argparse.ArgumentParser) -> None:
-    """The import flags of ``twill import-triton`` (signature, constexprs, warps)."""
-    p.add_argument(
-        "--signature",
-        action="append",
-        metavar="ARG=TYPE",
-        help="argument type (*fp16, *bf16, fp32, i32); repeat per argument",
-    )
-    p.add_argument(
-        "--constexpr",
-        action="append",
-        metavar="NAME=VALUE",
-        help="value of a tl.constexpr argument; repeat per argument",
-    )
-    p.add_argument(
-        "--num-warps",
-        type=int,
-        choices=(1, 2, 4, 8, 16, 32),
-        metavar="N",
-        help="Triton's num_warps (default: the YAML's, else 8)",
-    )
+__all__ = ["register"]
 
 
 def register(subparsers: Any) -> None:
@@ -62,7 +40,8 @@ def register(subparsers: Any) -> None:
         choices=("sm_90a", "sm_100a"),
         help="sm_90a (H100) or sm_100a (B200)",
     )
-    add_kernel_args(p)
+    # no --config / --loop: compile schedules the costliest loop of the default config
+    add_build_args(p)
     p.add_argument(
         "-o",
         "--output",

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "register",
+    "add_build_args",
     "add_kernel_args",
     "is_triton_spec",
     "load_kernel",
@@ -51,7 +52,30 @@ def register(subparsers: Any) -> None:
 
 
 def add_kernel_args(p: argparse.ArgumentParser) -> None:
-    """The options of a Triton ``FILE.py:KERNEL`` (shared by ``import-triton`` and ``solve``)."""
+    """The options of a Triton ``FILE.py:KERNEL`` (shared by ``import-triton`` and ``solve``):
+    how to compile it (:func:`add_build_args`), which autotune config and which loop."""
+    add_build_args(p)
+    p.add_argument(
+        "--config",
+        type=int,
+        default=None,
+        metavar="N",
+        help="which @triton.autotune config supplies constexprs and num_warps "
+        "(default: the first, 0)",
+    )
+    p.add_argument(
+        "--loop",
+        type=int,
+        default=None,
+        metavar="LINE",
+        help="the loop at this kernel source line (default: every loop, the "
+        "costliest one described at the top)",
+    )
+
+
+def add_build_args(p: argparse.ArgumentParser) -> None:
+    """How to compile a Triton ``FILE.py:KERNEL``: argument types, constexprs and warps
+    (shared by ``import-triton``, ``solve`` and ``compile``)."""
     p.add_argument(
         "--signature",
         action="append",
@@ -71,22 +95,6 @@ def add_kernel_args(p: argparse.ArgumentParser) -> None:
         choices=(1, 2, 4, 8, 16, 32),
         metavar="N",
         help="Triton's num_warps (default: the autotune config's, else the YAML's, else 8)",
-    )
-    p.add_argument(
-        "--config",
-        type=int,
-        default=None,
-        metavar="N",
-        help="which @triton.autotune config supplies constexprs and num_warps "
-        "(default: the first, 0)",
-    )
-    p.add_argument(
-        "--loop",
-        type=int,
-        default=None,
-        metavar="LINE",
-        help="the loop at this kernel source line (default: every loop, the "
-        "costliest one described at the top)",
     )
 
 
