@@ -23,6 +23,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("cpsat", "scip", "highs", "cbc")
 BENCH = ROOT / "data"
@@ -366,4 +368,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

@@ -55,6 +55,7 @@ from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cos
 from twill.mapping.fadiff.bounds import fusion_bounds
 from twill.mapping.fadiff.networks import IMAGE_NETWORKS, NETWORKS
 from twill.mapping.fadiff.train import discrete_only, fadiff
+from twill.scratch import private_scratch
 
 
 def _row(net: str, method: str, report, seconds: float, fused: int) -> dict:
@@ -319,4 +320,5 @@ def _pct(x: float | None) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

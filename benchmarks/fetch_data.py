@@ -34,6 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 #: Raw-file URL of each suite's upstream folder, at the commit of its SOURCE.md.
@@ -166,4 +168,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

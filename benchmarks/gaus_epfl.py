@@ -49,6 +49,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 EPFL = ROOT / "data" / "epfl"
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -405,4 +407,5 @@ def print_table(rows: list[dict]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

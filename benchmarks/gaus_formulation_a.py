@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "gs_schedule"
 METHODS = ("gaus", "gumbel", "list", "list+ls", "force", "exact")
@@ -336,4 +338,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 EPFL = ROOT / "data" / "epfl"
 
@@ -125,4 +127,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

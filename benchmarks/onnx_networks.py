@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "data"
 MODELS = ("resnet50", "mobilenet_v2", "efficientnet_b0", "vit_b_16")
@@ -162,4 +164,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -187,4 +189,5 @@ def _line(r: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

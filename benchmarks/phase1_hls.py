@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from twill.scratch import private_scratch
+
 ROOT = Path(__file__).resolve().parents[1]
 HATSCHET = ROOT / "data" / "hatschet"
 MALFORMED = {"cTest/vanDongen"}  # upstream XML error (tests/io/test_hatschet.py)
@@ -223,4 +225,5 @@ def _print_table(rows: list[dict], summary: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

@@ -29,6 +29,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from twill.scratch import private_scratch
+
 HERE = Path(__file__).resolve().parent
 HARDWARE = HERE / "stream" / "gemmini_single_core.yaml"
 
@@ -155,4 +157,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

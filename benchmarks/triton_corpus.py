@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from twill.scratch import private_scratch
+
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "triton"
 ARCHES = ("sm_90a", "sm_100a")
 
@@ -102,4 +104,5 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        raise SystemExit(main())

@@ -20,6 +20,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from twill.scratch import private_scratch
+
 KERNELS = ("gemm", "fa_fwd", "fa_fwd_plain", "fa_bwd")
 
 
@@ -197,4 +199,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        sys.exit(main())

@@ -13,6 +13,8 @@ import argparse
 import json
 import time
 
+from twill.scratch import private_scratch
+
 ANCHORS_S = {  # paper Table 1 (one Xeon core, Yices2), total search time
     "flash_attention_forward_hopper": 28.0,
     "flash_attention_forward_blackwell": 18.0,
@@ -68,4 +70,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        main()

@@ -31,6 +31,8 @@ import json
 import sys
 import time
 
+from twill.scratch import private_scratch
+
 PAPER_S = {("fa_fwd", "sm_90a"): 28.0, ("fa_fwd", "sm_100a"): 18.0,
            ("fa_bwd", "sm_90a"): 84.0, ("fa_bwd", "sm_100a"): 242.0}  # fmt: skip
 
@@ -131,4 +133,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        main()

@@ -35,6 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from twill.scratch import private_scratch
+
 KERNELS = {
     "gemm": ("gemm", {}),
     "fa_fwd": ("fa_fwd", {}),
@@ -170,4 +172,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with private_scratch():  # torch and Triton caches, temporary files: removed at exit
+        main()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from twill._scratch import private_scratch
+from twill.scratch import private_scratch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,9 +22,9 @@ import sys
 import threading
 
 from twill import __version__
-from twill._scratch import private_scratch
 from twill.cli._args import mark_command_start
 from twill.errors import TwillError
+from twill.scratch import private_scratch
 
 __all__ = ["main", "build_parser"]
 
