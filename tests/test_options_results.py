@@ -93,3 +93,36 @@ def test_options_pickle_with_their_extras_and_settings() -> None:
     assert back == o and back.extra["presolve"] is False
     with pytest.raises(TypeError):
         back.extra["presolve"] = True  # type: ignore[index]
+
+
+def test_the_time_limit_becomes_one_deadline_that_only_shrinks() -> None:
+    """Issue 40: ``start()`` anchors ``time_limit`` once; nested levels ask for the time left
+    and a child's deadline is never later than its parent's."""
+    o = SolverOptions(time_limit=5)
+    assert o.deadline is None and o.remaining() == 5.0
+    started = o.start()
+    assert started.start() is started  # a nested solve keeps its caller's clock
+    assert 4.0 < started.remaining() <= 5.0 and not started.expired()
+    assert started.child(1).remaining() <= 1.0
+    assert started.child(60).deadline == started.deadline
+    assert started.within(0.5) == 0.5 and started.within(60) <= 5.0
+    spent = SolverOptions(time_limit=1).start(at=time.monotonic() - 2)
+    assert spent.expired() and spent.remaining() == 0.0 and spent.within() == 0.01
+    free = SolverOptions().start()
+    assert free.remaining() is None and free.within(3) == 3 and not free.expired()
+
+
+def test_a_pickled_deadline_keeps_the_seconds_left() -> None:
+    """A started deadline crosses processes as the time left, re-anchored on unpickling."""
+    import pickle
+
+    o = SolverOptions(time_limit=5, workers=3).start(at=time.monotonic() - 3)
+    back = pickle.loads(pickle.dumps(o))
+    assert back.workers == 3 and back.time_limit == 5.0
+    assert back.deadline is not None and 1.0 < back.remaining() <= 2.0
+    assert pickle.loads(pickle.dumps(SolverOptions(time_limit=5))).deadline is None
+
+
+def test_workers_are_checked() -> None:
+    with pytest.raises(InvalidProblemError, match="workers"):
+        SolverOptions(workers=0)

@@ -1,14 +1,32 @@
 """Solver settings shared by every solver of both families (house rule 8, style 3.5).
 
-:class:`SolverOptions` carries what every backend understands: a wall-clock limit, a thread
-count, a seed and a progress callback. Backend-specific knobs travel untouched in ``extra``.
-Method settings (GauS formulations, FADiff temperatures, ...) stay in their own settings
-objects beside it.
+:class:`SolverOptions` carries what every backend understands: a time limit that becomes a
+deadline, a thread count, a worker count, a seed and a progress callback. Backend-specific
+knobs travel untouched in ``extra``; each method's own knobs live in its typed settings field
+(``gaus``, ``gumbel``, ``twill``, ...).
+
+**A deadline, not a duration** (issue 40). ``time_limit`` is the budget of the *whole* call.
+The front door anchors it once (:meth:`SolverOptions.start`: ``deadline = now + time_limit``
+on the ``time.monotonic()`` clock); every level below asks the same options for the time left
+(:meth:`~SolverOptions.remaining`, :meth:`~SolverOptions.within`,
+:meth:`~SolverOptions.expired`) and a nested call gets :meth:`~SolverOptions.child` options,
+whose deadline can only be earlier. So nested solves can never together outlive the deadline.
+:meth:`~SolverOptions.start` on options that already carry a deadline returns them unchanged:
+a solver called by another solver keeps its caller's clock.
+
+Pickling (options travel to worker processes): a monotonic value means nothing in another
+process on another machine, so a started deadline is pickled as the *seconds left* and
+re-anchored on ``time.monotonic()`` when unpickled; the time in transit is the only slack.
 
 Examples
 --------
 >>> SolverOptions(time_limit=10, threads=2, seed=1).time_limit
 10.0
+>>> o = SolverOptions(time_limit=10).start()
+>>> 9.0 < o.remaining() <= 10.0, o.child(2).remaining() <= 2.0, o.child(60).remaining() <= 10.0
+(True, True, True)
+>>> SolverOptions().start().remaining() is None
+True
 >>> SolverOptions(threads=0)
 Traceback (most recent call last):
 ...
@@ -18,14 +36,17 @@ twill.errors.InvalidProblemError: threads must be an integer >= 1, found 0
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
 from twill.errors import InvalidProblemError
 
-__all__ = ["SolverOptions"]
+__all__ = ["MIN_SLICE", "SolverOptions"]
+
+MIN_SLICE = 0.05  # seconds: less than this left and a solver call is not started
 
 
 def _time_limit(value: object) -> float | None:
@@ -67,7 +88,10 @@ class SolverOptions:
         Wall-clock seconds for the whole call (``None``: no limit). Hitting it gives UNKNOWN
         (or the best solution found), never INFEASIBLE.
     threads
-        Solver threads (>= 1).
+        Solver threads (>= 1): the threads of one CBC, CP-SAT, z3 or torch solve.
+    workers
+        Worker processes (>= 1) of a solver that runs independent solves side by side
+        (process-level parallelism, separate from ``threads``).
     seed
         Seed of every random choice; the same seed and inputs give the same result.
     extra
@@ -82,6 +106,13 @@ class SolverOptions:
     gumbel
         The Gumbel-softmax baseline's settings, a
         :class:`twill.sched.baselines.categorical.GumbelSettings` (``None``: its defaults).
+    twill
+        The exact scheduler's settings (Phase 1, the minimum-I search, Phase 2, Algorithm 1),
+        a :class:`twill.sched.exact.settings.TwillSettings` (``None``: its defaults).
+    deadline
+        The absolute end of the call on the ``time.monotonic()`` clock, set by
+        :meth:`start` from ``time_limit`` (leave it ``None``; ``None`` after :meth:`start`
+        means no limit).
 
     Raises
     ------
@@ -96,6 +127,54 @@ class SolverOptions:
     on_progress: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
     gaus: Any = None
     gumbel: Any = None
+    workers: int = 1
+    twill: Any = None
+    deadline: float | None = field(default=None, compare=False, repr=False)
+
+    # -- the deadline ------------------------------------------------------------------------
+
+    def start(self, at: float | None = None) -> SolverOptions:
+        """These options with their deadline anchored: ``at + time_limit`` (``at``: a
+        ``time.monotonic()`` value, default now; the command line passes the moment the
+        command began) unless one is set already (then unchanged, so a nested solve keeps
+        its caller's clock). Every solver calls it once on entry."""
+        if self.deadline is not None or self.time_limit is None:
+            return self
+        begun = time.monotonic() if at is None else at
+        return replace(self, deadline=begun + self.time_limit)
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (``None``: no limit; never below 0). Options not
+        yet :meth:`start`-ed have their whole ``time_limit`` left."""
+        if self.deadline is None:
+            return self.time_limit
+        return max(0.0, self.deadline - time.monotonic())
+
+    def expired(self) -> bool:
+        """True when less than :data:`MIN_SLICE` seconds are left: too little to start a
+        solver call."""
+        left = self.remaining()
+        return left is not None and left < MIN_SLICE
+
+    def within(self, limit: float | None = None) -> float | None:
+        """The seconds one solver call may take: the smaller of its own ``limit`` and the
+        time left (``None``: neither is set; never below 0.01 s, a valid solver limit)."""
+        left = self.remaining()
+        if left is None:
+            return limit
+        left = max(0.01, left)
+        return left if limit is None else min(limit, left)
+
+    def child(self, limit: float | None = None) -> SolverOptions:
+        """Options for a nested call that may take at most ``limit`` more seconds: its
+        deadline is the earlier of this one and ``now + limit`` (it can only shrink)."""
+        started = self.start()
+        if limit is None:
+            return started
+        end = time.monotonic() + limit
+        if started.deadline is not None and started.deadline <= end:
+            return started
+        return replace(started, deadline=end)
 
     def overrides(self, time_key: str = "time_limit", **given: Any) -> dict[str, Any]:
         """The keyword values of a solver that also takes ``threads``, a time limit (under
@@ -132,15 +211,19 @@ class SolverOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_limit", _time_limit(self.time_limit))
         _positive_int("threads", self.threads)
+        _positive_int("workers", self.workers)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidProblemError(f"seed must be an integer, found {self.seed!r}")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled with a plain dict for ``extra`` (a read-only view does not pickle), so that
-        options and their callback reach a worker process."""
-        fields = (self.time_limit, self.threads, self.seed, dict(self.extra))
-        return (type(self), (*fields, self.on_progress, self.gaus, self.gumbel))
+        """Pickled with a plain dict for ``extra`` (a read-only view does not pickle) and a
+        started deadline as the seconds left (re-anchored when unpickled), so that options
+        and their callback reach a worker process."""
+        fields = (self.time_limit, self.threads, self.seed, dict(self.extra), self.on_progress,
+                  self.gaus, self.gumbel, self.workers, self.twill)  # fmt: skip
+        left = None if self.deadline is None else self.remaining()
+        return (_unpickled, (type(self), fields, left))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (the callback is left out)."""
@@ -148,6 +231,18 @@ class SolverOptions:
             "time_limit": self.time_limit,
             "threads": self.threads,
             "seed": self.seed,
+            "workers": self.workers,
             "extra": dict(self.extra),
-            **{k: getattr(self, k).to_dict() for k in ("gaus", "gumbel") if getattr(self, k)},
+            **{
+                k: getattr(self, k).to_dict()
+                for k in ("gaus", "gumbel", "twill")
+                if getattr(self, k)
+            },  # fmt: skip
         }
+
+
+def _unpickled(cls: type[SolverOptions], fields: tuple[Any, ...], left: float | None) -> Any:
+    """Options rebuilt in the receiving process, a started deadline re-anchored on its own
+    ``time.monotonic()`` clock with the seconds that were left."""
+    options = cls(*fields)
+    return options if left is None else replace(options, deadline=time.monotonic() + left)
