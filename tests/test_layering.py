@@ -1,4 +1,4 @@
-"""The package's import layering, checked from source with :mod:`ast` (house rules 7.1, 7.2).
+"""The package's import layering, checked from source with :mod:`ast` (docs/architecture.md).
 
 Rules: no import cycle between modules; ``twill.sched`` and ``twill.mapping`` never import each
 other; neither imports ``twill.io``, ``twill.cli``, ``twill.visualization`` or ``twill.codegen``;

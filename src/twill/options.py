@@ -1,4 +1,4 @@
-"""Solver settings shared by every solver of both families (house rule 8, style 3.5).
+"""Solver settings shared by every solver of both families.
 
 :class:`SolverOptions` carries what every backend understands: a time limit that becomes a
 deadline, a thread count, a worker count, a seed and a progress callback. Backend-specific

@@ -1,4 +1,4 @@
-"""Result vocabulary shared by every solver of both families (house rule 6).
+"""Result vocabulary shared by every solver of both families.
 
 * :class:`Status`: the outcome of one call (a timeout is UNKNOWN, never INFEASIBLE).
 * :class:`Timings`: build / solve / verify seconds.
@@ -92,7 +92,7 @@ def _jsonable(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class SolveResult:
-    """The one result shape: what every solver returns or extends (house rule 6).
+    """The one result shape: what every solver returns or extends.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""One conformance suite for every solver, mapper and baseline of both families (rule 14).
+"""One conformance suite for every solver, mapper and baseline of both families.
 
 Every entry of :data:`SOLVERS` runs through the same checks:
 

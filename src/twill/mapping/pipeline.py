@@ -1,4 +1,4 @@
-"""Whole networks: each layer → mapper → verify + cost → reduce → network report (style §1.3).
+"""Whole networks: each layer → mapper → verify + cost → reduce → network report.
 
 The chain, spelled out:
 

@@ -1,4 +1,4 @@
-"""The one result type of every mapper (house rule 6): CoSA, random, hybrid, exhaustive."""
+"""The one result type of every mapper: CoSA, random, hybrid, exhaustive."""
 
 from __future__ import annotations
 

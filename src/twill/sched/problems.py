@@ -1,4 +1,4 @@
-"""Scheduling problems as types: ``check()`` before solving, ``verify()`` after (style 5.2).
+"""Scheduling problems as types: ``check()`` before solving, ``verify()`` after.
 
 * :class:`ModuloProblem`: a loop body (:class:`~twill.sched.ir.DependenceGraph`, which carries its
   machine) and the range of initiation intervals to search (Twill paper §3.1, Phase 1 §5).

@@ -366,7 +366,7 @@ def test_capacity_bound_below_every_verified_block_plan(inverted_residual):
 
 
 def test_capacity_bound_fuses_only_with_common_block_counts():
-    """Rule 3 in the bound: fused neighbours walk equal P, Q, N block counts, so a valid 3×3
+    """Fusion rule 3 in the bound: fused neighbours walk equal P, Q, N block counts, so a valid 3×3
     chain (58 → 56 rows: common block counts 1 and 2 per dimension) whose intermediate needs
     more than 4 blocks cannot fuse, and the bound charges both layers their unfused traffic;
     each layer alone has enough block counts (58 = 2·29), which the bound used to allow.
@@ -407,7 +407,7 @@ def test_capacity_bound_fuses_only_with_common_block_counts():
 
 
 def test_tiling_floor_charges_the_fused_buffers():
-    """A fused tensor shares the scratchpad with the layer's tiles (rule 4), so the tiling
+    """A fused tensor shares the scratchpad with the layer's tiles (fusion rule 4), so the tiling
     floor under a :class:`FusedLoad` is never below the free one, and rises where the
     buffers crowd the tiles out: a GEMM whose 64 K-word output is fused in 64 KB must run
     in blocks beside tiles too small to read its 256 K weights once. Every verified block
@@ -507,7 +507,7 @@ def test_tiling_floor_holds_for_random_mappings():
             w = cost.reads[ok, top, 0] * used
             i = cost.reads[ok, top, 1] * used
             o = (cost.updates[ok, top, 2] + cost.reads[ok, top, 2]) * used
-            complete = cost.reads[ok, top, 2] == 0  # may be a fused producer (rule 2)
+            complete = cost.reads[ok, top, 2] == 0  # may be a fused producer (fusion rule 2)
             for (fused_in, fused_out), words in floor.items():
                 got = w + (0.0 if fused_in else i) + (0.0 if fused_out else o)
                 if fused_out:

@@ -64,7 +64,7 @@ def test_verifier_rejects_misaligned_blocks_and_overflow():
 
 
 def test_verifier_rejects_a_fused_tensor_waiting_over_an_outside_layer():
-    """Rule 5: in a residual block x -> c1 -> c2 (+ x in c2's epilogue), fusing only the
+    """Fusion rule 5: in a residual block x -> c1 -> c2 (+ x in c2's epilogue), fusing only the
     add edge leaves c1 running whole while x's output waits in the scratchpad. The verifier
     rejects it, the repair unfuses it, greedy fusion never returns it, and fusing the whole
     block is accepted."""

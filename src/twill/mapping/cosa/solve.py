@@ -1,4 +1,4 @@
-"""The CoSA front function: check → build → solve → decode → verify → evaluate (house rule 5)."""
+"""The CoSA front function: check → build → solve → decode → verify → evaluate."""
 
 from __future__ import annotations
 

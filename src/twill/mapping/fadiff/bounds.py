@@ -35,7 +35,7 @@ the least it can have over the fusion statuses the network and the scratchpad al
 tensor needs its hand-off buffer on chip, so a layer whose fused tensors do not fit whole
 must run in blocks, and a layer run in blocks either keeps its weights resident beside the
 buffers or re-reads them once per block (:func:`twill.mapping.fadiff.fusion.verify_plan`,
-rule 4); whatever its status, a layer moves at least what the best tiling of its own
+fusion rule 4); whatever its status, a layer moves at least what the best tiling of its own
 mapping needs with that status (:func:`_tiling_words_floor`). It lies between ``ideal`` and
 ``unfused``. :func:`group_capacity_bound` tightens it by
 choosing the fused edges for the whole network at once; :func:`fusion_bounds` reports that

@@ -402,7 +402,7 @@ def _tile_rows(ly: Layer, arch: Arch, e: np.ndarray) -> _TileRows:
         w_reads=w_reads,
         i_reads=i_reads,
         o_traffic=2 * drains - o,
-        complete=drains <= o * (1 + 1e-9),  # no partial-sum re-reads (rule 2)
+        complete=drains <= o * (1 + 1e-9),  # no partial-sum re-reads (fusion rule 2)
         t_w=t_w,
         t_i=t_i,
         f=f,

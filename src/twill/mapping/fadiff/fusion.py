@@ -366,10 +366,10 @@ def verify_plan(
 
 
 def _span_violations(net: Network, fused: Iterable[int]) -> list[Violation]:
-    """Rule 5: every layer that runs between a fused edge's producer and its reader belongs
+    """Fusion rule 5: every layer that runs between a fused edge's producer and its reader belongs
     to their group. Otherwise that layer runs whole while the tensor waits in the
     scratchpad: with several blocks the group cannot run block by block around it, and
-    with one the waiting tensor is not counted by rule 4."""
+    with one the waiting tensor is not counted by fusion rule 4."""
     fused = list(fused)
     member = {j: k for k, g in enumerate(fusion_groups(net, fused)) for j in g}
     out = []
@@ -395,7 +395,7 @@ def group_scratchpad_words(
     fused: Iterable[int],
     group: Iterable[int],
 ) -> float:
-    """Scratchpad words a fused ``group`` needs at its peak (rule 4 of the module docstring).
+    """Scratchpad words a fused ``group`` needs at its peak (fusion rule 4 of the module docstring).
 
     The group runs block by block, its layers in execution order inside a block. A tensor's
     hand-off buffer (its producer's output block, or the largest input window of a fused

@@ -8,19 +8,19 @@ the whole network, and per layer the bound charges the least DRAM words its tile
 (:class:`~twill.mapping.fadiff.floors._TileRows`) with:
 
 * its statuses read from the chosen edges: input fused when a data edge into it is fused,
-  output fused when every out-edge is, a hand-off buffer when any is (rule 2: complete
+  output fused when every out-edge is, a hand-off buffer when any is (fusion rule 2: complete
   before hand-off);
 * every fused tensor it reads or writes live beside its tiles, whole in a one-block group,
   else at least ``size / B`` with ``B`` dividing P, Q and N of every layer it is fused with
-  (rules 3 and 4);
+  (fusion rules 3 and 4);
 * a mode shared along fused edges (the group runs in one block or in several: one block
   count per group): one block, blocks with its weights resident (no weight-relevant DRAM
   loop), or blocks with its weights read again per block;
-* in blocks, the resident weights of its fused neighbours in the scratchpad too (rule 4:
+* in blocks, the resident weights of its fused neighbours in the scratchpad too (fusion rule 4:
   resident weights stay for the whole group), and those of earlier layers known to be in
   its group (carried in the state for up to three groups, rounded down to 1/64 of the
   scratchpad);
-* a fused tensor whose producer comes before the layer and whose reader after it (rule 5
+* a fused tensor whose producer comes before the layer and whose reader after it (fusion rule 5
   puts the layer in their group, and the tensor is live while it runs: a residual block's
   input during the block's first convolutions).
 
@@ -192,7 +192,7 @@ class _LayerCharge:
         Each :data:`_Carried` is the resident words (in steps of ``self.step``, rounded
         down) of some earlier layers of one group, with layers known to be in that group.
         When this layer is fused to one of those, it is in that group, so those resident
-        weights stay in the scratchpad while it runs in blocks (rule 4); groups it joins
+        weights stay in the scratchpad while it runs in blocks (fusion rule 4); groups it joins
         merge (their layers are distinct, so their words add)."""
         fused_to = {self.other[i] for i in self.edges if value(("z", i))}
         fused_to |= {m for i in self.spanning if value(("z", i)) for m in self.span_ends[i]}
@@ -216,7 +216,7 @@ class _LayerCharge:
         blocked = mode != _UNBLOCKED
         if not fused:
             if blocked or any(value(("z", i)) for i in self.spanning):
-                return self.infinite, -1  # rule 5: a layer under a fused edge is in its group
+                return self.infinite, -1  # fusion rule 5: under a fused edge, in its group
             return self._least(False, False, False, 0.0, (self.j,), 0.0, None), -1
         partners = {self.other[i] for i in fused}
         if any((value(("u", m)) != _UNBLOCKED) != blocked for m in partners):
@@ -247,7 +247,7 @@ class _LayerCharge:
         fused_out = self.all_out_candidates and all(i in fused for i in self.cand_out)
         x = sum(self.tensor[i] for i in fused if i not in self.cand_out)
         x += self.o if buffered else 0.0
-        # live while this layer runs: rule 5 puts it in their group, rule 4 counts them
+        # live while this layer runs: fusion rules 5 (its group) and 4 (its buffers) count it
         x += sum(self.span_tensor[i] for i in self.spanning if value(("z", i)))
         key_partners = tuple(sorted(partners | {self.j}))
         return self._least(fused_in, fused_out, buffered, x, key_partners, reserve, _MODES[mode])

@@ -4,7 +4,7 @@ the start-step window, and verify, score, report and package a schedule.
 Every baseline is ``solve(problem, options) -> SolveResult`` on a
 :class:`~twill.sched.gaus.problem.GauSProblem`, with ``run(problem, options)`` returning the
 :class:`~twill.sched.gaus.result.ScheduleRunResult` it is made from; every schedule passed
-:func:`twill.sched.gaus.verify.schedule_violations` (house rule 5).
+:func:`twill.sched.gaus.verify.schedule_violations`: nothing unverified is returned.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The result of one GauS or baseline run (house rule 6; GauS spec §13 "report per run")."""
+"""The result of one GauS or baseline run (GauS spec §13 "report per run")."""
 
 from __future__ import annotations
 

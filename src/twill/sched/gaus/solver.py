@@ -4,7 +4,7 @@
 ``solve_memory`` (B) and ``solve_modulo`` (C) each return a new frozen
 :class:`~twill.sched.gaus.result.ScheduleRunResult`.
 
-Objective, guarantee, failure (house rule, CIRCT habit 5):
+What it optimises, what it guarantees, how it fails:
 
 * Objective: A ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)``; B peak live memory;
   C modulo MaxLive under resource caps and recurrences at a fixed ``II``.
