@@ -305,23 +305,39 @@ def kernel_spec(
     signature: Mapping[str, str] | None = None,
     constexprs: Mapping[str, Any] | None = None,
     num_warps: int | None = None,
+    *,
+    config: int | None = None,
+    loop: int | None = None,
 ) -> Any:
     """``FILE.py:KERNEL`` with its options, the command line's over the YAML beside the file
-    (a :class:`~twill.io.triton_peer.KernelSpec`)."""
-    from twill.io.triton_compile import CAPABILITY, DEFAULT_NUM_WARPS, parse_kernel_spec
+    (a :class:`~twill.io.triton_peer.KernelSpec`). ``num_warps`` defaults to the YAML's, else
+    the ``@triton.autotune`` config's (``config``, default the first), else 8, as
+    ``import-triton`` takes it; ``loop`` is the kernel source line of the loop to schedule."""
+    from twill.io.triton_compile import (
+        CAPABILITY,
+        DEFAULT_NUM_WARPS,
+        _load_kernel,
+        _unwrap,
+        parse_kernel_spec,
+    )
     from twill.io.triton_peer import KernelSpec
 
     if arch not in CAPABILITY:
         raise InvalidProblemError(f"unknown --arch {arch!r}; expected sm_90a or sm_100a")
     path, kernel = parse_kernel_spec(spec)
     found = kernel_options(path, kernel, arch)
+    warps = num_warps or found.num_warps
+    if warps is None:  # the autotune config's, as compile_ttgir takes it
+        warps = _unwrap(_load_kernel(path, kernel), kernel, config)[2]
     return KernelSpec(
         path,
         kernel,
         arch,
         {**found.signature, **(signature or {})},
         {**found.constexprs, **(constexprs or {})},
-        num_warps or found.num_warps or DEFAULT_NUM_WARPS,
+        warps or DEFAULT_NUM_WARPS,
+        config,
+        loop,
     )
 
 
@@ -332,18 +348,23 @@ def compile_summary(
     constexprs: Mapping[str, Any] | None = None,
     *,
     num_warps: int | None = None,
+    config: int | None = None,
+    loop: int | None = None,
     total_time_limit: float = 600.0,
 ) -> Any:
     """What ``twill compile`` does, from Python: solve ``FILE.py:KERNEL`` with Twill (Algorithm
     1; ``total_time_limit`` seconds per Phase-1 solve) and compile it with Twill's stages and
-    clusters. Returns the :class:`~twill.io.triton_peer.CompileSummary` (``.data``: the dict
-    written as ``summary.json``; ``.build.kernel``: Triton's compiled kernel), or ``None`` when
-    Twill finds no schedule. Needs the ``triton`` extra; Triton's cache is private to the call.
+    clusters. ``config`` picks the ``@triton.autotune`` config (default the first), ``loop``
+    the loop by kernel source line (default the costliest; the kernel's other loops keep
+    Triton's own schedule, listed in the summary's ``other_loops``). Returns the
+    :class:`~twill.io.triton_peer.CompileSummary` (``.data``: the dict written as
+    ``summary.json``; ``.build.kernel``: Triton's compiled kernel), or ``None`` when Twill finds
+    no schedule. Needs the ``triton`` extra; Triton's cache is private to the call.
     """
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
 
-    ks = kernel_spec(spec, arch, signature, constexprs, num_warps)
+    ks = kernel_spec(spec, arch, signature, constexprs, num_warps, config=config, loop=loop)
     with private_cache():
         extracted, ttgir = twill_graph(ks)
         r = solve_for_compile(extracted.graph, total_time_limit)

@@ -125,6 +125,50 @@ def test_compile_cli_writes_the_summary(tmp_path, capsys: pytest.CaptureFixture[
     assert json.loads(capsys.readouterr().out) == data
 
 
+TWO_LOOPS = """import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BK": 64}, num_warps=8),
+                          triton.Config({"BK": 32}, num_warps=4)], key=["K"])
+@triton.jit
+def two(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):  # line 13
+        acc = tl.dot(a_desc.load([0, k]), b_desc.load([k, 0]), acc)
+    acc2 = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):  # line 16
+        acc2 = tl.dot(a_desc.load([BM, k]), b_desc.load([k, BN]), acc2)
+    c_desc.store([0, 0], (acc + acc2).to(tl.float16))
+"""
+
+
+@pytest.mark.slow
+def test_compile_cli_config_and_loop(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--config`` takes the autotune config's constexprs and warps, ``--loop`` the loop;
+    the kernel's other loop keeps Triton's schedule and the summary says so."""
+    pytest.importorskip("triton")
+    src = tmp_path / "two.py"
+    src.write_text(TWO_LOOPS)
+    sig = [f"--signature={a}=*fp16" for a in ("a_ptr", "b_ptr", "c_ptr")]
+    sig += [f"--signature={a}=i32" for a in "MNK"] + ["--constexpr=BM=128", "--constexpr=BN=128"]
+    out = tmp_path / "out"
+    args = ["compile", f"{src}:two", "--arch", "sm_90a", *sig, "-o", str(out)]
+    assert main([*args, "--config", "1", "--loop", "16"]) == 0
+    d = json.loads((out / "summary.json").read_text())
+    assert (d["loop"], d["config"], d["num_warps"]) == (16, 1, 4)
+    assert list(d["other_loops"]) == ["13"] and "Triton's own schedule" in d["other_loops"]["13"]
+    assert "loop at line 16" in capsys.readouterr().out
+    assert main([*args, "--loop", "13"]) == 0  # config 0: BK = 64, twice the MMA of config 1
+    first = json.loads((out / "summary.json").read_text())
+    assert (first["loop"], first["num_warps"]) == (13, 8) and first["I"] == 2 * d["I"]
+    assert main([*args, "--loop", "14"]) == 2
+    assert "no loop at that line" in capsys.readouterr().err
+
+
 def test_compile_cli_bad_output(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "file"
     f.write_text("x")

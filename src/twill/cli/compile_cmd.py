@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.cli._args import positive_float
-from twill.cli.triton_cmd import add_build_args
+from twill.cli.triton_cmd import add_kernel_args
 from twill.errors import InvalidProblemError
 
 __all__ = ["register"]
@@ -40,8 +40,7 @@ def register(subparsers: Any) -> None:
         choices=("sm_90a", "sm_100a"),
         help="sm_90a (H100) or sm_100a (B200)",
     )
-    # no --config / --loop: compile schedules the costliest loop of the default config
-    add_build_args(p)
+    add_kernel_args(p)  # --config N (autotune), --loop LINE (default: the costliest loop)
     p.add_argument(
         "-o",
         "--output",
@@ -101,6 +100,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
         sig,
         consts,
         num_warps=args.num_warps,
+        config=args.config,
+        loop=args.loop,
         total_time_limit=args.total_time_limit,
     )
     if summary is None:
@@ -115,20 +116,37 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary.data, indent=2))
         return 0
-    d = summary.data
+    print_summary(summary.data, written)
+    return 0
+
+
+def print_summary(d: dict[str, Any], written: list[Path]) -> None:
+    """The text form of ``summary.json``: every decision of Twill's that Triton did not take
+    is named (stages moved, ops not expressed, partitions not applied and why)."""
+    parts = d["partitions"]
     print(
-        f"{d['kernel']} ({d['arch']}): Twill I = {d['I']}, L = {d['L']}, {d['max_stage'] + 1} "
-        f"stage(s); pipelined prologue depth {d['prologue_depth']}; stages kept "
-        f"{len(d['kept']['stages'])}, changed {len(d['changed']['stages'])}; partitions "
-        f"{'applied' if d['partitions']['applied'] else 'not applied'}"
+        f"{d['kernel']} ({d['arch']}), loop at line {d['loop']}: Twill I = {d['I']}, "
+        f"L = {d['L']}, {d['max_stage'] + 1} stage(s); pipelined prologue depth "
+        f"{d['prologue_depth']}; stages kept {len(d['kept']['stages'])}, changed "
+        f"{len(d['changed']['stages'])}; partitions "
+        f"{'applied' if parts['applied'] else 'NOT applied'}"
     )
+    for v, c in d["changed"]["stages"].items():
+        print(f"  stage of {v}: Twill {c['twill']}, Triton's pipeliner {c['triton']}")
+    if d["changed"]["not_expressed"]:
+        print(f"  not expressed (no loop operation): {', '.join(d['changed']['not_expressed'])}")
+    if not parts["applied"]:
+        print(f"  partitions {parts['why']}")
+    elif d["changed"]["partitions"]:
+        print(f"  partitions regrouped by Triton: {', '.join(d['changed']['partitions'])}")
+    for line, what in d["other_loops"].items():
+        print(f"  loop at line {line}: {what}")
     print(
         f"  regs {d['regs']}, spills {d['spills']} bytes, shared memory {d['smem_bytes']} "
         f"bytes{'' if d['runnable'] else '; NOT RUNNABLE: ' + d['why_not_runnable']}"
     )
     for f in written:
         print(f"  wrote {f}")
-    return 0
 
 
 def check_compare_args(args: argparse.Namespace) -> None:
@@ -144,9 +162,17 @@ def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int |
     """Triton's default schedule of the kernel priced in Twill's model, beside Twill's."""
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import price_triton
-    from twill.triton import kernel_spec
+    from twill.triton import kernel_spec, parse_assignments
 
-    ks = kernel_spec(args.graph, args.arch, num_warps=getattr(args, "num_warps", None))
+    ks = kernel_spec(
+        args.graph,
+        args.arch,
+        parse_assignments(args.signature, "--signature", numeric=False),
+        parse_assignments(args.constexpr, "--constexpr", numeric=True),
+        args.num_warps,
+        config=args.config,
+        loop=args.loop,
+    )
     with private_cache():
         peer = price_triton(ks, total_time_limit=args.total_time_limit)
     out = peer.to_dict()

@@ -88,6 +88,8 @@ class KernelSpec:
     signature: dict[str, str]
     constexprs: dict[str, Any]
     num_warps: int
+    config: int | None = None  # the @triton.autotune config (None: the first)
+    loop: int | None = None  # kernel source line of the loop to schedule (None: costliest)
 
     @property
     def label(self) -> str:
@@ -95,24 +97,32 @@ class KernelSpec:
 
 
 def twill_graph(ks: KernelSpec) -> tuple[ExtractedLoop, str]:
-    """Twill's loop of the kernel (the costliest, as ``twill solve`` picks) and the
-    ``num_stages=1`` TTGIR it was extracted from."""
+    """Twill's loop of the kernel (the one at ``ks.loop``, else the costliest, as ``twill
+    solve`` picks) and the ``num_stages=1`` TTGIR it was extracted from."""
     from twill.io.triton_compile import compile_ttgir
     from twill.io.triton_extract import extract_loops, pick_loop
 
     ttgir = compile_ttgir(
-        ks.path, ks.kernel, ks.arch, ks.signature, ks.constexprs, num_warps=ks.num_warps
+        ks.path,
+        ks.kernel,
+        ks.arch,
+        ks.signature,
+        ks.constexprs,
+        num_warps=ks.num_warps,
+        config=ks.config,
     ).ttgir
     loops = extract_loops(ttgir, ks.arch, source=ks.label, name=ks.kernel)
-    return pick_loop(loops, None, ks.label), ttgir
+    return pick_loop(loops, ks.loop, ks.label), ttgir
 
 
 def _build(ks: KernelSpec, edit: Any = None, key: str = "") -> Any:
     from twill.io.triton_build import build_kernel
     from twill.io.triton_compile import _apply_heuristics, _load_kernel, _unwrap, as_constexpr
 
-    # under @triton.autotune / @triton.heuristics, as the extraction takes it (first config)
-    fn, tuned, _, heuristics, notes = _unwrap(_load_kernel(ks.path, ks.kernel), ks.kernel, None)
+    # under @triton.autotune / @triton.heuristics, as the extraction takes it (ks.config)
+    fn, tuned, _, heuristics, notes = _unwrap(
+        _load_kernel(ks.path, ks.kernel), ks.kernel, ks.config
+    )
     known = {**tuned, **{n: as_constexpr(v) for n, v in ks.constexprs.items()}}
     _apply_heuristics(heuristics, ks.kernel, known, ks.constexprs, notes)
     consts = {n: v for n, v in known.items() if n not in ks.signature}
@@ -322,6 +332,16 @@ def _partitions(arch: str, slots: dict, state: dict, rb: Any, error: str | None)
     return entry, kept, sorted(v for v in slots if v not in kept)
 
 
+def _other_loops(ks: KernelSpec, extracted: ExtractedLoop, ttgir: str) -> dict[str, str]:
+    """The kernel's loops other than the one Twill schedules (by source line): each keeps
+    Triton's own schedule."""
+    from twill.io.triton_extract import extract_loops
+
+    lines = [lp.line for lp in extract_loops(ttgir, ks.arch, source=ks.label, name=ks.kernel)]
+    why = "Triton's own schedule (num_stages 3): Twill schedules one loop per compile (--loop)"
+    return {str(n): why for n in lines if n != extracted.line}
+
+
 def compile_twill(
     ks: KernelSpec,
     schedule: Mapping[str, int],
@@ -361,6 +381,9 @@ def compile_twill(
     data = {
         "kernel": ks.kernel,
         "arch": ks.arch,
+        "loop": extracted.line,
+        "other_loops": _other_loops(ks, extracted, ttgir),
+        "config": ks.config,
         "I": II,
         "L": L,
         "stages": {v: mine[v][0] for v in sorted(mine)},
