@@ -109,6 +109,15 @@ class SolverOptions:
     twill
         The exact scheduler's settings (Phase 1, the minimum-I search, Phase 2, Algorithm 1),
         a :class:`twill.sched.exact.settings.TwillSettings` (``None``: its defaults).
+    cosa
+        CoSA's settings (and those of its variants ``cosa-rerank``, ``cosa-edp``), a
+        :class:`twill.mapping.cosa.solve.CoSASettings` (``None``: its defaults).
+    search
+        The search mappers' settings (random, hybrid, exhaustive), a
+        :class:`twill.mapping.search.common.SearchSettings` (``None``: each mapper's defaults).
+    fadiff
+        FADiff's settings, a :class:`twill.mapping.fadiff.train.FADiffSettings` (``None``:
+        its defaults).
     deadline
         The absolute end of the call on the ``time.monotonic()`` clock, set by
         :meth:`start` from ``time_limit`` (leave it ``None``; ``None`` after :meth:`start`
@@ -129,6 +138,9 @@ class SolverOptions:
     gumbel: Any = None
     workers: int = 1
     twill: Any = None
+    cosa: Any = None
+    search: Any = None
+    fadiff: Any = None
     deadline: float | None = field(default=None, compare=False, repr=False)
 
     # -- the deadline ------------------------------------------------------------------------
@@ -221,7 +233,8 @@ class SolverOptions:
         started deadline as the seconds left (re-anchored when unpickled), so that options
         and their callback reach a worker process."""
         fields = (self.time_limit, self.threads, self.seed, dict(self.extra), self.on_progress,
-                  self.gaus, self.gumbel, self.workers, self.twill)  # fmt: skip
+                  self.gaus, self.gumbel, self.workers, self.twill, self.cosa, self.search,
+                  self.fadiff)  # fmt: skip
         left = None if self.deadline is None else self.remaining()
         return (_unpickled, (type(self), fields, left))
 
@@ -235,7 +248,7 @@ class SolverOptions:
             "extra": dict(self.extra),
             **{
                 k: getattr(self, k).to_dict()
-                for k in ("gaus", "gumbel", "twill")
+                for k in ("gaus", "gumbel", "twill", "cosa", "search", "fadiff")
                 if getattr(self, k)
             },  # fmt: skip
         }
