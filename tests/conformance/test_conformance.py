@@ -223,37 +223,43 @@ def _two_layer_net() -> Any:
     return chain_network([a, b]), gemmini_arch()
 
 
-def _verify_mapping(inst: Any, r: SolveResult) -> list[Violation]:
-    from twill.mapping.mapping import verify_mapping
+def _layer_problem(tiny: bool = False) -> Callable[[], Any]:
+    def instance() -> Any:
+        from twill.mapping.problems import LayerMappingProblem
 
-    return verify_mapping(inst[0], inst[1], r.solution)
+        return LayerMappingProblem(*(_tiny_layer_and_arch() if tiny else _layer_and_arch()))
+
+    return instance
+
+
+def _mapping_solver(path: str, **small: Any) -> Callable[[Any, SolverOptions], Any]:
+    """``solve(problem, options)`` at ``path`` with the method's settings shrunk to the small
+    instances (``small``: fields of ``options.cosa`` for the CoSA family, of
+    ``options.search`` for the searches)."""
+
+    def run(problem: Any, o: SolverOptions) -> Any:
+        from twill.mapping.cosa.solve import CoSASettings
+        from twill.mapping.search.common import SearchSettings
+
+        if ".cosa." in path:
+            o = replace(o, cosa=CoSASettings(**small))
+        else:
+            o = replace(o, search=SearchSettings(**small))
+        return _entry(path)(problem, o)
+
+    return run
+
+
+def _mapping(name: str, path: str, tiny: bool = False, **small: Any) -> Entry:
+    """The conformance entry of a layer mapper's ``solve(problem, options)``."""
+    return Entry(name, _layer_problem(tiny), _mapping_solver(path, **small), _verify_problem,
+                 entry=path)  # fmt: skip
 
 
 def _verify_plan(inst: Any, r: SolveResult) -> list[Violation]:
     from twill.mapping.fadiff.fusion import verify_plan
 
     return verify_plan(inst[0], inst[1], r.solution)
-
-
-def _mapper(name: str) -> Callable[[Any, SolverOptions], Any]:
-    def run(inst: Any, o: SolverOptions) -> Any:
-        from twill.mapping.cosa.rerank import cosa_rerank_map
-        from twill.mapping.cosa.solve import cosa_map
-        from twill.mapping.search.exhaustive import exhaustive_search
-        from twill.mapping.search.hybrid import hybrid_search
-        from twill.mapping.search.random import random_search
-
-        layer, arch = inst
-        calls = {
-            "cosa": lambda: cosa_map(layer, arch, options=o),
-            "cosa-rerank": lambda: cosa_rerank_map(layer, arch, options=o),
-            "random": lambda: random_search(layer, arch, n_valid=20, options=o),
-            "exhaustive": lambda: exhaustive_search(layer, arch, options=o),
-            "hybrid": lambda: hybrid_search(layer, arch, n_valid=64, options=o),
-        }
-        return calls[name]()
-
-    return run
 
 
 def _fadiff(inst: Any, o: SolverOptions) -> Any:
@@ -277,11 +283,12 @@ SOLVERS: list[Entry] = [
     _scheduling("force-directed", "twill.sched.baselines.force_directed:solve", time_limited=False),
     _scheduling("gumbel", "twill.sched.baselines.categorical:solve"),
     _scheduling("exact-cpsat", "twill.sched.baselines.exact:solve"),
-    Entry("cosa", _layer_and_arch, _mapper("cosa"), _verify_mapping),
-    Entry("cosa-rerank", _layer_and_arch, _mapper("cosa-rerank"), _verify_mapping),
-    Entry("random", _layer_and_arch, _mapper("random"), _verify_mapping),
-    Entry("exhaustive", _tiny_layer_and_arch, _mapper("exhaustive"), _verify_mapping),
-    Entry("hybrid", _layer_and_arch, _mapper("hybrid"), _verify_mapping),
+    _mapping("cosa", "twill.mapping.cosa.solve:solve"),
+    _mapping("cosa-rerank", "twill.mapping.cosa.rerank:solve"),
+    _mapping("cosa-edp", "twill.mapping.cosa.edp:solve", n_random=20),
+    _mapping("random", "twill.mapping.search.random:solve", n_valid=20),
+    _mapping("exhaustive", "twill.mapping.search.exhaustive:solve", tiny=True),
+    _mapping("hybrid", "twill.mapping.search.hybrid:solve", n_valid=64),
     Entry("fadiff", _two_layer_net, _fadiff, _verify_plan, time_limited=False),
 ]
 
@@ -402,6 +409,10 @@ def test_tiny_time_limit_is_never_infeasible(entry: Entry) -> None:
         assert entry.verify(entry.instance(), r) == []
 
 
+_METHODS = {"gaus", "list", "force", "gumbel", "exact", "cosa", "cosa-rerank", "cosa-edp",
+            "random", "hybrid", "exhaustive", "fadiff"}  # fmt: skip
+
+
 @pytest.mark.parametrize("entry", _ENTRY_POINTS, ids=[e.name for e in _ENTRY_POINTS])
 def test_progress_events_are_typed_and_picklable(entry: Entry) -> None:
     """Issue 40: every registered solver reports through the one ``ProgressEvent``, ending
@@ -413,7 +424,7 @@ def test_progress_events_are_typed_and_picklable(entry: Entry) -> None:
     events: list[Any] = []
     r = _shared(entry.run(entry.instance(), replace(_OPTIONS, on_progress=events.append)))
     assert events and all(isinstance(e, ProgressEvent) for e in events)
-    assert {e.method for e in events} <= {"gaus", "list", "force", "gumbel", "exact"}
+    assert {e.method for e in events} <= _METHODS
     assert all(pickle.loads(pickle.dumps(e)) == e for e in events)
     last = events[-1]
     if last.phase == "done":
@@ -513,4 +524,32 @@ def test_cli_gives_the_api_result(name: str, _cache: dict, tmp_path: Any, capsys
         api.status.value,
         api.objective,
         api.solution,
+    )
+
+
+_MAP_CLI = {"cosa": [], "cosa-rerank": [], "random": ["--n-valid", "20"]}
+
+
+@pytest.mark.parametrize("name", sorted(_MAP_CLI))
+def test_map_cli_gives_the_api_result(name: str, _cache: dict, tmp_path: Any, capsys: Any) -> None:
+    """Issue 40: ``twill map --json`` on the same layer, architecture and options gives the
+    API's status, objective and mapping."""
+    import yaml
+
+    from twill.cli import main
+    from twill.io.timeloop import layer_yaml
+
+    entry = next(e for e in SOLVERS if e.name == name)
+    problem, native = _solved(entry, _cache)
+    api = _shared(native)
+    path = tmp_path / "fc.yaml"
+    path.write_text(yaml.safe_dump(layer_yaml(problem.layer)), encoding="utf-8")
+    argv = [str(path), "--arch", "gemmini", "--method", name, "--seed", "1", "--json"]
+    code = main(["map", *argv, "--time-limit", "30", *_MAP_CLI[name]])
+    cli = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert (cli["status"], cli["objective"], cli["mapping"]) == (
+        api.status.value,
+        api.objective,
+        api.solution.to_dict()["mapping"],
     )

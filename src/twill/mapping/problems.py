@@ -146,6 +146,6 @@ class NetworkMappingProblem:
         plan = solution if isinstance(solution, FusionPlan) else solution.plan
         found = _verdict(verify_plan(self.network, self.arch, plan)).violations
         if not self.fusion and plan.fused:
-            found += (Violation("fusion.off", {"network": self.name}, len(plan.fused), 0,
-                                "the problem has fusion off, the plan fuses boundaries"),)  # fmt: skip
+            why = "the problem has fusion off, the plan fuses boundaries"
+            found += (Violation("fusion.off", {"network": self.name}, len(plan.fused), 0, why),)
         return Verdict(found)

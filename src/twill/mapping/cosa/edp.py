@@ -32,13 +32,36 @@ from typing import Any
 
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
+from twill.mapping.cosa.solve import CoSASettings, configure, incumbent_events, start
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.mapping import verify_mapping
-from twill.mapping.result import MapResult
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import Controls, MapResult, finished
 from twill.mapping.workload import Layer
-from twill.results import Status
+from twill.options import SolverOptions
+from twill.results import SolveResult, Status
 
-__all__ = ["cosa_edp_map"]
+__all__ = ["cosa_edp_map", "edp_search", "solve"]
+
+
+def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """``cosa-edp`` on the problem's layer (module docstring).
+
+    ``options`` as :func:`twill.mapping.cosa.solve.solve`; ``options.cosa.n_random`` valid
+    random starts (seeded by ``options.seed``) join CoSA's candidates; ``options.time_limit``
+    bounds the MIPs and the random starts together (the polish that follows takes about a
+    second).
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> p = LayerMappingProblem(Layer("fc", {"P": 16, "C": 64, "K": 64}), simba_arch())
+    >>> r = solve(p, SolverOptions(cosa=CoSASettings(n_random=20)))
+    >>> r.settings["method"], r.status.value, p.verify(r.solution).ok
+    ('cosa-edp', 'feasible', True)
+    """
+    controls, cfg = start(problem, options, "cosa-edp")
+    return finished(controls, edp_search(problem.layer, problem.arch, cfg, controls).as_result())
 
 
 def cosa_edp_map(
@@ -75,22 +98,37 @@ def cosa_edp_map(
     >>> r.method, r.status.value, r.report.valid
     ('cosa-edp', 'feasible', True)
     """
-    from twill.mapping.cosa.rerank import cosa_rerank_map
+    options = cosa_options.pop("options", None)
+    given = {**cosa_options, "n_random": n_random, "seed": seed}
+    cfg = configure(cosa_options.pop("settings", None), options, given)
+    LayerMappingProblem(layer, arch).check()
+    return edp_search(layer, arch, cfg, Controls(cfg.seed, method="cosa-edp"))
+
+
+def edp_search(layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls) -> MapResult:
+    """``cosa-edp`` of one checked layer under ``cfg``: the MIPs and the random starts stop
+    at ``controls.stop``."""
+    from twill.mapping.cosa.rerank import rerank
     from twill.mapping.fadiff.polish import polish_mappings
-    from twill.mapping.search.random import random_search
+    from twill.mapping.search.common import SearchSettings
+    from twill.mapping.search.random import sample_search
 
     t0 = time.perf_counter()
-    base = cosa_rerank_map(layer, arch, metric="edp", seed=seed, **cosa_options)
+    n_random, seed = cfg.n_random, cfg.seed
+    base = rerank(layer, arch, replace(cfg, metric="edp"), incumbent_events(controls),
+                  controls.stop)  # fmt: skip
     starts = [("cosa-rerank", base)]
     if n_random > 0:
-        starts.append(("random", random_search(layer, arch, n_valid=n_random, seed=seed)))
+        randoms = sample_search(layer, arch, SearchSettings(n_valid=n_random),
+                                replace(controls, seed=seed))  # fmt: skip
+        starts.append(("random", randoms))
     cands: list[dict[str, Any]] = []
     best: tuple[float, str, Any, Any] | None = None
     for name, res in starts:
         if res.mapping is None or res.report is None:
             cands.append({"start": name, "status": res.status.value})
             continue
-        mapping = polish_mappings([layer], arch, [res.mapping])[0]
+        mapping = polish_mappings([layer], arch, [res.mapping], stop=controls.stop)[0]
         bad = verify_mapping(layer, arch, mapping)
         if bad:
             raise VerificationError(bad, what=f"cosa-edp mapping of {layer.name}")

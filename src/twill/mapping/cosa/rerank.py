@@ -41,15 +41,24 @@ import numpy as np
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
-from twill.mapping.cosa.solve import cosa_map
+from twill.mapping.cosa.solve import (
+    CoSASettings,
+    configure,
+    incumbent_dicts,
+    incumbent_events,
+    run,
+    start,
+)
 from twill.mapping.cost.analytical import CostReport, MappingBatch, evaluate, evaluate_batch
 from twill.mapping.mapping import Mapping, verify_mapping
-from twill.mapping.result import MapResult
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import MapResult, finished
 from twill.mapping.search.common import METRICS
 from twill.mapping.workload import DIMS, Layer
-from twill.results import Status
+from twill.options import SolverOptions
+from twill.results import SolveResult, Status
 
-__all__ = ["cosa_rerank_map", "polish_loop_orders"]
+__all__ = ["cosa_rerank_map", "polish_loop_orders", "rerank", "solve"]
 
 
 def _key(cycles: float, energy_pj: float, metric: str) -> tuple[float, ...]:
@@ -152,6 +161,27 @@ def polish_loop_orders(
     return replace(mapping, order=order)
 
 
+def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """``cosa-rerank`` on the problem's layer (the module docstring): CoSA's MIP and its
+    restricted variants, loop orders polished, the best under the cost model.
+
+    ``options`` as :func:`twill.mapping.cosa.solve.solve`; ``options.time_limit`` bounds all
+    the MIPs together (each gets what is left; a variant reached after the deadline is
+    skipped), and ``options.cosa.metric`` / ``.polish`` choose the ranking and the polish.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> p = LayerMappingProblem(Layer("fc", {"P": 16, "C": 64, "K": 64}), gemmini_arch())
+    >>> r = solve(p)
+    >>> r.status.value, r.settings["method"], p.verify(r.solution).ok
+    ('feasible', 'cosa-rerank', True)
+    """
+    controls, cfg = start(problem, options, "cosa-rerank")
+    res = rerank(problem.layer, problem.arch, cfg, incumbent_events(controls), controls.stop)
+    return finished(controls, res.as_result())
+
+
 def cosa_rerank_map(
     layer: Layer,
     arch: Arch,
@@ -192,16 +222,36 @@ def cosa_rerank_map(
     >>> r.method, r.status.value, r.report.valid
     ('cosa-rerank', 'feasible', True)
     """
+    options = cosa_options.pop("options", None)
+    given = {**cosa_options, "gb_order": gb_order, "metric": metric, "polish": polish}
+    cfg = configure(cosa_options.pop("settings", None), options, given)
+    LayerMappingProblem(layer, arch).check()
+    return rerank(layer, arch, cfg, incumbent_dicts(options))
+
+
+def rerank(
+    layer: Layer,
+    arch: Arch,
+    cfg: CoSASettings,
+    on_incumbent: Any = None,
+    stop: float = math.inf,
+) -> MapResult:
+    """The re-ranked CoSA of one checked layer under ``cfg`` (``cfg.metric``, ``cfg.polish``,
+    ``cfg.gb_order``); the MIPs stop at ``stop`` (a ``perf_counter`` value) together."""
+    metric, polish = cfg.metric, cfg.polish
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     t0, c0 = time.perf_counter(), time.process_time()
-    variants = _variants(layer, arch, gb_order)
+    variants = _variants(layer, arch, cfg.gb_order)
     candidates: list[dict[str, Any]] = []
     best: tuple[tuple[float, ...], str, Mapping, CostReport] | None = None
     first: MapResult | None = None
     solve_s = 0.0
     for name, flags in variants:
-        r = cosa_map(layer, arch, gb_order=gb_order, **flags, **cosa_options)
+        if first is not None and time.perf_counter() >= stop:
+            candidates.append({"variant": name, "mip_status": "skipped: time limit"})
+            continue
+        r = run(layer, arch, replace(cfg, **flags), on_incumbent, stop)
         first = first or r
         solve_s += r.timings.get("solve", 0.0)
         cand: dict[str, Any] = {

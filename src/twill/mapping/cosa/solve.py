@@ -1,8 +1,13 @@
-"""The CoSA front function: check → build → solve → decode → verify → evaluate."""
+"""The CoSA front function: check → build → solve → decode → verify → evaluate.
+
+:func:`solve` maps the layer of a :class:`~twill.mapping.problems.LayerMappingProblem` with
+CoSA's MIP under :class:`~twill.options.SolverOptions` (CoSA's knobs in ``options.cosa``, a
+:class:`CoSASettings`)."""
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -14,16 +19,29 @@ from twill.mapping.cosa.decode import decode_solution, repair_capacity
 from twill.mapping.cosa.mip import CosaIndex, CosaWeights, build_cosa_model
 from twill.mapping.cosa.model import LinearModel, Solution, solve_model
 from twill.mapping.cost.analytical import evaluate
-from twill.mapping.result import MapResult
-from twill.mapping.solver_options import common_fields, progress
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import Controls, MapResult, finished, method_settings
+from twill.mapping.solver_options import common_fields
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
-from twill.results import Status
+from twill.results import SolveResult, Status
 from twill.validation import check_int, check_real
 
-__all__ = ["CoSASettings", "cosa_map"]
+__all__ = [
+    "CoSASettings",
+    "cosa_map",
+    "configure",
+    "incumbent_dicts",
+    "incumbent_events",
+    "run",
+    "solve",
+    "start",
+]
 
 log = logging.getLogger(__name__)
+
+#: The shortest MIP limit given (s): past the deadline the backend still returns at once.
+_MIN_SOLVE_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,11 @@ class CoSASettings:
         CoSA's model; may be infeasible. Off by default.
     extra
         Backend-specific settings passed through untouched.
+    metric, polish
+        ``cosa-rerank`` only: how its candidates are ranked (``lex``: cycles, then energy;
+        ``cycles``, ``energy``, ``edp``) and whether each candidate's loop orders are polished.
+    n_random
+        ``cosa-edp`` only: valid random starts polished beside CoSA's candidates.
     """
 
     backend: str = "cpsat"
@@ -72,6 +95,9 @@ class CoSASettings:
     no_bypass_refetch: bool = False
     register_reuse: bool = False
     extra: dict[str, Any] | None = None
+    metric: str = "lex"
+    polish: bool = True
+    n_random: int = 300
 
     def model_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`~twill.mapping.cosa.mip.build_cosa_model`."""
@@ -85,6 +111,53 @@ class CoSASettings:
         out.update(self.model_options())
         out["weights"] = list((self.weights or CosaWeights()).__dict__.values())
         return out
+
+
+def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Map the problem's layer with CoSA's MIP.
+
+    Parameters
+    ----------
+    problem
+        The layer and the accelerator.
+    options
+        ``time_limit`` bounds the call (the MIP gets what is left after building it; on a
+        timeout the best feasible mapping is returned, FEASIBLE); ``threads`` and ``seed``
+        go to the MIP solver, ``extra`` to the backend; ``cosa`` holds a
+        :class:`CoSASettings` (backend, weights, model variants; its ``time_limit`` applies
+        when the options set none); ``on_progress`` receives a
+        :class:`~twill.progress.ProgressEvent` per incumbent (CP-SAT) and a last ``"done"``.
+
+    Returns
+    -------
+    SolveResult
+        The solution is a :class:`~twill.mapping.result.MappedLayer`; ``objective`` is the
+        MIP objective of the decoded solution, ``bound`` the proven bound. OPTIMAL means
+        optimal for CoSA's objective (not the cost model's), with a proof from the backend.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> p = LayerMappingProblem(Layer("fc", {"C": 64, "K": 32}), simba_arch())
+    >>> r = solve(p, SolverOptions(time_limit=20))
+    >>> r.status.value, p.verify(r.solution).ok
+    ('optimal', True)
+    """
+    controls, cfg = start(problem, options, "cosa")
+    res = run(problem.layer, problem.arch, cfg, incumbent_events(controls), controls.stop)
+    return finished(controls, res.as_result())
+
+
+def start(
+    problem: LayerMappingProblem, options: SolverOptions | None, method: str
+) -> tuple[Controls, CoSASettings]:
+    """The first steps of every CoSA-family call: the controls (the clock starts here),
+    ``problem.check()`` and the settings of ``options.cosa`` with the options' seed,
+    threads, time limit (when set) and extras."""
+    options = options or SolverOptions()
+    controls = Controls.of(options, method)
+    problem.check()
+    return controls, configure(method_settings(options, "cosa", CoSASettings), options, {})
 
 
 def cosa_map(
@@ -134,21 +207,34 @@ def cosa_map(
     >>> r.status.value, r.report.valid
     ('optimal', True)
     """
-    cfg = _settings(settings, options, overrides)
+    cfg = configure(settings, options, overrides)
     bad = layer.check() + arch.check()
     if bad:
         raise InvalidProblemError(bad, source=layer.name)
+    return run(layer, arch, cfg, on_incumbent or incumbent_dicts(options))
+
+
+def run(
+    layer: Layer,
+    arch: Arch,
+    cfg: CoSASettings,
+    on_incumbent: Callable[[float, float, float], None] | None = None,
+    stop: float = math.inf,
+) -> MapResult:
+    """Build, solve, decode, repair, verify and evaluate one CoSA MIP (inputs checked); the
+    MIP's limit is ``cfg.time_limit``, cut to what is left before ``stop`` (a
+    ``perf_counter`` value) once the model is built."""
     t0, c0 = time.perf_counter(), time.process_time()
     model, ix, terms = build_cosa_model(layer, arch, **cfg.model_options())
     t_build = time.perf_counter() - t0
     sol = solve_model(
         model,
         cfg.backend,
-        time_limit=cfg.time_limit,
+        time_limit=min(cfg.time_limit, max(stop - time.perf_counter(), _MIN_SOLVE_S)),
         threads=cfg.threads,
         seed=cfg.seed,
         extra=cfg.extra,
-        on_incumbent=on_incumbent or _incumbent_events(options),
+        on_incumbent=on_incumbent,
     )
     return _map_result(layer, arch, cfg, (model, ix, terms), sol, t_build, c0)
 
@@ -206,7 +292,7 @@ def _timings(build: float, solve: float, verify: float, cpu0: float) -> dict[str
     return {"build": build, "solve": solve, "verify": verify, "total": total, "cpu": cpu}
 
 
-def _settings(
+def configure(
     settings: CoSASettings | None, options: SolverOptions | None, overrides: dict[str, Any]
 ) -> CoSASettings:
     """The run's settings: ``settings``, then ``overrides``, then the shared ``options``."""
@@ -220,11 +306,23 @@ def _settings(
     return cfg
 
 
-def _incumbent_events(
+def incumbent_events(controls: Controls) -> Callable[[float, float, float], None] | None:
+    """CP-SAT's incumbent callback sending a ``"mip"`` :class:`~twill.progress.ProgressEvent`
+    (objective and bound) through ``controls`` (``None`` without a progress callback)."""
+    if controls.on_progress is None:
+        return None
+
+    def on_incumbent(objective: float, bound: float, elapsed: float) -> None:
+        controls.emit("mip", incumbent=objective, bound=bound)
+
+    return on_incumbent
+
+
+def incumbent_dicts(
     options: SolverOptions | None,
 ) -> Callable[[float, float, float], None] | None:
     """``options.on_progress`` as CP-SAT's incumbent callback (``None`` without one)."""
-    report = progress(options)
+    report = None if options is None else options.on_progress
     if report is None:
         return None
 

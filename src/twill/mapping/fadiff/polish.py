@@ -31,6 +31,8 @@ optimum only, no optimality claim. Deterministic (no randomness).
 from __future__ import annotations
 
 import itertools
+import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -134,6 +136,7 @@ def polish_mapping(
     max_perm_loops: int = 5,
     fusion: tuple[float, float, float] | None = None,
     no_partial_sums: bool = False,
+    stop: float = math.inf,
 ) -> Mapping:
     """Best-improvement local search around ``mapping`` (module docstring).
 
@@ -160,6 +163,8 @@ def polish_mapping(
     no_partial_sums
         Only mappings without DRAM output reads (a fused producer's output must be complete
         before hand-off, fusion rule 2).
+    stop
+        ``perf_counter`` value after which no further step is taken.
 
     Returns
     -------
@@ -189,6 +194,8 @@ def polish_mapping(
 
     cur = score(T[None], S[None], O[None])[0][0]
     for _ in range(max_rounds):
+        if time.perf_counter() >= stop:
+            break
         singles = _factor_moves(T, S, places)
         orders = _order_moves(T, O, levels, max_perm_loops)
         nT = np.array([t for t, _ in singles] + [T] * len(orders)).reshape(-1, *T.shape)
@@ -225,6 +232,7 @@ def polish_mappings(
     rounds: int = 2,
     max_rounds: int = 200,
     restarts: bool = True,
+    stop: float = math.inf,
 ) -> list[Mapping]:
     """Polish unfused per-layer mappings for the network EDP ``Σ energy · Σ cycles``.
 
@@ -233,7 +241,8 @@ def polish_mappings(
     polished once. With ``restarts`` the first round also polishes the one-block re-mappings
     of each mapping (:func:`_restarts`) and keeps the best. The network EDP never increases:
     lowering ``E/E_0 + C/C_0`` below 2 lowers ``E·C`` below ``E_0·C_0`` (AM-GM); each round
-    is re-checked anyway and kept only if the EDP drops.
+    is re-checked anyway and kept only if the EDP drops. At ``stop`` (a ``perf_counter``
+    value) no further start or round begins: each layer keeps its best so far.
     """
     from twill.mapping.cost.analytical import evaluate
 
@@ -252,15 +261,18 @@ def polish_mappings(
             key = (ly.key, m)
             if key not in cache:
                 starts = [m]
-                if restarts and rnd == 0:
+                if restarts and rnd == 0 and time.perf_counter() < stop:
                     starts += _restarts(ly, arch, m)
                     starts += [  # the DRAM tilings of the floor, arranged below first
                         polish_mapping(ly, arch, x, w_energy=w_e, w_cycles=w_c, freeze_top=True)
                         for x in floor_starts(ly, arch, m)
                     ]
                 got = [
-                    polish_mapping(ly, arch, x, w_energy=w_e, w_cycles=w_c, max_rounds=max_rounds)
-                    for x in starts
+                    polish_mapping(
+                        ly, arch, x, w_energy=w_e, w_cycles=w_c, max_rounds=max_rounds, stop=stop
+                    )  # fmt: skip
+                    for i, x in enumerate(starts)
+                    if i == 0 or time.perf_counter() < stop
                 ]
                 scores = [
                     w_e * r.energy_pj + w_c * r.cycles for r in (evaluate(ly, arch, g) for g in got)
@@ -271,6 +283,8 @@ def polish_mappings(
         if not e2 * c2 < e_net * c_net * (1 - _REL_TOL):
             break
         cur, e_net, c_net = new, e2, c2
+        if time.perf_counter() >= stop:
+            break
     return cur
 
 

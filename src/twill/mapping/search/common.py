@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-from twill.errors import VerificationError
+from twill.errors import InvalidProblemError, VerificationError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, MappingBatch, evaluate
 from twill.mapping.mapping import Mapping, verify_mapping
-from twill.mapping.result import MapResult
-from twill.mapping.solver_options import deadline, progress, resolve_seed
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import Controls, MapResult, method_settings
 from twill.mapping.workload import Dim, Layer
 from twill.options import SolverOptions
 from twill.results import Status
 
 __all__ = [
     "METRICS",
+    "SearchSettings",
+    "start",
     "choices",
     "metric_values",
     "finish",
@@ -36,6 +38,62 @@ METRICS = ("edp", "cycles", "energy", "lex")
 
 #: CoSA's fixed loop order R,S,P,Q,C,K,N innermost first, i.e. outer -> inner N K C Q P S R.
 CANONICAL_ORDER = (6, 5, 4, 3, 2, 1, 0)
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The search mappers' settings (``options.search``); ``None`` means the mapper's own
+    default.
+
+    Attributes
+    ----------
+    n_valid
+        Valid mappings evaluated before stopping (random: 5, the CoSA paper's; random16k and
+        hybrid: 16,000).
+    metric
+        What "best" means: ``edp`` (default), ``cycles``, ``energy`` or ``lex``.
+    permute
+        Random: a random loop order per level (default) or CoSA's canonical order.
+    permutations_per_tiling
+        Hybrid: loop orders tried per valid tiling (Timeloop's default 16).
+    orders
+        Exhaustive: ``"all"`` (every order of the non-unit loops; OPTIMAL) or
+        ``"canonical"`` (CoSA's order only; FEASIBLE).
+    max_samples
+        Random and hybrid: draws before giving up (random 2,000,000; hybrid 5,000,000).
+    max_mappings
+        Exhaustive: refuse spaces with more tilings (or tiling x order pairs) than this.
+    batch_size
+        Mappings evaluated per NumPy call (random and hybrid 8,192; exhaustive 65,536).
+    """
+
+    n_valid: int | None = None
+    metric: str = "edp"
+    permute: bool = True
+    permutations_per_tiling: int = 16
+    orders: str = "all"
+    max_samples: int | None = None
+    max_mappings: int = 2_000_000
+    batch_size: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready."""
+        return asdict(self)
+
+
+def start(
+    problem: LayerMappingProblem, options: SolverOptions | None, method: str
+) -> tuple[Controls, SearchSettings]:
+    """The first steps of every search's ``solve``: the controls (the clock starts here),
+    ``problem.check()`` and ``options.search``."""
+    options = options or SolverOptions()
+    controls = Controls.of(options, method)
+    problem.check()
+    cfg = method_settings(options, "search", SearchSettings)
+    if cfg.metric not in METRICS:
+        raise InvalidProblemError(f"options.search.metric must be one of {METRICS}, "
+                                  f"found {cfg.metric!r}")  # fmt: skip
+    return controls, cfg
 
 
 def choices(arch: Arch, d: Dim) -> list[tuple[int, bool]]:
@@ -107,12 +165,12 @@ def finish(
     )
 
 
-def search_controls(
-    seed: int | None, options: SolverOptions | None
-) -> tuple[int | None, float, Callable[[dict[str, Any]], None] | None]:
-    """A search's seed, stop time (``perf_counter`` value) and progress callback: those of
-    ``options`` when given, else its own ``seed``, no limit and no callback."""
-    return resolve_seed(seed, options), deadline(options), progress(options)
+def search_controls(seed: int | None, options: SolverOptions | None, method: str) -> Controls:
+    """A keyword search's controls: those of ``options`` when given, else its own ``seed``,
+    no limit and no callback."""
+    if options is None:
+        return Controls(seed, method=method)
+    return Controls.of(options, method)
 
 
 def stopped_stats(stop: float, done: bool) -> dict[str, str]:

@@ -19,21 +19,27 @@ import numpy as np
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
-from twill.mapping.result import MapResult
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import Controls, MapResult, finished
 from twill.mapping.search.common import (
     CANONICAL_ORDER,
+    SearchSettings,
     choices,
     finish,
     keep_best,
     metric_values,
     search_controls,
+    start,
     stopped_stats,
 )
 from twill.mapping.workload import DIMS, Layer, prime_factors
 from twill.options import SolverOptions
-from twill.results import Status
+from twill.results import SolveResult, Status
 
-__all__ = ["exhaustive_search", "count_tilings"]
+__all__ = ["exhaustive_search", "count_tilings", "enumerate_mappings", "solve"]
+
+#: Tilings checked for validity per cost-model call (bounds the time between deadline checks).
+_CHUNK = 16384
 
 
 def _dim_options(layer: Layer, arch: Arch, j: int) -> np.ndarray:
@@ -67,6 +73,28 @@ def _dim_options(layer: Layer, arch: Arch, j: int) -> np.ndarray:
 def count_tilings(layer: Layer, arch: Arch) -> int:
     """Number of distinct tilings (before validity) the enumeration visits."""
     return math.prod(len(_dim_options(layer, arch, j)) for j in range(7))
+
+
+def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Enumerate the whole mapping space of the problem's (small) layer; the best mapping.
+
+    ``options.search`` holds ``metric``, ``orders`` (``"all"``: OPTIMAL), ``max_mappings``
+    (larger spaces raise :class:`~twill.errors.InvalidProblemError`) and ``batch_size``; the
+    evaluation stops at ``options.time_limit`` (then the best so far is FEASIBLE, never
+    OPTIMAL, and ``stats["stopped"] == "time_limit"``); ``options.on_progress`` receives an
+    ``"enumerate"`` :class:`~twill.progress.ProgressEvent` per batch and a last ``"done"``.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> p = LayerMappingProblem(Layer.gemm(4, 4, 4), gemmini_arch(4, 1, 1))
+    >>> r = solve(p)
+    >>> r.status.value, p.verify(r.solution).ok
+    ('optimal', True)
+    """
+    controls, cfg = start(problem, options, "exhaustive")
+    res = enumerate_mappings(problem.layer, problem.arch, cfg, controls)
+    return finished(controls, res.as_result())
 
 
 def exhaustive_search(
@@ -113,27 +141,39 @@ def exhaustive_search(
     >>> r.status.value, r.report.valid
     ('optimal', True)
     """
+    cfg = SearchSettings(metric=metric, orders=orders, max_mappings=max_mappings,
+                         batch_size=batch_size)  # fmt: skip
+    return enumerate_mappings(layer, arch, cfg, search_controls(seed, options, "exhaustive"))
+
+
+def enumerate_mappings(
+    layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls
+) -> MapResult:
+    """The exhaustive search of one checked layer under ``cfg`` and ``controls``."""
     t0 = time.perf_counter()
-    seed, stop, report = search_controls(seed, options)
-    T, Sp, total = _valid_tilings(layer, arch, max_mappings)
+    metric, orders, max_mappings = cfg.metric, cfg.orders, cfg.max_mappings
+    batch_size = cfg.batch_size or 65536
+    T, Sp, total, complete = _valid_tilings(layer, arch, max_mappings, controls.stop)
     n_tilings = int(T.shape[0])
     if orders == "all":
-        order_all, own = _all_orders(layer, T, max_mappings)
+        order_all, own = _all_orders(layer, T, max_mappings, controls.stop)
     else:
         order_all = np.broadcast_to(np.array(CANONICAL_ORDER), (n_tilings, arch.n_levels, 7))
         order_all = order_all.copy()
         own = np.arange(n_tilings)
     best_score, best = np.inf, None
     done = 0
-    while done < len(own) and time.perf_counter() < stop:
+    while done < len(own) and not controls.expired():
         sel = own[done : done + batch_size]
         batch = MappingBatch(T[sel], Sp[sel], order_all[done : done + batch_size])
         score = metric_values(evaluate_batch(layer, arch, batch), metric)
         done += len(sel)
         best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
-        if report is not None:
-            report({"evaluated": done, "total": int(len(own)), "best": best_score})
-    stopped = stopped_stats(stop, done >= len(own))
+        controls.emit("enumerate", step=done, total=int(len(own)),
+                      incumbent=None if best is None else best_score)  # fmt: skip
+    listed = n_tilings == 0 or (len(own) > 0 and int(own[-1]) == n_tilings - 1)
+    complete = complete and (orders != "all" or listed)
+    stopped = stopped_stats(controls.stop, complete and done >= len(own))
     return finish(
         layer,
         arch,
@@ -144,15 +184,17 @@ def exhaustive_search(
         objective=None if best is None else best_score,
         stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": done, **stopped},
         settings={"metric": metric, "orders": orders},
-        seed=seed,
+        seed=controls.seed,
     )
 
 
 def _valid_tilings(
-    layer: Layer, arch: Arch, max_mappings: int
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Every valid tiling (temporal and spatial factor tables, ``(n, levels, 7)`` each) and
-    the number of tilings enumerated; refuses spaces over ``max_mappings``."""
+    layer: Layer, arch: Arch, max_mappings: int, stop: float = math.inf
+) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """Every valid tiling (temporal and spatial factor tables, ``(n, levels, 7)`` each), the
+    number of tilings enumerated and whether all were checked; refuses spaces over
+    ``max_mappings``. Validity is checked in chunks; at ``stop`` (a ``perf_counter`` value)
+    the valid tilings found so far are returned."""
     opts = [_dim_options(layer, arch, j) for j in range(7)]
     total = math.prod(len(o) for o in opts)
     if total > max_mappings:
@@ -164,18 +206,29 @@ def _valid_tilings(
     grids = np.indices([len(o) for o in opts]).reshape(7, -1)
     T = np.stack([opts[j][grids[j], :, 0] for j in range(7)], axis=2)
     Sp = np.stack([opts[j][grids[j], :, 1] for j in range(7)], axis=2)
-    canon = np.broadcast_to(np.array(CANONICAL_ORDER), (T.shape[0], arch.n_levels, 7))
-    valid = evaluate_batch(layer, arch, MappingBatch(T, Sp, canon.copy())).valid
-    return T[valid], Sp[valid], total
+    valid = np.zeros(T.shape[0], dtype=bool)
+    for lo in range(0, T.shape[0], _CHUNK):
+        if time.perf_counter() >= stop:
+            return T[valid], Sp[valid], total, False
+        hi = min(lo + _CHUNK, T.shape[0])
+        canon = np.broadcast_to(np.array(CANONICAL_ORDER), (hi - lo, arch.n_levels, 7))
+        batch = MappingBatch(T[lo:hi], Sp[lo:hi], canon.copy())
+        valid[lo:hi] = evaluate_batch(layer, arch, batch).valid
+    return T[valid], Sp[valid], total, True
 
 
-def _all_orders(layer: Layer, T: np.ndarray, max_mappings: int) -> tuple[np.ndarray, np.ndarray]:
+def _all_orders(
+    layer: Layer, T: np.ndarray, max_mappings: int, stop: float = math.inf
+) -> tuple[np.ndarray, np.ndarray]:
     """Every loop order of the non-unit loops of each level, for each tiling of ``T``: the
     orders ``(n, levels, 7)`` and the tiling each row belongs to; refuses more than
-    ``max_mappings`` (tiling, order) pairs."""
+    ``max_mappings`` (tiling, order) pairs. At ``stop`` (a ``perf_counter`` value) the rows
+    listed so far are returned (the search then stops unfinished)."""
     L = T.shape[1]
     rows_o, rows_t = [], []
     for t in range(T.shape[0]):
+        if time.perf_counter() >= stop:
+            break
         per_level = []
         for m in range(L):
             live = [j for j in CANONICAL_ORDER if T[t, m, j] > 1]

@@ -20,13 +20,43 @@ import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
-from twill.mapping.result import MapResult
-from twill.mapping.search.common import finish_sampled, keep_best, metric_values, search_controls
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import Controls, MapResult, finished
+from twill.mapping.search.common import (
+    SearchSettings,
+    finish_sampled,
+    keep_best,
+    metric_values,
+    search_controls,
+    start,
+)
 from twill.mapping.search.random import random_orders, sample_batch
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
+from twill.results import SolveResult
 
-__all__ = ["hybrid_search"]
+__all__ = ["hybrid_search", "tiling_search", "solve"]
+
+
+def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Timeloop-Hybrid-like search of the problem's layer (module docstring).
+
+    ``options.search`` holds ``n_valid`` (default 16,000), ``permutations_per_tiling``,
+    ``metric``, ``max_samples`` and ``batch_size``; the seed, the time limit (the best
+    mapping so far is returned, ``stats["stopped"] == "time_limit"``) and the progress
+    events (``"sample"`` per batch, then ``"done"``) come from ``options``.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> from twill.mapping.search.common import SearchSettings
+    >>> p = LayerMappingProblem(Layer("l", {"P": 14, "C": 16, "K": 16}), simba_arch())
+    >>> r = solve(p, SolverOptions(search=SearchSettings(n_valid=320)))
+    >>> r.stats["evaluated"], p.verify(r.solution).ok
+    (320, True)
+    """
+    controls, cfg = start(problem, options, "hybrid")
+    return finished(controls, tiling_search(problem.layer, problem.arch, cfg, controls).as_result())
 
 
 def hybrid_search(
@@ -74,13 +104,23 @@ def hybrid_search(
     >>> r.stats["evaluated"], r.report.valid
     (320, True)
     """
+    cfg = SearchSettings(n_valid=n_valid, metric=metric, max_samples=max_samples,
+                         permutations_per_tiling=permutations_per_tiling,
+                         batch_size=batch_size)  # fmt: skip
+    return tiling_search(layer, arch, cfg, search_controls(seed, options, "hybrid"))
+
+
+def tiling_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls) -> MapResult:
+    """The hybrid search of one checked layer under ``cfg`` and ``controls``."""
     t0 = time.perf_counter()
-    seed, stop, report = search_controls(seed, options)
-    rng = np.random.default_rng(seed)
-    ppt = max(1, permutations_per_tiling)
+    n_valid = 16_000 if cfg.n_valid is None else cfg.n_valid
+    max_samples = cfg.max_samples or 5_000_000
+    batch_size, metric = cfg.batch_size or 8192, cfg.metric
+    rng = np.random.default_rng(controls.seed)
+    ppt = max(1, cfg.permutations_per_tiling)
     best_score, best = np.inf, None
     samples = evaluated = tilings_used = 0
-    while evaluated < n_valid and samples < max_samples and time.perf_counter() < stop:
+    while evaluated < n_valid and samples < max_samples and not controls.expired():
         size = min(batch_size, max_samples - samples)
         tiles = sample_batch(layer, arch, size, rng=rng, permute=False)
         samples += size
@@ -94,8 +134,8 @@ def hybrid_search(
         evaluated += batch.temporal.shape[0]
         score = metric_values(cost, metric)
         best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
-        if report is not None:
-            report({"samples": samples, "evaluated": evaluated, "best": best_score})
+        controls.emit("sample", step=evaluated, total=n_valid, incumbent=best_score,
+                      message=f"{samples} tilings drawn")  # fmt: skip
     return finish_sampled(
         layer,
         arch,
@@ -103,11 +143,11 @@ def hybrid_search(
         best_score,
         method="hybrid",
         t0=t0,
-        stop=stop,
+        stop=controls.stop,
         done=evaluated >= n_valid or samples >= max_samples,
         stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used},
         settings={"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric},
-        seed=seed,
+        seed=controls.seed,
     )
 
 

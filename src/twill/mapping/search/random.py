@@ -18,19 +18,23 @@ import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
-from twill.mapping.result import MapResult
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import Controls, MapResult, finished
 from twill.mapping.search.common import (
     CANONICAL_ORDER,
+    SearchSettings,
     choices,
     finish_sampled,
     keep_best,
     metric_values,
     search_controls,
+    start,
 )
 from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.options import SolverOptions
+from twill.results import SolveResult
 
-__all__ = ["sample_batch", "random_orders", "random_search"]
+__all__ = ["sample_batch", "random_orders", "random_search", "sample_search", "solve"]
 
 
 def random_orders(rng: np.random.Generator, n: int, levels: int) -> np.ndarray:
@@ -83,6 +87,28 @@ def sample_batch(
     return MappingBatch(T[..., :7], Sp[..., :7], order, T[..., 7], Sp[..., 7])
 
 
+def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Best of the first ``n_valid`` valid random mappings of the problem's layer.
+
+    ``options.search`` (a :class:`~twill.mapping.search.common.SearchSettings`) holds
+    ``n_valid`` (default 5), ``metric``, ``permute``, ``max_samples`` and ``batch_size``;
+    ``options.seed`` seeds the one generator; the search stops drawing at
+    ``options.time_limit`` (the best valid mapping so far is returned,
+    ``stats["stopped"] == "time_limit"``); ``options.on_progress`` receives a ``"sample"``
+    :class:`~twill.progress.ProgressEvent` per batch and a last ``"done"``.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import simba_arch
+    >>> p = LayerMappingProblem(Layer("l", {"P": 14, "Q": 14, "C": 16, "K": 16}), simba_arch())
+    >>> r = solve(p, SolverOptions(seed=1))
+    >>> r.status.value, p.verify(r.solution).ok
+    ('feasible', True)
+    """
+    controls, cfg = start(problem, options, "random")
+    return finished(controls, sample_search(problem.layer, problem.arch, cfg, controls).as_result())
+
+
 def random_search(
     layer: Layer,
     arch: Arch,
@@ -129,12 +155,21 @@ def random_search(
     >>> r.status.value, r.report.valid
     ('feasible', True)
     """
+    cfg = SearchSettings(n_valid=n_valid, metric=metric, permute=permute,
+                         max_samples=max_samples, batch_size=batch_size)  # fmt: skip
+    return sample_search(layer, arch, cfg, search_controls(seed, options, "random"))
+
+
+def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls) -> MapResult:
+    """The random search of one checked layer under ``cfg`` and ``controls``."""
     t0 = time.perf_counter()
-    seed, stop, report = search_controls(seed, options)
-    rng = np.random.default_rng(seed)
+    n_valid = 5 if cfg.n_valid is None else cfg.n_valid
+    max_samples = cfg.max_samples or 2_000_000
+    batch_size, metric, permute = cfg.batch_size or 8192, cfg.metric, cfg.permute
+    rng = np.random.default_rng(controls.seed)
     best_score, best = np.inf, None
     samples = found = 0
-    while found < n_valid and samples < max_samples and time.perf_counter() < stop:
+    while found < n_valid and samples < max_samples and not controls.expired():
         size = min(batch_size, max_samples - samples)
         batch = sample_batch(layer, arch, size, rng=rng, permute=permute)
         samples += size
@@ -144,8 +179,8 @@ def random_search(
             found += idx.size
             score = metric_values(cost, metric)[idx]
             best_score, best = keep_best(score, idx, batch, (best_score, best))
-        if report is not None:
-            report({"samples": samples, "valid": found, "best": best_score})
+        controls.emit("sample", step=samples, total=max_samples, message=f"{found} valid",
+                      incumbent=None if best is None else best_score)  # fmt: skip
     return finish_sampled(
         layer,
         arch,
@@ -153,9 +188,9 @@ def random_search(
         best_score,
         method="random",
         t0=t0,
-        stop=stop,
+        stop=controls.stop,
         done=found >= n_valid or samples >= max_samples,
         stats={"samples": samples, "valid": found},
         settings={"n_valid": n_valid, "metric": metric, "permute": permute},
-        seed=seed,
+        seed=controls.seed,
     )
