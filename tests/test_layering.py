@@ -1,8 +1,21 @@
 """The package's import layering, checked from source with :mod:`ast` (docs/architecture.md).
 
-Rules: no import cycle between modules; ``twill.sched`` and ``twill.mapping`` never import each
-other; neither imports ``twill.io``, ``twill.cli``, ``twill.visualization`` or ``twill.codegen``;
-nothing imports ``twill.cli``. Module-level and function-level imports both count.
+Rules, each a test below:
+
+* no import cycle between modules (a package ``__init__`` re-exporting its children aside);
+* no import loop between packages (``twill.io``, ``twill.sched``, ... and each top-level
+  module count as one), imports inside function bodies included: a loop hidden in a function
+  is still a loop a reader has to untangle;
+* ``twill.sched`` and ``twill.mapping`` never import each other, nor ``twill.io``,
+  ``twill.cli``, ``twill.visualization`` or ``twill.codegen``;
+* nothing imports ``twill.cli`` (``twill.__main__`` aside);
+* the shared vocabulary (``errors``, ``results``, ``options``, ``progress``, ``validation``)
+  imports nothing of twill but itself when it runs (``results`` names ``DependenceGraph`` in
+  its annotations only).
+
+Imports at module level and inside functions both count. An import under
+``if TYPE_CHECKING:`` counts for the layer rules (a type the layer may not name) but not for
+loops (it never runs). There is no list of exceptions: a rule that does not hold fails.
 """
 
 from __future__ import annotations
@@ -13,6 +26,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 _OUTER = ("twill.io", "twill.cli", "twill.visualization", "twill.codegen")
+SHARED = ("twill.errors", "twill.results", "twill.options", "twill.progress", "twill.validation")
 
 
 def _module_name(path: Path) -> str:
@@ -47,29 +61,64 @@ def _known(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> twill modules it imports anywhere in its body."""
-    modules = _modules()
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        is_pkg = path.name == "__init__.py"
-        targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = _resolve(name, is_pkg, node)
-                names = [f"{base}.{a.name}" for a in node.names] + [base]
-            else:
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_nodes(
+    body: list[ast.stmt], in_function: bool = False, typing_only: bool = False
+) -> list[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """Every import statement under ``body``: (node, inside a function, under TYPE_CHECKING)."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool, bool]] = []
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, in_function, typing_only))
+            continue
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        typing = typing_only or (isinstance(node, ast.If) and _is_type_checking(node))
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None) or []
+            if field == "orelse" and isinstance(node, ast.If) and _is_type_checking(node):
+                found += _import_nodes(children, inner, typing_only)  # the runtime branch
                 continue
-            for imported in names:
-                if imported.split(".")[0] != "twill":
-                    continue
-                hit = _known(imported, modules)
-                if hit and hit != name:
-                    targets.add(hit)
-        graph[name] = targets
-    return graph
+            found += _import_nodes(children, inner, typing)
+    return found
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, bool, bool]]:
+    """The twill modules ``name`` imports: (module, inside a function, under TYPE_CHECKING)."""
+    is_pkg = path.name == "__init__.py"
+    found = []
+    for node, in_function, typing_only in _import_nodes(ast.parse(path.read_text()).body):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            base = _resolve(name, is_pkg, node)
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        for imported in names:
+            if imported.split(".")[0] != "twill":
+                continue
+            hit = _known(imported, modules)
+            if hit and hit != name:
+                found.append((hit, in_function, typing_only))
+    return found
+
+
+def import_graph(*, runtime: bool = False, module_level: bool = False) -> dict[str, set[str]]:
+    """Module -> twill modules it imports anywhere in its body (``runtime``: not under
+    TYPE_CHECKING; ``module_level``: not inside a function)."""
+    modules = _modules()
+    return {
+        name: {
+            hit
+            for hit, in_function, typing_only in imports_of(name, path, modules)
+            if not (runtime and typing_only) and not (module_level and in_function)
+        }
+        for name, path in modules.items()
+    }
 
 
 def _within(module: str, package: str) -> bool:
@@ -131,6 +180,23 @@ def _package_edges(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {src: {d for d in dsts if not _within(d, src)} for src, dsts in graph.items()}
 
 
+def _unit(module: str) -> str:
+    """The package a module belongs to for the loop rule: ``twill.X`` for everything under a
+    subpackage ``twill/X/``, else the top-level module itself."""
+    parts = module.split(".")
+    if len(parts) > 1 and (SRC / "twill" / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return module
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module replaced by its package (:func:`_unit`), self-edges dropped."""
+    units: dict[str, set[str]] = {}
+    for src, dsts in graph.items():
+        units.setdefault(_unit(src), set()).update(_unit(d) for d in dsts)
+    return {u: {d for d in dsts if d != u} for u, dsts in units.items()}
+
+
 def test_graph_is_found() -> None:
     graph = import_graph()
     assert "twill.sched.exact.phase1" in graph
@@ -149,9 +215,33 @@ def test_no_layer_violations() -> None:
 
 
 def test_no_import_cycles() -> None:
-    cycles = [c for c in _cycles(_package_edges(import_graph()))]
+    cycles = [c for c in _cycles(_package_edges(import_graph(runtime=True)))]
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
 def test_cycle_detection_finds_a_loop() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [("a", "b", "c")]
+
+
+def test_no_package_loops_through_function_imports() -> None:
+    """A function-level import is still an arrow: ``twill.io`` calling up into ``twill.triton``
+    while ``twill.triton`` reads through ``twill.io`` is a loop between the two packages."""
+    loops = _cycles(package_graph(import_graph(runtime=True)))
+    assert not loops, "package loops:\n" + "\n".join(" <-> ".join(c) for c in loops)
+
+
+def test_package_graph_sees_function_level_loops() -> None:
+    graph = {"twill.io.a": {"twill.triton"}, "twill.triton": {"twill.io.b"}, "twill.io.b": set()}
+    assert _cycles(package_graph(graph)) == [("twill.io", "twill.triton")]
+
+
+def test_type_checking_imports_are_not_runtime_edges() -> None:
+    """``results.py`` names ``DependenceGraph`` for its annotations only; that is no loop."""
+    assert "twill.sched.ir" in import_graph()["twill.results"]
+    assert "twill.sched.ir" not in import_graph(runtime=True)["twill.results"]
+
+
+def test_shared_vocabulary_imports_only_itself() -> None:
+    graph = import_graph(runtime=True)
+    bad = [f"{m} -> {d}" for m in SHARED for d in sorted(graph[m]) if d not in SHARED]
+    assert not bad, "the shared vocabulary imports only itself:\n" + "\n".join(bad)

@@ -35,7 +35,7 @@ def graph_input_files(spec: str | Path, resource_model: str | Path | None = None
     files = [Path(text)]  # the whole spec as given: a file may have a colon in its name
     if ":" in text and text.rpartition(":")[0].endswith(".py"):
         # FILE.py:KERNEL reads FILE.py and the option YAMLs beside it
-        from twill.triton import kernel_option_files
+        from twill.io.triton_import import kernel_option_files
 
         script = Path(text.rpartition(":")[0])
         return [*files, script, *kernel_option_files(script)]
@@ -105,7 +105,7 @@ def load_graph(
     if suffix == ".ttgir" or (":" in text and text.rpartition(":")[0].endswith(".py")):
         if arch is None:
             raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=text)
-        from twill.triton import import_triton
+        from twill.io.triton_import import import_triton
 
         return import_triton(text, arch)
     if text in KERNELS and not path.exists():

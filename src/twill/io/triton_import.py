@@ -1,0 +1,208 @@
+"""Triton kernels and saved TTGIR to dependence graphs: the reader behind
+:func:`twill.triton.import_triton` and :func:`twill.io.load_graph`.
+
+A ``FILE.py:KERNEL`` is compiled with Triton (signature and constexprs from the caller, or
+from a YAML beside the file: :func:`kernel_options`); a saved ``.ttgir`` needs no Triton.
+Every innermost loop becomes a scheduling problem (:mod:`twill.io.triton_extract`).
+:mod:`twill.triton` is the public face of these functions; they live in ``io/`` so that the
+loader reaches them without importing the front end that sits above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from twill.errors import InvalidProblemError
+from twill.sched.ir import DependenceGraph
+
+if TYPE_CHECKING:
+    from twill.io.triton_extract import ExtractedLoop
+
+__all__ = [
+    "import_triton",
+    "import_triton_loops",
+    "TritonImport",
+    "KernelOptions",
+    "kernel_options",
+    "kernel_option_files",
+]
+
+
+def kernel_option_files(path: Path) -> list[Path]:
+    """The YAML files that may give a kernel's signature and constexprs: ``FILE.yaml`` and
+    ``kernels.yaml`` beside ``FILE.py``."""
+    return [path.with_suffix(".yaml"), path.parent / "kernels.yaml"]
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    """How to compile one kernel: argument types, constexpr values and Triton's ``num_warps``
+    (``None``: the compiler's default of :func:`~twill.io.triton_compile.compile_ttgir`)."""
+
+    signature: dict[str, str] = field(default_factory=dict)
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    num_warps: int | None = None
+
+
+def _mapping(value: object, what: str, kernel: str, where: Path) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidProblemError(
+            f"{kernel}: {what!r} must be a mapping (NAME: VALUE)", source=str(where)
+        )
+    return {str(k): v for k, v in value.items()}
+
+
+def _num_warps(value: object, kernel: str, where: Path) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8, 16, 32):
+        raise InvalidProblemError(
+            f"{kernel}: num_warps must be a power of two from 1 to 32, found {value!r}",
+            source=str(where),
+        )
+    return value
+
+
+def kernel_options(path: Path, kernel: str, arch: str | None = None) -> KernelOptions:
+    """Signature, constexprs and ``num_warps`` of ``kernel`` from a YAML file beside ``path``.
+
+    The file is ``FILE.yaml`` or ``kernels.yaml`` in the same folder, with one mapping per
+    kernel: ``{KERNEL: {signature: {ARG: TYPE}, constexpr: {NAME: VALUE}, num_warps: N}}``.
+    A mapping under the architecture's name (``sm_90a:`` or ``sm_100a:``) inside the kernel's
+    entry overrides ``constexpr`` values and ``num_warps`` for that architecture only.
+    """
+    from twill.io.yaml_safe import load_yaml_file
+
+    for candidate in kernel_option_files(path):
+        if not candidate.is_file():
+            continue
+        data = load_yaml_file(candidate) or {}
+        entry = data.get(kernel) if isinstance(data, dict) else None
+        if not isinstance(entry, dict):
+            continue
+        sig = _mapping(entry.get("signature"), "signature", kernel, candidate)
+        consts = _mapping(entry.get("constexpr"), "constexpr", kernel, candidate)
+        warps = _num_warps(entry.get("num_warps"), kernel, candidate)
+        if arch is not None and entry.get(arch) is not None:
+            special = _mapping(entry[arch], arch, kernel, candidate)
+            consts.update(_mapping(special.get("constexpr"), "constexpr", kernel, candidate))
+            warps = _num_warps(special.get("num_warps"), kernel, candidate) or warps
+        return KernelOptions({k: str(v) for k, v in sig.items()}, consts, warps)
+    return KernelOptions()
+
+
+@dataclass(frozen=True)
+class TritonImport:
+    """Every loop of a kernel as a scheduling problem, and the one picked.
+
+    Attributes
+    ----------
+    loops
+        One :class:`~twill.io.triton_extract.ExtractedLoop` per innermost loop, in program
+        order.
+    picked
+        The loop at ``--loop LINE``, else the costliest (most SM clocks per iteration).
+    arch
+        ``sm_90a`` or ``sm_100a``.
+    notes
+        How the kernel was compiled for extraction (pipelining off, autotune config taken).
+    """
+
+    loops: tuple[ExtractedLoop, ...]
+    picked: ExtractedLoop
+    arch: str
+    notes: tuple[str, ...] = ()
+
+
+def import_triton_loops(
+    spec: str | Path,
+    arch: str,
+    signature: Mapping[str, str] | None = None,
+    constexprs: Mapping[str, Any] | None = None,
+    *,
+    normalize: bool = True,
+    num_warps: int | None = None,
+    loop: int | None = None,
+    config: int | None = None,
+) -> TritonImport:
+    """Every loop of a Triton kernel for ``arch`` (see :func:`import_triton` for the
+    parameters); ``loop`` picks the loop at that source line, ``config`` the
+    ``@triton.autotune`` config (default: the first)."""
+    from twill.io.triton_extract import extract_loops, pick_loop, read_ttgir_file
+
+    text = str(spec)
+    notes: tuple[str, ...] = ()
+    if text.endswith(".ttgir"):
+        path = Path(text)
+        if not path.is_file():
+            raise FileNotFoundError(2, "No such file or directory", text)
+        ttgir, name = read_ttgir_file(path), None
+    else:
+        from twill.io.triton_compile import compile_ttgir, parse_kernel_spec
+
+        path, name = parse_kernel_spec(text)
+        found = kernel_options(path, name, arch)
+        sig = {**found.signature, **(signature or {})}
+        consts = {**found.constexprs, **(constexprs or {})}
+        compiled = compile_ttgir(
+            path, name, arch, sig, consts, num_warps=num_warps or found.num_warps, config=config
+        )
+        ttgir, notes = compiled.ttgir, compiled.notes
+    loops = extract_loops(ttgir, arch, source=text, name=name, normalize=normalize)
+    return TritonImport(loops, pick_loop(loops, loop, text), arch, notes)
+
+
+def import_triton(
+    spec: str | Path,
+    arch: str,
+    signature: Mapping[str, str] | None = None,
+    constexprs: Mapping[str, Any] | None = None,
+    *,
+    normalize: bool = True,
+    num_warps: int | None = None,
+    loop: int | None = None,
+    config: int | None = None,
+) -> DependenceGraph:
+    """Dependence graph of one loop of a Triton kernel for ``arch``: the costliest, or the one
+    at source line ``loop``.
+
+    Parameters
+    ----------
+    spec
+        ``FILE.py:KERNEL`` (compiled with Triton, the ``triton`` extra) or a saved ``.ttgir``.
+    arch
+        ``"sm_90a"`` (H100) or ``"sm_100a"`` (B200).
+    signature, constexprs
+        Argument types and constexpr values; the command line's wins over a YAML beside the file.
+    normalize
+        Apply the §5.2 cost normalisation (U = 300).
+    num_warps
+        Triton's ``num_warps`` (default: the autotune config's, else the YAML's, else 8).
+    loop
+        Kernel source line of the loop to take (default: the costliest loop).
+    config
+        Index of the ``@triton.autotune`` config that supplies constexprs and ``num_warps``
+        (default: the first).
+
+    Raises
+    ------
+    InvalidProblemError
+        Bad spec, missing argument type, no loop, no loop at ``loop``, unmapped operation.
+    BackendUnavailableError
+        A ``.py`` kernel without Triton installed.
+    """
+    return import_triton_loops(
+        spec,
+        arch,
+        signature,
+        constexprs,
+        normalize=normalize,
+        num_warps=num_warps,
+        loop=loop,
+        config=config,
+    ).picked.graph
