@@ -22,10 +22,10 @@ if TYPE_CHECKING:
     from twill.io.triton_extract import ExtractedLoop
 
 __all__ = [
+    "KernelOptions",
+    "TritonImport",
     "import_triton",
     "import_triton_loops",
-    "TritonImport",
-    "KernelOptions",
     "kernel_options",
     "kernel_option_files",
 ]
