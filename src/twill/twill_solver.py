@@ -330,6 +330,7 @@ def twill_solve(
         on_attempt=on_attempt,
         deadline=deadline,
         on_progress=on_progress,
+        warm_start=not run_phase2,  # Phase 2 starts from Phase 1's schedule (decisions.md)
     )
     result = _package(graph, p1, t0)
     if run_phase2:  # step 3: Phase 2 + Algorithm 1 (warps)

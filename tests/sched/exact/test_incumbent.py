@@ -36,6 +36,9 @@ def test_warm_and_cold_agree_on_small_loops(benchmark_data, name, backend):
     warm = search_min_ii(g, backend=backend, length_time_limit=2)
     cold = search_min_ii(g, backend=backend, length_time_limit=2, incumbent=False)
     assert warm.optimal and cold.optimal and warm.I == cold.I
+    used = [a.stats.get("guide") or a.stats.get("decide") == "skipped (incumbent)"
+            for a in warm.attempts]  # fmt: skip
+    assert any(used)  # the incumbent was handed to the solver (hint / initial solution)
     assert warm.heuristic is not None and warm.heuristic.I >= warm.I
     assert warm.lower_bound == warm.I and verify_modulo_schedule(g, warm.schedule, warm.I) == []
 

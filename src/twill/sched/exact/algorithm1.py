@@ -334,7 +334,7 @@ def algorithm1(
     if phase1 is None:
         phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit,
                                threads=threads, on_progress=on_progress,
-                               deadline=deadline)  # fmt: skip
+                               deadline=deadline, warm_start=False)  # fmt: skip
     p1_seconds = phase1.seconds
     p2_seconds = 0.0
     points: list[SearchPoint] = []

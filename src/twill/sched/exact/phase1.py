@@ -602,6 +602,8 @@ def solve_phase1(
     options: SolverOptions | None = None,
     deadline: float | None = None,
     incumbent: Mapping[str, int] | None = None,
+    warm_start: bool = False,
+    guide: Mapping[str, int] | None = None,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -658,6 +660,15 @@ def solve_phase1(
         the window model) and the greedy list schedule found none, ``II`` is feasible by it
         and ``L`` is minimised starting from it (CP-SAT hint, CBC warm start) in the time
         left; with no time left it is returned as it is (FEASIBLE).
+    warm_start
+        With an ``incumbent``: it already proves ``II`` feasible, so the decision is not run;
+        ``L`` is minimised from the shorter of the incumbent and the greedy schedule (CP-SAT
+        hint, CBC initial solution). Which of several equally short schedules is returned
+        may then differ from a cold run (``L`` proven optimal is the same).
+    guide
+        A verified schedule at another ``II`` (e.g. the incumbent above this one), used only
+        as the window decision's hint (moved into the windows) when the greedy list
+        schedule finds none; the verdict still comes from the solver alone.
 
     Returns
     -------
@@ -716,7 +727,7 @@ def solve_phase1(
         raise InvalidProblemError([f"incumbent at II={II}: {v}" for v in bad])
     status, kept_starts, impl, seed = _decide_ii(
         graph, data, backend, encoding, decide, hint, _within(time_limit, deadline),
-        threads, stats, deadline, incumbent,
+        threads, stats, deadline, incumbent, (warm_start, guide),
     )  # fmt: skip
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
     if kept_starts is None and seed is not None and status is Status.UNKNOWN:
@@ -779,6 +790,7 @@ def _decide_ii(
     stats: dict[str, Any],
     deadline: float | None = None,
     incumbent: Mapping[str, int] | None = None,
+    warm: tuple[bool, Mapping[str, int] | None] = (False, None),
 ) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
     """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
     :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
@@ -788,8 +800,18 @@ def _decide_ii(
     solver), else the caller's ``incumbent`` (which does not: measured, an IMS schedule as
     the decision's hint led CP-SAT to a worse ``L``, docs/decisions.md). With no time left
     (or, before the window model's all-pairs longest paths, clearly too little), UNKNOWN.
+    ``warm = (warm_start, guide)`` as in :func:`solve_phase1`: with ``warm_start`` and an
+    incumbent, no decision (UNKNOWN, and the shorter of incumbent and greedy schedule to
+    continue from); ``guide`` hints the window decision when the greedy schedule fails.
     """
     impl: _PulpModel | _CpSatModel | None = None
+    if warm[0] and incumbent is not None:  # II is feasible by the incumbent: no decision
+        stats["decide"] = "skipped (incumbent)"
+        seed = _greedy_hint(graph, data.ii) if hint else None
+        stats["hint"] = seed is not None
+        if seed is None or _schedule_length(graph, seed) >= _schedule_length(graph, incumbent):
+            return Status.UNKNOWN, None, None, incumbent  # type: ignore[return-value]
+        return Status.UNKNOWN, None, None, seed
     fw_seconds = len(data.kept) ** 3 / _FW_RATE  # the window model's longest paths
     if _out_of_time(_within(None, deadline)) or (
         decide == "window" and deadline is not None and deadline - time.monotonic() < fw_seconds
@@ -808,6 +830,9 @@ def _decide_ii(
             stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
         wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
+        if wm_hint is None and warm[1] is not None and not known:
+            wm_hint = _guided(wm, {x: warm[1][data.names[x]] for x in data.kept})
+            stats["guide"] = True
         fallback = seed if seed is not None else incumbent
         if _out_of_time(_within(None, deadline)):
             return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
@@ -826,6 +851,19 @@ def _decide_ii(
     status = impl.solve(time_limit, threads)
     fallback = seed if seed is not None else incumbent
     return status, impl.values() if status.has_solution else None, impl, fallback  # type: ignore[return-value]
+
+
+def _schedule_length(graph: DependenceGraph, schedule: Mapping[str, int]) -> int:
+    """``L`` of a schedule: its last op's end."""
+    return max((schedule[i.name] + i.cycles for i in graph.instructions), default=0)
+
+
+def _guided(wm: Any, starts: dict[int, int]) -> dict[int, int]:
+    """A schedule at another ``II`` as the window decision's hint: translated as
+    :func:`.window.to_window` does, then clamped into each op's window (a hint need not be
+    a solution; CP-SAT completes or repairs it, CBC drops an infeasible start)."""
+    moved = to_window(wm, starts)
+    return {v: min(max(t, wm.domain[v][0]), wm.domain[v][1]) for v, t in moved.items()}
 
 
 def _from_schedule(

@@ -4,7 +4,9 @@ First an *incumbent*: a fast heuristic schedule (Rau's iterative modulo scheduli
 :mod:`twill.sched.heuristics.ims`, verified), whose ``I`` tops the search. Then Phase 1 of
 Algorithm 1: try ``I = MII, MII+1, ...`` below the incumbent with
 :func:`~.phase1.solve_phase1` until a modulo schedule exists; if none does, the incumbent's
-``I`` is the answer, with ``L`` minimised from the incumbent (hint / warm start).
+``I`` is the answer, with ``L`` minimised from the incumbent (hint / warm start). With
+``warm_start`` the incumbent is also handed to the solves: no decision at its own ``I``, and
+the window decisions below it are hinted with it where the greedy schedule fails.
 
 Why upward (docs/decisions.md): optimality needs a proof for *every* ``I`` below the answer,
 so the refutations from MII up are needed whatever the order; upward, the first schedule
@@ -265,6 +267,7 @@ def search_min_ii(
     options: SolverOptions | None = None,
     deadline: float | None = None,
     incumbent: bool = True,
+    warm_start: bool = True,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -301,6 +304,13 @@ def search_min_ii(
         First compute a heuristic schedule (:func:`~twill.sched.heuristics.
         heuristic_schedule`, verified); its ``I`` tops the exact search and is the answer
         when no smaller ``I`` has a schedule or time runs out. ``False``: exact solves only.
+    warm_start
+        Hand the incumbent to the exact solves: at its own ``I`` no decision is run (it
+        proves ``I`` feasible) and ``L`` is minimised from it (CP-SAT hint, CBC initial
+        solution); below it, it hints the window decision when the greedy list schedule
+        finds none. ``False`` (Algorithm 1 does this: Phase 2 starts from Phase 1's
+        schedule, docs/decisions.md): the incumbent only tops the search and is the
+        fallback. Either way the same ``I`` and the same proofs.
 
     options
         The shared :class:`~twill.options.SolverOptions`: when given, its ``threads``, its
@@ -343,7 +353,7 @@ def search_min_ii(
         end = time.monotonic() + total_time_limit
         deadline = end if deadline is None else min(deadline, end)
     run = _Run(graph, backend, time_limit, length_time_limit, tie_break, threads, decide,
-               deadline, on_attempt, on_progress, t0)  # fmt: skip
+               deadline, on_attempt, on_progress, t0, warm_start)  # fmt: skip
     rmii, cmii = res_mii(graph), rec_mii(graph)
     lo = max(rmii, cmii)
     cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))
@@ -395,6 +405,7 @@ class _Run:
     on_attempt: Callable[[Phase1Result], None] | None
     on_progress: OnProgress | None
     t0: float
+    warm_start: bool = True
     attempts: list[Phase1Result] = field(default_factory=list)
     best: tuple[int, int] | None = None  # (I, L) of the incumbent
     low: int = 0  # the proven lower bound so far
@@ -457,7 +468,8 @@ class _Run:
                     certificate += [CertificateEntry(i, "untried", "total time limit")
                                     for i in range(ii, heur.I)]  # fmt: skip
                 break
-            r = self.solve(ii, upper)
+            guide = heur.schedule if heur is not None and self.warm_start else None
+            r = self.solve(ii, upper, guide=guide)
             if r.schedule is not None:
                 return r
             verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
@@ -471,7 +483,7 @@ class _Run:
         warm start) in the time left, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
         left = self.left()
         if left is None or left > _AT_INCUMBENT_MIN:
-            r = self.solve(heur.I, heur.I, incumbent=heur.schedule)
+            r = self.solve(heur.I, heur.I, incumbent=heur.schedule, warm_start=self.warm_start)
             if r.status is Status.INFEASIBLE:  # a verified schedule refutes that proof
                 raise VerificationError(
                     [f"I={heur.I} proven infeasible, but the incumbent schedule is legal"],
