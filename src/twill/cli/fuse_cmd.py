@@ -78,24 +78,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _network(args: argparse.Namespace, load_network: Any) -> Any:
     """A built-in network by name, or the graph of an ONNX file / ``--model`` network."""
-    from twill.cli.mapping_cmds import _input_shape, _model_source, model_options
+    from twill.cli.mapping_cmds import input_shape, model_options, model_source
 
-    source = _model_source(args, "network")
+    source = model_source(args, "network")
     if not args.model and not source.lower().endswith(".onnx"):
         return load_network(source, args.workloads)
     from twill.io.onnx_model import import_model
 
-    return import_model(source, _input_shape(args), **model_options(args)).network
+    return import_model(source, input_shape(args), **model_options(args)).network
 
 
 def _run(args: argparse.Namespace) -> int:
-    from twill.cli.mapping_cmds import _arch
+    from twill.cli.mapping_cmds import resolve_arch
     from twill.io.networks import load_network
     from twill.mapping.fadiff.fusion import check_gemmini
 
     _check_fuse_outputs(args)
     net = _network(args, load_network)
-    arch = _arch(args.arch)
+    arch = resolve_arch(args.arch)
     bad = check_gemmini(arch)
     if bad:
         raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
@@ -127,7 +127,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _check_fuse_outputs(args: argparse.Namespace) -> None:
     """Refuse ``-o``/``--plot`` paths that name a file the command reads, or each other."""
-    from twill.cli.mapping_cmds import _arch_files
+    from twill.cli.mapping_cmds import arch_input_files
     from twill.io.networks import default_workload_root
     from twill.io.onnx_model import onnx_input_files
 
@@ -136,7 +136,7 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
         model_file = onnx_input_files(args.network, (args.output, args.plot))
     root = Path(args.workloads) if args.workloads else default_workload_root()
     inputs = [*sorted(root.rglob("*.yaml")), *model_file]
-    inputs += _arch_files(args.arch)
+    inputs += arch_input_files(args.arch)
     check_output_path(args.output, "-o", inputs)
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))

@@ -37,7 +37,7 @@ from twill.validation import MAX_THREADS
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
     from twill.mapping.arch import Arch
 
-__all__ = ["register"]
+__all__ = ["register", "resolve_arch", "arch_input_files", "model_source", "input_shape"]
 
 #: ``--arch`` help: the names it accepts besides a file.
 ARCH_HELP = (
@@ -47,7 +47,7 @@ ARCH_HELP = (
 )
 
 
-def _arch(spec: str) -> Arch:
+def resolve_arch(spec: str) -> Arch:
     from dataclasses import replace
 
     from twill.io.timeloop import read_arch, shipped_archs
@@ -71,7 +71,7 @@ def _arch(spec: str) -> Arch:
     return arch
 
 
-def _arch_files(spec: str) -> list[Path]:
+def arch_input_files(spec: str) -> list[Path]:
     """The files ``--arch spec`` reads (none for a built-in architecture)."""
     from twill.io.timeloop import arch_input_files, shipped_archs
     from twill.mapping.arch import builtin_arch
@@ -204,9 +204,9 @@ def _cmd_map(args: argparse.Namespace) -> int:
     from twill.mapping.mapping import to_timeloop_yaml
     from twill.mapping.pipeline import map_layer
 
-    check_output_path(args.output, "-o", [Path(args.layer), *_arch_files(args.arch)])
+    check_output_path(args.output, "-o", [Path(args.layer), *arch_input_files(args.arch)])
     layer = read_layer(args.layer)
-    arch = _arch(args.arch)
+    arch = resolve_arch(args.arch)
     check_layer_fits(layer, arch, source=args.layer)
     res = map_layer(layer, arch, mapper=args.method, **_method_options(args, args.method))
     if res.mapping is not None and args.output:
@@ -251,12 +251,12 @@ def _print_map(layer: Any, arch: Arch, res: Any) -> None:
 # ---------------------------------------------------------------------- map-network
 def _cmd_map_network(args: argparse.Namespace) -> int:
     methods = _network_methods(args.methods)
-    source = _shipped_network(args, _model_source(args, "directory"))
+    source = _shipped_network(args, model_source(args, "directory"))
     _check_network_outputs(args, source)
     layers, notes = _network_layers(args, source)
     if not layers:
         raise InvalidProblemError("the network has no layers: nothing to map", source=source)
-    arch = _arch(args.arch)
+    arch = resolve_arch(args.arch)
     from twill.io.timeloop import check_layer_fits
 
     for layer in layers:
@@ -333,7 +333,7 @@ def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
         from twill.io.onnx_model import onnx_input_files
 
         model_files = [] if args.model else onnx_input_files(source, (args.output, args.plot))
-    inputs = [*model_files, *_arch_files(args.arch)]
+    inputs = [*model_files, *arch_input_files(args.arch)]
     check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
     check_output_path(args.output, "-o", inputs)
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
@@ -360,7 +360,7 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
     if args.model or source.lower().endswith(".onnx"):
         from twill.io.onnx_model import import_model, unique_layers
 
-        imp = import_model(source, _input_shape(args), **model_options(args))
+        imp = import_model(source, input_shape(args), **model_options(args))
         all_layers = imp.layers
         layers = unique_layers(all_layers)
         notes = (
@@ -498,7 +498,7 @@ def _plot_network(result: Any, path: str) -> None:
 
 
 # ------------------------------------------------------------------------- map-eval
-def _model_source(args: argparse.Namespace, positional: str) -> str:
+def model_source(args: argparse.Namespace, positional: str) -> str:
     """The model the user named: the positional path, or ``--model NAME`` (exactly one)."""
     given = getattr(args, positional)
     if bool(given) == bool(args.model):
@@ -509,7 +509,7 @@ def _model_source(args: argparse.Namespace, positional: str) -> str:
     return str(given or args.model)
 
 
-def _input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
+def input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
     from twill.io.model_zoo import parse_input_shape
 
     return parse_input_shape(args.input) if args.input else None
@@ -557,7 +557,7 @@ def _cmd_import_onnx(args: argparse.Namespace) -> int:
 
     if not args.output.strip():
         raise InvalidProblemError("-o: an empty path is not an output folder", source="-o")
-    imp = import_model(_model_source(args, "path"), _input_shape(args), **model_options(args))
+    imp = import_model(model_source(args, "path"), input_shape(args), **model_options(args))
     out = write_layer_folder(imp, args.output)
     uniq = unique_layers(imp.layers)
     net = imp.network
@@ -582,10 +582,10 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
         missing.append("--mapping or --mapping-file")
     if missing:
         raise InvalidProblemError(f"missing {', '.join(missing)} (or give --dataset FILE.csv)")
-    given = [args.layer, args.mapping_file, *_arch_files(args.arch)]
+    given = [args.layer, args.mapping_file, *arch_input_files(args.arch)]
     check_output_path(args.output, "-o", given)
     layer = read_layer(args.layer)
-    arch = _arch(args.arch)
+    arch = resolve_arch(args.arch)
     if args.mapping_file:
         mapping = read_mapping(args.mapping_file, arch)
     else:
