@@ -143,9 +143,9 @@ def kernel_spec(
     from twill.io.triton_compile import (
         CAPABILITY,
         DEFAULT_NUM_WARPS,
-        _load_kernel,
-        _unwrap,
+        load_kernel,
         parse_kernel_spec,
+        unwrap_kernel,
     )
     from twill.io.triton_peer import KernelSpec
 
@@ -155,7 +155,7 @@ def kernel_spec(
     found = kernel_options(path, kernel, arch)
     warps = num_warps or found.num_warps
     if warps is None:  # the autotune config's, as compile_ttgir takes it
-        warps = _unwrap(_load_kernel(path, kernel), kernel, config)[2]
+        warps = unwrap_kernel(load_kernel(path, kernel), kernel, config)[2]
     return KernelSpec(
         path,
         kernel,

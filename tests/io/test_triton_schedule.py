@@ -202,10 +202,10 @@ def test_context_manager_compiles_with_twill_schedule() -> None:
     from triton.compiler import ASTSource
 
     from twill.io.triton_build import private_cache
-    from twill.io.triton_compile import _load_kernel
+    from twill.io.triton_compile import load_kernel
     from twill.triton import kernel_options, twill_schedule
 
-    fn = _load_kernel(KERNELS, "gemm")
+    fn = load_kernel(KERNELS, "gemm")
     opts = kernel_options(KERNELS, "gemm", "sm_90a")
     names = list(fn.arg_names)
     sig = {n: opts.signature.get(n, "constexpr") for n in names}

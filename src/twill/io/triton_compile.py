@@ -27,6 +27,9 @@ __all__ = [
     "CAPABILITY",
     "DEFAULT_NUM_WARPS",
     "INSTALL_HINT",
+    "load_kernel",
+    "unwrap_kernel",
+    "apply_heuristics",
 ]
 
 CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
@@ -41,7 +44,7 @@ def parse_kernel_spec(spec: str) -> tuple[Path, str]:
     return Path(path), kernel
 
 
-def _load_kernel(path: Path, kernel: str) -> object:
+def load_kernel(path: Path, kernel: str) -> object:
     from twill.io.user_code import import_user_file
 
     module = import_user_file(path, f"_twill_triton_{path.stem}")
@@ -79,7 +82,7 @@ class CompiledKernel:
     notes: tuple[str, ...] = ()
 
 
-def _unwrap(
+def unwrap_kernel(
     fn: Any, kernel: str, config: int | None
 ) -> tuple[Any, dict[str, Any], int | None, list[Any], list[str]]:
     """The ``@triton.jit`` function under ``@triton.autotune``/``@triton.heuristics``, the
@@ -116,7 +119,7 @@ def _unwrap(
     return fn, consts, warps, heuristics, notes
 
 
-def _apply_heuristics(
+def apply_heuristics(
     heuristics: list[Any],
     kernel: str,
     known: dict[str, Any],
@@ -207,12 +210,12 @@ def compile_ttgir(
         from triton.compiler import ASTSource
     except ImportError:
         raise BackendUnavailableError(INSTALL_HINT) from None
-    fn, tuned, tuned_warps, heuristics, notes = _unwrap(
-        _load_kernel(Path(path), kernel), kernel, config
+    fn, tuned, tuned_warps, heuristics, notes = unwrap_kernel(
+        load_kernel(Path(path), kernel), kernel, config
     )
     names = list(fn.arg_names)
     known = {**tuned, **{n: as_constexpr(v) for n, v in constexprs.items()}}
-    _apply_heuristics(heuristics, kernel, known, constexprs, notes)
+    apply_heuristics(heuristics, kernel, known, constexprs, notes)
     extra = sorted((set(signature) | set(known)) - set(names))
     if extra:
         raise InvalidProblemError(f"kernel {kernel!r} has no argument(s) {', '.join(extra)}")

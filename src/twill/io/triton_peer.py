@@ -117,14 +117,14 @@ def twill_graph(ks: KernelSpec) -> tuple[ExtractedLoop, str]:
 
 def _build(ks: KernelSpec, edit: Any = None, key: str = "") -> Any:
     from twill.io.triton_build import build_kernel
-    from twill.io.triton_compile import _apply_heuristics, _load_kernel, _unwrap, as_constexpr
+    from twill.io.triton_compile import apply_heuristics, as_constexpr, load_kernel, unwrap_kernel
 
     # under @triton.autotune / @triton.heuristics, as the extraction takes it (ks.config)
-    fn, tuned, _, heuristics, notes = _unwrap(
-        _load_kernel(ks.path, ks.kernel), ks.kernel, ks.config
+    fn, tuned, _, heuristics, notes = unwrap_kernel(
+        load_kernel(ks.path, ks.kernel), ks.kernel, ks.config
     )
     known = {**tuned, **{n: as_constexpr(v) for n, v in ks.constexprs.items()}}
-    _apply_heuristics(heuristics, ks.kernel, known, ks.constexprs, notes)
+    apply_heuristics(heuristics, ks.kernel, known, ks.constexprs, notes)
     consts = {n: v for n, v in known.items() if n not in ks.signature}
     return build_kernel(
         fn, ks.arch, ks.signature, consts, num_warps=ks.num_warps, edit=edit, key=key
