@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from twill.io.triton_costs import FOLD_REASONS
-from twill.io.triton_extract import extract_loops, read_ttgir_file
+from twill.io.triton_extract import UNITS_PER_BOUND, extract_loops, read_ttgir_file
 from twill.io.ttgir import TtgirOp, parse_ttgir
 
 CORPUS = Path(__file__).parents[1] / "data" / "triton"
+SHIPPED = Path(__file__).parents[2] / "src" / "twill" / "data" / "triton"
 
 #: kernel -> per loop (source line, units of its instructions on (sm_90a, sm_100a), reductions)
 GOLDEN = {
@@ -78,6 +79,28 @@ def test_corpus_loops_units_and_reductions(kernel: str, arch: str) -> None:
                                                              else body.body)  # fmt: skip
         assert {r for *_, r in lp.accounting} <= _ALLOWED
         assert sum(1 for *_, r in lp.accounting if r == "instruction") == lp.ops
+
+
+def test_tiny_loop_normalised_to_the_common_resolution() -> None:
+    """The early-return copy loop on B200 (load, divide, store: no common divisor) filled
+    U = 300 alone (I = 150 units, 45 initiation intervals examined, 124-513 s). Normalised
+    again to a bound of at most UNITS_PER_BOUND units, it is solved and proven at the same I in
+    SM clocks (399 at U = 300), and the answer passes the verifier."""
+    from twill.sched.bounds import mii
+    from twill.sched.problems import WarpSpecProblem
+    from twill.twill_solver import twill_solve
+
+    loops = extract_loops(read_ttgir_file(CORPUS / "early_return.sm_100a.ttgir"), "sm_100a")
+    for lp in loops:
+        assert mii(lp.graph) <= UNITS_PER_BOUND
+    copy = loops[-1]
+    r = twill_solve(copy.graph, backend="cpsat")
+    assert r.optimal and r.warp_schedule is not None
+    assert WarpSpecProblem(copy.graph).verify(r.warp_schedule).ok
+    assert abs(r.I / copy.scale - 399) <= 1 / copy.scale  # one unit of the coarser scale
+    # loops whose bound already fits keep the paper's U = 300 (the FA forward graphs)
+    (fa,) = extract_loops(read_ttgir_file(SHIPPED / "fa_fwd.sm_90a.ttgir"), "sm_90a")
+    assert mii(fa.graph) == 28
 
 
 def test_corpus_nesting_and_branches_are_reported() -> None:

@@ -18,7 +18,9 @@ clocks (:class:`LoopContext`), not scheduled.
   ``tmem_store``) reach later readers in the same iteration (distance 0) and earlier readers in
   the next one (distance 1); the delay of an edge is its producer's cycles; streaming loads
   (no incoming data edge) have delay 0;
-* then the paper's cost normalisation (§5.2, ``U = 300``).
+* then the paper's cost normalisation (§5.2, ``U = 300``); a loop whose lower bound on I
+  then spans more than :data:`UNITS_PER_BOUND` units is normalised again with a smaller
+  budget (:func:`normalise_loop`).
 
 An unknown operation is an :class:`~twill.errors.InvalidProblemError` naming the operation and
 its source line.
@@ -438,6 +440,37 @@ def _context(outer: tuple[TtgirOp, ...], module: TtgirModule, rates: Rates) -> t
     )
 
 
+UNITS_PER_BOUND = 32
+"""The most units a loop's lower bound on I (``mii``) spans after normalisation: about the
+resolution of the shipped FlashAttention forward loops at ``U = 300`` (bound 20-28 units)."""
+
+
+def normalise_loop(graph: DependenceGraph, U: int = 300) -> tuple[DependenceGraph, Any]:
+    """The §5.2 normalisation of one loop (``keep_positive``): budget ``U``, then, where the
+    loop's lower bound on I (``mii``) spans more than :data:`UNITS_PER_BOUND` units, again
+    with the budget scaled down to bring it to about that many (at least one unit per cost).
+
+    Why: each loop is normalised on its own. Costs with exact ratios get a coarse scale from
+    the ZLP's tie-break, but a loop of a few large operations with no common divisor (a copy
+    loop: a load, one element-wise op, a store, and their hand-off costs) fills the budget:
+    a unit of 2-3 SM clocks, I above 100, and Algorithm 1 examines every I between the
+    modulo minimum and the joint one (45 of them, 124-513 s, on the corpus's early-return
+    copy loop on B200) at a resolution no other loop has. Returns the graph and the report
+    of the normalisation kept.
+    """
+    from twill.sched.bounds import mii
+    from twill.sched.normalize import normalize_graph
+
+    normed, report = normalize_graph(graph, U, keep_positive=True)
+    bound = mii(normed)
+    if bound > UNITS_PER_BOUND:
+        budget = math.ceil(sum(report.scaled) * UNITS_PER_BOUND / bound)
+        budget = max(len(report.costs), budget)
+        if budget < U:
+            normed, report = normalize_graph(graph, budget, keep_positive=True)
+    return normed, report
+
+
 def extract_loops(
     text: str,
     arch: str,
@@ -495,9 +528,7 @@ def extract_loops(
         cycles = sum(i.cycles for i in graph.instructions)
         scale = 1.0
         if normalize and graph.instructions:
-            from twill.sched.normalize import normalize_graph
-
-            graph, report = normalize_graph(graph, U, keep_positive=True)
+            graph, report = normalise_loop(graph, U)
             scale = sum(report.scaled) / max(1, sum(report.costs))
         reductions = sum(1 for n in builder.nodes.values() if n.op.name in ("tt.reduce", "tt.scan"))
         out.append(
