@@ -216,11 +216,12 @@ def _layer_and_arch() -> Any:
 def _two_layer_net() -> Any:
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.problems import NetworkMappingProblem
     from twill.mapping.workload import Layer
 
     a = Layer("a", {"P": 8, "Q": 8, "C": 16, "K": 16})
     b = Layer("b", {"R": 3, "S": 3, "P": 8, "Q": 8, "C": 16, "K": 16})
-    return chain_network([a, b]), gemmini_arch()
+    return NetworkMappingProblem(chain_network([a, b]), gemmini_arch())
 
 
 def _layer_problem(tiny: bool = False) -> Callable[[], Any]:
@@ -256,17 +257,10 @@ def _mapping(name: str, path: str, tiny: bool = False, **small: Any) -> Entry:
                  entry=path)  # fmt: skip
 
 
-def _verify_plan(inst: Any, r: SolveResult) -> list[Violation]:
-    from twill.mapping.fadiff.fusion import verify_plan
+def _fadiff(problem: Any, o: SolverOptions) -> Any:
+    from twill.mapping.fadiff.train import FADiffSettings, solve
 
-    return verify_plan(inst[0], inst[1], r.solution)
-
-
-def _fadiff(inst: Any, o: SolverOptions) -> Any:
-    from twill.mapping.fadiff.train import fadiff
-
-    net, arch = inst
-    return fadiff(net, arch, steps=20, eval_every=10, options=o)
+    return solve(problem, replace(o, fadiff=FADiffSettings(steps=20, eval_every=10)))
 
 
 SOLVERS: list[Entry] = [
@@ -289,7 +283,9 @@ SOLVERS: list[Entry] = [
     _mapping("random", "twill.mapping.search.random:solve", n_valid=20),
     _mapping("exhaustive", "twill.mapping.search.exhaustive:solve", tiny=True),
     _mapping("hybrid", "twill.mapping.search.hybrid:solve", n_valid=64),
-    Entry("fadiff", _two_layer_net, _fadiff, _verify_plan, time_limited=False),
+    Entry(
+        "fadiff", _two_layer_net, _fadiff, _verify_problem, entry="twill.mapping.fadiff.train:solve"
+    ),  # fmt: skip
 ]
 
 
@@ -410,7 +406,7 @@ def test_tiny_time_limit_is_never_infeasible(entry: Entry) -> None:
 
 
 _METHODS = {"gaus", "list", "force", "gumbel", "exact", "cosa", "cosa-rerank", "cosa-edp",
-            "random", "hybrid", "exhaustive", "fadiff"}  # fmt: skip
+            "random", "hybrid", "exhaustive", "fadiff", "layerwise-gradient"}  # fmt: skip
 
 
 @pytest.mark.parametrize("entry", _ENTRY_POINTS, ids=[e.name for e in _ENTRY_POINTS])

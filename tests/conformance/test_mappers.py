@@ -88,6 +88,6 @@ def test_fadiff_tiny_network():
     assert json.loads(json.dumps(d, allow_nan=False)) == d  # strict JSON: no NaN left
     assert d["edp"] == r1.report.edp and len(d["mappings"]) == 2 and d["status"] == "feasible"
     shared = r1.as_result()
-    assert shared.status is Status.FEASIBLE and shared.solution == r1.plan
+    assert shared.status is Status.FEASIBLE and shared.solution.plan == r1.plan
     assert shared.objective == r1.report.edp and shared.seed == 1
     json.dumps(shared.to_dict(), allow_nan=False)

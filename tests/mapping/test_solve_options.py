@@ -126,3 +126,36 @@ def test_a_layer_mapper_returns_by_its_deadline(module: str):
     assert r.status in (Status.FEASIBLE, Status.UNKNOWN), r.status
     if r.has_solution:
         assert problem.verify(r.solution).ok
+
+
+def _chain(n: int):
+    from twill.mapping.fadiff.networks import chain_network
+
+    layers = [Layer(f"l{i}", {"R": 3, "S": 3, "P": 28, "Q": 28, "C": 64, "K": 64})
+              for i in range(n)]  # fmt: skip
+    return chain_network(layers)
+
+
+def test_network_problem_checks_its_plans():
+    net, arch = _chain(2), gemmini_arch()
+    bad = FusionPlan(net.name, (all_dram_mapping(net.layers[0], arch),))  # one layer short
+    with pytest.raises(InvalidProblemError, match=r"candidates\[0\]"):
+        NetworkMappingProblem(net, arch, candidates=(bad,)).check()
+
+
+def test_fadiff_returns_by_its_deadline():
+    """FADiff under a 2 s limit on a network whose default run takes far longer: it returns
+    within T + 5 % + 1 s with its best verified plan so far."""
+    pytest.importorskip("torch")
+    from twill.mapping.fadiff.train import FADiffSettings
+
+    warm = SolverOptions(fadiff=FADiffSettings(steps=1, polish=False, group_len=0))
+    _solve("fadiff.train")(NetworkMappingProblem(_chain(2), gemmini_arch()), warm)  # imports
+    problem = NetworkMappingProblem(_chain(8), gemmini_arch())
+    events: list[ProgressEvent] = []
+    t0 = time.perf_counter()
+    r = _solve("fadiff.train")(problem, SolverOptions(time_limit=2.0, on_progress=events.append))
+    took = time.perf_counter() - t0
+    assert took <= 2.0 * 1.05 + 1.0, took
+    assert r.status is Status.FEASIBLE and problem.verify(r.solution).ok
+    assert r.stats["n_iter"] < 400 and events[-1].phase == "done"

@@ -111,11 +111,18 @@ class NetworkMappingProblem:
     fusion
         Whether fused boundaries are allowed (``False``: every layer round-trips DRAM, the
         layer-wise problem).
+    init
+        A verified plan to start from (FADiff sets its log-factors to this plan's factors).
+    candidates
+        Verified plans the answer is compared with: the solver returns a plan no worse than
+        each (e.g. the best layer-wise plan).
     """
 
     network: Network
     arch: Arch
     fusion: bool = True
+    init: FusionPlan | None = None
+    candidates: tuple[FusionPlan, ...] = ()
 
     @property
     def name(self) -> str:
@@ -128,7 +135,18 @@ class NetworkMappingProblem:
         bad += _type_defect("arch", self.arch, Arch) + _type_defect("fusion", self.fusion, bool)
         if bad:
             return bad
-        return self.network.check() + [f"arch {self.arch.name}: {d}" for d in self.arch.check()]
+        bad = self.network.check() + [f"arch {self.arch.name}: {d}" for d in self.arch.check()]
+        if bad:
+            return bad
+        given = ([("init", self.init)] if self.init is not None else []) + [
+            (f"candidates[{i}]", c) for i, c in enumerate(self.candidates)
+        ]
+        for where, plan in given:
+            if not isinstance(plan, FusionPlan):
+                bad.append(f"{where} must be a FusionPlan, found {type(plan).__name__}")
+            else:
+                bad += [f"{where}: {v}" for v in self.verify(plan).violations]
+        return bad
 
     def check(self) -> None:
         """Raise :class:`~twill.errors.InvalidProblemError` listing every defect."""

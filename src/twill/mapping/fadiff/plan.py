@@ -16,7 +16,7 @@ from twill.mapping.mapping import Mapping, Violation
 
 _W, _I, _O = 0, 1, 2
 
-__all__ = ["FusionPlan", "PlanReport"]
+__all__ = ["FusionPlan", "PlanReport", "NetworkPlan"]
 
 
 # ------------------------------------------------------------------------------ the plan
@@ -86,4 +86,40 @@ class PlanReport(EnergyDelay):
             "energy_uJ": self.energy_uj,
             "cycles": float(self.cycles),
             "dram_bytes": float(self.dram_bytes),
+        }
+
+
+def _finite(value: object) -> object:
+    """``value`` with a non-finite float replaced by ``None`` (strict JSON has no NaN)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    """A verified plan and its exact cost: the solution of a
+    :class:`~twill.mapping.problems.NetworkMappingProblem`.
+
+    ``source`` says which step of the solver produced the plan (``"gradient"``, a
+    candidate's method, ``"group-search(...)"``, ...).
+    """
+
+    plan: FusionPlan
+    report: PlanReport
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan (one DOSA mapping string per layer, fused edge indices) and its exact
+        cost (strict JSON: a non-finite number is ``None``)."""
+        from twill.mapping.mapping import to_dosa_string
+
+        return {
+            "network": self.plan.network,
+            "method": self.plan.method,
+            "mappings": [to_dosa_string(m) for m in self.plan.mappings],
+            "fused": list(self.plan.fused),
+            **{k: _finite(v) for k, v in self.report.summary().items()},
+            "valid": bool(self.report.valid),
+            "source": self.source,
         }

@@ -25,7 +25,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,10 @@ from twill.mapping.fadiff.fusion import (
 )
 from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
+from twill.mapping.fadiff.plan import NetworkPlan
 from twill.mapping.mapping import Mapping, to_dosa_string
+from twill.mapping.problems import NetworkMappingProblem
+from twill.mapping.result import Controls, finished, method_settings
 from twill.mapping.workload import DIMS, OPERANDS, Layer
 from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
@@ -53,7 +57,14 @@ if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` mus
 
     from twill.mapping.fadiff.model import LayerTable, TorchCost
 
-__all__ = ["FADiffResult", "FADiffSettings", "fadiff", "all_dram_mapping", "discrete_only"]
+__all__ = [
+    "FADiffResult",
+    "FADiffSettings",
+    "fadiff",
+    "solve",
+    "all_dram_mapping",
+    "discrete_only",
+]
 
 log = logging.getLogger(__name__)
 _ORDERS = ("WS", "IS", "OS")
@@ -111,19 +122,23 @@ class FADiffResult:
         }
 
     def as_result(self) -> SolveResult:
-        """The shared :class:`~twill.results.SolveResult`: the verified plan as solution, its
-        exact EDP (µJ·cycles) as objective, no bound (heuristic)."""
+        """The shared :class:`~twill.results.SolveResult`: the verified plan and its cost as
+        solution (a :class:`~twill.mapping.fadiff.plan.NetworkPlan`), its exact EDP
+        (µJ·cycles) as objective, no bound (heuristic); the run's step history and read-outs
+        in ``stats``."""
         stats = {"n_iter": self.n_iter, "n_evaluations": self.n_evaluations,
                  "source": self.source, "fused": len(self.plan.fused),
-                 **self.report.summary()}  # fmt: skip
+                 **self.report.summary(),
+                 "history": [{k: _finite(v) for k, v in h.items()} for h in self.history],
+                 "evals": [{k: _finite(v) for k, v in e.items()} for e in self.evals]}  # fmt: skip
         return SolveResult(
             self.status,
-            solution=self.plan,
+            solution=NetworkPlan(self.plan, self.report, self.source),
             objective=self.report.edp,
             objective_unit="EDP (µJ·cycles)",
             timings=Timings(solve=self.seconds),
             stats=stats,
-            settings=dict(self.settings),
+            settings={"method": self.plan.method, **self.settings},
             seed=self.settings.get("seed"),
         )
 
@@ -324,19 +339,88 @@ def fadiff(
     FADiff spec §7-§9; reported numbers are those of the exact NumPy model on the discrete
     plan, never the relaxed ones. Heuristic: no optimality claim.
     """
+    cfg = replace(settings or FADiffSettings(), **overrides)
+    if options is not None:
+        cfg = replace(cfg, seed=options.seed)
+    with _torch_threads(1 if options is None else options.threads):
+        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options))
+
+
+def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) -> SolveResult:
+    """FADiff on ``problem``: every layer's mapping and (with ``problem.fusion``) which
+    boundaries to fuse, by gradient descent, then the discrete phase (module docstring).
+
+    Parameters
+    ----------
+    problem
+        The network, the (Gemmini-like) accelerator, fusion on or off (off: the DOSA-like
+        layer-wise method), a start plan and the candidates the answer must not be worse than.
+    options
+        ``time_limit`` bounds the whole call (a deadline: the gradient loop ends at it and
+        the discrete phase starts no polish or group search after it; the best verified plan
+        so far is returned); ``seed`` seeds the Gumbel noise, ``threads`` sets torch's
+        intra-op threads; ``fadiff`` holds a :class:`FADiffSettings` (its ``fusion`` and
+        ``seed`` are the problem's and the options'); ``on_progress`` receives a
+        ``"gradient"`` :class:`~twill.progress.ProgressEvent` per step and a last ``"done"``.
+
+    Returns
+    -------
+    SolveResult
+        FEASIBLE with a :class:`~twill.mapping.fadiff.plan.NetworkPlan` (heuristic, never
+        OPTIMAL); the objective is the plan's exact EDP (µJ·cycles).
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.fadiff.networks import chain_network
+    >>> net = chain_network([Layer("a", {"P": 8, "C": 16, "K": 16}),
+    ...                      Layer("b", {"P": 8, "C": 16, "K": 16})])
+    >>> p = NetworkMappingProblem(net, gemmini_arch())
+    >>> r = solve(p, SolverOptions(fadiff=FADiffSettings(steps=10, eval_every=5)))
+    >>> r.status.value, p.verify(r.solution).ok
+    ('feasible', True)
+    """
+    options = options or SolverOptions()
+    cfg = method_settings(options, "fadiff", FADiffSettings)
+    cfg = replace(cfg, fusion=problem.fusion, seed=options.seed)
+    method = cfg.method or ("fadiff" if problem.fusion else "layerwise-gradient")
+    controls = Controls.of(options, method)
+    problem.check()
+    with _torch_threads(options.threads):
+        res = _fadiff(problem.network, problem.arch, cfg, problem.init, problem.candidates,
+                      _gradient_events(controls, cfg.steps), controls.stop)  # fmt: skip
+    return finished(controls, res.as_result())
+
+
+@contextmanager
+def _torch_threads(threads: int) -> Iterator[None]:
+    """Torch's intra-op threads set to ``threads`` for the block, restored after it. The
+    tensors are tiny (a few hundred rows): more threads only add synchronisation, which on a
+    loaded 2-core machine costs milliseconds per kernel, so the default is one."""
     import torch
 
-    threads = torch.get_num_threads()
-    # The tensors are tiny (a few hundred rows): intra-op threads only add synchronisation,
-    # which on a loaded 2-core machine costs milliseconds per kernel. Restored on exit.
-    torch.set_num_threads(1 if options is None else options.threads)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
     try:
-        cfg = replace(settings or FADiffSettings(), **overrides)
-        if options is not None:
-            cfg = replace(cfg, seed=options.seed)
-        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options))
+        yield
     finally:
-        torch.set_num_threads(threads)
+        torch.set_num_threads(before)
+
+
+def _gradient_events(
+    controls: Controls, steps: int
+) -> Callable[[int, dict[str, float]], None] | None:
+    """A ``"gradient"`` :class:`~twill.progress.ProgressEvent` per step (the best verified
+    EDP so far as incumbent), through ``controls``; ``None`` without a callback."""
+    if controls.on_progress is None:
+        return None
+
+    def on_step(step: int, record: dict[str, float]) -> None:
+        best = _finite(record["best_edp"])
+        controls.emit("gradient", step=step + 1, total=steps, incumbent=best,
+                      message=f"loss {record['loss']:.6g}")  # fmt: skip
+
+    return on_step
 
 
 def _fadiff(
@@ -346,7 +430,10 @@ def _fadiff(
     init: FusionPlan | None,
     candidates: Sequence[FusionPlan],
     on_step: Callable[[int, dict[str, float]], None] | None,
+    stop: float = math.inf,
 ) -> FADiffResult:
+    """The run behind :func:`fadiff` and :func:`solve`; the gradient loop ends at ``stop``
+    (a ``perf_counter`` value) and the discrete phase starts nothing after it."""
     import torch
 
     from twill.mapping.fadiff.model import torch_costs
@@ -378,7 +465,7 @@ def _fadiff(
     caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
     warm = int(round(cfg.warmup_fraction * cfg.steps)) if cfg.fusion else cfg.steps
     fallback = list(init.mappings) if init else [all_dram_mapping(ly, arch) for ly in layers]
-    best = _ReadOuts(net, arch)
+    best = _ReadOuts(net, arch, stop=stop)
     history: list[dict[str, float]] = []
     ref = None
     plateau_from = warm if E > 0 else 0  # fusion runs get their fusion phase first
@@ -416,12 +503,10 @@ def _fadiff(
         history.append(rec)
         if on_step is not None:
             on_step(step, rec)
-        if best.plateaued(step, cfg, plateau_from):
+        if best.should_stop(step, cfg, plateau_from):
             n_iter = step + 1
             break
-    best_plan, best_rep, source = _discrete_phase(
-        net, arch, cfg, method, candidates, best.plan, best.rep, best.unfused
-    )
+    best_plan, best_rep, source = _discrete_phase(net, arch, cfg, method, candidates, best)
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
         best_rep = evaluate_plan(net, arch, best_plan)
@@ -510,10 +595,14 @@ class _ReadOuts:
     unfused: tuple[float, FusionPlan] | None = None
     last_gain: int = 0
     evals: list[dict[str, float]] = field(default_factory=list)
+    stop: float = math.inf
 
-    def plateaued(self, step: int, cfg: FADiffSettings, plateau_from: int) -> bool:
-        """Whether ``cfg.patience`` read-outs have passed since the last gain (counted from
-        ``plateau_from`` at the earliest), so that the gradient loop stops."""
+    def should_stop(self, step: int, cfg: FADiffSettings, plateau_from: int) -> bool:
+        """Whether the gradient loop ends after ``step``: the deadline ``stop`` has passed,
+        or ``cfg.patience`` read-outs have passed since the last gain (counted from
+        ``plateau_from`` at the earliest)."""
+        if time.perf_counter() >= self.stop:
+            return True
         span = (cfg.patience or 0) * cfg.eval_every
         return bool(
             cfg.patience
@@ -615,7 +704,8 @@ def discrete_only(
         raise InvalidProblemError(
             "discrete_only needs at least one candidate plan", source=net.name
         )
-    plan, rep, source = _discrete_phase(net, arch, cfg, "no-gradient", candidates, None, None, None)
+    none_yet = _ReadOuts(net, arch)
+    plan, rep, source = _discrete_phase(net, arch, cfg, "no-gradient", candidates, none_yet)
     assert plan is not None and rep is not None  # candidates are verified plans
     viol = verify_plan(net, arch, plan)
     if viol:  # pragma: no cover - every step keeps verified plans only
@@ -629,13 +719,14 @@ def _discrete_phase(
     cfg: FADiffSettings,
     method: str,
     candidates: Sequence[FusionPlan],
-    best_plan: FusionPlan | None,
-    best_rep: PlanReport | None,
-    best_unfused: tuple[float, FusionPlan] | None,
+    read_outs: _ReadOuts,
 ) -> tuple[FusionPlan | None, PlanReport | None, str]:
-    """After the gradient phase: compare with the ``candidates`` (and their greedy fusion),
-    polish the best unfused mapping set, and run the depth-first group search from the best
-    unfused sets. Returns the best verified plan, its report and where it came from."""
+    """After the gradient phase (its best ``read_outs``): compare with the ``candidates``
+    (and their greedy fusion), polish the best unfused mapping set, and run the depth-first
+    group search from the best unfused sets; past ``read_outs.stop`` no polish or group
+    search starts. Returns the best verified plan, its report and where it came from."""
+    best_plan, best_rep, best_unfused = read_outs.plan, read_outs.rep, read_outs.unfused
+    stop = read_outs.stop
     source = "gradient"
     for cand in candidates:
         rep = evaluate_plan(net, arch, cand)
@@ -657,14 +748,17 @@ def _discrete_phase(
             starts.append(start)
     seeds: list[FusionPlan] = []
     for start in starts:
-        if not cfg.polish:
+        if not cfg.polish or time.perf_counter() >= stop:
             seeds.append(start)
             continue
         from twill.mapping.fadiff.polish import polish_mappings
 
         label = f"polish({start.method or 'gradient'})"
         pol = FusionPlan(
-            net.name, tuple(polish_mappings(list(net.layers), arch, start.mappings)), (), label
+            net.name,
+            tuple(polish_mappings(list(net.layers), arch, start.mappings, stop=stop)),
+            (),
+            label,
         )
         seeds.append(pol)
         for p in (pol, greedy_fusion(net, arch, pol)) if cfg.fusion else (pol,):
@@ -677,6 +771,8 @@ def _discrete_phase(
         # depth-first groups seeded by the polished starts, best unfused EDP first
         seeds.sort(key=lambda c: evaluate_plan(net, arch, c).edp)
         for sd in seeds[: cfg.group_seeds]:
+            if time.perf_counter() >= stop:
+                break
             g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method)
             grep = evaluate_plan(net, arch, g)
             if grep.valid and grep.edp < best_rep.edp:
