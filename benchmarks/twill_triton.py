@@ -51,7 +51,6 @@ def _graph(kernel: str, arch: str):  # noqa: ANN202
 
 def run(kernel: str, arch: str, time_limit: float, probe: bool = False, backend: str = "cpsat",
         window: str = "monotone", threads: int = 1) -> dict:  # fmt: skip
-    from twill.options import SolverOptions
     from twill.sched.exact.algorithm1 import algorithm1
 
     t0 = time.perf_counter()
@@ -60,7 +59,7 @@ def run(kernel: str, arch: str, time_limit: float, probe: bool = False, backend:
     t0 = time.perf_counter()
     r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit, probe=probe,
                    backend=backend, window=window,
-                   options=SolverOptions(threads=threads))  # fmt: skip
+                   threads=threads, workers=threads)  # fmt: skip
     total = time.perf_counter() - t0
     paper = PAPER_S.get((kernel, arch))
     row = {

@@ -55,32 +55,23 @@ def test_warp_schedule_normalises_assignment() -> None:
     assert WarpSchedule.of(ws) is ws
 
 
-def test_explicit_threads_survive_options_without_threads() -> None:
-    """Regression (issue 40): ``threads=4`` with ``options=SolverOptions(time_limit=5)`` ran one
-    thread, because ``overrides()`` always returned the options' default ``threads=1``."""
-    assert SolverOptions(time_limit=5).overrides(threads=4) == {"threads": 4, "time_limit": 5.0}
-    assert SolverOptions(threads=3).overrides(threads=1)["threads"] == 3
-    with pytest.raises(InvalidProblemError, match="threads=4 as a keyword and threads=2"):
-        SolverOptions(threads=2).overrides(threads=4)
-    with pytest.raises(InvalidProblemError, match="time_limit=5.0 in the options"):
-        SolverOptions(time_limit=5).overrides("total_time_limit", total_time_limit=9)
-
-
-def test_twill_solve_keeps_explicit_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same through the front door: the Phase-1 search receives the four threads."""
-    import twill.twill_solver as front
+def test_twill_solve_passes_its_threads_and_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (issue 40): ``threads=4`` reached the solver as one thread. The front door
+    now builds one SolverOptions; the Phase-1 search receives the four threads and the whole
+    call's deadline."""
+    import twill.sched.exact.search as search
 
     seen: dict[str, object] = {}
-    real = front._phase1
+    real = search.search_min_ii
 
     def spy(graph: object, **kw: object) -> object:
         seen.update(kw)
         return real(graph, **kw)
 
-    monkeypatch.setattr(front, "_phase1", spy)
-    front.twill_solve("flash_attention_forward_simplified", max_I=5, threads=4,
-                      options=SolverOptions(time_limit=5))  # fmt: skip
-    # the options' time limit is the whole call's deadline (Phases 1 and 2; issue 40)
+    monkeypatch.setattr(search, "search_min_ii", spy)
+    from twill.twill_solver import twill_solve
+
+    twill_solve("flash_attention_forward_simplified", max_I=5, threads=4, total_time_limit=5)
     assert seen["threads"] == 4 and 0 < seen["deadline"] - time.monotonic() <= 5.0
 
 

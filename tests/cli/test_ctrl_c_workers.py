@@ -92,10 +92,10 @@ def test_ctrl_c_during_map_network_workers(tmp_path):
     _check(*_ctrl_c(args, tmp, workers=2), tmp, "map-network")
 
 
-def test_ctrl_c_during_solve_threads(tmp_path):
+def test_ctrl_c_during_solve_workers(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     kernel = "flash_attention_backward_hopper"  # about 6 s with CP-SAT: workers after 1 s
-    args = ["solve", kernel, "--backend", "cpsat", "--threads", "2", "-o", str(tmp_path / "r.json")]
+    args = ["solve", kernel, "--backend", "cpsat", "--workers", "2", "-o", str(tmp_path / "r.json")]
     _check(*_ctrl_c(args, tmp, workers=2), tmp, "solve")
     assert not (tmp_path / "r.json").exists()

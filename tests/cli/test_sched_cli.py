@@ -108,19 +108,20 @@ def test_hatschet_with_explicit_resource_model(capsys, tmp_path, benchmark_data)
     assert [c["verdict"] for c in d["certificate"]] == ["below_bound"] * 10
 
 
-def test_solve_threads_gives_the_one_thread_answer(capsys):
-    """``--threads 2`` examines I = 6 in a worker while I = 5 is refuted; same answer."""
+def test_solve_workers_give_the_one_worker_answer(capsys):
+    """``--workers 2`` examines I = 6 in a worker while I = 5 is refuted; same answer."""
     args = ["solve", "flash_attention_backward_hopper", "--backend", "cpsat", "--json"]
     assert main(args) == 0
     alone = json.loads(capsys.readouterr().out)
-    assert main([*args, "--threads", "2"]) == 0
+    assert main([*args, "--workers", "2"]) == 0
     both = json.loads(capsys.readouterr().out)
     keys = ("I", "L", "optimal", "schedule", "assignment", "status")
     assert {k: both[k] for k in keys} == {k: alone[k] for k in keys}
     assert both["I"] == 6 and both["optimal"]
-    with pytest.raises(SystemExit) as stop:
-        main(["solve", "flash_attention_backward_hopper", "--threads", "0"])
-    assert stop.value.code == 2
+    for flag in ("--threads", "--workers"):
+        with pytest.raises(SystemExit) as stop:
+            main(["solve", "flash_attention_backward_hopper", flag, "0"])
+        assert stop.value.code == 2
 
 
 def test_codegen_says_what_it_wrote(capsys, tmp_path):

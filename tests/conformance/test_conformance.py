@@ -97,61 +97,50 @@ def _small_dag() -> Any:
     return from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=11))
 
 
-# -- verifiers (the problems' own, never a solver's) -----------------------------------------
+# -- the exact scheduling family: problems, verifiers and options ---------------------------
 
 
-def _verify_modulo(graph: Any, r: SolveResult) -> list[Violation]:
-    from twill.sched.problems import ModuloProblem, WarpSpecProblem
+def _exact_problem(kernel: str, kind: str, **fields: Any) -> Callable[[], Any]:
+    """A :class:`ModuloProblem` or :class:`WarpSpecProblem` (``kind``) of a shipped kernel."""
 
-    if isinstance(r.solution, WarpSchedule):
-        return list(WarpSpecProblem(graph).verify(r.solution).violations)
-    ii = r.settings.get("II", r.objective)
-    return list(ModuloProblem(graph).verify(r.solution, ii).violations)
+    def instance() -> Any:
+        from twill.sched import problems
 
+        graph = _hopper() if kernel == "hopper" else _simplified()
+        return getattr(problems, kind)(graph, **fields)
 
-def _verify_phase2(graph: Any, r: SolveResult) -> list[Violation]:
-    """A Phase-2 answer at fixed ``(I, L)``: its schedule and assignment as a WarpSchedule."""
-    from twill.sched.problems import WarpSpecProblem
-
-    s, ii, length = r.solution, r.settings["I"], r.settings["L"]
-    ws = WarpSchedule.of(graph, s["schedule"], s["assignment"], ii, length)
-    return list(WarpSpecProblem(graph).verify(ws).violations)
+    return instance
 
 
-# -- runners: each solver's own call under the shared options --------------------------------
+def _verify_exact(problem: Any, r: SolveResult) -> list[Violation]:
+    """The problem's own verifier on any exact answer: a WarpSchedule, a Phase-2 point's
+    ``{"schedule", "assignment"}`` at its fixed ``(I, L)``, or a modulo schedule at ``I``."""
+    s = r.solution
+    if isinstance(s, dict) and "assignment" in s:
+        s = WarpSchedule.of(problem.graph, s["schedule"], s["assignment"], r.settings["I"],
+                            r.settings["L"])  # fmt: skip
+    if isinstance(s, WarpSchedule):
+        return list(problem.verify(s).violations)
+    return list(problem.verify(s, r.settings.get("II", r.objective)).violations)
 
 
-def _phase1(backend: str) -> Callable[[Any, SolverOptions], Any]:
-    def run(graph: Any, o: SolverOptions) -> Any:
-        from twill.sched.exact.phase1 import solve_phase1
+def _exact_solver(path: str, **settings: Any) -> Callable[[Any, SolverOptions], Any]:
+    """``solve(problem, options)`` at ``path`` with these :class:`TwillSettings`."""
 
-        return solve_phase1(graph, 4, backend=backend, options=o)
+    def run(problem: Any, o: SolverOptions) -> Any:
+        from twill.sched.exact.settings import TwillSettings
+
+        return _entry(path)(problem, replace(o, twill=TwillSettings(**settings)))
 
     return run
 
 
-def _search(graph: Any, o: SolverOptions) -> Any:
-    from twill.sched.exact.search import search_min_ii
-
-    return search_min_ii(graph, max_I=6, options=o)
-
-
-def _algorithm1(graph: Any, o: SolverOptions) -> Any:
-    from twill.sched.exact.algorithm1 import algorithm1
-
-    return algorithm1(graph, max_I=5, options=o)
+def _exact(name: str, path: str, instance: Callable[[], Any], **settings: Any) -> Entry:
+    """The conformance entry of an exact ``solve(problem, options)``."""
+    return Entry(name, instance, _exact_solver(path, **settings), _verify_exact, entry=path)
 
 
-def _swp_and_ws(graph: Any, o: SolverOptions) -> Any:
-    from twill.sched.exact.phase2 import swp_and_ws
-
-    return swp_and_ws(graph, 2, 4, options=o)
-
-
-def _twill(graph: Any, o: SolverOptions) -> Any:
-    from twill.twill_solver import twill_solve
-
-    return twill_solve(graph, max_I=5, options=o)
+# -- runners: each solver's own call under the shared options --------------------------------
 
 
 def _gaus_problem(formulation: str) -> Callable[[], Any]:
@@ -263,13 +252,31 @@ def _fadiff(problem: Any, o: SolverOptions) -> Any:
     return solve(problem, replace(o, fadiff=FADiffSettings(steps=20, eval_every=10)))
 
 
+_HOPPER_AT_4 = _exact_problem("hopper", "ModuloProblem", min_II=4, max_II=4)
+
 SOLVERS: list[Entry] = [
-    Entry("phase1-cbc", _hopper, _phase1("cbc"), _verify_modulo),
-    Entry("phase1-cpsat", _hopper, _phase1("cpsat"), _verify_modulo),
-    Entry("search-min-ii", _hopper, _search, _verify_modulo),
-    Entry("twill_solve", _simplified, _twill, _verify_modulo),
-    Entry("algorithm1", _simplified, _algorithm1, _verify_modulo),
-    Entry("swp_and_ws", _simplified, _swp_and_ws, _verify_phase2),
+    _exact("phase1-cbc", "twill.sched.exact.phase1:solve", _HOPPER_AT_4, backend="cbc"),
+    _exact("phase1-cpsat", "twill.sched.exact.phase1:solve", _HOPPER_AT_4, backend="cpsat"),
+    _exact(
+        "search-min-ii",
+        "twill.sched.exact.search:solve",
+        _exact_problem("hopper", "ModuloProblem", max_II=6),
+    ),
+    _exact(
+        "twill",
+        "twill.sched.exact.pipeline:solve",
+        _exact_problem("simplified", "WarpSpecProblem", max_II=5),
+    ),
+    _exact(
+        "algorithm1",
+        "twill.sched.exact.algorithm1:solve",
+        _exact_problem("simplified", "WarpSpecProblem", max_II=5),
+    ),
+    _exact(
+        "phase2",
+        "twill.sched.exact.phase2:solve",
+        _exact_problem("simplified", "WarpSpecProblem", min_II=2, max_II=2, L=4),
+    ),
     _scheduling("gaus-A", "twill.sched.gaus.solver:solve", "A"),
     _scheduling("gaus-B", "twill.sched.gaus.solver:solve", "B"),
     _scheduling("gaus-C", "twill.sched.gaus.solver:solve", "C"),
@@ -406,7 +413,7 @@ def test_tiny_time_limit_is_never_infeasible(entry: Entry) -> None:
 
 
 _METHODS = {"gaus", "list", "force", "gumbel", "exact", "cosa", "cosa-rerank", "cosa-edp",
-            "random", "hybrid", "exhaustive", "fadiff", "layerwise-gradient"}  # fmt: skip
+            "random", "hybrid", "exhaustive", "fadiff", "layerwise-gradient", "twill"}  # fmt: skip
 
 
 @pytest.mark.parametrize("entry", _ENTRY_POINTS, ids=[e.name for e in _ENTRY_POINTS])

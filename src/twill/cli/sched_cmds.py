@@ -36,6 +36,7 @@ from twill.validation import MAX_THREADS
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
     from rich.status import Status as RichStatus
 
+    from twill.options import SolverOptions
     from twill.progress import OnProgress, ProgressEvent
     from twill.sched.ir import DependenceGraph
 
@@ -103,11 +104,13 @@ def register(subparsers: Any) -> None:
         type=bounded_int(MAX_THREADS),
         default=1,
         metavar="N",
-        help="CPU threads (default 1, at most 1,024): the minimum-I search's solver threads, "
-        "and with Phase "
-        "2 that many initiation intervals examined at once in worker processes; same proven "
+        help="solver threads (default 1, at most 1,024) of each Phase-1 solve; same proven "
         "I and L, possibly another schedule",
     )
+    p.add_argument("--workers", type=bounded_int(MAX_THREADS), default=1, metavar="N",
+                   help="worker processes (default 1): with Phase 2 and the cpsat backend, "
+                   "that many initiation intervals examined at once; the same answer as "
+                   "one worker")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every certificate entry; the reservation table however wide")  # fmt: skip
@@ -251,17 +254,28 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
     return True if wants else args.phase2
 
 
-def _time_left(total: float) -> float:
-    """What is left of ``--total-time-limit`` for the solvers (at least a sliver, so that the
-    heuristic incumbent is still computed when reading the input took it all)."""
-    return max(0.01, total - seconds_since_command_start())
+def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> SolverOptions:
+    """The command's flags as one :class:`~twill.options.SolverOptions`, its deadline
+    anchored when the command began (``--total-time-limit`` counts reading the input)."""
+    import time
+
+    from twill.options import SolverOptions
+    from twill.sched.exact.settings import TwillSettings
+
+    settings = TwillSettings(backend=backend, solve_time_limit=args.time_limit, phase2=phase2,
+                             probe=args.probe, point_time_limit=args.phase2_time_limit
+                             or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
+    options = SolverOptions(time_limit=args.total_time_limit, threads=args.threads,
+                            workers=args.workers, twill=settings)  # fmt: skip
+    return options.start(at=time.monotonic() - seconds_since_command_start())
 
 
-def _solve_one(
-    args: argparse.Namespace, graph: DependenceGraph, backend: str, phase2: bool | None
-) -> Any:  # noqa: ANN401 (a TwillResult)
-    """``twill_solve`` of one graph with the command's options and a progress line."""
-    from twill.twill_solver import twill_solve
+def _solve_one(args: argparse.Namespace, graph: DependenceGraph, options: SolverOptions) -> Any:  # noqa: ANN401 (a TwillResult)
+    """Twill on one graph under the command's options, with a progress line."""
+    from dataclasses import replace
+
+    from twill.sched.exact import pipeline
+    from twill.sched.problems import WarpSpecProblem
 
     on_progress, status = _progress_callback()
     seen: list[str] = []
@@ -271,13 +285,8 @@ def _solve_one(
         on_progress(event)  # type: ignore[misc]
 
     try:
-        return twill_solve(graph, max_I=args.max_I, backend=backend,
-                           time_limit=args.time_limit,
-                           on_progress=follow if on_progress is not None else None,
-                           total_time_limit=_time_left(args.total_time_limit),
-                           phase2=phase2, probe=args.probe, threads=args.threads,
-                           phase2_time_limit=args.phase2_time_limit
-                           or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
+        followed = replace(options, on_progress=follow if on_progress is not None else None)
+        return pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
     except KeyboardInterrupt:
         if status is not None and seen:  # on a terminal: where the search stood, named in
             args.interrupted_at = seen[0]  # the CLI's one interrupt line
@@ -301,8 +310,6 @@ def _default_backend(args: argparse.Namespace) -> str:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    import time
-
     from twill.cli.triton_cmd import is_triton_spec, load_kernel
     from twill.io import graph_input_files
     from twill.visualization.text import format_result
@@ -317,8 +324,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_compare_args(args)
     kernel = load_kernel(args, args.graph) if is_triton_spec(str(args.graph)) else None
     graph = kernel.picked.graph if kernel is not None else _load(args)
-    backend = _default_backend(args)
-    result = _solve_one(args, graph, backend, phase2)
+    options = _options(args, _default_backend(args), phase2)
+    result = _solve_one(args, graph, options)
     loops_text = ""
     extra: dict[str, Any] = {}
     if kernel is not None:
@@ -329,11 +336,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         for lp in kernel.loops:
             solved = result if lp is kernel.picked else None
             if solved is None and args.loop is None:
-                solved = _solve_one(args, lp.graph, backend, phase2)
+                solved = _solve_one(args, lp.graph, options)
             if solved is not None:
-                entries.append(loop_entry(lp, solved))
-                end = time.monotonic() + _time_left(args.total_time_limit)  # the same limit
-                entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=end)
+                entries.append(loop_entry(lp, solved))  # the same deadline:
+                entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)
         extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
                  "notes": list(kernel.notes)}  # fmt: skip
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]

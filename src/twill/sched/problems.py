@@ -40,6 +40,7 @@ __all__ = [
     "has_warp_model",
     "ModuloProblem",
     "WarpSpecProblem",
+    "fixed_II",
 ]
 
 PROBLEM_MODULO = "modulo"
@@ -100,6 +101,19 @@ class ModuloProblem:
         return Verdict(tuple(verify_modulo_schedule(self.graph, schedule, II)))
 
 
+def fixed_II(problem: ModuloProblem, solver: str) -> int:
+    """The one initiation interval of a problem with ``min_II == max_II`` (what a solver at a
+    fixed ``I`` solves, e.g. one Phase-1 solve); else :class:`InvalidProblemError` naming
+    ``solver``."""
+    if problem.min_II is None or problem.min_II != problem.max_II:
+        raise InvalidProblemError(
+            f"{solver} solves one initiation interval: give min_II == max_II, found "
+            f"min_II={problem.min_II!r}, max_II={problem.max_II!r}",
+            source=problem.graph.name,
+        )
+    return problem.min_II
+
+
 @dataclass(frozen=True)
 class WarpSpecProblem(ModuloProblem):
     """Find a joint modulo schedule and warp assignment (Twill Phase 2, paper §4).
@@ -110,6 +124,9 @@ class WarpSpecProblem(ModuloProblem):
         As :class:`ModuloProblem`.
     rules
         Warp-model settings (``None``: :meth:`~twill.sched.verify_warps.WarpRules.for_graph`).
+    L
+        A fixed schedule length (one Phase-2 point ``(I, L)`` with ``min_II == max_II``);
+        ``None``: the length is minimised.
 
     Examples
     --------
@@ -121,6 +138,15 @@ class WarpSpecProblem(ModuloProblem):
     """
 
     rules: WarpRules | None = None
+    L: int | None = None
+
+    def defects(self) -> list[str]:
+        """Every defect of the instance, one readable line each (empty when valid)."""
+        out = super().defects()
+        if self.L is not None and (isinstance(self.L, bool) or not isinstance(self.L, int)
+                                   or self.L < 1):  # fmt: skip
+            out.append(f"L must be an integer >= 1 or None, found {self.L!r}")
+        return out
 
     def verify(self, schedule: Mapping[str, int] | WarpSchedule, II: int | None = None) -> Verdict:  # type: ignore[override]
         """Every modulo and warp (Figs. 4–6) violation of a :class:`~twill.results.WarpSchedule`.

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from twill.kernels import flash_attention_forward_blackwell, flash_attention_forward_simplified
 from twill.results import Status
 from twill.sched.exact.algorithm1 import algorithm1, length_window
@@ -48,42 +46,44 @@ def test_twill_solve_returns_warps_points_and_phase1_I():
     assert d["warps"].keys() == {"S", "P", "O"} and d["points"][0]["answer"] == "sat"
 
 
-def test_options_apply_and_a_conflicting_keyword_is_refused(monkeypatch):
-    from twill.errors import InvalidProblemError
+def test_options_apply_through_solve(monkeypatch):
+    """``solve(problem, options)``: the options' deadline bounds every Phase-2 point and its
+    progress callback receives the events (issue 40: no keyword duplicates)."""
+    import time
+
     from twill.options import SolverOptions
     from twill.sched.exact import algorithm1 as a1
+    from twill.sched.exact.settings import TwillSettings
+    from twill.sched.problems import WarpSpecProblem
 
     limits: list = []
 
     def spy(*args, **kw):
-        limits.append(kw["time_limit"])
+        limits.append((kw["time_limit"], kw["deadline"]))
         return real(*args, **kw)
 
     real = a1.solve_window
     monkeypatch.setattr(a1, "solve_window", spy)
     g = flash_attention_forward_simplified()
-    by_keyword: list = []
-    by_options: list = []
-    o = SolverOptions(time_limit=50, on_progress=by_options.append)
-    with pytest.raises(InvalidProblemError, match="give it once"):
-        algorithm1(g, time_limit=60, on_progress=by_keyword.append, options=o)
-    assert not by_options and not by_keyword and limits == []
-    r = algorithm1(g, options=o)
-    assert by_options and not by_keyword and limits == [50.0]
+    events: list = []
+    o = SolverOptions(time_limit=50, on_progress=events.append,
+                      twill=TwillSettings(point_time_limit=20))  # fmt: skip
+    r = a1.run(WarpSpecProblem(g), o)
+    assert events and [lim for lim, _ in limits] == [20]
+    assert 0 < limits[0][1] - time.monotonic() <= 50
     assert (r.I, r.L, r.optimal) == (2, 4, True)
-    assert r.as_result().solution == r.warp_schedule is not None
+    assert a1.solve(WarpSpecProblem(g), o).solution == r.warp_schedule is not None
 
 
-def test_threads_examine_later_intervals_at_once_with_the_same_answer():
-    """With two threads the next I is examined speculatively in a worker process; every
+def test_workers_examine_later_intervals_at_once_with_the_same_answer():
+    """With two workers the next I is examined speculatively in a worker process; every
     point, the answer and its proofs equal the sequential run's (Hopper backward: the window
     at Phase 1's I = 5 is unsat, so the search goes on to I = 6 and stops there)."""
     from twill.kernels import flash_attention_backward_hopper
-    from twill.options import SolverOptions
 
     g = flash_attention_backward_hopper()
     alone = algorithm1(g, backend="cpsat")
-    both = algorithm1(g, backend="cpsat", options=SolverOptions(threads=2), max_I=9)
+    both = algorithm1(g, backend="cpsat", threads=2, workers=2, max_I=9)
     assert (both.I, both.L, both.optimal, both.L_optimal) == (6, 6, True, True)
     assert (alone.I, alone.L, alone.optimal) == (both.I, both.L, both.optimal)
     assert [(p.I, p.L, p.answer) for p in both.points] == [

@@ -44,8 +44,10 @@ from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
+from twill.sched.exact.settings import twill_settings
 from twill.sched.exact.witness import SequentialWitness, sequential_witness
 from twill.sched.ir import DependenceGraph
+from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
 from twill.validation import check_int, check_time_limit
 
@@ -210,21 +212,37 @@ def _scan_window(
     return WindowOutcome(length, top, "unsat" if proven else "unknown", (), None, False), checks
 
 
-def _chosen(
-    options: SolverOptions | None,
-    phase1_time_limit: float | None,
-    time_limit: float | None,
-    on_progress: OnProgress | None,
-) -> tuple[float | None, float | None, OnProgress | None]:
-    """``(phase1_time_limit, time_limit, on_progress)`` with ``options`` applied: its time
-    limit bounds every Phase-2 point (and every Phase-1 solve unless a limit is given)."""
-    if options is None:
-        return phase1_time_limit, time_limit, on_progress
-    chosen = options.overrides(time_limit=time_limit, on_progress=on_progress)
-    time_limit = chosen.get("time_limit")
-    if phase1_time_limit is None:
-        phase1_time_limit = options.time_limit
-    return phase1_time_limit, time_limit, chosen.get("on_progress")
+def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Algorithm 1 on ``problem``: the minimum-I joint modulo schedule and warp assignment
+    (:func:`run` in the shared shape: the :class:`~twill.results.WarpSchedule`, objective
+    ``I``).
+
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> r = solve(WarpSpecProblem(flash_attention_forward_simplified()))
+    >>> r.status.value, r.objective, r.solution.L
+    ('optimal', 2, 4)
+    """
+    return run(problem, options).as_result()
+
+
+def run(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Algorithm1Result:
+    """:func:`solve` with Algorithm 1's own record (every point, the phase times).
+
+    ``problem.max_II`` caps the search, ``problem.rules`` is the warp model. ``options``: the
+    deadline (``time_limit``: the whole search, Phase 1 included), ``threads`` (the Phase-1
+    solver's), ``workers`` (intervals examined at once), ``on_progress`` and ``twill``
+    (``backend``, ``solve_time_limit``, ``point_time_limit``, ``probe``,
+    ``phase2_encoding``, ``symmetry_breaking``, ``window``).
+    """
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
+    problem.check()
+    return algorithm1(problem.graph, max_I=problem.max_II, probe=s.probe, rules=problem.rules,
+                      backend=s.backend, phase1_time_limit=s.solve_time_limit,
+                      time_limit=s.point_time_limit, encoding=s.phase2_encoding,
+                      symmetry_breaking=s.symmetry_breaking, window=s.window,
+                      on_progress=options.on_progress, deadline=options.deadline,
+                      threads=options.threads, workers=options.workers)  # fmt: skip
 
 
 def _check_arguments(
@@ -255,8 +273,9 @@ def algorithm1(
     window: str = "monotone",
     on_point: Callable[[SearchPoint], None] | None = None,
     on_progress: OnProgress | None = None,
-    options: SolverOptions | None = None,
     deadline: float | None = None,
+    threads: int = 1,
+    workers: int = 1,
 ) -> Algorithm1Result:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
@@ -289,22 +308,19 @@ def algorithm1(
     on_progress
         Called with a :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after
         every ``(I, L)`` point (progress display; the core never prints).
-    options
-        The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (as
-        ``time_limit``, and as ``phase1_time_limit`` unless that is given) and its
-        ``on_progress`` replace those keywords. Its ``threads`` are the minimum-I search's
-        CP-SAT workers (more than one may return another schedule of the same proven ``L``,
-        hence possibly another valid Phase-2 answer), and, above one, how many ``I`` are
-        examined at once: the next ``I`` run speculatively in worker processes, each alone
-        and single-threaded, so every answer and proof is the one of a sequential run (the
-        phase seconds are then summed over overlapping work; CP-SAT backend only). The
-        workers are spawned, so a script that calls this at its top level needs
-        ``if __name__ == "__main__":``, as with any ``multiprocessing`` use. ``seed`` does
-        not apply (Phase 2 runs one SAT core with its default seed).
     deadline
         A ``time.monotonic()`` value that the whole search (its own Phase 1 included) never
         outlives: each solver call gets the smaller of its limit and the time left; when
         none is left the search stops, UNKNOWN unless a joint schedule was found.
+    threads
+        The minimum-I search's CP-SAT threads (more than one may return another schedule of
+        the same proven ``L``, hence possibly another valid Phase-2 answer).
+    workers
+        Above one, how many ``I`` are examined at once: the next ``I`` run speculatively in
+        worker processes, each alone and single-threaded, so every answer and proof is the
+        one of a sequential run (the phase seconds are then summed over overlapping work;
+        CP-SAT backend only). The workers are spawned, so a script that calls this at its
+        top level needs ``if __name__ == "__main__":``, as with any ``multiprocessing`` use.
 
     Returns
     -------
@@ -324,12 +340,9 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    phase1_time_limit, time_limit, on_progress = _chosen(
-        options, phase1_time_limit, time_limit, on_progress
-    )
     _check_arguments(max_I, phase1_time_limit, time_limit, window)
-    threads = options.threads if options is not None else 1
     t0 = time.perf_counter()
+    clock = t0 - (phase1.seconds if phase1 is not None else 0.0)  # events: since Phase 1 began
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
         phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit,
@@ -343,7 +356,7 @@ def algorithm1(
         points.append(point)
         if on_point:
             on_point(point)
-        emit(on_progress, ProgressEvent("phase2", point.I, time.perf_counter() - t0, L=point.L,
+        emit(on_progress, ProgressEvent("phase2", point.I, time.perf_counter() - clock, L=point.L,
                                         answer=point.answer))  # fmt: skip
 
     def finish(status: Status, reason: str, final: Phase2Result | None = None,
@@ -378,12 +391,12 @@ def algorithm1(
 
     def announce(ii: int) -> None:  # before each I is awaited (progress display)
         low = phase1.L if ii == phase1.I else None  # a later I's window needs its Phase 1
-        emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - t0, L=low))
+        emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - clock, L=low))
 
-    with closing(_examined_in_order(job, phase1.I, first, cap, threads, announce)) as examined:
+    with closing(_examined_in_order(job, phase1.I, first, cap, workers, announce)) as examined:
         for ex in examined:
             low = ex.outcome.low if ex.outcome is not None else None
-            emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - t0, L=low))
+            emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - clock, L=low))
             p1_seconds += ex.p1_seconds
             if ex.outcome is None:  # no Phase-1 schedule at this I
                 record(SearchPoint(ex.ii, None, ex.empty or "p1_unknown", ex.p1_seconds))
@@ -478,13 +491,13 @@ def _examined_in_order(
     first: int,
     start: tuple[Any, Any, bool],
     cap: int,
-    threads: int,
+    workers: int,
     announce: Callable[[int], None],
 ) -> Iterator[_Examined]:
     """Every ``I`` from ``first`` to ``cap`` examined, yielded in increasing order;
     ``announce(I)`` is called before each one is examined or awaited.
 
-    With ``threads > 1`` and the CP-SAT Phase-1 backend, the next ``I`` are examined
+    With ``workers > 1`` and the CP-SAT Phase-1 backend, the next ``I`` are examined
     speculatively in worker processes while the earlier ones run; closing the generator (the
     caller stops at the first satisfiable ``I``) terminates the workers. Their solvers (CP-SAT,
     Z3) run in-process, so a terminated worker leaves nothing behind; CBC runs as a child
@@ -492,7 +505,7 @@ def _examined_in_order(
     ``I`` is examined alone and single-threaded, exactly as in a sequential run, so the
     answer and every proof are the same; only the wall time changes.
     """
-    if threads <= 1 or cap <= first or job.backend != "cpsat":
+    if workers <= 1 or cap <= first or job.backend != "cpsat":
         for ii in range(first, cap + 1):
             announce(ii)
             ex = _examine(job, ii, start if ii == first else None)
@@ -504,9 +517,9 @@ def _examined_in_order(
 
     from twill._interrupt import quiet_worker, starting_workers
 
-    workers = min(threads, cap - first)
+    size = min(workers, cap - first)
     with starting_workers(spawn=True):  # Ctrl-C is this process's to handle; it stops the workers
-        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=quiet_worker)
+        pool = multiprocessing.get_context("spawn").Pool(size, initializer=quiet_worker)
     try:
         pending: deque[Any] = deque()
         following = iter(range(first + 1, cap + 1))
@@ -518,7 +531,7 @@ def _examined_in_order(
                     return
                 pending.append(pool.apply_async(_examine, (job, ii, None)))
 
-        top_up(threads - 1)  # this process examines the first I meanwhile
+        top_up(workers - 1)  # this process examines the first I meanwhile
         announce(first)
         ex = _examine(job, first, start)
         for ii in range(first + 1, cap + 2):
@@ -527,7 +540,7 @@ def _examined_in_order(
             yield ex
             if ii > cap:
                 return
-            top_up(threads)  # pending is never empty here: it holds ii .. in order
+            top_up(workers)  # pending is never empty here: it holds ii .. in order
             announce(ii)
             ex = pending.popleft().get()
     finally:

@@ -72,12 +72,14 @@ from typing import Any
 from twill._interrupt import solve_cpsat
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.options import SolverOptions
+from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
 from twill.sched.exact._deadline import out_of_time as _out_of_time
 from twill.sched.exact._deadline import within as _within
 from twill.sched.exact.reduced import ReducedModel, build_reduced_model
+from twill.sched.exact.settings import twill_settings
 from twill.sched.exact.window import (
     build_window_model,
     decide_cbc,
@@ -89,11 +91,12 @@ from twill.sched.exact.window import (
     to_window,
 )
 from twill.sched.ir import DependenceGraph
+from twill.sched.problems import ModuloProblem, fixed_II
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
 from twill.validation import check_int, check_time_limit
 
-__all__ = ["Phase1Result", "solve_phase1", "BACKENDS"]
+__all__ = ["Phase1Result", "solve", "solve_phase1", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
@@ -599,7 +602,6 @@ def solve_phase1(
     hint: bool = True,
     length_time_limit: float | None | object = _SAME,
     decide: str = "window",
-    options: SolverOptions | None = None,
     deadline: float | None = None,
     incumbent: Mapping[str, int] | None = None,
     warm_start: bool = False,
@@ -645,10 +647,6 @@ def solve_phase1(
         except that a verified hint is itself a proof that ``II`` is feasible: if the solver
         hits its limit before improving on it, the hint is returned as FEASIBLE
         (``stats["schedule_source"] = "hint"``, ``L`` not proven).
-
-    options
-        The shared :class:`~twill.options.SolverOptions`: when given, its ``threads`` and its
-        ``time_limit`` (as ``time_limit``) replace those keywords.
     deadline
         A ``time.monotonic()`` value that no solver call outlives: each gets the smaller of
         its own limit and the time left; a step with no time left is skipped (the decision:
@@ -695,9 +693,6 @@ def solve_phase1(
     >>> r.status.value, r.L, r.schedule
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
-    if options is not None:
-        chosen = options.overrides(threads=threads, time_limit=time_limit)
-        threads, time_limit = chosen["threads"], chosen.get("time_limit")
     _check_arguments(backend, II, decide, encoding)
     check_int(threads, "threads")
     check_time_limit(time_limit)
@@ -745,6 +740,37 @@ def solve_phase1(
     if violations:
         raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
     return result(status, schedule, length, data.stage_bound, stats)
+
+
+def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> SolveResult:
+    """Phase 1 at one initiation interval: a modulo schedule of minimum length ``L`` at the
+    problem's ``I`` (``min_II == max_II``), or a proof that none exists.
+
+    ``options``: the deadline (``time_limit``, the whole call), ``threads``, ``on_progress``
+    (a ``"phase1"`` event before and after the solve) and ``twill``
+    (:class:`~twill.sched.exact.settings.TwillSettings`: ``backend``, ``solve_time_limit``,
+    ``length_time_limit``, ``tie_break``, ``decide``, ``encoding``). The solution is the
+    schedule (op -> start cycle), the objective its length ``L`` in cycles.
+
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> r = solve(ModuloProblem(flash_attention_forward_simplified(), min_II=2, max_II=2))
+    >>> r.status.value, r.objective, r.solution
+    ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
+    """
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
+    problem.check()
+    ii, t0 = fixed_II(problem, "Phase 1"), time.perf_counter()
+    emit(options.on_progress, ProgressEvent("phase1", ii, 0.0, lower_bound=ii, upper_bound=ii))
+    length = _SAME if s.length_time_limit is None else s.length_time_limit
+    r = solve_phase1(problem.graph, ii, backend=s.backend, time_limit=s.solve_time_limit,
+                     tie_break=s.tie_break, threads=options.threads, check=False,
+                     encoding=s.encoding, length_time_limit=length, decide=s.decide,
+                     deadline=options.deadline)  # fmt: skip
+    emit(options.on_progress, ProgressEvent(
+        "phase1", ii, time.perf_counter() - t0, L=r.L, lower_bound=ii, upper_bound=ii,
+        answer=r.status.value, incumbent=r.L))  # fmt: skip
+    return r.as_result()
 
 
 def _check_arguments(backend: str, II: object, decide: str, encoding: str | None) -> None:

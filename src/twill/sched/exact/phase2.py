@@ -39,8 +39,11 @@ from typing import Any
 from twill._interrupt import check_z3
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
+from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
+from twill.sched.exact.settings import twill_settings
 from twill.sched.ir import DependenceGraph
+from twill.sched.problems import WarpSpecProblem, fixed_II
 from twill.sched.verify_warps import (
     WarpRules,
     program_shape,
@@ -56,6 +59,7 @@ __all__ = [
     "z3_stats",
     "Phase2Result",
     "Phase2Model",
+    "solve",
     "swp_and_ws",
     "build_phase2_model",
     "add_fig4_uniqueness",
@@ -873,7 +877,6 @@ def swp_and_ws(
     seed: int = 0,
     dump_smt2: str | None = None,
     fixed_warps: Mapping[str, int | tuple[int, ...]] | None = None,
-    options: SolverOptions | None = None,
 ) -> Phase2Result:
     """SWP-AND-WS(G, M, I, L): a modulo schedule + warp assignment at ``(I, L)``, or a proof that
     none exists (Twill paper §4, Figs. 4–6).
@@ -902,10 +905,6 @@ def swp_and_ws(
         Write the model to this path (SMT-LIB 2) before solving.
     fixed_warps
         Pin these ops to these slots (the answer is then relative to the pinning).
-    options
-        The shared :class:`~twill.options.SolverOptions`: when given, its ``time_limit`` (when
-        set) and its ``seed`` replace those keywords; ``threads`` does not apply (one SAT core)
-        and there are no progress events.
 
     Returns
     -------
@@ -931,8 +930,6 @@ def swp_and_ws(
     """
     import z3
 
-    if options is not None:
-        time_limit, seed = options.overrides(time_limit=time_limit).get("time_limit"), options.seed
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
     m = build_phase2_model(
@@ -965,6 +962,40 @@ def swp_and_ws(
     return Phase2Result(
         answer, II, L, m.n, m.T, sched, assign, stats, build, solve, hint_used=hint_used
     )
+
+
+def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> SolveResult:
+    """SWP-AND-WS at one point ``(I, L)``: the problem's ``min_II == max_II`` and its ``L``.
+
+    ``options``: the deadline (``time_limit``), ``seed`` (of the SAT core), ``on_progress``
+    (a ``"phase2"`` event before and after) and ``twill`` (``point_time_limit``,
+    ``phase2_encoding``, ``symmetry_breaking``); ``threads`` does not apply (one SAT core).
+    The answer is a feasibility verdict: FEASIBLE with ``{"schedule", "assignment"}``,
+    INFEASIBLE (proven unsat) or UNKNOWN.
+
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> p = WarpSpecProblem(flash_attention_forward_simplified(), min_II=2, max_II=2, L=4)
+    >>> solve(p).status.value
+    'feasible'
+    """
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
+    problem.check()
+    ii, length = fixed_II(problem, "Phase 2"), problem.L
+    if length is None:
+        raise InvalidProblemError("Phase 2 solves one point (I, L): give L",
+                                  source=problem.graph.name)  # fmt: skip
+    emit(options.on_progress, ProgressEvent("phase2", ii, 0.0, L=length))
+    if options.expired():
+        r = Phase2Result("unknown", ii, length, 0, 0, None, None, {"skipped": "time limit"},
+                         0.0, 0.0)  # fmt: skip
+    else:
+        r = swp_and_ws(problem.graph, ii, length, rules=problem.rules,
+                       encoding=s.phase2_encoding, symmetry_breaking=s.symmetry_breaking,
+                       time_limit=options.within(s.point_time_limit),
+                       seed=options.seed)  # fmt: skip
+    emit(options.on_progress, ProgressEvent("phase2", ii, r.seconds, L=length, answer=r.answer))
+    return r.as_result()
 
 
 def z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:

@@ -44,11 +44,13 @@ from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
+from twill.sched.exact.settings import twill_settings
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
+from twill.sched.problems import ModuloProblem
 from twill.sched.validate import check_graph
 
-__all__ = ["CertificateEntry", "SearchResult", "search_min_ii", "serial_ii_cap"]
+__all__ = ["CertificateEntry", "SearchResult", "run", "search_min_ii", "serial_ii_cap", "solve"]
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +211,41 @@ def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> SolveResult:
+    """The minimum initiation interval of ``problem`` with a certificate for every smaller
+    ``I`` (:func:`run` in the shared shape: objective ``I``, the schedule as solution).
+
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> r = solve(ModuloProblem(flash_attention_forward_simplified()))
+    >>> r.status.value, r.objective, r.solution
+    ('optimal', 2, {'S': 0, 'P': 2, 'O': 3})
+    """
+    return run(problem, options).as_result()
+
+
+def run(problem: ModuloProblem, options: SolverOptions | None = None) -> SearchResult:
+    """:func:`solve` with the search's own record (attempts, the incumbent), which the
+    Twill pipeline and the benchmarks read.
+
+    ``problem.max_II`` caps the search (``min_II`` must be ``None``: the search starts at
+    MII). ``options``: the deadline (``time_limit``: the whole search, every solve inside
+    it), ``threads``, ``on_progress`` and ``twill`` (``backend``, ``solve_time_limit``,
+    ``length_time_limit``, ``tie_break``, ``decide``, ``incumbent``, ``warm_start``).
+    """
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
+    problem.check()
+    if problem.min_II is not None:
+        raise InvalidProblemError("the minimum-I search starts at MII: leave min_II None",
+                                  source=problem.graph.name)  # fmt: skip
+    return search_min_ii(problem.graph, max_I=problem.max_II, backend=s.backend,
+                         time_limit=s.solve_time_limit, tie_break=s.tie_break,
+                         threads=options.threads, check=False,
+                         length_time_limit=s.length_time_limit, decide=s.decide,
+                         on_progress=options.on_progress, deadline=options.deadline,
+                         incumbent=s.incumbent, warm_start=s.warm_start)  # fmt: skip
+
+
 def topological_order(graph: DependenceGraph) -> list[str]:
     """The ops in an order that respects every distance-0 edge (Kahn's algorithm, ties by
     graph order); shorter than the graph only when those edges form a cycle."""
@@ -264,7 +301,6 @@ def search_min_ii(
     length_time_limit: float | None = None,
     decide: str = "window",
     on_progress: OnProgress | None = None,
-    options: SolverOptions | None = None,
     deadline: float | None = None,
     incumbent: bool = True,
     warm_start: bool = True,
@@ -312,10 +348,6 @@ def search_min_ii(
         schedule, docs/decisions.md): the incumbent only tops the search and is the
         fallback. Either way the same ``I`` and the same proofs.
 
-    options
-        The shared :class:`~twill.options.SolverOptions`: when given, its ``threads``, its
-        ``time_limit`` (as ``total_time_limit``) and its ``on_progress`` replace those keywords.
-
     Returns
     -------
     SearchResult
@@ -344,11 +376,6 @@ def search_min_ii(
     if check:
         check_graph(graph)
     t0 = time.perf_counter()
-    if options is not None:
-        given = dict(threads=threads, total_time_limit=total_time_limit, on_progress=on_progress)
-        chosen = options.overrides("total_time_limit", **given)
-        threads, on_progress = chosen["threads"], chosen.get("on_progress")
-        total_time_limit = chosen.get("total_time_limit")
     if total_time_limit is not None:
         end = time.monotonic() + total_time_limit
         deadline = end if deadline is None else min(deadline, end)

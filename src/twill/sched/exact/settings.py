@@ -1,0 +1,141 @@
+"""The exact scheduler's own knobs, typed: :class:`TwillSettings` (``SolverOptions.twill``).
+
+Every exact solver of this package is ``solve(problem, options=None) -> SolveResult``: the
+problem says *what* is solved (a :class:`~twill.sched.problems.ModuloProblem` or a
+:class:`~twill.sched.problems.WarpSpecProblem`), :class:`~twill.options.SolverOptions` says
+how long (its deadline), with how many threads and workers, with which seed and progress
+callback, and its ``twill`` field holds these method settings. Nothing travels as a loose
+keyword.
+
+Examples
+--------
+>>> TwillSettings(backend="cpsat").backend
+'cpsat'
+>>> TwillSettings(backend="glpk")
+Traceback (most recent call last):
+...
+twill.errors.InvalidProblemError: TwillSettings: backend must be one of cbc, cpsat, found 'glpk'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from twill.errors import InvalidProblemError
+
+__all__ = ["TwillSettings", "twill_settings"]
+
+_CHOICES = {
+    "backend": ("cbc", "cpsat"),
+    "decide": ("window", "full"),
+    "encoding": (None, "ed97", "standard", "residue"),
+    "phase2_encoding": ("compact", "grid"),
+    "window": ("monotone", "scan"),
+}
+_LIMITS = ("solve_time_limit", "length_time_limit", "point_time_limit")
+
+
+@dataclass(frozen=True)
+class TwillSettings:
+    """How the exact searches work (Twill Phase 1, the minimum-I search, Phase 2, Algorithm 1).
+
+    The whole call's time is ``SolverOptions.time_limit`` (a deadline); the limits here only
+    cap one step inside it, never extend it.
+
+    Attributes
+    ----------
+    backend
+        Phase-1 solver: ``"cbc"`` (PuLP + CBC, the paper's) or ``"cpsat"`` (OR-Tools CP-SAT).
+    solve_time_limit
+        Seconds per Phase-1 solve (``None``: only the deadline). A hit below the answer makes
+        it "not proven optimal".
+    length_time_limit
+        Seconds for minimising ``L`` once a schedule is found at an ``I`` (``None``: the same
+        as ``solve_time_limit``).
+    tie_break
+        Deterministic as-late-as-possible choice among Phase-1 schedules of minimum ``L``.
+    decide
+        How Phase 1 decides an ``I``: ``"window"`` (translation-reduced model) or ``"full"``.
+    encoding
+        Phase-1 dependence rows (``None``: chosen per instance; see
+        :func:`twill.sched.exact.phase1.solve_phase1`).
+    incumbent
+        Start the minimum-I search from a verified heuristic schedule (its ``I`` tops it).
+    warm_start
+        Hand that incumbent to the exact solves (no decision at its own ``I``; ``L``
+        minimised from it). The Twill pipeline turns it off when Phase 2 follows (Phase 2
+        starts from Phase 1's schedule; :func:`twill.sched.exact.search.search_min_ii`).
+    phase2
+        Run Phase 2 after Phase 1 (``None``: exactly when the machine has a warp model).
+    probe
+        Phase 2 only on the window at the Phase-1 optimal ``I``.
+    point_time_limit
+        Seconds per Phase-2 ``(I, L)`` point (a hit is "unknown", never unsat).
+    phase2_encoding, symmetry_breaking
+        Phase-2 model: ``"compact"`` or ``"grid"`` (the same constraints), and symmetry
+        breaking over compute slots (sat/unsat unchanged).
+    window
+        Algorithm 1's search of a length window: ``"monotone"`` or ``"scan"`` (same answers).
+    """
+
+    backend: str = "cbc"
+    solve_time_limit: float | None = None
+    length_time_limit: float | None = None
+    tie_break: bool = True
+    decide: str = "window"
+    encoding: str | None = None
+    incumbent: bool = True
+    warm_start: bool = True
+    phase2: bool | None = None
+    probe: bool = False
+    point_time_limit: float | None = None
+    phase2_encoding: str = "compact"
+    symmetry_breaking: bool = True
+    window: str = "monotone"
+
+    def defects(self) -> list[str]:
+        """Every out-of-range field, one line each (empty when valid)."""
+        out = []
+        for name, allowed in _CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                shown = ", ".join(str(a) for a in allowed if a is not None)
+                out.append(f"{name} must be one of {shown}, found {value!r}")
+        for name in _LIMITS:
+            value = getattr(self, name)
+            ok = value is None or (
+                isinstance(value, int | float) and not isinstance(value, bool)
+                and math.isfinite(value) and value > 0
+            )  # fmt: skip
+            if not ok:
+                out.append(f"{name} must be finite seconds > 0 or None, found {value!r}")
+        for name in ("tie_break", "incumbent", "warm_start", "probe", "symmetry_breaking"):
+            if not isinstance(getattr(self, name), bool):
+                out.append(f"{name} must be True or False, found {getattr(self, name)!r}")
+        if self.phase2 is not None and not isinstance(self.phase2, bool):
+            out.append(f"phase2 must be None, True or False, found {self.phase2!r}")
+        return out
+
+    def __post_init__(self) -> None:
+        found = self.defects()
+        if found:
+            raise InvalidProblemError(found, source="TwillSettings")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return asdict(self)
+
+
+def twill_settings(options: Any) -> TwillSettings:
+    """``options.twill``, or the defaults when it is ``None``; anything else is an error
+    (``options`` is a :class:`~twill.options.SolverOptions`)."""
+    settings = options.twill
+    if settings is None:
+        return TwillSettings()
+    if not isinstance(settings, TwillSettings):
+        raise InvalidProblemError(
+            f"options.twill must be a TwillSettings, found {type(settings).__name__}"
+        )
+    return settings
