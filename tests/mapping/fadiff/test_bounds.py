@@ -123,7 +123,7 @@ def test_weights_reread_per_block_unless_resident():
 
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
-    from twill.mapping.fadiff.floors import _input_words_floor
+    from twill.mapping.fadiff.floors import input_words_floor
     from twill.mapping.fadiff.fusion import block_counts
     from twill.mapping.fadiff.groups import block_mapping
     from twill.mapping.search.random import sample_batch
@@ -159,7 +159,7 @@ def test_weights_reread_per_block_unless_resident():
                 tile, fills = cost.tiles[b, sp, 0], cost.fills[b, sp, 0]
                 resident = fills <= tile * (1 + 1e-12)  # the verifier's test
                 assert w_dram >= w and o_dram >= ly.footprint(Operand.O)
-                assert i_dram >= _input_words_floor(ly) * (1 - 1e-12)
+                assert i_dram >= input_words_floor(ly) * (1 - 1e-12)
                 if reread:
                     assert w_dram >= w * blocks and not resident
                 else:
@@ -375,10 +375,10 @@ def test_capacity_bound_fuses_only_with_common_block_counts():
 
     from twill.mapping.fadiff.bounds import _dram_words_floor
     from twill.mapping.fadiff.floors import (
-        _block_totals,
-        _input_words_floor,
-        _tiling_words_floor,
-        _weight_words_floor,
+        block_totals,
+        input_words_floor,
+        tiling_words_floor,
+        weight_words_floor,
     )
     from twill.mapping.fadiff.groups import block_mapping
     from twill.mapping.fadiff.networks import chain_network
@@ -389,13 +389,13 @@ def test_capacity_bound_fuses_only_with_common_block_counts():
     net, arch = chain_network([a, b], "valid"), gemmini_arch(16, 32, 32)
     assert net.check() == [] and list(net.candidates) == [0]
     x = float(a.footprint(Operand.O))  # 215 K words, 4 blocks leave 54 K > 32 K
-    assert _block_totals(a, [b]) == [1, 2, 4]
+    assert block_totals(a, [b]) == [1, 2, 4]
     w = float(a.footprint(Operand.W))
-    assert _weight_words_floor(a, arch, w, x, _block_totals(a, [b])) == np.inf
-    assert _weight_words_floor(a, arch, w, x, _block_totals(a)) < np.inf  # alone: 58 blocks
+    assert weight_words_floor(a, arch, w, x, block_totals(a, [b])) == np.inf
+    assert weight_words_floor(a, arch, w, x, block_totals(a)) < np.inf  # alone: 58 blocks
     for j, ly in enumerate(net.layers):
-        unfused = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
-        assert _dram_words_floor(net, arch, j) == max(unfused, _tiling_words_floor(ly, arch)[0, 0])
+        unfused = ly.footprint(Operand.W) + input_words_floor(ly) + ly.footprint(Operand.O)
+        assert _dram_words_floor(net, arch, j) == max(unfused, tiling_words_floor(ly, arch)[0, 0])
     for bp in (1, 2):
         for bq in (1, 2):
             maps = [
@@ -412,23 +412,23 @@ def test_tiling_floor_charges_the_fused_buffers():
     buffers crowd the tiles out: a GEMM whose 64 K-word output is fused in 64 KB must run
     in blocks beside tiles too small to read its 256 K weights once. Every verified block
     plan moves at least the loaded floor (the lemma tests above check it per layer)."""
-    from twill.mapping.fadiff.floors import FusedLoad, _common_dims, _tiling_words_floor
+    from twill.mapping.fadiff.floors import FusedLoad, common_dims, tiling_words_floor
     from twill.mapping.workload import Layer, Operand
 
     up, down = Layer.gemm(64, 1024, 256, name="up"), Layer.gemm(64, 256, 1024, name="down")
     for arch in (gemmini_arch(16, 32, 32), gemmini_arch(16, 64, 32), gemmini_arch()):
         for ly, x_in in ((up, 0.0), (down, float(up.footprint(Operand.O)))):
-            g = _common_dims(ly, [])
+            g = common_dims(ly, [])
             load = FusedLoad(x_in, float(ly.footprint(Operand.O)), g, g)
-            free, loaded = _tiling_words_floor(ly, arch), _tiling_words_floor(ly, arch, load)
+            free, loaded = tiling_words_floor(ly, arch), tiling_words_floor(ly, arch, load)
             assert all(loaded[k] >= free[k] for k in free)
             assert loaded[False, False] == free[False, False]
     arch = gemmini_arch(16, 64, 32)
-    g = _common_dims(up, [])
+    g = common_dims(up, [])
     load = FusedLoad(0.0, float(up.footprint(Operand.O)), g, g)
     w = float(up.footprint(Operand.W))
-    assert _tiling_words_floor(up, arch)[False, True] < 1.1 * w
-    assert _tiling_words_floor(up, arch, load)[False, True] > 2 * w
+    assert tiling_words_floor(up, arch)[False, True] < 1.1 * w
+    assert tiling_words_floor(up, arch, load)[False, True] > 2 * w
 
 
 def test_capacity_bound_between_ideal_and_unfused(benchmark_data):
@@ -464,7 +464,7 @@ def test_capacity_bound_between_ideal_and_unfused(benchmark_data):
 
 
 def test_tiling_floor_holds_for_random_mappings():
-    """Lemma behind :func:`_tiling_words_floor`: no valid mapping moves fewer DRAM words, in
+    """Lemma behind :func:`tiling_words_floor`: no valid mapping moves fewer DRAM words, in
     any of the four fusion statuses, than the floor: 4 000 random factorisations (random loop
     orders) of a conv, a GEMM, a depthwise, a strided 1x1, a dilated, a batched, a grouped
     and a large conv whose weights exceed the scratchpad, on three Gemmini sizes. The floor
@@ -474,7 +474,7 @@ def test_tiling_floor_holds_for_random_mappings():
 
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.cost.analytical import evaluate_batch
-    from twill.mapping.fadiff.floors import _input_words_floor, _tiling_words_floor
+    from twill.mapping.fadiff.floors import input_words_floor, tiling_words_floor
     from twill.mapping.search.random import sample_batch
     from twill.mapping.workload import Layer, Operand
 
@@ -499,7 +499,7 @@ def test_tiling_floor_holds_for_random_mappings():
     for arch in archs:
         top = arch.n_levels - 1
         for ly in layers:
-            floor = _tiling_words_floor(ly, arch)
+            floor = tiling_words_floor(ly, arch)
             cost = evaluate_batch(ly, arch, sample_batch(ly, arch, 4000, seed=11))
             ok = cost.valid
             assert ok.sum() >= 10
@@ -515,6 +515,6 @@ def test_tiling_floor_holds_for_random_mappings():
                 assert np.all(got >= words * (1 - 1e-12)), (ly.name, arch.name, fused_in)
             unfused = w + i + o
             tight += bool(unfused.min() <= floor[False, False] * (1 + 1e-9))
-            one_pass = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
+            one_pass = ly.footprint(Operand.W) + input_words_floor(ly) + ly.footprint(Operand.O)
             raised += floor[False, False] > one_pass * 1.01
     assert tight >= 15 and raised >= 3

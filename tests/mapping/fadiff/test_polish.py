@@ -88,7 +88,7 @@ def test_floor_starts_reach_the_tiling_floor():
     Gemmini and a 32x32 array with 256 KB: the floor is reached, and the starts reach it."""
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.cost.analytical import batch_from_mappings, evaluate_batch
-    from twill.mapping.fadiff.floors import _tiling_words_floor
+    from twill.mapping.fadiff.floors import tiling_words_floor
     from twill.mapping.fadiff.polish import floor_starts
     from twill.mapping.fadiff.train import all_dram_mapping
 
@@ -105,7 +105,7 @@ def test_floor_starts_reach_the_tiling_floor():
             c = evaluate_batch(ly, arch, batch_from_mappings(starts))
             words = c.reads[:, top, 0] + c.reads[:, top, 1] + c.updates[:, top, 2]
             words = (words + c.reads[:, top, 2]) * c.instances_used[:, top]
-            assert np.allclose(words, _tiling_words_floor(ly, arch)[False, False])
+            assert np.allclose(words, tiling_words_floor(ly, arch)[False, False])
 
 
 def test_floor_starts_lower_bert_ffn_on_a_32x32_array():

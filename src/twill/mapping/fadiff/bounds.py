@@ -25,7 +25,7 @@ mappings, resp. any mappings) could lower the plan's EDP.
 
 A fourth bound, ``unfused`` (:func:`unfused_bound`), holds for plans **without** fusion: the
 ideal bound with every layer's weights, input and output moved through DRAM, at least as
-many times as the best tiling that fits the scratchpad needs (:func:`_tiling_words_floor`).
+many times as the best tiling that fits the scratchpad needs (:func:`tiling_words_floor`).
 The best layer-wise plan's EDP over it is what better mappings alone could still gain; the
 ideal bound's headroom contains that mapping headroom as well as fusion's.
 
@@ -36,7 +36,7 @@ tensor needs its hand-off buffer on chip, so a layer whose fused tensors do not 
 must run in blocks, and a layer run in blocks either keeps its weights resident beside the
 buffers or re-reads them once per block (:func:`twill.mapping.fadiff.fusion.verify_plan`,
 fusion rule 4); whatever its status, a layer moves at least what the best tiling of its own
-mapping needs with that status (:func:`_tiling_words_floor`). It lies between ``ideal`` and
+mapping needs with that status (:func:`tiling_words_floor`). It lies between ``ideal`` and
 ``unfused``. :func:`group_capacity_bound` tightens it by
 choosing the fused edges for the whole network at once; :func:`fusion_bounds` reports that
 one as ``capacity_edp`` (the per-layer one as ``capacity_layer_edp``).
@@ -62,14 +62,14 @@ from twill.mapping.cost.analytical import BatchCost, batch_from_mappings, evalua
 from twill.mapping.fadiff.edp_floor import lower_hull, min_product_of_sums
 from twill.mapping.fadiff.floors import (
     FusedLoad,
-    _block_totals,
-    _common_dims,
-    _compute_floor,
-    _input_words_floor,
-    _onchip_floor,
-    _tiling_words_floor,
-    _weight_words_floor,
+    block_totals,
+    common_dims,
+    compute_floor,
+    input_words_floor,
+    onchip_floor,
     tile_row_chunks,
+    tiling_words_floor,
+    weight_words_floor,
 )
 from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
 from twill.mapping.fadiff.group_bounds import group_dram_words, group_edp_floor
@@ -176,7 +176,7 @@ def dram_floor_bytes(net: Network) -> float:
     """
     ins, outs = network_inputs_outputs(net)
     w = sum(ly.footprint(Operand.W) for ly in net.layers)
-    i = sum(_input_words_floor(net.layers[j]) for j in ins)
+    i = sum(input_words_floor(net.layers[j]) for j in ins)
     o = sum(net.layers[j].footprint(Operand.O) for j in outs)
     return float(w + i + o)
 
@@ -194,9 +194,9 @@ def ideal_bound(net: Network, arch: Arch) -> tuple[float, float]:
     """
     bw = arch.levels[-1].bandwidth or np.inf
     pe_c, pe_k = arch.fanout(1), arch.fanout(2)
-    energy = sum(_onchip_floor(ly, arch) for ly in net.layers)
+    energy = sum(onchip_floor(ly, arch) for ly in net.layers)
     cycles = sum(
-        max(_compute_floor(ly, pe_c, pe_k), ly.footprint(Operand.W) / bw) for ly in net.layers
+        max(compute_floor(ly, pe_c, pe_k), ly.footprint(Operand.W) / bw) for ly in net.layers
     )
     energy += dram_floor_bytes(net) * arch.levels[-1].energy_pj
     return energy, cycles
@@ -206,9 +206,9 @@ def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
     """Mapping-independent lower bounds ``(energy_pJ, cycles)`` of every *unfused* plan.
 
     :func:`ideal_bound` with the fully fused DRAM floor replaced by what a layer-by-layer
-    plan must move: every layer reads its weights and its input (:func:`_input_words_floor`)
+    plan must move: every layer reads its weights and its input (:func:`input_words_floor`)
     from DRAM and writes its output there, and where the scratchpad cannot hold what one
-    pass over them needs, the fewest words any tiling moves (:func:`_tiling_words_floor`:
+    pass over them needs, the fewest words any tiling moves (:func:`tiling_words_floor`:
     re-read weights or inputs, or partial sums); its latency is at least that traffic over
     the DRAM bandwidth. ``EDP(best layer-wise plan) / EDP(this)`` is the gain better
     mappings alone could still bring, which the ideal bound's headroom includes besides
@@ -222,10 +222,10 @@ def unfused_bound(net: Network, arch: Arch) -> tuple[float, float]:
     words = 0.0
     cycles = 0.0
     for ly in net.layers:
-        moved = ly.footprint(Operand.W) + _input_words_floor(ly) + ly.footprint(Operand.O)
-        moved = max(moved, _tiling_words_floor(ly, arch)[False, False])
+        moved = ly.footprint(Operand.W) + input_words_floor(ly) + ly.footprint(Operand.O)
+        moved = max(moved, tiling_words_floor(ly, arch)[False, False])
         words += moved
-        cycles += max(_compute_floor(ly, pe_c, pe_k), moved / bw)
+        cycles += max(compute_floor(ly, pe_c, pe_k), moved / bw)
     energy = e_ideal - dram_floor_bytes(net) * e_dram + words * e_dram
     return energy, cycles
 
@@ -239,7 +239,7 @@ def capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
     weights cost ``|W|`` unless the fused tensors make it run in blocks that leave no room
     for resident weights (then ``|W|`` per block), and never fewer than the best tiling
     that fits the scratchpad moves with that status (re-read weights or inputs, partial
-    sums; :func:`_tiling_words_floor`). Latency per layer is at least
+    sums; :func:`tiling_words_floor`). Latency per layer is at least
     ``max(compute floor, those words / DRAM bandwidth)``. Energy and cycles both grow with a
     layer's DRAM words, so the status with the fewest words minimises both; the plan's
     actual status gives each layer at least that many words. Every layer reading the
@@ -260,8 +260,8 @@ def capacity_bound(net: Network, arch: Arch) -> tuple[float, float]:
     energy = cycles = 0.0
     for j, ly in enumerate(net.layers):
         words = _dram_words_floor(net, arch, j)
-        energy += _onchip_floor(ly, arch) + words * arch.levels[-1].energy_pj
-        cycles += max(_compute_floor(ly, pe_c, pe_k), words / bw)
+        energy += onchip_floor(ly, arch) + words * arch.levels[-1].energy_pj
+        cycles += max(compute_floor(ly, pe_c, pe_k), words / bw)
     return energy, cycles
 
 
@@ -292,7 +292,7 @@ def group_capacity_bound(
     words = group_dram_words(net, arch) if words is None else words
     if words is None:
         return energy, cycles
-    onchip = sum(_onchip_floor(ly, arch) for ly in net.layers)
+    onchip = sum(onchip_floor(ly, arch) for ly in net.layers)
     return max(energy, onchip + words * arch.levels[-1].energy_pj), cycles
 
 
@@ -303,13 +303,13 @@ def _dram_words_floor(net: Network, arch: Arch, j: int) -> float:
     The input is fused only through a candidate data edge (the layer then has exactly one
     data producer, whose whole output is the fused tensor); the output only when the layer
     has readers and every out-edge is a candidate. Fused tensors live while the layer runs
-    (the verifier's hand-off buffers), ``X`` words together; :func:`_weight_words_floor`
+    (the verifier's hand-off buffers), ``X`` words together; :func:`weight_words_floor`
     prices the weights under that load. Every status is also charged at least the fewest
     words any tiling of the layer moves with that status beside those buffers
-    (:func:`_tiling_words_floor` with the :class:`FusedLoad`); both are lower bounds of the
+    (:func:`tiling_words_floor` with the :class:`FusedLoad`); both are lower bounds of the
     same count, so their maximum is one."""
     status = _Statuses(net, arch, j)
-    tiled = _tiling_words_floor(net.layers[j], arch, status.load)
+    tiled = tiling_words_floor(net.layers[j], arch, status.load)
     return min(
         max(status.moved(arch, a, b), tiled[bool(a), bool(b)])
         for a in status.x_in
@@ -337,20 +337,20 @@ class _Statuses:
         self.load = FusedLoad(
             self.x_in[-1],
             self.x_out[-1],
-            _common_dims(ly, self.producer),
-            _common_dims(ly, self.readers),
+            common_dims(ly, self.producer),
+            common_dims(ly, self.readers),
         )
 
     def moved(self, arch: Arch, a: float, b: float) -> float:
         """What every mapping moves with fused input ``a`` and fused output ``b`` words,
         whatever its tile: the halo input unless fused, the output unless fused, and the
-        weights as :func:`_weight_words_floor` prices them beside the fused tensors."""
+        weights as :func:`weight_words_floor` prices them beside the fused tensors."""
         ly = self.layer
-        moved = (0.0 if a else _input_words_floor(ly)) + (0.0 if b else self.o)
+        moved = (0.0 if a else input_words_floor(ly)) + (0.0 if b else self.o)
         partners = (self.producer if a else []) + (self.readers if b else [])
-        blocks = _block_totals(ly, partners)
+        blocks = block_totals(ly, partners)
         w = float(ly.footprint(Operand.W))
-        return moved + _weight_words_floor(ly, arch, w, a + b, blocks)
+        return moved + weight_words_floor(ly, arch, w, a + b, blocks)
 
 
 def layer_edp_floor(net: Network, arch: Arch, unfused: bool = False) -> float:

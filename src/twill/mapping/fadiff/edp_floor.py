@@ -6,7 +6,7 @@ channels to fill the array's columns (a RetinaNet 3×3 head on a 16×16 Gemmini:
 slab fills the 128 KB scratchpad, four columns compute, four times the cycles). Bounding
 energy and cycles apart, each at its own best tile, allows both at once. Here every tile
 gives one point ``(energy, cycles)``
-(:meth:`twill.mapping.fadiff.floors._TileRows.energy_and_cycles`), and every mapping with
+(:meth:`twill.mapping.fadiff.floors.TileRows.energy_and_cycles`), and every mapping with
 that tile lies above and to the right of it.
 
 The network's EDP is ``(Σ E_j)·(Σ D_j)``. Over a set of points in the positive quadrant the
@@ -35,7 +35,7 @@ import numpy as np
 from twill.mapping.arch import Arch
 
 if TYPE_CHECKING:
-    from twill.mapping.fadiff.floors import _TileRows
+    from twill.mapping.fadiff.floors import TileRows
 
 __all__ = ["Pricing", "lower_hull", "min_product_of_sums", "min_product_over_lines"]
 
@@ -106,7 +106,7 @@ def min_product_over_lines(lines: Sequence[tuple[float, float, float]]) -> float
 class Pricing:
     """How a charge of the group bound values a layer's rows, one component each: its DRAM
     words (``words``, first), and per weight ``(a, b)`` of ``weights`` its
-    ``a·energy + b·cycles`` (:meth:`twill.mapping.fadiff.floors._TileRows.energy_and_cycles`).
+    ``a·energy + b·cycles`` (:meth:`twill.mapping.fadiff.floors.TileRows.energy_and_cycles`).
     """
 
     weights: tuple[tuple[float, float], ...] = ()
@@ -116,7 +116,7 @@ class Pricing:
     def size(self) -> int:
         return int(self.words) + len(self.weights)
 
-    def least(self, rows: _TileRows, words: np.ndarray, arch: Arch) -> np.ndarray:
+    def least(self, rows: TileRows, words: np.ndarray, arch: Arch) -> np.ndarray:
         """Per component, the least value over the rows moving ``words`` (``inf`` for
         none)."""
         ok = np.isfinite(words)

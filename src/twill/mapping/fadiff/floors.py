@@ -2,7 +2,7 @@
 on-chip energy floors, the fewest DRAM input reads (halo), and the *tiling floor*: the
 fewest DRAM words of a layer over every scratchpad tile and DRAM loop order, per fusion
 status, beside the fused tensors its neighbours leave in the scratchpad
-(:func:`_tiling_words_floor`, :class:`FusedLoad`).
+(:func:`tiling_words_floor`, :class:`FusedLoad`).
 
 Used by :mod:`twill.mapping.fadiff.bounds` (per-layer bounds) and
 :mod:`twill.mapping.fadiff.group_bounds` (the group-consistent bound); the proofs are in
@@ -19,14 +19,25 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.workload import ALL_DIMS, Dim, Layer, Operand
 
-__all__ = ["FusedLoad", "tile_row_chunks"]
+__all__ = [
+    "FusedLoad",
+    "TileRows",
+    "tile_row_chunks",
+    "block_totals",
+    "common_dims",
+    "compute_floor",
+    "input_words_floor",
+    "onchip_floor",
+    "tiling_words_floor",
+    "weight_words_floor",
+]
 
 
 def _maxdiv(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 
-def _compute_floor(ly: Layer, pe_c: int, pe_k: int) -> float:
+def compute_floor(ly: Layer, pe_c: int, pe_k: int) -> float:
     """Divisor-limited compute cycles: MACs over the largest C x K the array can unroll."""
     return float(ly.total_macs) / (_maxdiv(ly.dim(Dim.C), pe_c) * _maxdiv(ly.dim(Dim.K), pe_k))
 
@@ -49,7 +60,7 @@ def _accumulator_floor(ly: Layer, arch: Arch, updates: float | np.ndarray) -> fl
     return np.maximum(updates, 2 * updates - float(ly.footprint(Operand.O)) * copies)
 
 
-def _input_words_floor(ly: Layer) -> float:
+def input_words_floor(ly: Layer) -> float:
     """Fewest DRAM input reads of ``ly`` under any tiling (access model's halo formula).
 
     Per spatial dimension, tiles of ``p_t`` outputs each read ``(p_t - 1)·stride + span``
@@ -66,7 +77,7 @@ def _input_words_floor(ly: Layer) -> float:
     return float(ly.groups * ly.dim(Dim.N) * ly.dim(Dim.C) * width * height)
 
 
-def _onchip_floor(ly: Layer, arch: Arch) -> float:
+def onchip_floor(ly: Layer, arch: Arch) -> float:
     """The ideal bound's energy (pJ) of ``ly`` below DRAM: MACs with their register reads,
     the accumulator floor, scratchpad input reads, and every weight filled into the
     scratchpad and the registers once (:func:`_onchip_energy` with C and K unrolled as far
@@ -100,12 +111,12 @@ def _onchip_energy(
     return energy + reads * (e_reg + e_sp) + w * e_sp
 
 
-def _weight_words_floor(ly: Layer, arch: Arch, w: float, x: float, blocks: list[int]) -> float:
+def weight_words_floor(ly: Layer, arch: Arch, w: float, x: float, blocks: list[int]) -> float:
     """Fewest DRAM weight reads of ``ly`` while fused tensors of ``x`` words are live
     (``inf`` if no block count fits them).
 
     With one block the hand-off buffers hold whole tensors (``x`` ≤ scratchpad). With ``B``
-    blocks (``B`` one of ``blocks``, :func:`_block_totals`) they hold at least ``x / B``;
+    blocks (``B`` one of ``blocks``, :func:`block_totals`) they hold at least ``x / B``;
     weights either stay resident beside them (``w + x/B`` ≤ scratchpad: ``w`` words) or a
     weight-relevant DRAM loop lies inside the block loops and every block re-reads them
     (``w·B`` words)."""
@@ -118,16 +129,16 @@ def _weight_words_floor(ly: Layer, arch: Arch, w: float, x: float, blocks: list[
     return w if w + x / max(fits) <= cap else w * min(fits)
 
 
-def _block_totals(ly: Layer, partners: list[Layer] | None = None) -> list[int]:
+def block_totals(ly: Layer, partners: list[Layer] | None = None) -> list[int]:
     """Every block count ``bp·bq·bn`` a mapping of ``ly`` can have while fused with each of
     ``partners``: the verifier's rule 3 makes a fused boundary's two layers walk equal P, Q
     and N block counts, so each count divides that dimension of every one of them (a valid
     3×3 convolution's 570 output rows and its reader's 568 share only 1 and 2)."""
-    p, q, n = (_divisors(g) for g in _common_dims(ly, partners or []))
+    p, q, n = (_divisors(g) for g in common_dims(ly, partners or []))
     return sorted({a * b * c for a in p for b in q for c in n})
 
 
-def _common_dims(ly: Layer, partners: list[Layer]) -> tuple[int, int, int]:
+def common_dims(ly: Layer, partners: list[Layer]) -> tuple[int, int, int]:
     """Greatest common divisors of P, Q and N over ``ly`` and ``partners``: every block
     count along a dimension divides it."""
     lays = [ly, *partners]
@@ -168,7 +179,7 @@ _TILING_FLOORS: dict[tuple[str, Arch, FusedLoad], dict[tuple[bool, bool], float]
 _TILES_PER_CHUNK = 1 << 17
 
 
-def _tiling_words_floor(
+def tiling_words_floor(
     ly: Layer, arch: Arch, load: FusedLoad = _NO_LOAD
 ) -> dict[tuple[bool, bool], float]:
     """Fewest DRAM words of ``ly`` over every valid mapping, per fusion status ``(input
@@ -237,9 +248,9 @@ def _tiling_floors(ly: Layer, arch: Arch, load: FusedLoad) -> dict[tuple[bool, b
     return out
 
 
-def tile_row_chunks(ly: Layer, arch: Arch) -> list[_TileRows] | None:
-    """Every scratchpad tile of ``ly`` that fits, as :class:`_TileRows` a chunk at a time;
-    ``None`` for an architecture of another shape than :func:`_tiling_words_floor` needs."""
+def tile_row_chunks(ly: Layer, arch: Arch) -> list[TileRows] | None:
+    """Every scratchpad tile of ``ly`` that fits, as :class:`TileRows` a chunk at a time;
+    ``None`` for an architecture of another shape than :func:`tiling_words_floor` needs."""
     sp, top = arch.n_levels - 2, arch.n_levels - 1
     levels = arch.levels
     if (
@@ -265,9 +276,9 @@ def tile_row_chunks(ly: Layer, arch: Arch) -> list[_TileRows] | None:
 
 
 @dataclass(frozen=True)
-class _TileRows:
+class TileRows:
     """DRAM words of every scratchpad tile of a layer that fits, once per DRAM order class
-    (:func:`_tiling_words_floor`): weight reads, input reads, output traffic, whether every
+    (:func:`tiling_words_floor`): weight reads, input reads, output traffic, whether every
     output is drained once (``complete``) and the tile's weight and input words; ``f`` the
     DRAM factors of each tile (one row per tile, the order classes repeat them)."""
 
@@ -333,8 +344,8 @@ class _TileRows:
         return energy, np.maximum(compute, words / (top.bandwidth or np.inf))
 
 
-def _tile_rows(ly: Layer, arch: Arch, e: np.ndarray) -> _TileRows:
-    """:class:`_TileRows` of the scratchpad tiles ``e`` ``(n, 8)``."""
+def _tile_rows(ly: Layer, arch: Arch, e: np.ndarray) -> TileRows:
+    """:class:`TileRows` of the scratchpad tiles ``e`` ``(n, 8)``."""
     sp = arch.n_levels - 2
     levels = arch.levels
     g = e[:, _G]
@@ -398,7 +409,7 @@ def _tile_rows(ly: Layer, arch: Arch, e: np.ndarray) -> _TileRows:
     w_reads = np.concatenate([c[0] for c in cases])
     i_reads = np.concatenate([c[1] for c in cases])
     drains = np.concatenate([c[2] for c in cases])
-    return _TileRows(
+    return TileRows(
         w_reads=w_reads,
         i_reads=i_reads,
         o_traffic=2 * drains - o,
@@ -418,7 +429,7 @@ def _tile_floors(ly: Layer, arch: Arch, e: np.ndarray) -> dict[str, np.ndarray]:
 
     The array unrolls C on its rows and K on its columns below the scratchpad, so at most
     the largest divisors of the tile's C and K extents that fit (:func:`_onchip_energy`,
-    :func:`_compute_floor`). A register holds one weight, reused over the P, Q and N loops
+    :func:`compute_floor`). A register holds one weight, reused over the P, Q and N loops
     inside the first weight-relevant temporal loop; where the tile has one (C or K beyond
     what the array unrolls, R, S or G), those loops lie in the tile, so every weight is read
     from the scratchpad at least ``f_P·f_Q·f_N`` times (``MACs / (e_P·e_Q·e_N)``). The
@@ -480,7 +491,7 @@ def _outputs_overflow_accumulators(arch: Arch, e: np.ndarray) -> np.ndarray:
 
 
 def _blocked_weight_reads(
-    rows: _TileRows,
+    rows: TileRows,
     work: np.ndarray,
     x: float,
     common: np.ndarray,
@@ -490,7 +501,7 @@ def _blocked_weight_reads(
     """Per row: the fewest weight reads the tile allows beside ``x`` words of fused tensors
     (0 when it fits beside the whole tensors or keeps its weights resident; ``|W|·B`` for
     the fewest blocks ``B`` otherwise; ``inf`` when no block count fits, or the row does
-    not run in ``mode``; :func:`_tiling_words_floor`). ``work`` is the tile's own words;
+    not run in ``mode``; :func:`tiling_words_floor`). ``work`` is the tile's own words;
     ``reserve`` words of other layers share the scratchpad when running in blocks."""
     most, weight_loop = rows.block_limits(common)
     whole = x <= rows.cap - work

@@ -74,6 +74,7 @@ from twill.mapping.workload import Dim, Layer
 
 __all__ = [
     "FusionPlan",
+    "fusion_values",
     "PlanReport",
     "fused_level_accesses",
     "energy_and_cycles",
@@ -201,7 +202,7 @@ def _layer_costs(net: Network, arch: Arch, mappings: Sequence[Mapping]) -> list[
     return [layer_cost(ly, arch, m) for ly, m in zip(net.layers, mappings, strict=True)]
 
 
-def _fusion_values(net: Network, fused: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fusion_values(net: Network, fused: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``s_in``, ``s_out``, ``s_buf`` per layer (module docstring) for the fused edge set."""
     from twill.mapping.fadiff.networks import EPILOGUE_KINDS
 
@@ -254,7 +255,7 @@ def evaluate_plan(net: Network, arch: Arch, plan: FusionPlan, *, verify: bool = 
     """
     costs = _layer_costs(net, arch, plan.mappings)
     acc, used, compute, o_dram, i_dram, i_fill = _stack_costs(costs)
-    s_in, s_out, s_buf = _fusion_values(net, plan.fused)
+    s_in, s_out, s_buf = fusion_values(net, plan.fused)
     top = acc.shape[1] - 1
     acc2 = fused_level_accesses(
         acc, o_dram, i_dram, i_fill, s_in, s_out, sp=top - 1, top=top, s_buf=s_buf

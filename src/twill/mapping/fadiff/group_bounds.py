@@ -5,7 +5,7 @@ with the edges of the plan and the groups they form chosen jointly.
 own, so one layer may count its output as fused while its reader does not, and each layer
 counts only its own weights beside its buffers. Here the fused edge set is one choice for
 the whole network, and per layer the bound charges the least DRAM words its tiles allow
-(:class:`~twill.mapping.fadiff.floors._TileRows`) with:
+(:class:`~twill.mapping.fadiff.floors.TileRows`) with:
 
 * its statuses read from the chosen edges: input fused when a data edge into it is fused,
   output fused when every out-edge is, a hand-off buffer when any is (fusion rule 2: complete
@@ -50,7 +50,7 @@ import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.fadiff.edp_floor import Pricing, min_product_over_lines
-from twill.mapping.fadiff.floors import _input_words_floor, tile_row_chunks
+from twill.mapping.fadiff.floors import input_words_floor, tile_row_chunks
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Dim, Operand
 
@@ -164,7 +164,7 @@ class _LayerCharge:
         self.chunks = chunks
         self.w = float(ly.footprint(Operand.W))
         self.o = float(ly.footprint(Operand.O))
-        self.halo_in = _input_words_floor(ly)
+        self.halo_in = input_words_floor(ly)
         self._memo: dict[tuple, np.ndarray] = {}
         self.step = float(arch.levels[-2].entries or 1) / _RESIDENT_STEPS
         self._scope = self.scope()

@@ -375,11 +375,11 @@ def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
     the group scratchpad rule (which grows with those tiles only) keeps holding. The result
     is verified and kept only if the network EDP drops.
     """
-    from twill.mapping.fadiff.fusion import _fusion_values, fusion_groups, verify_plan
+    from twill.mapping.fadiff.fusion import fusion_groups, fusion_values, verify_plan
     from twill.mapping.fadiff.polish import polish_mapping
 
     rep = evaluate_plan(net, arch, plan)
-    s_in, s_out, s_buf = _fusion_values(net, plan.fused)
+    s_in, s_out, s_buf = fusion_values(net, plan.fused)
     sp = arch.n_levels - 2
     producers = {net.edges[i].src for i in plan.fused}
     maps = list(plan.mappings)
