@@ -146,13 +146,13 @@ def _epochs(
     limit (checked before every epoch) and reports every epoch to ``options.on_progress``."""
     import torch
 
-    from twill.sched.gaus.alm import _Adam
+    from twill.sched.gaus.alm import Adam
 
     old_threads = torch.get_num_threads()
     torch.set_num_threads(options.threads)
     lr, batch = settings.lr, settings.batch
     logits = _initial_logits(g, D, batch)
-    adam = _Adam([logits], lr=lr)
+    adam = Adam([logits], lr=lr)
     sampler = _Sampler.build(g, D, alap, gens, batch, settings.tau, options.seed)
     best_t, best_obj = None, None
     it = 0

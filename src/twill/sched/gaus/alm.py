@@ -42,7 +42,7 @@ import numpy as np
 from twill.progress import ProgressEvent
 from twill.validation import check_int, check_real, check_time_limit
 
-__all__ = ["GauSSettings", "ALMOutcome", "optimise"]
+__all__ = ["GauSSettings", "ALMOutcome", "optimise", "Adam"]
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ class ALMOutcome:
     message: str
 
 
-class _Adam:
+class Adam:
     """Adam (Kingma & Ba 2015) on a few tensors; ``torch.optim`` is avoided because importing
     it loads ``torch._dynamo`` (seconds of start-up on a small machine)."""
 
@@ -437,7 +437,7 @@ class _ALMRun:
                 torch.expm1(torch.clamp(self.sigma - settings.sigma_final, min=1e-3))
             )
             params.append(self.rho_param)
-        self.opt = _Adam(params, lr=settings.lr)
+        self.opt = Adam(params, lr=settings.lr)
         self._init_multipliers()
         self.best_t, self.best_obj = legalise(mu0)
         self.obj_hist: list[tuple[float, float]] = []
