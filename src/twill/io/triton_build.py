@@ -135,17 +135,63 @@ def _post(pm: Any, opt: Any, cap: int) -> None:
     passes.common.add_canonicalizer(pm)
 
 
+@contextmanager
+def _captured_stderr() -> Iterator[list[str]]:
+    """Within the block, what MLIR prints on file descriptor 2 (its diagnostics and the
+    failing pipeline's reproducer) goes to a temporary file; its text is appended to the
+    yielded list afterwards."""
+    import sys
+
+    out: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read().decode("utf-8", "replace"))
+
+
+def mlir_error(log: str) -> str:
+    """The first ``error:`` diagnostic of an MLIR log (its location by file name only) and the
+    pass that failed, in one line; ``""`` when there is none."""
+    first = next(
+        (ln for ln in log.splitlines() if ": error: " in ln and "Failures have been" not in ln),
+        "",
+    )
+    where, _, msg = first.partition(": error: ")
+    parts = [f"{where.rsplit('/', 1)[-1]}: {msg.strip()}" if msg else ""]
+    failed = re.search(r"Pipeline failed while executing \[([^\]]*)\]", log)
+    names = re.findall(r"`(\w+)`", failed.group(1)) if failed else []
+    if names:  # the pass manager's nesting: the innermost pass is the one that failed
+        parts.append(f"(in pass {names[-1]}{f', within {names[0]}' if len(names) > 1 else ''})")
+    return " ".join(p for p in parts if p)
+
+
 def _run(
     mod: Any, ctx: Any, part: Callable[[Any, Any, int], None], opt: Any, cap: int, what: str
 ) -> None:
+    import sys
+
     from triton._C.libtriton import ir
 
     pm = ir.pass_manager(ctx)
     part(pm, opt, cap)
-    try:
-        pm.run(mod, what)
-    except RuntimeError as exc:
-        raise InvalidProblemError(f"Triton's {what} passes failed: {exc}") from None
+    failed = None
+    with _captured_stderr() as log:
+        try:
+            pm.run(mod, what)
+        except RuntimeError as exc:
+            failed = exc
+    if failed is not None:
+        why = mlir_error(log[0]) or str(failed)
+        raise InvalidProblemError(f"Triton's {what} passes failed: {why}") from None
+    if log[0].strip():  # a pass's warnings on success: passed on
+        sys.stderr.write(log[0])
 
 
 def _parse(text: str, context: Any) -> Any:

@@ -22,7 +22,12 @@ Search: ``I`` from a lower bound upward (the smallest ``I`` from the graph's MII
 dependences, the order rows and the stage windows, as difference constraints, have no
 positive cycle: resources and warps aside, which is cheap). An ``I`` at which the pins,
 dependences and cyclic unit capacity alone are infeasible (a small CP-SAT model of Phase 1's
-modulo problem with the pins) is refuted without Phase 2; at each other ``I`` the
+modulo problem with the pins) is refuted without Phase 2. At each other ``I`` a schedule is first
+built without a solver (ops placed in the order of their least start on a modulo reservation
+table, within their stage windows, after their producers and their chain's previous op); when
+the independent verifier accepts it, the pins are feasible at that ``I`` and Phase 2 only
+looks for a shorter length (the time limit then leaves ``I`` proven and ``L`` unproven, never
+``unknown``). Phase 2 decides the
 length windows of equal copy count in increasing ``L`` up to the longest length the stages
 allow, each decided like :mod:`.phase2_window` (the top length first: unsat there refutes the
 window; then a descending search). The first satisfiable window gives ``L``. The answer is
@@ -95,7 +100,8 @@ class PinnedResult:
     pinned problem's ``I``).
     ``optimal``: ``I`` is proven the smallest and ``L`` the smallest at that ``I``.
     ``points``: ``(I, L, answer)`` of every solver call (``L = 0``, ``modulo_unsat``: the I
-    refuted by the modulo check alone).
+    refuted by the modulo check alone; ``sat_constructed``: the schedule built without a
+    solver, verified).
     """
 
     status: str
@@ -147,8 +153,22 @@ def _difference_feasible(graph: DependenceGraph, pins: Pins, ii: int) -> bool:
     """No positive cycle among the difference constraints the pins and dependences give at
     ``ii``: ``M(v) - M(u) >= delay - distance I`` per edge, the order rows, and each staged
     op's start within its stage's window up to the common shift (node ``None``)."""
+    return _earliest(graph, pins, ii) is not None
+
+
+def _edge_need(graph: DependenceGraph, pins: Pins, e: Any) -> int:  # noqa: ANN401 (an Edge)
+    """An edge's delay, plus its producer's spill cost when the pinned slots differ."""
+    slots = pins.slots or {}
+    a, b = slots.get(e.src), slots.get(e.dst)
+    differ = a is not None and b is not None and a != b
+    return e.delay + (graph.instruction(e.src).spill_cost if differ else 0)
+
+
+def _earliest(graph: DependenceGraph, pins: Pins, ii: int) -> dict[str | None, int] | None:
+    """Least start times (longest paths from 0; ``None``: the common shift) meeting the
+    difference constraints of :func:`_difference_feasible`; ``None`` on a positive cycle."""
     st = pins.stages
-    arcs = [(e.src, e.dst, e.delay - e.distance * ii) for e in graph.edges]
+    arcs = [(e.src, e.dst, _edge_need(graph, pins, e) - e.distance * ii) for e in graph.edges]
     arcs += [
         (u, v, (st[v] - st[u]) * ii)
         for c in pins.order
@@ -165,8 +185,73 @@ def _difference_feasible(graph: DependenceGraph, pins: Pins, ii: int) -> bool:
             if dist[u] + w > dist[v]:
                 dist[v], changed = dist[u] + w, True
         if not changed:
-            return True
-    return False
+            return dist
+    return None
+
+
+def _place(graph: DependenceGraph, pins: Pins, ii: int) -> dict[str, int] | None:
+    """Start times meeting the pins at ``ii`` placed one op at a time, in the order of their
+    least start, each at the first cycle from its bound (placed producers, the previous op of
+    its chain) where its reservation fits a modulo reservation table and its stage window
+    holds; ``None`` when some op finds no cycle or a loop-carried edge is broken."""
+    dist = _earliest(graph, pins, ii)
+    if dist is None:
+        return None
+    shift, st = dist[None], pins.stages
+    before = {b: a for c in pins.order for a, b in zip(c, c[1:], strict=False)
+              if a in st and b in st}  # fmt: skip
+    caps = {fu: c for fu, c in graph.machine.functional_units.items() if c >= 0}
+    table: dict[tuple[str, int], int] = {}
+    t: dict[str, int] = {}
+    horizon = shift + (max(st.values(), default=0) + 2) * ii
+    for v in sorted(graph.names, key=lambda n: dist[n]):
+        ins = graph.instruction(v)
+        low = max([dist[v]] + [t[e.src] + _edge_need(graph, pins, e) - e.distance * ii
+                               for e in graph.edges if e.dst == v and e.src in t])  # fmt: skip
+        if v in before and before[v] in t:
+            low = max(low, t[before[v]] + (st[v] - st[before[v]]) * ii)
+        high = shift + (st[v] + 1) * ii - 1 if v in st else horizon
+        use = [(fu, k, n) for fu, row in ins.reservation.items() if fu in caps
+               for k, n in enumerate(row) if n]  # fmt: skip
+
+        def free(c: int, use: list = use) -> bool:
+            return all(table.get((fu, (c + k) % ii), 0) + n <= caps[fu] for fu, k, n in use)
+
+        at = next((c for c in range(low, high + 1) if free(c)), None)
+        if at is None:
+            return None
+        t[v] = at
+        for fu, k, n in use:
+            table[fu, (at + k) % ii] = table.get((fu, (at + k) % ii), 0) + n
+    ok = all(t[e.dst] - t[e.src] >= _edge_need(graph, pins, e) - e.distance * ii
+             for e in graph.edges)  # fmt: skip
+    return t if ok else None
+
+
+def _constructed(
+    graph: DependenceGraph, pins: Pins, ii: int, rules: WarpRules
+) -> tuple[int, dict[str, int], dict[str, tuple[int, ...]]] | None:
+    """A schedule of the pins at ``ii`` found without a solver (:func:`_place`, the
+    variable-latency ops on their slot), as ``(L, schedule, assignment)``, when the independent
+    verifier accepts it; else ``None``. It proves the pinned problem feasible at ``ii``
+    (cheaply: Phase 2 then only has to look for a shorter ``L``)."""
+    from twill.sched.verify_warps import verify_warp_schedule
+
+    if pins.slots is None:
+        return None
+    assign = {i.name: (0,) for i in graph.instructions if i.variable_latency}
+    assign.update(pins.slots)
+    if set(assign) != set(graph.names):
+        return None
+    t = _place(graph, pins, ii)
+    if t is None:
+        return None
+    low = min(t.values())
+    t = {v: s - low for v, s in t.items()}
+    length = max(s + max(graph.instruction(v).cycles, 1) for v, s in t.items())
+    if verify_warp_schedule(graph, t, assign, ii, length, rules=rules):
+        return None
+    return length, t, assign
 
 
 def _unit_intervals(model: Any, graph: DependenceGraph, offset: Mapping[str, Any], ii: int) -> bool:
@@ -337,6 +422,10 @@ def _decide_I(
         return "unsat", None, True
     verdict = "unsat"
     lo, hi = _length_range(graph, pins, ii)
+    built = _constructed(graph, pins, ii, rules)
+    if built is not None:  # feasible at ii: Phase 2 only looks for a shorter length
+        points.append((ii, built[0], "sat_constructed"))
+        hi = min(hi, built[0] - 1)
     length = lo
     while length <= hi:
         n, _ = program_shape(ii, length)
@@ -348,8 +437,12 @@ def _decide_I(
         if answer != "unsat":
             verdict = "unknown"
         if deadline is not None and time.perf_counter() > deadline:
-            return "unknown", None, False
+            break
         length = top + 1
+    if built is not None:  # no shorter length found: the constructed one, proven if refuted
+        return "sat", built, verdict == "unsat" and length > hi
+    if deadline is not None and time.perf_counter() > deadline:
+        return "unknown", None, False
     return verdict, None, True
 
 
