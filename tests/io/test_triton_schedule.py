@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,10 @@ def test_pinned_stages_hold_and_length_is_the_span() -> None:
     assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
     # the MMA two stages after its loads: the iteration spans more than two I, less than three
     assert 2 * r.I < r.L < 3 * r.I
+    # I = 8 was shown feasible by a schedule built without a solver (verified); Phase 2 then
+    # only searched below its length
+    built = [p for p in r.points if p[2] == "sat_constructed"]
+    assert built == [(8, built[0][1], "sat_constructed")] and built[0][1] > r.L
     free = solve_pinned(g, Pins({}, (), None))
     assert free.I == 8 and free.L < r.L  # Twill's own optimum: same I, shorter L
 
@@ -59,58 +64,90 @@ VARIANTS = {
     "fa_fwd_plain": ("fa_fwd", {"SUBTILES": 1}),
     "fa_bwd": ("fa_bwd", {}),
 }
+SCHEDULES = Path(__file__).resolve().parents[1] / "data" / "triton_schedules"
+#: How Triton 3.9 takes Twill's partitions on sm_100a: applied, or the pass that rejects them
+#: (the summary must name it); a Phase-1-only schedule has no warp assignment to apply.
+B200_PARTITIONS = {
+    "gemm": "applied",
+    "fa_fwd": "'tt.reduce' op partition ids",
+    "fa_fwd_plain": "no warp assignment",
+    "fa_bwd": "NVWSInsertAref",
+}
+
+
+def _schedule(name: str, arch: str) -> dict:
+    """Twill's schedule of the shipped kernel, checked in (``generate.py`` beside it says
+    how it was solved)."""
+    return json.loads((SCHEDULES / f"{name}.{arch}.json").read_text())
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_checked_in_schedules_are_twills(name: str, arch: str) -> None:
+    """The checked-in schedules pass the verifier on the shipped kernels' graphs as extracted
+    now (else regenerate them: tests/data/triton_schedules/generate.py)."""
+    from twill.sched.verify import verify_modulo_schedule
+
+    graph_name = "fa_fwd_plain" if name == "fa_fwd_plain" else VARIANTS[name][0]
+    g = import_triton(SHIPPED_DIR / f"{graph_name}.{arch}.ttgir", arch)
+    s = _schedule(name, arch)
+    assert set(s["schedule"]) == set(g.names)
+    if s["assignment"]:
+        assert verify_warp_schedule(g, s["schedule"], s["assignment"], s["I"], s["L"]) == []
+    else:
+        assert s["how"].startswith("Phase 1 only")
+        assert verify_modulo_schedule(g, s["schedule"], s["I"]) == []
 
 
 @cache
 def _compiled(name: str, arch: str):  # noqa: ANN202
-    """Compile one shipped kernel with a Twill schedule (cached for the session): the full
-    search where it takes seconds; for the backward kernel, whose joint search takes half a
-    minute, Phase 1's proven modulo schedule (its stages are Twill's all the same)."""
+    """Compile one shipped kernel with Twill's checked-in schedule (cached for the session;
+    the solve itself is ``twill compile``'s, tested on the GEMM below)."""
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import compile_twill, twill_graph
-    from twill.sched.exact.search import search_min_ii
-    from twill.twill_solver import twill_solve
 
     kernel, consts = VARIANTS[name]
     ks = kernel_spec(f"{KERNELS}:{kernel}", arch, constexprs=consts)
+    s = _schedule(name, arch)
+    slots = {v: tuple(w) if isinstance(w, list) else w for v, w in s["assignment"].items()}
     with private_cache():
         lp, ttgir = twill_graph(ks)
-        g = lp.graph
-        if name == "fa_bwd":
-            p1 = search_min_ii(g, backend="cpsat", time_limit=60)
-            sched, assign, ii = p1.schedule, {}, p1.I
-            length = max(
-                s + max(i.cycles, 1) for i, s in ((g.instruction(v), s) for v, s in sched.items())
-            )
-        else:
-            r = twill_solve(g, backend="cpsat", total_time_limit=120, phase2_time_limit=60)
-            ws = r.warp_schedule
-            sched, assign, ii, length = ws.schedule, ws.assignment, r.I, r.L
-        return compile_twill(ks, sched, assign, ii, length, lp, ttgir)
+        return compile_twill(ks, s["schedule"], slots, s["I"], s["L"], lp, ttgir)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("name", ["gemm"])  # every shipped kernel: benchmarks/twill_vs_triton.py
-def test_twill_stages_survive_the_pipeliner(name: str, arch: str) -> None:
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_twill_schedule_survives_the_pipeliner(name: str, arch: str) -> None:
+    """After Triton's pipeliner, each op's stage (its copies in the prologue) and each op's
+    ``ttg.warp_specialize`` region are Twill's, or the summary names the decision Triton did
+    not take: the stage it moved (both stages), the partitions it did not apply (why)."""
     pytest.importorskip("triton")
+    from twill.io.triton_schedule import twill_stages
+
     s = _compiled(name, arch)
     d = s.data
-    assert d["changed"]["not_expressed"] == []
-    changed = set(d["changed"]["stages"])
-    assert set(d["kept"]["stages"]) | changed == set(d["stages"])  # every op accounted for
-    if arch == "sm_90a":  # Hopper's pipeliner keeps Twill's stages: the prologue is Twill's
-        assert d["prologue_depth"] == d["max_stage"] and not changed
-    else:  # Blackwell's may move ops (asynchronous MMAs, partitions); each move is named
-        assert all(c["triton"] is not None for c in d["changed"]["stages"].values())
+    written = {v: st for v, (st, _) in twill_stages(_schedule(name, arch)["schedule"],
+                                                     d["I"]).items()}  # fmt: skip
+    assert d["stages"] == written and d["changed"]["not_expressed"] == []
+    changed = d["changed"]["stages"]
+    assert set(d["kept"]["stages"]) | set(changed) == set(written)  # every op accounted for
+    assert all(c["twill"] == written[v] and c["triton"] is not None for v, c in changed.items())
     assert len(s.build.cubin) > 1000 and ".entry" in s.build.ptx
     parts = d["partitions"]
-    if arch == "sm_90a":  # Hopper's warp specialisation runs before the schedule is written
-        assert not parts["applied"] and parts["why"]
-    else:  # Blackwell's warp_specialize pass takes the grouping: loads apart from the MMA
-        assert parts["applied"] and d["kept"]["partitions"] == sorted(parts["twill"])
-        region = parts["regions"]
-        assert region["TMA_a_blk"] == region["TMA_b_blk"] != region["TC_acc"]
+    if arch == "sm_90a":  # Hopper keeps every stage: the prologue is Twill's, to the op
+        assert not changed and d["prologue_depth"] == d["max_stage"]
+        assert not parts["applied"] and "hopper_warpspec" in parts["why"]
+        assert d["changed"]["partitions"] == sorted(parts["twill"])
+        return
+    expected = B200_PARTITIONS[name]
+    if expected != "applied":
+        assert not parts["applied"] and expected in parts["why"]
+        return
+    # Blackwell's warp_specialize takes the grouping: the loads apart from the MMA
+    assert parts["applied"] and d["kept"]["partitions"] == sorted(parts["twill"])
+    region = parts["regions"]
+    assert region["TMA_a_blk"] == region["TMA_b_blk"] != region["TC_acc"]
 
 
 def test_compile_cli_writes_the_summary(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
