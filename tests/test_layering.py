@@ -9,6 +9,9 @@ Rules, each a test below:
 * ``twill.sched`` and ``twill.mapping`` never import each other, nor ``twill.io``,
   ``twill.cli``, ``twill.visualization`` or ``twill.codegen``;
 * nothing imports ``twill.cli`` (``twill.__main__`` aside);
+* the front doors (``twill``, ``twill.kernels``, ``twill.twill_solver``, ``twill.gaus_solver``)
+  import no outer layer when they are imported: an outer import sits in the function that
+  needs it (``twill_solve(verbose=True)`` prints through ``twill.visualization``);
 * the shared vocabulary (``errors``, ``results``, ``options``, ``progress``, ``validation``)
   imports nothing of twill but itself when it runs (``results`` names ``DependenceGraph`` in
   its annotations only).
@@ -26,6 +29,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 _OUTER = ("twill.io", "twill.cli", "twill.visualization", "twill.codegen")
+FRONT_DOORS = ("twill", "twill.kernels", "twill.twill_solver", "twill.gaus_solver")
 SHARED = ("twill.errors", "twill.results", "twill.options", "twill.progress", "twill.validation")
 
 
@@ -245,3 +249,14 @@ def test_shared_vocabulary_imports_only_itself() -> None:
     graph = import_graph(runtime=True)
     bad = [f"{m} -> {d}" for m in SHARED for d in sorted(graph[m]) if d not in SHARED]
     assert not bad, "the shared vocabulary imports only itself:\n" + "\n".join(bad)
+
+
+def test_front_doors_import_no_outer_layer_at_module_level() -> None:
+    graph = import_graph(module_level=True)
+    bad = [
+        f"{door} -> {dst}"
+        for door in FRONT_DOORS
+        for dst in sorted(graph[door])
+        if any(_within(dst, o) for o in _OUTER)
+    ]
+    assert not bad, "front doors import an outer layer at module level:\n" + "\n".join(bad)

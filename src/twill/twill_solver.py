@@ -46,7 +46,6 @@ from twill.sched.problems import (
     WarpSpecProblem,
     has_warp_model,
 )
-from twill.visualization.text import format_mrt, format_result
 
 __all__ = [
     "PROBLEM_MODULO",
@@ -54,8 +53,6 @@ __all__ = [
     "TwillResult",
     "twill_solve",
     "has_warp_model",
-    "format_result",
-    "format_mrt",
 ]
 
 
@@ -189,6 +186,19 @@ def twill_solve(
     options = SolverOptions(time_limit=total_time_limit, threads=threads,
                             on_progress=on_progress, twill=settings)  # fmt: skip
     result = pipeline.run(WarpSpecProblem(graph, max_II=max_I), options)
-    if verbose:
-        print(format_result(result, graph))  # the front door shows; the solvers only log
+    if verbose:  # the front door shows; the solvers only log
+        from twill.visualization.text import format_result
+
+        print(format_result(result, graph))
     return result
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 (one of the two formatters)
+    """``format_result`` and ``format_mrt`` stay importable from here, loaded from
+    :mod:`twill.visualization.text` on first use: the front door does not import the outer
+    layer when it is imported."""
+    if name in ("format_result", "format_mrt"):
+        from twill.visualization import text
+
+        return getattr(text, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
