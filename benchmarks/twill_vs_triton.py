@@ -21,7 +21,7 @@ or cannot compile it) gets a row with ``error``:
 * ``seconds``: the whole row.
 
     .venv/bin/python benchmarks/twill_vs_triton.py [--kernels gemm ...] [--arches sm_90a ...]
-        [--price-limit S] [--json]
+        [--price-limit S] [--twill-limit S] [--json]
 
 Needs the ``triton`` extra; no GPU.
 """
@@ -71,7 +71,7 @@ def _resources(build: Any, prefix: str = "") -> dict[str, Any]:
     }
 
 
-def run(name: str, arch: str, price_limit: float) -> dict[str, Any]:
+def run(name: str, arch: str, price_limit: float, twill_limit: float = 600.0) -> dict[str, Any]:
     from twill.errors import TwillError
     from twill.triton import kernel_spec
 
@@ -79,20 +79,21 @@ def run(name: str, arch: str, price_limit: float) -> dict[str, Any]:
     spec, consts = _spec(name)
     row: dict[str, Any] = {"kernel": name, "arch": arch, "compiled": False}
     try:
-        _fill(row, kernel_spec(spec, arch, constexprs=consts), price_limit)
+        _fill(row, kernel_spec(spec, arch, constexprs=consts), price_limit, twill_limit)
     except TwillError as exc:  # a corpus kernel Triton does not pipeline, or cannot compile
         row["error"] = str(exc).splitlines()[0][:300]
     row["seconds"] = round(time.perf_counter() - t0, 1)
     return row
 
 
-def _fill(row: dict[str, Any], ks: Any, price_limit: float) -> None:
+def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) -> None:
+    from twill.errors import TwillError
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import compile_twill, price_triton, solve_for_compile, twill_graph
 
     with private_cache():
         lp, ttgir = twill_graph(ks)
-        r = solve_for_compile(lp.graph, 600.0)
+        r = solve_for_compile(lp.graph, twill_limit, time.monotonic() + twill_limit)
         row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal)
         peer = price_triton(ks, lp, ttgir, total_time_limit=price_limit)
         p = peer.pinned
@@ -102,14 +103,18 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float) -> None:
             triton_status=p.status,
             triton_I_lower=p.I or p.lower_I,
             triton_max_stage=peer.max_stage,
+            triton_pipelined=peer.to_dict()["pipelined"],
             unmatched=peer.match.twill_only,
         )
         row["predicted_speedup"] = round(p.I / r.I, 3) if p.I and r.I else None
         row.update(_resources(peer.build, "triton_"))
-        if r.I is None:
-            row.update(compiled=False, kept=[], changed={})
-        else:
-            s = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, lp, ttgir)
+        row.update(compiled=False, kept=[], changed={})
+        if r.I is not None:
+            try:
+                s = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, lp, ttgir)
+            except TwillError as exc:  # the loop carries no schedule to overwrite
+                row["compile_error"] = str(exc).splitlines()[0][:300]
+                return
             d = s.data
             row.update(
                 compiled=d["runnable"],
@@ -139,12 +144,18 @@ def main() -> None:
         default=120.0,
         help="seconds for pricing Triton's schedule per kernel (default 120)",
     )
+    ap.add_argument(
+        "--twill-limit",
+        type=float,
+        default=600.0,
+        help="seconds for Twill's search per kernel (default 600)",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     rows = []
     for k in args.kernels:
         for a in args.arches:
-            rows.append(run(k, a, args.price_limit))
+            rows.append(run(k, a, args.price_limit, args.twill_limit))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
     if args.json:
         print(json.dumps(rows, indent=1))

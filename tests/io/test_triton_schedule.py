@@ -255,3 +255,27 @@ def test_context_manager_compiles_with_twill_schedule() -> None:
         )
     assert log == [log[0]] and log[0]["applied"] and log[0]["I"] == 8
     assert "ttg.warp_specialize" not in k.asm["ttgir"] and len(k.asm["cubin"]) > 1000
+
+
+@pytest.mark.slow
+def test_unpipelined_loop_priced_as_written_and_not_compiled(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Triton 3.9 leaves the layer norm's loops unscheduled (no latencies: pointer loads
+    feeding reductions): its schedule is priced as it runs (one stage, program order), and
+    ``twill compile`` says why Twill's cannot be written (exit 2, nothing written)."""
+    pytest.importorskip("triton")
+    from twill.io.triton_build import private_cache
+    from twill.io.triton_peer import NOT_PIPELINED, price_triton
+
+    corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "layer_norm.py"
+    ks = kernel_spec(f"{corpus}:layer_norm", "sm_90a")
+    with private_cache():
+        d = price_triton(ks, total_time_limit=60).to_dict()
+    assert not d["pipelined"] and d["max_stage"] is None and NOT_PIPELINED in d["notes"]
+    assert d["stages"] and set(d["stages"].values()) == {0}
+    assert d["status"] == "feasible" and d["I"] >= 1
+    out = tmp_path / "out"
+    assert main(["compile", f"{corpus}:layer_norm", "--arch", "sm_90a", "-o", str(out)]) == 2
+    assert "no schedule after Triton's schedule_loops" in capsys.readouterr().err
+    assert not out.exists()

@@ -63,6 +63,11 @@ PARTITION_NOTE = {
     "partitioner; it takes no per-op partition, so the loop runs on all num_warps warps",
     "sm_100a": "not applied: Twill's answer has no warp assignment",
 }
+#: How a loop Triton does not software-pipeline is priced.
+NOT_PIPELINED = (
+    "Triton does not pipeline this loop (schedule_loops leaves it without a schedule): priced "
+    "as it runs, every op in stage 0, in program order, on all num_warps warps"
+)
 SUMMARY_KEYS = (
     "kernel",
     "arch",
@@ -207,6 +212,7 @@ class TritonPeer:
             "arch": self.arch,
             "num_stages": self.num_stages,
             "max_stage": self.max_stage,
+            "pipelined": NOT_PIPELINED not in self.notes,
             "stages": self.stages,
             "clusters": self.clusters,
             "partitions": self.partitions or None,
@@ -237,9 +243,15 @@ def price_triton(
         extracted, ttgir = twill_graph(ks)
     graph = extracted.graph
     b = _build(ks)
-    loop = scheduled_loop(b.texts["triton"], extracted.line)
+    loop = scheduled_loop(b.texts["triton"], extracted.line, unscheduled=True)
+    pipelined = loop.max_stage is not None or any(op.stage is not None for op in loop.ops)
+    if not pipelined:  # Triton runs the loop as written: one stage, program order
+        for op in loop.ops:
+            op.stage, op.cluster = 0, 0
     match = match_graph(graph_ops(extracted, ttgir), loop)
     pins, notes = triton_pins(graph, match, ks.num_warps)
+    if not pipelined:
+        notes.insert(0, NOT_PIPELINED)
     if match.twill_only:
         notes.append(f"not in Triton's loop (left free): {', '.join(match.twill_only)}")
     parts = any(op.partition for op in match.pairs.values())
@@ -413,12 +425,17 @@ def compile_twill(
     return CompileSummary(data, b)
 
 
-def solve_for_compile(graph: DependenceGraph, time_limit: float) -> Any:
+def solve_for_compile(
+    graph: DependenceGraph, time_limit: float, deadline: float | None = None
+) -> Any:
     """Twill's joint search (Algorithm 1, CP-SAT Phase 1) for a kernel about to be compiled:
-    ``time_limit`` seconds per Phase-1 solve and at most a minute per Phase-2 call."""
+    ``time_limit`` seconds per Phase-1 solve, at most a minute per Phase-2 call, and the whole
+    search by ``deadline`` (a ``time.monotonic()`` value) when given."""
     from twill.sched.exact.algorithm1 import algorithm1
 
-    return algorithm1(graph, backend="cpsat", phase1_time_limit=time_limit, time_limit=60.0)
+    return algorithm1(
+        graph, backend="cpsat", phase1_time_limit=time_limit, time_limit=60.0, deadline=deadline
+    )
 
 
 def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:

@@ -180,9 +180,12 @@ def _finish(op: LoopOp, line: str, k: int, table: Mapping[str, str]) -> None:
         op.partition = tuple(int(x) for x in (pa.group(1) or "").replace(" ", "").split(",") if x)
 
 
-def scheduled_loop(text: str, line: int | None = None) -> ScheduledLoop:
+def scheduled_loop(
+    text: str, line: int | None = None, *, unscheduled: bool = False
+) -> ScheduledLoop:
     """The loop that carries Triton's schedule (``loop.stage`` attributes) in ``text``: the
-    one at kernel source ``line`` when given, else the only one.
+    one at kernel source ``line`` when given, else the only one. With ``unscheduled``, a loop
+    at ``line`` that Triton left unscheduled is returned too (no stages, ``max_stage`` None).
 
     Raises
     ------
@@ -191,7 +194,7 @@ def scheduled_loop(text: str, line: int | None = None) -> ScheduledLoop:
     """
     lines = text.splitlines()
     table = _loc_table(text)
-    loops = []
+    loops, plain = [], []
     for k, text_line in enumerate(lines):
         if re.search(r"\bscf\.for\b", text_line) and text_line.rstrip().endswith("{"):
             ops, end = _loop_ops(lines, k, table)
@@ -200,6 +203,16 @@ def scheduled_loop(text: str, line: int | None = None) -> ScheduledLoop:
             here = line is None or (bool(at) and at[0].split(":")[1] == str(line))
             if here and (m or any(op.stage is not None for op in ops)):
                 loops.append(ScheduledLoop(ops, k, end, int(m.group(1)) if m else None))
+            elif here and line is not None:
+                plain.append(ScheduledLoop(ops, k, end, None))
+    if not loops and unscheduled and len(plain) == 1:
+        return plain[0]
+    if not loops and plain:
+        raise InvalidProblemError(
+            f"the loop at line {line} has no schedule after Triton's schedule_loops (Triton "
+            "3.9 schedules a loop only where it assigns latencies: TMA loads, MMAs, loads it "
+            "can make asynchronous), so its pipeliner takes no stages there"
+        )
     if len(loops) != 1:
         raise InvalidProblemError(
             "expected one loop scheduled by Triton's pipeliner"
