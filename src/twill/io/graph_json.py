@@ -160,71 +160,88 @@ def validate_graph_dict(data: object) -> list[str]:
         c.string("name", data["name"])
     if "arch" in data and data["arch"] not in _ARCHES:
         c.add("arch", " or ".join(repr(a) for a in _ARCHES), data["arch"])
-    machine = data.get("machine")
-    if "machine" in data and c.mapping("machine", machine):
-        c.keys("machine", machine, _MACHINE_KEYS, {"functional_units"})
-        if "functional_units" in machine:
-            c.int_map("machine.functional_units", machine["functional_units"], -1)
-        if "memories" in machine:
-            c.int_map("machine.memories", machine["memories"], 0)
-        if machine.get("registers_per_warp") is not None:
-            c.integer("machine.registers_per_warp", machine["registers_per_warp"])
-        if "warps" in machine:
-            c.integer("machine.warps", machine["warps"], 1)
-        for key in ("name", "note"):
-            if key in machine:
-                c.string(f"machine.{key}", machine[key])
+    if "machine" in data:
+        _check_machine(c, data["machine"])
     instructions = data.get("instructions")
     if "instructions" in data:
         if not isinstance(instructions, list):
             c.add("instructions", "a list", instructions)
         else:
             for n, ins in enumerate(instructions):
-                path = f"instructions[{n}]"
-                if not c.mapping(path, ins):
-                    continue
-                c.keys(path, ins, _INSTRUCTION_KEYS, {"name", "cycles"})
-                if "name" in ins:
-                    c.string(f"{path}.name", ins["name"])
-                for key in ("cycles", "regs", "spill_cost"):
-                    if key in ins:
-                        c.integer(f"{path}.{key}", ins[key])
-                if "warps" in ins:
-                    c.integer(f"{path}.warps", ins["warps"], 1)
-                for key in ("variable_latency", "streaming"):
-                    if key in ins:
-                        c.boolean(f"{path}.{key}", ins[key])
-                for key in ("unit", "note"):
-                    if key in ins:
-                        c.string(f"{path}.{key}", ins[key], optional=key == "unit")
-                if "footprint" in ins:
-                    c.int_map(f"{path}.footprint", ins["footprint"], 0)
-                res = ins.get("reservation", {})
-                if c.mapping(f"{path}.reservation", res):
-                    for fu, row in res.items():
-                        if not isinstance(row, list):
-                            c.add(f"{path}.reservation.{fu}", "a list of integers", row)
-                            continue
-                        for k, units in enumerate(row):
-                            c.integer(f"{path}.reservation.{fu}[{k}]", units)
+                _check_instruction(c, f"instructions[{n}]", ins)
     edges = data.get("edges", [])
     if not isinstance(edges, list):
         c.add("edges", "a list", edges)
     else:
         for n, e in enumerate(edges):
-            path = f"edges[{n}]"
-            if not c.mapping(path, e):
-                continue
-            c.keys(path, e, _EDGE_KEYS, {"src", "dst", "delay"})
-            for key in ("src", "dst"):
-                if key in e:
-                    c.string(f"{path}.{key}", e[key])
-            for key in ("delay", "distance"):
-                if key in e:
-                    c.integer(f"{path}.{key}", e[key])
-            if "blocking" in e:
-                c.boolean(f"{path}.blocking", e["blocking"])
+            _check_edge(c, f"edges[{n}]", e)
     return c.problems
+
+
+def _check_machine(c: _Checker, machine: object) -> None:
+    """The ``machine`` mapping: units, memories, registers, warps, name and note."""
+    if not c.mapping("machine", machine):
+        return
+    assert isinstance(machine, Mapping)
+    c.keys("machine", machine, _MACHINE_KEYS, {"functional_units"})
+    if "functional_units" in machine:
+        c.int_map("machine.functional_units", machine["functional_units"], -1)
+    if "memories" in machine:
+        c.int_map("machine.memories", machine["memories"], 0)
+    if machine.get("registers_per_warp") is not None:
+        c.integer("machine.registers_per_warp", machine["registers_per_warp"])
+    if "warps" in machine:
+        c.integer("machine.warps", machine["warps"], 1)
+    for key in ("name", "note"):
+        if key in machine:
+            c.string(f"machine.{key}", machine[key])
+
+
+def _check_instruction(c: _Checker, path: str, ins: object) -> None:
+    """One entry of ``instructions`` (at key path ``path``), its reservation table included."""
+    if not c.mapping(path, ins):
+        return
+    assert isinstance(ins, Mapping)
+    c.keys(path, ins, _INSTRUCTION_KEYS, {"name", "cycles"})
+    if "name" in ins:
+        c.string(f"{path}.name", ins["name"])
+    for key in ("cycles", "regs", "spill_cost"):
+        if key in ins:
+            c.integer(f"{path}.{key}", ins[key])
+    if "warps" in ins:
+        c.integer(f"{path}.warps", ins["warps"], 1)
+    for key in ("variable_latency", "streaming"):
+        if key in ins:
+            c.boolean(f"{path}.{key}", ins[key])
+    for key in ("unit", "note"):
+        if key in ins:
+            c.string(f"{path}.{key}", ins[key], optional=key == "unit")
+    if "footprint" in ins:
+        c.int_map(f"{path}.footprint", ins["footprint"], 0)
+    res = ins.get("reservation", {})
+    if c.mapping(f"{path}.reservation", res):
+        for fu, row in res.items():
+            if not isinstance(row, list):
+                c.add(f"{path}.reservation.{fu}", "a list of integers", row)
+                continue
+            for k, units in enumerate(row):
+                c.integer(f"{path}.reservation.{fu}[{k}]", units)
+
+
+def _check_edge(c: _Checker, path: str, e: object) -> None:
+    """One entry of ``edges`` (at key path ``path``)."""
+    if not c.mapping(path, e):
+        return
+    assert isinstance(e, Mapping)
+    c.keys(path, e, _EDGE_KEYS, {"src", "dst", "delay"})
+    for key in ("src", "dst"):
+        if key in e:
+            c.string(f"{path}.{key}", e[key])
+    for key in ("delay", "distance"):
+        if key in e:
+            c.integer(f"{path}.{key}", e[key])
+    if "blocking" in e:
+        c.boolean(f"{path}.blocking", e["blocking"])
 
 
 def graph_from_dict(data: Mapping[str, Any], source: str | None = None) -> DependenceGraph:

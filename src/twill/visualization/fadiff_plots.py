@@ -6,9 +6,10 @@ matplotlib is imported lazily (Agg backend). Only verified plans reach this modu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from twill.mapping.fadiff.fusion import PlanReport
     from twill.mapping.fadiff.networks import Network
     from twill.mapping.fadiff.train import FADiffResult
 
@@ -26,11 +27,22 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 1, figsize=(12, 11))
+    _plot_history(axes[0], net, result)
+    _plot_boundaries(axes[1], net, result.report)
+    _plot_level_energy(axes[2], net, result.report)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _plot_history(ax: Any, net: Network, result: FADiffResult) -> None:  # noqa: ANN401 (an Axes)
+    """Top panel: the relaxed loss (left axis) and the best verified EDP (right, log) per step."""
     import numpy as np
 
-    rep = result.report
-    fig, axes = plt.subplots(3, 1, figsize=(12, 11))
-    ax = axes[0]
     steps = np.arange(len(result.history))
     ax.plot(steps, [h["loss"] for h in result.history], color="tab:blue", label="relaxed loss")
     ax.set_xlabel("step")
@@ -40,11 +52,17 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
     ax2.plot(steps, best, color="tab:red", label="best verified EDP")
     ax2.set_yscale("log")
     ax2.set_ylabel("EDP (µJ·cycles)")
-    ax.set_title(f"{net.name}: optimisation ({result.plan.method}, final EDP {rep.edp:.4g})")
+    edp = result.report.edp
+    ax.set_title(f"{net.name}: optimisation ({result.plan.method}, final EDP {edp:.4g})")
     ax.legend(loc="upper left")
     ax2.legend(loc="upper right")
 
-    ax = axes[1]
+
+def _plot_boundaries(ax: Any, net: Network, rep: PlanReport) -> None:  # noqa: ANN401 (a matplotlib Axes)
+    """Middle panel: layers in execution order; fused edges red, other candidates dashed, the
+    rest grey (an edge that skips layers arcs over them)."""
+    import numpy as np
+
     n = len(net.layers)
     xs = np.arange(n)
     fused = set(rep.fused)
@@ -74,14 +92,17 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
         "non-fusable edges grey"
     )
 
-    ax = axes[2]
+
+def _plot_level_energy(ax: Any, net: Network, rep: PlanReport) -> None:  # noqa: ANN401 (a matplotlib Axes)
+    """Bottom panel: each layer's energy stacked by level, MACs first (exact model)."""
+    import numpy as np
+
+    xs = np.arange(len(net.layers))
     lev = rep.layer_level_energy_pj * 1e-6
-    bottom = np.zeros(n)
-    macs = np.array([ly.macs for ly in net.layers]) * 0.0
     names = ["registers", "accumulator", "scratchpad", "DRAM"]
     mac_e = rep.layer_energy_pj * 1e-6 - lev.sum(axis=1)
     ax.bar(xs, mac_e, color="0.5", label="MAC")
-    bottom += mac_e + macs
+    bottom = np.array(mac_e, dtype=float)
     for m in range(lev.shape[1]):
         ax.bar(xs, lev[:, m], bottom=bottom, label=names[m] if m < 4 else f"L{m}")
         bottom += lev[:, m]
@@ -91,8 +112,3 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
     ax.set_ylabel("energy (µJ)")
     ax.set_title("per-layer energy by level (exact model, fused plan)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out

@@ -273,9 +273,7 @@ def iterative_modulo_schedule(
         A legal schedule within ``[0, D-1]``, or ``None`` when the budget runs out.
     """
     n = g.n
-    placer = _Placer(g, II)
-    lim = placer.lim
-    caps = placer.caps
+    table = _IMSTable(_Placer(g, II), rank=np.empty(n, dtype=np.int64))
     lat = g.delay - g.distance * II
     out_ptr_order = np.argsort(g.src, kind="stable")
     out_ptr = np.searchsorted(g.src[out_ptr_order], np.arange(n + 1))
@@ -283,68 +281,84 @@ def iterative_modulo_schedule(
     in_ptr = np.searchsorted(g.dst[in_order], np.arange(n + 1))
     lb = np.clip(np.rint(mu).astype(np.int64), 0, max(D - 1, 0))
     prio = np.lexsort((np.arange(n), np.rint(mu)))
-    rank = np.empty(n, dtype=np.int64)
-    rank[prio] = np.arange(n)
-    t = np.full(n, -1, dtype=np.int64)
-    prev = np.full(n, -1, dtype=np.int64)
-    mrt = np.zeros((len(lim), II))
-    unscheduled = set(range(n))
+    table.rank[prio] = np.arange(n)
+    t, prev = table.t, np.full(n, -1, dtype=np.int64)
     budget = budget_factor * max(n, 1)
-
-    def occupy(v: int, s: int, sign: float) -> None:
-        if placer.needs[v]:
-            mrt[:, placer.idx[s % II]] += sign * placer.own[v]
-
-    def fits(v: int, s: int) -> bool:
-        if not placer.needs[v]:
-            return True
-        return bool(np.all(mrt[:, placer.idx[s % II]] + placer.own[v] <= caps[:, None] + 1e-9))
-
-    while unscheduled:
+    while table.unscheduled:
         if budget <= 0:
             return None
         budget -= 1
-        v = min(unscheduled, key=lambda x: rank[x])
+        v = min(table.unscheduled, key=lambda x: table.rank[x])
         e = in_order[in_ptr[v] : in_ptr[v + 1]]
         placed = t[g.src[e]] >= 0
         estart = int(max(lb[v], (t[g.src[e]][placed] + lat[e][placed]).max(initial=0)))
-        slot = next((s for s in range(estart, estart + II) if fits(v, s)), None)
+        slot = next((s for s in range(estart, estart + II) if table.fits(v, s)), None)
         if slot is None:
             slot = estart if prev[v] < 0 or estart > prev[v] else int(prev[v]) + 1
         if slot > D - 1:
             return None
-        # evict resource conflicts (ops sharing a slot row that would overflow)
-        if placer.needs[v] and not fits(v, slot):
-            rows = placer.idx[slot % II]
-            for u in sorted(
-                (x for x in range(n) if t[x] >= 0 and placer.needs[x]), key=lambda x: -rank[x]
-            ):
-                if fits(v, slot):
-                    break
-                urows = placer.idx[t[u] % II]
-                overlap = np.intersect1d(
-                    rows[placer.own[v].any(axis=0)], urows[placer.own[u].any(axis=0)]
-                )
-                if overlap.size:
-                    occupy(u, int(t[u]), -1.0)
-                    t[u] = -1
-                    unscheduled.add(u)
-        t[v] = slot
+        table.evict_resource_conflicts(v, slot)
+        table.place(v, slot)
         prev[v] = slot
-        occupy(v, slot, 1.0)
-        unscheduled.discard(v)
         # evict successors whose dependence is now broken
         for k in out_ptr_order[out_ptr[v] : out_ptr[v + 1]]:
             w = int(g.dst[k])
             if w != v and t[w] >= 0 and t[w] < slot + lat[k]:
-                occupy(w, int(t[w]), -1.0)
-                t[w] = -1
-                unscheduled.add(w)
+                table.evict(w)
         # a self-loop or recurrence onto v itself
         self_e = e[g.src[e] == v]
         if self_e.size and np.any(lat[self_e] > 0):
-            occupy(v, slot, -1.0)
-            t[v] = -1
-            unscheduled.add(v)
+            table.evict(v)
             return None
     return t
+
+
+class _IMSTable:
+    """The state of :func:`iterative_modulo_schedule`: the modulo reservation table, each
+    op's slot (``-1``: unscheduled), the ops still to place and their priority ranks."""
+
+    def __init__(self, placer: _Placer, rank: np.ndarray) -> None:
+        self.placer = placer
+        self.rank = rank
+        n = len(rank)
+        self.mrt = np.zeros((len(placer.lim), placer.II))
+        self.t = np.full(n, -1, dtype=np.int64)
+        self.unscheduled = set(range(n))
+
+    def _occupy(self, v: int, s: int, sign: float) -> None:
+        p = self.placer
+        if p.needs[v]:
+            self.mrt[:, p.idx[s % p.II]] += sign * p.own[v]
+
+    def fits(self, v: int, s: int) -> bool:
+        """Whether op ``v`` at slot ``s`` stays within every limited unit's capacity."""
+        p = self.placer
+        if not p.needs[v]:
+            return True
+        return bool(np.all(self.mrt[:, p.idx[s % p.II]] + p.own[v] <= p.caps[:, None] + 1e-9))
+
+    def place(self, v: int, slot: int) -> None:
+        self.t[v] = slot
+        self._occupy(v, slot, 1.0)
+        self.unscheduled.discard(v)
+
+    def evict(self, u: int) -> None:
+        self._occupy(u, int(self.t[u]), -1.0)
+        self.t[u] = -1
+        self.unscheduled.add(u)
+
+    def evict_resource_conflicts(self, v: int, slot: int) -> None:
+        """Unschedule the ops that share a table row with ``v`` at ``slot``, lowest priority
+        first, until ``v`` fits there."""
+        p, t = self.placer, self.t
+        if not p.needs[v] or self.fits(v, slot):
+            return
+        rows = p.idx[slot % p.II]
+        placed = (x for x in range(len(t)) if t[x] >= 0 and p.needs[x])
+        for u in sorted(placed, key=lambda x: -self.rank[x]):
+            if self.fits(v, slot):
+                break
+            urows = p.idx[t[u] % p.II]
+            overlap = np.intersect1d(rows[p.own[v].any(axis=0)], urows[p.own[u].any(axis=0)])
+            if overlap.size:
+                self.evict(u)
