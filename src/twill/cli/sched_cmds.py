@@ -66,6 +66,28 @@ def register(subparsers: Any) -> None:
     from twill.cli.triton_cmd import add_kernel_args
 
     add_kernel_args(p)
+    _add_search_args(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every certificate entry; the reservation table however wide")  # fmt: skip
+    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    p.add_argument(
+        "--compare-triton",
+        action="store_true",
+        help="also price Triton's default schedule of a FILE.py:KERNEL in Twill's model and "
+        "print its I and L beside Twill's (key 'triton' with --json)",
+    )
+    _add_phase2_args(p)
+    p.set_defaults(func=cmd_solve)  # fmt: skip
+
+
+DEFAULT_TOTAL_TIME_LIMIT = 600.0  # seconds; every exact solve from the CLI is bounded
+DEFAULT_PHASE2_TIME_LIMIT = 60.0  # seconds per Phase-2 (I, L) point
+
+
+def _add_search_args(p: argparse.ArgumentParser) -> None:
+    """``twill solve``'s search limits: the Phase-1 backend, the largest I, the time limits,
+    solver threads and worker processes."""
     p.add_argument(
         "--backend",
         choices=("cbc", "cpsat"),
@@ -111,22 +133,6 @@ def register(subparsers: Any) -> None:
                    help="worker processes (default 1): with Phase 2 and the cpsat backend, "
                    "that many initiation intervals examined at once; the same answer as "
                    "one worker")  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="every certificate entry; the reservation table however wide")  # fmt: skip
-    p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
-    p.add_argument(
-        "--compare-triton",
-        action="store_true",
-        help="also price Triton's default schedule of a FILE.py:KERNEL in Twill's model and "
-        "print its I and L beside Twill's (key 'triton' with --json)",
-    )
-    _add_phase2_args(p)
-    p.set_defaults(func=cmd_solve)  # fmt: skip
-
-
-DEFAULT_TOTAL_TIME_LIMIT = 600.0  # seconds; every exact solve from the CLI is bounded
-DEFAULT_PHASE2_TIME_LIMIT = 60.0  # seconds per Phase-2 (I, L) point
 
 
 def _add_phase2_args(p: argparse.ArgumentParser) -> None:
