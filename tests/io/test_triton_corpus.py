@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from twill.errors import InvalidProblemError
 from twill.io.triton_costs import FOLD_REASONS
-from twill.io.triton_extract import UNITS_PER_BOUND, extract_loops, read_ttgir_file
+from twill.io.triton_extract import UNITS_PER_BOUND, extract_loops, pick_loop, read_ttgir_file
 from twill.io.ttgir import TtgirOp, parse_ttgir
 
 CORPUS = Path(__file__).parents[1] / "data" / "triton"
@@ -28,7 +29,9 @@ GOLDEN = {
     "early_return": [(17, {"TMA": 1}, {}, 0), (22, {"TMA": 1, "FMA": 2}, {}, 0),
                      (27, {"TMA": 2, "FMA": 1}, {}, 0)],
     "grouped_gemm_if": [(24, {"TMA": 2, "SMEM": 5, "TC": 1}, {"SMEM": 4, "TMEM": 1}, 0)],
-    "layer_norm": [(16, {"TMA": 1, "FMA": 2}, {}, 0), (21, {"TMA": 1, "FMA": 4}, {}, 0),
+    "helper_twice": [(15, {"TMA": 1, "FMA": 2, "EXP": 1}, {}, 0),
+                     (15, {"TMA": 1, "FMA": 1, "EXP": 1}, {}, 0)],
+    "layer_norm": [(16, {"TMA": 1, "FMA": 2}, {}, 0), (21, {"TMA": 1, "FMA": 5}, {}, 0),
                    (27, {"TMA": 4, "FMA": 6}, {}, 0)],
     "persistent_tma_gemm": [(32, {"TMA": 2, "TC": 1}, {}, 0)],
     "scaled_mma_gemm": [(17, {"TMA": 4, "SMEM": 5, "FMA": 6, "TC": 1},
@@ -101,6 +104,21 @@ def test_tiny_loop_normalised_to_the_common_resolution() -> None:
     # loops whose bound already fits keep the paper's U = 300 (the FA forward graphs)
     (fa,) = extract_loops(read_ttgir_file(SHIPPED / "fa_fwd.sm_90a.ttgir"), "sm_90a")
     assert mii(fa.graph) == 28
+
+
+def test_helper_called_twice_gives_two_loops_told_apart_by_the_call() -> None:
+    """One helper inlined at lines 27 and 28: two loops at source line 15, each with its call;
+    --loop 15 is ambiguous and says which call lines to give; --loop 28 picks the second. The
+    masked pass keeps its tl.where (an arith.select on floats at the select rate, 64/clk)."""
+    path = CORPUS / "helper_twice.sm_90a.ttgir"
+    loops = extract_loops(read_ttgir_file(path), "sm_90a", normalize=False)
+    assert [(lp.line, lp.calls) for lp in loops] == [(15, (27,)), (15, (28,))]
+    assert len({lp.graph.name for lp in loops}) == 2
+    with pytest.raises(InvalidProblemError, match="give the line of its call instead: 27 or 28"):
+        pick_loop(loops, 15, str(path))
+    assert pick_loop(loops, 28, str(path)) is loops[1]
+    (select,) = [i for i in loops[0].graph.instructions if "select" in i.note]
+    assert select.unit == "FMA" and select.cycles == 1024 // 64
 
 
 def test_corpus_nesting_and_branches_are_reported() -> None:

@@ -142,8 +142,9 @@ def loop_entry(loop: ExtractedLoop, result: Any = None) -> dict[str, Any]:  # no
             I_clk=i_clk,
         )
     out.update(
-        cycles=loop.cycles, context=[c.to_dict() for c in loop.context], notes=list(loop.notes)
-    )
+        cycles=loop.cycles, context=[c.to_dict() for c in loop.context], notes=list(loop.notes),
+        calls=list(loop.calls), ttgir_line=loop.ttgir_line,
+    )  # fmt: skip
     return out
 
 
@@ -160,8 +161,9 @@ def format_loops(entries: list[dict[str, Any]], notes: tuple[str, ...]) -> str:
                 f", I = {e['I']} ({opt}, about {e['I_clk']} SM clocks), L = {e['L']}, "
                 f"warp slots used {warps}"
             )
+        via = "".join(f" (called at line {c})" for c in e.get("calls", []))
         lines.append(
-            f"    line {e['line']}: {e['ops']} ops, {e['reductions']} reductions, "
+            f"    line {e['line']}{via}: {e['ops']} ops, {e['reductions']} reductions, "
             f"{e['cycles']} SM clocks one after another{solved}"
         )
         for c in e["context"]:

@@ -187,9 +187,18 @@ def shapes(op: TtgirOp) -> list[tuple[list[int], int]]:
 
 
 def result_type(op: TtgirOp) -> str:
-    """The text of the op's result type (after ``->``, else after the last ``:``)."""
+    """The text of the op's result type (after ``->``, else the last type after the last
+    ``:``: ``arith.select`` prints its condition's type first, ``tensor<..xi1>, tensor<..xf32>``,
+    and its result is the float tensor, not a mask)."""
     head = op.type_text.rsplit(" loc(", 1)[0]
-    return head.rsplit("->", 1)[1] if "->" in head else head.rsplit(" : ", 1)[-1]
+    if "->" in head:
+        return head.rsplit("->", 1)[1]
+    types, depth, cut = head.rsplit(" : ", 1)[-1], 0, 0
+    for k, ch in enumerate(types):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            cut = k + 1
+    return types[cut:].strip()
 
 
 def fold_reason(op: TtgirOp) -> str | None:

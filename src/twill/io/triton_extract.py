@@ -98,6 +98,9 @@ class ExtractedLoop:
         Enclosing loops, innermost first.
     notes
         Modelling choices made for this loop (``scf.if`` predicated, branch dropped).
+    calls
+        Kernel lines of the calls through which the loop was inlined (innermost first): a
+        helper function called twice gives two loops at one ``line``.
     accounting
         Every op of the body: (TTGIR line, op name, ``"instruction"`` or the fold reason, or
         ``"other branch"`` for a dropped ``scf.if`` branch).
@@ -113,6 +116,7 @@ class ExtractedLoop:
     context: tuple[LoopContext, ...] = ()
     notes: tuple[str, ...] = ()
     accounting: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
+    calls: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +126,7 @@ class ExtractedLoop:
             "cycles": self.cycles,
             "context": [c.to_dict() for c in self.context],
             "notes": list(self.notes),
+            "calls": list(self.calls),
         }
 
 
@@ -523,8 +528,9 @@ def extract_loops(
         if _spin_wait(builder):
             spins.append(str(module.line_number(loop)))
             continue
-        line = module.line_number(loop)
-        graph = _loop_graph(builder, arch, base if len(found) == 1 else f"{base}@{line}")
+        line, calls = module.line_number(loop), module.call_lines(loop)
+        at = f"{line}" + "".join(f"<{c}" for c in calls)  # one name per call of a helper
+        graph = _loop_graph(builder, arch, base if len(found) == 1 else f"{base}@{at}")
         cycles = sum(i.cycles for i in graph.instructions)
         scale = 1.0
         if normalize and graph.instructions:
@@ -543,6 +549,7 @@ def extract_loops(
                 _context(outer, module, RATES[arch]),
                 tuple(builder.notes),
                 tuple(builder.accounting),
+                calls,
             )
         )
     if not out:
@@ -567,12 +574,24 @@ def _spin_wait(builder: _Builder) -> bool:
 
 
 def pick_loop(loops: tuple[ExtractedLoop, ...], line: int | None, source: str) -> ExtractedLoop:
-    """The loop at source ``line`` (error naming the lines there are), else the costliest."""
+    """The loop at source ``line`` (a loop in a helper called several times: the line of
+    the call; or the loop's TTGIR line), else the costliest. Errors name the lines there are."""
     if line is None:
         return max(loops, key=lambda lp: lp.cycles)  # first of equals: max keeps the first
-    for lp in loops:
-        if line in (lp.line, lp.ttgir_line):
-            return lp
+    hits = (
+        [lp for lp in loops if lp.line == line]
+        or [lp for lp in loops if lp.calls[:1] == (line,)]  # the line of a helper's call
+        or [lp for lp in loops if lp.ttgir_line == line]
+    )
+    if len(hits) > 1:  # one helper inlined at several calls
+        where = [str(lp.calls[0] if lp.calls else lp.ttgir_line) for lp in hits]
+        raise InvalidProblemError(
+            f"--loop {line}: {len(hits)} loops at that line (a function called "
+            f"{len(hits)} times); give the line of its call instead: {' or '.join(where)}",
+            source=source,
+        )
+    if hits:
+        return hits[0]
     raise InvalidProblemError(
         f"--loop {line}: no loop at that line; the loops are at line(s) "
         f"{', '.join(str(lp.line) for lp in loops)}",

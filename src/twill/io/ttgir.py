@@ -162,6 +162,13 @@ class TtgirModule:
         where = self.source_line(op.loc)
         return int(where.rsplit(":", 1)[1]) if where != "unknown" else op.line
 
+    def call_lines(self, op: TtgirOp) -> tuple[int, ...]:
+        """The kernel-file lines of the calls through which ``op`` was inlined, innermost
+        first (empty for an op written in the kernel itself): a helper called twice gives
+        two loops at one source line, told apart by these."""
+        own = [int(line) for f, line in self._places(op.loc, set()) if f == self.kernel_file]
+        return tuple(own[1:])
+
 
 def _split_results(head: str) -> list[str]:
     out: list[str] = []
