@@ -177,3 +177,22 @@ def test_solve_takes_the_kernel_flags(tmp_path: Path, capsys: pytest.CaptureFixt
     assert json.loads(target.read_text(encoding="utf-8"))["arch"] == "sm_100a"
     assert main(["import-triton", gemm, "--arch", "sm_90a", "--config", "5"]) == 2
     assert "--config 5 out of range" in capsys.readouterr().err
+
+
+def test_registers_too_wide_for_the_warp_groups_are_named() -> None:
+    """A wide element-wise chain (each result 128 registers on two of H100's three slots):
+    an op reading two of them has no schedule at any I, and the reason says so; with one
+    warp slot each the same chain fits (no claim)."""
+    from twill.sched.ir import DependenceGraph, Edge, Instruction
+    from twill.sched.machines import machine_for
+    from twill.triton import register_conflict
+
+    def chain(warps: int) -> DependenceGraph:
+        ops = tuple(Instruction(n, 2, {"FMA": (1, 1)}, regs=128, warps=warps, unit="FMA",
+                                note="arith.mulf") for n in "abv")  # fmt: skip
+        edges = (Edge("a", "b", 2), Edge("a", "v", 2), Edge("b", "v", 2))
+        return DependenceGraph("wide", ops, edges, machine_for("sm_90a"))
+
+    why = register_conflict(chain(8))
+    assert why is not None and "no schedule at any I: v" in why and "128 + 128" in why
+    assert register_conflict(chain(4)) is None

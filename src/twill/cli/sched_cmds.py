@@ -336,7 +336,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     if kernel is not None:
         from twill.cli.triton_cmd import format_loops, loop_entry
-        from twill.triton import explain_joint_I
+        from twill.triton import explain_joint_I, register_conflict
 
         entries = []
         for lp in kernel.loops:
@@ -346,6 +346,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if solved is not None:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)
+                if solved.I is None:  # say why, where a proof is at hand
+                    entries[-1]["why_I"] = register_conflict(lp.graph)
         extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
                  "notes": list(kernel.notes)}  # fmt: skip
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
