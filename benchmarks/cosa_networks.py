@@ -57,7 +57,10 @@ def geomean(xs: list[float]) -> float:
 def run_network(name: str, args: argparse.Namespace) -> dict:
     from twill.io.timeloop import read_network
     from twill.mapping.arch import gemmini_arch, simba_arch
+    from twill.mapping.cosa.solve import CoSASettings
     from twill.mapping.pipeline import map_network
+    from twill.mapping.search.common import SearchSettings
+    from twill.options import SolverOptions
 
     folder, arch_name = NETWORKS[name]
     arch = simba_arch() if arch_name == "simba" else gemmini_arch()
@@ -65,11 +68,14 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
     if args.limit:
         layers = layers[: args.limit]
     methods = ["cosa", "random", "hybrid"] + ([] if args.no_rerank else ["cosa-rerank"])
+    mip = SolverOptions(time_limit=args.time_limit, cosa=CoSASettings(backend=args.backend))
     opts = {
-        "cosa": {"backend": args.backend, "time_limit": args.time_limit, "threads": 1},
-        "cosa-rerank": {"backend": args.backend, "time_limit": args.time_limit, "threads": 1},
-        "random": {"n_valid": 5, "seed": args.seed, "metric": "edp"},
-        "hybrid": {"n_valid": args.hybrid_n, "seed": args.seed, "metric": args.hybrid_metric},
+        "cosa": mip,
+        "cosa-rerank": mip,
+        "random": SolverOptions(seed=args.seed, search=SearchSettings(n_valid=5, metric="edp")),
+        "hybrid": SolverOptions(
+            seed=args.seed, search=SearchSettings(n_valid=args.hybrid_n, metric=args.hybrid_metric)
+        ),
     }
     res = map_network(
         layers, arch, methods=methods, options=opts, workers=args.workers, network=name
@@ -79,13 +85,14 @@ def run_network(name: str, args: argparse.Namespace) -> dict:
         row = {"layer": layer.name, "shape": layer.key, "count": layer.count}
         for m in methods:
             r = res.results[m][i]
+            found = r.solution
             row[m] = {
-                "cycles": r.report.cycles if r.report else None,
-                "energy_uJ": r.report.energy_uj if r.report else None,
-                "seconds": r.seconds,
-                "cpu_seconds": r.timings.get("cpu"),
+                "cycles": found.report.cycles if found else None,
+                "energy_uJ": found.report.energy_uj if found else None,
+                "seconds": r.timings.total,
+                "cpu_seconds": r.stats.get("cpu_seconds"),
                 "status": r.status.value,
-                "mapping": str(r.mapping) if r.mapping else None,
+                "mapping": str(found.mapping) if found else None,
             }
         rows.append(row)
     zz_rows = _zigzag_rows(layers, res, arch, arch_name, args)
@@ -180,9 +187,9 @@ def _zigzag_rows(layers, res, arch, arch_name: str, args: argparse.Namespace) ->
     out = []
     for i, layer in enumerate(layers[: args.zigzag]):
         cosa = res.results["cosa"][i]
-        if cosa.mapping is None:
+        if cosa.solution is None:
             continue
-        ev = zigzag_evaluate(layer, cosa.mapping, arch, acc)
+        ev = zigzag_evaluate(layer, cosa.solution.mapping, arch, acc)
         lo = zigzag_loma(layer, arch, acc)
         out.append(
             {
@@ -204,7 +211,9 @@ def agreement(name: str, args: argparse.Namespace) -> dict:
     the two backends on every ResNet-50 layer")."""
     from twill.io.timeloop import read_network
     from twill.mapping.arch import gemmini_arch, simba_arch
-    from twill.mapping.cosa import cosa_map
+    from twill.mapping.cosa.solve import CoSASettings, solve
+    from twill.mapping.problems import LayerMappingProblem
+    from twill.options import SolverOptions
 
     folder, arch_name = NETWORKS[name]
     arch = simba_arch() if arch_name == "simba" else gemmini_arch()
@@ -215,13 +224,14 @@ def agreement(name: str, args: argparse.Namespace) -> dict:
     for layer in layers:
         row = {"layer": layer.name}
         for b in (args.backend, args.agree):
-            r = cosa_map(layer, arch, backend=b, time_limit=args.time_limit, threads=1)
+            opts = SolverOptions(time_limit=args.time_limit, cosa=CoSASettings(backend=b))
+            r = solve(LayerMappingProblem(layer, arch), opts)
             row[b] = {
                 "status": r.status.value,
                 "objective": r.objective,
                 "bound": r.bound,
-                "seconds": r.timings["solve"],
-                "valid": bool(r.report and r.report.valid),
+                "seconds": r.timings.solve,
+                "valid": bool(r.solution and r.solution.report.valid),
             }
         a, b = row[args.backend], row[args.agree]
         row["agree"] = (

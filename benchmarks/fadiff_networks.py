@@ -47,6 +47,8 @@ import argparse
 import json
 import sys
 import time
+from types import SimpleNamespace
+from typing import Any
 
 from twill.errors import InvalidProblemError
 from twill.io.networks import load_network
@@ -55,6 +57,7 @@ from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cos
 from twill.mapping.fadiff.bounds import fusion_bounds
 from twill.mapping.fadiff.networks import IMAGE_NETWORKS, NETWORKS
 from twill.mapping.fadiff.train import discrete_only, fadiff
+from twill.options import SolverOptions
 from twill.scratch import private_scratch
 
 
@@ -107,12 +110,18 @@ def run_case(net, arch, *, steps: int, seed: int, cosa_time_limit: float, ablati
     return rows
 
 
+def _baseline(res: Any) -> SimpleNamespace:  # noqa: ANN401 (a SolveResult)
+    """A baseline's result as ``plan``, ``report`` and ``seconds``."""
+    return SimpleNamespace(plan=res.solution.plan, report=res.solution.report,
+                           seconds=res.timings.total)  # fmt: skip
+
+
 def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation: bool,  # noqa: ANN001, ANN202
              joint_rounding: bool = True):  # fmt: skip
     name = f"{net.name} @ {arch.name}"
     rows = []
     print(f"[{name}] layerwise-cosa ...", file=sys.stderr, flush=True)
-    cosa = layerwise_cosa(net, arch, time_limit=cosa_time_limit)
+    cosa = _baseline(layerwise_cosa(net, arch, SolverOptions(time_limit=cosa_time_limit)))
     rows.append(_row(name, "layerwise-cosa", cosa.report, cosa.seconds, 0))
     print(f"[{name}] layerwise-gradient ...", file=sys.stderr, flush=True)
     # two starts (DOSA restarts from several points): CoSA's plan and a cold start; the
@@ -126,7 +135,7 @@ def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation:
     rows.append(_row(name, "layerwise-gradient", lg.report, lg_seconds, 0))
     best_lw = min((cosa.plan, cosa.report), (lg.plan, lg.report), key=lambda x: x[1].edp)[0]
     print(f"[{name}] layerwise-greedy-fusion ...", file=sys.stderr, flush=True)
-    gf = greedy_fusion_baseline(net, arch, best_lw)
+    gf = _baseline(greedy_fusion_baseline(net, arch, best_lw))
     rows.append(_row(name, "layerwise-greedy-fusion", gf.report, gf.seconds, len(gf.plan.fused)))
     if ablation:
         print(f"[{name}] no-gradient ...", file=sys.stderr, flush=True)
@@ -142,7 +151,7 @@ def _methods(net, arch, steps: int, seed: int, cosa_time_limit: float, ablation:
     rows.append(_row(name, "fadiff", fd.report, fd_seconds, len(fd.plan.fused)))
     rows[-1]["source"] = fd.source
     print(f"[{name}] random ({fd.n_evaluations} evaluations) ...", file=sys.stderr, flush=True)
-    rnd = random_search(net, arch, evaluations=fd.n_evaluations, seed=seed)
+    rnd = _baseline(random_search(net, arch, evaluations=fd.n_evaluations, seed=seed))
     rows.append(_row(name, "random", rnd.report, rnd.seconds, 0))
     # Upper bounds on any fusion gain over the best layer-wise plan (docs/fadiff.md).
     b = fusion_bounds(net, arch, best_lw)
@@ -192,9 +201,10 @@ CROSSCHECK_LAYERS = (
 
 def crosscheck(*, steps: int, seed: int, cosa_time_limit: float) -> int:
     """Single layers: FADiff with fusion off (cold start) vs CoSA, same model."""
-    from twill.mapping.cosa import cosa_map
+    from twill.mapping.cosa.solve import solve
     from twill.mapping.cost.analytical import evaluate
     from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.problems import LayerMappingProblem
     from twill.mapping.workload import Layer
 
     arch = gemmini_arch()
@@ -204,7 +214,8 @@ def crosscheck(*, steps: int, seed: int, cosa_time_limit: float) -> int:
     )
     for key in CROSSCHECK_LAYERS:
         ly = Layer.from_key(key, name="l")
-        ref = evaluate(ly, arch, cosa_map(ly, arch, time_limit=cosa_time_limit).mapping)
+        got = solve(LayerMappingProblem(ly, arch), SolverOptions(time_limit=cosa_time_limit))
+        ref = evaluate(ly, arch, got.solution.mapping)
         t0 = time.perf_counter()
         fd = fadiff(chain_network([ly]), arch, fusion=False, steps=steps, seed=seed)
         dt = time.perf_counter() - t0

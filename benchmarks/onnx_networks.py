@@ -39,7 +39,7 @@ def _totals(result, methods: list[str]) -> dict:  # noqa: ANN001
     out = {}
     for m in methods:
         ok = all(
-            r.mapping is not None and not verify_mapping(ly, _arch_of(result), r.mapping)
+            r.solution is not None and not verify_mapping(ly, _arch_of(result), r.solution.mapping)
             for ly, r in zip(result.layers, result.results[m], strict=True)
         )
         tot = result.total(m)

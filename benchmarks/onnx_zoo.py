@@ -79,7 +79,7 @@ def _mapping(imp: Any, arch: Any, steps: int, llm: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     mapped = map_network(uniq, arch, methods=["cosa-edp"], workers=2)
     row: dict[str, Any] = {"map_seconds": time.perf_counter() - t0}
-    ok = all(r.mapping is not None for r in mapped.results["cosa-edp"])
+    ok = all(r.solution is not None for r in mapped.results["cosa-edp"])
     t0 = time.perf_counter()
     res, _lw_plan, lw_rep, gain = _fuse(imp.network, arch, steps)
     row.update(fuse_seconds=time.perf_counter() - t0, gain_vs_layerwise=gain["gain_vs_layerwise"])

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.errors import InvalidProblemError
 from twill.gaus_solver import gaus_solve_twill_graph, generate_random_dag
 from twill.kernels import flash_attention_forward_hopper, flash_attention_forward_simplified
@@ -77,14 +78,13 @@ def test_gaus_api_refuses_bad_numbers():
 
 def test_cosa_map_refuses_bad_numbers():
     from twill.mapping.arch import simba_arch
-    from twill.mapping.pipeline import map_layer
     from twill.mapping.workload import Layer
 
     layer = Layer("fc", {"C": 8, "K": 8})
     with pytest.raises(InvalidProblemError, match="time_limit"):
-        map_layer(layer, simba_arch(), mapper="cosa", time_limit=math.nan)
-    with pytest.raises(TypeError, match="threads"):
-        map_layer(layer, simba_arch(), mapper="cosa", threads="2")
+        mapped("cosa", layer, simba_arch(), time_limit=math.nan)
+    with pytest.raises(InvalidProblemError, match="threads"):
+        mapped("cosa", layer, simba_arch(), threads="2")
 
 
 def test_validators_messages():

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.cli import main
 from twill.io.networks import SHIPPED_WORKLOADS, load_network
 from twill.io.timeloop import read_arch, read_layer
 from twill.mapping.arch import builtin_arch
-from twill.mapping.pipeline import map_layer
 
 LAYER = "cosa/workloads/resnet50_graph/_outputs_input.5.yaml"
 
@@ -34,8 +34,8 @@ def test_simba_is_the_old_name_of_simba_golden() -> None:
 
 def test_the_two_simba_numbers_come_with_two_names(benchmark_data: Path, capsys) -> None:
     layer = read_layer(benchmark_data / LAYER)
-    golden = map_layer(layer, builtin_arch("simba_golden")).report
-    cosa = map_layer(layer, builtin_arch("simba_cosa")).report
+    golden = mapped("cosa", layer, builtin_arch("simba_golden")).solution.report
+    cosa = mapped("cosa", layer, builtin_arch("simba_cosa")).solution.report
     assert (golden.arch, cosa.arch) == ("simba_golden", "simba_cosa")
     assert golden.energy_uj == pytest.approx(14.281, abs=1e-3)
     assert cosa.energy_uj == pytest.approx(14.739, abs=1e-3)

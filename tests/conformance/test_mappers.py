@@ -8,14 +8,14 @@ import json
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import evaluate_plan, verify_plan
 from twill.mapping.fadiff.networks import chain_network
 from twill.mapping.mapping import verify_mapping
-from twill.mapping.pipeline import map_layer
-from twill.mapping.result import MapResult
+from twill.mapping.result import MappedLayer, layer_json
 from twill.mapping.workload import Layer
-from twill.results import Status
+from twill.results import SolveResult, Status
 
 LAYER = Layer.gemm(4, 4, 8)
 ARCH = gemmini_arch(4, 1, 1)  # small enough for the exhaustive search
@@ -32,20 +32,20 @@ KEYS = {"layer", "method", "status", "mapping", "objective", "bound", "seconds",
 
 
 @pytest.fixture(scope="module", params=sorted(MAPPERS))
-def run(request: pytest.FixtureRequest) -> tuple[str, MapResult, MapResult]:
+def run(request: pytest.FixtureRequest) -> tuple[str, SolveResult, SolveResult]:
     name = request.param
     opts = MAPPERS[name]
-    first = map_layer(LAYER, ARCH, mapper=name, **opts)
-    again = map_layer(LAYER, ARCH, mapper=name, **opts)
+    first = mapped(name, LAYER, ARCH, **opts)
+    again = mapped(name, LAYER, ARCH, **opts)
     return name, first, again
 
 
 def test_result_shape_and_status(run):
     name, res, _ = run
-    assert isinstance(res, MapResult) and isinstance(res.status, Status)
-    assert res.method == name and isinstance(res.layer, str)
+    assert isinstance(res, SolveResult) and isinstance(res.status, Status)
+    assert res.settings["method"] == name and isinstance(res.solution, MappedLayer)
     # a solution comes with every status that claims one, and only then
-    assert res.status.has_solution == (res.mapping is not None)
+    assert res.status.has_solution == (res.solution is not None)
     assert res.status is not Status.INFEASIBLE  # the layer fits this arch
     if res.status is Status.OPTIMAL:
         assert res.objective is not None
@@ -53,20 +53,20 @@ def test_result_shape_and_status(run):
 
 def test_verifier_accepts_the_mapping(run):
     _, res, _ = run
-    assert res.mapping is not None
-    assert verify_mapping(LAYER, ARCH, res.mapping) == []
-    assert res.report is not None and res.report.valid
+    assert res.solution is not None
+    assert verify_mapping(LAYER, ARCH, res.solution.mapping) == []
+    assert res.solution.report.valid
 
 
 def test_same_seed_same_answer(run):
     _, a, b = run
-    assert a.mapping == b.mapping and a.objective == b.objective and a.status == b.status
+    assert a.solution == b.solution and a.objective == b.objective and a.status == b.status
 
 
 def test_to_dict_round_trips_through_json(run):
     _, res, _ = run
-    d = res.to_dict()
-    assert KEYS <= set(d)
+    d = layer_json(res, LAYER.name)
+    assert KEYS <= set(d) and d["solution"]["mapping"] == d["mapping"]
     assert json.loads(json.dumps(d)) == d
     assert d["status"] == res.status.value
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.io.timeloop import read_arch, shipped_archs
 from twill.mapping.arch import gemmini_arch
-from twill.mapping.cosa import cosa_map
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.mapping import verify_mapping
 from twill.mapping.workload import Layer
@@ -38,9 +38,9 @@ def test_member_reads_as_its_named_machine(name):
 def test_cosa_maps_a_resnet_layer_verified(name):
     arch = read_arch(FAMILY[name])
     layer = Layer.from_key("3_3_14_14_256_256_1_1_1", name="res4_conv2")
-    res = cosa_map(layer, arch, time_limit=20)
-    assert verify_mapping(layer, arch, res.mapping) == []
-    rep = evaluate(layer, arch, res.mapping)
+    res = mapped("cosa", layer, arch, time_limit=20)
+    assert verify_mapping(layer, arch, res.solution.mapping) == []
+    rep = evaluate(layer, arch, res.solution.mapping)
     # a spatial array can never beat MACs / PEs cycles
     assert rep.cycles >= layer.macs / arch.macs
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.io.timeloop import build_layer, layer_yaml, read_mapping, validate_layer
 from twill.mapping.arch import gemmini_arch, simba_arch
 from twill.mapping.cost import evaluate
 from twill.mapping.mapping import parse_dosa_mapping, timeloop_mapping_dict, verify_mapping
-from twill.mapping.pipeline import map_layer
-from twill.mapping.result import Status
 from twill.mapping.workload import Dim, Layer
+from twill.results import Status
 
 DW = Layer("dw", {"R": 3, "S": 3, "P": 28, "Q": 28}, w_stride=2, h_stride=2, groups=32)
 GROUPED = Layer("gc", {"R": 3, "S": 3, "P": 14, "Q": 14, "C": 8, "K": 8}, groups=4)
@@ -33,27 +33,27 @@ def test_key_and_yaml_round_trip():
 
 @pytest.mark.parametrize("arch", [simba_arch(), gemmini_arch()], ids=["simba", "gemmini"])
 def test_cosa_depthwise_verified_and_optimal(arch):
-    res = map_layer(DW, arch, mapper="cosa")
+    res = mapped("cosa", DW, arch)
     assert res.status is Status.OPTIMAL  # proven optimal for the CoSA objective
-    assert verify_mapping(DW, arch, res.mapping) == []
-    assert res.mapping.dim_product(Dim.G) == 32  # G's primes placed by the MIP
-    rep = res.report  # the whole layer: all 32 groups
+    assert verify_mapping(DW, arch, res.solution.mapping) == []
+    assert res.solution.mapping.dim_product(Dim.G) == 32  # G's primes placed by the MIP
+    rep = res.solution.report  # the whole layer: all 32 groups
     assert rep.valid and rep.count == 1 and rep.macs == DW.total_macs
-    assert rep.to_dict() == evaluate(DW, arch, res.mapping).to_dict()
+    assert rep.to_dict() == evaluate(DW, arch, res.solution.mapping).to_dict()
     if arch.levels[-2].spatial_dims is not None:  # Gemmini: G may not be spatial
-        assert all(res.mapping.spatial_factor(m, Dim.G) == 1 for m in range(arch.n_levels))
+        assert all(res.solution.mapping.spatial_factor(m, Dim.G) == 1 for m in range(arch.n_levels))
 
 
 def test_spreading_groups_beats_one_group_at_a_time():
     """On Simba a depthwise group uses 9 of 1024 MACs; CoSA spreads groups over the PEs."""
     arch = simba_arch()
-    spread = map_layer(DW, arch, mapper="cosa")
-    one = map_layer(Layer("one", dict(DW.dims), 2, 2), arch, mapper="cosa")
-    serial = evaluate(DW, arch, one.mapping)  # no G factors: the groups one after another
+    spread = mapped("cosa", DW, arch)
+    one = mapped("cosa", Layer("one", dict(DW.dims), 2, 2), arch)
+    serial = evaluate(DW, arch, one.solution.mapping)  # no G factors: the groups one after another
     assert serial.valid and serial.macs == DW.total_macs
-    assert any(spread.mapping.spatial_factor(m, Dim.G) > 1 for m in range(arch.n_levels))
-    assert spread.report.cycles < serial.cycles
-    assert spread.report.utilisation > serial.utilisation
+    assert any(spread.solution.mapping.spatial_factor(m, Dim.G) > 1 for m in range(arch.n_levels))
+    assert spread.solution.report.cycles < serial.cycles
+    assert spread.solution.report.utilisation > serial.utilisation
 
 
 def test_group_factors_in_strings_and_verifier():
@@ -76,9 +76,9 @@ def test_group_factors_in_strings_and_verifier():
 def test_cost_is_groups_times_one_group():
     arch = simba_arch()
     one = Layer("one", dict(GROUPED.dims))
-    res = map_layer(one, arch, mapper="cosa")
-    a = evaluate(GROUPED, arch, res.mapping)
-    b = evaluate(one, arch, res.mapping)
+    res = mapped("cosa", one, arch)
+    a = evaluate(GROUPED, arch, res.solution.mapping)
+    b = evaluate(one, arch, res.solution.mapping)
     assert a.energy_pj == pytest.approx(4 * b.energy_pj, rel=1e-12)
     assert a.cycles == 4 * b.cycles and a.macs == GROUPED.total_macs
 
@@ -86,9 +86,15 @@ def test_cost_is_groups_times_one_group():
 @pytest.mark.parametrize("mapper", ["random", "hybrid"])
 def test_baselines_map_grouped_layers(mapper):
     """The random and hybrid baselines place G's primes too (spatially where allowed)."""
-    res = map_layer(GROUPED, simba_arch(), mapper=mapper, seed=1, n_valid=50)
-    assert res.mapping is not None and verify_mapping(GROUPED, simba_arch(), res.mapping) == []
-    assert res.mapping.group_temporal is not None and res.mapping.dim_product(Dim.G) == 4
-    assert res.report.macs == GROUPED.total_macs
-    gem = map_layer(DW, gemmini_arch(), mapper=mapper, seed=1, n_valid=50).mapping
+    res = mapped(mapper, GROUPED, simba_arch(), seed=1, n_valid=50)
+    assert (
+        res.solution.mapping is not None
+        and verify_mapping(GROUPED, simba_arch(), res.solution.mapping) == []
+    )
+    assert (
+        res.solution.mapping.group_temporal is not None
+        and res.solution.mapping.dim_product(Dim.G) == 4
+    )
+    assert res.solution.report.macs == GROUPED.total_macs
+    gem = mapped(mapper, DW, gemmini_arch(), seed=1, n_valid=50).solution.mapping
     assert verify_mapping(DW, gemmini_arch(), gem) == [] and gem.dim_product(Dim.G) == 32

@@ -11,6 +11,7 @@ import pytest
 from twill.mapping.arch import simba_arch
 from twill.mapping.pipeline import map_network
 from twill.mapping.workload import Layer
+from twill.options import SolverOptions
 
 LAYERS = [
     Layer("a", {"P": 7, "Q": 7, "C": 32, "K": 32}, count=2),
@@ -24,13 +25,15 @@ def test_serial_totals_weighted():
         simba_arch(),
         methods=("cosa", "random"),
         executor="serial",
-        options={"cosa": {"time_limit": 30}},
+        options={"cosa": SolverOptions(time_limit=30)},
     )
     for m in ("cosa", "random"):
         tot = res.total(m)
         per = res.results[m]
-        assert tot.cycles == 2 * per[0].report.cycles + per[1].report.cycles
-        assert tot.energy_pj == pytest.approx(2 * per[0].report.energy_pj + per[1].report.energy_pj)
+        assert tot.cycles == 2 * per[0].solution.report.cycles + per[1].solution.report.cycles
+        assert tot.energy_pj == pytest.approx(
+            2 * per[0].solution.report.energy_pj + per[1].solution.report.energy_pj
+        )
     d = res.to_dict()
     assert len(d["layers"]) == 2 and set(d["totals"]) == {"cosa", "random"}
 
@@ -41,7 +44,7 @@ def test_local_pool_matches_serial():
         simba_arch(),
         methods=("random",),
         executor="serial",
-        options={"random": {"seed": 4}},
+        options={"random": SolverOptions(seed=4)},
     )
     pool = map_network(
         LAYERS,
@@ -49,10 +52,10 @@ def test_local_pool_matches_serial():
         methods=("random",),
         executor="local",
         workers=2,
-        options={"random": {"seed": 4}},
+        options={"random": SolverOptions(seed=4)},
     )
-    assert [str(r.mapping) for r in serial.results["random"]] == [
-        str(r.mapping) for r in pool.results["random"]
+    assert [str(r.solution.mapping) for r in serial.results["random"]] == [
+        str(r.solution.mapping) for r in pool.results["random"]
     ]
 
 
@@ -79,9 +82,9 @@ def test_ray_local_instance():
             simba_arch(),
             methods=("random",),
             executor="ray",
-            options={"random": {"seed": 4}},
+            options={"random": SolverOptions(seed=4)},
         )
-        assert all(r.report.valid for r in res.results["random"])
+        assert all(r.solution.report.valid for r in res.results["random"])
         assert res.executor == "ray"
     finally:
         ray.shutdown()

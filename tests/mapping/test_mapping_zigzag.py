@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.mapping.arch import simba_arch
 from twill.mapping.cost import evaluate
 from twill.mapping.mapping import parse_dosa_mapping
@@ -53,16 +54,15 @@ def test_grouped_layers_match_zigzag(benchmark_data, layer):
     with CoSA's placement of G's primes (spread over Simba's PEs), the grouped layer with one
     group's CoSA mapping and the golden mapping with the groups one after another (no G
     factors: G outermost)."""
-    from twill.mapping.cosa import cosa_map
 
     acc = benchmark_data / "cosa" / "zigzag" / "simba_tl.yaml"
     arch = simba_arch()
     if layer.name == "g2":
         mapping = parse_dosa_mapping(GOLDEN)
     elif layer.name == "gc":
-        mapping = cosa_map(Layer("one", dict(layer.dims)), arch).mapping
+        mapping = mapped("cosa", Layer("one", dict(layer.dims)), arch).solution.mapping
     else:
-        mapping = cosa_map(layer, arch).mapping
+        mapping = mapped("cosa", layer, arch).solution.mapping
         assert any(mapping.spatial_factor(m, Dim.G) > 1 for m in range(arch.n_levels))
     peer = zigzag_evaluate(layer, mapping, arch, acc)
     ours = evaluate(layer, arch, mapping)

@@ -149,14 +149,14 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any) -> Any: 
     from twill.mapping.fadiff.baselines import layerwise_plan
     from twill.mapping.fadiff.train import fadiff
     from twill.mapping.pipeline import map_network
+    from twill.options import SolverOptions
 
     err.print(f"[dim]mapping every layer shape with {args.layer_method} ...[/dim]")
     method = args.layer_method
-    opts = {"seed": args.seed} if method != "cosa" else {}
+    opts = SolverOptions(seed=args.seed) if method != "cosa" else SolverOptions()
     res = map_network(unique_layers(net.layers), arch, methods=[method],
                       options={method: opts}, workers=args.workers)  # fmt: skip
-    maps = {ly.key: r.mapping for ly, r in zip(res.layers, res.results[method], strict=True)}
-    base = layerwise_plan(net, arch, {k: m for k, m in maps.items() if m is not None}, method)
+    base = layerwise_plan(net, arch, res.mappings(method), method).solution
     err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
     lg = fadiff(net, arch, fusion=False, steps=args.steps, seed=args.seed, init=base.plan,
                 candidates=[base.plan], device=args.device)  # fmt: skip

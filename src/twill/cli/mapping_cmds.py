@@ -106,37 +106,12 @@ REPORT_UNITS = {
     "seconds": "s",
 }
 
-#: What CoSA's MIP minimises (``twill.mapping.cosa.mip.cosa_objective_terms``).
-COSA_OBJECTIVE = (
-    "CoSA objective (10*compute - 0.1*utilisation + traffic, each a sum of log2 loop factors: "
-    "a proxy for latency and data movement, not the cost model's cycles or energy)",
-    "log2 units",
-)
-#: What the search baselines minimise, by ``--metric`` (``twill.mapping.search.common``).
-METRIC_OBJECTIVES = {
-    "edp": ("energy-delay product of the cost model", "µJ·cycles"),
-    "cycles": ("latency of the cost model", "cycles"),
-    "energy": ("energy of the cost model", "pJ"),
-    "lex": ("latency of the cost model, energy breaking ties (cycles + a fraction < 1)", "cycles"),
-}
 
+def objective_meaning(res: Any) -> tuple[str, str]:  # noqa: ANN401 (a SolveResult)
+    """``(meaning, unit)`` of a layer mapper's ``objective`` (and of its ``bound``)."""
+    from twill.mapping.result import objective_meaning as meaning
 
-def objective_meaning(method: str, settings: dict[str, Any]) -> tuple[str, str]:
-    """``(meaning, unit)`` of a mapper's ``objective`` (and of its ``bound``)."""
-    if method == "cosa":
-        return COSA_OBJECTIVE
-    if method == "cosa-edp":
-        return (
-            "energy-delay product of the cost model (CoSA's candidates and random starts, "
-            "polished by local search)",
-            "µJ·cycles",
-        )
-    if method == "cosa-rerank":
-        return (
-            "CoSA's MIP candidates re-ranked by the cost model: cycles first, then energy",
-            "cycles",
-        )
-    return METRIC_OBJECTIVES[str(settings.get("metric", "edp"))]
+    return meaning(str(res.settings.get("method")), str(res.settings.get("metric", "edp")))
 
 
 def mapping_levels(mapping: Any, arch: Arch) -> list[dict[str, Any]]:
@@ -168,7 +143,7 @@ def _level_lines(mapping: Any, arch: Arch) -> list[str]:
 
 def _status_line(res: Any) -> str:
     """``optimal for the CoSA objective (...): 183.34 log2 units, bound 183.34``."""
-    meaning, unit = objective_meaning(res.method, res.settings)
+    meaning, unit = objective_meaning(res)
     claim = {"optimal": "optimal for", "feasible": "feasible, best found for"}.get(
         res.status.value, f"{res.status.value}, searched for"
     )
@@ -180,22 +155,23 @@ def _status_line(res: Any) -> str:
     return line
 
 
-def _method_options(args: argparse.Namespace, method: str) -> dict[str, Any]:
+def method_options(args: argparse.Namespace, method: str) -> Any:  # noqa: ANN401
+    """The :class:`~twill.options.SolverOptions` of one mapping method from the command line:
+    the CoSA family gets ``--time-limit`` (per layer), ``--threads``, ``--seed`` and
+    ``--backend``; the searches ``--seed``, ``--metric`` and ``--n-valid`` (not hybrid, which
+    draws 16,000); exhaustive ``--metric``."""
+    from twill.mapping.cosa.solve import CoSASettings
+    from twill.mapping.search.common import SearchSettings
+    from twill.options import SolverOptions
+
     if method in ("cosa", "cosa-rerank", "cosa-edp"):
-        return {
-            "backend": args.backend,
-            "time_limit": args.time_limit,
-            "seed": args.seed,
-            "threads": args.threads,
-        }
+        return SolverOptions(time_limit=args.time_limit, threads=args.threads, seed=args.seed,
+                             cosa=CoSASettings(backend=args.backend))  # fmt: skip
     if method in ("random", "random16k", "hybrid"):
-        opts: dict[str, Any] = {"seed": args.seed, "metric": args.metric}
-        if getattr(args, "n_valid", None) and method != "hybrid":
-            opts["n_valid"] = args.n_valid
-        return opts
-    if method == "exhaustive":
-        return {"metric": args.metric}
-    return {}
+        n_valid = getattr(args, "n_valid", None) if method != "hybrid" else None
+        search = SearchSettings(n_valid=n_valid or None, metric=args.metric)
+        return SolverOptions(seed=args.seed, search=search)
+    return SolverOptions(search=SearchSettings(metric=args.metric))
 
 
 # ------------------------------------------------------------------------------ map
@@ -203,49 +179,54 @@ def _cmd_map(args: argparse.Namespace) -> int:
     from twill.io.timeloop import check_layer_fits, read_layer
     from twill.mapping.mapping import to_timeloop_yaml
     from twill.mapping.pipeline import map_layer
+    from twill.mapping.problems import LayerMappingProblem
+    from twill.mapping.result import layer_json
 
     check_output_path(args.output, "-o", [Path(args.layer), *arch_input_files(args.arch)])
     layer = read_layer(args.layer)
     arch = resolve_arch(args.arch)
     check_layer_fits(layer, arch, source=args.layer)
-    res = map_layer(layer, arch, mapper=args.method, **_method_options(args, args.method))
-    if res.mapping is not None and args.output:
-        write_output(args.output, to_timeloop_yaml(res.mapping, arch))
+    problem = LayerMappingProblem(layer, arch)
+    res = map_layer(problem, args.method, method_options(args, args.method))
+    found = res.solution
+    if found is not None and args.output:
+        write_output(args.output, to_timeloop_yaml(found.mapping, arch))
     if args.json:
-        meaning, unit = objective_meaning(res.method, res.settings)
-        out = {**res.to_dict(), "objective_meaning": meaning, "objective_unit": unit,
-               "units": REPORT_UNITS}  # fmt: skip
-        if res.mapping is not None:
-            out["levels"] = mapping_levels(res.mapping, arch)
+        meaning, unit = objective_meaning(res)
+        out = {**layer_json(res, layer.name), "objective_meaning": meaning,
+               "objective_unit": unit, "units": REPORT_UNITS}  # fmt: skip
+        if found is not None:
+            out["levels"] = mapping_levels(found.mapping, arch)
         _print_json(out)
     else:
         _print_map(layer, arch, res)
-    return 0 if res.mapping is not None else 1
+    return 0 if found is not None else 1
 
 
 def _print_map(layer: Any, arch: Arch, res: Any) -> None:
     from rich.table import Table
 
-    t = Table(title=f"{res.method}: {layer.describe()} on {arch.name}", title_justify="left")
+    method = res.settings.get("method")
+    t = Table(title=f"{method}: {layer.describe()} on {arch.name}", title_justify="left")
     for col in ("status", "cycles", "energy µJ", "EDP µJ·cycles", "PE util", "seconds"):
         t.add_column(col)
-    rep = res.report
+    rep = res.solution.report if res.solution is not None else None
     t.add_row(
         res.status.value,
         f"{rep.cycles:,}" if rep else "-",
         f"{rep.energy_uj:.3f}" if rep else "-",
         f"{rep.edp:.4g}" if rep else "-",
         f"{rep.utilisation:.2f}" if rep else "-",
-        f"{res.seconds:.2f}",
+        f"{res.timings.total:.2f}",
     )
     con = stdout_console()
     con.print(t)
     con.print(_status_line(res), markup=False)
-    if res.mapping is not None:
+    if res.solution is not None:
         con.print(
             "mapping, outermost level first ([kept tensors] loops; X = spatial):", markup=False
         )
-        con.print("\n".join(_level_lines(res.mapping, arch)), markup=False)
+        con.print("\n".join(_level_lines(res.solution.mapping, arch)), markup=False)
 
 
 # ---------------------------------------------------------------------- map-network
@@ -276,7 +257,7 @@ def _cmd_map_network(args: argparse.Namespace) -> int:
     else:
         _print_network_table(result, methods)
         _say_written(args)
-    ok = all(r.mapping is not None for res in result.results.values() for r in res)
+    ok = all(r.solution is not None for res in result.results.values() for r in res)
     return 0 if ok else 1
 
 
@@ -377,7 +358,7 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
 
 def _map_network_with_progress(
     args: argparse.Namespace, source: str, layers: list[Any], arch: Arch, methods: list[str]
-) -> Any:  # noqa: ANN401 (a NetworkResult)
+) -> Any:  # noqa: ANN401 (a NetworkMappings)
     """:func:`~twill.mapping.pipeline.map_network` with a progress bar on stderr."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -402,10 +383,11 @@ def _map_network_with_progress(
             layers,
             arch,
             methods=methods,
-            options={m: _method_options(args, m) for m in methods},
-            executor=args.executor,
+            options={m: method_options(args, m) for m in methods},
+            executor=f"ray:{args.ray_address}"
+            if args.executor == "ray" and args.ray_address
+            else args.executor,
             workers=args.workers,
-            ray_address=args.ray_address,
             network=_network_label(source) if not args.model else source,
             on_result=tick,
         )
@@ -445,11 +427,12 @@ def _print_network_table(result: Any, methods: list[str]) -> None:  # noqa: ANN4
     for i, layer in enumerate(result.layers):
         row = [layer.name, layer_shape_text(layer), str(layer.count)]
         for m in methods:
-            rep = result.results[m][i].report
+            res = result.results[m][i]
+            rep = res.solution.report if res.solution is not None else None
             row += [
                 f"{rep.cycles:,}" if rep else "-",
                 f"{rep.energy_uj:.2f}" if rep else "-",
-                f"{result.results[m][i].seconds:.2f}",
+                f"{res.timings.total:.2f}",
             ]
         t.add_row(*row)
     tot_row = ["total (weighted)", "", ""]
@@ -485,7 +468,8 @@ def _plot_network(result: Any, path: str) -> None:
         (axes[1], "energy_uj", "energy (µJ)"),  # the table's unit
     ):
         for k, m in enumerate(methods):
-            vals = [getattr(r.report, key) if r.report else np.nan for r in result.results[m]]
+            vals = [getattr(r.solution.report, key) if r.solution else np.nan
+                    for r in result.results[m]]  # fmt: skip
             ax.bar(x + k * width, vals, width, label=m)
         ax.set_yscale("log")
         ax.set_ylabel(label)

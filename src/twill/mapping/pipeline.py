@@ -4,13 +4,14 @@ The chain, spelled out:
 
 1. **layers**: a list of :class:`~twill.mapping.workload.Layer` (unique shapes with counts, as
    :func:`twill.io.timeloop.read_network` returns them);
-2. **mapper**: :func:`map_layer` with one of ``cosa``, ``cosa-rerank``, ``random``,
-   ``random16k``, ``hybrid``, ``exhaustive`` (each runs check → solve → verify and returns a
-   :class:`MapResult`);
-3. **cost**: the verified mapping's :class:`CostReport` (inside the result);
+2. **mapper**: :func:`map_layer` with one of ``cosa``, ``cosa-rerank``, ``cosa-edp``,
+   ``random``, ``random16k``, ``hybrid``, ``exhaustive`` (each runs check → solve → verify
+   and returns a :class:`~twill.results.SolveResult`);
+3. **cost**: the verified mapping's :class:`CostReport` (inside the result's solution, a
+   :class:`~twill.mapping.result.MappedLayer`);
 4. **reduce**: per method, the network total ``sum(report)`` weighted by layer counts (layers run
    sequentially, so latencies add);
-5. **report**: :class:`NetworkResult` (``to_dict``) for the CLI, the benchmark and the plots.
+5. **report**: :class:`NetworkMappings` (``to_dict``) for the CLI, the benchmark and the plots.
 
 Layers are independent, so step 2 runs in parallel: a local process pool by default, or Ray
 (``executor="ray"``) on an existing cluster (``ray.init(address=...)``). The core never prints;
@@ -19,124 +20,113 @@ progress goes through the ``on_result`` callback.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping as Mapping_
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twill.errors import BackendUnavailableError, InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import CostReport
-from twill.mapping.result import MapResult
+from twill.mapping.mapping import Mapping
+from twill.mapping.problems import LayerMappingProblem
+from twill.mapping.result import layer_json
+from twill.mapping.search.common import SearchSettings
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
-from twill.results import Status
+from twill.results import SolveResult, Status
 
-__all__ = ["MAPPERS", "map_layer", "map_network", "NetworkResult"]
+__all__ = ["MAPPERS", "map_layer", "map_network", "NetworkMappings"]
 
 log = logging.getLogger(__name__)
 
+#: Mapper name -> the module whose ``solve(problem, options)`` runs it.
+MAPPER_MODULES = {
+    "cosa": "twill.mapping.cosa.solve",
+    "cosa-rerank": "twill.mapping.cosa.rerank",
+    "cosa-edp": "twill.mapping.cosa.edp",
+    "random": "twill.mapping.search.random",
+    "random16k": "twill.mapping.search.random",
+    "hybrid": "twill.mapping.search.hybrid",
+    "exhaustive": "twill.mapping.search.exhaustive",
+}
 #: Mapper names accepted by :func:`map_layer`.
-MAPPERS = ("cosa", "cosa-rerank", "cosa-edp", "random", "random16k", "hybrid", "exhaustive")
+MAPPERS = tuple(MAPPER_MODULES)
 
 
 def map_layer(
-    layer: Layer,
-    arch: Arch,
-    *,
-    mapper: str = "cosa",
-    options: SolverOptions | None = None,
-    **mapper_options: Any,
-) -> MapResult:
-    """Map one layer with ``mapper``; every returned mapping passed the verifier.
+    problem: LayerMappingProblem, method: str = "cosa", options: SolverOptions | None = None
+) -> SolveResult:
+    """Map one layer with ``method``; every returned mapping passed the verifier.
 
     Parameters
     ----------
-    layer, arch
+    problem
         The layer and the accelerator.
-    mapper
-        ``cosa`` (MIP; options ``backend``, ``time_limit``, ``threads``, ``seed`` ...),
-        ``cosa-rerank`` (a few CoSA MIP solutions re-ranked under the cost model; same
-        options plus ``metric``, default ``lex``), ``cosa-edp`` (CoSA's candidates and 300
+    method
+        ``cosa`` (MIP; settings in ``options.cosa``), ``cosa-rerank`` (a few CoSA MIP
+        solutions re-ranked under the cost model), ``cosa-edp`` (CoSA's candidates and 300
         random starts polished for the cost model's EDP; the default of ``map-network``),
         ``random`` (best of 5 valid), ``random16k`` (best of 16,000 valid), ``hybrid``
-        (Timeloop-Hybrid-like best of 16,000) or ``exhaustive`` (small layers only).
+        (Timeloop-Hybrid-like best of 16,000) or ``exhaustive`` (small layers only); the
+        searches' settings in ``options.search``.
     options
-        Shared solver options (seed, threads, time limit, progress), passed to the mapper.
-    **mapper_options
-        The mapper's own keywords.
+        The shared solver options, passed to the mapper's ``solve``.
 
     Examples
     --------
     >>> from twill.mapping.arch import simba_arch
-    >>> layer = Layer("l", {"P": 14, "C": 16, "K": 16})
-    >>> r = map_layer(layer, simba_arch(), mapper="random", seed=3)
-    >>> r.method, r.report.valid
+    >>> p = LayerMappingProblem(Layer("l", {"P": 14, "C": 16, "K": 16}), simba_arch())
+    >>> r = map_layer(p, "random", SolverOptions(seed=3))
+    >>> r.settings["method"], p.verify(r.solution).ok
     ('random', True)
     """
-    bad = layer.check() + arch.check()
-    if bad:
-        raise InvalidProblemError(bad, source=layer.name)
-    if mapper == "cosa":
-        from twill.mapping.cosa import cosa_map
-
-        return cosa_map(layer, arch, options=options, **mapper_options)
-    if mapper == "cosa-rerank":
-        from twill.mapping.cosa import cosa_rerank_map
-
-        return cosa_rerank_map(layer, arch, options=options, **mapper_options)
-    if mapper == "cosa-edp":
-        from twill.mapping.cosa.edp import cosa_edp_map
-
-        return cosa_edp_map(layer, arch, options=options, **mapper_options)
-    if mapper in ("random", "random16k"):
-        from twill.mapping.search.random import random_search
-
-        mapper_options.setdefault("n_valid", 5 if mapper == "random" else 16_000)
-        res = random_search(layer, arch, options=options, **mapper_options)
-        return res if mapper == "random" else _renamed(res, mapper)
-    if mapper == "hybrid":
-        from twill.mapping.search.hybrid import hybrid_search
-
-        return hybrid_search(layer, arch, options=options, **mapper_options)
-    if mapper == "exhaustive":
-        from twill.mapping.search.exhaustive import exhaustive_search
-
-        return exhaustive_search(layer, arch, options=options, **mapper_options)
-    raise InvalidProblemError(f"unknown mapper {mapper!r} (choose from {', '.join(MAPPERS)})")
-
-
-def _renamed(res: MapResult, method: str) -> MapResult:
-    from dataclasses import replace
-
-    return replace(res, method=method)
+    if method not in MAPPER_MODULES:
+        raise InvalidProblemError(f"unknown mapper {method!r} (choose from {', '.join(MAPPERS)})")
+    options = options or SolverOptions()
+    if method == "random16k":
+        search = options.search or SearchSettings()
+        if search.n_valid is None:
+            options = replace(options, search=replace(search, n_valid=16_000))
+    res = importlib.import_module(MAPPER_MODULES[method]).solve(problem, options)
+    return res if method != "random16k" else replace(res, settings={**res.settings,
+                                                                     "method": method})  # fmt: skip
 
 
 @dataclass(frozen=True)
-class NetworkResult:
+class NetworkMappings:
     """Per-layer results of every method and the network totals (weighted by layer counts)."""
 
     network: str
     arch: str
     layers: tuple[Layer, ...]
-    results: dict[str, tuple[MapResult, ...]]
+    results: dict[str, tuple[SolveResult, ...]]
     seconds: float
     executor: str
     notes: tuple[str, ...] = field(default=())
 
     def total(self, method: str) -> CostReport | None:
         """Network report of ``method`` (``None`` if some layer has no mapping)."""
-        reps = [r.report for r in self.results[method]]
-        if any(r is None for r in reps):
+        found = [r.solution for r in self.results[method]]
+        if any(f is None for f in found):
             return None
-        return sum(reps)  # type: ignore[return-value]
+        return sum(f.report for f in found)  # type: ignore[return-value]
+
+    def mappings(self, method: str) -> dict[str, Mapping]:
+        """Layer shape key -> the mapping ``method`` found (layers without one left out)."""
+        pairs = zip(self.layers, self.results[method], strict=True)
+        return {ly.key: r.solution.mapping for ly, r in pairs if r.solution is not None}
 
     def solve_seconds(self, method: str) -> list[float]:
-        return [r.seconds for r in self.results[method]]
+        """Seconds of every layer's solve, in layer order."""
+        return [r.timings.total for r in self.results[method]]
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: one row per layer (its result under every method) and the totals."""
         out: dict[str, Any] = {
             "network": self.network,
             "arch": self.arch,
@@ -153,7 +143,7 @@ class NetworkResult:
                 "groups": layer.groups,
             }
             for method, res in self.results.items():
-                row[method] = res[i].to_dict()
+                row[method] = layer_json(res[i], layer.name)
             out["layers"].append(row)
         for method in self.results:
             tot = self.total(method)
@@ -170,11 +160,11 @@ class NetworkResult:
         return out
 
 
-def _task(layer: Layer, arch: Arch, method: str, options: dict[str, Any]) -> MapResult:
+def _task(layer: Layer, arch: Arch, method: str, options: SolverOptions) -> SolveResult:
     try:
-        return map_layer(layer, arch, mapper=method, **options)
+        return map_layer(LayerMappingProblem(layer, arch), method, options)
     except InvalidProblemError as exc:  # e.g. exhaustive on a large layer
-        return MapResult(method, Status.ERROR, layer.name, stats={"error": str(exc)})
+        return SolveResult(Status.ERROR, stats={"error": str(exc)}, settings={"method": method})
 
 
 def map_network(
@@ -182,13 +172,12 @@ def map_network(
     arch: Arch,
     *,
     methods: Sequence[str] = ("cosa",),
-    options: dict[str, dict[str, Any]] | None = None,
+    options: Mapping_[str, SolverOptions] | None = None,
     executor: str = "local",
     workers: int | None = None,
-    ray_address: str | None = None,
     network: str = "network",
-    on_result: Callable[[int, str, MapResult], None] | None = None,
-) -> NetworkResult:
+    on_result: Callable[[int, str, SolveResult], None] | None = None,
+) -> NetworkMappings:
     """Map every layer of a network with every method, in parallel.
 
     Parameters
@@ -200,38 +189,40 @@ def map_network(
     methods
         Mapper names (:data:`MAPPERS`).
     options
-        Per-method options, e.g. ``{"cosa": {"backend": "cbc"}, "random": {"seed": 1}}``.
+        Per-method :class:`~twill.options.SolverOptions`, e.g.
+        ``{"cosa": SolverOptions(time_limit=60), "random": SolverOptions(seed=1)}`` (a
+        method without an entry gets the defaults). A time limit is per layer: each layer's
+        solve starts its own clock.
     executor
-        ``"local"`` (process pool; ``workers=1`` runs in-process), ``"serial"``, or ``"ray"``.
+        ``"local"`` (process pool; ``workers=1`` runs in-process), ``"serial"``, ``"ray"``
+        (the running cluster, or this process's Ray session when one is initialised) or
+        ``"ray:ADDRESS"`` (the cluster at ``ADDRESS``).
     workers
         Pool size (default: CPU count, at most 4).
-    ray_address
-        Ray cluster address (``"auto"`` = the running cluster); when Ray is already initialised
-        in this process that session is used.
     on_result
         ``callback(layer_index, method, result)`` as each task finishes (progress bars).
 
     Returns
     -------
-    NetworkResult
+    NetworkMappings
     """
     for m in methods:
         if m not in MAPPERS:
             raise InvalidProblemError(f"unknown method {m!r} (choose from {', '.join(MAPPERS)})")
     options = options or {}
     tasks = [(i, m) for m in methods for i in range(len(layers))]
-    slots: dict[str, list[MapResult | None]] = {m: [None] * len(layers) for m in methods}
+    slots: dict[str, list[SolveResult | None]] = {m: [None] * len(layers) for m in methods}
     t0 = time.perf_counter()
     workers = min(workers or min(os.cpu_count() or 1, 4), max(1, len(tasks)))  # none idle
 
-    def done(i: int, m: str, res: MapResult) -> None:
+    def done(i: int, m: str, res: SolveResult) -> None:
         slots[m][i] = res
         if on_result is not None:
             on_result(i, m, res)
 
     if executor == "serial" or (executor == "local" and workers <= 1):
         for i, m in tasks:
-            done(i, m, _task(layers[i], arch, m, dict(options.get(m, {}))))
+            done(i, m, _task(layers[i], arch, m, options.get(m, SolverOptions())))
     elif executor == "local":
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -241,7 +232,7 @@ def map_network(
         try:
             with starting_workers():  # the first submit forks the workers
                 futs = {
-                    pool.submit(_task, layers[i], arch, m, dict(options.get(m, {}))): (i, m)
+                    pool.submit(_task, layers[i], arch, m, options.get(m, SolverOptions())): (i, m)
                     for i, m in tasks
                 }
             for fut in as_completed(futs):
@@ -251,12 +242,12 @@ def map_network(
             _stop_pool(pool)
             raise
         pool.shutdown()
-    elif executor == "ray":
-        _run_ray(tasks, layers, arch, options, ray_address, done)
+    elif executor == "ray" or executor.startswith("ray:"):
+        _run_ray(tasks, layers, arch, options, executor.partition(":")[2] or None, done)
     else:
         raise InvalidProblemError(f"unknown executor {executor!r} (local, serial or ray)")
     results = {m: tuple(r for r in slots[m] if r is not None) for m in methods}
-    return NetworkResult(
+    return NetworkMappings(
         network, arch.name, tuple(layers), results, time.perf_counter() - t0, executor
     )
 
@@ -276,9 +267,9 @@ def _run_ray(
     tasks: list[tuple[int, str]],
     layers: Sequence[Layer],
     arch: Arch,
-    options: dict[str, dict[str, Any]],
+    options: Mapping_[str, SolverOptions],
     address: str | None,
-    done: Callable[[int, str, MapResult], None],
+    done: Callable[[int, str, SolveResult], None],
 ) -> None:
     try:
         import ray
@@ -294,7 +285,8 @@ def _run_ray(
                 f"cannot connect to a Ray cluster at {address or 'auto'}: {exc}"
             ) from exc
     remote = ray.remote(num_cpus=1)(_task)
-    refs = {remote.remote(layers[i], arch, m, dict(options.get(m, {}))): (i, m) for i, m in tasks}
+    refs = {remote.remote(layers[i], arch, m, options.get(m, SolverOptions())): (i, m)
+            for i, m in tasks}  # fmt: skip
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)

@@ -3,6 +3,8 @@ exhaustive; and the pieces every ``solve(problem, options)`` of the mapping fami
 
 * :class:`MappedLayer`: the solution payload of a
   :class:`~twill.mapping.problems.LayerMappingProblem` (a verified mapping and its cost);
+* :func:`objective_meaning`: what a mapper's ``objective`` means and its unit;
+* :func:`layer_json`: a layer mapper's result with the fields of the ``map`` command's JSON;
 * :func:`method_settings`: a method's typed settings read from the options;
 * :class:`Controls`: the seed, stop time and progress events of one call;
 * :func:`finished`: the last progress event of a call, then its result.
@@ -20,9 +22,18 @@ from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping, to_dosa_string
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent
-from twill.results import SolveResult, Status, Timings
+from twill.results import SolveResult
 
-__all__ = ["MapResult", "MappedLayer", "Controls", "method_settings", "finished"]
+__all__ = [
+    "MappedLayer",
+    "Controls",
+    "method_settings",
+    "finished",
+    "objective_meaning",
+    "layer_json",
+    "COSA_OBJECTIVE",
+    "METRIC_OBJECTIVES",
+]
 
 _S = TypeVar("_S")
 
@@ -105,83 +116,51 @@ def finished(controls: Controls, result: SolveResult) -> SolveResult:
     return result
 
 
-@dataclass(frozen=True)
-class MapResult:
-    """Outcome of mapping one layer.
+#: What CoSA's MIP minimises (``twill.mapping.cosa.mip.cosa_objective_terms``).
+COSA_OBJECTIVE = (
+    "CoSA objective (10*compute - 0.1*utilisation + traffic, each a sum of log2 loop factors: "
+    "a proxy for latency and data movement, not the cost model's cycles or energy)",
+    "log2 units",
+)
+#: What the search baselines minimise, by metric (``twill.mapping.search.common``).
+METRIC_OBJECTIVES = {
+    "edp": ("energy-delay product of the cost model", "µJ·cycles"),
+    "cycles": ("latency of the cost model", "cycles"),
+    "energy": ("energy of the cost model", "pJ"),
+    "lex": ("latency of the cost model, energy breaking ties (cycles + a fraction < 1)", "cycles"),
+}
 
-    Attributes
-    ----------
-    method
-        ``cosa``, ``random``, ``hybrid``, ``exhaustive`` ...
-    status
-        OPTIMAL only with a proof (the MIP solved to optimality for its own objective, or an
-        exhaustive enumeration); FEASIBLE for heuristics; UNKNOWN on a timeout without answer.
-    mapping, report
-        The verified mapping and its cost (``None`` without a solution).
-    objective, bound
-        The mapper's own objective (MIP objective, or the search metric) and a proven bound.
-    timings
-        Seconds per phase (``build``, ``solve``, ``verify``, ``total``).
-    stats
-        Solver statistics (variables, constraints, samples drawn, valid samples ...).
-    settings
-        The settings that reproduce the run (backend, limits, seed ...).
-    """
 
-    method: str
-    status: Status
-    layer: str
-    mapping: Mapping | None = None
-    report: CostReport | None = None
-    objective: float | None = None
-    bound: float | None = None
-    timings: dict[str, float] = field(default_factory=dict)
-    stats: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)
-    seed: int | None = None
-
-    @property
-    def seconds(self) -> float:
-        return float(self.timings.get("total", sum(self.timings.values())))
-
-    def to_dict(self, summary: bool = True) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "layer": self.layer,
-            "method": self.method,
-            "status": self.status.value,
-            "mapping": to_dosa_string(self.mapping) if self.mapping is not None else None,
-            "objective": self.objective,
-            "bound": self.bound,
-            "seconds": self.seconds,
-            "timings": dict(self.timings),
-            "stats": dict(self.stats),
-            "settings": dict(self.settings),
-            "seed": self.seed,
-        }
-        if self.report is not None:
-            rep = self.report.to_dict(summary=summary)
-            for k in ("cycles", "energy_uJ", "edp", "utilisation", "valid", "dram_bytes"):
-                out[k] = rep[k]
-            if not summary:
-                out["report"] = rep
-        return out
-
-    def as_result(self) -> SolveResult:
-        """The shared :class:`~twill.results.SolveResult`: the mapping as solution, the
-        mapper's own objective (its unit names the method and metric) and proven bound."""
-        metric = self.settings.get("metric", "objective")
-        phases = {k: float(self.timings.get(k, 0.0)) for k in ("build", "solve", "verify")}
-        found = None
-        if self.mapping is not None and self.report is not None:
-            found = MappedLayer(self.layer, self.mapping, self.report)
-        return SolveResult(
-            self.status if found is not None or not self.status.has_solution else Status.ERROR,
-            solution=found,
-            objective=self.objective,
-            objective_unit=f"{self.method} {metric}",
-            bound=self.bound,
-            timings=Timings(**phases),
-            stats=dict(self.stats),
-            settings={"method": self.method, **self.settings},
-            seed=self.seed,
+def objective_meaning(method: str, metric: str = "edp") -> tuple[str, str]:
+    """``(meaning, unit)`` of a layer mapper's ``objective`` (and of its ``bound``)."""
+    if method == "cosa":
+        return COSA_OBJECTIVE
+    if method == "cosa-edp":
+        return (
+            "energy-delay product of the cost model (CoSA's candidates and random starts, "
+            "polished by local search)",
+            "µJ·cycles",
         )
+    if method == "cosa-rerank":
+        return (
+            "CoSA's MIP candidates re-ranked by the cost model: cycles first, then energy",
+            "cycles",
+        )
+    return METRIC_OBJECTIVES[metric]
+
+
+def layer_json(result: SolveResult, layer: str, full: bool = False) -> dict[str, Any]:
+    """``result.to_dict()`` with the fields the ``map`` command's JSON has always had: the
+    ``layer`` and ``method`` names, the ``mapping`` as a DOSA string (``None`` without
+    one), total ``seconds`` and the cost's headline numbers (``full``: the whole
+    ``report`` too)."""
+    out = result.to_dict()
+    found = result.solution
+    out.update(layer=layer, method=result.settings.get("method"), seconds=result.timings.total,
+               mapping=None if found is None else to_dosa_string(found.mapping))  # fmt: skip
+    if found is not None:
+        rep = found.report.to_dict(summary=not full)
+        out.update({k: rep[k] for k in SUMMARY_KEYS})
+        if full:
+            out["report"] = rep
+    return out

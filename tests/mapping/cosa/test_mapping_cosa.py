@@ -6,9 +6,10 @@ import re
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.io.timeloop import read_layer
 from twill.mapping.arch import gemmini_arch, simba_arch
-from twill.mapping.cosa import build_cosa_model, cosa_map
+from twill.mapping.cosa import build_cosa_model
 from twill.mapping.mapping import verify_mapping
 from twill.mapping.workload import Layer
 from twill.results import Status
@@ -34,8 +35,8 @@ class TestModel:
         assert sum(1 for n in model.vars if n.startswith("X[")) == 1288  # spec: 1,288 binaries
 
     def test_tiny_layer_all_units(self):
-        res = cosa_map(Layer("unit", {}), simba_arch(), time_limit=10)
-        assert res.status is Status.OPTIMAL and res.report.cycles == 1
+        res = mapped("cosa", Layer("unit", {}), simba_arch(), time_limit=10)
+        assert res.status is Status.OPTIMAL and res.solution.report.cycles == 1
 
 
 class TestReferenceOptima:
@@ -47,26 +48,29 @@ class TestReferenceOptima:
     )
     def test_cpsat_reproduces_reference(self, benchmark_data, net, name):
         ref = _reference(benchmark_data)[(net, name)]
-        res = cosa_map(_layer(benchmark_data, net, name), simba_arch(), time_limit=60)
+        res = mapped("cosa", _layer(benchmark_data, net, name), simba_arch(), time_limit=60)
         assert res.status is Status.OPTIMAL
         assert res.objective == pytest.approx(ref, abs=1e-3)
-        assert verify_mapping(_layer(benchmark_data, net, name), simba_arch(), res.mapping) == []
+        assert (
+            verify_mapping(_layer(benchmark_data, net, name), simba_arch(), res.solution.mapping)
+            == []
+        )
 
     def test_backends_agree(self, benchmark_data):
         layer = _layer(benchmark_data, "resnet50_graph", "_outputs_3356")
-        a = cosa_map(layer, simba_arch(), backend="cpsat", time_limit=60)
-        b = cosa_map(layer, simba_arch(), backend="cbc", time_limit=60)
+        a = mapped("cosa", layer, simba_arch(), backend="cpsat", time_limit=60)
+        b = mapped("cosa", layer, simba_arch(), backend="cbc", time_limit=60)
         assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL
         assert a.objective == pytest.approx(b.objective, abs=1e-3)
         for r in (a, b):
-            assert r.report.valid
+            assert r.solution.report.valid
 
     def test_gap_limited_solve_is_never_optimal(self, benchmark_data):
         """A CBC solve with a relative gap limit stops "within 50 %": FEASIBLE, no bound."""
         layer = _layer(benchmark_data, "resnet50_graph", "_outputs_3356")
-        r = cosa_map(layer, simba_arch(), backend="cbc", time_limit=60, extra={"gap": 0.5})
-        assert r.status is Status.FEASIBLE and r.mapping is not None
-        assert verify_mapping(layer, simba_arch(), r.mapping) == []
+        r = mapped("cosa", layer, simba_arch(), backend="cbc", time_limit=60, extra={"gap": 0.5})
+        assert r.status is Status.FEASIBLE and r.solution.mapping is not None
+        assert verify_mapping(layer, simba_arch(), r.solution.mapping) == []
 
 
 _AGREE_LAYERS = ["_outputs_3356", "_outputs_input.2", "_outputs_input.15", "_outputs_input.40"]
@@ -81,20 +85,20 @@ class TestScipBackend:
     def test_scip_and_cpsat_prove_the_reference_optimum(self, benchmark_data, name):
         layer = _layer(benchmark_data, "resnet50_graph", name)
         ref = _reference(benchmark_data)[("resnet50_graph", name)]
-        a = cosa_map(layer, simba_arch(), backend="cpsat", time_limit=60)
-        b = cosa_map(layer, simba_arch(), backend="scip", time_limit=60)
+        a = mapped("cosa", layer, simba_arch(), backend="cpsat", time_limit=60)
+        b = mapped("cosa", layer, simba_arch(), backend="scip", time_limit=60)
         assert a.status is Status.OPTIMAL and b.status is Status.OPTIMAL
         assert a.objective == pytest.approx(ref, abs=1e-3)
         assert b.objective == pytest.approx(ref, abs=1e-3)
         assert b.bound == pytest.approx(b.objective, abs=1e-3)  # proof: bound meets objective
         for r in (a, b):
-            assert verify_mapping(layer, simba_arch(), r.mapping) == []
+            assert verify_mapping(layer, simba_arch(), r.solution.mapping) == []
 
     def test_unknown_backend_names_the_choices(self):
         from twill.errors import BackendUnavailableError
 
         with pytest.raises(BackendUnavailableError, match="cpsat"):
-            cosa_map(Layer("fc", {"C": 4, "K": 4}), simba_arch(), backend="gurobi")
+            mapped("cosa", Layer("fc", {"C": 4, "K": 4}), simba_arch(), backend="gurobi")
 
     def test_worker_failure_is_an_error_status_not_a_crash(self):
         from twill.mapping.cosa.worker import solve_in_subprocess
@@ -118,7 +122,7 @@ class TestScipBackend:
             )
             assert ans["status"] == "unavailable" and "highspy" in ans["error"]
         else:
-            res = cosa_map(Layer("fc", {"C": 8, "K": 8}), simba_arch(), backend="highs")
+            res = mapped("cosa", Layer("fc", {"C": 8, "K": 8}), simba_arch(), backend="highs")
             assert res.status is Status.OPTIMAL
 
 
@@ -144,8 +148,8 @@ class TestGbLoopSlots:
             {k: v for k, v in dims.items() if k != "Wstride"},
             w_stride=dims.get("Wstride", 1),
         )
-        slots = cosa_map(layer, simba_arch(), gb_order="slots", weights=w, time_limit=60)
-        loops = cosa_map(layer, simba_arch(), gb_order="loops", weights=w, time_limit=60)
+        slots = mapped("cosa", layer, simba_arch(), gb_order="slots", weights=w, time_limit=60)
+        loops = mapped("cosa", layer, simba_arch(), gb_order="loops", weights=w, time_limit=60)
         assert slots.status is Status.OPTIMAL and loops.status is Status.OPTIMAL
         assert loops.objective == pytest.approx(slots.objective, abs=1e-4)
 
@@ -160,8 +164,12 @@ class TestTricksDoNotMoveOptimum:
     layer = Layer("small", {"R": 3, "S": 3, "P": 8, "Q": 8, "C": 16, "K": 16})
 
     def test_symmetry_and_unit_reduction(self):
-        base = cosa_map(self.layer, simba_arch(), symmetry=False, reduce_units=False, time_limit=60)
-        both = cosa_map(self.layer, simba_arch(), symmetry=True, reduce_units=True, time_limit=60)
+        base = mapped(
+            "cosa", self.layer, simba_arch(), symmetry=False, reduce_units=False, time_limit=60
+        )
+        both = mapped(
+            "cosa", self.layer, simba_arch(), symmetry=True, reduce_units=True, time_limit=60
+        )
         assert base.status is Status.OPTIMAL and both.status is Status.OPTIMAL
         assert base.objective == pytest.approx(both.objective, abs=1e-4)
 
@@ -169,17 +177,17 @@ class TestTricksDoNotMoveOptimum:
 class TestGemmini:
     def test_respects_spatial_rules(self):
         layer = Layer.gemm(64, 64, 64)
-        res = cosa_map(layer, gemmini_arch(), time_limit=30)
-        assert res.mapping is not None
-        assert verify_mapping(layer, gemmini_arch(), res.mapping) == []
-        assert res.report.cycles >= layer.macs / 256
+        res = mapped("cosa", layer, gemmini_arch(), time_limit=30)
+        assert res.solution.mapping is not None
+        assert verify_mapping(layer, gemmini_arch(), res.solution.mapping) == []
+        assert res.solution.report.cycles >= layer.macs / 256
 
 
 def test_settings_object_and_keywords_are_the_same_run():
     from twill.mapping.cosa.solve import CoSASettings
 
     layer = Layer("fc", {"C": 64, "K": 32})
-    a = cosa_map(layer, simba_arch(), time_limit=20, halo="corrected")
-    b = cosa_map(layer, simba_arch(), CoSASettings(time_limit=20, halo="corrected"))
+    a = mapped("cosa", layer, simba_arch(), time_limit=20, halo="corrected")
+    b = mapped("cosa", layer, simba_arch(), CoSASettings(time_limit=20, halo="corrected"))
     assert a.settings == b.settings and a.settings["halo"] == "corrected"
-    assert list(a.settings)[-1] == "weights" and a.mapping == b.mapping
+    assert list(a.settings)[-1] == "weights" and a.solution.mapping == b.solution.mapping

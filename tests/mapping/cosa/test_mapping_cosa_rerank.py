@@ -8,12 +8,12 @@ import itertools
 import numpy as np
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.mapping.arch import gemmini_arch, simba_arch
-from twill.mapping.cosa import build_cosa_model, cosa_map, cosa_rerank_map, polish_loop_orders
+from twill.mapping.cosa import build_cosa_model, polish_loop_orders
 from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
 from twill.mapping.cost.analytical import MappingBatch, evaluate, evaluate_batch
 from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
-from twill.mapping.pipeline import map_layer
 from twill.mapping.workload import Layer, Operand
 from twill.results import Status
 
@@ -48,15 +48,15 @@ class TestNoBypassRefetch:
 
     def test_restriction_removes_psum_refetch(self):
         arch = gemmini_arch()
-        pure = cosa_map(PSUM, arch, time_limit=30)
-        restricted = cosa_map(PSUM, arch, time_limit=30, no_bypass_refetch=True)
+        pure = mapped("cosa", PSUM, arch, time_limit=30)
+        restricted = mapped("cosa", PSUM, arch, time_limit=30, no_bypass_refetch=True)
         assert pure.status is Status.OPTIMAL and restricted.status is Status.OPTIMAL
         assert restricted.settings["no_bypass_refetch"] is True
         # A restriction cannot beat the unrestricted optimum of the same objective.
         assert restricted.objective >= pure.objective - 1e-6
         outputs = 14 * 14 * 256  # P·Q·K·N
-        assert _output_fills(PSUM, pure.mapping) > outputs  # the MIP optimum refetches
-        polished = polish_loop_orders(PSUM, arch, restricted.mapping)
+        assert _output_fills(PSUM, pure.solution.mapping) > outputs  # the MIP optimum refetches
+        polished = polish_loop_orders(PSUM, arch, restricted.solution.mapping)
         assert verify_mapping(PSUM, arch, polished) == []
         assert _output_fills(PSUM, polished) == pytest.approx(outputs)  # each output once
         assert evaluate(PSUM, arch, polished).cycles == PSUM.macs // arch.macs
@@ -77,28 +77,32 @@ class TestRegisterReuse:
 
     def test_restriction_reaches_the_compute_bound(self):
         arch = gemmini_arch()
-        only_nbr = cosa_map(REUSE, arch, time_limit=30, no_bypass_refetch=True)
-        both = cosa_map(REUSE, arch, time_limit=30, no_bypass_refetch=True, register_reuse=True)
+        only_nbr = mapped("cosa", REUSE, arch, time_limit=30, no_bypass_refetch=True)
+        both = mapped(
+            "cosa", REUSE, arch, time_limit=30, no_bypass_refetch=True, register_reuse=True
+        )
         assert only_nbr.status is Status.OPTIMAL and both.status is Status.OPTIMAL
         assert both.objective >= only_nbr.objective - 1e-6
-        assert np.prod(both.mapping.temporal[0]) >= 16  # MACs per weight-register load
-        assert np.prod(only_nbr.mapping.temporal[0]) < 16
-        polished = polish_loop_orders(REUSE, arch, both.mapping)
+        assert np.prod(both.solution.mapping.temporal[0]) >= 16  # MACs per weight-register load
+        assert np.prod(only_nbr.solution.mapping.temporal[0]) < 16
+        polished = polish_loop_orders(REUSE, arch, both.solution.mapping)
         assert evaluate(REUSE, arch, polished).cycles == REUSE.macs // arch.macs
-        rr = cosa_rerank_map(REUSE, arch, time_limit=30)
+        rr = mapped("cosa-rerank", REUSE, arch, time_limit=30)
         assert rr.stats["chosen"] == "no_bypass_refetch+register_reuse"
-        assert rr.report.cycles == REUSE.macs // arch.macs
+        assert rr.solution.report.cycles == REUSE.macs // arch.macs
 
     def test_infeasible_restriction_leaves_the_other_candidates(self):
         arch = gemmini_arch()
         small = Layer("small", {"P": 2, "Q": 2, "C": 64, "K": 64})  # P·Q·N = 4 < 16
-        r = cosa_map(small, arch, time_limit=30, register_reuse=True)
-        assert r.status is Status.INFEASIBLE and r.mapping is None
-        rr = cosa_rerank_map(small, arch, time_limit=30)
+        r = mapped("cosa", small, arch, time_limit=30, register_reuse=True)
+        assert r.status is Status.INFEASIBLE and r.solution is None
+        rr = mapped("cosa-rerank", small, arch, time_limit=30)
         cands = {c["variant"]: c for c in rr.stats["candidates"]}
         assert cands["no_bypass_refetch+register_reuse"]["mip_status"] == "infeasible"
         assert "cycles" not in cands["no_bypass_refetch+register_reuse"]
-        assert rr.status is Status.FEASIBLE and verify_mapping(small, arch, rr.mapping) == []
+        assert (
+            rr.status is Status.FEASIBLE and verify_mapping(small, arch, rr.solution.mapping) == []
+        )
 
 
 class TestPolish:
@@ -124,11 +128,14 @@ class TestPolish:
 
     def test_never_worse_and_tiling_unchanged(self):
         arch = gemmini_arch()
-        r = cosa_map(PSUM, arch, time_limit=30)
+        r = mapped("cosa", PSUM, arch, time_limit=30)
         for metric in ("lex", "edp", "energy"):
-            p = polish_loop_orders(PSUM, arch, r.mapping, metric=metric, max_batch=1)
-            assert p.temporal == r.mapping.temporal and p.spatial == r.mapping.spatial
-            a, b = evaluate(PSUM, arch, p), evaluate(PSUM, arch, r.mapping)
+            p = polish_loop_orders(PSUM, arch, r.solution.mapping, metric=metric, max_batch=1)
+            assert (
+                p.temporal == r.solution.mapping.temporal
+                and p.spatial == r.solution.mapping.spatial
+            )
+            a, b = evaluate(PSUM, arch, p), evaluate(PSUM, arch, r.solution.mapping)
             if metric == "lex":
                 assert (a.cycles, a.energy_pj) <= (b.cycles, b.energy_pj)
             elif metric == "edp":
@@ -137,19 +144,21 @@ class TestPolish:
                 assert a.energy_pj <= b.energy_pj * (1 + 1e-12)
 
     def test_bad_metric(self):
-        r = cosa_map(PSUM, gemmini_arch(), time_limit=30)
+        r = mapped("cosa", PSUM, gemmini_arch(), time_limit=30)
         with pytest.raises(ValueError, match="metric"):
-            polish_loop_orders(PSUM, gemmini_arch(), r.mapping, metric="speed")
+            polish_loop_orders(PSUM, gemmini_arch(), r.solution.mapping, metric="speed")
 
 
 class TestRerank:
     def test_gemmini_picks_the_refetch_free_candidate(self):
         arch = gemmini_arch()
-        pure = cosa_map(PSUM, arch, time_limit=30)
-        rr = map_layer(PSUM, arch, mapper="cosa-rerank", time_limit=30)
-        assert rr.method == "cosa-rerank" and rr.status is Status.FEASIBLE  # never optimal
+        pure = mapped("cosa", PSUM, arch, time_limit=30)
+        rr = mapped("cosa-rerank", PSUM, arch, time_limit=30)
+        assert (
+            rr.settings["method"] == "cosa-rerank" and rr.status is Status.FEASIBLE
+        )  # never optimal
         assert rr.objective is None and rr.bound is None
-        assert verify_mapping(PSUM, arch, rr.mapping) == []
+        assert verify_mapping(PSUM, arch, rr.solution.mapping) == []
         assert [c["variant"] for c in rr.stats["candidates"]] == [
             "cosa",
             "no_bypass_refetch",
@@ -157,17 +166,17 @@ class TestRerank:
         ]
         assert all(c["mip_status"] == "optimal" for c in rr.stats["candidates"])
         assert rr.stats["chosen"] == "no_bypass_refetch"
-        assert rr.report.cycles == PSUM.macs // arch.macs < pure.report.cycles
-        assert rr.timings["total"] >= rr.timings["solve"] > 0 and rr.timings["cpu"] > 0
+        assert rr.solution.report.cycles == PSUM.macs // arch.macs < pure.solution.report.cycles
+        assert rr.timings.total >= rr.timings.solve > 0 and rr.stats["cpu_seconds"] > 0
 
     def test_simba_has_one_candidate_and_is_never_worse(self):
         layer = Layer("l", {"P": 14, "Q": 14, "C": 32, "K": 64})
-        pure = cosa_map(layer, simba_arch(), time_limit=30)
-        rr = cosa_rerank_map(layer, simba_arch(), time_limit=30)
+        pure = mapped("cosa", layer, simba_arch(), time_limit=30)
+        rr = mapped("cosa-rerank", layer, simba_arch(), time_limit=30)
         assert [c["variant"] for c in rr.stats["candidates"]] == ["cosa"]
-        assert rr.mapping.temporal == pure.mapping.temporal
-        assert (rr.report.cycles, rr.report.energy_pj) <= (
-            pure.report.cycles,
-            pure.report.energy_pj,
+        assert rr.solution.mapping.temporal == pure.solution.mapping.temporal
+        assert (rr.solution.report.cycles, rr.solution.report.energy_pj) <= (
+            pure.solution.report.cycles,
+            pure.solution.report.energy_pj,
         )
-        assert verify_mapping(layer, simba_arch(), rr.mapping) == []
+        assert verify_mapping(layer, simba_arch(), rr.solution.mapping) == []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.mapping.mappers import mapped
 from twill.mapping.arch import simba_arch
-from twill.mapping.cosa import cosa_map
 from twill.mapping.workload import Layer
 from twill.results import Status
 
@@ -28,6 +28,6 @@ def test_scip_worker_ignores_a_twill_package_in_the_cwd(tmp_path, monkeypatch):
     _plant(cwd, marker)
     monkeypatch.chdir(cwd)
     monkeypatch.setenv("PYTHONPATH", f".:{cwd}")
-    res = cosa_map(Layer("fc", {"C": 8, "K": 8}), simba_arch(), backend="scip", time_limit=20)
+    res = mapped("cosa", Layer("fc", {"C": 8, "K": 8}), simba_arch(), backend="scip", time_limit=20)
     assert not marker.exists(), "the worker imported code from the working directory"
-    assert res.status is Status.OPTIMAL and res.report.valid
+    assert res.status is Status.OPTIMAL and res.solution.report.valid

@@ -313,7 +313,7 @@ def test_capacity_bound_below_searched_plans(benchmark_data, inverted_residual):
         for arch in archs:
             base = FusionPlan(net.name, tuple(all_dram_mapping(ly, arch) for ly in net.layers))
             polished = FusionPlan(net.name, tuple(polish_mappings(net.layers, arch, base.mappings)))
-            plans = [base, polished, greedy_fusion_baseline(net, arch, polished).plan]
+            plans = [base, polished, greedy_fusion_baseline(net, arch, polished).solution.plan]
             plans += [group_search(net, arch, base), group_search(net, arch, polished)]
             fused += sum(_check_plan(net, arch, p) for p in plans)
     net = nets[0]

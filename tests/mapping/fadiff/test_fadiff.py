@@ -177,7 +177,7 @@ def test_fadiff_on_simba_verified_and_never_worse_than_cosa():
 
     arch = simba_arch()
     net, _ = _pair()
-    cosa = layerwise_cosa(net, arch).plan
+    cosa = layerwise_cosa(net, arch).solution.plan
     r = fadiff(net, arch, steps=30, seed=0, eval_every=10, candidates=[cosa])
     assert verify_plan(net, arch, r.plan) == [] and r.report.valid
     assert r.report.edp <= evaluate_plan(net, arch, cosa).edp

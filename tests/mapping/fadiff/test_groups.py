@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.mapping.mappers import mapped
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
@@ -112,13 +113,12 @@ def test_single_layer_fusion_off_within_5_percent_of_cosa_latency(key):
     """Cross-check: FADiff without fusion (cold start) vs CoSA on one layer, same model. The
     BERT matmuls needed the read-out polish (the rounded gradient mapping alone was +19 % and
     +9 %)."""
-    from twill.mapping.cosa import cosa_map
     from twill.mapping.cost.analytical import evaluate
     from twill.mapping.fadiff.train import fadiff
 
     arch = gemmini_arch()
     ly = Layer.from_key(key, name="layer")
-    ref = evaluate(ly, arch, cosa_map(ly, arch, time_limit=10).mapping)
+    ref = evaluate(ly, arch, mapped("cosa", ly, arch, time_limit=10).solution.mapping)
     got = fadiff(chain_network([ly]), arch, fusion=False, steps=60, eval_every=10, seed=0)
     assert got.report.valid
     assert got.report.cycles <= 1.05 * ref.cycles

@@ -12,9 +12,9 @@ tilings that CoSA's proxy never scores well.
 
 What it does, per layer:
 
-1. candidates: :func:`~twill.mapping.cosa.rerank.cosa_rerank_map` (the pure CoSA MIP and its
+1. candidates: :func:`~twill.mapping.cosa.rerank.rerank` (the pure CoSA MIP and its
    restricted variants, loop orders polished) ranked by EDP, and the best ``n_random`` valid
-   random mappings (:func:`~twill.mapping.search.random.random_search`, seeded);
+   random mappings (:func:`~twill.mapping.search.random.sample_search`, seeded);
 2. each candidate polished by :func:`~twill.mapping.fadiff.polish.polish_mappings`
    (prime-factor moves, repair pairs and loop orders on the tangent of the EDP,
    re-linearised, never worse);
@@ -32,16 +32,16 @@ from typing import Any
 
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
-from twill.mapping.cosa.solve import CoSASettings, configure, incumbent_events, start
+from twill.mapping.cosa.solve import CoSASettings, incumbent_events, start
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.mapping import verify_mapping
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import Controls, MapResult, finished
+from twill.mapping.result import Controls, MappedLayer, finished, objective_meaning
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
-from twill.results import SolveResult, Status
+from twill.results import SolveResult, Status, Timings
 
-__all__ = ["cosa_edp_map", "edp_search", "solve"]
+__all__ = ["edp_search", "solve"]
 
 
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -61,53 +61,16 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     ('cosa-edp', 'feasible', True)
     """
     controls, cfg = start(problem, options, "cosa-edp")
-    return finished(controls, edp_search(problem.layer, problem.arch, cfg, controls).as_result())
+    return finished(controls, edp_search(problem.layer, problem.arch, cfg, controls))
 
 
-def cosa_edp_map(
-    layer: Layer,
-    arch: Arch,
-    *,
-    n_random: int = 300,
-    seed: int = 0,
-    **cosa_options: Any,
-) -> MapResult:
-    """Map one layer for the cost model's EDP (module docstring).
-
-    Parameters
-    ----------
-    layer, arch
-        The layer and the accelerator.
-    n_random
-        Valid random starts (seeded by ``seed``); 0 polishes CoSA's candidates only.
-    seed
-        Seed of the random starts (and of the MIP solver).
-    **cosa_options
-        Passed to :func:`~twill.mapping.cosa.rerank.cosa_rerank_map` (backend, time_limit ...).
-
-    Returns
-    -------
-    MapResult
-        Method ``cosa-edp``, FEASIBLE, objective = the EDP (µJ·cycles); ``stats["candidates"]``
-        gives each start's EDP before and after the polish, ``stats["chosen"]`` the winner.
-
-    Examples
-    --------
-    >>> from twill.mapping.arch import simba_arch
-    >>> r = cosa_edp_map(Layer("fc", {"P": 16, "C": 64, "K": 64}), simba_arch(), n_random=20)
-    >>> r.method, r.status.value, r.report.valid
-    ('cosa-edp', 'feasible', True)
-    """
-    options = cosa_options.pop("options", None)
-    given = {**cosa_options, "n_random": n_random, "seed": seed}
-    cfg = configure(cosa_options.pop("settings", None), options, given)
-    LayerMappingProblem(layer, arch).check()
-    return edp_search(layer, arch, cfg, Controls(cfg.seed, method="cosa-edp"))
-
-
-def edp_search(layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls) -> MapResult:
+def edp_search(layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls) -> SolveResult:
     """``cosa-edp`` of one checked layer under ``cfg``: the MIPs and the random starts stop
-    at ``controls.stop``."""
+    at ``controls.stop``.
+
+    FEASIBLE with a verified mapping, objective = its EDP (µJ·cycles);
+    ``stats["candidates"]`` gives each start's EDP before and after the polish,
+    ``stats["chosen"]`` the winner."""
     from twill.mapping.cosa.rerank import rerank
     from twill.mapping.fadiff.polish import polish_mappings
     from twill.mapping.search.common import SearchSettings
@@ -125,26 +88,25 @@ def edp_search(layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls) 
     cands: list[dict[str, Any]] = []
     best: tuple[float, str, Any, Any] | None = None
     for name, res in starts:
-        if res.mapping is None or res.report is None:
+        if res.solution is None:
             cands.append({"start": name, "status": res.status.value})
             continue
-        mapping = polish_mappings([layer], arch, [res.mapping], stop=controls.stop)[0]
+        start = res.solution
+        mapping = polish_mappings([layer], arch, [start.mapping], stop=controls.stop)[0]
         bad = verify_mapping(layer, arch, mapping)
         if bad:
             raise VerificationError(bad, what=f"cosa-edp mapping of {layer.name}")
         rep = evaluate(layer, arch, mapping)
-        cands.append({"start": name, "edp_start": res.report.edp, "edp": rep.edp})
+        cands.append({"start": name, "edp_start": start.report.edp, "edp": rep.edp})
         if best is None or rep.edp < best[0]:
             best = (rep.edp, name, mapping, rep)
-    timings = {"total": time.perf_counter() - t0}
-    settings = {**base.settings, "n_random": n_random, "seed": seed}
+    timings = Timings(solve=time.perf_counter() - t0)
+    settings = {**base.settings, "method": "cosa-edp", "n_random": n_random, "seed": seed}
+    unit = objective_meaning("cosa-edp")[1]
     if best is None:
-        return MapResult("cosa-edp", base.status, layer.name, timings=timings,
-                         stats={"candidates": cands}, settings=settings)  # fmt: skip
-    return replace(
-        MapResult("cosa-edp", Status.FEASIBLE, layer.name, best[2], best[3], best[0]),
-        timings=timings,
-        stats={"candidates": cands, "chosen": best[1]},
-        settings=settings,
-        seed=seed,
-    )
+        status = base.status if not base.status.has_solution else Status.ERROR
+        return SolveResult(status, objective_unit=unit, timings=timings,
+                           stats={"candidates": cands}, settings=settings)  # fmt: skip
+    return SolveResult(Status.FEASIBLE, MappedLayer(layer.name, best[2], best[3]), best[0], unit,
+                       timings=timings, stats={"candidates": cands, "chosen": best[1]},
+                       settings=settings, seed=seed)  # fmt: skip

@@ -12,7 +12,7 @@ or the one-word weight registers are reloaded so often that the scratchpad bound
 
 What it does, per layer:
 
-1. candidates: the pure CoSA MIP (:func:`~twill.mapping.cosa.cosa_map`); when some tensor
+1. candidates: the pure CoSA MIP (:func:`~twill.mapping.cosa.solve.run`); when some tensor
    bypasses the global buffer, the MIP restricted by
    :func:`~twill.mapping.cosa.mip.add_no_bypass_refetch`; when the innermost level is a
    one-word register under a throttled parent, that MIP also restricted by
@@ -43,8 +43,6 @@ from twill.mapping.arch import Arch
 from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
 from twill.mapping.cosa.solve import (
     CoSASettings,
-    configure,
-    incumbent_dicts,
     incumbent_events,
     run,
     start,
@@ -52,13 +50,13 @@ from twill.mapping.cosa.solve import (
 from twill.mapping.cost.analytical import CostReport, MappingBatch, evaluate, evaluate_batch
 from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import MapResult, finished
+from twill.mapping.result import MappedLayer, finished, objective_meaning
 from twill.mapping.search.common import METRICS
 from twill.mapping.workload import DIMS, Layer
 from twill.options import SolverOptions
-from twill.results import SolveResult, Status
+from twill.results import SolveResult, Status, Timings
 
-__all__ = ["cosa_rerank_map", "polish_loop_orders", "rerank", "solve"]
+__all__ = ["polish_loop_orders", "rerank", "solve"]
 
 
 def _key(cycles: float, energy_pj: float, metric: str) -> tuple[float, ...]:
@@ -179,54 +177,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     """
     controls, cfg = start(problem, options, "cosa-rerank")
     res = rerank(problem.layer, problem.arch, cfg, incumbent_events(controls), controls.stop)
-    return finished(controls, res.as_result())
-
-
-def cosa_rerank_map(
-    layer: Layer,
-    arch: Arch,
-    *,
-    metric: str = "lex",
-    polish: bool = True,
-    gb_order: str = "loops",
-    **cosa_options: Any,
-) -> MapResult:
-    """Map one layer with CoSA re-ranked under the cost model (see the module docstring).
-
-    Parameters
-    ----------
-    layer, arch
-        The layer and the accelerator.
-    metric
-        How candidates are ranked: ``lex`` (cycles, then energy; default), ``cycles``,
-        ``energy`` or ``edp``.
-    polish
-        Polish each candidate's loop orders (:func:`polish_loop_orders`).
-    gb_order, **cosa_options
-        Passed to every :func:`~twill.mapping.cosa.cosa_map` call (backend, time_limit,
-        ``options=SolverOptions(...)`` ...).
-
-    Returns
-    -------
-    MapResult
-        Method ``cosa-rerank``; FEASIBLE with the chosen verified mapping (never OPTIMAL: the
-        choice is the best of a few candidates, not an optimum of the cost model); otherwise
-        the pure MIP's status without a mapping. ``stats["candidates"]`` lists every candidate
-        (variant, MIP status and objective, cycles and energy before and after the polish),
-        ``stats["chosen"]`` the winner; ``timings["total"]`` covers every solve and polish.
-
-    Examples
-    --------
-    >>> from twill.mapping.arch import gemmini_arch
-    >>> r = cosa_rerank_map(Layer("fc", {"P": 16, "C": 64, "K": 64}), gemmini_arch())
-    >>> r.method, r.status.value, r.report.valid
-    ('cosa-rerank', 'feasible', True)
-    """
-    options = cosa_options.pop("options", None)
-    given = {**cosa_options, "gb_order": gb_order, "metric": metric, "polish": polish}
-    cfg = configure(cosa_options.pop("settings", None), options, given)
-    LayerMappingProblem(layer, arch).check()
-    return rerank(layer, arch, cfg, incumbent_dicts(options))
+    return finished(controls, res)
 
 
 def rerank(
@@ -235,9 +186,15 @@ def rerank(
     cfg: CoSASettings,
     on_incumbent: Any = None,
     stop: float = math.inf,
-) -> MapResult:
+) -> SolveResult:
     """The re-ranked CoSA of one checked layer under ``cfg`` (``cfg.metric``, ``cfg.polish``,
-    ``cfg.gb_order``); the MIPs stop at ``stop`` (a ``perf_counter`` value) together."""
+    ``cfg.gb_order``); the MIPs stop at ``stop`` (a ``perf_counter`` value) together.
+
+    FEASIBLE with the chosen verified mapping (never OPTIMAL: the choice is the best of a few
+    candidates, not an optimum of the cost model); otherwise the pure MIP's status without a
+    mapping. ``stats["candidates"]`` lists every candidate (variant, MIP status and
+    objective, cycles and energy before and after the polish), ``stats["chosen"]`` the
+    winner."""
     metric, polish = cfg.metric, cfg.polish
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
@@ -245,7 +202,7 @@ def rerank(
     variants = _variants(layer, arch, cfg.gb_order)
     candidates: list[dict[str, Any]] = []
     best: tuple[tuple[float, ...], str, Mapping, CostReport] | None = None
-    first: MapResult | None = None
+    first: SolveResult | None = None
     solve_s = 0.0
     for name, flags in variants:
         if first is not None and time.perf_counter() >= stop:
@@ -253,22 +210,24 @@ def rerank(
             continue
         r = run(layer, arch, replace(cfg, **flags), on_incumbent, stop)
         first = first or r
-        solve_s += r.timings.get("solve", 0.0)
+        solve_s += r.timings.solve
         cand: dict[str, Any] = {
             "variant": name,
             "mip_status": r.status.value,
             "mip_objective": r.objective,
         }
         candidates.append(cand)
-        if r.mapping is None or r.report is None:
+        if r.solution is None:
             continue
-        mapping, rep = _ranked(layer, arch, r.mapping, r.report, cand, polish=polish, metric=metric)
+        got = r.solution
+        mapping, rep = _ranked(layer, arch, got.mapping, got.report, cand, polish=polish,
+                               metric=metric)  # fmt: skip
         key = _key(rep.cycles, rep.energy_pj, metric)
         if best is None or key < best[0]:
             best = (key, name, mapping, rep)
-    timings = {"solve": solve_s, "total": time.perf_counter() - t0}
-    timings["cpu"] = time.process_time() - c0
-    return _rerank_result(layer, first, best, candidates, timings, metric=metric, polish=polish)
+    timings = Timings(solve=solve_s, verify=max(0.0, time.perf_counter() - t0 - solve_s))
+    stats: dict[str, Any] = {"candidates": candidates, "cpu_seconds": time.process_time() - c0}
+    return _rerank_result(layer.name, first, best, stats, timings, cfg)
 
 
 def _variants(layer: Layer, arch: Arch, gb_order: str) -> list[tuple[str, dict[str, bool]]]:
@@ -313,36 +272,24 @@ def _ranked(
 
 
 def _rerank_result(
-    layer: Layer,
-    first: MapResult | None,
+    layer: str,
+    first: SolveResult | None,
     best: tuple[tuple[float, ...], str, Mapping, CostReport] | None,
-    candidates: list[dict[str, Any]],
-    timings: dict[str, float],
-    *,
-    metric: str,
-    polish: bool,
-) -> MapResult:
+    stats: dict[str, Any],
+    timings: Timings,
+    cfg: CoSASettings,
+) -> SolveResult:
     """FEASIBLE with the ``best`` candidate, else the plain MIP's (``first``) status."""
-    settings = {**(first.settings if first else {}), "metric": metric, "polish": polish}
+    settings = {**(first.settings if first else {}), "method": "cosa-rerank",
+                "metric": cfg.metric, "polish": cfg.polish}  # fmt: skip
     settings.pop("no_bypass_refetch", None)
     settings.pop("register_reuse", None)
-    stats: dict[str, Any] = {"candidates": candidates}
+    unit = objective_meaning("cosa-rerank")[1]
     if best is None:
         status = first.status if first is not None else Status.UNKNOWN
-        return MapResult(
-            "cosa-rerank", status, layer.name, None, None, None, None, timings, stats, settings
-        )
+        return SolveResult(status if not status.has_solution else Status.ERROR,
+                           objective_unit=unit, timings=timings, stats=stats,
+                           settings=settings, seed=cfg.seed)  # fmt: skip
     stats["chosen"] = best[1]
-    return MapResult(
-        "cosa-rerank",
-        Status.FEASIBLE,
-        layer.name,
-        best[2],
-        best[3],
-        None,
-        None,
-        timings,
-        stats,
-        settings,
-        first.seed if first is not None else None,
-    )
+    return SolveResult(Status.FEASIBLE, MappedLayer(layer, best[2], best[3]), None, unit,
+                       timings=timings, stats=stats, settings=settings, seed=cfg.seed)  # fmt: skip

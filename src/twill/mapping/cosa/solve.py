@@ -13,30 +13,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.decode import decode_solution, repair_capacity
 from twill.mapping.cosa.mip import CosaIndex, CosaWeights, build_cosa_model
 from twill.mapping.cosa.model import LinearModel, Solution, solve_model
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import Controls, MapResult, finished, method_settings
-from twill.mapping.solver_options import common_fields
+from twill.mapping.result import (
+    COSA_OBJECTIVE,
+    Controls,
+    MappedLayer,
+    finished,
+    method_settings,
+)
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
-from twill.results import SolveResult, Status
+from twill.results import SolveResult, Status, Timings
 from twill.validation import check_int, check_real
 
-__all__ = [
-    "CoSASettings",
-    "cosa_map",
-    "configure",
-    "incumbent_dicts",
-    "incumbent_events",
-    "run",
-    "solve",
-    "start",
-]
+__all__ = ["CoSASettings", "configure", "incumbent_events", "run", "solve", "start"]
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +41,7 @@ _MIN_SOLVE_S = 0.01
 
 @dataclass(frozen=True)
 class CoSASettings:
-    """The settings of one :func:`cosa_map` run (defaults listed here once).
+    """The settings of one CoSA run, ``options.cosa`` (defaults listed here once).
 
     Attributes
     ----------
@@ -57,6 +52,8 @@ class CoSASettings:
         PuLP; weak on the 56×56 layers).
     time_limit, threads, seed
         Solver limits (DEC-6); on a timeout the best feasible solution is returned (FEASIBLE).
+        :func:`solve` takes ``threads`` and ``seed`` from the options, and ``time_limit``
+        too when the options set one (then it bounds the whole call).
     weights
         ``(w_C, w_U, w_T)``; default CoSA's ``(10, -0.1, 1)``.
     halo
@@ -145,7 +142,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     """
     controls, cfg = start(problem, options, "cosa")
     res = run(problem.layer, problem.arch, cfg, incumbent_events(controls), controls.stop)
-    return finished(controls, res.as_result())
+    return finished(controls, res)
 
 
 def start(
@@ -160,70 +157,22 @@ def start(
     return controls, configure(method_settings(options, "cosa", CoSASettings), options, {})
 
 
-def cosa_map(
-    layer: Layer,
-    arch: Arch,
-    settings: CoSASettings | None = None,
-    *,
-    on_incumbent: Callable[[float, float, float], None] | None = None,
-    options: SolverOptions | None = None,
-    **overrides: Any,
-) -> MapResult:
-    """Map one layer with CoSA's MIP.
-
-    Parameters
-    ----------
-    layer, arch
-        The layer and the accelerator.
-    settings
-        The run's :class:`CoSASettings` (default: all defaults).
-    on_incumbent
-        ``callback(objective, bound, elapsed)`` for progress (CP-SAT).
-    options
-        Shared solver options; when given, their ``seed``, ``threads``, ``time_limit`` (when
-        set) and ``extra`` replace those of ``settings`` and ``overrides``, and
-        ``on_progress`` receives ``{"objective", "bound", "elapsed"}`` per incumbent.
-    **overrides
-        Individual :class:`CoSASettings` fields replacing those of ``settings``
-        (``cosa_map(layer, arch, time_limit=20)``).
-
-    Returns
-    -------
-    MapResult
-        ``objective`` is the MIP objective of the decoded solution, ``bound`` the proven bound.
-
-    Notes
-    -----
-    Objective: CoSA's weighted log-domain proxy (compute, utilisation, traffic), not the cost
-    model's latency or energy. Guarantee: OPTIMAL means optimal for that objective with a
-    proof from the backend; a capacity repair or a timeout gives FEASIBLE; no
-    solution within the limit gives UNKNOWN; a model without any placement, INFEASIBLE.
-    Every returned mapping passed :func:`~twill.mapping.mapping.verify_mapping`.
-
-    Examples
-    --------
-    >>> from twill.mapping.arch import simba_arch
-    >>> r = cosa_map(Layer("fc", {"C": 64, "K": 32}), simba_arch(), time_limit=20)
-    >>> r.status.value, r.report.valid
-    ('optimal', True)
-    """
-    cfg = configure(settings, options, overrides)
-    bad = layer.check() + arch.check()
-    if bad:
-        raise InvalidProblemError(bad, source=layer.name)
-    return run(layer, arch, cfg, on_incumbent or incumbent_dicts(options))
-
-
 def run(
     layer: Layer,
     arch: Arch,
     cfg: CoSASettings,
     on_incumbent: Callable[[float, float, float], None] | None = None,
     stop: float = math.inf,
-) -> MapResult:
+) -> SolveResult:
     """Build, solve, decode, repair, verify and evaluate one CoSA MIP (inputs checked); the
     MIP's limit is ``cfg.time_limit``, cut to what is left before ``stop`` (a
-    ``perf_counter`` value) once the model is built."""
+    ``perf_counter`` value) once the model is built.
+
+    Objective: CoSA's weighted log-domain proxy (compute, utilisation, traffic), not the cost
+    model's latency or energy. OPTIMAL means optimal for that objective with a proof from the
+    backend; a capacity repair or a timeout gives FEASIBLE; no solution within the limit
+    gives UNKNOWN; a model without any placement, INFEASIBLE. Every returned mapping passed
+    :func:`~twill.mapping.mapping.verify_mapping`."""
     t0, c0 = time.perf_counter(), time.process_time()
     model, ix, terms = build_cosa_model(layer, arch, **cfg.model_options())
     t_build = time.perf_counter() - t0
@@ -247,49 +196,33 @@ def _map_result(
     sol: Solution,
     t_build: float,
     c0: float,
-) -> MapResult:
-    """The solved MIP as a :class:`MapResult`: decoded, capacity-repaired and verified
-    mapping with its cost, or the backend's status without one."""
+) -> SolveResult:
+    """The solved MIP as a result: decoded, capacity-repaired and verified mapping with its
+    cost, or the backend's status without one."""
     model, ix, terms = built
     t1 = time.perf_counter()
     stats: dict[str, Any] = {**model.size, **sol.stats}
 
-    def result(status: Status, timings: dict[str, float], **found: Any) -> MapResult:
-        return MapResult(
-            "cosa",
-            status,
-            layer.name,
-            bound=sol.bound,
-            timings=timings,
-            stats=stats,
-            settings=cfg.to_dict(),
-            seed=cfg.seed,
-            **found,
-        )
+    def result(status: Status, timings: Timings, found: MappedLayer | None = None) -> SolveResult:
+        stats["cpu_seconds"] = time.process_time() - c0  # SCIP/HiGHS children not included
+        objective = None if not sol.status.has_solution else sol.objective
+        return SolveResult(status, found, objective, COSA_OBJECTIVE[1], sol.bound,
+                           timings=timings, stats=stats, seed=cfg.seed,
+                           settings={"method": "cosa", **cfg.to_dict()})  # fmt: skip
 
     if not sol.status.has_solution:
-        return result(
-            sol.status, {"build": t_build, "solve": sol.seconds, "total": t_build + sol.seconds}
-        )
+        return result(sol.status, Timings(t_build, sol.seconds))
     stats["terms"] = _term_values(model, terms, sol.values)
     mapping, moves, left = repair_capacity(layer, arch, decode_solution(sol.values, ix, arch))
     stats["repair_moves"] = moves
-    timings = _timings(t_build, sol.seconds, time.perf_counter() - t1, c0)
+    timings = Timings(t_build, sol.seconds, time.perf_counter() - t1)
     if left:
         stats["violations"] = [str(v) for v in left]
+        stats["mip_objective"] = sol.objective
         log.warning("cosa mapping of %s failed verification: %s", layer.name, left)
-        return result(Status.ERROR, timings, objective=sol.objective)
+        return result(Status.ERROR, timings)
     status = sol.status if moves == 0 else Status.FEASIBLE
-    report = evaluate(layer, arch, mapping)
-    return result(status, timings, mapping=mapping, report=report, objective=sol.objective)
-
-
-def _timings(build: float, solve: float, verify: float, cpu0: float) -> dict[str, float]:
-    """Wall seconds per phase and in total, and this process's CPU seconds since ``cpu0``
-    (SCIP/HiGHS children not included)."""
-    total = build + solve + verify
-    cpu = time.process_time() - cpu0
-    return {"build": build, "solve": solve, "verify": verify, "total": total, "cpu": cpu}
+    return result(status, timings, MappedLayer(layer.name, mapping, evaluate(layer, arch, mapping)))
 
 
 def configure(
@@ -299,7 +232,8 @@ def configure(
     cfg = replace(settings or CoSASettings(), **overrides)
     if options is not None:
         extra = {**(cfg.extra or {}), **options.extra} or None
-        cfg = replace(cfg, extra=extra, **common_fields(options))
+        limit = {} if options.time_limit is None else {"time_limit": options.time_limit}
+        cfg = replace(cfg, extra=extra, seed=options.seed, threads=options.threads, **limit)
     check_real(cfg.time_limit, "time_limit")
     check_int(cfg.threads, "threads")
     check_int(cfg.seed, "seed", minimum=0)
@@ -314,20 +248,6 @@ def incumbent_events(controls: Controls) -> Callable[[float, float, float], None
 
     def on_incumbent(objective: float, bound: float, elapsed: float) -> None:
         controls.emit("mip", incumbent=objective, bound=bound)
-
-    return on_incumbent
-
-
-def incumbent_dicts(
-    options: SolverOptions | None,
-) -> Callable[[float, float, float], None] | None:
-    """``options.on_progress`` as CP-SAT's incumbent callback (``None`` without one)."""
-    report = None if options is None else options.on_progress
-    if report is None:
-        return None
-
-    def on_incumbent(objective: float, bound: float, elapsed: float) -> None:
-        report({"objective": objective, "bound": bound, "elapsed": elapsed})
 
     return on_incumbent
 

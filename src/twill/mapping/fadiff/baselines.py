@@ -10,29 +10,30 @@ descent without fusion, layer-wise mapping plus greedy fusion, random search; pl
   random loop orders, :func:`twill.mapping.search.random.sample_batch`), as many model
   evaluations as FADiff made; the valid mapping with the lowest layer EDP is kept; no fusion.
 
-All plans are verified (:func:`twill.mapping.fadiff.fusion.verify_plan`) before they are returned.
+All plans are verified (:func:`twill.mapping.fadiff.fusion.verify_plan`) before they are
+returned, as a :class:`~twill.results.SolveResult` whose solution is a
+:class:`~twill.mapping.fadiff.plan.NetworkPlan` (FEASIBLE; the objective is the exact EDP).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from twill.errors import VerificationError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import evaluate_batch
-from twill.mapping.fadiff.fusion import FusionPlan, PlanReport, evaluate_plan, verify_plan
+from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.heuristics import greedy_fusion
 from twill.mapping.fadiff.networks import Network
-from twill.mapping.fadiff.train import all_dram_mapping, plan_repr
+from twill.mapping.fadiff.plan import NetworkPlan
+from twill.mapping.fadiff.train import all_dram_mapping
 from twill.mapping.mapping import Mapping
-from twill.mapping.solver_options import resolve_seed
 from twill.options import SolverOptions
+from twill.results import SolveResult, Status, Timings
 
 __all__ = [
-    "BaselineResult",
     "layerwise_cosa",
     "layerwise_plan",
     "greedy_fusion_baseline",
@@ -40,51 +41,38 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class BaselineResult:
-    """A verified plan, its exact report and the wall time spent."""
-
-    plan: FusionPlan
-    report: PlanReport
-    seconds: float
-
-    def __repr__(self) -> str:
-        return plan_repr(self)
-
-
-def _checked(net: Network, arch: Arch, plan: FusionPlan, t0: float) -> BaselineResult:
+def _checked(net: Network, arch: Arch, plan: FusionPlan, t0: float) -> SolveResult:
+    """The verified ``plan`` (``t0``: when its making began) as a FEASIBLE result."""
     viol = verify_plan(net, arch, plan)
     if viol:
         raise VerificationError(viol, what=f"{plan.method} plan for {net.name}")
-    return BaselineResult(plan, evaluate_plan(net, arch, plan), time.perf_counter() - t0)
+    report = evaluate_plan(net, arch, plan)
+    return SolveResult(Status.FEASIBLE, NetworkPlan(plan, report, plan.method), report.edp,
+                       "EDP (µJ·cycles)", timings=Timings(solve=time.perf_counter() - t0),
+                       settings={"method": plan.method})  # fmt: skip
 
 
-def layerwise_cosa(
-    net: Network,
-    arch: Arch,
-    *,
-    time_limit: float = 10.0,
-    backend: str = "cpsat",
-    options: SolverOptions | None = None,
-) -> BaselineResult:
-    """CoSA (:func:`twill.mapping.cosa.cosa_map`) per unique layer shape, no fusion.
+def layerwise_cosa(net: Network, arch: Arch, options: SolverOptions | None = None) -> SolveResult:
+    """CoSA (:func:`twill.mapping.cosa.solve.solve`) per unique layer shape, no fusion.
 
-    A layer CoSA cannot map within ``time_limit`` keeps the all-DRAM mapping (noted in
-    ``plan.meta``). ``options`` (shared solver options) are passed to every CoSA call; their
-    ``time_limit``, when set, is the limit per layer shape.
+    ``options`` go to every CoSA call (default: a 10 s limit); its time limit is per layer
+    shape (each solve starts its own clock). A layer CoSA cannot map in time keeps the
+    all-DRAM mapping (noted in ``plan.meta``).
     """
-    from twill.mapping.cosa import cosa_map
+    from twill.mapping.cosa.solve import solve
+    from twill.mapping.problems import LayerMappingProblem
 
     t0 = time.perf_counter()
+    options = options or SolverOptions(time_limit=10.0)
     cache: dict[str, object] = {}
     failed = []
     mappings = []
     for ly in net.layers:
         if ly.key not in cache:
-            res = cosa_map(ly, arch, backend=backend, time_limit=time_limit, options=options)
-            if res.mapping is None:
+            res = solve(LayerMappingProblem(ly, arch), options)
+            if res.solution is None:
                 failed.append(ly.name)
-            cache[ly.key] = res.mapping or all_dram_mapping(ly, arch)
+            cache[ly.key] = res.solution.mapping if res.solution else all_dram_mapping(ly, arch)
         mappings.append(cache[ly.key])
     plan = FusionPlan(net.name, tuple(mappings), (), "layerwise-cosa", {"unmapped": failed})
     return _checked(net, arch, plan, t0)
@@ -92,7 +80,7 @@ def layerwise_cosa(
 
 def layerwise_plan(
     net: Network, arch: Arch, mappings: dict[str, Mapping], method: str
-) -> BaselineResult:
+) -> SolveResult:
     """An unfused plan from one mapping per layer shape (``mappings`` by
     :attr:`~twill.mapping.workload.Layer.key`, e.g. ``map-network``'s), verified; shapes
     without a mapping keep the all-DRAM mapping (listed in ``plan.meta["unmapped"]``)."""
@@ -102,7 +90,7 @@ def layerwise_plan(
     return _checked(net, arch, FusionPlan(net.name, ms, (), method, {"unmapped": failed}), t0)
 
 
-def greedy_fusion_baseline(net: Network, arch: Arch, layerwise: FusionPlan) -> BaselineResult:
+def greedy_fusion_baseline(net: Network, arch: Arch, layerwise: FusionPlan) -> SolveResult:
     """Greedy fusion on top of a layer-wise plan (mappings unchanged)."""
     t0 = time.perf_counter()
     plan = greedy_fusion(net, arch, layerwise)
@@ -117,8 +105,7 @@ def random_search(
     evaluations: int,
     seed: int = 0,
     batch: int = 512,
-    options: SolverOptions | None = None,
-) -> BaselineResult:
+) -> SolveResult:
     """Random valid mappings per layer with a total budget of ``evaluations`` model calls.
 
     Parameters
@@ -131,13 +118,11 @@ def random_search(
         Seeds the NumPy generator.
     batch
         Mappings evaluated per NumPy call.
-    options
-        Shared solver options; when given, ``options.seed`` replaces ``seed``.
     """
     from twill.mapping.search.random import sample_batch
 
     t0 = time.perf_counter()
-    rng = np.random.default_rng(resolve_seed(seed, options))
+    rng = np.random.default_rng(seed)
     per_layer = max(1, evaluations // max(1, len(net.layers)))
     mappings = []
     for ly in net.layers:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -13,10 +13,10 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost, MappingBatch, evaluate
 from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import Controls, MapResult, method_settings
+from twill.mapping.result import Controls, MappedLayer, method_settings, objective_meaning
 from twill.mapping.workload import Dim, Layer
 from twill.options import SolverOptions
-from twill.results import Status
+from twill.results import SolveResult, Status, Timings
 
 __all__ = [
     "METRICS",
@@ -26,7 +26,7 @@ __all__ = [
     "metric_values",
     "finish",
     "CANONICAL_ORDER",
-    "search_controls",
+    "Found",
     "stopped_stats",
     "finish_sampled",
     "keep_best",
@@ -119,58 +119,36 @@ def metric_values(cost: BatchCost, metric: str) -> np.ndarray:
     raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
 
 
-def finish(
-    layer: Layer,
-    arch: Arch,
-    mapping: Mapping | None,
-    *,
-    method: str,
-    status: Status,
-    t0: float,
-    objective: float | None,
-    stats: dict[str, Any],
-    settings: dict[str, Any],
-    seed: int | None,
-) -> MapResult:
-    """Verify, evaluate and wrap a mapping; an unverifiable mapping is a bug (raises)."""
+@dataclass(frozen=True)
+class Found:
+    """What a search found: its ``method``, best ``mapping`` (``None``: none), its score as
+    ``objective``, its statistics and settings, and the ``status`` it proves."""
+
+    method: str
+    mapping: Mapping | None
+    objective: float | None
+    stats: dict[str, Any]
+    settings: dict[str, Any]
+    status: Status = Status.FEASIBLE
+
+
+def finish(layer: Layer, arch: Arch, found: Found, t0: float, seed: int | None) -> SolveResult:
+    """Verify, evaluate and wrap what a search found (``t0``: its start); an unverifiable
+    mapping is a bug (raises)."""
     t_solve = time.perf_counter() - t0
-    if mapping is None:
-        return MapResult(
-            method,
-            status,
-            layer.name,
-            timings={"solve": t_solve, "total": t_solve},
-            stats=stats,
-            settings=settings,
-            seed=seed,
-        )
+    unit = objective_meaning(found.method, found.settings.get("metric", "edp"))[1]
+    settings = {"method": found.method, **found.settings}
+    if found.mapping is None:
+        return SolveResult(found.status, objective_unit=unit, timings=Timings(solve=t_solve),
+                           stats=found.stats, settings=settings, seed=seed)  # fmt: skip
     t1 = time.perf_counter()
-    violations = verify_mapping(layer, arch, mapping)
+    violations = verify_mapping(layer, arch, found.mapping)
     if violations:
-        raise VerificationError(violations, what=f"{method} mapping of {layer.name}")
-    report = evaluate(layer, arch, mapping)
-    t_verify = time.perf_counter() - t1
-    return MapResult(
-        method,
-        status,
-        layer.name,
-        mapping,
-        report,
-        objective,
-        None,
-        {"solve": t_solve, "verify": t_verify, "total": t_solve + t_verify},
-        stats,
-        settings,
-        seed,
-    )
-
-
-def search_controls(seed: int | None, options: SolverOptions | None, method: str) -> Controls:
-    """A keyword search's controls: those of ``options`` when given, else its own ``seed``,
-    no limit and no callback."""
-    if options is None:
-        return Controls(seed, method=method)
-    return Controls.of(options, method)
+        raise VerificationError(violations, what=f"{found.method} mapping of {layer.name}")
+    solution = MappedLayer(layer.name, found.mapping, evaluate(layer, arch, found.mapping))
+    timings = Timings(solve=t_solve, verify=time.perf_counter() - t1)
+    return SolveResult(found.status, solution, found.objective, unit, timings=timings,
+                       stats=found.stats, settings=settings, seed=seed)  # fmt: skip
 
 
 def stopped_stats(stop: float, done: bool) -> dict[str, str]:
@@ -179,33 +157,13 @@ def stopped_stats(stop: float, done: bool) -> dict[str, str]:
 
 
 def finish_sampled(
-    layer: Layer,
-    arch: Arch,
-    best: Mapping | None,
-    best_score: float,
-    *,
-    method: str,
-    t0: float,
-    stop: float,
-    done: bool,
-    stats: dict[str, Any],
-    settings: dict[str, Any],
-    seed: int | None,
-) -> MapResult:
+    layer: Layer, arch: Arch, found: Found, controls: Controls, t0: float, done: bool
+) -> SolveResult:
     """:func:`finish` for a sampling search: FEASIBLE with its best mapping, UNKNOWN without
-    one (sampling proves nothing); a search not ``done`` at ``stop`` records the stop."""
-    return finish(
-        layer,
-        arch,
-        best,
-        method=method,
-        status=Status.FEASIBLE if best is not None else Status.UNKNOWN,
-        t0=t0,
-        objective=None if best is None else best_score,
-        stats={**stats, **stopped_stats(stop, done)},
-        settings=settings,
-        seed=seed,
-    )
+    one (sampling proves nothing); a search not ``done`` at its stop records the stop."""
+    status = Status.FEASIBLE if found.mapping is not None else Status.UNKNOWN
+    stats = {**found.stats, **stopped_stats(controls.stop, done)}
+    return finish(layer, arch, replace(found, status=status, stats=stats), t0, controls.seed)
 
 
 def keep_best(

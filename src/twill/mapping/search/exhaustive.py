@@ -20,15 +20,15 @@ from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import Controls, MapResult, finished
+from twill.mapping.result import Controls, finished
 from twill.mapping.search.common import (
     CANONICAL_ORDER,
+    Found,
     SearchSettings,
     choices,
     finish,
     keep_best,
     metric_values,
-    search_controls,
     start,
     stopped_stats,
 )
@@ -36,7 +36,7 @@ from twill.mapping.workload import DIMS, Layer, prime_factors
 from twill.options import SolverOptions
 from twill.results import SolveResult, Status
 
-__all__ = ["exhaustive_search", "count_tilings", "enumerate_mappings", "solve"]
+__all__ = ["count_tilings", "enumerate_mappings", "solve"]
 
 #: Tilings checked for validity per cost-model call (bounds the time between deadline checks).
 _CHUNK = 16384
@@ -93,63 +93,15 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     ('optimal', True)
     """
     controls, cfg = start(problem, options, "exhaustive")
-    res = enumerate_mappings(problem.layer, problem.arch, cfg, controls)
-    return finished(controls, res.as_result())
-
-
-def exhaustive_search(
-    layer: Layer,
-    arch: Arch,
-    *,
-    metric: str = "edp",
-    orders: str = "all",
-    max_mappings: int = 2_000_000,
-    batch_size: int = 65536,
-    seed: int | None = None,
-    options: SolverOptions | None = None,
-) -> MapResult:
-    """Enumerate the whole mapping space of a small layer and return the best mapping.
-
-    Parameters
-    ----------
-    layer, arch
-        The layer and the accelerator.
-    metric
-        ``edp``, ``cycles``, ``energy`` or ``lex``.
-    orders
-        ``"all"`` (every order of the non-unit loops per level; OPTIMAL) or ``"canonical"``
-        (CoSA's fixed order only; FEASIBLE).
-    max_mappings
-        Refuse spaces with more tilings (or tiling x order pairs) than this.
-    seed
-        Unused (deterministic); accepted for a uniform interface.
-    options
-        Shared solver options; when given, ``options.seed`` is recorded, the evaluation stops
-        at ``options.time_limit`` (then the best mapping so far is FEASIBLE, not OPTIMAL, and
-        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
-        ``{"evaluated", "total", "best"}`` after each batch.
-
-    Raises
-    ------
-    InvalidProblemError
-        When the space exceeds ``max_mappings``.
-
-    Examples
-    --------
-    >>> from twill.mapping.arch import gemmini_arch
-    >>> r = exhaustive_search(Layer.gemm(4, 4, 4), gemmini_arch(4, 1, 1))
-    >>> r.status.value, r.report.valid
-    ('optimal', True)
-    """
-    cfg = SearchSettings(metric=metric, orders=orders, max_mappings=max_mappings,
-                         batch_size=batch_size)  # fmt: skip
-    return enumerate_mappings(layer, arch, cfg, search_controls(seed, options, "exhaustive"))
+    return finished(controls, enumerate_mappings(problem.layer, problem.arch, cfg, controls))
 
 
 def enumerate_mappings(
     layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls
-) -> MapResult:
-    """The exhaustive search of one checked layer under ``cfg`` and ``controls``."""
+) -> SolveResult:
+    """The exhaustive search of one checked layer under ``cfg`` and ``controls``: OPTIMAL
+    for a complete enumeration of every order, FEASIBLE when cut short or with the canonical
+    order only (``stats["stopped"] == "time_limit"`` on a stop)."""
     t0 = time.perf_counter()
     metric, orders, max_mappings = cfg.metric, cfg.orders, cfg.max_mappings
     batch_size = cfg.batch_size or 65536
@@ -174,18 +126,11 @@ def enumerate_mappings(
     listed = n_tilings == 0 or (len(own) > 0 and int(own[-1]) == n_tilings - 1)
     complete = complete and (orders != "all" or listed)
     stopped = stopped_stats(controls.stop, complete and done >= len(own))
-    return finish(
-        layer,
-        arch,
-        best,
-        method="exhaustive",
-        status=_status(orders == "all", best is not None, bool(stopped)),
-        t0=t0,
-        objective=None if best is None else best_score,
-        stats={"tilings": total, "valid_tilings": n_tilings, "evaluated": done, **stopped},
-        settings={"metric": metric, "orders": orders},
-        seed=controls.seed,
-    )
+    stats = {"tilings": total, "valid_tilings": n_tilings, "evaluated": done, **stopped}
+    status = _status(orders == "all", best is not None, bool(stopped))
+    score = None if best is None else best_score
+    found = Found("exhaustive", best, score, stats, {"metric": metric, "orders": orders}, status)
+    return finish(layer, arch, found, t0, controls.seed)
 
 
 def _valid_tilings(

@@ -21,13 +21,13 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import Controls, MapResult, finished
+from twill.mapping.result import Controls, finished
 from twill.mapping.search.common import (
+    Found,
     SearchSettings,
     finish_sampled,
     keep_best,
     metric_values,
-    search_controls,
     start,
 )
 from twill.mapping.search.random import random_orders, sample_batch
@@ -35,7 +35,7 @@ from twill.mapping.workload import Layer
 from twill.options import SolverOptions
 from twill.results import SolveResult
 
-__all__ = ["hybrid_search", "tiling_search", "solve"]
+__all__ = ["tiling_search", "solve"]
 
 
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -56,62 +56,13 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     (320, True)
     """
     controls, cfg = start(problem, options, "hybrid")
-    return finished(controls, tiling_search(problem.layer, problem.arch, cfg, controls).as_result())
+    return finished(controls, tiling_search(problem.layer, problem.arch, cfg, controls))
 
 
-def hybrid_search(
-    layer: Layer,
-    arch: Arch,
-    *,
-    n_valid: int = 16_000,
-    permutations_per_tiling: int = 16,
-    seed: int = 0,
-    metric: str = "edp",
-    max_samples: int = 5_000_000,
-    batch_size: int = 8192,
-    options: SolverOptions | None = None,
-) -> MapResult:
-    """Best of ``n_valid`` valid mappings, ``permutations_per_tiling`` orders per valid tiling.
-
-    Parameters
-    ----------
-    layer, arch
-        The layer and the accelerator.
-    n_valid
-        Valid evaluations before stopping (16,000 as in the paper).
-    permutations_per_tiling
-        Loop orders tried per valid tiling (Timeloop's default 16).
-    seed
-        Seeds the one generator.
-    metric
-        What "best" means: ``edp`` (default), ``cycles``, ``energy`` or ``lex``.
-    max_samples
-        Tilings drawn before giving up.
-    options
-        Shared solver options; when given, ``options.seed`` replaces ``seed``, the search
-        stops drawing at ``options.time_limit`` (the best valid mapping so far is returned,
-        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
-        ``{"samples", "evaluated", "best"}`` after each batch.
-
-    Returns
-    -------
-    MapResult
-
-    Examples
-    --------
-    >>> from twill.mapping.arch import simba_arch
-    >>> r = hybrid_search(Layer("l", {"P": 14, "C": 16, "K": 16}), simba_arch(), n_valid=320)
-    >>> r.stats["evaluated"], r.report.valid
-    (320, True)
-    """
-    cfg = SearchSettings(n_valid=n_valid, metric=metric, max_samples=max_samples,
-                         permutations_per_tiling=permutations_per_tiling,
-                         batch_size=batch_size)  # fmt: skip
-    return tiling_search(layer, arch, cfg, search_controls(seed, options, "hybrid"))
-
-
-def tiling_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls) -> MapResult:
-    """The hybrid search of one checked layer under ``cfg`` and ``controls``."""
+def tiling_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls) -> SolveResult:
+    """The hybrid search of one checked layer under ``cfg`` and ``controls``; ``stats``
+    holds the tilings drawn (``samples``), the mappings ``evaluated`` and the valid
+    ``tilings`` used."""
     t0 = time.perf_counter()
     n_valid = 16_000 if cfg.n_valid is None else cfg.n_valid
     max_samples = cfg.max_samples or 5_000_000
@@ -136,19 +87,12 @@ def tiling_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
         best_score, best = keep_best(score, np.arange(len(score)), batch, (best_score, best))
         controls.emit("sample", step=evaluated, total=n_valid, incumbent=best_score,
                       message=f"{samples} tilings drawn")  # fmt: skip
-    return finish_sampled(
-        layer,
-        arch,
-        best,
-        best_score,
-        method="hybrid",
-        t0=t0,
-        stop=controls.stop,
-        done=evaluated >= n_valid or samples >= max_samples,
-        stats={"samples": samples, "evaluated": evaluated, "tilings": tilings_used},
-        settings={"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric},
-        seed=controls.seed,
-    )
+    stats = {"samples": samples, "evaluated": evaluated, "tilings": tilings_used}
+    settings = {"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric}
+    score = None if best is None else best_score
+    done = evaluated >= n_valid or samples >= max_samples
+    return finish_sampled(layer, arch, Found("hybrid", best, score, stats, settings), controls,
+                          t0, done)  # fmt: skip
 
 
 def _with_orders(

@@ -19,22 +19,22 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
 from twill.mapping.problems import LayerMappingProblem
-from twill.mapping.result import Controls, MapResult, finished
+from twill.mapping.result import Controls, finished
 from twill.mapping.search.common import (
     CANONICAL_ORDER,
+    Found,
     SearchSettings,
     choices,
     finish_sampled,
     keep_best,
     metric_values,
-    search_controls,
     start,
 )
 from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.options import SolverOptions
 from twill.results import SolveResult
 
-__all__ = ["sample_batch", "random_orders", "random_search", "sample_search", "solve"]
+__all__ = ["sample_batch", "random_orders", "sample_search", "solve"]
 
 
 def random_orders(rng: np.random.Generator, n: int, levels: int) -> np.ndarray:
@@ -106,62 +106,12 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     ('feasible', True)
     """
     controls, cfg = start(problem, options, "random")
-    return finished(controls, sample_search(problem.layer, problem.arch, cfg, controls).as_result())
+    return finished(controls, sample_search(problem.layer, problem.arch, cfg, controls))
 
 
-def random_search(
-    layer: Layer,
-    arch: Arch,
-    *,
-    n_valid: int = 5,
-    seed: int = 0,
-    metric: str = "edp",
-    permute: bool = True,
-    max_samples: int = 2_000_000,
-    batch_size: int = 8192,
-    options: SolverOptions | None = None,
-) -> MapResult:
-    """Best of the first ``n_valid`` valid random mappings.
-
-    Parameters
-    ----------
-    layer, arch
-        The layer and the accelerator.
-    n_valid
-        Valid samples to evaluate (5 as in the CoSA paper; 16,000 for a strong baseline).
-    seed
-        Seeds the one generator used for factors and orders.
-    metric
-        ``edp``, ``cycles``, ``energy`` or ``lex``.
-    permute
-        Random loop order per level (default) or CoSA's canonical order.
-    max_samples
-        Give up (status UNKNOWN when nothing valid was found) after this many draws.
-    options
-        Shared solver options; when given, ``options.seed`` replaces ``seed``, the search
-        stops drawing at ``options.time_limit`` (the best valid mapping so far is returned,
-        ``stats["stopped"] == "time_limit"``) and ``options.on_progress`` receives
-        ``{"samples", "valid", "best"}`` after each batch.
-
-    Returns
-    -------
-    MapResult
-        ``stats`` holds ``samples`` drawn and ``valid`` found.
-
-    Examples
-    --------
-    >>> from twill.mapping.arch import simba_arch
-    >>> r = random_search(Layer("l", {"P": 14, "Q": 14, "C": 16, "K": 16}), simba_arch(), seed=1)
-    >>> r.status.value, r.report.valid
-    ('feasible', True)
-    """
-    cfg = SearchSettings(n_valid=n_valid, metric=metric, permute=permute,
-                         max_samples=max_samples, batch_size=batch_size)  # fmt: skip
-    return sample_search(layer, arch, cfg, search_controls(seed, options, "random"))
-
-
-def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls) -> MapResult:
-    """The random search of one checked layer under ``cfg`` and ``controls``."""
+def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Controls) -> SolveResult:
+    """The random search of one checked layer under ``cfg`` and ``controls``; ``stats`` holds
+    the ``samples`` drawn and the ``valid`` ones found."""
     t0 = time.perf_counter()
     n_valid = 5 if cfg.n_valid is None else cfg.n_valid
     max_samples = cfg.max_samples or 2_000_000
@@ -181,16 +131,9 @@ def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
             best_score, best = keep_best(score, idx, batch, (best_score, best))
         controls.emit("sample", step=samples, total=max_samples, message=f"{found} valid",
                       incumbent=None if best is None else best_score)  # fmt: skip
-    return finish_sampled(
-        layer,
-        arch,
-        best,
-        best_score,
-        method="random",
-        t0=t0,
-        stop=controls.stop,
-        done=found >= n_valid or samples >= max_samples,
-        stats={"samples": samples, "valid": found},
-        settings={"n_valid": n_valid, "metric": metric, "permute": permute},
-        seed=controls.seed,
-    )
+    stats = {"samples": samples, "valid": found}
+    settings = {"n_valid": n_valid, "metric": metric, "permute": permute}
+    score = None if best is None else best_score
+    done = found >= n_valid or samples >= max_samples
+    return finish_sampled(layer, arch, Found("random", best, score, stats, settings), controls,
+                          t0, done)  # fmt: skip
