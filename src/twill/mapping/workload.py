@@ -20,6 +20,7 @@ Timeloop-style problem YAML live in :mod:`twill.io.timeloop`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
@@ -221,9 +222,10 @@ class Layer:
     def dilations(self) -> tuple[int, int]:
         return (self.w_dilation, self.h_dilation)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
-        """DOSA's layer key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd``, plus ``_gG`` when G > 1."""
+        """DOSA's layer key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd``, plus ``_gG`` when G > 1 (computed
+        once: the fusion search and the cost caches key on it hundreds of thousands of times)."""
         vals = [*self.bounds, self.w_stride, self.h_stride, self.w_dilation, self.h_dilation]
         key = "_".join(str(v) for v in vals)
         return key if self.groups == 1 else f"{key}_g{self.groups}"

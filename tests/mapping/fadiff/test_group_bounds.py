@@ -153,3 +153,21 @@ def test_group_capacity_bound_between_per_layer_and_unfused(benchmark_data):
         assert e <= eg <= eu * (1 + 1e-12) and cg == c
         if name == "resnet50":
             assert eg > 1.01 * e
+
+
+def test_wide_fan_out_gives_up_quickly_and_the_bound_stays_valid():
+    """A layer read by 20 layers (T5's encoder output feeding every decoder block) would
+    enumerate 2^20+ assignments per state: the programme gives up (None) at once and
+    fusion_bounds falls back to the per-layer capacity bound, which still bounds every plan."""
+    from twill.mapping.fadiff.bounds import fusion_bounds
+
+    src = Layer.gemm(64, 64, 64, name="enc")
+    readers = [Layer.gemm(64, 64, 64, name=f"dec{i}") for i in range(20)]
+    net = Network(
+        "fan", (src, *readers), tuple(Edge(0, i + 1, "chain") for i in range(len(readers)))
+    )
+    arch = gemmini_arch()
+    assert group_dram_words(net, arch) is None
+    plan = FusionPlan(net.name, tuple(all_dram_mapping(ly, arch) for ly in net.layers))
+    bounds = fusion_bounds(net, arch, plan)
+    assert bounds.capacity_edp <= evaluate_plan(net, arch, plan).edp

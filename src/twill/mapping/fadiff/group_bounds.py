@@ -57,6 +57,10 @@ from twill.mapping.workload import Dim, Operand
 __all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words", "group_edp_floor"]
 
 _MAX_STATES = 200_000
+#: most assignments tried at one layer (states x the new variables' values): a layer with many
+#: candidate edges (T5's last encoder layer feeds every decoder block) would otherwise
+#: enumerate 2^20+ assignments per state (minutes and gigabytes); the programme then gives up
+_MAX_WORK = 2_000_000
 _RESIDENT_STEPS = 64  # the running resident words are tracked in 1/64 of the scratchpad
 _MAX_CARRIED = 3  # groups whose resident words a state carries
 _Carried = tuple[int, frozenset[int]]  # (resident steps, layers known to be in the group)
@@ -304,15 +308,21 @@ def _frontier_minimum(
         for v in c.scope():
             last_use[v] = max(last_use.get(v, -1), c.j)
     frontier: list[tuple[str, int]] = []
-    # a state: the frontier's values, then what the charges carry (_LayerCharge.words)
-    states: dict[tuple, tuple[np.ndarray, dict]] = {((),): (np.zeros(charges[0].pricing.size), {})}
+    # a state: the frontier's values, then what the charges carry (_LayerCharge.words); its
+    # assignment is a chain (earlier chain, variables, values) shared between states, not a
+    # dict copied per state (a copy per state and layer grew with the network: gigabytes on
+    # T5's 133 layers)
+    states: dict[tuple, tuple[np.ndarray, tuple]] = {((),): (np.zeros(charges[0].pricing.size), ())}
     for c in charges:
         new = [v for v in dict.fromkeys(c.scope()) if v not in frontier]
+        new_t = tuple(new)
         names = frontier + new
         keep = [k for k, v in enumerate(names) if last_use[v] > c.j]
         later = {v[1] for k, v in enumerate(names) if k in keep and v[0] == "u"}
-        nxt: dict[tuple, tuple[np.ndarray, dict]] = {}
+        nxt: dict[tuple, tuple[np.ndarray, tuple]] = {}
         domains = [_domain(net, v, charges) for v in new]
+        if len(states) * math.prod(len(d) for d in domains) > _MAX_WORK:
+            return None
         for state, (total, done) in states.items():
             for vals in itertools.product(*domains):
                 full = state[:-1] + vals
@@ -324,7 +334,7 @@ def _frontier_minimum(
                 old = nxt.get(key)
                 if old is None or total[0] + got[0] < old[0][0]:
                     best = total + got if old is None else np.minimum(old[0], total + got)
-                    nxt[key] = (best, {**done, **dict(zip(new, vals, strict=True))})
+                    nxt[key] = (best, (done, new_t, vals))
                 elif len(got) > 1:
                     nxt[key] = (np.minimum(old[0], total + got), old[1])
         c.chunks = []  # the charges are memoised; the tiles are no longer needed
@@ -332,4 +342,10 @@ def _frontier_minimum(
             return None
         states, frontier = nxt, [names[k] for k in keep]
     least = np.minimum.reduce([total for total, _ in states.values()])
-    return least, min(states.values(), key=lambda x: x[0][0])[1]
+    chain = min(states.values(), key=lambda x: x[0][0])[1]
+    value: dict[tuple[str, int], int] = {}
+    while chain:
+        chain, names_k, vals_k = chain
+        for v, x in zip(names_k, vals_k, strict=True):
+            value.setdefault(v, x)  # the latest assignment of a variable wins (as the dicts did)
+    return least, value
