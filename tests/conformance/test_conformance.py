@@ -252,6 +252,13 @@ def _fadiff(problem: Any, o: SolverOptions) -> Any:
     return solve(problem, replace(o, fadiff=FADiffSettings(steps=20, eval_every=10)))
 
 
+def _pinned() -> Any:
+    """The simplified kernel with O pinned a stage after S and P, on its own warp."""
+    from twill.sched.exact.pinned import PinnedProblem, Pins
+
+    return PinnedProblem(_simplified(), pins=Pins({"S": 0, "P": 0, "O": 1}, (), {"O": (1,)}))
+
+
 _HOPPER_AT_4 = _exact_problem("hopper", "ModuloProblem", min_II=4, max_II=4)
 
 SOLVERS: list[Entry] = [
@@ -277,6 +284,7 @@ SOLVERS: list[Entry] = [
         "twill.sched.exact.phase2:solve",
         _exact_problem("simplified", "WarpSpecProblem", min_II=2, max_II=2, L=4),
     ),
+    _exact("pinned", "twill.sched.exact.pinned:solve", _pinned),
     _scheduling("gaus-A", "twill.sched.gaus.solver:solve", "A"),
     _scheduling("gaus-B", "twill.sched.gaus.solver:solve", "B"),
     _scheduling("gaus-C", "twill.sched.gaus.solver:solve", "C"),

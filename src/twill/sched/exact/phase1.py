@@ -198,7 +198,9 @@ def _all_pairs_longest(model: ReducedModel) -> dict[tuple[int, int], int]:
     return matrix_to_dict(model.kept, longest_matrix(model.kept, model.arcs))
 
 
-def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
+def _greedy_hint(
+    graph: DependenceGraph, ii: int, deadline: float | None = None
+) -> dict[str, int] | None:
     """A modulo schedule at ``ii`` from a greedy list scheduler, or ``None`` (heuristic only).
 
     Ops are placed in a topological order of the distance-0 edges, each at the earliest start
@@ -208,7 +210,8 @@ def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
     *hint* (CP-SAT solution hint, CBC warm start); it is returned only when the independent
     verifier accepts it. For an acyclic graph whose ops each reserve one row, this always
     succeeds at ``ii >= ResMII`` (a unit's table has a free class until all its users are
-    placed); with recurrences or multi-row tables it may fail, which costs nothing.
+    placed); with recurrences or multi-row tables it may fail, which costs nothing. Past
+    ``deadline`` (``time.monotonic()``) it gives up (``None``).
     """
     names = graph.names
     index = graph.index()
@@ -260,7 +263,8 @@ def _greedy_hint(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
             return None
     # least starts with the same residues (pointwise smallest: inside the stage bounds)
     arcs = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
-    least = least_starts({i: start[i] % ii for i in range(n)}, dict.fromkeys(range(n), 0), arcs, ii)
+    least = least_starts({i: start[i] % ii for i in range(n)}, dict.fromkeys(range(n), 0), arcs, ii,
+                         deadline)  # fmt: skip
     if least is None:
         return None
     schedule = {names[i]: least[i] for i in range(n)}
@@ -831,9 +835,11 @@ def _decide_ii(
     continue from); ``guide`` hints the window decision when the greedy schedule fails.
     """
     impl: _PulpModel | _CpSatModel | None = None
+    if backend == "cpsat":  # its first import takes a second or more: before the steps that
+        import ortools.sat.python.cp_model  # noqa: F401  (check the time left, not after)
     if warm[0] and incumbent is not None:  # II is feasible by the incumbent: no decision
         stats["decide"] = "skipped (incumbent)"
-        seed = _greedy_hint(graph, data.ii) if hint else None
+        seed = _greedy_hint(graph, data.ii, deadline) if hint else None
         stats["hint"] = seed is not None
         if seed is None or _schedule_length(graph, seed) >= _schedule_length(graph, incumbent):
             return Status.UNKNOWN, None, None, incumbent  # type: ignore[return-value]
@@ -848,7 +854,10 @@ def _decide_ii(
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
-    seed = _greedy_hint(graph, data.ii) if hint and not known else None
+    if not known and _out_of_time(_within(None, deadline)):  # the build took the time left
+        stats["skipped"] = "time limit"
+        return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
+    seed = _greedy_hint(graph, data.ii, deadline) if hint and not known else None
     seed_kept = {x: seed[data.names[x]] for x in data.kept} if seed is not None else None
     stats["hint"] = seed is not None
     if wm is not None:
@@ -862,8 +871,8 @@ def _decide_ii(
         fallback = seed if seed is not None else incumbent
         if _out_of_time(_within(None, deadline)):
             return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
-        extra = {"deadline": deadline} if backend == "cbc" else {}
-        status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint, **extra)
+        status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint,
+                                deadline=deadline)  # fmt: skip
         kept_starts = lift(data, wm, times) if times is not None else None
         if times is not None and kept_starts is None:  # impossible by window's docstring
             raise VerificationError(

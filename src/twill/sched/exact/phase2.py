@@ -41,6 +41,7 @@ from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
+from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.settings import twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem, fixed_II
@@ -877,6 +878,7 @@ def swp_and_ws(
     seed: int = 0,
     dump_smt2: str | None = None,
     fixed_warps: Mapping[str, int | tuple[int, ...]] | None = None,
+    deadline: float | None = None,
 ) -> Phase2Result:
     """SWP-AND-WS(G, M, I, L): a modulo schedule + warp assignment at ``(I, L)``, or a proof that
     none exists (Twill paper §4, Figs. 4–6).
@@ -905,6 +907,9 @@ def swp_and_ws(
         Write the model to this path (SMT-LIB 2) before solving.
     fixed_warps
         Pin these ops to these slots (the answer is then relative to the pinning).
+    deadline
+        A ``time.monotonic()`` value the SAT core stops at (with ``time_limit``: the earlier
+        of the two), so the model's build counts against it.
 
     Returns
     -------
@@ -941,6 +946,10 @@ def swp_and_ws(
         symmetry_breaking=symmetry_breaking,
         fixed_warps=fixed_warps,
     )
+    if deadline is not None and deadline - time.monotonic() < MIN_SLICE:  # the build took it
+        stats = {**m.statistics(), "skipped": "time limit"}
+        return Phase2Result("unknown", II, L, m.n, m.T, None, None, stats,
+                            time.perf_counter() - t0, 0.0)  # fmt: skip
     solver = z3_solver(m, seed, dump_smt2)
     build = time.perf_counter() - t0
     stats = m.statistics()
@@ -950,8 +959,10 @@ def swp_and_ws(
         stats["pb_constraints"], build,
     )  # fmt: skip
     t1 = time.perf_counter()
-    deadline = None if time_limit is None else t1 + time_limit
-    result, hint_used = _solve_hinted(solver, m, hint, deadline)
+    end = None if time_limit is None else time.monotonic() + time_limit
+    if deadline is not None:
+        end = deadline if end is None else min(end, deadline)
+    result, hint_used = _solve_hinted(solver, m, hint, end)
     solve = time.perf_counter() - t1
     stats["z3"] = z3_stats(solver)
     answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
@@ -992,8 +1003,8 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
     else:
         r = swp_and_ws(problem.graph, ii, length, rules=problem.rules,
                        encoding=s.phase2_encoding, symmetry_breaking=s.symmetry_breaking,
-                       time_limit=options.within(s.point_time_limit),
-                       seed=options.seed)  # fmt: skip
+                       time_limit=s.point_time_limit, seed=options.seed,
+                       deadline=options.deadline)  # fmt: skip
     emit(options.on_progress, ProgressEvent("phase2", ii, r.seconds, L=length, answer=r.answer))
     return r.as_result()
 
@@ -1019,7 +1030,7 @@ def check_with_deadline(solver: Any, assumptions: list[Any], deadline: float | N
     """``solver.check`` with the time left before ``deadline`` as its timeout; an interrupt
     stops Z3 (:func:`twill._interrupt.check_z3`)."""
     if deadline is not None:
-        left = max(deadline - time.perf_counter(), 0.001)
+        left = max(deadline - time.monotonic(), 0.001)
         solver.set("timeout", max(1, int(left * 1000)))
     return check_z3(solver, *assumptions)
 

@@ -46,6 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
+from twill.progress import ProgressEvent, emit
+from twill.results import SolveResult, Status, Timings, Verdict, Violation, WarpSchedule
+from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
     Phase2Model,
     _dependence_rows,
@@ -56,9 +60,10 @@ from twill.sched.exact.phase2 import (
 )
 from twill.sched.exact.phase2_window import _add_length_selectors
 from twill.sched.ir import DependenceGraph
+from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
 
-__all__ = ["Pins", "PinnedResult", "solve_pinned", "pins_hold"]
+__all__ = ["PinnedProblem", "Pins", "PinnedResult", "solve", "solve_pinned", "pins_hold"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,37 @@ class Pins:
             raise InvalidProblemError(f"pins name ops not in {graph.name}: {', '.join(unknown)}")
         if any(s < 0 for s in self.stages.values()):
             raise InvalidProblemError("pinned stages must be >= 0")
+
+
+@dataclass(frozen=True)
+class PinnedProblem(WarpSpecProblem):
+    """A :class:`~twill.sched.problems.WarpSpecProblem` with some decisions fixed
+    (:class:`Pins`): the smallest ``I`` (then ``L``) at which they fit Twill's joint model.
+    ``max_II`` caps the search; ``min_II`` and ``L`` must be ``None``."""
+
+    pins: Pins = field(default_factory=Pins)
+
+    def defects(self) -> list[str]:
+        """Every defect of the instance (the pins naming unknown ops or negative stages)."""
+        out = super().defects()
+        if self.min_II is not None or self.L is not None:
+            out.append("a pinned problem searches I and L: leave min_II and L None")
+        try:
+            self.pins.check(self.graph)
+        except InvalidProblemError as e:
+            out += e.defects
+        return out
+
+    def verify(self, schedule: Any, II: int | None = None) -> Verdict:  # type: ignore[override]
+        """The joint model's violations, and one ``"pins"`` violation when the answer breaks a
+        pinned stage or order."""
+        found = super().verify(schedule, II)
+        at = schedule.I if isinstance(schedule, WarpSchedule) else II
+        starts = schedule.schedule if isinstance(schedule, WarpSchedule) else schedule
+        if at is not None and not pins_hold(self.pins, starts, at):
+            broken = Violation("pins", {"I": at}, message="a pinned stage or order is broken")
+            return Verdict((*found.violations, broken))
+        return found
 
 
 @dataclass(frozen=True)
@@ -130,6 +166,31 @@ class PinnedResult:
             "points": [list(p) for p in self.points],
             "seconds": round(self.seconds, 3),
         }
+
+
+def solve(problem: PinnedProblem, options: SolverOptions | None = None) -> SolveResult:
+    """:func:`solve_pinned` on ``problem`` in the shared shape: the joint
+    :class:`~twill.results.WarpSchedule` with objective ``I``, OPTIMAL when ``I`` and ``L``
+    are proven smallest for the pins. ``options``: the deadline (``time_limit``: the whole
+    search); ``on_progress``: a ``"phase2"`` event before and after; one SAT core.
+    """
+    options = (options or SolverOptions()).start()
+    problem.check()
+    emit(options.on_progress, ProgressEvent("phase2", message="pinned search"))
+    r = solve_pinned(problem.graph, problem.pins, rules=problem.rules, max_I=problem.max_II,
+                     deadline=options.deadline)  # fmt: skip
+    emit(options.on_progress, ProgressEvent("phase2", r.I, r.seconds, L=r.L, answer=r.status))
+    ws = None
+    if r.status == "feasible" and r.schedule and r.assignment and r.I and r.L:
+        ws = WarpSchedule.of(problem.graph, r.schedule, r.assignment, r.I, r.L)
+    status = {"feasible": Status.OPTIMAL if r.optimal else Status.FEASIBLE,
+              "infeasible": Status.INFEASIBLE}.get(r.status, Status.UNKNOWN)  # fmt: skip
+    return SolveResult(
+        status=status, solution=ws, objective=r.I,
+        objective_unit="cycles (initiation interval)", bound=r.I if r.optimal else r.lower_I,
+        certificate=[list(p) for p in r.points], timings=Timings(solve=r.seconds),
+        stats={"L": r.L, "max_I": r.max_I}, settings={"max_I": problem.max_II},
+    )  # fmt: skip
 
 
 def pins_hold(pins: Pins, schedule: Mapping[str, int], II: int) -> bool:
@@ -348,19 +409,23 @@ class _PinnedWindow:
     """The model at a window's top length, pins and length selectors added, one Z3 solver."""
 
     def __init__(
-        self, graph: DependenceGraph, ii: int, low: int, top: int, pins: Pins, rules: WarpRules
-    ) -> None:
+        self, graph: DependenceGraph, ii: int, low: int, top: int, pins: Pins, rules: WarpRules,
+        deadline: float | None = None,
+    ) -> None:  # fmt: skip
         self.graph, self.ii, self.rules, self.low, self.top = graph, ii, rules, low, top
         self.m = build_phase2_model(
             graph, ii, top, rules=rules, fixed_warps=pins.slots, symmetry_breaking=not pins.slots
         )
         _add_pins(self.m, pins)
         self.sel = _add_length_selectors(self.m, range(low, top))
-        self.solver = z3_solver(self.m, 0, None)
+        late = out_of_time(within(None, deadline))  # the build took the time left: no solver
+        self.solver = None if late else z3_solver(self.m, 0, None)
 
     def check(self, length: int, deadline: float | None) -> tuple[str, Any]:
         import z3
 
+        if self.solver is None:
+            return "unknown", None
         names = [self.m.names[self.sel[length]]] if length < self.top else []
         result = check_with_deadline(
             self.solver, [z3.Bool(n, self.solver.ctx) for n in names], deadline
@@ -417,7 +482,9 @@ def _decide_I(
     """Verdict at one ``ii``: (``sat`` with (L, schedule, assignment) of the first satisfiable
     window, and whether its L is proven first), ``unsat`` (every length refuted) or
     ``unknown``."""
-    if _modulo_feasible(graph, pins, ii, 30.0) == "infeasible":
+    if out_of_time(within(None, deadline)):
+        return "unknown", None, False
+    if _modulo_feasible(graph, pins, ii, within(30.0, deadline) or 30.0) == "infeasible":
         points.append((ii, 0, "modulo_unsat"))  # no length at this I: proven
         return "unsat", None, True
     verdict = "unsat"
@@ -428,20 +495,22 @@ def _decide_I(
         hi = min(hi, built[0] - 1)
     length = lo
     while length <= hi:
+        if out_of_time(within(None, deadline)):
+            break
         n, _ = program_shape(ii, length)
         top = min(hi, n * ii)
-        w = _PinnedWindow(graph, ii, length, top, pins, rules)
+        w = _PinnedWindow(graph, ii, length, top, pins, rules, deadline)
         answer, best, first = _search_window(w, deadline, points)
         if answer == "sat":
             return "sat", best, first and verdict == "unsat"
         if answer != "unsat":
             verdict = "unknown"
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and time.monotonic() > deadline:
             break
         length = top + 1
     if built is not None:  # no shorter length found: the constructed one, proven if refuted
         return "sat", built, verdict == "unsat" and length > hi
-    if deadline is not None and time.perf_counter() > deadline:
+    if length <= hi or (deadline is not None and time.monotonic() > deadline):
         return "unknown", None, False
     return verdict, None, True
 
@@ -453,6 +522,7 @@ def solve_pinned(
     rules: WarpRules | None = None,
     max_I: int | None = None,
     total_time_limit: float | None = None,
+    deadline: float | None = None,
 ) -> PinnedResult:
     """The smallest ``I`` (and its smallest ``L``) at which ``pins`` fit Twill's model.
 
@@ -470,13 +540,20 @@ def solve_pinned(
     total_time_limit
         Seconds for the whole search; when hit, the answer so far is ``unknown`` or an
         unproven ``feasible``.
+    deadline
+        The same as a ``time.monotonic()`` value (the earlier of the two holds).
     """
+    import ortools.sat.python.cp_model  # noqa: F401  (its first import takes a second or
+
+    # more: before the steps that check the time left)
     t0 = time.perf_counter()
     pins.check(graph)
     rules = rules or WarpRules.for_graph(graph)
     from twill.sched.exact.search import serial_ii_cap
 
-    deadline = None if total_time_limit is None else t0 + total_time_limit
+    if total_time_limit is not None:
+        end = time.monotonic() + total_time_limit
+        deadline = end if deadline is None else min(deadline, end)
     points: list[tuple[int, int, str]] = []
     cap = max_I or 2 * serial_ii_cap(graph)
     low_I = _lower_I(graph, pins, cap)
@@ -504,7 +581,7 @@ def solve_pinned(
         proven = proven and answer == "unsat"
         if proven:
             open_from = ii + 1
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and time.monotonic() > deadline:
             return PinnedResult(
                 "unknown",
                 None,

@@ -360,7 +360,11 @@ def lift(m: ReducedModel, wm: WindowModel, times: dict[int, int]) -> dict[int, i
 
 
 def least_starts(
-    res: dict[int, int], floor: dict[int, int], arcs: Iterable[tuple[int, int, int]], ii: int
+    res: dict[int, int],
+    floor: dict[int, int],
+    arcs: Iterable[tuple[int, int, int]],
+    ii: int,
+    deadline: float | None = None,
 ) -> dict[int, int] | None:
     """Pointwise least starts ``M(v) >= floor[v]`` with ``M(v) = res[v] (mod ii)`` and
     ``M(y) - M(x) >= w`` for every arc, or ``None`` when there are none.
@@ -368,10 +372,13 @@ def least_starts(
     Longest paths with each value rounded up to its residue: the update is monotone and every
     solution bounds it from above, so it settles on the least solution after at most
     ``|V| + 1`` rounds when one exists; a round budget running out means a positive circuit.
+    Past ``deadline`` (``time.monotonic()``; a heuristic caller's) it gives up: ``None``.
     """
     arcs = list(arcs)
     least = {v: f + (res[v] - f) % ii for v, f in floor.items()}
     for _ in range(len(least) + 1):
+        if deadline is not None and time.monotonic() > deadline:
+            return None
         changed = False
         for x, y, w in arcs:
             need = least[x] + w
@@ -393,8 +400,11 @@ def decide_cpsat(
     time_limit: float | None,
     threads: int,
     hint: dict[int, int] | None = None,
+    deadline: float | None = None,
 ) -> tuple[Status, dict[int, int] | None]:
-    """Decide the window model with CP-SAT: (status, start per decided op).
+    """Decide the window model with CP-SAT: (status, start per decided op). Building the
+    model (and importing OR-Tools the first time) counts against ``deadline``
+    (``time.monotonic()``): CP-SAT gets what is left of it.
 
     Integer start ``M`` in its window, ``M = II*q + r``; the reservation table as
     all-different / cumulative over the residues ``r`` where every user of a unit reserves
@@ -450,6 +460,9 @@ def decide_cpsat(
                 model.add_hint(start[v], t)
                 model.add_hint(res[v], t % ii)
     solver = cp_model.CpSolver()
+    if deadline is not None:
+        left = max(0.01, deadline - time.monotonic())
+        time_limit = left if time_limit is None else min(time_limit, left)
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = max(1, threads)
