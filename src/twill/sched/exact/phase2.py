@@ -54,6 +54,7 @@ from twill.sched.verify_warps import (
 )
 
 __all__ = [
+    "dependence_rows",
     "check_with_deadline",
     "read_solution",
     "z3_solver",
@@ -339,7 +340,7 @@ def start_windows(
     """
     import numpy as np
 
-    from twill.sched.exact.window import _NEG, longest_matrix
+    from twill.sched.exact.window import NO_PATH, longest_matrix
 
     names = list(hi)
     pos = {v: k for k, v in enumerate(names)}
@@ -349,7 +350,7 @@ def start_windows(
     d = longest_matrix(tuple(range(len(names))), arcs)
     if (np.diagonal(d) > 0).any():
         return dict.fromkeys(names, 1), dict.fromkeys(names, 0)
-    reach = d > _NEG // 2
+    reach = d > NO_PATH // 2
     top = np.array([hi[v] for v in names], dtype=np.int64)
     lo = {v: max(0, int(d[reach[:, k], k].max())) for k, v in enumerate(names)}
     up = {v: int((top[reach[k]] - d[k, reach[k]]).min()) for k, v in enumerate(names)}
@@ -435,7 +436,7 @@ def add_fig4_completion(m: Phase2Model) -> int:
     return m.rows["fig4.completion"] - before
 
 
-def _dependence_rows(m: Phase2Model, family: str, u: str, v: str, gap: int, cond: Lit) -> None:
+def dependence_rows(m: Phase2Model, family: str, u: str, v: str, gap: int, cond: Lit) -> None:
     """Copy-0 form: ``cond and M(u) = s => M(v) >= s + gap`` for every start s of u."""
     for s, xs in m.starts(u):
         if m.encoding == "compact":
@@ -457,7 +458,7 @@ def add_fig4_dependence(m: Phase2Model) -> int:
         if e.distance >= m.n:
             continue  # no copy pair inside the window: covered by add_copy0_dependence
         if m.encoding == "compact":
-            _dependence_rows(m, fam, e.src, e.dst, e.delay - e.distance * m.ii, True)
+            dependence_rows(m, fam, e.src, e.dst, e.delay - e.distance * m.ii, True)
             continue
         for i in range(m.n - e.distance):
             j = i + e.distance
@@ -479,7 +480,7 @@ def add_copy0_dependence(m: Phase2Model) -> int:
     for e in m.graph.edges:
         if m.encoding == "compact" and e.distance < m.n:
             continue
-        _dependence_rows(m, fam, e.src, e.dst, e.delay - e.distance * m.ii, True)
+        dependence_rows(m, fam, e.src, e.dst, e.delay - e.distance * m.ii, True)
     return m.rows[fam] - before
 
 
@@ -642,7 +643,7 @@ def add_fig6_cross_warp_spill(m: Phase2Model) -> int:
         if sp <= 0:
             continue
         gap = e.delay + sp - e.distance * m.ii
-        _dependence_rows(m, fam, e.src, e.dst, gap, m.diff(e.src, e.dst))
+        dependence_rows(m, fam, e.src, e.dst, gap, m.diff(e.src, e.dst))
     return m.rows[fam] + m.rows["fig6.no_cross_warp"] - before
 
 

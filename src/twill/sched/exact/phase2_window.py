@@ -57,7 +57,7 @@ from twill.sched.exact.phase2 import (
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules, program_shape, verify_warp_schedule
 
-__all__ = ["WindowOutcome", "solve_window"]
+__all__ = ["WindowOutcome", "solve_window", "add_length_selectors"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class WindowOutcome:
     first_proven: bool
 
 
-def _add_length_selectors(m: Phase2Model, lengths: range) -> dict[int, int]:
+def add_length_selectors(m: Phase2Model, lengths: range) -> dict[int, int]:
     """One selector literal per length ``L``: when assumed, copy 0 finishes by ``L``."""
     sel = {}
     for length in lengths:
@@ -102,7 +102,7 @@ class _Window:
         self.n, _ = program_shape(ii, low)
         self.low, self.top = low, ii * self.n
         self.m = build_phase2_model(graph, ii, self.top, rules=rules, **options)
-        self.sel = _add_length_selectors(self.m, range(low, self.top))
+        self.sel = add_length_selectors(self.m, range(low, self.top))
         self.solver = z3_solver(self.m, seed, None)
         self.stats = self.m.statistics()
         self.build = time.perf_counter() - t0

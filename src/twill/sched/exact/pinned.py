@@ -52,13 +52,13 @@ from twill.results import SolveResult, Status, Timings, Verdict, Violation, Warp
 from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
     Phase2Model,
-    _dependence_rows,
     build_phase2_model,
     check_with_deadline,
+    dependence_rows,
     read_solution,
     z3_solver,
 )
-from twill.sched.exact.phase2_window import _add_length_selectors
+from twill.sched.exact.phase2_window import add_length_selectors
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
@@ -402,7 +402,7 @@ def _add_pins(m: Phase2Model, pins: Pins) -> None:
         for u, v in zip(chain, chain[1:], strict=False):
             if u in pins.stages and v in pins.stages:
                 gap = (pins.stages[v] - pins.stages[u]) * ii
-                _dependence_rows(m, "pin.order", u, v, gap, True)
+                dependence_rows(m, "pin.order", u, v, gap, True)
 
 
 class _PinnedWindow:
@@ -417,7 +417,7 @@ class _PinnedWindow:
             graph, ii, top, rules=rules, fixed_warps=pins.slots, symmetry_breaking=not pins.slots
         )
         _add_pins(self.m, pins)
-        self.sel = _add_length_selectors(self.m, range(low, top))
+        self.sel = add_length_selectors(self.m, range(low, top))
         late = out_of_time(within(None, deadline))  # the build took the time left: no solver
         self.solver = None if late else z3_solver(self.m, 0, None)
 

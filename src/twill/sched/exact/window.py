@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from twill.sched.exact.reduced import ReducedModel
 
 __all__ = [
+    "NO_PATH",
     "WindowModel",
     "build_window_model",
     "decide_cbc",
@@ -137,18 +138,18 @@ def _count_only_units(m: ReducedModel) -> dict[str, int]:
     return {fu: cap for fu, cap, users in m.residue_groups if all(u == 1 for _, u in users)}
 
 
-_NEG = -(10**15)  # "no path" in the longest-path matrices
+NO_PATH = -(10**15)  # "no path" in the longest-path matrices
 
 
 def longest_matrix(kept: tuple[int, ...], arcs: Iterable[tuple[int, int, int]]) -> Any:
     """All-pairs longest paths over ``arcs`` between the ``kept`` ops (Floyd-Warshall with
     NumPy): entry ``[i, j]`` bounds ``M(kept[j]) - M(kept[i])`` from below in every schedule,
-    ``<= _NEG // 2`` where there is no path. Finite without positive circuits."""
+    ``<= NO_PATH // 2`` where there is no path. Finite without positive circuits."""
     import numpy as np
 
     pos = {x: i for i, x in enumerate(kept)}
     n = len(kept)
-    d = np.full((n, n), _NEG, dtype=np.int64)
+    d = np.full((n, n), NO_PATH, dtype=np.int64)
     np.fill_diagonal(d, 0)
     for x, y, w in arcs:
         if x != y:
@@ -163,8 +164,8 @@ def _relax_through(d: Any, i: int, j: int, w: int) -> None:
     import numpy as np
 
     via = d[:, i : i + 1] + w + d[j : j + 1, :]
-    via[(d[:, i] <= _NEG // 2), :] = _NEG
-    via[:, (d[j, :] <= _NEG // 2)] = _NEG
+    via[(d[:, i] <= NO_PATH // 2), :] = NO_PATH
+    via[:, (d[j, :] <= NO_PATH // 2)] = NO_PATH
     np.maximum(d, via, out=d)
 
 
@@ -173,7 +174,7 @@ def matrix_to_dict(kept: tuple[int, ...], d: Any) -> dict[tuple[int, int], int]:
     import numpy as np
 
     return {
-        (kept[i], kept[j]): int(d[i, j]) for i, j in zip(*np.nonzero(d > _NEG // 2), strict=True)
+        (kept[i], kept[j]): int(d[i, j]) for i, j in zip(*np.nonzero(d > NO_PATH // 2), strict=True)
     }
 
 
@@ -205,13 +206,13 @@ def energetic_arcs(m: ReducedModel, d: Any) -> tuple[list[tuple[int, int, int]],
         new = []
         for cap, users in groups:
             tails = d[users, :]  # [v, q] = dist(v, q)
-            t_ok = tails > _NEG // 2
+            t_ok = tails > NO_PATH // 2
             # later[v, j, q] = 1 iff dist(v, q) >= dist(j, q), both finite
             later = (tails[:, None, :] >= tails[None, :, :]) & t_ok[:, None, :] & t_ok[None, :, :]
             later = later.astype(np.int32)
             for p in range(n):
                 heads = d[p, users]
-                idx = np.nonzero(heads > _NEG // 2)[0]
+                idx = np.nonzero(heads > NO_PATH // 2)[0]
                 if len(idx) <= cap:
                     continue
                 # users by falling dist(p, v); the threshold h = each distinct value, and
@@ -222,9 +223,9 @@ def energetic_arcs(m: ReducedModel, d: Any) -> tuple[list[tuple[int, int, int]],
                 count = np.cumsum(later[order], axis=0)[last]
                 levels = falling[last]
                 span = levels[:, None, None] + tails[None, :, :] + (count + cap - 1) // cap - 1
-                span[count == 0] = _NEG  # an empty set proves nothing
+                span[count == 0] = NO_PATH  # an empty set proves nothing
                 bound = span.max(axis=(0, 1))
-                for q in np.nonzero((bound > d[p, :]) & (d[p, :] > _NEG // 2))[0]:
+                for q in np.nonzero((bound > d[p, :]) & (d[p, :] > NO_PATH // 2))[0]:
                     if q != p:
                         new.append((p, int(q), int(bound[q])))
         if not new:
