@@ -9,6 +9,9 @@ Rules, each a test below:
 * ``twill.sched`` and ``twill.mapping`` never import each other, nor ``twill.io``,
   ``twill.cli``, ``twill.visualization`` or ``twill.codegen``;
 * nothing imports ``twill.cli`` (``twill.__main__`` aside);
+* no private name crosses modules: ``from M import _x`` and ``M._x`` from another module
+  fail; a private module (``twill._interrupt``, ``twill.sched.exact._deadline``) is private to
+  its package, which may import it;
 * the front doors (``twill``, ``twill.kernels``, ``twill.twill_solver``, ``twill.gaus_solver``)
   import no outer layer when they are imported: an outer import sits in the function that
   needs it (``twill_solve(verbose=True)`` prints through ``twill.visualization``);
@@ -260,3 +263,88 @@ def test_front_doors_import_no_outer_layer_at_module_level() -> None:
         if any(_within(dst, o) for o in _OUTER)
     ]
     assert not bad, "front doors import an outer layer at module level:\n" + "\n".join(bad)
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def _module_allowed(importer: str, module: str) -> bool:
+    """Whether ``importer`` may import ``module``: every private part of its dotted name must
+    have ``importer`` inside the package that holds it."""
+    parts = module.split(".")
+    return all(
+        _within(importer, ".".join(parts[:k])) for k in range(1, len(parts)) if _private(parts[k])
+    )
+
+
+def crossings(name: str, tree: ast.Module, modules: set[str], is_pkg: bool) -> list[str]:
+    """Every private name or module that module ``name`` (parsed as ``tree``) reaches across."""
+    bad: list[str] = []
+    aliases: dict[str, str] = {}  # local name -> twill module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "twill":
+                    if not _module_allowed(name, a.name):
+                        bad.append(f"import {a.name}")
+                    aliases[a.asname or "twill"] = a.name if a.asname else "twill"
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(name, is_pkg, node)
+            if base.split(".")[0] != "twill" or base == name:
+                continue
+            if not _module_allowed(name, base):
+                bad.append(f"from {base} import ...")
+                continue
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                if full in modules:
+                    aliases[a.asname or a.name] = full
+                    if not _module_allowed(name, full):
+                        bad.append(f"from {base} import {a.name}")
+                elif _private(a.name):
+                    bad.append(f"from {base} import {a.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            chain, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                chain.append(value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in aliases:
+                target = ".".join([aliases[value.id], *reversed(chain[1:])])
+                if target in modules and target != name:
+                    bad.append(f"{target}.{node.attr}")
+    return bad
+
+
+def test_no_private_name_crosses_modules() -> None:
+    modules = _modules()
+    found = {
+        name: cross
+        for name, path in modules.items()
+        if (
+            cross := crossings(
+                name, ast.parse(path.read_text()), set(modules), path.name == "__init__.py"
+            )
+        )
+    }
+    assert not found, "private names used across modules (promote or move them):\n" + "\n".join(
+        f"{m}: {', '.join(c)}" for m, c in sorted(found.items())
+    )
+
+
+def test_the_check_sees_each_kind() -> None:
+    mods = {"twill.a", "twill.b", "twill.pkg", "twill.pkg._inner", "twill.pkg.c"}
+
+    def check(importer: str, code: str) -> list[str]:
+        return crossings(importer, ast.parse(code), mods, False)
+
+    assert check("twill.a", "from twill.b import _helper") == ["from twill.b import _helper"]
+    assert check("twill.a", "from twill.b import helper, __version__") == []
+    assert check("twill.a", "from twill.pkg._inner import x") == [
+        "from twill.pkg._inner import ..."
+    ]
+    assert check("twill.pkg.c", "from twill.pkg._inner import x") == []
+    assert check("twill.a", "import twill.b as b\nb._helper()") == ["twill.b._helper"]
+    assert check("twill.a", "from twill import b\nb._helper()") == ["twill.b._helper"]
+    assert check("twill.a", "from twill.b import _x as y") == ["from twill.b import _x"]
