@@ -271,7 +271,6 @@ def algorithm1(
     encoding: str = "compact",
     symmetry_breaking: bool = True,
     window: str = "monotone",
-    on_point: Callable[[SearchPoint], None] | None = None,
     on_progress: OnProgress | None = None,
     deadline: float | None = None,
     threads: int = 1,
@@ -303,8 +302,6 @@ def algorithm1(
         solver, with one refutation per window (:mod:`.phase2_window`: satisfiable lengths
         form a suffix of the window), or ``"scan"``, the paper's loop of one solve per length
         in increasing order. Both return the same ``I`` and ``L``.
-    on_point
-        Called after every point with its :class:`SearchPoint`.
     on_progress
         Called with a :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after
         every ``(I, L)`` point (progress display; the core never prints).
@@ -354,8 +351,6 @@ def algorithm1(
 
     def record(point: SearchPoint) -> None:
         points.append(point)
-        if on_point:
-            on_point(point)
         emit(on_progress, ProgressEvent("phase2", point.I, time.perf_counter() - clock, L=point.L,
                                         answer=point.answer))  # fmt: skip
 

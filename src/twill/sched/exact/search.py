@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,7 +295,6 @@ def search_min_ii(
     tie_break: bool = True,
     threads: int = 1,
     check: bool = True,
-    on_attempt: Callable[[Phase1Result], None] | None = None,
     total_time_limit: float | None = None,
     length_time_limit: float | None = None,
     decide: str = "window",
@@ -319,8 +317,6 @@ def search_min_ii(
         Seconds per Phase-1 solve (``None``: no limit).
     tie_break, threads, check, decide
         Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
-    on_attempt
-        Called after every Phase-1 solve with its :class:`~.phase1.Phase1Result`.
     on_progress
         Called with a :class:`twill.progress.ProgressEvent` (``phase="phase1"``) before and
         after every Phase-1 solve: the ``I`` under test, the bounds, the elapsed time, the
@@ -380,7 +376,7 @@ def search_min_ii(
         end = time.monotonic() + total_time_limit
         deadline = end if deadline is None else min(deadline, end)
     run = _Run(graph, backend, time_limit, length_time_limit, tie_break, threads, decide,
-               deadline, on_attempt, on_progress, t0, warm_start)  # fmt: skip
+               deadline, on_progress, t0, warm_start)  # fmt: skip
     rmii, cmii = res_mii(graph), rec_mii(graph)
     lo = max(rmii, cmii)
     cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))
@@ -429,7 +425,6 @@ class _Run:
     threads: int
     decide: str
     deadline: float | None
-    on_attempt: Callable[[Phase1Result], None] | None
     on_progress: OnProgress | None
     t0: float
     warm_start: bool = True
@@ -471,8 +466,6 @@ class _Run:
                          tie_break=self.tie_break, threads=self.threads, check=False,
                          decide=self.decide, deadline=self.deadline, **extra, **kw)  # fmt: skip
         self.attempts.append(r)
-        if self.on_attempt is not None:
-            self.on_attempt(r)
         if r.schedule is not None and r.L is not None:
             self.best = (ii, r.L)
         if r.status is Status.INFEASIBLE and self.low == ii:
