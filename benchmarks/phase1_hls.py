@@ -4,7 +4,8 @@ For every shipped HatScheT loop (MachSuite, origami, cTest; ``data/hatschet``) a
 ``--large``, for large loops made from them (unrolled 2-8 times: 900-1,728 operations with
 their real recurrences) and random loops of 500-2,000 operations with a HatScheT MachSuite-style
 resource model (fixed seeds), the minimum-I search runs as ``twill solve`` does: first Rau's
-iterative modulo scheduling (the incumbent, verified), then exact Phase-1 solves from MII up
+iterative modulo scheduling, on loops of 500+ operations GauS formulation C below its I (the
+incumbent, verified; ``incumbent_source`` says which won), then exact Phase-1 solves from MII up
 to the incumbent's I, under a per-solve and a per-loop time limit. One row per loop and
 backend: ``loop``, ``ops``, ``mii``, ``incumbent_I``, ``incumbent_seconds``, ``I``,
 ``lower_bound`` (every smaller I is excluded by a proof), ``gap`` (``I - lower_bound``),
@@ -90,6 +91,7 @@ def run_one(name: str, graph, backend: str, time_limit: float, budget: float) ->
         "backend": backend,
         "incumbent_I": h.I if h else None,
         "incumbent_seconds": round(h.seconds, 3) if h else None,
+        "incumbent_source": h.method if h else None,  # ims, gaus-C or serial
         "I": r.I,
         "lower_bound": r.lower_bound,
         "gap": r.I - r.lower_bound if r.I is not None else None,

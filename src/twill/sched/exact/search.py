@@ -44,6 +44,7 @@ from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
 from twill.sched.exact.settings import twill_settings
+from twill.sched.heuristics.gaus_c import GAUS_MIN_OPS, improve_with_gaus
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import ModuloProblem
@@ -411,6 +412,7 @@ def search_min_ii(
 
 
 _AT_INCUMBENT_MIN = 1.0  # seconds: less left and the incumbent is returned as it is
+_GAUS_SECONDS = 10.0  # GauS-C's budget below IMS's I on large loops (at most 1/4 of the time left)
 
 
 @dataclass
@@ -446,9 +448,17 @@ class _Run:
             best_I=None if self.best is None else self.best[0]))  # fmt: skip
 
     def incumbent(self, lo: int, cap: int | None) -> HeuristicSchedule | None:
-        """The heuristic schedule (verified), when its ``I`` is within ``cap`` (``max_I``)."""
+        """The heuristic schedule (verified), when its ``I`` is within ``cap`` (``max_I``):
+        IMS, then on large loops GauS formulation C below IMS's ``I``
+        (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the better one."""
         self.low = lo
         heur = heuristic_schedule(self.graph, mii=lo, deadline=self.deadline)
+        left = self.left()
+        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo:
+            self.best = (heur.I, heur.L)
+            self.event(heur.I, heur.I, "incumbent")  # IMS's, while GauS looks below it
+            budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
+            heur = improve_with_gaus(self.graph, heur, lo, budget)
         if cap is not None and heur.I > cap:
             log.info("search %s: heuristic I=%d above max_I=%d, unused", self.graph.name,
                      heur.I, cap)  # fmt: skip

@@ -24,6 +24,7 @@ Preconditions: the distance-0 subgraph is acyclic; ``usage`` and ``caps`` as in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -105,12 +106,16 @@ class _Placer:
         self.ptr = np.searchsorted(g.dst[order], np.arange(n + 1))
         self.idx = (np.arange(II)[:, None] + np.arange(II)[None, :]) % II  # [r, j]
 
-    def place(self, order: np.ndarray, lb: np.ndarray, D: int) -> np.ndarray | None:
+    def place(
+        self, order: np.ndarray, lb: np.ndarray, D: int, deadline: float | None = None
+    ) -> np.ndarray | None:
         g, II = self.g, self.II
         mrt = np.zeros((len(self.lim), II))
         t = np.full(g.n, np.iinfo(np.int64).min // 4, dtype=np.int64)
         placed = np.zeros(g.n, dtype=bool)
-        for v in order:
+        for k, v in enumerate(order):
+            if k % 32 == 31 and _past(deadline):  # O(K * II^2) per op: seconds at large II
+                return None
             lo, hi = self.ptr[v], self.ptr[v + 1]
             est = int(lb[v])
             if hi > lo:
@@ -171,6 +176,7 @@ def legalise_modulo(
     max_rounds: int = 100,
     restarts: int = 200,
     restart_max_nodes: int = 64,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray | None, str]:
     """Fixed-point repair of a modulo schedule at ``II`` within ``D`` steps (formulation C).
 
@@ -189,6 +195,9 @@ def legalise_modulo(
         ``restart_max_nodes`` ops get up to ``restarts`` more passes with priorities perturbed
         by a fixed-seed uniform shift in ``[0, II)`` (tight kernel graphs need a different
         slot assignment, not more repair).
+    deadline
+        A ``time.perf_counter()`` value: past it every pass stops and no schedule is returned
+        (a 1,500-op loop's repair takes minutes; GauS's ``time_limit`` holds through it).
 
     Returns
     -------
@@ -202,7 +211,8 @@ def legalise_modulo(
     rank[np.concatenate(gens)] = np.arange(g.n)
     placer = _Placer(g, II)
     lb0 = np.maximum(np.rint(mu).astype(np.int64), asap)
-    t, why = _repair(g, placer, lb0, II, D, lambda key: _order_by(key, rank), gens, max_rounds)
+    t, why = _repair(g, placer, lb0, II, D, lambda key: _order_by(key, rank), gens, max_rounds,
+                     deadline)  # fmt: skip
     if t is not None:
         return t, "legal"
     # Least slack first: a long chain placed before the wide, non-critical levels keeps its
@@ -210,22 +220,27 @@ def legalise_modulo(
     # chain op waits for a free class (EPFL adder at II = 8: 339 steps for D = 320; this
     # order: 272).
     t, _ = _repair(g, placer, lb0, II, D, lambda key: np.lexsort((rank, key, alap)), gens,
-                   max_rounds)  # fmt: skip
+                   max_rounds, deadline)  # fmt: skip
     if t is not None:
         return t, "legal (least-slack-first placement)"
-    t = iterative_modulo_schedule(g, mu, II, D)
+    t = iterative_modulo_schedule(g, mu, II, D, deadline=deadline)
     if t is not None:
         return t, "legal (iterative modulo scheduling fallback)"
     # Small graphs: retry with perturbed priorities (fixed seed, so still deterministic).
     rng = np.random.default_rng(0)
     for _ in range(restarts if g.n <= restart_max_nodes else 0):
-        t = iterative_modulo_schedule(g, mu + rng.uniform(0, II, size=g.n), II, D)
+        t = iterative_modulo_schedule(g, mu + rng.uniform(0, II, size=g.n), II, D,
+                                      deadline=deadline)  # fmt: skip
         if t is not None:
             return t, "legal (iterative modulo scheduling, perturbed priorities)"
     return None, (
         f"LEGALISATION_FAILED: {why} at II={II}, D={D}, and iterative modulo scheduling "
         "ran out of budget (not a proof of infeasibility)"
     )
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
 
 
 def _repair(
@@ -237,6 +252,7 @@ def _repair(
     order: Callable[[np.ndarray], np.ndarray],
     gens: list[np.ndarray],
     max_rounds: int,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray | None, str]:
     """Place in ``order(lower bounds)`` and raise the consumers of violated recurrence edges
     until none is violated; ``(None, why)`` when an op leaves ``[0, D-1]`` or the rounds run
@@ -244,8 +260,12 @@ def _repair(
     lb = lb.copy()
     back = g.distance > 0
     for _ in range(max_rounds):
+        if _past(deadline):
+            return None, "deadline reached"
         key = forward_pass(g, lb, gens)
-        t = placer.place(order(key), lb, D)
+        t = placer.place(order(key), lb, D, deadline)
+        if t is None and _past(deadline):
+            return None, "deadline reached"
         if t is None:
             return None, f"an op does not fit within D={D}"
         need = t[g.src] + g.delay - g.distance * II
@@ -257,7 +277,13 @@ def _repair(
 
 
 def iterative_modulo_schedule(
-    g: GauSGraph, mu: np.ndarray, II: int, D: int, *, budget_factor: int = 20
+    g: GauSGraph,
+    mu: np.ndarray,
+    II: int,
+    D: int,
+    *,
+    budget_factor: int = 20,
+    deadline: float | None = None,
 ) -> np.ndarray | None:
     """Rau's iterative modulo scheduling with eviction (budget ``budget_factor * n`` steps).
 
@@ -270,7 +296,8 @@ def iterative_modulo_schedule(
     Returns
     -------
     numpy.ndarray or None
-        A legal schedule within ``[0, D-1]``, or ``None`` when the budget runs out.
+        A legal schedule within ``[0, D-1]``, or ``None`` when the budget runs out or the
+        ``deadline`` (``time.perf_counter()``) passes.
     """
     n = g.n
     table = _IMSTable(_Placer(g, II), rank=np.empty(n, dtype=np.int64))
@@ -285,7 +312,7 @@ def iterative_modulo_schedule(
     t, prev = table.t, np.full(n, -1, dtype=np.int64)
     budget = budget_factor * max(n, 1)
     while table.unscheduled:
-        if budget <= 0:
+        if budget <= 0 or (budget % 64 == 0 and _past(deadline)):
             return None
         budget -= 1
         v = min(table.unscheduled, key=lambda x: table.rank[x])

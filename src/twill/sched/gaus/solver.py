@@ -662,7 +662,8 @@ class _Legaliser:
         run = self.run
         g, D, II = run.g, run.D, run.II
         if run.formulation == "C":
-            t, _ = legalise_modulo(g, mu, II, D, gens=self.gens)  # type: ignore[arg-type]
+            t, _ = legalise_modulo(g, mu, II, D, gens=self.gens,  # type: ignore[arg-type]
+                                   deadline=run.deadline)  # fmt: skip
         else:
             t = legalise_regular(g, mu, D, gens=self.gens, bounds=(self.asap, self.alap))
         if t is None or schedule_violations(g, t, D, run.modulo_II):
@@ -713,7 +714,8 @@ def _no_schedule(
     g = run.g
     msg = ""
     if run.formulation == "C":
-        _, msg = legalise_modulo(g, out.mu, run.II, run.D, gens=gens)  # type: ignore[arg-type]
+        _, msg = legalise_modulo(g, out.mu, run.II, run.D, gens=gens,  # type: ignore[arg-type]
+                                 deadline=run.deadline)  # fmt: skip
     warnings.warn(
         f"GauS found no legal schedule for {g.name} after {out.iterations} steps "
         f"(expected violation {out.expected_violation:.3g})",
