@@ -412,7 +412,8 @@ def search_min_ii(
 
 
 _AT_INCUMBENT_MIN = 1.0  # seconds: less left and the incumbent is returned as it is
-_GAUS_SECONDS = 10.0  # GauS-C's budget below IMS's I on large loops (at most 1/4 of the time left)
+_GAUS_SECONDS = 10.0  # GauS-C's budget on large loops: at most 1/4 of the time left, and not
+# tried under 2 s (the torch import alone takes seconds)
 
 
 @dataclass
@@ -454,10 +455,10 @@ class _Run:
         self.low = lo
         heur = heuristic_schedule(self.graph, mii=lo, deadline=self.deadline)
         left = self.left()
-        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo:
+        budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
+        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo and budget >= 2:
             self.best = (heur.I, heur.L)
             self.event(heur.I, heur.I, "incumbent")  # IMS's, while GauS looks below it
-            budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
             heur = improve_with_gaus(self.graph, heur, lo, budget)
         if cap is not None and heur.I > cap:
             log.info("search %s: heuristic I=%d above max_I=%d, unused", self.graph.name,
