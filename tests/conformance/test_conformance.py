@@ -564,3 +564,22 @@ def test_map_cli_gives_the_api_result(name: str, _cache: dict, tmp_path: Any, ca
         api.objective,
         api.solution.to_dict()["mapping"],
     )
+
+
+def test_twill_solve_cli_gives_the_pipeline_result(_cache: dict, capsys: Any) -> None:
+    """Issue 40: ``twill solve --json`` on the registry's Twill instance gives the API's
+    status, objective and solution, under every solver's top-level keys."""
+    from twill.cli import main
+
+    entry = next(e for e in SOLVERS if e.name == "twill")
+    _, native = _solved(entry, _cache)
+    api = _shared(native).to_dict()
+    code = main(["solve", "flash_attention_forward_simplified", "--max-I", "5", "--json"])
+    cli = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert set(api) <= set(cli)
+    assert (cli["status"], cli["objective"], cli["solution"]) == (
+        api["status"],
+        api["objective"],
+        api["solution"],
+    )

@@ -2,8 +2,10 @@
 
 ``solve`` prints the problem it solved (``modulo``, or ``modulo+warp-specialisation`` for a
 machine with warps or with ``--phase2``), I (proven optimal or not), the schedule, L, the
-certificate and a text picture of the modulo reservation table; ``--json`` prints one object
-built from :meth:`twill.twill_solver.TwillResult.to_dict` (fields ``problem``, ``status``,
+certificate and a text picture of the modulo reservation table; ``--json`` prints one object:
+the keys every solver's :meth:`~twill.results.SolveResult.to_dict` has (``objective``,
+``objective_unit``, ``bound``, ``solution``, ``timings``, ...), then those of
+:meth:`twill.sched.exact.pipeline.TwillResult.to_dict` (fields ``problem``, ``status``,
 ``I``, ``lower_bound``, ``gap``, ``optimal``, ``L``, ``schedule``, ``certificate``,
 ``incumbent``, ``seconds``, ...). On a terminal, a status line on stderr follows the search
 (the I under test, its verdict, the proven lower bound, the incumbent's I and the gap, the
@@ -353,7 +355,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
         extra["total_I_clk"] = sum(done) if len(done) == len(entries) else None
         loops_text = format_loops(entries, kernel.notes)
-    payload = {**result.to_dict(), **_time_unit_fields(graph), **extra}
+    shared = result.as_result().to_dict()  # every method's top-level keys, then Twill's own
+    payload = {**shared, **result.to_dict(), **_time_unit_fields(graph), **extra}
     if args.compare_triton:
         from twill.cli.compile_cmd import compare_triton
 
