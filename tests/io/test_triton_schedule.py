@@ -65,13 +65,17 @@ VARIANTS = {
     "fa_bwd": ("fa_bwd", {}),
 }
 SCHEDULES = Path(__file__).resolve().parents[1] / "data" / "triton_schedules"
-#: How Triton 3.9 takes Twill's partitions on sm_100a: applied, or the pass that rejects them
-#: (the summary must name it); a Phase-1-only schedule has no warp assignment to apply.
-B200_PARTITIONS = {
-    "gemm": "applied",
-    "fa_fwd": "'tt.reduce' op partition ids",
-    "fa_fwd_plain": "no warp assignment",
-    "fa_bwd": "NVWSInsertAref",
+#: How Triton 3.9 takes Twill's partitions (its generic warp_specialize pass, run on both
+#: architectures): applied, or the diagnostic or pass that rejects them (the summary must name
+#: it); a Phase-1-only schedule has no warp assignment to apply.
+PARTITIONS = {
+    ("gemm", "sm_90a"): "applied",
+    ("gemm", "sm_100a"): "applied",
+    ("fa_fwd", "sm_90a"): "NVWSInsertAref",
+    ("fa_fwd_plain", "sm_90a"): "applied",
+    ("fa_fwd", "sm_100a"): "'tt.reduce' op partition ids",
+    ("fa_bwd", "sm_90a"): "warp_group_dot_wait",
+    ("fa_bwd", "sm_100a"): "NVWSInsertAref",
 }
 
 
@@ -135,19 +139,23 @@ def test_twill_schedule_survives_the_pipeliner(name: str, arch: str) -> None:
     assert all(c["twill"] == written[v] and c["triton"] is not None for v, c in changed.items())
     assert len(s.build.cubin) > 1000 and ".entry" in s.build.ptx
     parts = d["partitions"]
-    if arch == "sm_90a":  # Hopper keeps every stage: the prologue is Twill's, to the op
-        assert not changed and d["prologue_depth"] == d["max_stage"]
-        assert not parts["applied"] and "hopper_warpspec" in parts["why"]
-        assert d["changed"]["partitions"] == sorted(parts["twill"])
-        return
-    expected = B200_PARTITIONS[name]
-    if expected != "applied":
+    expected = PARTITIONS.get((name, arch), "no warp assignment")
+    if expected != "applied":  # stages alone: Hopper keeps every one, to the op
         assert not parts["applied"] and expected in parts["why"]
+        assert d["changed"]["partitions"] == sorted(parts["twill"])
+        assert arch == "sm_100a" or (not changed and d["prologue_depth"] == d["max_stage"])
         return
-    # Blackwell's warp_specialize takes the grouping: the loads apart from the MMA
-    assert parts["applied"] and d["kept"]["partitions"] == sorted(parts["twill"])
-    region = parts["regions"]
-    assert region["TMA_a_blk"] == region["TMA_b_blk"] != region["TC_acc"]
+    # the warp_specialize pass built regions from Twill's grouping; an op whose region holds
+    # exactly the ops of its Twill slot is kept, every other one is listed as changed
+    assert parts["applied"] and "ttg.warp_specialize" in s.build.ttgir
+    kept, region, slot = d["kept"]["partitions"], parts["regions"], parts["twill"]
+    assert sorted(kept + d["changed"]["partitions"]) == sorted(slot)
+    for v in kept:
+        mates = {u for u in region if region[u] == region[v]}
+        assert mates == {u for u in region if slot[u][0] == slot[v][0]}
+    if name == "gemm":  # all kept: the loads apart from the MMA
+        assert kept == sorted(slot)
+        assert region["TMA_a_blk"] == region["TMA_b_blk"] != region["TC_acc"]
 
 
 def test_compile_cli_writes_the_summary(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,8 @@ the same pass list runs in three parts, with the module printed in between:
    (``loop.stage``/``loop.cluster`` on each operation, ``tt.scheduled_max_stage`` on the loop;
    ``ttg.partition`` where the kernel asked for warp specialisation). The text is recorded and
    may be replaced (``edit``): this is where Twill's schedule is written in;
-2. ``warp_specialize`` (Blackwell) and ``pipeline``: the schedule is expanded (prologue,
+2. ``warp_specialize`` (Blackwell; on Hopper only where an edit wrote partitions) and
+   ``pipeline``: the schedule is expanded (prologue,
    steady-state loop, epilogue; ``ttg.warp_specialize`` regions); the text is recorded for the
    read-back check;
 3. the rest of ``make_ttgir``, then Triton's own LLVM, PTX and cubin stages.
@@ -93,22 +94,25 @@ def _pre(pm: Any, opt: Any, cap: int) -> None:
     tg.add_schedule_loops(pm)
 
 
-def _mid(pm: Any, opt: Any, cap: int) -> None:
-    """Warp specialisation (Blackwell) and the software pipeliner."""
+def _mid(pm: Any, opt: Any, cap: int, ws: bool) -> None:
+    """Warp specialisation (Blackwell; Hopper only with partitions written, ``ws``) and the
+    software pipeliner."""
     from triton._C.libtriton import passes
 
-    if cap // 10 >= 10:
+    if ws:
         passes.ttgpuir.add_warp_specialize(pm, opt.num_stages)
     passes.ttgpuir.add_pipeline(pm, opt.num_stages, False)
 
 
-def _post(pm: Any, opt: Any, cap: int) -> None:
-    """The rest of ``make_ttgir`` (Triton 3.9.0, NVIDIA; no sanitizers)."""
+def _post(pm: Any, opt: Any, cap: int, ws: bool) -> None:
+    """The rest of ``make_ttgir`` (Triton 3.9.0, NVIDIA; no sanitizers); the partitions' warps
+    and registers are sized wherever ``warp_specialize`` ran."""
     from triton._C.libtriton import nvidia, passes
 
     tg, nv = passes.ttgpuir, nvidia.passes.ttnvgpuir
-    if cap // 10 >= 10:
+    if ws:
         tg.add_optimize_partition_warps(pm)
+    if cap // 10 >= 10:
         tg.add_combine_tensor_select_and_if(pm)
         tg.add_hoist_tmem_alloc(pm, True)
         nv.add_remove_tmem_tokens(pm)
@@ -237,9 +241,12 @@ def _make_ttgir(
         text = edit(text, base)
         mod = _parse(text, ctx)
     record["scheduled"] = text
-    _run(mod, ctx, _mid, opt, cap, "pipelining")
+    # Triton's generic warp_specialize: its own on Blackwell; on Hopper only for partitions
+    # written by an edit (Triton 3.9 itself runs hopper_warpspec there, before scheduling)
+    ws = cap // 10 >= 10 or (edit is not None and "ttg.partition.stages" in text)
+    _run(mod, ctx, lambda pm, o, c: _mid(pm, o, c, ws), opt, cap, "pipelining")
     record["pipelined"] = mod.str()
-    _run(mod, ctx, _post, opt, cap, "TTGIR")
+    _run(mod, ctx, lambda pm, o, c: _post(pm, o, c, ws), opt, cap, "TTGIR")
     metadata["tensordesc_meta"] = mod.get_tensordesc_metadata()
     return mod
 

@@ -14,8 +14,10 @@ Warp assignment. Without warp specialisation every operation of Triton's loop ru
 (``num_warps / 4`` warp groups, each tensor spread over them, so fewer registers per thread).
 With warp specialisation (``ttg.partition``) each partition is one compute slot, a partition of
 loads only the variable-latency slot. Twill's variable-latency ops always sit on that slot (a
-rule of the model). Twill's partitions are written on ``sm_100a`` (Triton's ``warp_specialize``
-pass keeps a given grouping) and recorded as not applied on ``sm_90a`` (:data:`PARTITION_NOTE`).
+rule of the model). Twill's partitions are written on both architectures: Triton's generic
+``warp_specialize`` pass keeps a given grouping (Blackwell's own path; on Hopper Triton 3.9
+runs ``hopper_warpspec`` instead, and twill runs the generic pass where it wrote partitions).
+When Triton rejects them, the stages alone are compiled and the summary says why.
 """
 
 from __future__ import annotations
@@ -58,9 +60,7 @@ __all__ = [
 
 #: Why Twill's warp assignment is not written (recorded in the summary when it is not).
 PARTITION_NOTE = {
-    "sm_90a": "not applied: Triton 3.9's Hopper warp specialisation (hopper_warpspec) runs "
-    "before the loop is scheduled, on loops marked warp_specialize=True, with its own "
-    "partitioner; it takes no per-op partition, so the loop runs on all num_warps warps",
+    "sm_90a": "not applied: Twill's answer has no warp assignment",
     "sm_100a": "not applied: Twill's answer has no warp assignment",
 }
 #: How a loop Triton does not software-pipeline is priced.
@@ -364,19 +364,17 @@ def compile_twill(
     ttgir: str,
 ) -> CompileSummary:
     """Compile ``ks`` with Twill's schedule (``schedule`` at ``II``, length ``L``) written onto
-    its loop, and on ``sm_100a`` Twill's warp assignment as partitions (if Triton rejects
-    them, the stages alone, with Triton's message recorded); the summary records Twill's
+    its loop, and Twill's warp assignment as partitions (if Triton rejects them, the stages
+    alone, with Triton's message recorded); the summary records Twill's
     decisions, what the pipeliner kept or changed, and the cubin's resources."""
     t0 = time.perf_counter()
     gops = graph_ops(extracted, ttgir)
     slots = _slots_of(assignment)
     error = None
     try:
-        b, state = _build_twill(
-            ks, extracted, gops, schedule, II, slots if ks.arch == "sm_100a" and slots else None
-        )
+        b, state = _build_twill(ks, extracted, gops, schedule, II, slots or None)
     except InvalidProblemError as exc:
-        if not (ks.arch == "sm_100a" and slots):
+        if not slots:
             raise
         error = f"not applied: Triton rejected Twill's partitions: {str(exc)[:300]}"
         b, state = _build_twill(ks, extracted, gops, schedule, II, None)
