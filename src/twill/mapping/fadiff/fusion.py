@@ -302,67 +302,59 @@ def verify_plan(
             out.append(Violation(v.rule, {"layer": ly.name, **v.at}, v.value, v.limit, v.message))
     if out or not plan.fused:
         return out
-    cands = set(net.candidates)
     costs = costs or _layer_costs(net, arch, plan.mappings)
+    out += _edge_violations(net, arch, plan, costs)  # fusion rules 1-3
+    if out:
+        return out
+    out += _span_violations(net, plan.fused)  # fusion rule 5
+    if out:
+        return out
+    return _capacity_violations(net, arch, plan, costs)  # fusion rule 4
+
+
+def _edge_violations(
+    net: Network, arch: Arch, plan: FusionPlan, costs: Sequence[BatchCost]
+) -> list[Violation]:
+    """Fusion rules 1-3 on each fused edge: a candidate of the network, a producer that
+    re-reads no partial sums from DRAM, and equal (P, Q, N) block counts on both sides."""
+    out: list[Violation] = []
+    cands = set(net.candidates)
     top = arch.n_levels - 1
-    sp = top - 1
-    cap = arch.levels[sp].entries
     for i in plan.fused:
         if i not in cands:
-            out.append(
-                Violation(
-                    "fusion.candidate",
-                    {"edge": i},
-                    None,
-                    None,
-                    "edge is not a fusion candidate of the network",
-                )
-            )
+            msg = "edge is not a fusion candidate of the network"
+            out.append(Violation("fusion.candidate", {"edge": i}, None, None, msg))
             continue
         e = net.edges[i]
         p, c = net.layers[e.src], net.layers[e.dst]
         where = {"producer": p.name, "consumer": c.name}
         psum = float(costs[e.src].reads[0, top, _O])
         if psum > 0:
-            out.append(
-                Violation(
-                    "fusion.partial_sums",
-                    where,
-                    psum,
-                    0,
-                    "producer re-reads partial sums from DRAM",
-                )
-            )
+            msg = "producer re-reads partial sums from DRAM"
+            out.append(Violation("fusion.partial_sums", where, psum, 0, msg))
         bp = block_counts(plan.mappings[e.src], p.groups)
         bc = block_counts(plan.mappings[e.dst], c.groups)
         if bp != bc:
-            out.append(
-                Violation(
-                    "fusion.blocks",
-                    where,
-                    str(bp),
-                    str(bc),
-                    f"block counts (P,Q,N) differ: {bp} vs {bc}",
-                )
-            )
-    if out:
-        return out
-    out += _span_violations(net, plan.fused)
-    if out:
-        return out
+            msg = f"block counts (P,Q,N) differ: {bp} vs {bc}"
+            out.append(Violation("fusion.blocks", where, str(bp), str(bc), msg))
+    return out
+
+
+def _capacity_violations(
+    net: Network, arch: Arch, plan: FusionPlan, costs: Sequence[BatchCost]
+) -> list[Violation]:
+    """Fusion rule 4: each fused group's working set fits the scratchpad."""
+    out: list[Violation] = []
+    sp = arch.n_levels - 2
+    cap = arch.levels[sp].entries
     for group in fusion_groups(net, plan.fused):
         used_words = group_scratchpad_words(net, arch, plan.mappings, costs, plan.fused, group)
         if used_words > cap:
             names = "->".join(net.layers[j].name for j in group)
-            out.append(
-                Violation(
-                    "fusion.capacity",
-                    {"group": names, "level": arch.levels[sp].name},
-                    math.ceil(used_words),
-                    cap,
-                    f"fused working set needs {math.ceil(used_words)} words",
-                )
-            )
+            words = math.ceil(used_words)
+            msg = f"fused working set needs {words} words"
+            where = {"group": names, "level": arch.levels[sp].name}
+            out.append(Violation("fusion.capacity", where, words, cap, msg))
     return out
 
 
