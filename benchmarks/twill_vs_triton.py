@@ -16,7 +16,9 @@ or cannot compile it) gets a row with ``error``:
   smallest ``I`` not refuted); ``predicted_speedup = triton_I / twill_I`` (steady state);
 * Twill's schedule compiled (``twill compile``): ``compiled`` (a cubin that is not a trap),
   ``regs``, ``smem_bytes``, ``spills`` (bytes), ``kept``/``changed`` (stages Triton's
-  pipeliner kept or moved, read back from the pipelined IR), ``prologue_depth``;
+  pipeliner kept or moved, read back from the pipelined IR), ``prologue_depth``,
+  ``partitions_applied``; ``compile_error`` where Twill's schedule cannot be written (a loop
+  Triton leaves unscheduled);
   and the same resources for Triton's default compile (``triton_regs``, ...);
 * ``seconds``: the whole row.
 
@@ -122,6 +124,7 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) 
                 prologue_depth=d["prologue_depth"],
                 kept=d["kept"]["stages"],
                 changed=d["changed"]["stages"],
+                partitions_applied=d["partitions"]["applied"],
             )
             row.update({k: d[k] for k in ("regs", "smem_bytes", "spills")})
 
