@@ -51,6 +51,19 @@ def test_impossible_stages_are_infeasible() -> None:
     assert r.status == "infeasible" and r.I is None
 
 
+def test_match_contradicting_a_dependence_is_found() -> None:
+    """A body order that puts the MMA before a load it reads, in one stage, is a wrong match
+    (no start times meet it), reported as such and never priced as infeasible."""
+    from twill.io.triton_peer import order_contradictions
+
+    g = _gemm("sm_90a")
+    good = Pins({"TMA_a_blk": 0, "TC_acc": 0}, (("TMA_a_blk", "TC_acc"),))
+    bad = Pins({"TMA_a_blk": 0, "TC_acc": 0}, (("TC_acc", "TMA_a_blk"),))
+    assert order_contradictions(g, good) == []
+    assert order_contradictions(g, bad) == [("TMA_a_blk", "TC_acc")]
+    assert order_contradictions(g, Pins(GEMM, (("TC_acc", "TMA_a_blk"),))) == []  # stages apart
+
+
 def test_unknown_pinned_op_is_named() -> None:
     from twill.errors import InvalidProblemError
 

@@ -179,7 +179,7 @@ def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int |
     out["twill_I"], out["twill_L"] = twill_I, twill_L
     tri = peer.pinned.I
     out["predicted_speedup"] = round(tri / twill_I, 3) if tri and twill_I else None
-    if tri is None:  # every I below is refuted: a lower bound on Triton's I
+    if tri is None and peer.pinned.max_I:  # every I below is refuted: a lower bound
         out["I_lower_bound"] = peer.pinned.lower_I
     return out
 
@@ -188,6 +188,8 @@ def print_comparison(c: dict) -> None:
     """The text form of :func:`compare_triton`."""
     if c["I"] is not None:
         tri = f"I = {c['I']}, L = {c['L']}" + ("" if c["optimal"] else " (not proven minimal)")
+    elif c.get("I_lower_bound") is None:
+        tri = "not priced (see the notes)"
     elif c["status"] == "infeasible":
         tri = f"infeasible in Twill's model up to I = {c.get('I_lower_bound')}"
     else:

@@ -190,6 +190,26 @@ def triton_pins(graph: DependenceGraph, match: Match, num_warps: int) -> tuple[P
     return Pins(stages, tuple(chains.values()), slots), notes
 
 
+def order_contradictions(graph: DependenceGraph, pins: Pins) -> list[tuple[str, str]]:
+    """Edges ``(u, v)`` of one iteration whose ops share a stage and a chain with ``v`` ordered
+    before ``u``: no start times meet them, so the matched operations are not the ones the
+    graph reads."""
+    rank = {v: (k, n) for k, chain in enumerate(pins.order) for n, v in enumerate(chain)}
+    st = pins.stages
+    return [
+        (e.src, e.dst)
+        for e in graph.edges
+        if e.distance == 0
+        and e.src in st
+        and e.dst in st
+        and st[e.src] == st[e.dst]
+        and e.src in rank
+        and e.dst in rank
+        and rank[e.src][0] == rank[e.dst][0]
+        and rank[e.dst][1] < rank[e.src][1]
+    ]
+
+
 @dataclass
 class TritonPeer:
     """Triton's default schedule of one kernel, mapped and priced in Twill's model."""
@@ -256,7 +276,16 @@ def price_triton(
         notes.append(f"not in Triton's loop (left free): {', '.join(match.twill_only)}")
     parts = any(op.partition for op in match.pairs.values())
     priced = graph if parts else _spread(graph, ks.num_warps)
-    result = solve_pinned(priced, pins, total_time_limit=total_time_limit)
+    wrong = order_contradictions(graph, pins)
+    if wrong:  # not Triton's schedule but a wrong match: no price, never "infeasible"
+        notes.append(
+            "not priced: the match contradicts the graph (Triton's body order puts "
+            + "; ".join(f"{v} before {u}, which it depends on" for u, v in wrong)
+            + " in the same stage); a predicated scf.if body is matched at loop level only"
+        )
+        result = PinnedResult("unknown", None, None, None, None, False, 0, 0, (), 0.0)
+    else:
+        result = solve_pinned(priced, pins, total_time_limit=total_time_limit)
     return TritonPeer(
         ks.kernel,
         ks.arch,
