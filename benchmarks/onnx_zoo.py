@@ -60,29 +60,45 @@ def count_macs(path: Path) -> int:
     return total
 
 
-def _fuse(net: Any, arch: Any, steps: int) -> tuple[Any, Any, Any, dict[str, Any]]:
+def _fuse(net: Any, arch: Any, steps: int, limit: float) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """``twill fuse``'s flow with ``--time-limit limit`` (0: none), from now."""
     from twill.cli.fuse_cmd import _fadiff_with_progress, _gain
 
     args = argparse.Namespace(steps=steps, seed=0, device="cpu", init="none",
                               layer_method="cosa-edp", workers=2)  # fmt: skip
-    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch)
-    return res, lw_plan, lw_rep, _gain(net, arch, res, lw_plan, lw_rep)
+    deadline = time.perf_counter() + (limit or math.inf)
+    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline)
+    stopped = time.perf_counter() >= deadline
+    return res, lw_plan, lw_rep, {**_gain(net, arch, res, lw_plan, lw_rep), "stopped": stopped}
 
 
-def _mapping(imp: Any, arch: Any, steps: int, llm: bool) -> dict[str, Any]:
+def _cpu() -> float:
+    """CPU seconds of this process and its finished workers (the machine is shared: wall
+    time grows with the load, CPU time much less)."""
+    import resource
+
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[str, Any]:
     """map-network's default method on the unique layers, then fuse."""
     from twill.io.onnx_model import unique_layers
     from twill.mapping.fadiff.fusion import fusion_groups
     from twill.mapping.pipeline import map_network
 
     uniq = unique_layers(imp.layers)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu()
     mapped = map_network(uniq, arch, methods=["cosa-edp"], workers=2)
-    row: dict[str, Any] = {"map_seconds": time.perf_counter() - t0}
+    row: dict[str, Any] = {"map_seconds": time.perf_counter() - t0, "map_cpu_seconds": _cpu() - c0}
     ok = all(r.solution is not None for r in mapped.results["cosa-edp"])
-    t0 = time.perf_counter()
-    res, _lw_plan, lw_rep, gain = _fuse(imp.network, arch, steps)
-    row.update(fuse_seconds=time.perf_counter() - t0, gain_vs_layerwise=gain["gain_vs_layerwise"])
+    t0, c0 = time.perf_counter(), _cpu()
+    res, _lw_plan, lw_rep, gain = _fuse(imp.network, arch, opts.steps, opts.time_limit)
+    row.update(fuse_seconds=time.perf_counter() - t0, fuse_cpu_seconds=_cpu() - c0)
+    row.update(gain_vs_layerwise=gain["gain_vs_layerwise"], stopped=gain["stopped"])
     row.update(layerwise_edp=gain["layerwise_edp"], fused_edp=gain["edp"])
     row["bound_gain"] = gain["bound_gain"]
     row["mapped_all"] = ok
@@ -97,7 +113,7 @@ def _mapping(imp: Any, arch: Any, steps: int, llm: bool) -> dict[str, Any]:
     return row
 
 
-def run_one(model: str, exporter: str, seq: int | None, phase: str | None, steps: int,
+def run_one(model: str, exporter: str, seq: int | None, phase: str | None, opts: Any,
             cache: dict, llm: bool) -> dict[str, Any]:  # fmt: skip
     """One row: export, import, the independent count, mapping and fusion."""
     from twill.io.model_zoo import exported_model
@@ -127,7 +143,7 @@ def run_one(model: str, exporter: str, seq: int | None, phase: str | None, steps
         row["message"] = "same unique layers as the first exporter: mapping and fusion reused"
     else:
         try:
-            cache[key] = _mapping(imp, gemmini_arch(), steps, llm)
+            cache[key] = _mapping(imp, gemmini_arch(), opts, llm)
             row.update(cache[key])
         except Exception as exc:  # noqa: BLE001
             row["message"] = f"mapping failed: {type(exc).__name__}: {exc}"[:500]
@@ -139,6 +155,7 @@ def run_one(model: str, exporter: str, seq: int | None, phase: str | None, steps
 
 
 def main(argv: list[str] | None = None) -> int:
+    from twill.cli.fuse_cmd import DEFAULT_TIME_LIMIT
     from twill.io.model_zoo import MODELS
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -147,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--llm", action="store_true", help="add the LLM rows (prefill and decode)")
     p.add_argument("--seq", type=int, default=512, help="tokens of the LLM rows")
     p.add_argument("--steps", type=int, default=300, help="FADiff steps (fuse's default)")
+    p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
+                   help="fuse's --time-limit (0: none), from the start of its mapping")  # fmt: skip
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     cases: list[tuple[str, int | None, str | None, bool]] = [
@@ -159,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     for model, seq, phase, llm in cases:
         for exporter in args.exporters.split(","):
             print(f"[{model} {phase or ''} {exporter}] ...", file=sys.stderr, flush=True)
-            rows.append(run_one(model, exporter, seq, phase, args.steps, cache, llm))
+            rows.append(run_one(model, exporter, seq, phase, args, cache, llm))
             print(f"  {_line(rows[-1])}", file=sys.stderr, flush=True)
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -178,6 +197,8 @@ def _line(r: dict[str, Any]) -> str:
         f"{name:24} {r['exporter']:7} layers {r['layers']:4} unique {r['unique_layers']:3} "
         f"MACs {r['macs']:.4g} (independent {r['macs_independent']:.4g}) "
         f"map {r.get('map_seconds', 0):6.1f} s fuse {r.get('fuse_seconds', 0):6.1f} s "
+        f"(CPU {r.get('map_cpu_seconds', 0):.0f} / {r.get('fuse_cpu_seconds', 0):.0f} s"
+        f"{', stopped at the time limit' if r.get('stopped') else ''}) "
         f"gain {gain if gain is None else round(gain, 3)} {r['status']} {r['message']}"
         + (
             f" | DRAM {r['dram_mb_layerwise']:.1f} -> {r['dram_mb_fused']:.1f} MB, EDP "

@@ -240,6 +240,37 @@ def test_cli_fuse_grouped_model_on_gemmini_and_simba(tmp_path, capsys):
         assert pairs <= {("000_dw", "001_pw1"), ("001_pw1", "002_pw2")}
 
 
+def test_cli_fuse_time_limit_returns_the_best_plan_so_far(tmp_path, capsys):
+    """``fuse --time-limit``: a limit already spent when FADiff starts still gives a verified
+    plan, never worse than the layer-wise plan it reports, and says it stopped there."""
+    import json
+
+    from twill.cli import main
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["b"], name="pw1"),
+        helper.make_node("Conv", ["b", "w2"], ["y"], name="pw2"),
+    ]
+    model = _save(
+        tmp_path, nodes, [("x", [1, 8, 8, 8])], [_w("w1", 16, 8, 1, 1), _w("w2", 8, 16, 1, 1)]
+    )
+    for limit, stopped in (("0.001", "time_limit"), ("0", None)):
+        argv = [
+            "fuse",
+            str(model),
+            "--steps",
+            "5",
+            "--workers",
+            "1",
+            "--json",
+            "--time-limit",
+            limit,
+        ]
+        assert main(argv) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["stopped"] == stopped and out["edp"] <= out["layerwise_edp"]
+
+
 def test_conv_1d_and_3d(tmp_path):
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c1", strides=[2])]
     imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 4, 16])], [_w("w", 8, 4, 3)], name="one"))

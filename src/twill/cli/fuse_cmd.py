@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,13 +20,18 @@ from twill.cli._args import (
     bounded_int,
     check_output_path,
     check_outputs_distinct,
+    nonnegative_float,
+    seconds_since_command_start,
     seed_int,
     write_output,
 )
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
-__all__ = ["register"]
+__all__ = ["DEFAULT_TIME_LIMIT", "register"]
+
+#: ``--time-limit``'s default (seconds): the command, its bound included, within 2 minutes
+DEFAULT_TIME_LIMIT = 100.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -73,6 +80,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="mapper of the layer-wise baseline (default cosa-edp; cosa = CoSA's objective)",
     )
     p.add_argument("--workers", type=bounded_int(1024), default=None, help="local pool size")
+    p.add_argument(
+        "--time-limit",
+        type=nonnegative_float,
+        default=DEFAULT_TIME_LIMIT,
+        help=f"seconds for the whole command, reading the model included (default "
+        f"{DEFAULT_TIME_LIMIT:g}; 0 = no limit): after the layer shapes are mapped, the "
+        "layer-wise gradient gets a third of what is left and FADiff the rest; at the limit "
+        "each returns its best verified plan so far, never worse than the layer-wise plan "
+        "(--json: stopped = 'time_limit')",
+    )
     p.set_defaults(func=_run)
 
 
@@ -93,14 +110,17 @@ def _run(args: argparse.Namespace) -> int:
     from twill.io.networks import load_network
     from twill.mapping.fadiff.fusion import check_gemmini
 
+    limit = args.time_limit or math.inf
+    deadline = time.perf_counter() - seconds_since_command_start() + limit
     _check_fuse_outputs(args)
     net = _network(args, load_network)
     arch = resolve_arch(args.arch)
     bad = check_gemmini(arch)
     if bad:
         raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
-    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch)
-    gain = _gain(net, arch, res, lw_plan, lw_rep)
+    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline)
+    stopped = "time_limit" if time.perf_counter() >= deadline else None
+    gain = {**_gain(net, arch, res, lw_plan, lw_rep), "stopped": stopped}
     rep = res.report
     if args.output:
         import yaml
@@ -142,9 +162,22 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
 
 
-def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any) -> Any:  # noqa: ANN401
+def _share(deadline: float, seed: int, part: float = 1.0) -> Any:  # noqa: ANN401
+    """Options with ``seed`` whose time limit is ``part`` of the time left to ``deadline``
+    (at least 0.01 s: a started call still returns its best plan so far)."""
+    from twill.options import SolverOptions
+
+    if math.isinf(deadline):
+        return None
+    left = max(0.01, part * (deadline - time.perf_counter()))
+    return SolverOptions(time_limit=left, seed=seed)
+
+
+def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
+               deadline: float = math.inf) -> Any:  # fmt: skip  # noqa: ANN401
     """The best layer-wise plan: every layer shape mapped by ``--layer-method`` (in a
-    process pool), then the layer-wise gradient (FADiff without fusion) from it; the better."""
+    process pool), then the layer-wise gradient (FADiff without fusion) from it, within a
+    third of the time left to ``deadline``; the better."""
     from twill.io.onnx_model import unique_layers
     from twill.mapping.fadiff.baselines import layerwise_plan
     from twill.mapping.fadiff.train import fadiff
@@ -159,20 +192,23 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any) -> Any: 
     base = layerwise_plan(net, arch, res.mappings(method), method).solution
     err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
     lg = fadiff(net, arch, fusion=False, steps=args.steps, seed=args.seed, init=base.plan,
-                candidates=[base.plan], device=args.device)  # fmt: skip
+                candidates=[base.plan], device=args.device,
+                options=_share(deadline, args.seed, 1 / 3))  # fmt: skip
     return min((base.plan, base.report), (lg.plan, lg.report), key=lambda x: x[1].edp)
 
 
-def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any) -> Any:  # noqa: ANN401
-    """FADiff started from the best layer-wise plan, with a progress bar; returns the FADiff
-    result (never worse than that plan: it is a candidate) and the layer-wise plan."""
+def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
+                          deadline: float = math.inf) -> Any:  # fmt: skip  # noqa: ANN401
+    """FADiff started from the best layer-wise plan, with a progress bar, both ending by
+    ``deadline`` (a ``perf_counter`` value); returns the FADiff result (never worse than that
+    plan: it is a candidate) and the layer-wise plan."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from twill.mapping.fadiff.train import fadiff
 
     err = Console(stderr=True)
-    lw_plan, lw_rep = _layerwise(args, net, arch, err)
+    lw_plan, lw_rep = _layerwise(args, net, arch, err, deadline)
     init = lw_plan if args.init != "none" else None
     with Progress(
         TextColumn("[bold]fadiff[/bold] {task.description}"),
@@ -191,7 +227,8 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any) -> Any:
             )
 
         res = fadiff(net, arch, steps=args.steps, seed=args.seed, device=args.device, init=init,
-                     candidates=[lw_plan], on_step=on_step)  # fmt: skip
+                     candidates=[lw_plan], on_step=on_step,
+                     options=_share(deadline, args.seed))  # fmt: skip
     if res.report.edp > lw_rep.edp:  # never worse than the layer-wise plan it reports
         res = replace(res, plan=lw_plan, report=lw_rep, source="layer-wise plan")
     return res, lw_plan, lw_rep
@@ -262,4 +299,6 @@ def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> No
         f"gain {gain['gain_vs_layerwise']:.3f}x over layer-wise"
         + (f" (bound: no fusion plan gains more than {bound:.3f}x)" if bound else "")
     )
+    if gain.get("stopped"):
+        con.print("stopped at --time-limit: the best verified plan found by then")
     sys.stdout.flush()

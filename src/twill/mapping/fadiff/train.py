@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 _ORDERS = ("WS", "IS", "OS")
 #: relative EDP improvement below which a read-out counts as "no progress" (plateau stop)
 _PLATEAU_TOL = 1e-3
+#: share of the time to a deadline that the gradient loop may use (the discrete phase the rest)
+_GRADIENT_SHARE = 0.4
 
 
 @dataclass(frozen=True)
@@ -323,7 +325,8 @@ def fadiff(
         Shared solver options; when given, ``options.seed`` replaces the settings' seed,
         ``options.threads`` sets torch's intra-op threads (1 otherwise) and
         ``options.on_progress`` receives ``{"step", "loss", "edp", "best_edp", "tau"}`` per
-        step. The run is bounded by ``steps``: ``options.time_limit`` is not used.
+        step; ``options.time_limit`` bounds the call as in :func:`solve` (the gradient loop
+        gets 40 % of it).
 
     Returns
     -------
@@ -342,8 +345,10 @@ def fadiff(
     cfg = replace(settings or FADiffSettings(), **overrides)
     if options is not None:
         cfg = replace(cfg, seed=options.seed)
+    limit = None if options is None else options.time_limit
+    stop = math.inf if limit is None else time.perf_counter() + limit
     with _torch_threads(1 if options is None else options.threads):
-        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options))
+        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options), stop)
 
 
 def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -356,8 +361,8 @@ def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) 
         The network, the (Gemmini-like) accelerator, fusion on or off (off: the DOSA-like
         layer-wise method), a start plan and the candidates the answer must not be worse than.
     options
-        ``time_limit`` bounds the whole call (a deadline: the gradient loop ends at it and
-        the discrete phase starts no polish or group search after it; the best verified plan
+        ``time_limit`` bounds the whole call (a deadline: the gradient loop ends at 40 % of
+        it and the discrete phase starts no polish or group search after it; the best verified plan
         so far is returned); ``seed`` seeds the Gumbel noise, ``threads`` sets torch's
         intra-op threads; ``fadiff`` holds a :class:`FADiffSettings` (its ``fusion`` and
         ``seed`` are the problem's and the options'); ``on_progress`` receives a
@@ -465,7 +470,9 @@ def _fadiff(
     caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
     warm = int(round(cfg.warmup_fraction * cfg.steps)) if cfg.fusion else cfg.steps
     fallback = list(init.mappings) if init else [all_dram_mapping(ly, arch) for ly in layers]
-    best = _ReadOuts(net, arch, stop=stop)
+    # the gradient gets a share of the time to the deadline; the discrete phase (polish and
+    # group search: where most fusion gains are found) keeps the rest
+    best = _ReadOuts(net, arch, stop=t0 + _GRADIENT_SHARE * (stop - t0))
     history: list[dict[str, float]] = []
     ref = None
     plateau_from = warm if E > 0 else 0  # fusion runs get their fusion phase first
@@ -506,6 +513,7 @@ def _fadiff(
         if best.should_stop(step, cfg, plateau_from):
             n_iter = step + 1
             break
+    best.stop = stop
     best_plan, best_rep, source = _discrete_phase(net, arch, cfg, method, candidates, best)
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
