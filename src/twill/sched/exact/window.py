@@ -53,7 +53,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from twill._interrupt import solve_cpsat
@@ -108,6 +108,7 @@ class WindowModel:
     anchor: dict[int, int]
     pinned: int
     overfull: str | None = None
+    twins: tuple[tuple[int, ...], ...] = ()
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -115,6 +116,7 @@ class WindowModel:
             "free_ops": sum(len(ops) for _, ops in self.free.values()),
             "components": self.components,
             "domain_values": sum(hi - lo + 1 for lo, hi in self.domain.values()),
+            "twins": sum(len(t) for t in self.twins),
         }
 
 
@@ -303,7 +305,7 @@ def build_window_model(m: ReducedModel) -> WindowModel:
                     if hi - lo < _WINDOW_MAX * ii:
                         pairs.append((x, y, lo, hi))
     cap_of = {fu: cap for fu, cap, _ in m.residue_groups}
-    return WindowModel(
+    wm = WindowModel(
         ii=ii,
         ops=ops,
         domain=domain,
@@ -317,6 +319,67 @@ def build_window_model(m: ReducedModel) -> WindowModel:
         pinned=comps[0][0] if comps else -1,
         overfull=overfull,
     )
+    return replace(wm, twins=twin_classes(wm))
+
+
+def twin_classes(wm: WindowModel) -> tuple[tuple[int, ...], ...]:
+    """Classes of interchangeable ops of the window model (symmetry breaking).
+
+    Two decided ops ``x, y`` are *twins* when swapping their starts maps the window model onto
+    itself: the same window, the same arcs to and from every other op (none between them),
+    the same reservation terms in every row and group, the same pair windows to every other
+    op (and a pair window between them, if any, symmetric: ``lo = -hi``), and neither is a
+    component's anchor (the translation steps move anchors). Then the swap of a solution is a
+    solution, so ``M(x) <= M(y)`` for the twins of a class in a fixed order keeps one of
+    every pair of swapped solutions: the yes/no answer is unchanged. Each class is returned
+    sorted; classes of one op are left out.
+    """
+    anchors = set(wm.anchor.values())
+    rel: dict[int, list[tuple[Any, ...]]] = {v: [] for v in wm.ops}
+    for x, y, w in wm.arcs:
+        rel[x].append(("out", y, w))
+        rel[y].append(("in", x, w))
+    for n, (_fu, _r, _cap, terms) in enumerate(wm.rows):
+        for i, q, u in terms:
+            rel[i].append(("row", n, q, u))
+    for n, (_fu, _cap, users) in enumerate(wm.groups):
+        for i, u in users:
+            rel[i].append(("group", n, u))
+    pairs: dict[int, dict[int, tuple[int, int]]] = {v: {} for v in wm.ops}
+    for x, y, lo, hi in wm.pairs:
+        pairs[y][x] = (lo, hi)  # M(y) - M(x) in [lo, hi]
+        pairs[x][y] = (-hi, -lo)
+    classes: dict[tuple[Any, ...], list[int]] = {}
+    for v in wm.ops:
+        if v not in anchors:
+            key = (wm.domain[v], tuple(sorted(rel[v], key=repr)))
+            classes.setdefault(key, []).append(v)
+    out = []
+    for ops in classes.values():
+        kept = [v for v in ops if all(_swappable(pairs, v, u) for u in ops if u != v)]
+        if len(kept) > 1:
+            out.append(tuple(sorted(kept)))
+    return tuple(out)
+
+
+def ordered_hint(wm: WindowModel, hint: dict[int, int] | None) -> dict[int, int] | None:
+    """``hint`` with each twin class's starts sorted onto its ops (a permutation of twins maps
+    a solution to a solution), so that it meets the symmetry-breaking rows."""
+    if not hint or not wm.twins:
+        return hint
+    out = dict(hint)
+    for twins in wm.twins:
+        if all(v in hint for v in twins):
+            out.update(zip(twins, sorted(hint[v] for v in twins), strict=True))
+    return out
+
+
+def _swappable(pairs: dict[int, dict[int, tuple[int, int]]], x: int, y: int) -> bool:
+    """The pair windows of ``x`` and ``y`` agree on every other op; between them symmetric."""
+    px = {z: w for z, w in pairs[x].items() if z != y}
+    py = {z: w for z, w in pairs[y].items() if z != x}
+    between = pairs[x].get(y)
+    return px == py and (between is None or between[0] == -between[1])
 
 
 def to_window(wm: WindowModel, starts: dict[int, int]) -> dict[int, int]:
@@ -455,8 +518,11 @@ def decide_cpsat(
         model.add_linear_expression_in_domain(
             start[y] - start[x], cp_model.Domain.from_values(allowed)
         )
+    for twins in wm.twins:  # symmetry breaking (twin_classes)
+        for x, y in zip(twins, twins[1:], strict=False):
+            model.add(start[x] <= start[y])
     if hint:
-        for v, t in hint.items():
+        for v, t in ordered_hint(wm, hint).items():
             if v in start:
                 model.add_hint(start[v], t)
                 model.add_hint(res[v], t % ii)
@@ -549,7 +615,15 @@ def decide_cbc(
         for i, q, u in terms:
             expr += [u * var for t, var in x[i].items() if t % ii == q]
         prob += pulp.lpSum(expr) <= cap, f"mrt_{fu}_{r}_{n}"
+    for n, twins in enumerate(wm.twins):  # symmetry breaking (twin_classes)
+        for k, (a, b) in enumerate(zip(twins, twins[1:], strict=False)):
+            prob += (
+                pulp.lpSum(t * var for t, var in x[a].items())
+                <= pulp.lpSum(t * var for t, var in x[b].items()),
+                f"twin_{n}_{k}",
+            )
     prob.setObjective(pulp.LpAffineExpression())
+    hint = ordered_hint(wm, hint)
     warm = False
     if hint and all(v in hint and hint[v] in x[v] for v in wm.ops):
         for v in wm.ops:
