@@ -145,8 +145,9 @@ def skip_reason(method: str, g: Any, form: str, D: int, args: argparse.Namespace
 def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: Any) -> dict:
     """Run one method (in the child process) and return its row fields."""
     from twill.options import SolverOptions
+    from twill.sched.baselines import exact
     from twill.sched.baselines.categorical import gumbel_schedule
-    from twill.sched.baselines.exact import exact_schedule
+    from twill.sched.baselines.common import keyword_problem
     from twill.sched.baselines.force_directed import force_directed_schedule
     from twill.sched.baselines.list_sched import list_schedule
 
@@ -166,7 +167,7 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
         t0 = time.perf_counter()
         extra = {"precedence_cuts": True} if args.cpsat_cuts else {}
         opts = SolverOptions(time_limit=args.cpsat_limit, seed=args.cpsat_seed, extra=extra)
-        r = exact_schedule(g, form, D=D, II=II_, options=opts)
+        r = exact.run(keyword_problem(g, form, D, II_, 100.0), opts)
     else:
         import torch  # noqa: F401
 

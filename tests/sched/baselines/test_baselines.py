@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from twill.errors import InvalidProblemError
 from twill.gaus_solver import GauSSolver, generate_random_dag
 from twill.results import Status
 from twill.sched.baselines.categorical import gumbel_schedule
@@ -25,15 +24,20 @@ class TestBaselines:
         r = fn(g, "A", **kw)
         assert r.legal and r.objective is not None
 
-    def test_gumbel_options_replace_seed_and_time_limit(self) -> None:
+    def test_gumbel_keywords_are_its_options(self) -> None:
+        """The keyword front door builds the options ``run`` takes: the same run either way;
+        the time limit stops it before the first epoch."""
         from twill.options import SolverOptions
+        from twill.sched.baselines.categorical import GumbelSettings, run
+        from twill.sched.baselines.common import keyword_problem
 
         g = from_dependence_graph(generate_random_dag(30, 0.1, 0, seed=2))
-        by_options = gumbel_schedule(g, "A", epochs=3, seed=30, options=SolverOptions(seed=5))
+        by_options = run(keyword_problem(g, "A", None, None, 100.0),
+                         SolverOptions(seed=5, gumbel=GumbelSettings(epochs=3)))  # fmt: skip
         by_keyword = gumbel_schedule(g, "A", epochs=3, seed=5)
         assert by_options.schedule == by_keyword.schedule
         assert by_options.objective == by_keyword.objective
-        stopped = gumbel_schedule(g, "A", epochs=50, options=SolverOptions(time_limit=1e-9))
+        stopped = gumbel_schedule(g, "A", epochs=50, time_limit=1e-9)
         assert stopped.iterations == 0 and not stopped.legal
 
     @pytest.mark.parametrize("fn", [list_schedule, force_directed_schedule])
@@ -82,11 +86,13 @@ class TestExact:
         r = exact_schedule(g, "C", II=8, D=40, time_limit=5)
         assert r.legal and r.bound <= r.objective
 
-    def test_exact_options_merge_with_the_keywords(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """A value set in one place is used, set in both places differently it is an error;
-        the time limit bounds the whole call (CP-SAT gets what model building left)."""
+    def test_exact_options_reach_cp_sat(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The options' threads, seed and time limit reach CP-SAT, from ``run`` and from the
+        keyword front door; the time limit bounds the whole call (CP-SAT gets what model
+        building left)."""
         from twill.options import SolverOptions
         from twill.sched.baselines import exact
+        from twill.sched.baselines.common import keyword_problem
 
         seen: list[tuple[float, int, int]] = []
 
@@ -99,13 +105,11 @@ class TestExact:
         monkeypatch.setattr(exact, "solve_cpsat", spy)
         g = from_dependence_graph(generate_random_dag(8, 0.2, 0, seed=3))
         o = SolverOptions(time_limit=7, threads=2, seed=5)
-        r = exact.exact_schedule(g, "A", D=8, threads=1, seed=0, options=o)
+        r = exact.run(keyword_problem(g, "A", 8, None, 100.0), o)
         assert r.status is Status.OPTIMAL
-        exact.exact_schedule(g, "A", D=8, time_limit=99, threads=2, options=SolverOptions(seed=4))
+        exact.exact_schedule(g, "A", D=8, time_limit=99, threads=2, seed=4)
         assert [(round(t), w, s) for t, w, s in seen] == [(7, 2, 5), (99, 2, 4)]
         assert all(t <= limit for (t, _, _), limit in zip(seen, (7, 99), strict=True))
-        with pytest.raises(InvalidProblemError, match="time_limit=99 as a keyword"):
-            exact.exact_schedule(g, "A", D=8, time_limit=99, options=o)
 
     @pytest.mark.parametrize("seed", [11, 12])
     def test_precedence_cuts_keep_every_legal_schedule_and_the_optimum(self, seed: int) -> None:
@@ -115,7 +119,8 @@ class TestExact:
         from ortools.sat.python import cp_model
 
         from twill.options import SolverOptions
-        from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
+        from twill.sched.baselines.common import keyword_problem
+        from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule, run
         from twill.sched.gaus.verify import objective_a
 
         g = from_dependence_graph(generate_random_dag(14, 0.25, 0, seed=seed))
@@ -128,6 +133,6 @@ class TestExact:
         assert solver.ObjectiveValue() / scale == pytest.approx(objective_a(g, t, 100.0))
         plain = exact_schedule(g, "A", D=10, time_limit=20)
         cuts = SolverOptions(time_limit=20, extra={"precedence_cuts": True})
-        cut = exact_schedule(g, "A", D=10, options=cuts)
+        cut = run(keyword_problem(g, "A", 10, None, 100.0), cuts)
         assert plain.status is cut.status is Status.OPTIMAL
         assert cut.objective == pytest.approx(plain.objective)

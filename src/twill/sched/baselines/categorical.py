@@ -21,7 +21,7 @@ epoch count, and the legality check time is included in ``seconds``.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,7 +30,7 @@ from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status
-from twill.sched.baselines.common import front_options, keyword_problem, package, reported
+from twill.sched.baselines.common import keyword_problem, package, reported
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
@@ -93,17 +93,12 @@ def gumbel_schedule(
     entropy_ratio: float = 100.0,
     seed: int = 30,
     time_limit: float | None = None,
-    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
-    """:func:`run` on the problem and settings these keywords describe (GS-Schedule's seed
-    30 by default; with ``options`` its seed unless ``seed`` is given too, when they must
-    agree)."""
-    given: dict[str, object] = {"time_limit": time_limit}
-    if options is None or seed != 30:
-        given["seed"] = seed
-    opts = front_options(options, **given)
+    """:func:`run` on the problem, settings and options these keywords describe
+    (GS-Schedule's seed 30 by default)."""
     settings = GumbelSettings(epochs, batch, tau, lr, entropy_ratio)
-    return run(keyword_problem(g, formulation, D, None, ratio), replace(opts, gumbel=settings))
+    options = SolverOptions(time_limit=time_limit, seed=seed, gumbel=settings)
+    return run(keyword_problem(g, formulation, D, None, ratio), options)
 
 
 def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:

@@ -1,5 +1,5 @@
-"""Shared plumbing of the scheduling baselines: the options of their keyword front doors,
-the start-step window, and verify, score, report and package a schedule.
+"""Shared plumbing of the scheduling baselines: their keyword front doors, the start-step
+window, and verify, score, report and package a schedule.
 
 Every baseline is ``solve(problem, options) -> SolveResult`` on a
 :class:`~twill.sched.gaus.problem.GauSProblem`, with ``run(problem, options)`` returning the
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,6 @@ from twill.sched.gaus.verify import discrete_objective, schedule_violations
 
 __all__ = [
     "StartWindow",
-    "front_options",
     "keyword_front_door",
     "keyword_problem",
     "package",
@@ -68,16 +67,6 @@ def keyword_front_door(
     front.__doc__ = f"""``run`` of :mod:`{run.__module__}` on the problem these keywords
     describe (``II``: formulation C only)."""
     return front
-
-
-def front_options(options: SolverOptions | None, **given: Any) -> SolverOptions:
-    """``options`` merged with a keyword front door's ``threads``, ``seed`` and
-    ``time_limit`` (:meth:`~twill.options.SolverOptions.overrides`: set in one place it is
-    used, set in both places to different values it is an error)."""
-    options = options or SolverOptions()
-    chosen = options.overrides(**given)
-    return replace(options, threads=chosen["threads"], seed=chosen.get("seed", options.seed),
-                   time_limit=chosen.get("time_limit"))  # fmt: skip
 
 
 def problem_window(

@@ -42,7 +42,6 @@ from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status
 from twill.sched.baselines.common import (
-    front_options,
     keyword_problem,
     package,
     problem_window,
@@ -112,16 +111,12 @@ def exact_schedule(
     time_limit: float = DEFAULT_TIME_LIMIT,
     threads: int = 1,
     seed: int = 0,
-    options: SolverOptions | None = None,
 ) -> ScheduleRunResult:
-    """:func:`run` on the problem these keywords describe. ``threads``, ``seed`` and
-    ``time_limit`` merge with ``options`` (set in one place: used; in both, differently: an
-    error); ``time_limit`` at its default counts as not set."""
-    given: dict[str, Any] = {"threads": threads, "seed": seed}
-    if time_limit != DEFAULT_TIME_LIMIT:
-        given["time_limit"] = time_limit
-    opts = front_options(options, **given)
-    return run(keyword_problem(g, formulation, D, II, ratio), opts)
+    """:func:`run` on the problem and options these keywords describe (code that holds a
+    :class:`~twill.options.SolverOptions`, e.g. with ``extra["precedence_cuts"]``, calls
+    :func:`run` or :func:`solve` itself)."""
+    options = SolverOptions(time_limit=time_limit, threads=threads, seed=seed)
+    return run(keyword_problem(g, formulation, D, II, ratio), options)
 
 
 def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
