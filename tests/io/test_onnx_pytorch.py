@@ -217,3 +217,45 @@ def test_zoo_options_refused_where_they_do_not_apply(capsys):
     for argv, why in cases:
         assert main(["import-onnx", *argv, "-o", "unused"]) == 2
         assert why in capsys.readouterr().err
+
+
+class _CachedDecoder(nn.Module):
+    """Two pre-norm blocks decoding one token, the KV cache passed as ``past_key_values``
+    (one key and one value tensor per block, ``(1, heads, S, d / heads)``, as Hugging Face
+    exports it) and the grown cache returned as ``present``."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(_Block(d, heads) for _ in range(2))
+
+    def forward(self, x, k0, v0, k1, v1):
+        present = []
+        for blk, (pk, pv) in zip(self.blocks, ((k0, v0), (k1, v1)), strict=True):
+            b, s, d = x.shape
+            q, k, v = blk.qkv(blk.ln1(x)).view(b, s, 3, blk.h, d // blk.h).unbind(2)
+            q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+            k, v = torch.cat([pk, k], 2), torch.cat([pv, v], 2)
+            a = nn.functional.scaled_dot_product_attention(q, k, v)
+            x = x + blk.o(a.transpose(1, 2).reshape(b, s, d))
+            x = x + blk.down(nn.functional.gelu(blk.up(blk.ln2(x))))
+            present += [k, v]
+        return x, *present
+
+
+@pytest.mark.parametrize("exporter", ["legacy", "dynamo"])
+def test_decode_from_past_key_values_inputs(tmp_path, exporter):
+    """A decoder exported with its KV cache as inputs (``past_key_values``) imports as the
+    decode phase: the attention matmuls run against the cache of S = 24 keys plus the new one,
+    per head, and the MACs equal a count by hand."""
+    pytest.importorskip("onnxscript") if exporter == "dynamo" else None
+    S = 24
+    cache = [torch.zeros(1, 4, S, 8) for _ in range(4)]
+    module = _CachedDecoder().eval()
+    module.example_inputs = lambda _shape: (torch.zeros(1, 1, 32), *cache)
+    imp = read_onnx(export_onnx(module, (1, 1, 32), tmp_path / "kv.onnx", exporter))
+    att = [(ly.dim(Dim.P), ly.dim(Dim.C), ly.dim(Dim.K), ly.groups) for ly in imp.layers
+           if ly.groups > 1]  # fmt: skip
+    assert att == [(1, 8, S + 1, 4), (1, S + 1, 8, 4)] * 2  # q.K^T and P.V over S + 1 keys
+    per_block = 32 * 96 + 2 * 4 * (S + 1) * 8 + 32 * 32 + 2 * 32 * 128
+    assert imp.network.macs == 2 * per_block
+    assert all(ly.dim(Dim.P) == 1 for ly in imp.layers)  # one token: GEMVs
