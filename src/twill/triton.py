@@ -133,7 +133,8 @@ def register_conflict(graph: DependenceGraph) -> str | None:
     Two results ``a`` and ``b`` read by one op ``v`` (distance 0, delay at least 1) are both
     live when the later of them issues (a value is live from its issue to its last user's).
     Each holds ``regs`` registers per thread on each of its ``k`` warp slots; when
-    ``k_a + k_b`` exceeds the slots there are, they share one, and if their registers together
+    ``k_a + k_b`` exceeds the slots open to them (all but the variable-latency slot, which
+    holds nothing else), they share one, and if their registers together
     exceed the limit there, no placement and no I fits them. Wide element-wise kernels (a
     32768-element FP32 block: 128 registers on each of two warp groups) meet this: Twill
     models each op as a whole-tile op whose result is held until read, on Twill's three
@@ -145,9 +146,11 @@ def register_conflict(graph: DependenceGraph) -> str | None:
     limit, slots = rules.registers_per_warp, rules.num_warps(graph)
     if limit is None:
         return None
+    slots -= any(i.variable_latency for i in graph.instructions)  # slot 0: theirs alone
     for v in graph.instructions:
         ins = [graph.instruction(e.src) for e in graph.in_edges(v.name)
-               if e.distance == 0 and e.delay >= 1 and e.src != v.name]  # fmt: skip
+               if e.distance == 0 and e.delay >= 1 and e.src != v.name
+               and not graph.instruction(e.src).variable_latency]  # fmt: skip
         for k, a in enumerate(ins):
             for b in ins[k + 1 :]:
                 ka, kb = (
@@ -158,8 +161,8 @@ def register_conflict(graph: DependenceGraph) -> str | None:
                     return (
                         f"no schedule at any I: {v.name} ({v.note or v.unit}) reads {a.name} and "
                         f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
-                        f"must share (each spans {ka} and {kb} of the {slots} slots), over the "
-                        f"limit of {limit}; the kernel's tiles are too wide for Twill's warp "
+                        f"must share (each spans {ka} and {kb} of the {slots} slots open to "
+                        f"them), over the limit of {limit}; the kernel's tiles are too wide for Twill's warp "
                         "groups (a smaller block size, or fewer live tiles, fits)"
                     )
     return None

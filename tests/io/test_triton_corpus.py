@@ -196,3 +196,8 @@ def test_registers_too_wide_for_the_warp_groups_are_named() -> None:
     why = register_conflict(chain(8))
     assert why is not None and "no schedule at any I: v" in why and "128 + 128" in why
     assert register_conflict(chain(4)) is None
+    # the exact search agrees: nothing up to I = 12 with two slots each, a schedule with one
+    from twill.twill_solver import twill_solve
+
+    assert twill_solve(chain(8), backend="cpsat", max_I=12).I is None
+    assert twill_solve(chain(4), backend="cpsat", max_I=12).I is not None
