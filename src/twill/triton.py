@@ -162,8 +162,8 @@ def register_conflict(graph: DependenceGraph) -> str | None:
                         f"no schedule at any I: {v.name} ({v.note or v.unit}) reads {a.name} and "
                         f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
                         f"must share (each spans {ka} and {kb} of the {slots} slots open to "
-                        f"them), over the limit of {limit}; the kernel's tiles are too wide for Twill's warp "
-                        "groups (a smaller block size, or fewer live tiles, fits)"
+                        f"them), over the limit of {limit}; the kernel's tiles are too wide for "
+                        "Twill's warp groups (a smaller block size, or fewer live tiles, fits)"
                     )
     return None
 
