@@ -412,8 +412,9 @@ def search_min_ii(
 
 
 _AT_INCUMBENT_MIN = 1.0  # seconds: less left and the incumbent is returned as it is
-_GAUS_SECONDS = 10.0  # GauS-C's budget on large loops: at most 1/4 of the time left, and not
-# tried under 2 s (the torch import alone takes seconds)
+_GAUS_SECONDS = 10.0  # GauS-C's budget on large loops: at most 1/4 of the time left
+_GAUS_MIN_LEFT = 60.0  # ... and only with this much left: its torch import, which no deadline
+# bounds, took 2-20 s on the loaded development machine
 
 
 @dataclass
@@ -456,7 +457,8 @@ class _Run:
         heur = heuristic_schedule(self.graph, mii=lo, deadline=self.deadline)
         left = self.left()
         budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
-        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo and budget >= 2:
+        roomy = left is None or left >= _GAUS_MIN_LEFT
+        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo and roomy:
             self.best = (heur.I, heur.L)
             self.event(heur.I, heur.I, "incumbent")  # IMS's, while GauS looks below it
             heur = improve_with_gaus(self.graph, heur, lo, budget)
