@@ -7,7 +7,8 @@ resource model (fixed seeds), the minimum-I search runs as ``twill solve`` does:
 iterative modulo scheduling, on loops of 500+ operations GauS formulation C below its I (the
 incumbent, verified; ``incumbent_source`` says which won), then exact Phase-1 solves from MII up
 to the incumbent's I, under a per-solve and a per-loop time limit. One row per loop and
-backend: ``loop``, ``ops``, ``mii``, ``incumbent_I``, ``incumbent_seconds``, ``I``,
+backend: ``loop``, ``ops``, ``mii``, ``first_I`` and ``first_seconds`` (the first verified
+schedule, IMS's), ``incumbent_I``, ``incumbent_seconds``, ``incumbent_source``, ``I``,
 ``lower_bound`` (every smaller I is excluded by a proof), ``gap`` (``I - lower_bound``),
 ``optimal``, ``status``, ``L``, ``L_optimal``, ``seconds``. Every schedule passed the
 independent verifier inside the solver.
@@ -89,6 +90,8 @@ def run_one(name: str, graph, backend: str, time_limit: float, budget: float) ->
         "edges": len(graph.edges),
         "mii": r.mii,
         "backend": backend,
+        "first_I": (h.first or (h.I, h.seconds))[0] if h else None,  # IMS (or serial)
+        "first_seconds": round((h.first or (h.I, h.seconds))[1], 3) if h else None,
         "incumbent_I": h.I if h else None,
         "incumbent_seconds": round(h.seconds, 3) if h else None,
         "incumbent_source": h.method if h else None,  # ims, gaus-C or serial
@@ -173,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(run_one(name, graph, backend, args.time_limit, args.budget))
             r = rows[-1]
             print(f"{name:<32} {backend:<6} ops={r['ops']:<5} MII={r['mii']:<4} "
-                  f"IMS={r['incumbent_I']} ({r['incumbent_seconds']:.2f}s) I={r['I']} "
+                  f"IMS={r['first_I']} ({r['first_seconds']:.2f}s) "
+                  f"inc={r['incumbent_I']} {r['incumbent_source']} ({r['incumbent_seconds']:.2f}s) "
+                  f"I={r['I']} "
                   f"lb={r['lower_bound']} proven={r['optimal']} {r['seconds']:.1f}s",
                   file=sys.stderr, flush=True)  # fmt: skip
     summary = _summary(rows, args.backends, load_before)
@@ -197,6 +202,7 @@ def _summary(rows: list[dict], backends: list[str], load_before: list[float]) ->
             "proven": sum(r["optimal"] for r in mine),
             "incumbent_at_optimum": sum(r["optimal"] and r["incumbent_I"] == r["I"] for r in mine),
             "max_incumbent_seconds": max((r["incumbent_seconds"] for r in mine), default=None),
+            "max_first_seconds": max((r["first_seconds"] for r in mine), default=None),
             "max_gap": max((r["gap"] for r in mine if r["gap"] is not None), default=None),
             "total_seconds": round(sum(secs), 2),
             "median_seconds": round(statistics.median(secs), 4) if secs else None,

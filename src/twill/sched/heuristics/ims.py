@@ -73,6 +73,9 @@ class HeuristicSchedule:
         Wall time of the heuristic, every ``II`` tried included.
     tried
         ``(II, succeeded)`` for every ``II`` tried, in order.
+    first
+        ``(I, seconds)`` of the first verified schedule (IMS's or the serial one) when a
+        second source ran after it (:mod:`.gaus_c`), else ``None`` (it is this one).
     """
 
     I: int
@@ -81,6 +84,7 @@ class HeuristicSchedule:
     method: str
     seconds: float
     tried: tuple[tuple[int, bool], ...] = ()
+    first: tuple[int, float] | None = None
 
 
 class _Loop:
