@@ -237,19 +237,28 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
 def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any) -> dict[str, Any]:  # noqa: ANN401
     """``layerwise_edp``, ``edp``, ``gain_vs_layerwise`` (layer-wise EDP / FADiff's, ≥ 1) and
     ``bound_gain``: the most any fusion plan could gain over the layer-wise plan's EDP (its
-    EDP over the capacity bound, docs/fadiff.md "Bounds"), ``None`` if not computable."""
+    EDP over the capacity bound, docs/fadiff.md "Bounds"), ``None`` if not computable, with
+    ``bound_note`` saying why."""
     from twill.mapping.fadiff.bounds import fusion_bounds
 
-    try:
-        bound = fusion_bounds(net, arch, lw_plan).capacity_edp
-        bound_gain = lw_rep.edp / bound if bound > 0 else None
-    except Exception:  # noqa: BLE001 - a bound is extra information, never a failure
-        bound_gain = None
+    bound_gain, note = None, None
+    names = {lv.name for lv in arch.levels}
+    if not {"Registers", "Accumulator", "Scratchpad"} <= names:
+        # the floors are Gemmini's: registers, an accumulator, one scratchpad for weights
+        # and inputs (Simba's per-PE weight, input and accumulation buffers have none yet)
+        note = f"the bounds model Gemmini's memory levels; {arch.name} has other levels"
+    else:
+        try:
+            bound = fusion_bounds(net, arch, lw_plan).capacity_edp
+            bound_gain = lw_rep.edp / bound if bound > 0 else None
+        except Exception as exc:  # noqa: BLE001 - a bound is extra information, never a failure
+            note = f"bound not computed: {type(exc).__name__}: {exc}"
     return {
         "layerwise_edp": lw_rep.edp,
         "edp": res.report.edp,
         "gain_vs_layerwise": lw_rep.edp / res.report.edp,
         "bound_gain": bound_gain,
+        "bound_note": note,
     }
 
 
@@ -299,6 +308,8 @@ def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> No
         f"gain {gain['gain_vs_layerwise']:.3f}x over layer-wise"
         + (f" (bound: no fusion plan gains more than {bound:.3f}x)" if bound else "")
     )
+    if gain.get("bound_note"):
+        con.print(f"no fusion bound: {gain['bound_note']}", markup=False, highlight=False)
     if gain.get("stopped"):
         con.print("stopped at --time-limit: the best verified plan found by then")
     sys.stdout.flush()
