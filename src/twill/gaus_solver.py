@@ -160,7 +160,7 @@ def gaus_solve_twill_graph(
         Log progress at INFO.
     **options
         Passed to :class:`GauSSolver` (``lr``, ``max_iters``, ``device``, ``seed``,
-        ``options``, ...). ``options.time_limit`` bounds the whole search over II.
+        ``total_time_limit``, ...). ``total_time_limit`` bounds the whole search over II.
 
     Returns
     -------

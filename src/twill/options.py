@@ -65,19 +65,6 @@ def _positive_int(name: str, value: object) -> int:
     return value
 
 
-def _merged(name: str, keyword: Any, option: Any, default: Any, field_name: str = "") -> Any:
-    """One field of :meth:`SolverOptions.overrides`: the value set (not ``default``) in either
-    place, or an error when both are set to different values."""
-    if keyword is default or (default is not None and keyword == default):
-        return option
-    if option is default or (default is not None and option == default) or option == keyword:
-        return keyword
-    raise InvalidProblemError(
-        f"{name}={keyword!r} as a keyword and {field_name or name}={option!r} in the options: "
-        "give it once"
-    )
-
-
 @dataclass(frozen=True)
 class SolverOptions:
     """What every solver takes besides its problem.
@@ -187,38 +174,6 @@ class SolverOptions:
         if started.deadline is not None and started.deadline <= end:
             return started
         return replace(started, deadline=end)
-
-    def overrides(self, time_key: str = "time_limit", **given: Any) -> dict[str, Any]:
-        """The keyword values of a solver that also takes ``threads``, a time limit (under
-        ``time_key``) and ``on_progress`` one by one, merged with these options.
-
-        ``given`` holds the values the caller received as keywords. The merge keeps both
-        (decisions.md, "explicit keywords and options"): a field set in only one place is
-        taken from there; set in both to different values it is an error, never a silent
-        choice. A keyword at its default (``threads=1``, ``None``) counts as not set, and so
-        does an options field at its default. ``seed`` (default 0) is merged the same way
-        when the caller passes it (solvers that draw random numbers).
-
-        >>> SolverOptions(time_limit=5, threads=2).overrides("total_time_limit")
-        {'threads': 2, 'total_time_limit': 5.0}
-        >>> SolverOptions(time_limit=5).overrides(threads=4)["threads"]
-        4
-        >>> SolverOptions(threads=2).overrides(threads=4)  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        twill.errors.InvalidProblemError: threads=4 as a keyword and threads=2 in the options: ...
-        """
-        out: dict[str, Any] = {"threads": _merged("threads", given.get("threads", 1),
-                                                  self.threads, 1)}  # fmt: skip
-        limit = _merged(time_key, given.get(time_key), self.time_limit, None, "time_limit")
-        if limit is not None:
-            out[time_key] = limit
-        progress = _merged("on_progress", given.get("on_progress"), self.on_progress, None)
-        if progress is not None:
-            out["on_progress"] = progress
-        if "seed" in given:
-            out["seed"] = _merged("seed", given["seed"], self.seed, 0)
-        return out
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "time_limit", _time_limit(self.time_limit))

@@ -54,7 +54,7 @@ def test_search_over_ii_shares_one_deadline() -> None:
     g = generate_random_dag(800, 0.006, 6, seed=5)
     t0 = time.perf_counter()
     r = gaus_solve_twill_graph(g, max_iters=10_000_000, patience=10_000_000,
-                               options=SolverOptions(time_limit=T))  # fmt: skip
+                               total_time_limit=T)  # fmt: skip
     assert _within(time.perf_counter() - t0), time.perf_counter() - t0
     assert r.status in (Status.FEASIBLE, Status.UNKNOWN, Status.INFEASIBLE)
 

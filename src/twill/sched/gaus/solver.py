@@ -148,8 +148,8 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     options
         ``time_limit`` bounds the whole call (a deadline: the gradient phase and every local
         search after it stop at it, and the best legal schedule so far is returned);
-        ``seed``, ``threads`` (torch threads), ``on_progress`` (one
-        :class:`~twill.progress.ProgressEvent` per Adam step) and ``gaus`` (a
+        ``seed``, ``threads`` (torch threads; above 1 they replace the ``threads`` setting),
+        ``on_progress`` (one :class:`~twill.progress.ProgressEvent` per Adam step) and ``gaus`` (a
         :class:`GauSSettings`; ``None``: :func:`default_settings` of the formulation).
 
     Returns
@@ -181,8 +181,8 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
         raise InvalidProblemError(
             f"options.gaus must be a GauSSettings, found {type(settings).__name__}"
         )
-    threads = options.overrides(threads=settings.threads)["threads"]
-    settings = replace(settings, threads=threads)
+    if options.threads > 1:  # the options' solver threads, else the settings' own
+        settings = replace(settings, threads=options.threads)
     return _solve(_setup(problem, settings, options, start))
 
 
@@ -208,12 +208,11 @@ class GauSSolver:
         handler is added if the logger has none); the logger is restored afterwards.
     on_progress
         Called with a :class:`~twill.progress.ProgressEvent` after each Adam step.
-    options
-        The shared :class:`~twill.options.SolverOptions`: its ``seed``, ``threads`` (torch
-        threads during the run) and ``on_progress`` merge with those keywords (a value set in
-        only one place is used; one set in both places to different values raises
-        :class:`~twill.errors.InvalidProblemError`); its ``time_limit`` bounds each whole
-        solve (the ``time_limit`` setting bounds the gradient phase only).
+    total_time_limit
+        Seconds for each whole solve (a deadline: the best legal schedule so far when it
+        passes); the ``time_limit`` setting bounds the gradient phase only. The keywords
+        become the :class:`~twill.options.SolverOptions` of :func:`run`; code that holds
+        options calls :func:`run` or :func:`solve` on a :class:`GauSProblem` itself.
     **settings
         Any other field of :class:`GauSSettings` (``max_iters``, ``inner_steps``, ``tau``, ...).
 
@@ -235,24 +234,21 @@ class GauSSolver:
         seed: int = 0,
         verbose: bool = False,
         on_progress: OnProgress | None = None,
-        options: SolverOptions | None = None,
+        total_time_limit: float | None = None,
         **settings: Any,
     ) -> None:
-        options = options or SolverOptions()
-        chosen = options.overrides(on_progress=on_progress, seed=seed,
-                                   threads=settings.get("threads", 1))  # fmt: skip
         check_int(D, "D", none=True)
-        check_int(chosen["seed"], "seed", minimum=0)
+        check_int(seed, "seed", minimum=0)
         self.graph = as_gaus_graph(graph)
         self.original = graph if isinstance(graph, DependenceGraph) else None
         self.D = D
         self.verbose = verbose
-        self.explicit = {**settings, "device": device, "threads": chosen["threads"]}
+        self.explicit = {**settings, "device": device}
         if lr is not None:
             self.explicit["lr"] = lr
         self.settings = GauSSettings(**self.explicit)  # checked now
-        self.options = replace(options, seed=chosen["seed"], threads=1,
-                               on_progress=chosen.get("on_progress"))  # fmt: skip
+        self.options = SolverOptions(time_limit=total_time_limit, seed=seed,
+                                     on_progress=on_progress)  # fmt: skip
 
     @property
     def seed(self) -> int:
