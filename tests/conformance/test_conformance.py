@@ -9,10 +9,14 @@ Every entry of :data:`SOLVERS` runs through the same checks:
 * determinism: the same seed and inputs give the same status, solution and objective;
 * ``to_dict()`` of both the native and the shared result goes through ``json.dumps``;
 * the input is not modified;
-* for the solvers moved to ``solve(problem, options=None) -> SolveResult`` (``Entry.entry``,
-  the GauS family; issue 40): that signature (read with ast), typed and picklable
-  ``ProgressEvent``s, the same result and events in a spawned process with the options and
-  callback pickled across, and the same result from ``twill gaus --json``.
+* every entry point is ``solve(problem, options=None) -> SolveResult`` (``Entry.entry``;
+  issue 40): that signature (read with ast), every module-level ``solve`` of ``twill.sched``
+  and ``twill.mapping`` registered here, typed and picklable ``ProgressEvent``s, the same
+  result and events in a spawned process with the options and callback pickled across, and
+  the same result from the command line (``twill gaus --json``, ``twill map --json``,
+  ``twill solve --json``; Phase 1, Phase 2 at a point, the minimum-I search, Algorithm 1
+  and the pinned search have no command of their own: ``twill solve`` runs them inside the
+  pipeline).
 
 Adding a solver (or a mapper) is one :class:`Entry` in :data:`SOLVERS`: how to build its small
 instance, how to run it under :class:`~twill.options.SolverOptions`, and how to verify a
@@ -351,6 +355,26 @@ def test_entry_points_take_problem_and_options(entry: Entry) -> None:
     assert not (a.vararg or a.kwarg or a.kwonlyargs), entry.entry
     assert len(a.defaults) == 1 and ast.literal_eval(a.defaults[0]) is None, entry.entry
     assert fn.returns is not None and ast.unparse(fn.returns) == "SolveResult", entry.entry
+
+
+def test_every_solve_in_sched_and_mapping_is_registered() -> None:
+    """Issue 40: a module-level ``solve`` anywhere in ``twill.sched`` or ``twill.mapping`` is
+    a solver entry point, so it must be in :data:`SOLVERS` (and so runs every check here,
+    the signature test above included); a new solver cannot escape the registry."""
+    from pathlib import Path
+
+    import twill
+
+    src = Path(twill.__file__).parent
+    found = set()
+    for family in ("sched", "mapping"):
+        for path in sorted((src / family).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            if any(isinstance(n, ast.FunctionDef) and n.name == "solve" for n in tree.body):
+                module = ".".join(path.relative_to(src.parent).with_suffix("").parts)
+                found.add(f"{module}:solve")
+    assert len(found) >= 18
+    assert found <= {e.entry for e in SOLVERS}, sorted(found - {e.entry for e in SOLVERS})
 
 
 @pytest.mark.parametrize("entry", _params("shape"))
