@@ -33,7 +33,7 @@ from twill.mapping.workload import Dim, Layer
 
 __all__ = [
     "ZIGZAG_DIM",
-    "PeerResult",
+    "PeerCost",
     "zigzag_available",
     "zigzag_workload",
     "zigzag_mapping",
@@ -58,8 +58,9 @@ _LINKS = {"O": "O", "W": "I2", "I": "I1"}
 
 
 @dataclass(frozen=True)
-class PeerResult:
-    """One ZigZag answer: energy (pJ), latency (cycles, on/off-loading included), seconds."""
+class PeerCost:
+    """ZigZag's cost of one mapping (its own cost model, not a solver result): energy (pJ),
+    latency (cycles, on/off-loading included), the seconds ZigZag took and its mapping."""
 
     energy_pj: float
     latency_cycles: float
@@ -177,7 +178,7 @@ def _hint_mapping(arch: Arch) -> dict[str, Any]:
 
 def _run(
     layer: Layer, mapping_entry: dict[str, Any], accelerator: str | Path, **kw: Any
-) -> PeerResult:
+) -> PeerCost:
     import time
 
     import yaml
@@ -201,12 +202,12 @@ def _run(
         finally:
             logging.disable(prev)
         seconds = time.perf_counter() - t0
-    return PeerResult(float(out[0]), float(out[1]), seconds, mapping_entry)
+    return PeerCost(float(out[0]), float(out[1]), seconds, mapping_entry)
 
 
 def zigzag_evaluate(
     layer: Layer, mapping: Mapping, arch: Arch, accelerator: str | Path
-) -> PeerResult:
+) -> PeerCost:
     """Evaluate our ``mapping`` in ZigZag's model (LOMA only orders what it is given).
 
     Raises
@@ -221,7 +222,7 @@ def zigzag_evaluate(
 
 def zigzag_loma(
     layer: Layer, arch: Arch, accelerator: str | Path, *, lpf_limit: int = 6
-) -> PeerResult:
+) -> PeerCost:
     """ZigZag's LOMA mapper on the "hint" spatial setting of §7.3, minimising EDP.
 
     Raises
