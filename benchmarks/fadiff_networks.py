@@ -56,7 +56,8 @@ from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cosa, random_search
 from twill.mapping.fadiff.bounds import fusion_bounds
 from twill.mapping.fadiff.networks import IMAGE_NETWORKS, NETWORKS
-from twill.mapping.fadiff.train import discrete_only, fadiff
+from twill.mapping.fadiff.train import FADiffSettings, discrete_only, solve
+from twill.mapping.problems import NetworkMappingProblem
 from twill.options import SolverOptions
 from twill.scratch import private_scratch
 
@@ -108,6 +109,16 @@ def run_case(net, arch, *, steps: int, seed: int, cosa_time_limit: float, ablati
     for r in rows:
         r["arch"] = arch.name
     return rows
+
+
+def fadiff(net, arch, *, fusion: bool = True, init=None, candidates=(), seed: int = 0,  # noqa: ANN001, ANN201
+           **settings: Any):  # fmt: skip
+    """FADiff (``solve``) as ``plan``, ``report``, ``seconds``, ``source``, ``n_evaluations``."""
+    problem = NetworkMappingProblem(net, arch, fusion, init, tuple(candidates))
+    res = solve(problem, SolverOptions(seed=seed, fadiff=FADiffSettings(**settings)))
+    return SimpleNamespace(plan=res.solution.plan, report=res.solution.report,
+                           seconds=res.timings.total, source=res.solution.source,
+                           n_evaluations=res.stats["n_evaluations"])  # fmt: skip
 
 
 def _baseline(res: Any) -> SimpleNamespace:  # noqa: ANN401 (a SolveResult)

@@ -62,16 +62,19 @@ def _arch_of(result):  # noqa: ANN001, ANN202
 
 def _fadiff(imp, arch_name: str, steps: int) -> dict:  # noqa: ANN001
     from twill.mapping.fadiff.fusion import fusion_groups
-    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.fadiff.train import FADiffSettings, solve
+    from twill.mapping.problems import NetworkMappingProblem
+    from twill.options import SolverOptions
 
-    res = fadiff(imp.network, _arch(arch_name), steps=steps, seed=0)
-    rep = res.report
+    problem = NetworkMappingProblem(imp.network, _arch(arch_name))
+    res = solve(problem, SolverOptions(seed=0, fadiff=FADiffSettings(steps=steps)))
+    rep = res.solution.report
     groups = [g for g in fusion_groups(imp.network, rep.fused) if len(g) > 1]
     return {
         "cycles": rep.cycles,
         "energy_uJ": rep.energy_uj,
         "edp": rep.edp,
-        "seconds": res.seconds,
+        "seconds": res.timings.total,
         "fused_groups": len(groups),
         "fused_layers": sum(len(g) for g in groups),
     }

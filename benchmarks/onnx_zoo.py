@@ -103,7 +103,7 @@ def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[s
     row["bound_gain"] = gain["bound_gain"]
     row["mapped_all"] = ok
     if llm:
-        net, rep = imp.network, res.report
+        net, rep = imp.network, res.solution.report
         groups = fusion_groups(net, rep.fused)
         row.update(
             dram_mb_layerwise=lw_rep.dram_bytes / 1e6,

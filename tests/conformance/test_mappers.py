@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.mapping.mappers import mapped
+from tests.mapping.mappers import fused, mapped
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import evaluate_plan, verify_plan
 from twill.mapping.fadiff.networks import chain_network
@@ -73,21 +73,26 @@ def test_to_dict_round_trips_through_json(run):
 
 def test_fadiff_tiny_network():
     pytest.importorskip("torch")
-    from twill.mapping.fadiff.train import FADiffSettings, fadiff
+    from twill.mapping.fadiff.train import FADiffSettings
 
     a = Layer("a", {"P": 16, "Q": 16, "C": 16, "K": 32})
     b = Layer("b", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 16})
     net, arch = chain_network([a, b]), gemmini_arch()
     cfg = FADiffSettings(steps=20, eval_every=5, seed=1)
-    r1, r2 = fadiff(net, arch, cfg), fadiff(net, arch, cfg)
-    assert verify_plan(net, arch, r1.plan) == []
-    assert r1.report.valid and r1.report.edp == evaluate_plan(net, arch, r1.plan).edp
-    assert r1.plan.mappings == r2.plan.mappings and r1.report.edp == r2.report.edp
+    r1, r2 = fused(net, arch, cfg), fused(net, arch, cfg)
+    assert verify_plan(net, arch, r1.solution.plan) == []
+    assert (
+        r1.solution.report.valid
+        and r1.solution.report.edp == evaluate_plan(net, arch, r1.solution.plan).edp
+    )
+    assert (
+        r1.solution.plan.mappings == r2.solution.plan.mappings
+        and r1.solution.report.edp == r2.solution.report.edp
+    )
     assert json.loads(json.dumps(r1.settings)) == r1.settings
     d = r1.to_dict()
     assert json.loads(json.dumps(d, allow_nan=False)) == d  # strict JSON: no NaN left
-    assert d["edp"] == r1.report.edp and len(d["mappings"]) == 2 and d["status"] == "feasible"
-    shared = r1.as_result()
-    assert shared.status is Status.FEASIBLE and shared.solution.plan == r1.plan
-    assert shared.objective == r1.report.edp and shared.seed == 1
-    json.dumps(shared.to_dict(), allow_nan=False)
+    sol = d["solution"]
+    assert sol["edp"] == r1.solution.report.edp and len(sol["mappings"]) == 2
+    assert d["status"] == "feasible" and r1.status is Status.FEASIBLE
+    assert r1.objective == r1.solution.report.edp and r1.seed == 1

@@ -33,3 +33,23 @@ def mapped(method: str, layer: Any, arch: Any, settings: Any = None, **knobs: An
     if search:
         options = replace(options, search=SearchSettings(**search))
     return map_layer(LayerMappingProblem(layer, arch), method, options)
+
+
+def fused(
+    net: Any, arch: Any, settings: Any = None, *, init: Any = None, candidates: Any = (),
+    **knobs: Any,
+) -> SolveResult:  # fmt: skip
+    """FADiff (:func:`twill.mapping.fadiff.train.solve`) on ``net``: ``fusion`` (default the
+    settings', on) goes to the problem with ``init`` and ``candidates``; ``seed``,
+    ``threads``, ``time_limit`` and ``on_progress`` to the options (``seed`` default: the
+    settings'); every other knob is a :class:`~twill.mapping.fadiff.train.FADiffSettings`
+    field."""
+    from twill.mapping.fadiff.train import FADiffSettings, solve
+    from twill.mapping.problems import NetworkMappingProblem
+
+    cfg = settings or FADiffSettings()
+    shared = {k: knobs.pop(k) for k in _SHARED if k in knobs}
+    shared.setdefault("seed", cfg.seed)
+    fusion = knobs.pop("fusion", cfg.fusion)
+    problem = NetworkMappingProblem(net, arch, fusion, init, tuple(candidates))
+    return solve(problem, SolverOptions(fadiff=replace(cfg, **knobs), **shared))

@@ -121,11 +121,11 @@ def _run(args: argparse.Namespace) -> int:
     res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline)
     stopped = "time_limit" if time.perf_counter() >= deadline else None
     gain = {**_gain(net, arch, res, lw_plan, lw_rep), "stopped": stopped}
-    rep = res.report
+    rep = res.solution.report
     if args.output:
         import yaml
 
-        plan = {**res.plan.to_dict(net, arch), **rep.summary()}
+        plan = {**res.solution.plan.to_dict(net, arch), **rep.summary()}
         write_output(args.output, yaml.safe_dump(plan, sort_keys=False))
     if args.plot:
         from twill.visualization.fadiff_plots import plot_fadiff
@@ -180,7 +180,6 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
     third of the time left to ``deadline``; the better."""
     from twill.io.onnx_model import unique_layers
     from twill.mapping.fadiff.baselines import layerwise_plan
-    from twill.mapping.fadiff.train import fadiff
     from twill.mapping.pipeline import map_network
     from twill.options import SolverOptions
 
@@ -191,10 +190,24 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
                       options={method: opts}, workers=args.workers)  # fmt: skip
     base = layerwise_plan(net, arch, res.mappings(method), method).solution
     err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
-    lg = fadiff(net, arch, fusion=False, steps=args.steps, seed=args.seed, init=base.plan,
-                candidates=[base.plan], device=args.device,
-                options=_share(deadline, args.seed, 1 / 3))  # fmt: skip
+    lg = _fadiff(args, net, arch, _share(deadline, args.seed, 1 / 3), fusion=False,
+                 init=base.plan, candidates=(base.plan,)).solution  # fmt: skip
     return min((base.plan, base.report), (lg.plan, lg.report), key=lambda x: x[1].edp)
+
+
+def _fadiff(args: argparse.Namespace, net: Any, arch: Any, timed: Any, **problem: Any) -> Any:  # noqa: ANN401
+    """FADiff (:func:`twill.mapping.fadiff.train.solve`) on ``net`` with the command line's
+    ``--steps``, ``--seed`` and ``--device``, under ``timed`` (options with a time limit, from
+    :func:`_share`, or ``None``); ``problem``: fusion, start plan, candidates, and
+    ``on_progress``."""
+    from twill.mapping.fadiff.train import FADiffSettings, solve
+    from twill.mapping.problems import NetworkMappingProblem
+    from twill.options import SolverOptions
+
+    on_progress = problem.pop("on_progress", None)
+    cfg = FADiffSettings(steps=args.steps, device=args.device)
+    options = replace(timed or SolverOptions(seed=args.seed), fadiff=cfg, on_progress=on_progress)
+    return solve(NetworkMappingProblem(net, arch, **problem), options)
 
 
 def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
@@ -205,7 +218,7 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.fadiff.plan import NetworkPlan
 
     err = Console(stderr=True)
     lw_plan, lw_rep = _layerwise(args, net, arch, err, deadline)
@@ -221,16 +234,16 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
     ) as prog:
         task = prog.add_task(net.name, total=args.steps)
 
-        def on_step(step: int, rec: dict) -> None:
-            prog.update(
-                task, completed=step + 1, description=f"{net.name} best EDP {rec['best_edp']:.4g}"
-            )
+        def on_step(event: Any) -> None:  # noqa: ANN401 (a ProgressEvent)
+            if event.phase == "gradient":
+                best = "-" if event.incumbent is None else f"{event.incumbent:.4g}"
+                prog.update(task, completed=event.step, description=f"{net.name} best EDP {best}")
 
-        res = fadiff(net, arch, steps=args.steps, seed=args.seed, device=args.device, init=init,
-                     candidates=[lw_plan], on_step=on_step,
-                     options=_share(deadline, args.seed))  # fmt: skip
-    if res.report.edp > lw_rep.edp:  # never worse than the layer-wise plan it reports
-        res = replace(res, plan=lw_plan, report=lw_rep, source="layer-wise plan")
+        res = _fadiff(args, net, arch, _share(deadline, args.seed), init=init,
+                      candidates=(lw_plan,), on_progress=on_step)  # fmt: skip
+    if res.solution.report.edp > lw_rep.edp:  # never worse than the layer-wise plan it reports
+        res = replace(res, solution=NetworkPlan(lw_plan, lw_rep, "layer-wise plan"),
+                      objective=lw_rep.edp)  # fmt: skip
     return res, lw_plan, lw_rep
 
 
@@ -255,8 +268,8 @@ def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any) -> dict[str,
             note = f"bound not computed: {type(exc).__name__}: {exc}"
     return {
         "layerwise_edp": lw_rep.edp,
-        "edp": res.report.edp,
-        "gain_vs_layerwise": lw_rep.edp / res.report.edp,
+        "edp": res.solution.report.edp,
+        "gain_vs_layerwise": lw_rep.edp / res.solution.report.edp,
         "bound_gain": bound_gain,
         "bound_note": note,
     }
@@ -266,14 +279,14 @@ def _fuse_json(net: Any, arch: Any, res: Any) -> dict[str, Any]:  # noqa: ANN401
     """The ``--json`` object: totals, source, fused edges and fusion groups by layer name."""
     from twill.mapping.fadiff.fusion import fusion_groups
 
-    rep = res.report
+    rep = res.solution.report
     return {
         "network": net.name,
-        "method": res.plan.method,
+        "method": res.solution.plan.method,
         **rep.summary(),
-        "seconds": res.seconds,
-        "source": res.source,
-        "fused": res.plan.to_dict(net, arch)["fused"],
+        "seconds": res.timings.total,
+        "source": res.solution.source,
+        "fused": res.solution.plan.to_dict(net, arch)["fused"],
         "groups": [[net.layers[j].name for j in g] for g in fusion_groups(net, rep.fused)],
     }
 
@@ -282,7 +295,7 @@ def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> No
     """Per-layer energy, cycles, DRAM traffic and fused outputs, then the network totals."""
     from rich.table import Table
 
-    rep = res.report
+    rep = res.solution.report
     t = Table(title=f"FADiff on {net.name} ({arch.name})")
     for col in ("layer", "energy µJ", "cycles", "DRAM KB", "fused out"):
         t.add_column(col, justify="right" if col != "layer" else "left")
@@ -300,7 +313,8 @@ def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> No
     con.print(
         f"EDP {rep.edp:.4g} µJ·cycles, energy {rep.energy_uj:.1f} µJ, "
         f"{rep.cycles:.0f} cycles, DRAM {rep.dram_bytes / 1e6:.2f} MB, "
-        f"{len(rep.fused)} fused boundaries, {res.seconds:.1f} s (source: {res.source})"
+        f"{len(rep.fused)} fused boundaries, {res.timings.total:.1f} s "
+        f"(source: {res.solution.source})"
     )
     bound = gain["bound_gain"]
     con.print(

@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from twill.mapping.fadiff.fusion import PlanReport
     from twill.mapping.fadiff.networks import Network
-    from twill.mapping.fadiff.train import FADiffResult
+    from twill.results import SolveResult
 
 __all__ = ["plot_fadiff"]
 
 
-def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
-    """Write a three-panel PNG for ``result`` (a :class:`~twill.mapping.fadiff.train.FADiffResult`).
+def plot_fadiff(net: Network, result: SolveResult, path: str | Path) -> Path:
+    """Write a three-panel PNG for ``result`` (FADiff's :class:`~twill.results.SolveResult`:
+    its :class:`~twill.mapping.fadiff.plan.NetworkPlan` and ``stats["history"]``).
 
     Panels: relaxed loss and best exact EDP per step; the layer graph in execution order with
     chain candidates, fused boundaries (thick red) and other edges (grey); per-layer energy
@@ -30,8 +31,8 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
 
     fig, axes = plt.subplots(3, 1, figsize=(12, 11))
     _plot_history(axes[0], net, result)
-    _plot_boundaries(axes[1], net, result.report)
-    _plot_level_energy(axes[2], net, result.report)
+    _plot_boundaries(axes[1], net, result.solution.report)
+    _plot_level_energy(axes[2], net, result.solution.report)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=110)
@@ -39,21 +40,22 @@ def plot_fadiff(net: Network, result: FADiffResult, path: str | Path) -> Path:
     return out
 
 
-def _plot_history(ax: Any, net: Network, result: FADiffResult) -> None:  # noqa: ANN401 (an Axes)
+def _plot_history(ax: Any, net: Network, result: SolveResult) -> None:  # noqa: ANN401 (an Axes)
     """Top panel: the relaxed loss (left axis) and the best verified EDP (right, log) per step."""
     import numpy as np
 
-    steps = np.arange(len(result.history))
-    ax.plot(steps, [h["loss"] for h in result.history], color="tab:blue", label="relaxed loss")
+    history = result.stats.get("history", [])
+    steps = np.arange(len(history))
+    ax.plot(steps, [h["loss"] for h in history], color="tab:blue", label="relaxed loss")
     ax.set_xlabel("step")
     ax.set_ylabel("loss (log EDP + penalties)")
     ax2 = ax.twinx()
-    best = [h["best_edp"] for h in result.history]
+    best = [np.nan if h["best_edp"] is None else h["best_edp"] for h in history]
     ax2.plot(steps, best, color="tab:red", label="best verified EDP")
     ax2.set_yscale("log")
     ax2.set_ylabel("EDP (µJ·cycles)")
-    edp = result.report.edp
-    ax.set_title(f"{net.name}: optimisation ({result.plan.method}, final EDP {edp:.4g})")
+    edp = result.solution.report.edp
+    ax.set_title(f"{net.name}: optimisation ({result.solution.plan.method}, final EDP {edp:.4g})")
     ax.legend(loc="upper left")
     ax2.legend(loc="upper right")
 

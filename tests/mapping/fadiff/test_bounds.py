@@ -290,12 +290,12 @@ def test_capacity_bound_below_searched_plans(benchmark_data, inverted_residual):
     """Lemma: the capacity bound is below every verified plan the project's searches find
     (unfused, polished, greedy fusion, group search from two seeds, FADiff) on an inverted
     residual block, ResNet-50's stage 2 and BERT, on three Gemmini sizes; per layer too."""
+    from tests.mapping.mappers import fused as run_fadiff
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.fadiff.baselines import greedy_fusion_baseline
     from twill.mapping.fadiff.bounds import capacity_bound
     from twill.mapping.fadiff.groups import group_search
     from twill.mapping.fadiff.polish import polish_mappings
-    from twill.mapping.fadiff.train import fadiff
 
     root = benchmark_data / "dosa" / "workloads"
     nets = [
@@ -317,7 +317,7 @@ def test_capacity_bound_below_searched_plans(benchmark_data, inverted_residual):
             plans += [group_search(net, arch, base), group_search(net, arch, polished)]
             fused += sum(_check_plan(net, arch, p) for p in plans)
     net = nets[0]
-    fused += _check_plan(net, archs[0], fadiff(net, archs[0], steps=30, seed=0).plan)
+    fused += _check_plan(net, archs[0], run_fadiff(net, archs[0], steps=30, seed=0).solution.plan)
     assert fused >= 20
     e, c = capacity_bound(nets[2], archs[0])
     ei, ci = ideal_bound(nets[2], archs[0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.mapping.mappers import fused
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
@@ -91,47 +92,51 @@ def test_verifier_rejects_a_fused_tensor_waiting_over_an_outside_layer():
 
 def test_fadiff_small_chain_verified_reproducible_never_worse():
     torch = pytest.importorskip("torch")
-    from twill.mapping.fadiff.train import FADiffSettings, fadiff
+    from twill.mapping.fadiff.train import FADiffSettings
 
     arch = gemmini_arch()
     net, plan = _pair()
-    r1 = fadiff(net, arch, steps=30, seed=3, eval_every=10, candidates=[plan])
+    r1 = fused(net, arch, steps=30, seed=3, eval_every=10, candidates=[plan])
     # the settings object and the keyword form are the same run
     cfg = FADiffSettings(steps=30, seed=3, eval_every=10)
-    r2 = fadiff(net, arch, cfg, candidates=[plan])
+    r2 = fused(net, arch, cfg, candidates=[plan])
     assert r1.settings == r2.settings and r1.settings["steps"] == 30
-    assert verify_plan(net, arch, r1.plan) == []
-    assert r1.report.valid
-    assert r1.report.edp == r2.report.edp and r1.plan.mappings == r2.plan.mappings
-    assert r1.report.edp <= evaluate_plan(net, arch, plan).edp
+    assert verify_plan(net, arch, r1.solution.plan) == []
+    assert r1.solution.report.valid
+    assert (
+        r1.solution.report.edp == r2.solution.report.edp
+        and r1.solution.plan.mappings == r2.solution.plan.mappings
+    )
+    assert r1.solution.report.edp <= evaluate_plan(net, arch, plan).edp
     assert torch.get_num_threads() >= 1
-    off = fadiff(net, arch, fusion=False, steps=20, seed=0)
-    assert off.plan.fused == () and verify_plan(net, arch, off.plan) == []
-    text = repr(r1)  # short: no step history, no per-layer mappings
-    assert text.startswith("FADiffResult(network=") and len(text) < 300 and "loss" not in text
+    off = fused(net, arch, fusion=False, steps=20, seed=0)
+    assert off.solution.plan.fused == () and verify_plan(net, arch, off.solution.plan) == []
+    assert r1.settings["method"] == "fadiff" and off.settings["method"] == "layerwise-gradient"
 
 
 def test_plateau_stop_follows_the_documented_rule():
     """Without fusion the gradient phase ends once ``patience`` read-outs in a row improved the
     best verified EDP by < 0.1 %; ``patience=None`` runs every step."""
     pytest.importorskip("torch")
-    from twill.mapping.fadiff.train import fadiff
 
     arch = gemmini_arch()
     net, plan = _pair()
-    full = fadiff(net, arch, fusion=False, steps=60, eval_every=10, init=plan, patience=None)
-    assert full.n_iter == 60 and len(full.history) == 60
-    r = fadiff(net, arch, fusion=False, steps=60, eval_every=10, init=plan, patience=2)
-    assert len(r.history) == r.n_iter and r.n_evaluations == r.n_iter * 2 * 3
-    assert r.n_iter < 60  # from a valid start the rounded descent stops improving
+    full = fused(net, arch, fusion=False, steps=60, eval_every=10, init=plan, patience=None)
+    assert full.stats["n_iter"] == 60 and len(full.stats["history"]) == 60
+    r = fused(net, arch, fusion=False, steps=60, eval_every=10, init=plan, patience=2)
+    assert (
+        len(r.stats["history"]) == r.stats["n_iter"]
+        and r.stats["n_evaluations"] == r.stats["n_iter"] * 2 * 3
+    )
+    assert r.stats["n_iter"] < 60  # from a valid start the rounded descent stops improving
     best, last_gain, stops = None, 0, []
-    for ev in r.evals:  # replay the rule on the recorded read-outs
+    for ev in r.stats["evals"]:  # replay the rule on the recorded read-outs
         if best is None or ev["edp"] < (1 - 1e-3) * best:
             last_gain = ev["step"]
         best = ev["edp"] if best is None else min(best, ev["edp"])
         stops.append(ev["step"] - last_gain >= 2 * 10)
     assert stops[-1] and not any(stops[:-1])
-    assert r.report.edp <= evaluate_plan(net, arch, plan).edp
+    assert r.solution.report.edp <= evaluate_plan(net, arch, plan).edp
 
 
 def test_fadiff_on_grouped_layers_counts_every_group():
@@ -140,7 +145,6 @@ def test_fadiff_on_grouped_layers_counts_every_group():
     NumPy model's whole-layer costs (G x one group for the depthwise layer)."""
     pytest.importorskip("torch")
     from twill.mapping.cost import evaluate
-    from twill.mapping.fadiff.train import fadiff
 
     arch = gemmini_arch()
     layers = [
@@ -152,13 +156,15 @@ def test_fadiff_on_grouped_layers_counts_every_group():
     net = chain_network(layers)
     assert net.check() == [] and [net.edges[i].src for i in net.candidates] == [0, 1, 2]
     assert net.macs == sum(ly.total_macs for ly in layers)
-    r = fadiff(net, arch, steps=30, seed=1, eval_every=10)
-    assert verify_plan(net, arch, r.plan) == [] and r.report.valid
-    unfused = evaluate_plan(net, arch, FusionPlan("u", r.plan.mappings))
-    per_layer = [evaluate(ly, arch, m) for ly, m in zip(layers, r.plan.mappings, strict=True)]
+    r = fused(net, arch, steps=30, seed=1, eval_every=10)
+    assert verify_plan(net, arch, r.solution.plan) == [] and r.solution.report.valid
+    unfused = evaluate_plan(net, arch, FusionPlan("u", r.solution.plan.mappings))
+    per_layer = [
+        evaluate(ly, arch, m) for ly, m in zip(layers, r.solution.plan.mappings, strict=True)
+    ]
     assert unfused.energy_pj == pytest.approx(sum(p.energy_pj for p in per_layer), rel=1e-9)
     one = Layer("one", dict(layers[1].dims))
-    dw = evaluate(one, arch, r.plan.mappings[1])
+    dw = evaluate(one, arch, r.solution.plan.mappings[1])
     assert per_layer[1].energy_pj == pytest.approx(96 * dw.energy_pj, rel=1e-12)
 
 
@@ -172,19 +178,18 @@ def test_fadiff_on_simba_verified_and_never_worse_than_cosa():
     from twill.errors import InvalidProblemError
     from twill.mapping.arch import simba_arch
     from twill.mapping.fadiff.baselines import layerwise_cosa
-    from twill.mapping.fadiff.train import fadiff
     from twill.mapping.workload import Operand
 
     arch = simba_arch()
     net, _ = _pair()
     cosa = layerwise_cosa(net, arch).solution.plan
-    r = fadiff(net, arch, steps=30, seed=0, eval_every=10, candidates=[cosa])
-    assert verify_plan(net, arch, r.plan) == [] and r.report.valid
-    assert r.report.edp <= evaluate_plan(net, arch, cosa).edp
+    r = fused(net, arch, steps=30, seed=0, eval_every=10, candidates=[cosa])
+    assert verify_plan(net, arch, r.solution.plan) == [] and r.solution.report.valid
+    assert r.solution.report.edp <= evaluate_plan(net, arch, cosa).edp
     levels = list(arch.levels)
     levels[-2] = replace(levels[-2], keeps=frozenset({Operand.O}), partition=None)
     with pytest.raises(InvalidProblemError, match="must keep inputs"):
-        fadiff(net, replace(arch, levels=tuple(levels)), steps=1)
+        fused(net, replace(arch, levels=tuple(levels)), steps=1)
 
 
 def test_joint_rounding_lets_gradient_read_outs_fuse():
@@ -193,7 +198,6 @@ def test_joint_rounding_lets_gradient_read_outs_fuse():
     jointly (one block count per fused group) a read-out fuses the inverted-residual block
     and wins."""
     pytest.importorskip("torch")
-    from twill.mapping.fadiff.train import fadiff
 
     arch = gemmini_arch()
     net = chain_network(
@@ -204,9 +208,9 @@ def test_joint_rounding_lets_gradient_read_outs_fuse():
         ]
     )
     kw = dict(steps=60, seed=0, eval_every=10, group_len=1)
-    joint = fadiff(net, arch, joint_rounding=True, **kw)
-    alone = fadiff(net, arch, joint_rounding=False, **kw)
-    assert all(ev["fused"] == 0 for ev in alone.evals)
-    assert joint.source == "gradient" and joint.plan.fused
-    assert verify_plan(net, arch, joint.plan) == []
-    assert joint.report.edp < alone.report.edp
+    joint = fused(net, arch, joint_rounding=True, **kw)
+    alone = fused(net, arch, joint_rounding=False, **kw)
+    assert all(ev["fused"] == 0 for ev in alone.stats["evals"])
+    assert joint.solution.source == "gradient" and joint.solution.plan.fused
+    assert verify_plan(net, arch, joint.solution.plan) == []
+    assert joint.solution.report.edp < alone.solution.report.edp

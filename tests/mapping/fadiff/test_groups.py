@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.mapping.mappers import mapped
+from tests.mapping.mappers import fused, mapped
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
@@ -114,14 +114,13 @@ def test_single_layer_fusion_off_within_5_percent_of_cosa_latency(key):
     BERT matmuls needed the read-out polish (the rounded gradient mapping alone was +19 % and
     +9 %)."""
     from twill.mapping.cost.analytical import evaluate
-    from twill.mapping.fadiff.train import fadiff
 
     arch = gemmini_arch()
     ly = Layer.from_key(key, name="layer")
     ref = evaluate(ly, arch, mapped("cosa", ly, arch, time_limit=10).solution.mapping)
-    got = fadiff(chain_network([ly]), arch, fusion=False, steps=60, eval_every=10, seed=0)
-    assert got.report.valid
-    assert got.report.cycles <= 1.05 * ref.cycles
+    got = fused(chain_network([ly]), arch, fusion=False, steps=60, eval_every=10, seed=0)
+    assert got.solution.report.valid
+    assert got.solution.report.cycles <= 1.05 * ref.cycles
 
 
 def test_two_d_blocks_fuse_wide_rows_that_row_blocks_cannot():

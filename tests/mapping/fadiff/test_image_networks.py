@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.mapping.mappers import fused
 from twill.errors import InvalidProblemError
 from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
@@ -60,11 +61,10 @@ def test_no_gradient_ablation_is_verified_and_beats_its_start():
 def test_fadiff_is_never_worse_than_its_gradient_off_ablation():
     """The ablation's start (each candidate, polished) seeds FADiff's group search too, so
     FADiff's plan is at least as good on the same candidates, whatever the gradient finds."""
-    from twill.mapping.fadiff.train import fadiff
 
     net, arch = _small(), gemmini_arch()
     start = FusionPlan("small", tuple(all_dram_mapping(ly, arch) for ly in net.layers))
     _, ablation, _ = discrete_only(net, arch, [start])
-    result = fadiff(net, arch, steps=40, seed=0, candidates=[start])
-    assert verify_plan(net, arch, result.plan) == []
-    assert result.report.edp <= ablation.edp * (1 + 1e-12)
+    result = fused(net, arch, steps=40, seed=0, candidates=[start])
+    assert verify_plan(net, arch, result.solution.plan) == []
+    assert result.solution.report.edp <= ablation.edp * (1 + 1e-12)

@@ -3,7 +3,8 @@
 Modules: :mod:`~twill.mapping.fadiff.networks` (layer graphs), :mod:`~twill.mapping.fadiff.fusion`
 (fusion accounting, fused-plan verifier, exact evaluation), :mod:`~twill.mapping.fadiff.model`
 (the differentiable Gemmini model, torch), :mod:`~twill.mapping.fadiff.relax` (Gumbel-softmax
-relaxations), :mod:`~twill.mapping.fadiff.train` (the optimiser: :func:`fadiff`) and
+relaxations), :mod:`~twill.mapping.fadiff.train` (the optimiser: ``solve(problem, options)`` on a
+:class:`~twill.mapping.problems.NetworkMappingProblem`) and
 :mod:`~twill.mapping.fadiff.baselines`. Torch is imported only by ``model``, ``relax`` and
 ``train``, on use.
 """

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from twill.mapping.fadiff.fusion import (
 from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
 from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import NetworkPlan
-from twill.mapping.mapping import Mapping, to_dosa_string
+from twill.mapping.mapping import Mapping
 from twill.mapping.problems import NetworkMappingProblem
 from twill.mapping.result import Controls, finished, method_settings
 from twill.mapping.workload import DIMS, OPERANDS, Layer
@@ -58,9 +58,7 @@ if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` mus
     from twill.mapping.fadiff.model import LayerTable, TorchCost
 
 __all__ = [
-    "FADiffResult",
     "FADiffSettings",
-    "fadiff",
     "solve",
     "all_dram_mapping",
     "discrete_only",
@@ -74,108 +72,11 @@ _PLATEAU_TOL = 1e-3
 _GRADIENT_SHARE = 0.4
 
 
-@dataclass(frozen=True)
-class FADiffResult:
-    """Outcome of :func:`fadiff`: the verified plan, its exact report and the run's history.
-
-    ``history`` has one entry per step (``loss``, relaxed ``edp``, ``tau``); ``evals`` one
-    entry per exact evaluation (``step``, ``edp``). ``n_iter`` is the number of gradient
-    steps run (fewer than ``steps`` after a plateau stop). ``n_evaluations`` counts
-    layer-mapping evaluations of the model (rows × orders × steps run), the budget the random
-    baseline gets.
-    """
-
-    plan: FusionPlan
-    report: PlanReport
-    history: tuple[dict[str, float], ...]
-    evals: tuple[dict[str, float], ...]
-    n_iter: int
-    n_evaluations: int
-    seconds: float
-    source: str
-    settings: dict[str, Any] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        return plan_repr(self, n_iter=self.n_iter)
-
-    @property
-    def status(self) -> Status:
-        """FEASIBLE: the plan is verified; FADiff is a heuristic and proves no optimum."""
-        return Status.FEASIBLE
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: the plan (one DOSA mapping string per layer, fused edge indices),
-        its exact cost, the run's statistics and histories (NaN written as ``None``)."""
-        return {
-            "network": self.plan.network,
-            "method": self.plan.method,
-            "status": self.status.value,
-            "mappings": [to_dosa_string(m) for m in self.plan.mappings],
-            "fused": list(self.plan.fused),
-            **{k: _finite(v) for k, v in self.report.summary().items()},
-            "valid": bool(self.report.valid),
-            "n_iter": self.n_iter,
-            "n_evaluations": self.n_evaluations,
-            "seconds": self.seconds,
-            "source": self.source,
-            "settings": dict(self.settings),
-            "history": [{k: _finite(v) for k, v in h.items()} for h in self.history],
-            "evals": [{k: _finite(v) for k, v in e.items()} for e in self.evals],
-        }
-
-    def as_result(self) -> SolveResult:
-        """The shared :class:`~twill.results.SolveResult`: the verified plan and its cost as
-        solution (a :class:`~twill.mapping.fadiff.plan.NetworkPlan`), its exact EDP
-        (µJ·cycles) as objective, no bound (heuristic); the run's step history and read-outs
-        in ``stats``."""
-        stats = {"n_iter": self.n_iter, "n_evaluations": self.n_evaluations,
-                 "source": self.source, "fused": len(self.plan.fused),
-                 **self.report.summary(),
-                 "history": [{k: _finite(v) for k, v in h.items()} for h in self.history],
-                 "evals": [{k: _finite(v) for k, v in e.items()} for e in self.evals]}  # fmt: skip
-        return SolveResult(
-            self.status,
-            solution=NetworkPlan(self.plan, self.report, self.source),
-            objective=self.report.edp,
-            objective_unit="EDP (µJ·cycles)",
-            timings=Timings(solve=self.seconds),
-            stats=stats,
-            settings={"method": self.plan.method, **self.settings},
-            seed=self.settings.get("seed"),
-        )
-
-
-def _step_events(
-    options: SolverOptions | None,
-) -> Callable[[int, dict[str, float]], None] | None:
-    """``options.on_progress`` as :func:`fadiff`'s ``on_step`` (``None`` without one)."""
-    report = None if options is None else options.on_progress
-    if report is None:
-        return None
-
-    def on_step(step: int, record: dict[str, float]) -> None:
-        report({"step": step, **record})
-
-    return on_step
-
-
 def _finite(value: object) -> object:
     """``value`` with a non-finite float replaced by ``None`` (strict JSON has no NaN)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
-
-
-def plan_repr(result: Any, **more: object) -> str:
-    """Short ``repr`` of a plan result (``plan``, ``report``, ``seconds``): the network, the
-    method and the exact cost, without per-layer mappings or step histories."""
-    r = result.report
-    extra = "".join(f", {k}={v}" for k, v in more.items())
-    return (
-        f"{type(result).__name__}(network={result.plan.network!r}, method={result.plan.method!r}, "
-        f"edp={r.edp:.4g}, energy_uJ={r.energy_uj:.4g}, cycles={float(r.cycles):.0f}, "
-        f"fused={len(result.plan.fused)}{extra}, seconds={result.seconds:.2f})"
-    )
 
 
 def all_dram_mapping(layer: Layer, arch: Arch) -> Mapping:
@@ -187,7 +88,7 @@ def all_dram_mapping(layer: Layer, arch: Arch) -> Mapping:
 
 @dataclass(frozen=True)
 class FADiffSettings:
-    """The settings of one :func:`fadiff` run (defaults: the values the benchmarks use).
+    """The settings of one :func:`solve` run (defaults: the values the benchmarks use).
 
     Attributes
     ----------
@@ -292,65 +193,6 @@ class FADiffSettings:
         return bad
 
 
-def fadiff(
-    net: Network,
-    arch: Arch,
-    settings: FADiffSettings | None = None,
-    *,
-    init: FusionPlan | None = None,
-    candidates: Sequence[FusionPlan] = (),
-    on_step: Callable[[int, dict[str, float]], None] | None = None,
-    options: SolverOptions | None = None,
-    **overrides: Any,
-) -> FADiffResult:
-    """Optimise the mappings of every layer of ``net`` and (with ``fusion``) which boundaries
-    to fuse, by gradient descent through the differentiable Gemmini model.
-
-    Parameters
-    ----------
-    net, arch
-        The network graph and the accelerator.
-    settings
-        The run's :class:`FADiffSettings` (default: all defaults).
-    init
-        Start from this plan's mappings (log-factors set to its factors).
-    candidates
-        Verified plans the answer is compared with; the best is returned.
-    on_step
-        Progress callback ``(step, {"loss", "edp", "best_edp", "tau"})``.
-    **overrides
-        Individual :class:`FADiffSettings` fields replacing those of ``settings``
-        (``fadiff(net, arch, steps=60, seed=3)``).
-    options
-        Shared solver options; when given, ``options.seed`` replaces the settings' seed,
-        ``options.threads`` sets torch's intra-op threads (1 otherwise) and
-        ``options.on_progress`` receives ``{"step", "loss", "edp", "best_edp", "tau"}`` per
-        step; ``options.time_limit`` bounds the call as in :func:`solve` (the gradient loop
-        gets 40 % of it).
-
-    Returns
-    -------
-    FADiffResult
-
-    Raises
-    ------
-    InvalidProblemError
-        Invalid network, architecture or settings.
-
-    Notes
-    -----
-    FADiff spec §7-§9; reported numbers are those of the exact NumPy model on the discrete
-    plan, never the relaxed ones. Heuristic: no optimality claim.
-    """
-    cfg = replace(settings or FADiffSettings(), **overrides)
-    if options is not None:
-        cfg = replace(cfg, seed=options.seed)
-    limit = None if options is None else options.time_limit
-    stop = math.inf if limit is None else time.perf_counter() + limit
-    with _torch_threads(1 if options is None else options.threads):
-        return _fadiff(net, arch, cfg, init, candidates, on_step or _step_events(options), stop)
-
-
 def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """FADiff on ``problem``: every layer's mapping and (with ``problem.fusion``) which
     boundaries to fuse, by gradient descent, then the discrete phase (module docstring).
@@ -394,7 +236,7 @@ def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) 
     with _torch_threads(options.threads):
         res = _fadiff(problem.network, problem.arch, cfg, problem.init, problem.candidates,
                       _gradient_events(controls, cfg.steps), controls.stop)  # fmt: skip
-    return finished(controls, res.as_result())
+    return finished(controls, res)
 
 
 @contextmanager
@@ -436,8 +278,8 @@ def _fadiff(
     candidates: Sequence[FusionPlan],
     on_step: Callable[[int, dict[str, float]], None] | None,
     stop: float = math.inf,
-) -> FADiffResult:
-    """The run behind :func:`fadiff` and :func:`solve`; the gradient loop ends at ``stop``
+) -> SolveResult:
+    """The run behind :func:`solve`; the gradient loop ends at ``stop``
     (a ``perf_counter`` value) and the discrete phase starts nothing after it."""
     import torch
 
@@ -470,8 +312,7 @@ def _fadiff(
     caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
     warm = int(round(cfg.warmup_fraction * cfg.steps)) if cfg.fusion else cfg.steps
     fallback = list(init.mappings) if init else [all_dram_mapping(ly, arch) for ly in layers]
-    # the gradient gets a share of the time to the deadline; the discrete phase (polish and
-    # group search: where most fusion gains are found) keeps the rest
+    # the gradient's share of the time; the discrete phase (most fusion gains) keeps the rest
     best = _ReadOuts(net, arch, stop=t0 + _GRADIENT_SHARE * (stop - t0))
     history: list[dict[str, float]] = []
     ref = None
@@ -519,7 +360,7 @@ def _fadiff(
         best_plan = FusionPlan(net.name, tuple(fallback), (), method)
         best_rep = evaluate_plan(net, arch, best_plan)
     run = _RunRecord(tuple(history), tuple(best.evals), n_iter, w_cap, t0)
-    return _fadiff_result(net, arch, cfg, method, best_plan, best_rep, source, run)
+    return _fadiff_result(net, arch, cfg, method, (best_plan, best_rep, source), run)
 
 
 def _three_order_table(layers: list[Layer], L: int, device: str) -> tuple[LayerTable, torch.Tensor]:
@@ -656,12 +497,17 @@ def _fadiff_result(
     arch: Arch,
     cfg: FADiffSettings,
     method: str,
-    best_plan: FusionPlan,
-    best_rep: PlanReport,
-    source: str,
+    best: tuple[FusionPlan, PlanReport, str],
     run: _RunRecord,
-) -> FADiffResult:
-    """Verify the winning plan once and package it with the run's settings and history."""
+) -> SolveResult:
+    """Verify the winning plan once (``best``: the plan, its report and where it came from)
+    and package it with the run's settings and history: FEASIBLE (heuristic) with a
+    :class:`~twill.mapping.fadiff.plan.NetworkPlan`, its exact EDP (µJ·cycles) as objective;
+    ``stats`` holds ``n_iter`` (gradient steps run), ``n_evaluations`` (layer-mapping
+    evaluations of the model, the budget the random baseline gets), the ``history`` (one entry
+    per step: ``loss``, relaxed ``edp``, ``tau``, ``best_edp``) and the exact read-outs
+    ``evals`` (a non-finite number written as ``None``)."""
+    best_plan, best_rep, source = best
     viol = verify_plan(net, arch, best_plan)
     if viol:  # pragma: no cover - read-out only keeps verified plans
         raise VerificationError(viol, what=f"{method} plan for {net.name}")
@@ -680,18 +526,13 @@ def _fadiff_result(
         len(plan.fused),
         seconds,
     )
-    B = len(net.layers)
-    return FADiffResult(
-        plan,
-        best_rep,
-        run.history,
-        run.evals,
-        run.n_iter,
-        run.n_iter * B * 3,
-        seconds,
-        source,
-        settings,
-    )
+    stats = {"n_iter": run.n_iter, "n_evaluations": run.n_iter * len(net.layers) * 3,
+             "source": source, "fused": len(plan.fused), **best_rep.summary(),
+             "history": [{k: _finite(v) for k, v in h.items()} for h in run.history],
+             "evals": [{k: _finite(v) for k, v in e.items()} for e in run.evals]}  # fmt: skip
+    return SolveResult(Status.FEASIBLE, NetworkPlan(plan, best_rep, source), best_rep.edp,
+                       "EDP (µJ·cycles)", timings=Timings(solve=seconds), stats=stats,
+                       settings={"method": method, **settings}, seed=cfg.seed)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- internals
@@ -702,7 +543,7 @@ def discrete_only(
     settings: FADiffSettings | None = None,
 ) -> tuple[FusionPlan, PlanReport, str]:
     """FADiff with the gradient phase switched off: greedy fusion, the read-out polish and the
-    group search of :func:`fadiff`'s discrete phase, run on ``candidates`` alone.
+    group search of :func:`solve`'s discrete phase, run on ``candidates`` alone.
 
     The ablation baseline for the gradient (same discrete steps, same settings); returns the
     best verified plan, its report and which step produced it.
