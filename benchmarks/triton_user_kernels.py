@@ -13,7 +13,8 @@ One row per kernel and architecture: ``kernel``, ``file``, ``arch``, ``exit`` (t
 exit code), ``status`` (``scheduled``: every loop has a schedule; ``no schedule``: a loop has
 none; ``refused``: exit 2, with the message; ``internal error``: exit 70), ``loops`` (each
 with ``line``, ``calls``, ``ops``, ``reductions``, ``I``, ``L``, ``I_clk``, ``optimal``,
-``status``, ``seconds``) and ``message``. The pass rate is the share of rows scheduled.
+``status``, ``seconds``, ``why_I``) and ``message`` (for a loop without a schedule, its
+``why_I`` where the solver names a reason). The pass rate is the share of rows scheduled.
 """
 
 from __future__ import annotations
@@ -53,12 +54,14 @@ def run(py: Path, kernel: str, arch: str, total: float) -> dict:
     if proc.returncode in (0, 1) and proc.stdout.strip():
         data = json.loads(proc.stdout)
         keys = ("line", "calls", "ops", "reductions", "I", "L", "I_clk", "optimal", "status",
-                "seconds")  # fmt: skip
+                "seconds", "why_I")  # fmt: skip
         row["loops"] = [{k: lp.get(k) for k in keys} for lp in data.get("loops", [])]
         missing = [lp for lp in row["loops"] if lp["I"] is None]
         row["status"] = "no schedule" if missing or not row["loops"] else "scheduled"
         row["message"] = "; ".join(
-            f"loop at line {lp['line']}: {lp['status']}" for lp in missing
+            f"loop at line {lp['line']}: {lp['status']}"
+            + (f" ({lp['why_I']})" if lp["why_I"] else "")
+            for lp in missing
         ) or "; ".join(data.get("notes", [])[1:])
     else:
         row["status"] = {2: "refused", 70: "internal error"}.get(proc.returncode, "failed")
