@@ -83,9 +83,10 @@ _RELAXATIONS = (
 
 def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.0,  # noqa: ANN401 (a TwillResult)
                     deadline: float | None = None) -> str | None:  # fmt: skip
-    """Why the joint ``I`` of ``result`` is above Phase 1's modulo minimum (``None`` when it
-    is not): Phase 2 is re-run at the modulo minimum with one rule relaxed at a time, and the
-    first relaxation that makes it satisfiable is named.
+    """Why the joint ``I`` of ``result`` is above Phase 1's modulo minimum, or why there is
+    no schedule up to the maximum I (a proven ``infeasible``); ``None`` when neither: Phase 2
+    is re-run at the modulo minimum with one rule relaxed at a time, and the first relaxation
+    that makes it satisfiable is named.
 
     Notes
     -----
@@ -100,7 +101,10 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
     from twill.sched.verify_warps import WarpRules
 
     first = result.extra.get("phase1_I")
-    if result.I is None or first is None or result.I <= first or result.phase1 is None:
+    none = result.I is None  # proven: no schedule up to the maximum I
+    if none and getattr(result.status, "value", "") != "infeasible":
+        return None
+    if first is None or result.phase1 is None or (not none and result.I <= first):
         return None
     for name, overrides, no_spill in _RELAXATIONS:
         if deadline is not None and time.monotonic() >= deadline:
@@ -116,14 +120,14 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
         probe = algorithm1(g, phase1=result.phase1, probe=True, rules=rules,
                            time_limit=time_limit, backend="cpsat", deadline=deadline)  # fmt: skip
         if probe.I is not None:
-            return (f"the joint I ({result.I}) is above the modulo minimum ({first}) because of "
-                    f"{name}: without it, Phase 2 is satisfiable at I = {first}")  # fmt: skip
+            what = "no schedule up to the maximum I" if none else (
+                f"the joint I ({result.I}) is above the modulo minimum ({first})")  # fmt: skip
+            return f"{what} because of {name}: without it, Phase 2 is satisfiable at I = {first}"
     if deadline is not None and time.monotonic() >= deadline:
         return None  # a probe may have been cut short: no claim
-    return (
-        f"the joint I ({result.I}) is above the modulo minimum ({first}); no single "
-        "relaxation (registers, warp groups, hand-off cost) explains it alone"
-    )
+    what = "no schedule up to the maximum I" if none else (
+        f"the joint I ({result.I}) is above the modulo minimum ({first})")  # fmt: skip
+    return f"{what}; no single relaxation (registers, warp groups, hand-off cost) explains it alone"
 
 
 def register_conflict(graph: DependenceGraph) -> str | None:

@@ -185,7 +185,7 @@ def test_registers_too_wide_for_the_warp_groups_are_named() -> None:
     warp slot each the same chain fits (no claim)."""
     from twill.sched.ir import DependenceGraph, Edge, Instruction
     from twill.sched.machines import machine_for
-    from twill.triton import register_conflict
+    from twill.triton import explain_joint_I, register_conflict
 
     def chain(warps: int) -> DependenceGraph:
         ops = tuple(Instruction(n, 2, {"FMA": (1, 1)}, regs=128, warps=warps, unit="FMA",
@@ -199,5 +199,11 @@ def test_registers_too_wide_for_the_warp_groups_are_named() -> None:
     # the exact search agrees: nothing up to I = 12 with two slots each, a schedule with one
     from twill.twill_solver import twill_solve
 
-    assert twill_solve(chain(8), backend="cpsat", max_I=12).I is None
+    wide = twill_solve(chain(8), backend="cpsat", max_I=12)
+    assert wide.I is None and wide.status.value == "infeasible"
     assert twill_solve(chain(4), backend="cpsat", max_I=12).I is not None
+    # without a proof for every I, the relaxation probe names the rule (same answer here)
+    why = explain_joint_I(chain(8), wide)
+    assert why is not None and why.startswith(
+        "no schedule up to the maximum I because of the register"
+    )

@@ -348,8 +348,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             if solved is not None:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)
-                if solved.I is None:  # say why, where a proof is at hand
-                    entries[-1]["why_I"] = register_conflict(lp.graph)
+                if solved.I is None:  # say why, a proof for every I first
+                    entries[-1]["why_I"] = register_conflict(lp.graph) or entries[-1]["why_I"]
         extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
                  "notes": list(kernel.notes)}  # fmt: skip
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
