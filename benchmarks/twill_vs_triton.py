@@ -14,7 +14,8 @@ or cannot compile it) gets a row with ``error``:
   assignment are feasible (``triton_I``, ``triton_L``; ``triton_status`` is ``feasible``,
   ``infeasible`` or ``unknown`` within ``--price-limit`` seconds, with ``triton_I_lower``, the
   smallest ``I`` not refuted); ``predicted_speedup = triton_I / twill_I`` (steady state);
-* Twill's schedule compiled (``twill compile``): ``compiled`` (a cubin that is not a trap),
+* Twill's schedule compiled (``twill compile``): ``compiled`` (a cubin that can launch: not
+  a trap, shared memory within 227 KiB),
   ``regs``, ``smem_bytes``, ``spills`` (bytes), ``kept``/``changed`` (stages Triton's
   pipeliner kept or moved, read back from the pipelined IR), ``prologue_depth``,
   ``partitions_applied``; ``compile_error`` where Twill's schedule cannot be written (a loop
@@ -63,13 +64,13 @@ def _spec(name: str) -> tuple[str, dict[str, Any]]:
 
 
 def _resources(build: Any, prefix: str = "") -> dict[str, Any]:
-    from twill.io.triton_peer import _trap_only
+    from twill.io.triton_peer import why_not_runnable
 
     return {
         f"{prefix}regs": build.regs,
         f"{prefix}smem_bytes": build.smem_bytes,
         f"{prefix}spills": build.spills,
-        f"{prefix}runnable": not _trap_only(build.ptx),
+        f"{prefix}runnable": why_not_runnable(build) is None,
     }
 
 

@@ -320,6 +320,26 @@ class CompileSummary:
         }
 
 
+#: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB.
+SMEM_LIMIT = 232_448
+
+
+def why_not_runnable(build: Any) -> str | None:  # noqa: ANN401 (a Build)
+    """Why the compiled kernel cannot launch, or ``None``: a ``trap`` body, or more shared
+    memory than the SM gives one block (Triton refuses it at launch)."""
+    if _trap_only(build.ptx):
+        return (
+            "Triton lowered the kernel to a trap: its buffers exceed the SM's shared or "
+            "tensor memory"
+        )
+    if build.smem_bytes and build.smem_bytes > SMEM_LIMIT:
+        return (
+            f"it needs {build.smem_bytes:,} bytes of shared memory, more than the "
+            f"{SMEM_LIMIT:,} one block may use (Triton refuses it at launch)"
+        )
+    return None
+
+
 def _trap_only(ptx: str) -> bool:
     """Triton lowers a kernel whose memory does not fit the SM to a single ``trap``."""
     return "trap;" in ptx and not any(w in ptx for w in ("wgmma", "tcgen05", "ld.global", "cp."))
@@ -440,15 +460,12 @@ def compile_twill(
             "matched_by_location_only": match.lowered,
             "partitions": parts_changed,
         },
-        "runnable": not _trap_only(b.ptx),
+        "runnable": why_not_runnable(b) is None,
         "num_warps": ks.num_warps,
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if not data["runnable"]:
-        data["why_not_runnable"] = (
-            "Triton lowered the kernel to a trap: its buffers exceed the "
-            "SM's shared or tensor memory"
-        )
+        data["why_not_runnable"] = why_not_runnable(b)
     return CompileSummary(data, b)
 
 
