@@ -9,7 +9,7 @@ import pytest
 from tests.mapping.mappers import mapped
 from twill.io.timeloop import read_layer
 from twill.mapping.arch import gemmini_arch, simba_arch
-from twill.mapping.cosa import build_cosa_model
+from twill.mapping.cosa import CosaModelOptions, build_cosa_model
 from twill.mapping.mapping import verify_mapping
 from twill.mapping.workload import Layer
 from twill.results import Status
@@ -30,7 +30,7 @@ def _layer(benchmarks, net, name):
 class TestModel:
     def test_size_matches_spec(self, benchmark_data):
         layer = _layer(benchmark_data, "resnet50_graph", "_outputs_input.5")
-        model, ix, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
+        model, ix, _ = build_cosa_model(layer, simba_arch(), CosaModelOptions(gb_order="slots"))
         assert ix.zn == 23  # 56=2^3*7 twice, 64=2^6 twice, R S N unit factors
         assert sum(1 for n in model.vars if n.startswith("X[")) == 1288  # spec: 1,288 binaries
 
@@ -155,8 +155,8 @@ class TestGbLoopSlots:
 
     def test_loops_model_is_smaller(self, benchmark_data):
         layer = _layer(benchmark_data, "resnet50_graph", "_outputs_input.5")
-        big, _, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
-        small, _, _ = build_cosa_model(layer, simba_arch(), gb_order="loops")
+        big, _, _ = build_cosa_model(layer, simba_arch(), CosaModelOptions(gb_order="slots"))
+        small, _, _ = build_cosa_model(layer, simba_arch(), CosaModelOptions(gb_order="loops"))
         assert len(small.vars) * 3 < len(big.vars)
 
 

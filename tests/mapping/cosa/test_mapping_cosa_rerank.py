@@ -10,7 +10,7 @@ import pytest
 
 from tests.mapping.mappers import mapped
 from twill.mapping.arch import gemmini_arch, simba_arch
-from twill.mapping.cosa import build_cosa_model, polish_loop_orders
+from twill.mapping.cosa import CosaModelOptions, build_cosa_model, polish_loop_orders
 from twill.mapping.cosa.mip import CosaIndex, bypass_refetch_operands, register_reuse_bound
 from twill.mapping.cost.analytical import MappingBatch, evaluate, evaluate_batch
 from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
@@ -43,7 +43,7 @@ class TestNoBypassRefetch:
 
     def test_simba_model_unchanged(self):
         a, _, _ = build_cosa_model(PSUM, simba_arch())
-        b, _, _ = build_cosa_model(PSUM, simba_arch(), no_bypass_refetch=True)
+        b, _, _ = build_cosa_model(PSUM, simba_arch(), CosaModelOptions(no_bypass_refetch=True))
         assert a.rows == b.rows and a.objective == b.objective
 
     def test_restriction_removes_psum_refetch(self):

@@ -10,8 +10,15 @@ and the best picked under the cost model) and ``cosa-edp`` (:mod:`~twill.mapping
 Each is ``solve(problem, options)`` on a :class:`~twill.mapping.problems.LayerMappingProblem`.
 """
 
-from twill.mapping.cosa.mip import CosaWeights, build_cosa_model
+from twill.mapping.cosa.mip import CosaModelOptions, CosaWeights, build_cosa_model
 from twill.mapping.cosa.rerank import polish_loop_orders
 from twill.mapping.cosa.solve import CoSASettings, solve
 
-__all__ = ["solve", "CoSASettings", "polish_loop_orders", "build_cosa_model", "CosaWeights"]
+__all__ = [
+    "solve",
+    "CoSASettings",
+    "polish_loop_orders",
+    "build_cosa_model",
+    "CosaModelOptions",
+    "CosaWeights",
+]

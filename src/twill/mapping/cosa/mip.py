@@ -34,6 +34,7 @@ from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, Dim, Layer, Operand
 
 __all__ = [
     "CosaWeights",
+    "CosaModelOptions",
     "CosaIndex",
     "build_cosa_model",
     "add_c1_one_kind_per_position",
@@ -643,24 +644,12 @@ def cosa_objective_terms(
     return {"compute": comp, "utilisation": util_expr, "traffic": traffic}
 
 
-def build_cosa_model(
-    layer: Layer,
-    arch: Arch,
-    *,
-    weights: CosaWeights | None = None,
-    halo: str = "v010",
-    symmetry: bool = True,
-    reduce_units: bool = True,
-    gb_order: str = "loops",
-    no_bypass_refetch: bool = False,
-    register_reuse: bool = False,
-) -> tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]]:
-    """Build the linearised CoSA MIP for ``layer`` on ``arch``.
+@dataclass(frozen=True)
+class CosaModelOptions:
+    """Which CoSA MIP to build (:func:`build_cosa_model`); the defaults are CoSA's model.
 
-    Parameters
+    Attributes
     ----------
-    layer, arch
-        The layer and the accelerator.
     weights
         Objective weights (default CoSA's ``(10, -0.1, 1)``).
     halo
@@ -683,6 +672,28 @@ def build_cosa_model(
     register_reuse
         Add :func:`add_register_reuse` (not CoSA's model: a minimum reuse of a one-word
         stationary register under a throttled parent; off by default, no row on Simba).
+    """
+
+    weights: CosaWeights | None = None
+    halo: str = "v010"
+    symmetry: bool = True
+    reduce_units: bool = True
+    gb_order: str = "loops"
+    no_bypass_refetch: bool = False
+    register_reuse: bool = False
+
+
+def build_cosa_model(
+    layer: Layer, arch: Arch, variant: CosaModelOptions | None = None
+) -> tuple[LinearModel, CosaIndex, dict[str, dict[str, float]]]:
+    """Build the linearised CoSA MIP for ``layer`` on ``arch``.
+
+    Parameters
+    ----------
+    layer, arch
+        The layer and the accelerator.
+    variant
+        Which model (:class:`CosaModelOptions`; default CoSA's).
 
     Returns
     -------
@@ -693,12 +704,13 @@ def build_cosa_model(
     --------
     >>> from twill.mapping.arch import simba_arch
     >>> layer = Layer("l", {"P": 56, "Q": 56, "C": 64, "K": 64})
-    >>> m, ix, _ = build_cosa_model(layer, simba_arch(), gb_order="slots")
+    >>> m, ix, _ = build_cosa_model(layer, simba_arch(), CosaModelOptions(gb_order="slots"))
     >>> ix.zn, sum(1 for name in m.vars if name.startswith("X["))
     (23, 1288)
     """
-    w = weights or CosaWeights()
-    ix = CosaIndex.build(layer, arch, gb_order=gb_order, reduce_units=reduce_units)
+    v = variant or CosaModelOptions()
+    w = v.weights or CosaWeights()
+    ix = CosaIndex.build(layer, arch, gb_order=v.gb_order, reduce_units=v.reduce_units)
     model = LinearModel(name=f"cosa_{layer.name}")
     _variables(model, ix, arch)
     add_c1_one_kind_per_position(model, ix)
@@ -708,10 +720,10 @@ def build_cosa_model(
     add_c5_halo_helpers(model, ix)
     add_c6_spatial_fanout(model, ix)
     h = halo_expression(model, ix)
-    util = utilisation_expressions(ix, h, _halo_levels(ix, halo))
+    util = utilisation_expressions(ix, h, _halo_levels(ix, v.halo))
     add_c7_buffer_capacity(model, ix, util)
     add_spatial_dim_restrictions(model, ix, arch)
-    switches = (reduce_units, symmetry, no_bypass_refetch, register_reuse)
+    switches = (v.reduce_units, v.symmetry, v.no_bypass_refetch, v.register_reuse)
     _add_optional_rows(model, ix, arch, *switches)
     terms = cosa_objective_terms(model, ix, arch, util)
     _set_weighted_objective(model, terms, w)

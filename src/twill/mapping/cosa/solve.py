@@ -15,7 +15,7 @@ from typing import Any
 
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.decode import decode_solution, repair_capacity
-from twill.mapping.cosa.mip import CosaIndex, CosaWeights, build_cosa_model
+from twill.mapping.cosa.mip import CosaIndex, CosaModelOptions, CosaWeights, build_cosa_model
 from twill.mapping.cosa.model import LinearModel, Solution, solve_model
 from twill.mapping.cost.analytical import evaluate
 from twill.mapping.problems import LayerMappingProblem
@@ -96,8 +96,12 @@ class CoSASettings:
     polish: bool = True
     n_random: int = 300
 
-    def model_options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`~twill.mapping.cosa.mip.build_cosa_model`."""
+    def model_options(self) -> CosaModelOptions:
+        """The model these settings build (:func:`~twill.mapping.cosa.mip.build_cosa_model`)."""
+        return CosaModelOptions(**self.model_fields())
+
+    def model_fields(self) -> dict[str, Any]:
+        """The fields of :meth:`model_options`, by name."""
         keys = ("halo", "symmetry", "reduce_units", "gb_order", "no_bypass_refetch")
         keys += ("register_reuse", "weights")
         return {k: getattr(self, k) for k in keys}
@@ -105,7 +109,7 @@ class CoSASettings:
     def to_dict(self) -> dict[str, Any]:
         """The ``settings`` recorded in the result (seed and ``extra`` travel separately)."""
         out = {"backend": self.backend, "time_limit": self.time_limit, "threads": self.threads}
-        out.update(self.model_options())
+        out.update(self.model_fields())
         out["weights"] = list((self.weights or CosaWeights()).__dict__.values())
         return out
 
@@ -174,7 +178,7 @@ def run(
     gives UNKNOWN; a model without any placement, INFEASIBLE. Every returned mapping passed
     :func:`~twill.mapping.mapping.verify_mapping`."""
     t0, c0 = time.perf_counter(), time.process_time()
-    model, ix, terms = build_cosa_model(layer, arch, **cfg.model_options())
+    model, ix, terms = build_cosa_model(layer, arch, cfg.model_options())
     t_build = time.perf_counter() - t0
     sol = solve_model(
         model,
