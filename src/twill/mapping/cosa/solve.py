@@ -40,8 +40,9 @@ _MIN_SOLVE_S = 0.01
 
 
 @dataclass(frozen=True)
-class CoSASettings:
-    """The settings of one CoSA run, ``options.cosa`` (defaults listed here once).
+class CoSASettings(CosaModelOptions):
+    """The settings of one CoSA run, ``options.cosa`` (defaults listed here once): the model
+    (the fields of :class:`~twill.mapping.cosa.mip.CosaModelOptions`) and how it is solved.
 
     Attributes
     ----------
@@ -54,23 +55,10 @@ class CoSASettings:
         Solver limits (DEC-6); on a timeout the best feasible solution is returned (FEASIBLE).
         :func:`solve` takes ``threads`` and ``seed`` from the options, and ``time_limit``
         too when the options set one (then it bounds the whole call).
-    weights
-        ``(w_C, w_U, w_T)``; default CoSA's ``(10, -0.1, 1)``.
-    halo
-        ``"v010"`` (paper/released) or ``"corrected"`` (DEC-1).
-    symmetry, reduce_units
-        Symmetry-breaking rows and unit-factor reduction (optimum unchanged either way).
-    gb_order
-        ``"loops"`` (one GB slot per loop dimension, default) or ``"slots"`` (the paper's one
-        slot per prime factor); same optimum, see :func:`~twill.mapping.cosa.build_cosa_model`.
-    no_bypass_refetch
-        Restrict the MIP: no DRAM refetch of a tensor that bypasses the global buffer
-        (:func:`~twill.mapping.cosa.mip.add_no_bypass_refetch`; Gemmini's outputs). Not CoSA's
-        model; OPTIMAL then means optimal for the restricted MIP. Off by default.
-    register_reuse
-        Restrict the MIP: a minimum reuse of a one-word stationary register under a throttled
-        parent (:func:`~twill.mapping.cosa.mip.add_register_reuse`; Gemmini's weights). Not
-        CoSA's model; may be infeasible. Off by default.
+    weights, halo, symmetry, reduce_units, gb_order, no_bypass_refetch, register_reuse
+        The model (:class:`~twill.mapping.cosa.mip.CosaModelOptions`): CoSA's by default;
+        ``no_bypass_refetch`` and ``register_reuse`` restrict it (not CoSA's model; OPTIMAL
+        then means optimal for the restricted MIP).
     extra
         Backend-specific settings passed through untouched.
     metric, polish
@@ -84,13 +72,6 @@ class CoSASettings:
     time_limit: float = 60.0
     threads: int = 1
     seed: int = 0
-    weights: CosaWeights | None = None
-    halo: str = "v010"
-    symmetry: bool = True
-    reduce_units: bool = True
-    gb_order: str = "loops"
-    no_bypass_refetch: bool = False
-    register_reuse: bool = False
     extra: dict[str, Any] | None = None
     metric: str = "lex"
     polish: bool = True
