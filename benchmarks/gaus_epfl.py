@@ -97,11 +97,12 @@ def synthetic_aiger(n_and: int, depth: int, n_in: int = 128, seed: int = 0) -> b
 def load(spec: str) -> Any:
     """A design: a path to an AIGER file, or ``synthetic:N:DEPTH``."""
     from twill.io.aiger import parse_aiger, read_aiger
+    from twill.sched.gaus.graph import gaus_view
 
     if spec.startswith("synthetic:"):
         _, n, depth = spec.split(":")
         return parse_aiger(synthetic_aiger(int(n), int(depth)), f"synthetic_{n}_{depth}.aig")
-    return read_aiger(spec)
+    return gaus_view(read_aiger(spec))
 
 
 def instance(g: Any, formulation: str) -> tuple[Any, int, int | None]:

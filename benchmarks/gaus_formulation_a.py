@@ -51,10 +51,11 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
     from twill.sched.baselines.force_directed import force_directed_schedule
     from twill.sched.baselines.list_sched import list_schedule
     from twill.sched.gaus.bounds import default_D
+    from twill.sched.gaus.graph import gaus_view
     from twill.sched.gaus.polish import polish_resource
     from twill.sched.gaus.verify import objective_a, schedule_violations
 
-    g = read_gml(path)
+    g = gaus_view(read_gml(path))
     D = default_D(g, "A")
     lb = args.ratio * float(g.usage.sum()) / D
     res: dict = {}

@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     from twill.io.aiger import read_aiger
     from twill.sched.baselines.list_sched import list_schedule
     from twill.sched.gaus.bounds import default_D
+    from twill.sched.gaus.graph import gaus_view
 
     t_imp = time.perf_counter()
     import twill.sched.gaus.losses  # noqa: F401  (loads torch)
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     for name in args.designs:
-        g = pipelined(read_aiger(EPFL / f"{name}.aig"), args.II)
+        g = pipelined(gaus_view(read_aiger(EPFL / f"{name}.aig")), args.II)
         D = default_D(g, "C", args.II)
         gs = GauSSolver(g, D=D).solve_modulo(II=args.II)
         lst = list_schedule(g, "C", D=D, II=args.II)

@@ -2,7 +2,7 @@
 
 * :mod:`twill.io.graph_json`: JSON / YAML dependence graphs (schema in ``docs/formats.md``).
 * :mod:`twill.io.hatschet`: HatScheT ``.graphml`` + resource-model XML.
-* :mod:`twill.io.gml`, :mod:`twill.io.aiger`: GS-Schedule GML and AIGER (GauS's array view).
+* :mod:`twill.io.gml`, :mod:`twill.io.aiger`: GS-Schedule GML and AIGER netlists.
 * :mod:`twill.io.timeloop`: Timeloop-style problem / architecture / mapping YAML, DOSA CSV.
 * :mod:`twill.io.onnx_model`: ONNX models (and :mod:`twill.io.model_zoo` PyTorch networks) to
   layers and their producer → consumer graph.
@@ -14,13 +14,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
-
-if TYPE_CHECKING:
-    from twill.sched.gaus.graph import GauSGraph
 
 __all__ = ["load_graph", "graph_input_files"]
 
@@ -54,7 +50,7 @@ def load_graph(
     arch: str | None = None,
     *,
     arrays: bool = False,
-) -> DependenceGraph | GauSGraph:
+) -> DependenceGraph:
     """Load a dependence graph from a kernel name or a file: the one loader for every format.
 
     Parameters
@@ -66,18 +62,19 @@ def load_graph(
         HatScheT resource-model XML (only for ``.graphml``; default: found beside the file).
     arrays
         Also accept the formats that only GauS reads, GS-Schedule ``.gml`` and AIGER ``.aig``
-        (and HatScheT as ``.xml``); these come back as the array view
-        :class:`~twill.sched.gaus.graph.GauSGraph` (GauS turns a ``DependenceGraph`` into the
-        same view with :func:`~twill.sched.gaus.solver.as_gaus_graph`).
+        (and HatScheT as ``.xml``). Their weights ride on the graph (``Edge.comm``,
+        ``memory_weight``, ``weight_note``); GauS works on its array view
+        :func:`~twill.sched.gaus.graph.gaus_view`.
     arch
         Target of a Triton kernel ``FILE.py:KERNEL`` or a ``.ttgir`` file (``sm_90a`` or
         ``sm_100a``; :func:`twill.triton.import_triton`).
 
     Returns
     -------
-    DependenceGraph or GauSGraph
-        A graph that has passed :func:`twill.sched.validate.check_graph` (a ``GauSGraph`` only
-        for ``.gml`` / ``.aig`` with ``arrays=True``).
+    DependenceGraph
+        A graph that has passed :func:`twill.sched.validate.check_graph`; a ``.gml`` / ``.aig``
+        graph (``arrays=True``) is checked by its reader only (no cycle; no Twill model-size
+        limit, since GauS bounds its own arrays).
 
     Raises
     ------
@@ -134,7 +131,7 @@ def load_graph(
     )
 
 
-def _load_array_format(path: Path) -> DependenceGraph | GauSGraph:
+def _load_array_format(path: Path) -> DependenceGraph:
     """GS-Schedule GML, AIGER, or HatScheT under an ``.xml`` name."""
     if not path.is_file():
         raise FileNotFoundError(2, "No such file or directory", str(path))

@@ -8,14 +8,15 @@ Binary: header ``aig M I L O A`` (AIGER 1.9 may add ``B C J F``), then ``O`` out
 line, then one ``lhs rhs0 rhs1`` line per AND gate, in any order. Symbol table and comments
 after the gates are ignored. Only combinational netlists (``L = 0``) are accepted.
 
-The netlist becomes an AND-gate DAG (:class:`~twill.sched.gaus.graph.GauSGraph`):
+The netlist becomes an AND-gate DAG (:class:`~twill.sched.ir.DependenceGraph`):
 
 * nodes: primary inputs ``i0 .. i{I-1}`` and AND gates named by their (even) literal index,
   e.g. ``"16"`` (the ``--json`` schedule uses these names);
 * edges: one per AND fan-in from a non-constant variable (so twice the gate count, as in the
   spec's table), delay 1 (an AND output is available the step after it is computed), distance 0;
 * weights (spec §10.1 recommended defaults, recorded in ``weight_note``): resource ``AND``
-  usage 1 per gate and 0 per input; communication 1 per edge; memory 1 bit per node.
+  usage 1 per gate and 0 per input (unlimited); communication 1 per edge; memory 1 bit per
+  node (memory weight ``unit``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from twill.errors import InputFormatError
-from twill.sched.gaus.graph import GauSGraph
+from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 
 __all__ = ["read_aiger", "parse_aiger", "MAX_AIGER_VARIABLES"]
 
@@ -69,7 +70,7 @@ def _check_counts(M: int, O: int, A: int, body_bytes: int, source: str) -> None:
         )
 
 
-def parse_aiger(data: bytes, source: str = "<aig>") -> GauSGraph:
+def parse_aiger(data: bytes, source: str = "<aig>") -> DependenceGraph:
     """Parse AIGER bytes, binary or ASCII (see module docstring)."""
     nl = data.find(b"\n")
     if nl < 0:
@@ -174,7 +175,7 @@ def _skip_lines(
 
 def _parse_ascii(
     body: bytes, source: str, M: int, I: int, O: int, A: int, extra: list[int]
-) -> GauSGraph:
+) -> DependenceGraph:
     """ASCII AIGER after the header line (gates in any order, checked to form a DAG)."""
     pos = 0
     var_node = np.full(M + 1, -1, dtype=np.int64)
@@ -236,29 +237,24 @@ def _check_acyclic(n: int, src: list[int], dst: list[int], source: str) -> None:
         raise InputFormatError("AND gates form a cycle", source=source)
 
 
-def _and_graph(source: str, names: list[str], I: int, src: list[int], dst: list[int]) -> GauSGraph:
+def _and_graph(
+    source: str, names: list[str], I: int, src: list[int], dst: list[int]
+) -> DependenceGraph:
     """The AND-gate DAG with the default weights (module docstring)."""
-    n = len(names)
-    usage = np.zeros((n, 1, 1))
-    usage[I:, 0, 0] = 1.0
-    return GauSGraph(
-        name=Path(source).stem if source != "<aig>" else "aig",
-        names=tuple(names),
-        resources=("AND",),
-        usage=usage,
-        caps=np.array([np.inf]),
-        src=np.array(src, dtype=np.int64),
-        dst=np.array(dst, dtype=np.int64),
-        delay=np.ones(len(src), dtype=np.int64),
-        distance=np.zeros(len(src), dtype=np.int64),
-        comm=np.ones(len(src)),
-        mem=np.ones(n),
+    gate, pin = {"AND": (1,)}, {"AND": (0,)}
+    instructions = tuple(Instruction(x, 1, pin if i < I else gate) for i, x in enumerate(names))
+    return DependenceGraph(
+        Path(source).stem if source != "<aig>" else "aig",
+        instructions,
+        tuple(Edge(names[u], names[v], 1) for u, v in zip(src, dst, strict=True)),
+        MachineDescription("aig", {"AND": MachineDescription.UNLIMITED}),
+        memory_weight="unit",
         weight_note="AIGER: AND usage 1 per gate, 0 per input; delay 1 and comm 1 per edge; "
         "memory 1 per node; outputs not live-out",
     )
 
 
-def read_aiger(path: str | Path) -> GauSGraph:
+def read_aiger(path: str | Path) -> DependenceGraph:
     """Read an AIGER file (binary ``aig`` or ASCII ``aag``) as an AND-gate DAG.
 
     Raises

@@ -5,10 +5,10 @@ edge [ source U target V name "K" parameter C ] ]``. ``parameter`` on a node is 
 memory/resource weight ``w_i``; on an edge it is a communication weight that GS-Schedule
 binarises (``> 0 -> 1``), and so does this reader.
 
-The graph becomes a :class:`~twill.sched.gaus.graph.GauSGraph` with one resource ``mem``
+The graph becomes a :class:`~twill.sched.ir.DependenceGraph` with one functional unit ``mem``
 (usage ``w_i`` for one step, unlimited), edge delay 0 (GS-Schedule's non-strict precedence
-``s_u <= s_v``), communication weight ``[c > 0]`` and memory weight ``w_i``. Node names are the
-GML ids as strings.
+``s_u <= s_v``), communication weight ``[c > 0]`` and memory weight ``w_i`` (the footprint in
+memory ``mem``). Node names are the GML ids as strings.
 
 Validate, then build: every defect found (missing keys, non-integer values, unknown or
 duplicate ids, negative weights, cycles) is reported at once with the file and item.
@@ -20,12 +20,11 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.text import read_text_file
 from twill.io.yaml_safe import short_repr
-from twill.sched.gaus.graph import GauSGraph, topological_generations
+from twill.sched.gaus.graph import gaus_view, topological_generations
+from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 
 __all__ = ["read_gml", "parse_gml", "MAX_GML_DEPTH", "MAX_GML_VALUE"]
 
@@ -96,7 +95,7 @@ def _parse_list(tokens: list[str], i: int, source: str) -> tuple[list[tuple[str,
     raise InputFormatError("unbalanced brackets: 'graph [' is not closed", source=source)
 
 
-def parse_gml(text: str, source: str = "<gml>") -> GauSGraph:
+def parse_gml(text: str, source: str = "<gml>") -> DependenceGraph:
     """Parse GS-Schedule GML text (see module docstring)."""
     tokens = _tokens(text, source)
     if len(tokens) < 2 or tokens[0] != "graph" or tokens[1] != "[":
@@ -110,9 +109,9 @@ def parse_gml(text: str, source: str = "<gml>") -> GauSGraph:
     nodes, edges, defects = _nodes_and_edges(items)
     if defects:
         raise InvalidProblemError(defects, source=source)
-    g = _gaus_graph(nodes, edges, source)
+    g = _dependence_graph(nodes, edges, source)
     try:
-        topological_generations(g)
+        topological_generations(gaus_view(g))
     except InvalidProblemError as exc:
         raise exc.with_source(source) from None
     return g
@@ -187,29 +186,30 @@ def _read_edge(d: dict[str, Any], edges: list[tuple[int, int, int]], defects: _D
         edges.append((u, v, c))
 
 
-def _gaus_graph(nodes: dict[int, int], edges: list[tuple[int, int, int]], source: str) -> GauSGraph:
-    """The array view: nodes in id order, weight = memory and resource use, delay 0."""
+def _dependence_graph(
+    nodes: dict[int, int], edges: list[tuple[int, int, int]], source: str
+) -> DependenceGraph:
+    """Nodes in id order, weight = memory footprint and ``mem`` use for one step, delay 0."""
     ids = sorted(nodes)
-    pos = {nid: i for i, nid in enumerate(ids)}
-    w = np.array([nodes[nid] for nid in ids], dtype=np.float64)
-    return GauSGraph(
-        name=Path(source).stem if source != "<gml>" else "gml",
-        names=tuple(str(nid) for nid in ids),
-        resources=("mem",),
-        usage=w[:, None, None],
-        caps=np.array([np.inf]),
-        src=np.array([pos[u] for u, _, _ in edges], dtype=np.int64),
-        dst=np.array([pos[v] for _, v, _ in edges], dtype=np.int64),
-        delay=np.zeros(len(edges), dtype=np.int64),
-        distance=np.zeros(len(edges), dtype=np.int64),
-        comm=np.array([1.0 if c > 0 else 0.0 for _, _, c in edges]),
-        mem=w,
+    instructions = tuple(
+        Instruction(str(nid), 1, {"mem": (nodes[nid],)}, footprint={"mem": nodes[nid]})
+        for nid in ids
+    )
+    machine = MachineDescription(
+        "gml", {"mem": MachineDescription.UNLIMITED}, memories={"mem": max(1, *nodes.values())}
+    )
+    return DependenceGraph(
+        Path(source).stem if source != "<gml>" else "gml",
+        instructions,
+        tuple(Edge(str(u), str(v), 0, comm=1.0 if c > 0 else 0.0) for u, v, c in edges),
+        machine,
+        memory_weight="footprint",
         weight_note="GS-Schedule GML: resource/memory weight = node parameter, delay 0 per "
         "edge (non-strict precedence), comm = [edge parameter > 0]",
     )
 
 
-def read_gml(path: str | Path) -> GauSGraph:
+def read_gml(path: str | Path) -> DependenceGraph:
     """Read a GS-Schedule ``.gml`` file.
 
     Raises
@@ -223,7 +223,9 @@ def read_gml(path: str | Path) -> GauSGraph:
     --------
     >>> g = parse_gml('graph [ directed 1 node [ id 0 parameter 5 ] node [ id 1 ] '
     ...               'edge [ source 0 target 1 parameter 7 ] ]')
-    >>> g.n, g.num_edges, g.usage[:, 0, 0].tolist(), g.comm.tolist()
+    >>> from twill.sched.gaus.graph import gaus_view
+    >>> v = gaus_view(g)
+    >>> v.n, v.num_edges, v.usage[:, 0, 0].tolist(), v.comm.tolist()
     (2, 1, [5.0, 0.0], [1.0])
     """
     p = Path(path)

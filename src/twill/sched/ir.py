@@ -88,7 +88,8 @@ class Edge:
     """A dependence ``src -> dst`` with ``delay`` d >= 0 and iteration ``distance`` delta >= 0.
 
     ``blocking`` marks that ``dst`` needs a blocking wait on ``src`` (e.g. reading tensor-core
-    accumulators from TMEM on Blackwell; spec §4.4).
+    accumulators from TMEM on Blackwell; spec §4.4). ``comm`` is the edge's communication
+    weight in GauS formulation A (GS-Schedule GML binarises it to 0 or 1; 1 elsewhere).
     """
 
     src: str
@@ -96,6 +97,7 @@ class Edge:
     delay: int
     distance: int = 0
     blocking: bool = False
+    comm: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -145,12 +147,20 @@ class DependenceGraph:
     ... )
     >>> g.instruction("P").reservation["EXP"]
     (1,)
+
+    ``memory_weight`` says which field GauS takes as an op's memory weight ``b_i``
+    (``"footprint"``, ``"regs"``, ``"unit"`` or ``"auto"``: footprint when any op has one, else
+    regs when any op has some, else 1); ``weight_note`` records how a reader chose the weights
+    (empty: GauS describes the defaults). GauS works on the array view
+    :func:`twill.sched.gaus.graph.gaus_view` of this graph, computed once and kept on it.
     """
 
     name: str
     instructions: tuple[Instruction, ...]
     edges: tuple[Edge, ...]
     machine: MachineDescription
+    memory_weight: str = "auto"
+    weight_note: str = ""
 
     @property
     def names(self) -> list[str]:

@@ -268,10 +268,13 @@ def zero_distance_circuits(names: Iterable[str], edges: Iterable[Edge]) -> list[
     return comps
 
 
-def graph_defects(graph: DependenceGraph) -> list[str]:
-    """Every defect of ``graph`` as one readable line each (empty when the graph is valid)."""
+def graph_defects(graph: DependenceGraph, *, model_size: bool = True) -> list[str]:
+    """Every defect of ``graph`` as one readable line each (empty when the graph is valid).
+
+    ``model_size=False`` skips the refusal of graphs too large for Twill's time-indexed models
+    (GauS bounds its own arrays; netlists of 10,000+ gates are its normal input)."""
     out = _machine_defects(graph) + _instruction_defects(graph) + _edge_defects(graph)
-    if not out:
+    if not out and model_size:
         out = _size_defects(graph)
     for comp in zero_distance_circuits(graph.names, graph.edges):
         out.append(
@@ -282,7 +285,9 @@ def graph_defects(graph: DependenceGraph) -> list[str]:
     return out
 
 
-def check_graph(graph: DependenceGraph, source: str | None = None) -> None:
+def check_graph(
+    graph: DependenceGraph, source: str | None = None, *, model_size: bool = True
+) -> None:
     """Raise :class:`~twill.errors.InvalidProblemError` listing every defect of ``graph``.
 
     Parameters
@@ -291,6 +296,8 @@ def check_graph(graph: DependenceGraph, source: str | None = None) -> None:
         The instance to check.
     source
         File or kernel name the graph came from; it prefixes the message.
+    model_size
+        Also refuse a graph too large for Twill's models (:func:`graph_defects`).
 
     Raises
     ------
@@ -308,6 +315,6 @@ def check_graph(graph: DependenceGraph, source: str | None = None) -> None:
     ...     print(len(exc.defects))
     2
     """
-    defects = graph_defects(graph)
+    defects = graph_defects(graph, model_size=model_size)
     if defects:
         raise InvalidProblemError(defects, source=source)

@@ -28,7 +28,7 @@ from twill.sched.baselines.time_indexed import (
     peak_lp,
 )
 from twill.sched.gaus.bounds import default_D
-from twill.sched.gaus.graph import asap_alap, from_dependence_graph
+from twill.sched.gaus.graph import asap_alap, from_dependence_graph, gaus_view
 from twill.sched.gaus.verify import objective_a, resource_profile, schedule_violations
 
 
@@ -85,7 +85,7 @@ def test_lp_is_infeasible_below_the_least_peak() -> None:
 def test_lp_guided_schedule_on_epfl_ctrl_is_legal_meets_its_cap_and_its_bound(
     benchmark_data,
 ) -> None:
-    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "ctrl.aig"))
     D = default_D(g, "A")
     listed = next(t for cap in range(1, 40) if (t := capped_list_schedule(g, D, cap)) is not None)
     cap = int(resource_profile(g, listed).max())
@@ -127,7 +127,7 @@ def test_lp_rounded_schedule_is_legal_and_exact_where_the_lp_is_integral(seed: i
 def test_lp_bound_on_epfl_ctrl_holds_and_is_close(benchmark_data) -> None:
     """ctrl's optimum in A is 2246 (proven by CP-SAT with the precedence cuts,
     docs/benchmarks.md); the LP bounds it from below within 10 %."""
-    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "ctrl.aig"))
     D = default_D(g, "A")
     listed = next(t for cap in range(1, 40) if (t := capped_list_schedule(g, D, cap)) is not None)
     top = int(resource_profile(g, listed).max()) + 2
@@ -203,7 +203,7 @@ def test_least_communication_schedule_is_integral_legal_and_optimal(seed: int) -
 def test_backward_rounding_spreads_a_schedule_packed_at_alap(benchmark_data) -> None:
     """EPFL ``max``: its least-communication schedule packs ops at their ALAP steps; the
     forward pass cannot move an op before its placed predecessors, the backward pass can."""
-    g = read_aiger(benchmark_data / "epfl" / "max.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "max.aig"))
     D = default_D(g, "A")
     least = min_communication_schedule(g, D)
     forward = capped_rounding(g, D, least, 80)

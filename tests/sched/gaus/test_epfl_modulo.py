@@ -8,7 +8,7 @@ from pathlib import Path
 from twill.io.aiger import read_aiger
 from twill.sched.baselines.list_sched import list_schedule
 from twill.sched.gaus.bounds import default_D
-from twill.sched.gaus.graph import asap_alap
+from twill.sched.gaus.graph import asap_alap, gaus_view
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.verify import schedule_violations
 
@@ -19,7 +19,7 @@ from gaus_modulo import pipelined  # noqa: E402  (the benchmark's pipelined vari
 def test_adder_carry_chain_gets_a_legal_modulo_schedule(benchmark_data) -> None:
     # 257 first-level gates fill two of the eight congruence classes; placed in time order,
     # the 256-gate carry chain then loses two steps in eight and ends at step 339 > D - 1.
-    g = pipelined(read_aiger(benchmark_data / "epfl" / "adder.aig"), 8)
+    g = pipelined(gaus_view(read_aiger(benchmark_data / "epfl" / "adder.aig")), 8)
     D = default_D(g, "C", 8)
     asap, _ = asap_alap(g, D)
     t, msg = legalise_modulo(g, asap.astype(float), 8, D)

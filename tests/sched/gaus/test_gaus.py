@@ -13,7 +13,7 @@ from twill.gaus_solver import GauSSolver, gaus_solve_twill_graph, generate_rando
 from twill.results import Status
 from twill.sched.baselines.list_sched import list_schedule
 from twill.sched.gaus.bounds import rec_mii
-from twill.sched.gaus.graph import asap_alap, from_dependence_graph
+from twill.sched.gaus.graph import asap_alap, from_dependence_graph, gaus_view
 from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
 from twill.sched.gaus.verify import schedule_violations
 from twill.verify import verify_modulo_schedule
@@ -78,7 +78,7 @@ class TestFormulations:
     def test_gaus_beats_list_on_resource_a(self, benchmark_data) -> None:
         from twill.io.gml import read_gml
 
-        g = read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
+        g = gaus_view(read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml"))
         gaus = GauSSolver(g, max_iters=400).solve_resource()
         base = list_schedule(g, "A")
         assert gaus.legal and base.legal
@@ -226,7 +226,7 @@ def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack, 
 def test_local_search_reported_separately_and_reaches_balanced_bound(benchmark_data) -> None:
     from twill.io.gml import read_gml
 
-    g = read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml")
+    g = gaus_view(read_gml(benchmark_data / "gs_schedule" / "rand_graph_sparse_1000_1.gml"))
     r = GauSSolver(g).solve_resource()
     assert r.legal and r.gaus_objective is not None and r.objective <= r.gaus_objective
     lower = 100.0 * g.usage.sum() / r.D  # ratio * balanced stage weight

@@ -15,7 +15,7 @@ from twill.results import Status
 from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
 from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
 from twill.sched.gaus.bounds import default_D
-from twill.sched.gaus.graph import asap_alap, from_dependence_graph
+from twill.sched.gaus.graph import asap_alap, from_dependence_graph, gaus_view
 from twill.sched.gaus.polish_lns import (
     LNSProblem,
     _baseline_starts,
@@ -120,7 +120,7 @@ def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> Non
 
 
 def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(benchmark_data) -> None:
-    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "ctrl.aig"))
     D = default_D(g, "A")
     r = GauSSolver(g, D=D, max_iters=200).solve("A")
     t = np.array([r.schedule[name] for name in g.names], dtype=np.int64)
@@ -213,7 +213,7 @@ def test_the_least_communication_start_beats_list_scheduling_on_epfl_priority(
 ) -> None:
     """On ``priority`` (depth 251, windows of 63 steps and more) the rounded
     least-communication schedule is far better than the list schedule, and legal."""
-    g = read_aiger(benchmark_data / "epfl" / "priority.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "priority.aig"))
     D = default_D(g, "A")
     problem = LNSProblem(g, "A", D)
     t = _list_t(g, "A", D)
@@ -257,7 +257,7 @@ def test_rounding_below_the_peak_takes_the_lowest_peak_within_the_slack(
     from twill.sched.baselines.time_indexed import capped_rounding
     from twill.sched.gaus.polish_lns import _rounded_below
 
-    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")  # one resource, as in its use
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "ctrl.aig"))  # one resource, as in its use
     D = default_D(g, "A")
     problem = LNSProblem(g, "A", D)
     t = asap_alap(g, D)[0].astype(np.int64)  # legal in A; peak 29

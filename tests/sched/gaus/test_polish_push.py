@@ -10,7 +10,7 @@ from twill.gaus_solver import GauSSolver, generate_random_dag
 from twill.io.aiger import read_aiger
 from twill.sched.baselines.list_sched import list_schedule
 from twill.sched.gaus.bounds import default_D
-from twill.sched.gaus.graph import from_dependence_graph
+from twill.sched.gaus.graph import from_dependence_graph, gaus_view
 from twill.sched.gaus.polish import polish_resource
 from twill.sched.gaus.polish_push import Adjacency, polish_push_resource, push_closure
 from twill.sched.gaus.verify import objective_a, schedule_violations
@@ -49,7 +49,7 @@ def test_descent_is_legal(peak_first: bool) -> None:
 
 
 def test_router_beats_the_single_move_search(benchmark_data) -> None:
-    g = read_aiger(benchmark_data / "epfl" / "router.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "router.aig"))
     D = default_D(g, "A")
     single, _ = polish_resource(g, _list_t(g, D), D, 100.0)
     pushed, moves = polish_push_resource(g, single, D, 100.0, time_limit=20)
@@ -58,7 +58,7 @@ def test_router_beats_the_single_move_search(benchmark_data) -> None:
 
 
 def test_solver_reports_push_moves(benchmark_data) -> None:
-    g = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
+    g = gaus_view(read_aiger(benchmark_data / "epfl" / "ctrl.aig"))
     r = GauSSolver(g, max_iters=300).solve_resource()
     assert r.legal and "push moves" in r.message
     assert r.objective is not None and r.objective < r.gaus_objective

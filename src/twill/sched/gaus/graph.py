@@ -1,9 +1,9 @@
 """Array form of a scheduling graph for GauS and its baselines (GauS spec ``gaus.md`` §1).
 
-:class:`GauSGraph` holds a dependence graph as flat NumPy arrays so that losses, legalisation,
-verification and baselines are vectorised. Any :class:`~twill.sched.ir.DependenceGraph` converts
-to it (:func:`from_dependence_graph`); the GS-Schedule GML and AIGER readers build it directly,
-because GML edges carry a communication weight the IR has no field for.
+:class:`GauSGraph` is not a second IR: it is the view of a
+:class:`~twill.sched.ir.DependenceGraph` as flat NumPy arrays, so that losses, legalisation,
+verification and baselines are vectorised. :func:`gaus_view` computes it once per graph and
+keeps it on the graph; :func:`from_dependence_graph` computes it with other weights.
 
 Edge convention (spec §1): an edge ``(u -> v, d, delta)`` requires ``t_v + delta*II >= t_u + d``.
 Resource usage is a reservation table ``usage[i, k, c]``: op ``i`` occupies ``usage[i, k, c]``
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twill.errors import InvalidProblemError
-from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.sched.ir import DependenceGraph
 
 __all__ = [
     "GauSGraph",
     "from_dependence_graph",
-    "to_dependence_graph",
+    "gaus_view",
     "topological_generations",
     "asap_alap",
     "critical_path_steps",
@@ -124,11 +124,21 @@ class GauSGraph:
         return {name: int(x) for name, x in zip(self.names, t, strict=True)}
 
 
+def gaus_view(graph: DependenceGraph) -> GauSGraph:
+    """The array view of ``graph`` with its own weights, computed on first use and kept on the
+    graph (a frozen dataclass, so the view stays valid; ``graph.replace`` makes a new graph)."""
+    view = graph.__dict__.get("_gaus_view")
+    if view is None:
+        view = from_dependence_graph(graph)
+        object.__setattr__(graph, "_gaus_view", view)
+    return view
+
+
 def from_dependence_graph(
     graph: DependenceGraph,
     *,
     comm_weight: float = 1.0,
-    memory: str = "auto",
+    memory: str | None = None,
 ) -> GauSGraph:
     """Convert a :class:`~twill.sched.ir.DependenceGraph` to arrays.
 
@@ -137,11 +147,11 @@ def from_dependence_graph(
     graph
         Any dependence graph (checked elsewhere with ``check_graph``).
     comm_weight
-        Communication weight of every edge (formulation A).
+        Factor on every edge's ``comm`` weight (formulation A).
     memory
         Memory weight ``b_i``: ``"footprint"`` (sum of bytes over memories), ``"regs"``,
         ``"unit"`` (1 per op) or ``"auto"`` (footprint when any op has one, else regs when any
-        op has some, else 1).
+        op has some, else 1); ``None``: the graph's ``memory_weight``.
 
     Returns
     -------
@@ -180,6 +190,7 @@ def from_dependence_graph(
     dst = np.array([index[e.dst] for e in graph.edges], dtype=np.int64)
     delay = np.array([e.delay for e in graph.edges], dtype=np.int64)
     dist = np.array([e.distance for e in graph.edges], dtype=np.int64)
+    memory = graph.memory_weight if memory is None else memory
     foot = np.array([float(sum(x.footprint.values())) for x in ins])
     regs = np.array([float(x.regs) for x in ins])
     if memory == "auto":
@@ -202,40 +213,12 @@ def from_dependence_graph(
         dst=dst,
         delay=delay,
         distance=dist,
-        comm=np.full(len(graph.edges), float(comm_weight)),
+        comm=np.array([float(comm_weight) * e.comm for e in graph.edges], dtype=np.float64),
         mem=mem,
-        weight_note=f"from DependenceGraph: RRT usage, edge delays, comm {comm_weight}/edge, "
+        weight_note=graph.weight_note
+        or f"from DependenceGraph: RRT usage, edge delays, comm {comm_weight}/edge, "
         f"memory weight = {memory}",
     )
-
-
-def to_dependence_graph(g: GauSGraph) -> DependenceGraph:
-    """Convert back to the IR (communication weights are dropped; memory becomes footprint)."""
-    fus = {
-        r: (-1 if not np.isfinite(c) else int(c)) for r, c in zip(g.resources, g.caps, strict=True)
-    }
-    length = g.usage.shape[2]
-    instructions = []
-    for i, name in enumerate(g.names):
-        res = {
-            r: tuple(int(u) for u in g.usage[i, k])
-            for k, r in enumerate(g.resources)
-            if g.usage[i, k].any()
-        }
-        cycles = length if res else 1
-        if not res:
-            res = {}
-        instructions.append(
-            Instruction(name, cycles, res, footprint={"mem": int(g.mem[i])} if g.mem[i] else {})
-        )
-    edges = tuple(
-        Edge(g.names[s], g.names[d], int(dl), int(ds))
-        for s, d, dl, ds in zip(g.src, g.dst, g.delay, g.distance, strict=True)
-    )
-    machine = MachineDescription(
-        f"{g.name}-machine", fus, memories={"mem": int(max(1, g.mem.sum()))}
-    )
-    return DependenceGraph(g.name, tuple(instructions), edges, machine)
 
 
 def topological_generations(g: GauSGraph) -> list[np.ndarray]:

@@ -37,7 +37,7 @@ import numpy as np
 from twill.errors import InvalidProblemError
 from twill.results import Verdict, Violation
 from twill.sched.gaus.bounds import default_D, default_II
-from twill.sched.gaus.graph import GauSGraph, from_dependence_graph
+from twill.sched.gaus.graph import GauSGraph, gaus_view
 from twill.sched.gaus.verify import schedule_violations
 from twill.sched.ir import DependenceGraph, MachineDescription
 
@@ -45,20 +45,6 @@ __all__ = ["FORMULATIONS", "GauSProblem", "schedule_defects"]
 
 #: The three GauS formulations (spec §3): resource peak + communication, peak memory, modulo.
 FORMULATIONS = ("A", "B", "C")
-
-
-#: The last dependence graph converted and its array view: the solves of one graph at several
-#: II (or formulations) convert it once. Holds one graph, compared by identity.
-_LAST_VIEW: list[tuple[DependenceGraph, GauSGraph]] = []
-
-
-def _array_view(graph: DependenceGraph) -> GauSGraph:
-    """``from_dependence_graph(graph)``, reused while the same graph object is solved."""
-    if _LAST_VIEW and _LAST_VIEW[0][0] is graph:
-        return _LAST_VIEW[0][1]
-    view = from_dependence_graph(graph)
-    _LAST_VIEW[:] = [(graph, view)]
-    return view
 
 
 def _int_defect(name: str, value: object) -> list[str]:
@@ -117,7 +103,7 @@ class GauSProblem:
         if isinstance(self.graph, DependenceGraph):
             from twill.sched.validate import graph_defects
 
-            out += graph_defects(self.graph)
+            out += graph_defects(self.graph, model_size=False)
         elif not isinstance(self.graph, GauSGraph):
             out.append(f"graph must be a DependenceGraph or GauSGraph, found "
                        f"{type(self.graph).__name__}")  # fmt: skip
@@ -142,7 +128,7 @@ class GauSProblem:
         """The array view with ``R_cap`` applied (call :meth:`check` first)."""
         g = self.graph
         if isinstance(g, DependenceGraph):
-            g = _array_view(g)
+            g = gaus_view(g)
         return g if self.R_cap is None else g.with_caps(float(self.R_cap))
 
     @cached_property

@@ -43,7 +43,7 @@ from twill.sched.gaus.bounds import modulo_asap, rec_mii, res_mii
 from twill.sched.gaus.graph import (
     GauSGraph,
     asap_alap,
-    from_dependence_graph,
+    gaus_view,
     topological_generations,
 )
 from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
@@ -100,8 +100,8 @@ def as_gaus_graph(graph: DependenceGraph | GauSGraph) -> GauSGraph:
     if isinstance(graph, DependenceGraph):
         from twill.sched.validate import check_graph
 
-        check_graph(graph)
-        return from_dependence_graph(graph)
+        check_graph(graph, model_size=False)
+        return gaus_view(graph)
     raise TypeError(f"graph must be a DependenceGraph or GauSGraph, found {type(graph).__name__}")
 
 
