@@ -87,7 +87,7 @@ PARTITIONS = {
     ("fa_fwd", "sm_90a"): "NVWSInsertAref",
     ("fa_fwd_plain", "sm_90a"): "applied",
     ("fa_fwd", "sm_100a"): "'tt.reduce' op partition ids",
-    ("fa_bwd", "sm_90a"): "warp_group_dot_wait",
+    ("fa_bwd", "sm_90a"): "NVWSInsertAref",
     ("fa_bwd", "sm_100a"): "NVWSInsertAref",
 }
 
