@@ -85,8 +85,15 @@ class NormalizationResult:
 
 
 def _solve_zlp(
-    costs: Sequence[int], U: int, keep_positive: bool, fix_f: int | None, tl: float | None
+    costs: Sequence[int],
+    counts: Sequence[int],
+    U: int,
+    keep_positive: bool,
+    fix_f: int | None,
+    tl: float | None,
 ) -> tuple[Status, list[int] | None, int | None]:
+    """The ZLP over distinct ``costs``, each standing for ``counts`` equal costs of the pool
+    (the budget counts every one of them)."""
     import pulp
 
     n = len(costs)
@@ -99,13 +106,14 @@ def _solve_zlp(
             diff = costs[i] * c[j] - costs[j] * c[i]
             prob += diff <= f, f"pos[{i},{j}]"
             prob += -f <= diff, f"neg[{i},{j}]"
-    prob += pulp.lpSum(c) >= 1, "sum_low"
-    prob += pulp.lpSum(c) <= U, "sum_high"
+    total = pulp.lpSum(k * v for k, v in zip(counts, c, strict=True))
+    prob += total >= 1, "sum_low"
+    prob += total <= U, "sum_high"
     if fix_f is None:
         prob.setObjective(pulp.lpSum([f]))
     else:
         prob += f == fix_f, "fix_F"
-        prob.setObjective(pulp.lpSum(c))
+        prob.setObjective(total)
     solve_pulp(prob, pulp.PULP_CBC_CMD(msg=False, timeLimit=tl, gapRel=0.0, gapAbs=0.0, threads=1))
     optimal = prob.status == pulp.LpStatusOptimal and prob.sol_status == pulp.LpSolutionOptimal
     if prob.status == pulp.LpStatusInfeasible:
@@ -129,7 +137,7 @@ def normalize_costs(
     Parameters
     ----------
     costs
-        Positive integers, with multiplicities (never deduplicated).
+        Positive integers, with multiplicities: each copy counts in the budget ``U``.
     U
         Upper bound on ``sum C'`` (paper: 300).
     keep_positive
@@ -151,6 +159,10 @@ def normalize_costs(
     Notes
     -----
     Objective: minimum ``F``, then minimum ``sum C'``. Guarantee: OPTIMAL when CBC proved both.
+    Equal costs share one variable. This removes no optimum: in a solution of least
+    ``sum C'`` equal costs already have equal units (giving each copy the smallest of their
+    units keeps every pair constraint and lowers the sum), and it keeps the model quadratic in
+    the distinct costs, not in the pool (a loop of 60 instructions has about 10).
 
     Examples
     --------
@@ -167,14 +179,18 @@ def normalize_costs(
         raise InvalidProblemError(f"keep_positive needs U >= {len(costs)} (one per cost)")
     if not costs:
         return NormalizationResult((), (), 0, 0.0, (), U, Status.OPTIMAL, tuple(labels))
-    status, values, f = _solve_zlp(costs, U, keep_positive, None, time_limit)
-    if values is None:
+    distinct = sorted(set(costs))
+    counts = [costs.count(d) for d in distinct]
+    status, unit, f = _solve_zlp(distinct, counts, U, keep_positive, None, time_limit)
+    if unit is None:
         raise InvalidProblemError(f"cost normalisation found no solution ({status.value})")
     if status is Status.OPTIMAL:
-        s2, v2, _ = _solve_zlp(costs, U, keep_positive, f, time_limit)
+        s2, v2, _ = _solve_zlp(distinct, counts, U, keep_positive, f, time_limit)
         if v2 is not None:
-            values = v2
+            unit = v2
             status = Status.OPTIMAL if s2 is Status.OPTIMAL else status
+    of_cost = dict(zip(distinct, unit, strict=True))
+    values = [of_cost[c] for c in costs]
     scale = sum(values) / sum(costs)
     err = max(abs(v / (scale * c) - 1.0) for v, c in zip(values, costs, strict=True))
     collapsed = tuple(i for i, v in enumerate(values) if v == 0)
