@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,7 @@ def group_search(
     method: str = "fadiff",
     polish: bool = True,
     max_q_blocks: int = 8,
+    stop: float = math.inf,
 ) -> FusionPlan:
     """Best depth-first grouping of ``net`` from ``seed``'s mappings (module docstring).
 
@@ -103,6 +105,9 @@ def group_search(
         Polish the fused layers' mappings afterwards (:func:`polish_groups`).
     max_q_blocks
         Largest block count along Q tried (2-D blocks; 1 = row blocks only).
+    stop
+        A ``perf_counter`` deadline: runs starting at later layers are not priced after it
+        (fewer groups to choose from; the plan still verifies).
 
     Returns
     -------
@@ -123,7 +128,7 @@ def group_search(
     []
     """
     search = _GroupSearch(net, arch, seed)
-    segments = search.segment_options(max_len, max_q_blocks)
+    segments = search.segment_options(max_len, max_q_blocks, stop)
     best_choice = _best_partition(search.single, segments, max_len, rounds)
     mappings = list(seed.mappings)
     fused: list[int] = []
@@ -325,12 +330,17 @@ class _GroupSearch:
             c_tot += c
         return e_tot, c_tot
 
-    def segment_options(self, max_len: int, max_q_blocks: int) -> dict[tuple[int, int], list]:
+    def segment_options(
+        self, max_len: int, max_q_blocks: int, stop: float = math.inf
+    ) -> dict[tuple[int, int], list]:
         """Every feasible fused run ``(i, k)`` of at most ``max_len`` layers, each with its
-        priced options over block counts and variants."""
+        priced options over block counts and variants (runs starting once ``stop`` has passed
+        are left out)."""
         n = len(self.net.layers)
         seg_cache: dict[tuple[int, int], list] = {}
         for i in range(n):
+            if time.perf_counter() >= stop:
+                break
             for k in range(i + 1, min(n, i + max_len)):
                 opts = []
                 ps = [self.net.layers[j].dim(Dim.P) for j in range(i, k + 1)]

@@ -622,7 +622,8 @@ def _discrete_phase(
         for sd in seeds[: cfg.group_seeds]:
             if time.perf_counter() >= stop:
                 break
-            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method)
+            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method,
+                             stop=stop)  # fmt: skip
             grep = evaluate_plan(net, arch, g)
             if grep.valid and grep.edp < best_rep.edp:
                 best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
