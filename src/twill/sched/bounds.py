@@ -10,10 +10,7 @@
 * :func:`asap`: earliest starts at a given ``II`` (longest paths from time 0).
 * :func:`stage_bound`: the proven-sufficient bound on Phase-1 stages (spec §3.1).
 
-Both bounds also take the array view :class:`~twill.sched.gaus.graph.GauSGraph` that GauS
-works on (vectorised over edges with NumPy; a limited resource of capacity 0 that is used gives
-``math.inf`` there, and the recurrence bound is 1 without back edges). :func:`modulo_asap` is
-the array form of :func:`asap`.
+GauS's array forms of these bounds live in :mod:`twill.sched.gaus.bounds`.
 
 Preconditions: the graph has passed :func:`twill.sched.validate.check_graph` (in particular
 no zero-distance circuit; :func:`rec_mii` raises ``InvalidProblemError`` if one is found).
@@ -21,14 +18,8 @@ no zero-distance circuit; :func:`rec_mii` raises ``InvalidProblemError`` if one 
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Any
-
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
-
-if TYPE_CHECKING:
-    from twill.sched.gaus.graph import GauSGraph
 
 __all__ = [
     "res_mii",
@@ -39,7 +30,6 @@ __all__ = [
     "stage_bound",
     "horizon",
     "total_usage",
-    "modulo_asap",
 ]
 
 
@@ -52,7 +42,7 @@ def total_usage(graph: DependenceGraph) -> dict[str, int]:
     return usage
 
 
-def res_mii(graph: DependenceGraph | GauSGraph) -> int:
+def res_mii(graph: DependenceGraph) -> int:
     """Resource-constrained minimum initiation interval (at least 1).
 
     Parameters
@@ -76,8 +66,6 @@ def res_mii(graph: DependenceGraph | GauSGraph) -> int:
     >>> res_mii(flash_attention_forward_simplified())
     2
     """
-    if not isinstance(graph, DependenceGraph):
-        return _res_mii_array(graph)
     best = 1
     for fu, used in total_usage(graph).items():
         cap = graph.machine.functional_units.get(fu, -1)
@@ -168,7 +156,7 @@ def has_positive_cycle(graph: DependenceGraph, ii: int) -> bool:
     return _longest_paths(graph, ii) is None
 
 
-def rec_mii(graph: DependenceGraph | GauSGraph) -> int:
+def rec_mii(graph: DependenceGraph) -> int:
     """Recurrence-constrained minimum initiation interval (at least 1), by binary search.
 
     Parameters
@@ -197,8 +185,6 @@ def rec_mii(graph: DependenceGraph | GauSGraph) -> int:
     >>> rec_mii(flash_attention_forward_simplified())
     1
     """
-    if not isinstance(graph, DependenceGraph):
-        return _rec_mii_array(graph)
     hi = max(1, sum(e.delay for e in graph.edges))
     if has_positive_cycle(graph, hi):
         raise InvalidProblemError(
@@ -208,51 +194,6 @@ def rec_mii(graph: DependenceGraph | GauSGraph) -> int:
     while lo < hi:
         mid = (lo + hi) // 2
         if has_positive_cycle(graph, mid):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-def _res_mii_array(g: GauSGraph) -> int:
-    """:func:`res_mii` on the array view (``inf`` when a used resource has capacity 0)."""
-    import numpy as np
-
-    totals = g.usage.sum(axis=(0, 2))
-    out = 1
-    for k, cap in enumerate(g.caps):
-        if np.isfinite(cap) and totals[k] > 0:
-            if cap <= 0:
-                return math.inf  # type: ignore[return-value]
-            out = max(out, math.ceil(totals[k] / cap - 1e-9))
-    return out
-
-
-def modulo_asap(g: GauSGraph, II: int) -> Any:
-    """Longest-path starts (an int64 array) on the array view with edge weights
-    ``d - II*delta`` from 0; ``None`` on a positive cycle (``II < RecMII``)."""
-    import numpy as np
-
-    t = np.zeros(g.n, dtype=np.int64)
-    w = g.delay - g.distance * II
-    for _ in range(g.n + 1):
-        cand = np.zeros(g.n, dtype=np.int64)
-        np.maximum.at(cand, g.dst, t[g.src] + w)
-        new = np.maximum(t, cand)
-        if np.array_equal(new, t):
-            return t
-        t = new
-    return None
-
-
-def _rec_mii_array(g: GauSGraph) -> int:
-    """:func:`rec_mii` on the array view (1 without back edges), by binary search."""
-    if not g.has_back_edges:
-        return 1
-    lo, hi = 1, max(1, int(g.delay.sum()) + 1)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if modulo_asap(g, mid) is None:
             lo = mid + 1
         else:
             hi = mid

@@ -1,7 +1,9 @@
 """Lower bounds and default windows on array graphs (GauS spec §6, §10; Rau MICRO-27 1994).
 
-* :func:`res_mii`, :func:`rec_mii`, :func:`modulo_asap`: the one implementation in
-  :mod:`twill.sched.bounds` (re-exported here), which takes this array view too.
+* :func:`res_mii`, :func:`rec_mii`: Rau's bounds of :mod:`twill.sched.bounds` on the array
+  view, vectorised over edges (a limited resource of capacity 0 that is used gives
+  ``math.inf``; the recurrence bound is 1 without back edges).
+* :func:`modulo_asap`: the array form of :func:`twill.sched.bounds.asap`.
 * :func:`default_II`: ``MII = max(ResMII, RecMII)``.
 * :func:`default_D`: the window used when the user gives none (documented choice).
 
@@ -14,10 +16,50 @@ import math
 
 import numpy as np
 
-from twill.sched.bounds import modulo_asap, rec_mii, res_mii
 from twill.sched.gaus.graph import GauSGraph, critical_path_steps, longest_path_nodes
 
 __all__ = ["res_mii", "rec_mii", "modulo_asap", "default_D", "default_II"]
+
+
+def res_mii(g: GauSGraph) -> int:
+    """ResMII on the array view (``inf`` when a used resource has capacity 0)."""
+    totals = g.usage.sum(axis=(0, 2))
+    out = 1
+    for k, cap in enumerate(g.caps):
+        if np.isfinite(cap) and totals[k] > 0:
+            if cap <= 0:
+                return math.inf  # type: ignore[return-value]
+            out = max(out, math.ceil(totals[k] / cap - 1e-9))
+    return out
+
+
+def modulo_asap(g: GauSGraph, II: int) -> np.ndarray | None:
+    """Longest-path starts (an int64 array) on the array view with edge weights
+    ``d - II*delta`` from 0; ``None`` on a positive cycle (``II < RecMII``)."""
+    t = np.zeros(g.n, dtype=np.int64)
+    w = g.delay - g.distance * II
+    for _ in range(g.n + 1):
+        cand = np.zeros(g.n, dtype=np.int64)
+        np.maximum.at(cand, g.dst, t[g.src] + w)
+        new = np.maximum(t, cand)
+        if np.array_equal(new, t):
+            return t
+        t = new
+    return None
+
+
+def rec_mii(g: GauSGraph) -> int:
+    """RecMII on the array view (1 without back edges), by binary search over ``II``."""
+    if not g.has_back_edges:
+        return 1
+    lo, hi = 1, max(1, int(g.delay.sum()) + 1)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if modulo_asap(g, mid) is None:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def default_II(g: GauSGraph) -> int:
