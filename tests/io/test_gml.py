@@ -25,7 +25,7 @@ def test_small_graph() -> None:
     assert isinstance(graph, DependenceGraph) and graph.memory_weight == "footprint"
     assert graph.edges == (Edge("1", "0", 0, comm=0.0),)
     g = gaus_view(graph)
-    assert g is gaus_view(graph)  # computed once, kept on the graph
+    assert g is gaus_view(graph)  # computed once per graph
     assert g.names == ("0", "1") and g.comm.tolist() == [0.0] and g.delay.tolist() == [0]
     assert g.mem.tolist() == [0.0, 3.0] and g.usage[:, 0, 0].tolist() == [0.0, 3.0]
 

@@ -152,7 +152,7 @@ class DependenceGraph:
     (``"footprint"``, ``"regs"``, ``"unit"`` or ``"auto"``: footprint when any op has one, else
     regs when any op has some, else 1); ``weight_note`` records how a reader chose the weights
     (empty: GauS describes the defaults). GauS works on the array view
-    :func:`twill.sched.gaus.graph.gaus_view` of this graph, computed once and kept on it.
+    :func:`twill.sched.gaus.graph.gaus_view` of this graph, computed once per graph.
     """
 
     name: str

@@ -3,7 +3,7 @@
 :class:`GauSGraph` is not a second IR: it is the view of a
 :class:`~twill.sched.ir.DependenceGraph` as flat NumPy arrays, so that losses, legalisation,
 verification and baselines are vectorised. :func:`gaus_view` computes it once per graph and
-keeps it on the graph; :func:`from_dependence_graph` computes it with other weights.
+reuses it while the graph lives; :func:`from_dependence_graph` computes it with other weights.
 
 Edge convention (spec §1): an edge ``(u -> v, d, delta)`` requires ``t_v + delta*II >= t_u + d``.
 Resource usage is a reservation table ``usage[i, k, c]``: op ``i`` occupies ``usage[i, k, c]``
@@ -15,6 +15,7 @@ Helpers here are plain functions (``topological_generations``, ``asap_alap``,
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,13 +125,21 @@ class GauSGraph:
         return {name: int(x) for name, x in zip(self.names, t, strict=True)}
 
 
+#: Array views of live graphs: ``id(graph) -> (weak reference to graph, view)``. Kept beside
+#: the graph rather than in it, so that solving a graph leaves the caller's object as it was
+#: (and pickles no arrays); an entry goes when its graph is collected.
+_VIEWS: dict[int, tuple[weakref.ref, GauSGraph]] = {}
+
+
 def gaus_view(graph: DependenceGraph) -> GauSGraph:
-    """The array view of ``graph`` with its own weights, computed on first use and kept on the
-    graph (a frozen dataclass, so the view stays valid; ``graph.replace`` makes a new graph)."""
-    view = graph.__dict__.get("_gaus_view")
-    if view is None:
-        view = from_dependence_graph(graph)
-        object.__setattr__(graph, "_gaus_view", view)
+    """The array view of ``graph`` with its own weights, computed on first use and reused
+    while the graph lives (graphs are frozen; ``graph.replace`` makes a new graph)."""
+    key = id(graph)
+    hit = _VIEWS.get(key)
+    if hit is not None and hit[0]() is graph:
+        return hit[1]
+    view = from_dependence_graph(graph)
+    _VIEWS[key] = (weakref.ref(graph, lambda _ref, key=key: _VIEWS.pop(key, None)), view)
     return view
 
 
