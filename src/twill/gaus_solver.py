@@ -23,7 +23,7 @@ from twill.errors import InvalidProblemError
 from twill.results import Status
 from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.result import ScheduleRunResult
-from twill.sched.gaus.solver import GauSSolver, as_gaus_graph
+from twill.sched.gaus.solver import GauSSolver
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.validation import check_int, check_real
 
@@ -179,7 +179,7 @@ def gaus_solve_twill_graph(
     solver = GauSSolver(graph, D=D, verbose=verbose, **options)
     if target_II is not None:
         return solver.solve_modulo(int(target_II))
-    mii = default_II(as_gaus_graph(graph))
+    mii = default_II(solver.graph)  # the view the solver built and checked
     last = None
     limit = solver.options.time_limit  # one deadline for the whole search over II
     deadline = None if limit is None else time.perf_counter() + limit
