@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.deadline import deadline_bound
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.cosa.solve import CoSASettings
@@ -115,15 +116,18 @@ _DEADLINE_CASES = {
 
 @pytest.mark.parametrize("module", sorted(_DEADLINE_CASES))
 def test_a_layer_mapper_returns_by_its_deadline(module: str):
-    """With a limit of T = 2 s on an instance that needs far more, the call returns within
-    T + 5 % + 1 s, FEASIBLE with a verified mapping or UNKNOWN, never INFEASIBLE."""
+    """With a limit of T = 2 s on an instance that needs more, the call returns within
+    T + 5 % + 1 s, FEASIBLE with a verified mapping or UNKNOWN (OPTIMAL only when it proved
+    it within T), never INFEASIBLE."""
     layer, arch, search = _DEADLINE_CASES[module]
     problem = LayerMappingProblem(layer, arch)
     t0 = time.perf_counter()
     r = _solve(module)(problem, SolverOptions(time_limit=2.0, search=search))
     took = time.perf_counter() - t0
-    assert took <= 2.0 * 1.05 + 1.0, took
-    assert r.status in (Status.FEASIBLE, Status.UNKNOWN), r.status
+    assert took <= deadline_bound(2.0), took
+    # a proof within the limit is an answer too (CoSA's MIP of this layer takes 1-2 s alone)
+    allowed = {Status.FEASIBLE, Status.UNKNOWN} | ({Status.OPTIMAL} if took <= 2.0 else set())
+    assert r.status in allowed, (r.status, took)
     if r.has_solution:
         assert problem.verify(r.solution).ok
 
@@ -156,6 +160,6 @@ def test_fadiff_returns_by_its_deadline():
     t0 = time.perf_counter()
     r = _solve("fadiff.train")(problem, SolverOptions(time_limit=2.0, on_progress=events.append))
     took = time.perf_counter() - t0
-    assert took <= 2.0 * 1.05 + 1.0, took
+    assert took <= deadline_bound(2.0), took
     assert r.status is Status.FEASIBLE and problem.verify(r.solution).ok
     assert r.stats["n_iter"] < 400 and events[-1].phase == "done"

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.deadline import deadline_bound
 from twill.gaus_solver import gaus_solve_twill_graph, generate_random_dag
 from twill.options import SolverOptions
 from twill.results import Status
@@ -29,7 +30,7 @@ def _torch_loaded() -> None:
 
 
 def _within(seconds: float) -> bool:
-    return seconds <= T * 1.05 + 1.0
+    return seconds <= deadline_bound(T)
 
 
 def _endless(formulation: str) -> SolverOptions:
