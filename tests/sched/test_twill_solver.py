@@ -29,7 +29,8 @@ def test_readme_example_verbatim(capsys):
     assert result.I == 2 and result.optimal and result.L == 4
     assert result.schedule == {"S": 0, "P": 2, "O": 3}
     out = capsys.readouterr().out
-    assert "I = 2 units (proven optimal for modulo scheduling with warp specialisation)" in out
+    claim = "proven optimal for modulo scheduling with warp specialisation, each operation on"
+    assert f"I = 2 units ({claim} its given warp groups)" in out
     assert "1 unit = 1,024 SM clocks" in out
     assert "problem: modulo+warp-specialisation" in out
     assert "schedule: S@0, P@2, O@3" in out

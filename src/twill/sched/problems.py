@@ -47,7 +47,11 @@ PROBLEM_MODULO = "modulo"
 PROBLEM_WARP_SPECIALISATION = "modulo+warp-specialisation"
 PROBLEM_TEXT = {
     PROBLEM_MODULO: "modulo scheduling",
-    PROBLEM_WARP_SPECIALISATION: "modulo scheduling with warp specialisation",
+    # the width of each operation (its warp groups) is an input, not a decision: a schedule
+    # that spreads an operation over more warp groups is outside this problem
+    PROBLEM_WARP_SPECIALISATION: (
+        "modulo scheduling with warp specialisation, each operation on its given warp groups"
+    ),
 }
 
 
