@@ -40,9 +40,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from twill.errors import InvalidProblemError
+
+_S = TypeVar("_S")
 
 __all__ = ["MIN_SLICE", "SolverOptions"]
 
@@ -214,3 +216,19 @@ def _unpickled(cls: type[SolverOptions], fields: tuple[Any, ...], left: float | 
     ``time.monotonic()`` clock with the seconds that were left."""
     options = cls(*fields)
     return options if left is None else replace(options, deadline=time.monotonic() + left)
+
+
+def method_settings(options: SolverOptions, name: str, kind: type[_S]) -> _S:
+    """``options.<name>``, a ``kind`` (its defaults when unset); any other type is refused.
+
+    Each solver family reads its own typed settings slot through this one check, so that a
+    settings object of the wrong method is an error naming the slot, never silently ignored.
+    """
+    value = getattr(options, name)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise InvalidProblemError(
+            f"options.{name} must be a {kind.__name__}, found {type(value).__name__}"
+        )
+    return value

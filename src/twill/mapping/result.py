@@ -15,12 +15,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
-from twill.errors import InvalidProblemError
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping, to_dosa_string
-from twill.options import SolverOptions
+from twill.options import SolverOptions, method_settings
 from twill.progress import ProgressEvent
 from twill.results import SolveResult
 
@@ -35,7 +34,6 @@ __all__ = [
     "METRIC_OBJECTIVES",
 ]
 
-_S = TypeVar("_S")
 
 #: The headline numbers of a cost report that a layer's JSON carries.
 SUMMARY_KEYS = ("cycles", "energy_uJ", "edp", "utilisation", "valid", "dram_bytes")
@@ -55,18 +53,6 @@ class MappedLayer:
         rep = self.report.to_dict(summary=True)
         return {"layer": self.layer, "mapping": to_dosa_string(self.mapping),
                 **{k: rep[k] for k in SUMMARY_KEYS}}  # fmt: skip
-
-
-def method_settings(options: SolverOptions, name: str, kind: type[_S]) -> _S:
-    """``options.<name>``, a ``kind`` (its defaults when unset); any other type is refused."""
-    value = getattr(options, name)
-    if value is None:
-        return kind()
-    if not isinstance(value, kind):
-        raise InvalidProblemError(
-            f"options.{name} must be a {kind.__name__}, found {type(value).__name__}"
-        )
-    return value
 
 
 @dataclass(frozen=True)

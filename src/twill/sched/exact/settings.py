@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from twill.errors import InvalidProblemError
+from twill.options import method_settings
 
 __all__ = ["TwillSettings", "twill_settings"]
 
@@ -131,11 +132,4 @@ class TwillSettings:
 def twill_settings(options: Any) -> TwillSettings:
     """``options.twill``, or the defaults when it is ``None``; anything else is an error
     (``options`` is a :class:`~twill.options.SolverOptions`)."""
-    settings = options.twill
-    if settings is None:
-        return TwillSettings()
-    if not isinstance(settings, TwillSettings):
-        raise InvalidProblemError(
-            f"options.twill must be a TwillSettings, found {type(settings).__name__}"
-        )
-    return settings
+    return method_settings(options, "twill", TwillSettings)
