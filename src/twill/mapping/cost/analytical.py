@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from twill.mapping.arch import Arch
+from twill.mapping.cost.twin import LoopNest, sliding_input_fills
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, RELEVANT, Layer, Operand
 
@@ -233,7 +234,7 @@ def evaluate_batch(
     tiles = _footprints(ext, layer)  # (B, L, 3)
     compute = np.prod(T.reshape(B, -1), axis=1)
 
-    fills = _batch_fills(layer, opts, T, Sp, perm, K, ext, tiles)
+    fills = _batch_fills(layer, opts, T, perm, K, ext, tiles)
     reads, updates = _batch_reads_updates(opts, T, Sp, K, fills, tiles, compute)
 
     used, per_op, per_inst, level_acc = _batch_accesses(Sp, K, reads, fills, updates)
@@ -269,7 +270,6 @@ def _batch_fills(
     layer: Layer,
     opts: CostOptions,
     T: np.ndarray,
-    Sp: np.ndarray,
     perm: np.ndarray,
     K: np.ndarray,
     ext: np.ndarray,
@@ -286,6 +286,8 @@ def _batch_fills(
     suffix = np.ones((B, G + 1))
     suffix[:, :G] = np.cumprod(F[:, ::-1], axis=1)[:, ::-1]  # Π_{g' >= g} F
     gidx = np.arange(G)
+    nest = LoopNest(T, ext, D, F, suffix, rows)
+    stride, dilation = (layer.w_stride, layer.h_stride), (layer.w_dilation, layer.h_dilation)
 
     fills = np.zeros((B, L, 3))
     for vi, v in enumerate(OPERANDS):
@@ -300,7 +302,7 @@ def _batch_fills(
             loads = suffix[rows, gs]
             f = tiles[:, m, vi] * loads
             if v is Operand.I and opts.sliding_window:
-                f = _sliding_fills(layer, f, tiles[:, m, vi], ext, T, Sp, D, F, suffix, gs, m, G)
+                f = sliding_input_fills(nest, stride, dilation, f, tiles[:, m, vi], gs, m)
             fills[:, m, vi] = f
     return fills
 
@@ -372,45 +374,6 @@ def _bandwidth_cycles(arch: Arch, per_inst: np.ndarray, level_acc: np.ndarray) -
                 level_acc[:, m] if lv.bandwidth_shared else per_inst[:, m]
             ) / lv.bandwidth
     return bw_cycles
-
-
-def _sliding_fills(
-    layer: Layer,
-    f: np.ndarray,
-    tile: np.ndarray,
-    ext: np.ndarray,
-    T: np.ndarray,
-    Sp: np.ndarray,
-    D: np.ndarray,
-    F: np.ndarray,
-    suffix: np.ndarray,
-    gs: np.ndarray,
-    m: int,
-    G: int,
-) -> np.ndarray:
-    """Input fills with sliding-window deltas when the first relevant loop is P/Q/R/S."""
-    B = f.shape[0]
-    rows = np.arange(B)
-    ok = gs < G
-    gsafe = np.where(ok, gs, 0)
-    dim = D[rows, gsafe]
-    lvl = gsafe // _W
-    n = F[rows, gsafe]
-    step = ext[rows, lvl, dim] / T[rows, lvl, dim]  # extent of dim inside this loop (spatial incl.)
-    mult = np.select(
-        [dim == _P, dim == _R, dim == _Q, dim == _S],
-        [layer.w_stride, layer.w_dilation, layer.h_stride, layer.h_dilation],
-        0,
-    )
-    e = ext[:, m, :]
-    width = (e[:, _P] - 1) * layer.w_stride + (e[:, _R] - 1) * layer.w_dilation + 1
-    height = (e[:, _Q] - 1) * layer.h_stride + (e[:, _S] - 1) * layer.h_dilation + 1
-    span = np.where((dim == _P) | (dim == _R), width, height)
-    new = np.minimum(span, step * mult)
-    slide = ok & (mult > 0) & (new < span)
-    delta = tile * new / span
-    sliding = suffix[rows, np.minimum(gsafe + 1, G)] * (tile + (n - 1) * delta)
-    return np.where(slide, sliding, f)
 
 
 def _valid_mask(

@@ -193,7 +193,7 @@ def tiling_words_floor(
     discounts one tensor ``v``, with at best all of ``v``'s irrelevant loops inside its
     first relevant one, and the two others are loaded once per DRAM iteration (``F = Π f``
     times their tile), the input less its sliding-window overlap along its first relevant
-    loop (P, Q, R or S; the model's ``_sliding_fills``). The four cases are: weights
+    loop (P, Q, R or S; ``cost.twin.sliding_input_fills``). The four cases are: weights
     stationary (P, Q, N innermost; the input slides along the innermost loop), inputs
     stationary (K innermost; the input slides along the next loop), outputs stationary (C,
     R, S innermost: every output drained once; the input slides along R or S), and no DRAM

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from twill.mapping.arch import Arch
+from twill.mapping.cost.twin import LoopNest, sliding_input_fills
 from twill.mapping.workload import ALL_DIMS, OPERANDS, RELEVANT, Layer
 
 __all__ = ["LayerTable", "TorchCost", "layer_table", "torch_costs"]
@@ -179,6 +180,9 @@ def torch_costs(
     gidx = torch.arange(G, device=dev)
     rel_t = torch.as_tensor(_REL, device=dev)
     rows = torch.arange(B, device=dev)
+    nest = LoopNest(T, ext, D, F, suffix, rows)
+    stride = (tab.stride[:, 0], tab.stride[:, 1])
+    dilation = (tab.dilation[:, 0], tab.dilation[:, 1])
 
     fill_cols: dict[tuple[int, int], torch.Tensor] = {}
     for vi in range(3):
@@ -192,7 +196,7 @@ def torch_costs(
             gs = nxt[:, (m + 1) * _NL]
             f = tiles[:, m, vi] * suffix[rows, gs]
             if vi == _I and sliding_window:
-                f = _sliding_fills(tab, f, tiles[:, m, vi], ext, T, D, F, suffix, gs, m, G)
+                f = sliding_input_fills(nest, stride, dilation, f, tiles[:, m, vi], gs, m)
             fill_cols[(m, vi)] = f
     fills = _assemble(fill_cols, B, L, T)
 
@@ -281,50 +285,3 @@ def _assemble(
     return torch.stack(
         [torch.stack([cols.get((m, v), zero) for v in range(3)], dim=1) for m in range(L)], dim=1
     )
-
-
-def _sliding_fills(
-    tab: LayerTable,
-    f: torch.Tensor,
-    tile: torch.Tensor,
-    ext: torch.Tensor,
-    T: torch.Tensor,
-    D: torch.Tensor,
-    F: torch.Tensor,
-    suffix: torch.Tensor,
-    gs: torch.Tensor,
-    m: int,
-    G: int,
-) -> torch.Tensor:
-    """Input fills as tile deltas when the first relevant loop above is P/Q/R/S (DEC-15)."""
-    B = f.shape[0]
-    dev = f.device
-    rows = torch.arange(B, device=dev)
-    ok = gs < G
-    gsafe = torch.where(ok, gs, torch.zeros_like(gs))
-    dim = D[rows, gsafe]
-    lvl = gsafe // _NL
-    n = F[rows, gsafe]
-    step = ext[rows, lvl, dim] / T[rows, lvl, dim]
-    zero = torch.zeros_like(tab.stride[:, 0])
-    mult = torch.where(
-        dim == _P,
-        tab.stride[:, 0],
-        torch.where(
-            dim == _R,
-            tab.dilation[:, 0],
-            torch.where(
-                dim == _Q, tab.stride[:, 1], torch.where(dim == _S, tab.dilation[:, 1], zero)
-            ),
-        ),
-    )
-    e = ext[:, m, :]
-    width = (e[:, _P] - 1) * tab.stride[:, 0] + (e[:, _R] - 1) * tab.dilation[:, 0] + 1
-    height = (e[:, _Q] - 1) * tab.stride[:, 1] + (e[:, _S] - 1) * tab.dilation[:, 1] + 1
-    span = torch.where((dim == _P) | (dim == _R), width, height)
-    new = torch.minimum(span, step * mult)
-    slide = ok & (mult > 0) & (new.detach() < span.detach())
-    delta = tile * new / span
-    outer = suffix[rows, torch.clamp(gsafe + 1, max=G)]
-    sliding = outer * (tile + (n - 1) * delta)
-    return torch.where(slide, sliding, f)
