@@ -6,7 +6,7 @@ import numpy as np
 
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.cost.analytical import evaluate
-from twill.mapping.fadiff.polish import polish_mapping, polish_mappings
+from twill.mapping.fadiff.polish import PolishGoal, polish_mapping, polish_mappings
 from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
 from twill.mapping.workload import Dim, Layer
 
@@ -21,7 +21,7 @@ def test_polish_removes_partial_sums_of_resnet_1x1():
         "L3[WIO] C2 - L2[WI] Q7 P7 K16X - L1[O] K32 C4 C16X - L0[W] Q4 P4", ly, arch
     )
     r0 = evaluate(ly, arch, m0)
-    m1 = polish_mapping(ly, arch, m0, w_energy=1 / r0.energy_pj, w_cycles=1 / r0.cycles)
+    m1 = polish_mapping(ly, arch, m0, PolishGoal(w_energy=1 / r0.energy_pj, w_cycles=1 / r0.cycles))
     assert verify_mapping(ly, arch, m1) == []
     r1 = evaluate(ly, arch, m1)
     assert r0.cycles > r0.compute_cycles  # the start is DRAM-bound
@@ -38,7 +38,7 @@ def test_polish_respects_frozen_dram_level_and_tile_limit():
     r0 = evaluate(ly, arch, m0)
     limit = np.full((arch.n_levels, 3), np.inf)
     limit[2, :] = [r0.tiles["Scratchpad"]["W"], r0.tiles["Scratchpad"]["I"], np.inf]
-    m1 = polish_mapping(ly, arch, m0, freeze_top=True, tile_limit=limit)
+    m1 = polish_mapping(ly, arch, m0, PolishGoal(freeze_top=True, tile_limit=limit))
     assert m1.temporal[3] == m0.temporal[3] and m1.order[3] == m0.order[3]
     r1 = evaluate(ly, arch, m1)
     assert r1.tiles["Scratchpad"]["W"] <= r0.tiles["Scratchpad"]["W"]

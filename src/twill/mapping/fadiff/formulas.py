@@ -6,13 +6,13 @@ for the model these formulas implement.
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import BatchCost
+from twill.mapping.cost.twin import array_module
 
 if TYPE_CHECKING:  # torch only for annotations: the NumPy paths never import it
     import torch
@@ -27,15 +27,6 @@ __all__ = ["check_gemmini", "energy_and_cycles", "fused_batch_costs", "fused_lev
 
 
 # ------------------------------------------------------------------------ shared formulas
-def _xp(a: Array) -> ModuleType:
-    """The array module of ``a``: NumPy for an ndarray, else torch (imported only then)."""
-    if isinstance(a, np.ndarray):
-        return np
-    import torch
-
-    return torch
-
-
 def fused_level_accesses(
     level_acc: Array,
     o_dram: Array,
@@ -43,12 +34,10 @@ def fused_level_accesses(
     i_fill: Array,
     s_in: Array,
     s_out: Array,
-    *,
-    sp: int,
-    top: int,
     s_buf: Array | None = None,
 ) -> Array:
-    """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch).
+    """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch) between DRAM
+    (the last level) and the scratchpad below it (the fused data's on-chip level).
 
     ``o_dram`` = producer's DRAM output updates + reads, ``i_dram`` = DRAM input reads,
     ``i_fill`` = scratchpad input fills (all ``(B,)`` totals over utilised instances);
@@ -56,8 +45,10 @@ def fused_level_accesses(
     the output in DRAM", ``s_buf`` that of "some reader takes it from the scratchpad"
     (default ``s_out``).
     """
-    xp = _xp(level_acc)
+    xp = array_module(level_acc)
     s_buf = s_out if s_buf is None else s_buf
+    top = level_acc.shape[1] - 1
+    sp = top - 1
     cols = [level_acc[:, m] for m in range(level_acc.shape[1])]
     cols[top] = cols[top] - s_out * o_dram - s_in * i_dram
     cols[sp] = cols[sp] + s_buf * o_dram - s_in * i_fill
@@ -71,7 +62,7 @@ def energy_and_cycles(
 
     The ``ceil`` of the NumPy model is applied; in torch it is straight-through.
     """
-    xp = _xp(level_acc)
+    xp = array_module(level_acc)
     e_lvl = [lv.energy_pj for lv in arch.levels]
     energy = macs * arch.mac_energy_pj
     terms = [compute]
@@ -105,15 +96,7 @@ def fused_batch_costs(
         return np.full(n, float(x))
 
     acc = fused_level_accesses(
-        cost.level_accesses,
-        o_dram,
-        i_dram,
-        i_fill,
-        col(s_in),
-        col(s_out),
-        sp=sp,
-        top=top,
-        s_buf=col(s_buf),
+        cost.level_accesses, o_dram, i_dram, i_fill, col(s_in), col(s_out), col(s_buf)
     )
     return energy_and_cycles(acc, used, cost.compute_cycles, col(macs), arch)
 

@@ -257,9 +257,7 @@ def evaluate_plan(net: Network, arch: Arch, plan: FusionPlan, *, verify: bool = 
     acc, used, compute, o_dram, i_dram, i_fill = _stack_costs(costs)
     s_in, s_out, s_buf = fusion_values(net, plan.fused)
     top = acc.shape[1] - 1
-    acc2 = fused_level_accesses(
-        acc, o_dram, i_dram, i_fill, s_in, s_out, sp=top - 1, top=top, s_buf=s_buf
-    )
+    acc2 = fused_level_accesses(acc, o_dram, i_dram, i_fill, s_in, s_out, s_buf)
     macs = np.array([float(ly.total_macs) for ly in net.layers])
     energy, cycles = energy_and_cycles(acc2, used, compute, macs, arch)
     e_lvl = np.array([lv.energy_pj for lv in arch.levels])

@@ -82,7 +82,6 @@ def group_search(
     *,
     max_len: int = 8,
     rounds: int = 2,
-    method: str = "fadiff",
     polish: bool = True,
     max_q_blocks: int = 8,
     stop: float = math.inf,
@@ -99,8 +98,6 @@ def group_search(
         Longest run of layers in one group.
     rounds
         Re-linearisations of the EDP objective.
-    method
-        Name stored in the returned plan.
     polish
         Polish the fused layers' mappings afterwards (:func:`polish_groups`).
     max_q_blocks
@@ -112,8 +109,8 @@ def group_search(
     Returns
     -------
     FusionPlan
-        A verified plan (never worse than ``seed`` unfused under the linearised objective;
-        callers compare exact EDPs).
+        A verified plan named ``"group-search"`` (never worse than ``seed`` unfused under the
+        linearised objective; callers compare exact EDPs and name the plan they keep).
 
     Examples
     --------
@@ -138,7 +135,7 @@ def group_search(
         fused += opt[2]
         for j, m in opt[3].items():
             mappings[j] = m
-    plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
+    plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), "group-search")
     plan = repair_plan(net, arch, plan)
     if polish and plan.fused:
         plan = polish_groups(net, arch, plan)
@@ -408,7 +405,7 @@ def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
     is verified and kept only if the network EDP drops.
     """
     from twill.mapping.fadiff.fusion import fusion_groups, fusion_values, verify_plan
-    from twill.mapping.fadiff.polish import polish_mapping
+    from twill.mapping.fadiff.polish import PolishGoal, polish_mapping
 
     rep = evaluate_plan(net, arch, plan)
     s_in, s_out, s_buf = fusion_values(net, plan.fused)
@@ -420,17 +417,15 @@ def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
         tiles = layer_cost(ly, arch, maps[j]).tiles[0]
         limit = np.full(tiles.shape, np.inf)
         limit[sp, _W], limit[sp, _I] = tiles[sp, _W], tiles[sp, _I]
-        maps[j] = polish_mapping(
-            ly,
-            arch,
-            maps[j],
+        goal = PolishGoal(
             w_energy=1.0 / rep.energy_pj,
             w_cycles=1.0 / rep.cycles,
+            fusion=(s_in[j], s_out[j], s_buf[j]),
             freeze_top=True,
             tile_limit=limit,
-            fusion=(s_in[j], s_out[j], s_buf[j]),
             no_partial_sums=j in producers,
         )
+        maps[j] = polish_mapping(ly, arch, maps[j], goal)
     new = FusionPlan(plan.network, tuple(maps), plan.fused, plan.method, plan.meta)
     if not verify_plan(net, arch, new) and evaluate_plan(net, arch, new).edp < rep.edp:
         return new

@@ -20,9 +20,10 @@ EDP, ``1/E_net`` and ``1/C_net``, so the steps are those of the network objectiv
 neighbour improves or ``max_rounds``. Every step is a valid mapping (the batch model's
 capacity, fan-out and factorisation checks), so the result is valid whenever the start is.
 
-``freeze_top`` keeps the DRAM level's factors and order (the block structure and the
-no-partial-sum property of a fused layer); ``tile_limit`` caps the tiles ``(L, 3)`` (e.g. a
-fused layer's scratchpad tiles, so the group's scratchpad rule keeps holding).
+A :class:`PolishGoal` holds the objective and the rules: ``freeze_top`` keeps the DRAM
+level's factors and order (the block structure and the no-partial-sum property of a fused
+layer); ``tile_limit`` caps the tiles ``(L, 3)`` (e.g. a fused layer's scratchpad tiles, so
+the group's scratchpad rule keeps holding).
 
 Guarantees: the result is valid and never worse than the start under the objective; a local
 optimum only, no optimality claim. Deterministic (no randomness).
@@ -34,6 +35,7 @@ import itertools
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,7 +47,7 @@ from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.search.common import choices
 from twill.mapping.workload import ALL_DIMS, DIMS, Dim, Layer, prime_factors
 
-__all__ = ["floor_starts", "polish_mapping", "polish_mappings"]
+__all__ = ["PolishGoal", "floor_starts", "polish_mapping", "polish_mappings"]
 
 _REL_TOL = 1e-12
 
@@ -94,48 +96,64 @@ def _order_moves(
     return out
 
 
+@dataclass(frozen=True, eq=False)
+class PolishGoal:
+    """What :func:`polish_mapping` minimises and what every step must keep.
+
+    Attributes
+    ----------
+    w_energy, w_cycles
+        Objective ``w_energy · energy_pJ + w_cycles · cycles`` (use ``1/E_net``, ``1/C_net``
+        for the tangent of the network EDP).
+    fusion
+        ``(s_in, s_out, s_buf)`` of a fused layer: the objective then uses the fusion
+        traffic rewrite (:func:`twill.mapping.fadiff.fusion.fused_batch_costs`).
+    freeze_top
+        Keep the outermost (DRAM) level's factors and loop order.
+    tile_limit
+        Optional ``(L, 3)`` upper bounds on the tiles (words; ``inf`` = free).
+    no_partial_sums
+        Only mappings without DRAM output reads (a fused producer's output must be complete
+        before hand-off, fusion rule 2).
+    """
+
+    w_energy: float = 1.0
+    w_cycles: float = 1.0
+    fusion: tuple[float, float, float] | None = None
+    freeze_top: bool = False
+    tile_limit: np.ndarray | None = None
+    no_partial_sums: bool = False
+
+
 def _scores(
-    layer: Layer,
-    arch: Arch,
-    T: np.ndarray,
-    S: np.ndarray,
-    O: np.ndarray,
-    w_e: float,
-    w_c: float,
-    tile_limit: np.ndarray | None,
-    fusion: tuple[float, float, float] | None,
-    no_psum: bool,
+    layer: Layer, arch: Arch, T: np.ndarray, S: np.ndarray, O: np.ndarray, goal: PolishGoal
 ) -> tuple[np.ndarray, np.ndarray]:
     """Objective of every row of the batch ``(T, S, O)`` (``inf`` where a row is invalid or
-    breaks ``tile_limit``/``no_psum``) and the batch model's own validity mask."""
+    breaks ``goal``'s tile limit or partial-sum rule) and the batch model's own validity
+    mask."""
     c = evaluate_batch(layer, arch, MappingBatch(T, S, O))
     ok = c.valid
-    if tile_limit is not None:
-        ok = ok & np.all(c.tiles <= tile_limit[None] + 1e-9, axis=(1, 2))
-    if no_psum:
+    if goal.tile_limit is not None:
+        ok = ok & np.all(c.tiles <= goal.tile_limit[None] + 1e-9, axis=(1, 2))
+    if goal.no_partial_sums:
         ok = ok & (c.reads[:, -1, 2] == 0)
-    if fusion is None:
+    if goal.fusion is None:
         energy, cycles = c.energy_pj, c.cycles
     else:
         from twill.mapping.fadiff.fusion import fused_batch_costs
 
-        energy, cycles = fused_batch_costs(c, float(layer.total_macs), arch, *fusion)
-    return np.where(ok, w_e * energy + w_c * cycles, np.inf), c.valid
+        energy, cycles = fused_batch_costs(c, float(layer.total_macs), arch, *goal.fusion)
+    return np.where(ok, goal.w_energy * energy + goal.w_cycles * cycles, np.inf), c.valid
 
 
 def polish_mapping(
     layer: Layer,
     arch: Arch,
     mapping: Mapping,
+    goal: PolishGoal | None = None,
     *,
-    w_energy: float = 1.0,
-    w_cycles: float = 1.0,
     max_rounds: int = 200,
-    freeze_top: bool = False,
-    tile_limit: np.ndarray | None = None,
     max_perm_loops: int = 5,
-    fusion: tuple[float, float, float] | None = None,
-    no_partial_sums: bool = False,
     stop: float = math.inf,
 ) -> Mapping:
     """Best-improvement local search around ``mapping`` (module docstring).
@@ -146,23 +164,12 @@ def polish_mapping(
         The layer and the hardware.
     mapping
         A valid start mapping.
-    w_energy, w_cycles
-        Objective ``w_energy · energy_pJ + w_cycles · cycles`` (use ``1/E_net``, ``1/C_net``
-        for the tangent of the network EDP).
+    goal
+        The objective and the rules every step keeps (default: energy + cycles, free).
     max_rounds
         Most improving steps.
-    freeze_top
-        Keep the outermost (DRAM) level's factors and loop order.
-    tile_limit
-        Optional ``(L, 3)`` upper bounds on the tiles (words; ``inf`` = free).
     max_perm_loops
         Levels with more non-unit loops keep their order (``n!`` permutations).
-    fusion
-        ``(s_in, s_out, s_buf)`` of a fused layer: the objective then uses the fusion
-        traffic rewrite (:func:`twill.mapping.fadiff.fusion.fused_batch_costs`).
-    no_partial_sums
-        Only mappings without DRAM output reads (a fused producer's output must be complete
-        before hand-off, fusion rule 2).
     stop
         ``perf_counter`` value after which no further step is taken.
 
@@ -182,15 +189,15 @@ def polish_mapping(
     >>> evaluate(ly, arch, m1).edp < evaluate(ly, arch, m0).edp
     True
     """
+    goal = goal or PolishGoal()
     b = batch_from_mappings([mapping])
     T, S, O = b.temporal[0].copy(), b.spatial[0].copy(), b.order[0].copy()
-    places = _places(arch, freeze_top)
+    places = _places(arch, goal.freeze_top)
     top = arch.n_levels - 1
-    levels = [m for m in range(1, arch.n_levels) if not (freeze_top and m == top)]
+    levels = [m for m in range(1, arch.n_levels) if not (goal.freeze_top and m == top)]
 
     def score(Tb: np.ndarray, Sb: np.ndarray, Ob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        args = (w_energy, w_cycles, tile_limit, fusion, no_partial_sums)
-        return _scores(layer, arch, Tb, Sb, Ob, *args)
+        return _scores(layer, arch, Tb, Sb, Ob, goal)
 
     cur = score(T[None], S[None], O[None])[0][0]
     for _ in range(max_rounds):
@@ -256,7 +263,8 @@ def polish_mappings(
     for rnd in range(max(1, rounds)):
         cache: dict[tuple[str, Mapping], Mapping] = {}
         new = []
-        w_e, w_c = 1.0 / e_net, 1.0 / c_net
+        goal = PolishGoal(w_energy=1.0 / e_net, w_cycles=1.0 / c_net)
+        frozen = replace(goal, freeze_top=True)
         for ly, m in zip(layers, cur, strict=True):
             key = (ly.key, m)
             if key not in cache:
@@ -264,18 +272,16 @@ def polish_mappings(
                 if restarts and rnd == 0 and time.perf_counter() < stop:
                     starts += _restarts(ly, arch, m)
                     starts += [  # the DRAM tilings of the floor, arranged below first
-                        polish_mapping(ly, arch, x, w_energy=w_e, w_cycles=w_c, freeze_top=True)
-                        for x in floor_starts(ly, arch, m)
+                        polish_mapping(ly, arch, x, frozen) for x in floor_starts(ly, arch, m)
                     ]
                 got = [
-                    polish_mapping(
-                        ly, arch, x, w_energy=w_e, w_cycles=w_c, max_rounds=max_rounds, stop=stop
-                    )  # fmt: skip
+                    polish_mapping(ly, arch, x, goal, max_rounds=max_rounds, stop=stop)
                     for i, x in enumerate(starts)
                     if i == 0 or time.perf_counter() < stop
                 ]
                 scores = [
-                    w_e * r.energy_pj + w_c * r.cycles for r in (evaluate(ly, arch, g) for g in got)
+                    goal.w_energy * r.energy_pj + goal.w_cycles * r.cycles
+                    for r in (evaluate(ly, arch, g) for g in got)
                 ]
                 cache[key] = got[int(np.argmin(scores))]
             new.append(cache[key])

@@ -622,8 +622,8 @@ def _discrete_phase(
         for sd in seeds[: cfg.group_seeds]:
             if time.perf_counter() >= stop:
                 break
-            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, method=method,
-                             stop=stop)  # fmt: skip
+            g = group_search(net, arch, sd.with_fused(()), max_len=cfg.group_len, stop=stop)
+            g = replace(g, method=method)
             grep = evaluate_plan(net, arch, g)
             if grep.valid and grep.edp < best_rep.edp:
                 best_plan, best_rep, source = g, grep, f"group-search({sd.method or source})"
@@ -791,9 +791,7 @@ def _relaxed_network(
     o_dram = (updates[:, top, 2] + reads[:, top, 2]) * used[:, top]
     i_dram = reads[:, top, 1] * used[:, top]
     i_fill = fills[:, sp, 1] * used[:, sp]
-    acc2 = fused_level_accesses(
-        acc, o_dram, i_dram, i_fill, s_in, s_out, sp=sp, top=top, s_buf=s_buf
-    )
+    acc2 = fused_level_accesses(acc, o_dram, i_dram, i_fill, s_in, s_out, s_buf)
     macs = tab3.macs[:B]
     energy, cycles = energy_and_cycles(acc2, used, compute, macs, arch)
     E_net, C_net = energy.sum(), cycles.sum()
