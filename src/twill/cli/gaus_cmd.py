@@ -94,6 +94,13 @@ def register(subparsers: Any) -> None:
         "--max-iters", type=bounded_int(10_000_000), default=None, help="cap on Adam steps"
     )
     p.add_argument(
+        "--epochs",
+        type=bounded_int(10_000_000),
+        default=None,
+        metavar="N",
+        help="the Gumbel baseline's training epochs (default 100)",
+    )
+    p.add_argument(
         "--time-limit",
         type=positive_float,
         default=None,
@@ -247,7 +254,8 @@ def _problem(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
 def _options(args: argparse.Namespace) -> Any:
     """The :class:`~twill.options.SolverOptions` of the run: ``--time-limit`` bounds the whole
     run (GauS returns its best legal schedule so far; the exact baseline defaults to 60 s),
-    ``--seed`` (the Gumbel baseline: GS-Schedule's 30 when 0), and GauS's own settings."""
+    ``--seed`` (the Gumbel baseline: GS-Schedule's 30 when 0), ``--epochs`` (the Gumbel
+    baseline's), and GauS's own settings."""
     from twill.options import SolverOptions
     from twill.sched.baselines.categorical import GumbelSettings
     from twill.sched.gaus.solver import default_settings
@@ -263,7 +271,8 @@ def _options(args: argparse.Namespace) -> Any:
     if args.max_iters is not None:
         explicit["max_iters"] = args.max_iters
     gaus = default_settings(args.formulation, **explicit)
-    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=GumbelSettings())
+    gumbel = GumbelSettings() if args.epochs is None else GumbelSettings(epochs=args.epochs)
+    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=gumbel)
 
 
 def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:

@@ -158,8 +158,8 @@ def _status_line(res: Any) -> str:
 def method_options(args: argparse.Namespace, method: str) -> Any:  # noqa: ANN401
     """The :class:`~twill.options.SolverOptions` of one mapping method from the command line:
     the CoSA family gets ``--time-limit`` (per layer), ``--threads``, ``--seed`` and
-    ``--backend``; the searches ``--seed``, ``--metric`` and ``--n-valid`` (not hybrid, which
-    draws 16,000); exhaustive ``--metric``."""
+    ``--backend``; the searches ``--seed``, ``--metric`` and ``--n-valid`` (default: random 5,
+    random16k and hybrid 16,000); exhaustive ``--metric``."""
     from twill.mapping.cosa.solve import CoSASettings
     from twill.mapping.search.common import SearchSettings
     from twill.options import SolverOptions
@@ -168,8 +168,7 @@ def method_options(args: argparse.Namespace, method: str) -> Any:  # noqa: ANN40
         return SolverOptions(time_limit=args.time_limit, threads=args.threads, seed=args.seed,
                              cosa=CoSASettings(backend=args.backend))  # fmt: skip
     if method in ("random", "random16k", "hybrid"):
-        n_valid = getattr(args, "n_valid", None) if method != "hybrid" else None
-        search = SearchSettings(n_valid=n_valid or None, metric=args.metric)
+        search = SearchSettings(n_valid=getattr(args, "n_valid", None), metric=args.metric)
         return SolverOptions(seed=args.seed, search=search)
     return SolverOptions(search=SearchSettings(metric=args.metric))
 
@@ -709,7 +708,8 @@ def _register_map(subparsers: argparse._SubParsersAction) -> None:
         "--n-valid",
         type=bounded_int(10_000_000),
         default=None,
-        help="valid samples for random search",
+        help="valid mappings a search evaluates (random, random16k, hybrid; default: random "
+        "5, random16k and hybrid 16,000)",
     )
     p.add_argument("-o", "--output", help="write the mapping as Timeloop mapping YAML")
     _add_solver_options(p)
