@@ -8,6 +8,7 @@ II + 25 %.
 
     .venv/bin/python benchmarks/gaus_modulo.py
     .venv/bin/python benchmarks/gaus_modulo.py --designs ctrl router int2float dec cavlc
+    .venv/bin/python benchmarks/gaus_modulo.py --json    # the rows as one JSON list
 
 Times are of the solver calls; torch is imported before them (a one-off cost of a few seconds
 per process, reported separately as "torch import"). The 1-minute load average is printed
@@ -17,6 +18,7 @@ with the table because the development machine is shared.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -58,11 +60,26 @@ def pipelined(g, II: int, seed: int = 0):
     )
 
 
+def _row(graph: str, nodes: int, ii: int, d: int, x) -> dict:  # noqa: ANN001 - a GauS result
+    """One JSON row: the graph, its instance and one method's objective (MaxLive)."""
+    return {
+        "graph": graph,
+        "nodes": int(nodes),
+        "II": ii,
+        "D": int(d),
+        "method": x.method,
+        "legal": bool(x.legal),
+        "objective": None if x.objective is None else float(x.objective),
+        "seconds": round(x.seconds, 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--designs", nargs="*", default=["ctrl", "router", "int2float", "cavlc"])
     ap.add_argument("--II", type=int, default=8)
     ap.add_argument("--skip-seed", action="store_true")
+    ap.add_argument("--json", action="store_true", help="print the rows as one JSON list")
     args = ap.parse_args(argv)
     from rich.console import Console
     from rich.table import Table
@@ -77,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     import twill.sched.gaus.losses  # noqa: F401  (loads torch)
 
     t_imp = time.perf_counter() - t_imp
+    rows: list[dict] = []
     t = Table(title="Formulation C (modulo MaxLive; lower is better)")
     for c in ("graph", "nodes", "II", "D", "method", "legal", "objective", "x list", "s"):
         t.add_column(c)
@@ -87,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
 
         lst = list_schedule(from_dependence_graph(graph).with_caps(50.0), "C", D=500, II=10)
         for x in (r, lst):
+            rows.append(_row("seed example", 1000, 10, 500, x))
             t.add_row(
                 "seed example",
                 "1000",
@@ -109,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         gs = GauSSolver(g, D=D).solve_modulo(II=args.II)
         lst = list_schedule(g, "C", D=D, II=args.II)
         for x in (gs, lst):
+            rows.append(_row(name, g.n, args.II, D, x))
             rel = "-" if not (x.legal and lst.legal) else f"{x.objective / lst.objective:.3f}"
             t.add_row(
                 name,
@@ -122,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"{x.seconds:.1f}",
             )
         print(f"done {name}", file=sys.stderr, flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
     Console().print(t)
     print(f"torch import {t_imp:.1f} s; load average {os.getloadavg()[0]:.1f}")
     return 0

@@ -4,12 +4,17 @@ A new script without a section (command, machine, table, reading) fails here."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
-NOT_A_BENCHMARK = {"fetch_data.py"}  # downloads the data sets (`make data`)
+# downloads the data sets (`make data`); reruns the others and compares with this page
+NOT_A_BENCHMARK = {"fetch_data.py", "check_results.py"}
 
 
 def _slug(heading: str) -> str:
@@ -33,3 +38,47 @@ def test_index_links_resolve_in_section_order() -> None:
     anchors = [anchor for _, anchor in _index()]
     assert all(a in headings for a in anchors), set(anchors) - set(headings)
     assert anchors == sorted(anchors, key=headings.index), "index and sections in one order"
+
+
+def _check_results():  # noqa: ANN202 - a module loaded from benchmarks/
+    spec = importlib.util.spec_from_file_location(
+        "check_results", ROOT / "benchmarks" / "check_results.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses resolve the module's annotations through it
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_results_check_finds_its_table_and_keys_its_rows() -> None:
+    """benchmarks/check_results.py compares against tables of this page: a renamed heading or a
+    moved table must fail here, not silently compare nothing."""
+    cr = _check_results()
+    checks = [c for check in cr.CHECKS for c in (check, *check.extra)]
+    assert len(checks) >= 12
+    for c in checks:
+        rows = cr.doc_table(c.heading, c.table)
+        assert rows, c.name
+        keys = [c.key(dict(r)) for r in rows]
+        assert len(set(keys)) == len(keys), (c.name, keys)
+
+
+@pytest.mark.parametrize(
+    ("cell", "value", "expected"),
+    [
+        ("2.776e+11", 2.7764e11, True),
+        ("2.776e+11", 2.7772e11, False),
+        ("19,345,061", 19345061, True),
+        ("19,345,061", 19345062, False),
+        ("**1.042×**", 1.0423, True),
+        ("14349.3", 14349.36, False),
+        ("3449 (bound 2533)", 3449.0, True),
+        ("yes", True, True),
+        ("NO", False, True),
+        ("yes", False, False),
+        ("-", None, True),
+        ("(5,10):sat (5,9):sat", "(5,10):sat (5,9):sat", True),
+    ],
+)
+def test_results_check_compares_at_the_printed_precision(cell: str, value, expected: bool) -> None:  # noqa: ANN001
+    assert _check_results().same(cell, value) is expected
