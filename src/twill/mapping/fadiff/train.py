@@ -55,7 +55,7 @@ from twill.results import SolveResult, Status, Timings
 if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
     import torch
 
-    from twill.mapping.fadiff.model import LayerTable, TorchCost
+    from twill.mapping.fadiff.model import LayerTable
 
 __all__ = [
     "FADiffSettings",
@@ -283,7 +283,6 @@ def _fadiff(
     (a ``perf_counter`` value) and the discrete phase starts nothing after it."""
     import torch
 
-    from twill.mapping.fadiff.model import torch_costs
     from twill.mapping.fadiff.relax import factor_space, sample_factors, temperature
 
     t0 = time.perf_counter()
@@ -294,24 +293,21 @@ def _fadiff(
     gen.manual_seed(int(cfg.seed))
     layers = list(net.layers)
     B = len(layers)
-    L = arch.n_levels
-    tab3, orders = _three_order_table(layers, L, cfg.device)
     space = factor_space(layers, arch, cfg.device)
-    os_idx = _ORDERS.index("OS")
-
     theta0 = _initial_theta(init, arch, space.slots, B)
     theta = theta0.clone().to(cfg.device).requires_grad_(True)
-    cands, phi, src, dst = _fusion_variables(net, cfg)
-    E = len(cands)
-    neighbours = _adjacent_candidates(net, cands)
-    edge_meta = _edge_meta(net, cands, cfg.device)
+    rx, phi = _relaxation(net, arch, cfg)
+    E = len(rx.cands)
     params = [theta] + ([phi] if E else [])
     opt = torch.optim.Adam(params, lr=cfg.lr)
     decay = (cfg.tau_min / cfg.tau0) ** (1.0 / max(1.0, 0.8 * cfg.steps))
-    sp_cap = float(arch.levels[L - 2].entries)
-    caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
     warm = int(round(cfg.warmup_fraction * cfg.steps)) if cfg.fusion else cfg.steps
-    fallback = list(init.mappings) if init else [all_dram_mapping(ly, arch) for ly in layers]
+    fallback = FusionPlan(
+        net.name,
+        tuple(init.mappings if init else (all_dram_mapping(ly, arch) for ly in layers)),
+        (),
+        method,
+    )
     # the gradient's share of the time; the discrete phase (most fusion gains) keeps the rest
     best = _ReadOuts(net, arch, stop=t0 + _GRADIENT_SHARE * (stop - t0))
     history: list[dict[str, float]] = []
@@ -327,8 +323,7 @@ def _fadiff(
             if fuse_on
             else torch.zeros(E, dtype=torch.float64, device=cfg.device)
         )
-        out = _relaxed_network(tab3, arch, T, Sp, orders, s, src, dst, neighbours, B, caps,
-                               sp_cap, ref, os_idx, fuse_on, torch_costs, edge_meta)  # fmt: skip
+        out = _relaxed_network(rx, T, Sp, s, ref, fuse_on)
         loss = out["log_edp"] + w_cap * out["pen_cap"] + w_fuse * out["pen_fuse"]
         opt.zero_grad()
         loss.backward()
@@ -341,9 +336,7 @@ def _fadiff(
                     theta, space, alpha=cfg.alpha, tau=tau, generator=None, hard_eval=True
                 )
             s_now = torch.sigmoid(phi).detach().cpu().numpy() if fuse_on else np.zeros(E)
-            plan, cap_broken = _read_out(
-                net, arch, Th, Sph, s_now, cands, fallback, method, cfg.joint_rounding
-            )
+            plan, cap_broken = _read_out(rx, Th, Sph, s_now, fallback, cfg.joint_rounding)
             best.record(step, plan)
             if cap_broken:
                 w_cap = min(w_cap * 10.0, 1e3)
@@ -357,7 +350,7 @@ def _fadiff(
     best.stop = stop
     best_plan, best_rep, source = _discrete_phase(net, arch, cfg, method, candidates, best)
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
-        best_plan = FusionPlan(net.name, tuple(fallback), (), method)
+        best_plan = fallback
         best_rep = evaluate_plan(net, arch, best_plan)
     run = _RunRecord(tuple(history), tuple(best.evals), n_iter, w_cap, t0)
     return _fadiff_result(net, arch, cfg, method, (best_plan, best_rep, source), run)
@@ -396,6 +389,43 @@ def _fusion_variables(
     src = torch.tensor([net.edges[i].src for i in cands], dtype=torch.long, device=cfg.device)
     dst = torch.tensor([net.edges[i].dst for i in cands], dtype=torch.long, device=cfg.device)
     return cands, phi, src, dst
+
+
+@dataclass(frozen=True)
+class _RelaxedNet:
+    """What the relaxed loss of one run holds fixed: the network and the hardware, every
+    layer's constants stacked once per order of :data:`_ORDERS` (``tab3``) with those loop
+    ``orders``, the candidate edges (``cands``, none without fusion) with their producer and
+    consumer layers (``src``, ``dst``), the candidates sharing a layer with each
+    (``neighbours``), which candidates are data edges and which layers have only candidate
+    out-edges (``edge_meta``, :func:`_edge_meta`) and every level's capacity in words
+    (``caps``, ``inf`` when unbounded)."""
+
+    net: Network
+    arch: Arch
+    tab3: LayerTable
+    orders: torch.Tensor
+    cands: list[int]
+    src: torch.Tensor
+    dst: torch.Tensor
+    neighbours: list[list[int]]
+    edge_meta: tuple[torch.Tensor, torch.Tensor]
+    caps: list[float]
+
+    @property
+    def n_layers(self) -> int:
+        """Layers of the network (rows of one order's block of ``tab3``)."""
+        return len(self.net.layers)
+
+
+def _relaxation(net: Network, arch: Arch, cfg: FADiffSettings) -> tuple[_RelaxedNet, torch.Tensor]:
+    """The fixed part of ``net``'s relaxed loss and its trainable fusion logits."""
+    cands, phi, src, dst = _fusion_variables(net, cfg)
+    tab3, orders = _three_order_table(list(net.layers), arch.n_levels, cfg.device)
+    caps = [float(lv.entries) if lv.entries is not None else math.inf for lv in arch.levels]
+    neighbours = _adjacent_candidates(net, cands)
+    meta = _edge_meta(net, cands, cfg.device)
+    return _RelaxedNet(net, arch, tab3, orders, cands, src, dst, neighbours, meta, caps), phi
 
 
 def _check_inputs(net: Network, arch: Arch, cfg: FADiffSettings) -> None:
@@ -671,22 +701,17 @@ def _pen(u: torch.Tensor, cap: float) -> torch.Tensor:
 
 
 def _fusion_penalty(
-    tab3: LayerTable,
+    rx: _RelaxedNet,
     T: torch.Tensor,
     tiles: torch.Tensor,
     reads: torch.Tensor,
     used: torch.Tensor,
     s: torch.Tensor,
     s_in: torch.Tensor,
-    src: torch.Tensor,
-    dst: torch.Tensor,
-    neighbours: list[list[int]],
-    sp_cap: float,
-    sp: int,
-    top: int,
-    B: int,
 ) -> torch.Tensor:
-    """The fusion terms of the relaxed loss, weighted by each edge's fusion share ``s``.
+    """The fusion terms of the relaxed loss, weighted by each edge's fusion share ``s``
+    (``T`` the layers' temporal factors; ``tiles``, ``reads``, ``used`` their costs under the
+    chosen orders; ``s_in`` the fusion value of each layer's data input).
 
     Three terms: the scratchpad overflow of a fused edge (the producer's output block, the
     consumer's input window, the neighbours' fused buffers and the streamed tiles), the
@@ -695,6 +720,9 @@ def _fusion_penalty(
     """
     import torch
 
+    B, src, dst, tab3 = rx.n_layers, rx.src, rx.dst, rx.tab3
+    top = rx.arch.n_levels - 1
+    sp = top - 1
     Tt = T[:, top, :]
     o_size = tab3.o_size[:B]
     bounds = tab3.bounds[:B]
@@ -712,9 +740,9 @@ def _fusion_penalty(
     stream_c = tiles[dst, sp, 0] + tiles[dst, sp, 1] * (1 - s)
     stream = torch.maximum(stream_p, stream_c)
     zero = torch.zeros((), dtype=T.dtype, device=T.device)
-    extra = torch.stack([sum((s[j] * buf[j] for j in nb_), zero) for nb_ in neighbours])
+    extra = torch.stack([sum((s[j] * buf[j] for j in nb_), zero) for nb_ in rx.neighbours])
     U = s * buf + extra + stream
-    pen_fuse = (s * _pen(U, sp_cap)).sum()
+    pen_fuse = (s * _pen(U, rx.caps[sp])).sum()
     o_read_top = reads[:, top, 2] * used[:, top]
     pen_fuse = pen_fuse + (s * o_read_top[src] / o_size[src]).sum()
     pen_fuse = pen_fuse + (s * ((torch.log(blocks_p) - torch.log(blocks_c)) ** 2).sum(1)).sum()
@@ -722,32 +750,26 @@ def _fusion_penalty(
 
 
 def _relaxed_network(
-    tab3: LayerTable,
-    arch: Arch,
+    rx: _RelaxedNet,
     T: torch.Tensor,
     Sp: torch.Tensor,
-    orders: torch.Tensor,
     s: torch.Tensor,
-    src: torch.Tensor,
-    dst: torch.Tensor,
-    neighbours: list[list[int]],
-    B: int,
-    caps: list[float],
-    sp_cap: float,
     ref: tuple[torch.Tensor, torch.Tensor] | None,
-    os_idx: int,
     fuse_on: bool,
-    torch_costs: Callable[[LayerTable, Arch, torch.Tensor, torch.Tensor, torch.Tensor], TorchCost],
-    _edge_meta: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
-    """One forward pass: costs under 3 orders, per-layer order choice, fusion, penalties."""
+    """One forward pass at factors ``T``, ``Sp`` and fusion values ``s``: costs under 3
+    orders, per-layer order choice (against the last pass's energy and cycles ``ref``),
+    fusion (its penalty only with ``fuse_on``), penalties."""
     import torch
 
     from twill.mapping.fadiff.fusion import energy_and_cycles, fused_level_accesses
+    from twill.mapping.fadiff.model import torch_costs
 
+    arch, tab3, src, dst, caps = rx.arch, rx.tab3, rx.src, rx.dst, rx.caps
+    B = rx.n_layers
     L = arch.n_levels
     top, sp = L - 1, L - 2
-    c = torch_costs(tab3, arch, T.repeat(3, 1, 1), Sp.repeat(3, 1, 1), orders)
+    c = torch_costs(tab3, arch, T.repeat(3, 1, 1), Sp.repeat(3, 1, 1), rx.orders)
     e3 = c.energy_pj.view(3, B).detach()
     y3 = c.cycles.view(3, B).detach()
     if ref is None:
@@ -764,7 +786,7 @@ def _relaxed_network(
         # tensor semantics (fusion.py): input removed through a fused data edge; the output
         # leaves DRAM only when every reader is fused (product), the scratchpad gets it when
         # any reader is fused (1 - product of 1 - s)
-        data, all_cand = _edge_meta
+        data, all_cand = rx.edge_meta
         s_in = s_in.index_add(0, dst[data], s[data])
         tiny = 1e-12
         log_all = torch.zeros(B, dtype=T.dtype, device=dev).index_add(
@@ -780,7 +802,7 @@ def _relaxed_network(
             big = s.detach() >= 0.5
             hot[src[big]] = True
             hot[dst[big]] = True
-            choice = torch.where(hot, torch.full_like(choice, os_idx), choice)
+            choice = torch.where(hot, torch.full_like(choice, _ORDERS.index("OS")), choice)
     rows = choice * B + torch.arange(B, device=dev)
 
     def g(x: torch.Tensor) -> torch.Tensor:
@@ -806,9 +828,7 @@ def _relaxed_network(
         pen_cap = pen_cap + _pen(use, caps[m]).sum()
     pen_fuse = torch.zeros((), dtype=T.dtype, device=dev)
     if E and fuse_on:
-        pen_fuse = _fusion_penalty(
-            tab3, T, tiles, reads, used, s, s_in, src, dst, neighbours, sp_cap, sp, top, B
-        )
+        pen_fuse = _fusion_penalty(rx, T, tiles, reads, used, s, s_in)
     return {
         "log_edp": log_edp,
         "pen_cap": pen_cap,
@@ -838,19 +858,20 @@ def _mapping_from_arrays(T: np.ndarray, Sp: np.ndarray, order: np.ndarray) -> Ma
 
 
 def _read_out(
-    net: Network,
-    arch: Arch,
+    rx: _RelaxedNet,
     Th: torch.Tensor,
     Sph: torch.Tensor,
     s_now: np.ndarray,
-    cands: list[int],
-    fallback: list[Mapping],
-    method: str,
+    fallback: FusionPlan,
     joint: bool = True,
 ) -> tuple[FusionPlan, bool]:
-    """Discrete plan from argmax factors: best dataflow per layer, threshold, joint rounding
-    of the fused groups' block counts (``joint``), repair."""
+    """Discrete plan from argmax factors ``Th``, ``Sph`` and fusion values ``s_now``: best
+    dataflow per layer, threshold, joint rounding of the fused groups' block counts
+    (``joint``), repair. A layer whose read-out is invalid keeps ``fallback``'s mapping;
+    the plan is named as ``fallback``. Also says whether some read-out broke a capacity."""
     from twill.mapping.fadiff.relax import order_tensor
+
+    net, arch, cands, method = rx.net, rx.arch, rx.cands, fallback.method
 
     T = Th.detach().cpu().numpy()
     Sp = Sph.detach().cpu().numpy()
@@ -872,7 +893,7 @@ def _read_out(
         m = _mapping_from_arrays(Tb, Sb, orders[k])
         if not cost.valid[k]:  # the batch model checks factors, capacities and fan-outs
             cap_broken = True
-            m = fallback[b]
+            m = fallback.mappings[b]
         mappings.append(m)
     plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), method)
     if joint:
