@@ -1,19 +1,24 @@
-"""The `--model` zoo end to end with both PyTorch exporters: export, import, map-network's
-default method (cosa-edp) and fuse (FADiff against the best layer-wise plan), with the MAC
-count checked against a counter written here over the ONNX graph (not the importer's).
+"""The `--model` zoo end to end with both PyTorch exporters: export, import, the layer
+shapes mapped by ``twill fuse``'s layer method (``map-network``'s default) and the rest of
+``twill fuse`` (FADiff against the best layer-wise plan), with the MAC count checked against a
+counter written here over the ONNX graph (not the importer's).
 
     .venv/bin/python benchmarks/onnx_zoo.py --json                 # every model, both exporters
-    .venv/bin/python benchmarks/onnx_zoo.py --models gpt2,llama-tiny --llm  # + the LLM rows
+    .venv/bin/python benchmarks/onnx_zoo.py --models "" --llm      # the LLM rows only
     .venv/bin/python benchmarks/onnx_zoo.py --models resnet50 --exporters legacy --steps 50
 
 One row per model and exporter: ``model``, ``exporter``, ``imported``, ``layers``,
 ``unique_layers``, ``macs`` (importer), ``macs_independent`` (this file's counter),
-``map_seconds`` (cosa-edp on every unique layer, 2 workers), ``fuse_seconds`` (the layer-wise
-baseline, the layer-wise gradient, FADiff and the bound, as ``twill fuse`` runs them),
-``gain_vs_layerwise``, ``status`` and ``message``; LLM rows (``--llm``: GPT-2 and
-llama-tiny, prefill and decode at ``--seq``, default 512) add DRAM traffic, the layer-wise and
-fused EDP and what fused. A second exporter whose unique layers equal the first's reuses its
-mapping and fusion numbers (the mappers see only the layers) and says so in ``message``.
+``map_seconds`` (every unique layer shape mapped, 2 workers: the first step of ``twill fuse``,
+done once and shared), ``fuse_seconds`` (the rest of ``twill fuse`` on that mapping: the
+layer-wise plan, the first group search, the layer-wise gradient, FADiff and the bound;
+``twill fuse`` takes about the sum), both also as ``*_cpu_seconds`` (this process and its
+workers) with the load average at the row's start and end, ``gain_vs_layerwise``, ``status``
+and ``message``. ``--time-limit`` is fuse's, counted from the start of the mapping as the
+command counts it. LLM rows (``--llm``: GPT-2 and llama-tiny, prefill and decode at ``--seq``,
+default 512) add DRAM traffic, the layer-wise and fused EDP and what fused. A second exporter
+whose network (layers in order and edges) equals the first's reuses its numbers (the mappers
+see nothing else) and says so in ``message``; ``--rerun`` runs it again.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -60,16 +66,13 @@ def count_macs(path: Path) -> int:
     return total
 
 
-def _fuse(net: Any, arch: Any, steps: int, limit: float) -> tuple[Any, Any, Any, dict[str, Any]]:
-    """``twill fuse``'s flow with ``--time-limit limit`` (0: none), from now."""
-    from twill.cli.fuse_cmd import _fadiff_with_progress, _gain
+def _fuse_args(opts: argparse.Namespace) -> argparse.Namespace:
+    """``twill fuse``'s options as its parser fills them (layer method, seed, init: its
+    defaults), with this run's ``--steps``, ``--time-limit`` and 2 workers."""
+    from twill.cli import build_parser
 
-    args = argparse.Namespace(steps=steps, seed=0, device="cpu", init="none",
-                              layer_method="cosa-edp", workers=2)  # fmt: skip
-    deadline = time.perf_counter() + (limit or math.inf)
-    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline)
-    stopped = time.perf_counter() >= deadline
-    return res, lw_plan, lw_rep, {**_gain(net, arch, res, lw_plan, lw_rep), "stopped": stopped}
+    argv = ["fuse", "x", "--steps", str(opts.steps), "--time-limit", str(opts.time_limit)]
+    return build_parser().parse_args([*argv, "--workers", "2"])
 
 
 def _cpu() -> float:
@@ -85,25 +88,30 @@ def _cpu() -> float:
 
 
 def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[str, Any]:
-    """map-network's default method on the unique layers, then fuse."""
-    from twill.io.onnx_model import unique_layers
+    """``twill fuse``'s flow, timed in two parts: the layer shapes mapped (what
+    ``map-network`` does with fuse's layer method), then the rest of the command on that
+    result, under the command's ``--time-limit`` counted from the start of the mapping."""
+    from twill.cli.fuse_cmd import _fadiff_with_progress, _gain, bound_stop, map_layer_shapes
     from twill.mapping.fadiff.fusion import fusion_groups
-    from twill.mapping.pipeline import map_network
 
-    uniq = unique_layers(imp.layers)
+    args, net = _fuse_args(opts), imp.network
+    limit = args.time_limit or math.inf
     t0, c0 = time.perf_counter(), _cpu()
-    mapped = map_network(uniq, arch, methods=["cosa-edp"], workers=2)
-    row: dict[str, Any] = {"map_seconds": time.perf_counter() - t0, "map_cpu_seconds": _cpu() - c0}
-    ok = all(r.solution is not None for r in mapped.results["cosa-edp"])
-    t0, c0 = time.perf_counter(), _cpu()
-    res, _lw_plan, lw_rep, gain = _fuse(imp.network, arch, opts.steps, opts.time_limit)
-    row.update(fuse_seconds=time.perf_counter() - t0, fuse_cpu_seconds=_cpu() - c0)
-    row.update(gain_vs_layerwise=gain["gain_vs_layerwise"], stopped=gain["stopped"])
+    deadline = t0 + limit
+    mapped = map_layer_shapes(args, net, arch)
+    t1, c1 = time.perf_counter(), _cpu()
+    row: dict[str, Any] = {"map_seconds": t1 - t0, "map_cpu_seconds": c1 - c0}
+    row["mapped_all"] = all(r.solution is not None for r in mapped.results[args.layer_method])
+    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline, mapped)
+    stopped = time.perf_counter() >= deadline
+    gain = _gain(net, arch, res, lw_plan, lw_rep, bound_stop(deadline, limit))
+    row.update(fuse_seconds=time.perf_counter() - t1, fuse_cpu_seconds=_cpu() - c1)
+    row.update(gain_vs_layerwise=gain["gain_vs_layerwise"], stopped=stopped)
     row.update(layerwise_edp=gain["layerwise_edp"], fused_edp=gain["edp"])
-    row["bound_gain"] = gain["bound_gain"]
-    row["mapped_all"] = ok
+    row.update(bound_gain=gain["bound_gain"], bound_note=gain["bound_note"])
+    row.update(source=res.solution.source, layer_method=args.layer_method)
     if llm:
-        net, rep = imp.network, res.solution.report
+        rep = res.solution.report
         groups = fusion_groups(net, rep.fused)
         row.update(
             dram_mb_layerwise=lw_rep.dram_bytes / 1e6,
@@ -137,13 +145,17 @@ def run_one(model: str, exporter: str, seq: int | None, phase: str | None, opts:
     row.update(
         imported=True, layers=len(imp.layers), unique_layers=len(uniq), macs=imp.network.macs
     )
-    key = (model, phase, seq, tuple(ly.key + f"x{ly.count}" for ly in uniq))
-    if key in cache:
+    net = imp.network  # the mappers see the layers and edges only (names aside)
+    key = (model, phase, seq, tuple(ly.key for ly in net.layers),
+           tuple((e.src, e.dst, e.kind) for e in net.edges))  # fmt: skip
+    if key in cache and not opts.rerun:
         row.update(cache[key])
-        row["message"] = "same unique layers as the first exporter: mapping and fusion reused"
+        row["message"] = "the same network (layers and edges) as the first exporter: reused"
     else:
         try:
-            cache[key] = _mapping(imp, gemmini_arch(), opts, llm)
+            load = os.getloadavg()[0]
+            cache[key] = {**_mapping(imp, gemmini_arch(), opts, llm), "load_start": load}
+            cache[key]["load_end"] = os.getloadavg()[0]
             row.update(cache[key])
         except Exception as exc:  # noqa: BLE001
             row["message"] = f"mapping failed: {type(exc).__name__}: {exc}"[:500]
@@ -166,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=300, help="FADiff steps (fuse's default)")
     p.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
                    help="fuse's --time-limit (0: none), from the start of its mapping")  # fmt: skip
+    p.add_argument("--rerun", action="store_true",
+                   help="map and fuse each exporter's network, even a repeated one")  # fmt: skip
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     cases: list[tuple[str, int | None, str | None, bool]] = [
@@ -197,7 +211,8 @@ def _line(r: dict[str, Any]) -> str:
         f"{name:24} {r['exporter']:7} layers {r['layers']:4} unique {r['unique_layers']:3} "
         f"MACs {r['macs']:.4g} (independent {r['macs_independent']:.4g}) "
         f"map {r.get('map_seconds', 0):6.1f} s fuse {r.get('fuse_seconds', 0):6.1f} s "
-        f"(CPU {r.get('map_cpu_seconds', 0):.0f} / {r.get('fuse_cpu_seconds', 0):.0f} s"
+        f"(CPU {r.get('map_cpu_seconds', 0):.0f} / {r.get('fuse_cpu_seconds', 0):.0f} s, "
+        f"load {r.get('load_start', 0):.1f}-{r.get('load_end', 0):.1f}"
         f"{', stopped at the time limit' if r.get('stopped') else ''}) "
         f"gain {gain if gain is None else round(gain, 3)} {r['status']} {r['message']}"
         + (

@@ -28,7 +28,7 @@ from twill.cli._args import (
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
-__all__ = ["DEFAULT_TIME_LIMIT", "register"]
+__all__ = ["DEFAULT_TIME_LIMIT", "map_layer_shapes", "register"]
 
 #: ``--time-limit``'s default (seconds): the command, its bound included, within 2 minutes
 DEFAULT_TIME_LIMIT = 100.0
@@ -120,7 +120,8 @@ def _run(args: argparse.Namespace) -> int:
         raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
     res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline)
     stopped = "time_limit" if time.perf_counter() >= deadline else None
-    gain = {**_gain(net, arch, res, lw_plan, lw_rep), "stopped": stopped}
+    gain = {**_gain(net, arch, res, lw_plan, lw_rep, bound_stop(deadline, limit)),
+            "stopped": stopped}  # fmt: skip
     rep = res.solution.report
     if args.output:
         import yaml
@@ -173,26 +174,46 @@ def _share(deadline: float, seed: int, part: float = 1.0) -> Any:  # noqa: ANN40
     return SolverOptions(time_limit=left, seed=seed)
 
 
-def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
-               deadline: float = math.inf) -> Any:  # fmt: skip  # noqa: ANN401
-    """The best layer-wise plan: every layer shape mapped by ``--layer-method`` (in a
-    process pool), then the layer-wise gradient (FADiff without fusion) from it, within a
-    third of the time left to ``deadline``; the better."""
+def map_layer_shapes(args: argparse.Namespace, net: Any, arch: Any) -> Any:  # noqa: ANN401
+    """Every unique layer shape of ``net`` mapped by ``--layer-method`` in a process pool of
+    ``--workers`` (what ``map-network`` does with that method): the
+    :class:`~twill.mapping.pipeline.NetworkResult` the layer-wise plan is built from."""
     from twill.io.onnx_model import unique_layers
-    from twill.mapping.fadiff.baselines import layerwise_plan
     from twill.mapping.pipeline import map_network
     from twill.options import SolverOptions
 
-    err.print(f"[dim]mapping every layer shape with {args.layer_method} ...[/dim]")
     method = args.layer_method
     opts = SolverOptions(seed=args.seed) if method != "cosa" else SolverOptions()
-    res = map_network(unique_layers(net.layers), arch, methods=[method],
-                      options={method: opts}, workers=args.workers)  # fmt: skip
-    base = layerwise_plan(net, arch, res.mappings(method), method).solution
+    return map_network(unique_layers(net.layers), arch, methods=[method],
+                       options={method: opts}, workers=args.workers)  # fmt: skip
+
+
+def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
+               deadline: float = math.inf, mapped: Any = None) -> Any:  # fmt: skip  # noqa: ANN401
+    """The best layer-wise plan and the first fused plan: every layer shape mapped by
+    ``--layer-method`` (:func:`map_layer_shapes`, unless ``mapped`` holds its result), the
+    group search on those mappings (the step that finds most of the fusion gain, seconds
+    of CPU: it runs first so that a short ``--time-limit`` still gets it), then the
+    layer-wise gradient (FADiff without fusion) from them within a third of the time left
+    to ``deadline``. Returns ``(plan, report)`` of the better layer-wise plan and of the
+    group search's plan."""
+    from twill.mapping.fadiff.baselines import layerwise_plan
+    from twill.mapping.fadiff.fusion import evaluate_plan
+    from twill.mapping.fadiff.groups import group_search
+
+    if mapped is None:
+        err.print(f"[dim]mapping every layer shape with {args.layer_method} ...[/dim]")
+        mapped = map_layer_shapes(args, net, arch)
+    base = layerwise_plan(net, arch, mapped.mappings(args.layer_method), args.layer_method)
+    base = base.solution
+    err.print("[dim]group search on the layer-wise mappings ...[/dim]")
+    first = group_search(net, arch, base.plan.with_fused(()), stop=deadline)
+    first_rep = evaluate_plan(net, arch, first)
     err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
     lg = _fadiff(args, net, arch, _share(deadline, args.seed, 1 / 3), fusion=False,
                  init=base.plan, candidates=(base.plan,)).solution  # fmt: skip
-    return min((base.plan, base.report), (lg.plan, lg.report), key=lambda x: x[1].edp)
+    best = min((base.plan, base.report), (lg.plan, lg.report), key=lambda x: x[1].edp)
+    return best, (first, first_rep)
 
 
 def _fadiff(args: argparse.Namespace, net: Any, arch: Any, timed: Any, **problem: Any) -> Any:  # noqa: ANN401
@@ -210,18 +231,20 @@ def _fadiff(args: argparse.Namespace, net: Any, arch: Any, timed: Any, **problem
     return solve(NetworkMappingProblem(net, arch, **problem), options)
 
 
-def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
-                          deadline: float = math.inf) -> Any:  # fmt: skip  # noqa: ANN401
+def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,  # noqa: ANN401
+                          deadline: float = math.inf, mapped: Any = None) -> Any:  # fmt: skip
     """FADiff started from the best layer-wise plan, with a progress bar, both ending by
-    ``deadline`` (a ``perf_counter`` value); returns the FADiff result (never worse than that
-    plan: it is a candidate) and the layer-wise plan."""
+    ``deadline`` (a ``perf_counter`` value); ``mapped``: :func:`map_layer_shapes`'s result
+    when already computed. Returns the FADiff result (the better of FADiff's plan and the
+    first group search's, never worse than the layer-wise plan: it is a candidate) and the
+    layer-wise plan and report."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from twill.mapping.fadiff.plan import NetworkPlan
 
     err = Console(stderr=True)
-    lw_plan, lw_rep = _layerwise(args, net, arch, err, deadline)
+    (lw_plan, lw_rep), (first, first_rep) = _layerwise(args, net, arch, err, deadline, mapped)
     init = lw_plan if args.init != "none" else None
     with Progress(
         TextColumn("[bold]fadiff[/bold] {task.description}"),
@@ -241,17 +264,27 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,
 
         res = _fadiff(args, net, arch, _share(deadline, args.seed), init=init,
                       candidates=(lw_plan,), on_progress=on_step)  # fmt: skip
-    if res.solution.report.edp > lw_rep.edp:  # never worse than the layer-wise plan it reports
-        res = replace(res, solution=NetworkPlan(lw_plan, lw_rep, "layer-wise plan"),
-                      objective=lw_rep.edp)  # fmt: skip
+    for plan, rep, source in ((first, first_rep, f"group-search({args.layer_method})"),
+                              (lw_plan, lw_rep, "layer-wise plan")):  # fmt: skip
+        if rep.valid and rep.edp < res.solution.report.edp:  # never worse than these
+            res = replace(res, solution=NetworkPlan(plan, rep, source), objective=rep.edp)
     return res, lw_plan, lw_rep
 
 
-def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any) -> dict[str, Any]:  # noqa: ANN401
+def bound_stop(deadline: float, limit: float) -> float:
+    """When the fusion bound's group-consistent programme gives up (``perf_counter``): the
+    search's ``deadline``, but at least a tenth of the time limit from now (never with no
+    limit). The bound is extra information: past this it is the per-layer capacity bound."""
+    return max(deadline, time.perf_counter() + 0.1 * limit)
+
+
+def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any,
+          stop: float = math.inf) -> dict[str, Any]:  # fmt: skip  # noqa: ANN401
     """``layerwise_edp``, ``edp``, ``gain_vs_layerwise`` (layer-wise EDP / FADiff's, ≥ 1) and
     ``bound_gain``: the most any fusion plan could gain over the layer-wise plan's EDP (its
     EDP over the capacity bound, docs/fadiff.md "Bounds"), ``None`` if not computable, with
-    ``bound_note`` saying why."""
+    ``bound_note`` saying why; the group-consistent part of the bound stops at ``stop``
+    (a ``perf_counter`` value; then the note says the per-layer bound is used)."""
     from twill.mapping.fadiff.bounds import fusion_bounds
 
     bound_gain, note = None, None
@@ -262,8 +295,14 @@ def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any) -> dict[str,
         note = f"the bounds model Gemmini's memory levels; {arch.name} has other levels"
     else:
         try:
-            bound = fusion_bounds(net, arch, lw_plan).capacity_edp
+            bounds = fusion_bounds(net, arch, lw_plan, stop=stop)
+            bound = bounds.capacity_edp
             bound_gain = lw_rep.edp / bound if bound > 0 else None
+            if not bounds.group_floor:
+                note = (
+                    "the group-consistent bound was not computed (over its state budget, or "
+                    "out of --time-limit): bound_gain is the per-layer capacity bound"
+                )
         except Exception as exc:  # noqa: BLE001 - a bound is extra information, never a failure
             note = f"bound not computed: {type(exc).__name__}: {exc}"
     return {

@@ -171,3 +171,20 @@ def test_wide_fan_out_gives_up_quickly_and_the_bound_stays_valid():
     plan = FusionPlan(net.name, tuple(all_dram_mapping(ly, arch) for ly in net.layers))
     bounds = fusion_bounds(net, arch, plan)
     assert bounds.capacity_edp <= evaluate_plan(net, arch, plan).edp
+    assert not bounds.group_floor
+
+
+def test_a_passed_deadline_gives_the_per_layer_bound_and_says_so():
+    """``fusion_bounds(stop=...)``: a deadline already passed stops the group programme
+    before its first layer; the capacity bound is then the per-layer one, still a bound of
+    the plan, and ``group_floor`` says the group bound is missing. Without a deadline the
+    same network gets the group bound, at least as high."""
+    from twill.mapping.fadiff.bounds import fusion_bounds
+
+    net = chain_network([Layer.gemm(64, 64, 64, name=f"l{i}") for i in range(3)])
+    arch = gemmini_arch()
+    plan = FusionPlan(net.name, tuple(all_dram_mapping(ly, arch) for ly in net.layers))
+    cut, full = fusion_bounds(net, arch, plan, stop=0.0), fusion_bounds(net, arch, plan)
+    assert not cut.group_floor and cut.capacity_edp == cut.capacity_layer_edp
+    assert full.group_floor and full.capacity_edp >= cut.capacity_edp
+    assert full.capacity_edp <= evaluate_plan(net, arch, plan).edp

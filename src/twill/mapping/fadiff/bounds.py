@@ -53,6 +53,7 @@ Preconditions: a Gemmini-like architecture (:func:`twill.mapping.fadiff.fusion.c
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +119,8 @@ class FusionBounds:
     unfused_edp: float = float("nan")
     capacity_edp: float = float("nan")
     capacity_layer_edp: float = float("nan")
+    #: whether the group-consistent programme finished (else ``capacity_edp`` is per layer)
+    group_floor: bool = False
 
     @property
     def gain_candidates(self) -> float:
@@ -408,7 +411,9 @@ def _free_report(
     return float(energy.sum()), float(cycles.sum()), float(dram.sum())
 
 
-def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
+def fusion_bounds(
+    net: Network, arch: Arch, plan: FusionPlan, *, stop: float = math.inf
+) -> FusionBounds:
     """Upper bounds on what fusion can gain over ``plan`` (its mappings, unfused).
 
     Parameters
@@ -417,6 +422,9 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
         The network and the hardware.
     plan
         A plan; its mappings are used, its fused set is ignored (the bounds start unfused).
+    stop
+        A ``perf_counter`` deadline for the group-consistent programme: past it that bound
+        gives up, ``capacity_edp`` is the per-layer one and ``group_floor`` is false.
 
     Returns
     -------
@@ -449,8 +457,10 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
     ei, ci = ideal_bound(net, arch)
     eu, cu = unfused_bound(net, arch)
     el, cl = capacity_bound(net, arch)
-    words, priced = group_edp_floor(net, arch, el / cl) or (None, 0.0)
-    ek, ck = group_capacity_bound(net, arch, (el, cl), words)
+    got = group_edp_floor(net, arch, el / cl, stop=stop)
+    words, priced = got or (None, 0.0)
+    # without the programme's words the group capacity bound is the per-layer one
+    ek, ck = (el, cl) if got is None else group_capacity_bound(net, arch, (el, cl), words)
     # energy and cycles priced together per tile: never below the products of their floors
     unfused = max(eu * cu, layer_edp_floor(net, arch, unfused=True))
     per_layer = max(el * cl, layer_edp_floor(net, arch))
@@ -480,4 +490,5 @@ def fusion_bounds(net: Network, arch: Arch, plan: FusionPlan) -> FusionBounds:
         unfused_edp=unfused * 1e-6,
         capacity_edp=capacity * 1e-6,
         capacity_layer_edp=per_layer * 1e-6,
+        group_floor=got is not None,
     )

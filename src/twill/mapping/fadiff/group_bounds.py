@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -100,15 +101,18 @@ def group_dram_assignment(net: Network, arch: Arch) -> GroupAssignment | None:
     return GroupAssignment(words, fused, modes)
 
 
-def group_edp_floor(net: Network, arch: Arch, scale: float) -> tuple[float, float] | None:
+def group_edp_floor(
+    net: Network, arch: Arch, scale: float, *, stop: float = math.inf
+) -> tuple[float, float] | None:
     """:func:`group_dram_words` and, from the same pass, a lower bound of every verified
     plan's EDP (pJ·cycles): the charges priced by energy and cycles together
     (:class:`~twill.mapping.fadiff.edp_floor.Pricing`, weights around ``scale``, energy over
     cycles near the optimum), one line ``a·E + b·D ≥ L`` per weight, and the least product
     the lines allow (:func:`~twill.mapping.fadiff.edp_floor.min_product_over_lines`).
-    ``None`` where :func:`group_dram_words` is."""
+    ``None`` where :func:`group_dram_words` is, or once ``stop`` (a ``perf_counter``
+    deadline) has passed."""
     pricing = Pricing.around(scale, words=True)
-    got = _minimum(net, arch, pricing)
+    got = _minimum(net, arch, pricing, stop)
     if got is None:
         return None
     (words, *priced), _ = got
@@ -117,15 +121,15 @@ def group_edp_floor(net: Network, arch: Arch, scale: float) -> tuple[float, floa
 
 
 def _minimum(
-    net: Network, arch: Arch, pricing: Pricing
+    net: Network, arch: Arch, pricing: Pricing, stop: float = math.inf
 ) -> tuple[np.ndarray, dict[tuple[str, int], int]] | None:
     charges = []
     for j in range(len(net.layers)):
         charge = _LayerCharge.build(net, arch, j, pricing)
-        if charge is None:
+        if charge is None or time.perf_counter() >= stop:
             return None
         charges.append(charge)
-    return _frontier_minimum(net, charges)
+    return _frontier_minimum(net, charges, stop)
 
 
 class _LayerCharge:
@@ -296,7 +300,7 @@ def _still_open(carried: tuple[_Carried, ...], later: set[int]) -> tuple[_Carrie
 
 
 def _frontier_minimum(
-    net: Network, charges: list[_LayerCharge]
+    net: Network, charges: list[_LayerCharge], stop: float = math.inf
 ) -> tuple[np.ndarray, dict[tuple[str, int], int]] | None:
     """Least total charge over every assignment, per component, and one assignment that
     reaches the first component's, layer by layer in execution order: the state keeps the
@@ -322,6 +326,8 @@ def _frontier_minimum(
         nxt: dict[tuple, tuple[np.ndarray, tuple]] = {}
         domains = [_domain(net, v, charges) for v in new]
         if len(states) * math.prod(len(d) for d in domains) > _MAX_WORK:
+            return None
+        if time.perf_counter() >= stop:  # a caller's deadline: no bound rather than late
             return None
         for state, (total, done) in states.items():
             for vals in itertools.product(*domains):
