@@ -208,6 +208,7 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
     base = base.solution
     err.print("[dim]group search on the layer-wise mappings ...[/dim]")
     first = group_search(net, arch, base.plan.with_fused(()), stop=deadline)
+    first = replace(first, method="fadiff")  # FADiff's discrete phase, run first
     first_rep = evaluate_plan(net, arch, first)
     err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
     lg = _fadiff(args, net, arch, _share(deadline, args.seed, 1 / 3), fusion=False,
