@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
+from twill.mapping.cost.analytical import MappingBatch, evaluate_batch, valid_batch
 from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import Controls, finished
 from twill.mapping.search.common import (
@@ -75,7 +75,7 @@ def tiling_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
         size = min(batch_size, max_samples - samples)
         tiles = sample_batch(layer, arch, size, rng=rng, permute=False)
         samples += size
-        ok = evaluate_batch(layer, arch, tiles).valid  # validity does not depend on the order
+        ok = valid_batch(layer, arch, tiles)  # validity does not depend on the order
         idx = np.flatnonzero(ok)[: -(-(n_valid - evaluated) // ppt)]
         if idx.size == 0:
             continue

@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
+from twill.mapping.cost.analytical import MappingBatch, evaluate_batch, valid_batch
 from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import Controls, finished
 from twill.mapping.search.common import (
@@ -76,8 +76,9 @@ def sample_batch(
                 continue
             c = rng.integers(0, len(ch), n)
             sp = spatial[c]
-            np.multiply.at(T, (rows[~sp], lvl[c][~sp], j), p)
-            np.multiply.at(Sp, (rows[sp], lvl[c][sp], j), p)
+            # one entry per row, so plain fancy indexing multiplies without collisions
+            T[rows[~sp], lvl[c][~sp], j] *= p
+            Sp[rows[sp], lvl[c][sp], j] *= p
     if permute:
         order = random_orders(rng, n, L)
     else:
@@ -123,11 +124,10 @@ def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
         size = min(batch_size, max_samples - samples)
         batch = sample_batch(layer, arch, size, rng=rng, permute=permute)
         samples += size
-        cost = evaluate_batch(layer, arch, batch)
-        idx = np.flatnonzero(cost.valid)[: n_valid - found]
+        idx = np.flatnonzero(valid_batch(layer, arch, batch))[: n_valid - found]
         if idx.size:
             found += idx.size
-            score = metric_values(cost, metric)[idx]
+            score = metric_values(evaluate_batch(layer, arch, batch.take(idx)), metric)
             best_score, best = keep_best(score, idx, batch, (best_score, best))
         controls.emit("sample", step=samples, total=max_samples, message=f"{found} valid",
                       incumbent=None if best is None else best_score)  # fmt: skip
