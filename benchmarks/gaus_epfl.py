@@ -97,12 +97,11 @@ def synthetic_aiger(n_and: int, depth: int, n_in: int = 128, seed: int = 0) -> b
 def load(spec: str) -> Any:
     """A design: a path to an AIGER file, or ``synthetic:N:DEPTH``."""
     from twill.io.aiger import parse_aiger, read_aiger
-    from twill.sched.gaus.graph import gaus_view
 
     if spec.startswith("synthetic:"):
         _, n, depth = spec.split(":")
         return parse_aiger(synthetic_aiger(int(n), int(depth)), f"synthetic_{n}_{depth}.aig")
-    return gaus_view(read_aiger(spec))
+    return read_aiger(spec)
 
 
 def instance(g: Any, formulation: str) -> tuple[Any, int, int | None]:
@@ -110,11 +109,12 @@ def instance(g: Any, formulation: str) -> tuple[Any, int, int | None]:
     from gaus_modulo import pipelined
 
     from twill.sched.gaus.bounds import default_D
+    from twill.sched.gaus.graph import gaus_view
 
     if formulation == "C":
         g = pipelined(g, II)
-        return g, default_D(g, "C", II), II
-    return g, default_D(g, formulation), None
+        return g, default_D(gaus_view(g), "C", II), II
+    return g, default_D(gaus_view(g), formulation), None
 
 
 def skip_reason(method: str, g: Any, form: str, D: int, args: argparse.Namespace) -> str | None:
@@ -147,7 +147,7 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
     """Run one method (in the child process) and return its row fields."""
     from twill.options import SolverOptions
     from twill.sched.baselines import exact
-    from twill.sched.baselines.categorical import gumbel_schedule
+    from twill.sched.baselines.categorical import GumbelSettings, gumbel_schedule
     from twill.sched.baselines.common import keyword_problem
     from twill.sched.baselines.force_directed import force_directed_schedule
     from twill.sched.baselines.list_sched import list_schedule
@@ -173,7 +173,8 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
         import torch  # noqa: F401
 
         t0 = time.perf_counter()
-        r = gumbel_schedule(g, "A", D=D, batch=args.gumbel_batch, time_limit=args.cpsat_limit)
+        settings = GumbelSettings(batch=args.gumbel_batch)
+        r = gumbel_schedule(g, "A", D=D, settings=settings, time_limit=args.cpsat_limit)
     seconds = time.perf_counter() - t0
     return {
         "objective": r.objective,
@@ -321,18 +322,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     designs = args.designs or [str(p) for p in sorted(EPFL.glob("*.aig"), key=os.path.getsize)]
     designs += [f"synthetic:{s}" for s in args.synthetic]
-    from twill.sched.gaus.graph import critical_path_steps
+    from twill.sched.gaus.graph import critical_path_steps, gaus_view
 
     rows = []
     for spec in designs:
         base = load(spec)
-        depth = critical_path_steps(base)
+        depth = critical_path_steps(gaus_view(base))
         for form in args.formulations:
             g, D, II_ = instance(base, form)
             for method in args.methods:
-                row = {"design": base.name, "nodes": g.n, "depth": depth, "D": D}
+                row = {"design": base.name, "nodes": len(g.instructions), "depth": depth, "D": D}
                 row.update(formulation=form, method=method, II=II_)
-                why = skip_reason(method, g, form, D, args)
+                why = skip_reason(method, gaus_view(g), form, D, args)
                 if why is None:
                     row.update(in_child(method, g, form, D, II_, args))
                 else:

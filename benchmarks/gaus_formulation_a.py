@@ -46,7 +46,7 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
 
     from twill.gaus_solver import GauSSolver
     from twill.io.gml import read_gml
-    from twill.sched.baselines.categorical import gumbel_schedule
+    from twill.sched.baselines.categorical import GumbelSettings, gumbel_schedule
     from twill.sched.baselines.exact import exact_schedule
     from twill.sched.baselines.force_directed import force_directed_schedule
     from twill.sched.baselines.list_sched import list_schedule
@@ -55,19 +55,22 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
     from twill.sched.gaus.polish import polish_resource
     from twill.sched.gaus.verify import objective_a, schedule_violations
 
-    g = gaus_view(read_gml(path))
+    graph = read_gml(path)
+    g = gaus_view(graph)
     D = default_D(g, "A")
     lb = args.ratio * float(g.usage.sum()) / D
     res: dict = {}
     extra: dict[str, dict] = {m: {} for m in METHODS}
     if "gaus" not in args.skip:
-        res["gaus"] = GauSSolver(g, max_iters=args.gaus_iters).solve_resource(ratio=args.ratio)
+        res["gaus"] = GauSSolver(graph, max_iters=args.gaus_iters).solve_resource(ratio=args.ratio)
         extra["gaus"]["gaus_proper"] = res["gaus"].gaus_objective
         extra["gaus"]["iterations"] = res["gaus"].iterations
     if "gumbel" not in args.skip:
-        res["gumbel"] = gumbel_schedule(g, ratio=args.ratio, epochs=args.gumbel_epochs)
+        res["gumbel"] = gumbel_schedule(
+            graph, ratio=args.ratio, settings=GumbelSettings(epochs=args.gumbel_epochs)
+        )
     if "list" not in args.skip:
-        res["list"] = list_schedule(g, "A", ratio=args.ratio)
+        res["list"] = list_schedule(graph, "A", ratio=args.ratio)
         if "list+ls" not in args.skip:
             t0 = time.perf_counter()
             base = np.array([res["list"].schedule[x] for x in g.names])
@@ -78,9 +81,9 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
                 "seconds": res["list"].seconds + time.perf_counter() - t0,
             }
     if "force" not in args.skip:
-        res["force"] = force_directed_schedule(g, "A", ratio=args.ratio)
+        res["force"] = force_directed_schedule(graph, "A", ratio=args.ratio)
     if "exact" not in args.skip:
-        ex = exact_schedule(g, "A", ratio=args.ratio, time_limit=args.exact_cap)
+        ex = exact_schedule(graph, "A", ratio=args.ratio, time_limit=args.exact_cap)
         res["exact"] = ex
         curve = list(ex.objective_history)
         extra["exact"]["t_best"] = curve[-1][0] if curve else None

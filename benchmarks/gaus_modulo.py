@@ -34,10 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 EPFL = ROOT / "data" / "epfl"
 
 
-def pipelined(g, II: int, seed: int = 0):
-    """Add back edges and an AND capacity (see module docstring)."""
-    from twill.sched.gaus.graph import asap_alap
+def pipelined(graph, II: int, seed: int = 0):
+    """``graph`` (a DependenceGraph) with back edges and an AND capacity (see module
+    docstring)."""
+    from twill.sched.gaus.graph import asap_alap, gaus_view
+    from twill.sched.ir import Edge
 
+    g = gaus_view(graph)
     rng = np.random.default_rng(seed)
     level, _ = asap_alap(g)
     k = max(2, g.n // 20)
@@ -49,15 +52,13 @@ def pipelined(g, II: int, seed: int = 0):
             dst.append(v)
             dist.append(math.ceil((level[u] - level[v] + 1) / 4))
     ands = g.usage[:, 0, 0].sum()
-    return replace(
-        g,
-        src=np.concatenate([g.src, src]),
-        dst=np.concatenate([g.dst, dst]),
-        delay=np.concatenate([g.delay, np.ones(k, np.int64)]),
-        distance=np.concatenate([g.distance, dist]),
-        comm=np.concatenate([g.comm, np.ones(k)]),
-        caps=np.array([math.ceil(1.25 * ands / II)], dtype=float),
+    back = tuple(
+        Edge(g.names[u], g.names[v], 1, int(d), comm=1.0)
+        for u, v, d in zip(src, dst, dist, strict=False)
     )
+    cap = {g.resources[0]: math.ceil(1.25 * ands / II)}
+    machine = replace(graph.machine, functional_units=cap)
+    return graph.replace(edges=graph.edges + back, machine=machine)
 
 
 def _row(graph: str, nodes: int, ii: int, d: int, x) -> dict:  # noqa: ANN001 - a GauS result
@@ -101,9 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_seed:
         graph = generate_random_dag(num_nodes=1000, edge_density=0.01, num_back_edges=50)
         r = GauSSolver(graph, D=500, lr=0.01).solve_modulo(II=10, R_cap=50.0, max_iters=2000)
-        from twill.sched.gaus.graph import from_dependence_graph
-
-        lst = list_schedule(from_dependence_graph(graph).with_caps(50.0), "C", D=500, II=10)
+        lst = list_schedule(graph, "C", D=500, II=10, R_cap=50.0)
         for x in (r, lst):
             rows.append(_row("seed example", 1000, 10, 500, x))
             t.add_row(
@@ -123,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
     for name in args.designs:
-        g = pipelined(gaus_view(read_aiger(EPFL / f"{name}.aig")), args.II)
+        graph = pipelined(read_aiger(EPFL / f"{name}.aig"), args.II)
+        g = gaus_view(graph)
         D = default_D(g, "C", args.II)
-        gs = GauSSolver(g, D=D).solve_modulo(II=args.II)
-        lst = list_schedule(g, "C", D=D, II=args.II)
+        gs = GauSSolver(graph, D=D).solve_modulo(II=args.II)
+        lst = list_schedule(graph, "C", D=D, II=args.II)
         for x in (gs, lst):
             rows.append(_row(name, g.n, args.II, D, x))
             rel = "-" if not (x.legal and lst.legal) else f"{x.objective / lst.objective:.3f}"

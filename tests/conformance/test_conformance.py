@@ -96,9 +96,8 @@ def _hopper() -> Any:
 
 def _small_dag() -> Any:
     from twill.gaus_solver import generate_random_dag
-    from twill.sched.gaus.graph import from_dependence_graph
 
-    return from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=11))
+    return generate_random_dag(14, 0.2, 0, seed=11)
 
 
 # -- the exact scheduling family: problems, verifiers and options ---------------------------

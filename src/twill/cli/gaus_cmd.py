@@ -139,7 +139,8 @@ def _check_size(g: Any, II: int | None, args: argparse.Namespace) -> None:  # no
 
 
 def run_gaus(args: argparse.Namespace) -> int:
-    from twill.sched.gaus.solver import as_gaus_graph
+    from twill.sched.gaus.graph import gaus_view
+    from twill.sched.validate import check_graph
 
     args.started = time.perf_counter()  # --time-limit counts from here, reading included
     if args.baseline and args.formulation not in BASELINE_FORMULATIONS[args.baseline]:
@@ -155,7 +156,8 @@ def run_gaus(args: argparse.Namespace) -> int:
     check_output_path(args.plot, "--plot", inputs, (".png", ".svg", ".pdf"))
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     graph = load_graph(args.file, arrays=True)
-    g = as_gaus_graph(graph)
+    check_graph(graph, model_size=False)
+    g = gaus_view(graph)
     if g.n == 0:
         raise InvalidProblemError("the graph has no operations to schedule", source=args.file)
     if args.cap is not None:
@@ -166,7 +168,7 @@ def run_gaus(args: argparse.Namespace) -> int:
 
         II = default_II(g)
     _check_size(g, II, args)
-    result = _solve(args, graph if args.cap is None and not args.baseline else g, II)
+    result = _solve(args, graph, II)
     out = result.to_dict(history=bool(args.output))
     meaning, unit = objective_meaning(args.formulation, g.weight_note, args.ratio)
     out.update(objective_meaning=meaning, objective_unit=unit)
@@ -242,13 +244,14 @@ def _cap_note(g: Any, cap: float | None, II: int | None) -> str:
 
 
 def _problem(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
-    """The :class:`~twill.sched.gaus.problem.GauSProblem` the arguments describe (``graph``
-    already carries ``--cap``)."""
+    """The :class:`~twill.sched.gaus.problem.GauSProblem` the arguments describe (``--cap``
+    is its ``R_cap``)."""
     from twill.sched.gaus.problem import GauSProblem
 
     f = args.formulation
     ratio = args.ratio if f == "A" else 1.0
-    return GauSProblem(graph, f, D=args.D, II=II if f == "C" else None, ratio=ratio)
+    return GauSProblem(graph, f, D=args.D, II=II if f == "C" else None, R_cap=args.cap,
+                       ratio=ratio)  # fmt: skip
 
 
 def _options(args: argparse.Namespace) -> Any:

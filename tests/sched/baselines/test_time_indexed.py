@@ -28,15 +28,22 @@ from twill.sched.baselines.time_indexed import (
     peak_lp,
 )
 from twill.sched.gaus.bounds import default_D
-from twill.sched.gaus.graph import asap_alap, from_dependence_graph, gaus_view
+from twill.sched.gaus.graph import asap_alap, gaus_view
 from twill.sched.gaus.verify import objective_a, resource_profile, schedule_violations
+from twill.sched.ir import DependenceGraph, MachineDescription
+
+
+def _one_resource_graph(seed: int, n: int) -> DependenceGraph:
+    """A random DAG whose ops all share one resource, one step each (as AND gates do)."""
+    dag = generate_random_dag(n, 0.2, 0, seed=seed)
+    ops = tuple(replace(x, reservation={"unit": (1,)}) for x in dag.instructions)
+    machine = MachineDescription("one unit", {"unit": MachineDescription.UNLIMITED})
+    return dag.replace(instructions=ops, machine=machine)
 
 
 def _one_resource(seed: int, n: int):
-    """A random DAG whose ops all share one resource, one step each (as AND gates do)."""
-    g = from_dependence_graph(generate_random_dag(n, 0.2, 0, seed=seed))
-    usage = (g.usage.sum(axis=(1, 2)) > 0).astype(float)[:, None, None]
-    return replace(g, resources=("unit",), usage=usage, caps=np.array([np.inf]))
+    """The array view of :func:`_one_resource_graph`."""
+    return gaus_view(_one_resource_graph(seed, n))
 
 
 def _capped_comm(g, D: int, cap: int) -> float | None:
@@ -56,9 +63,10 @@ def _capped_comm(g, D: int, cap: int) -> float | None:
 
 @pytest.mark.parametrize("seed", [3, 7])
 def test_lp_bounds_every_capped_optimum_and_the_overall_one(seed: int) -> None:
-    g = _one_resource(seed, 18)
+    graph = _one_resource_graph(seed, 18)
+    g = gaus_view(graph)
     D = default_D(g, "A") + 2
-    exact = exact_schedule(g, "A", D=D, time_limit=30)
+    exact = exact_schedule(graph, "A", D=D, time_limit=30)
     assert exact.status is Status.OPTIMAL
     top = int(resource_profile(g, np.array([exact.schedule[n] for n in g.names])).max())
     for cap in range(1, top + 2):
@@ -187,11 +195,12 @@ def test_a_relaxation_resolved_at_other_caps_equals_fresh_solves() -> None:
 def test_least_communication_schedule_is_integral_legal_and_optimal(seed: int) -> None:
     """The LP over the starts alone has difference-constraint rows, so its vertex is an
     integral schedule whose communication equals CP-SAT's proven optimum at ratio 0."""
-    g = _one_resource(seed, 14)
+    graph = _one_resource_graph(seed, 14)
+    g = gaus_view(graph)
     D = default_D(g, "A") + 2
     t = min_communication_schedule(g, D)
     assert t is not None and schedule_violations(g, t, D) == []
-    exact = exact_schedule(g, "A", D=D, ratio=0.0, time_limit=30)
+    exact = exact_schedule(graph, "A", D=D, ratio=0.0, time_limit=30)
     assert exact.status is Status.OPTIMAL
     assert objective_a(g, t, 0.0) == pytest.approx(exact.objective)
     for cap in range(1, int(resource_profile(g, t).max()) + 1):

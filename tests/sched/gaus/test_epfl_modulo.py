@@ -19,11 +19,12 @@ from gaus_modulo import pipelined  # noqa: E402  (the benchmark's pipelined vari
 def test_adder_carry_chain_gets_a_legal_modulo_schedule(benchmark_data) -> None:
     # 257 first-level gates fill two of the eight congruence classes; placed in time order,
     # the 256-gate carry chain then loses two steps in eight and ends at step 339 > D - 1.
-    g = pipelined(gaus_view(read_aiger(benchmark_data / "epfl" / "adder.aig")), 8)
+    graph = pipelined(read_aiger(benchmark_data / "epfl" / "adder.aig"), 8)
+    g = gaus_view(graph)
     D = default_D(g, "C", 8)
     asap, _ = asap_alap(g, D)
     t, msg = legalise_modulo(g, asap.astype(float), 8, D)
     assert t is not None, msg
     assert schedule_violations(g, t, D, 8) == []
-    r = list_schedule(g, "C", D=D, II=8)
+    r = list_schedule(graph, "C", D=D, II=8)
     assert r.legal and r.objective is not None

@@ -13,7 +13,7 @@ from twill.gaus_solver import GauSSolver, generate_random_dag
 from twill.io.aiger import read_aiger
 from twill.results import Status
 from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule
-from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule
+from twill.sched.baselines.list_sched import capped_list_schedule, list_schedule, start_steps
 from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import asap_alap, from_dependence_graph, gaus_view
 from twill.sched.gaus.polish_lns import (
@@ -31,8 +31,9 @@ from twill.sched.gaus.verify import discrete_objective, resource_profile, schedu
 
 
 def _list_t(g, formulation: str, D: int) -> np.ndarray:
-    r = list_schedule(g, formulation, D=D)
-    return np.array([r.schedule[name] for name in g.names], dtype=np.int64)
+    t = start_steps(g, formulation, D)
+    assert t is not None
+    return t
 
 
 @pytest.mark.parametrize("formulation", ["A", "B"])
@@ -107,9 +108,10 @@ def test_narrowed_neighbourhood_windows_keep_the_neighbourhood_optimum(seed: int
 
 @pytest.mark.parametrize("formulation", ["A", "B"])
 def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> None:
-    g = from_dependence_graph(generate_random_dag(14, 0.2, 0, seed=5))
+    graph = generate_random_dag(14, 0.2, 0, seed=5)
+    g = gaus_view(graph)
     D = default_D(g, formulation) + 2
-    exact = exact_schedule(g, formulation, D=D, time_limit=30)
+    exact = exact_schedule(graph, formulation, D=D, time_limit=30)
     assert exact.status is Status.OPTIMAL
     t = _list_t(g, formulation, D)
     best, rep = lns_improve(LNSProblem(g, formulation, D), t, time_limit=5.0, size=g.n)
@@ -120,9 +122,10 @@ def test_search_is_legal_and_reaches_the_proven_optimum(formulation: str) -> Non
 
 
 def test_search_improves_a_move_based_local_optimum_on_epfl_ctrl(benchmark_data) -> None:
-    g = gaus_view(read_aiger(benchmark_data / "epfl" / "ctrl.aig"))
+    graph = read_aiger(benchmark_data / "epfl" / "ctrl.aig")
+    g = gaus_view(graph)
     D = default_D(g, "A")
-    r = GauSSolver(g, D=D, max_iters=200).solve("A")
+    r = GauSSolver(graph, D=D, max_iters=200).solve("A")
     t = np.array([r.schedule[name] for name in g.names], dtype=np.int64)
     best, rep, start = lns_search(LNSProblem(g, "A", D), t, time_limit=6.0)
     assert schedule_violations(g, best, D) == []
@@ -174,13 +177,14 @@ def test_capped_list_schedule_respects_its_cap() -> None:
 
 
 def test_gaus_runs_the_search_when_asked_and_refuses_a_negative_time() -> None:
-    g = from_dependence_graph(generate_random_dag(30, 0.1, 0, seed=1))
+    graph = generate_random_dag(30, 0.1, 0, seed=1)
+    g = gaus_view(graph)
     D = default_D(g, "A") + 2
-    r = GauSSolver(g, D=D, max_iters=100, lns_time=2.0).solve("A")
+    r = GauSSolver(graph, D=D, max_iters=100, lns_time=2.0).solve("A")
     assert r.legal and r.timings["lns"] > 0
-    assert r.objective <= list_schedule(g, "A", D=D).objective
+    assert r.objective <= list_schedule(graph, "A", D=D).objective
     with pytest.raises((InvalidProblemError, ValueError)):
-        GauSSolver(g, D=D, lns_time=-1.0)
+        GauSSolver(graph, D=D, lns_time=-1.0)
 
 
 def test_a_native_cpsat_failure_in_a_neighbourhood_keeps_the_schedule(monkeypatch, caplog) -> None:
@@ -396,9 +400,10 @@ def test_best_so_far_keeps_each_point_that_lowers_the_best_in_time_order() -> No
 
 
 def test_the_search_extends_gaus_any_time_curve_on_the_call_clock() -> None:
-    g = from_dependence_graph(generate_random_dag(60, 0.08, 0, seed=1))
+    graph = generate_random_dag(60, 0.08, 0, seed=1)
+    g = gaus_view(graph)
     D = default_D(g, "A") + 3
-    r = GauSSolver(g, D=D, max_iters=100, lns_time=3.0).solve("A")
+    r = GauSSolver(graph, D=D, max_iters=100, lns_time=3.0).solve("A")
     assert "large-neighbourhood search" in r.message  # it improved this instance
     times = [s for s, _ in r.polish_history]
     objectives = [o for _, o in r.polish_history]

@@ -35,6 +35,7 @@ from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import objective_a
+from twill.sched.ir import DependenceGraph
 from twill.validation import check_int, check_real
 
 if TYPE_CHECKING:
@@ -81,22 +82,18 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
 
 
 def gumbel_schedule(
-    g: GauSGraph,
+    g: DependenceGraph,
     formulation: str = "A",
     *,
     D: int | None = None,
     ratio: float = 100.0,
-    epochs: int = 100,
-    batch: int = 16,
-    tau: float = 50.0,
-    lr: float = 1.0,
-    entropy_ratio: float = 100.0,
+    settings: GumbelSettings | None = None,
     seed: int = 30,
     time_limit: float | None = None,
 ) -> ScheduleRunResult:
-    """:func:`run` on the problem, settings and options these keywords describe
-    (GS-Schedule's seed 30 by default)."""
-    settings = GumbelSettings(epochs, batch, tau, lr, entropy_ratio)
+    """:func:`run` on the problem, settings (``None``: :class:`GumbelSettings`' defaults)
+    and options these keywords describe (GS-Schedule's seed 30 by default)."""
+    settings = GumbelSettings() if settings is None else settings
     options = SolverOptions(time_limit=time_limit, seed=seed, gumbel=settings)
     return run(keyword_problem(g, formulation, D, None, ratio), options)
 

@@ -25,6 +25,7 @@ from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
+from twill.sched.ir import DependenceGraph
 
 __all__ = [
     "StartWindow",
@@ -34,34 +35,41 @@ __all__ = [
     "problem_window",
     "reported",
     "start_window",
+    "verified_starts",
 ]
 
 
 def keyword_problem(
-    g: GauSGraph, formulation: str, D: int | None, II: int | None, ratio: float
+    g: DependenceGraph,
+    formulation: str,
+    D: int | None,
+    II: int | None,
+    ratio: float,
+    R_cap: float | None = None,
 ) -> GauSProblem:
     """The problem a baseline's keyword front door describes (``II`` counts in C only, as
     before the problem type existed)."""
-    return GauSProblem(g, formulation, D, II if formulation == "C" else None, ratio=ratio)
+    return GauSProblem(g, formulation, D, II if formulation == "C" else None, R_cap, ratio)
 
 
 def keyword_front_door(
     run: Callable[[GauSProblem, SolverOptions | None], ScheduleRunResult], name: str
 ) -> Callable[..., ScheduleRunResult]:
     """The keyword function ``name(g, formulation="A", *, D=None, II=None, ratio=100.0,
-    options=None)`` of a baseline without knobs of its own: ``run`` on the problem the
-    keywords describe (``II`` counts in formulation C only)."""
+    R_cap=None, options=None)`` of a baseline without knobs of its own: ``run`` on the
+    problem the keywords describe (``II`` counts in formulation C only)."""
 
     def front(
-        g: GauSGraph,
+        g: DependenceGraph,
         formulation: str = "A",
         *,
         D: int | None = None,
         II: int | None = None,
         ratio: float = 100.0,
+        R_cap: float | None = None,
         options: SolverOptions | None = None,
     ) -> ScheduleRunResult:
-        return run(keyword_problem(g, formulation, D, II, ratio), options)
+        return run(keyword_problem(g, formulation, D, II, ratio, R_cap), options)
 
     front.__name__ = front.__qualname__ = name
     front.__doc__ = f"""``run`` of :mod:`{run.__module__}` on the problem these keywords
@@ -142,6 +150,29 @@ def start_window(
             )
         asap = np.maximum(asap, masap)
     return StartWindow(D, asap, alap, gens, common)
+
+
+def verified_starts(
+    g: GauSGraph,
+    method: str,
+    place: Callable[..., tuple[np.ndarray | None, str]],
+    formulation: str,
+    D: int,
+    II: int | None,
+    ratio: float,
+) -> np.ndarray | None:
+    """A baseline's schedule of the array view ``g`` (``place(g, window, formulation, II,
+    ratio)`` in its :func:`start_window`): the start steps, verified (a violation is a bug:
+    ``VerificationError``), or ``None`` when it found none. GauS's own comparisons and the
+    large-neighbourhood search's starts use it on the view they already hold."""
+    II = II if formulation == "C" else None
+    window = start_window(g, method, formulation, D, II, ratio, time.perf_counter())
+    if not isinstance(window, StartWindow):
+        return None
+    t, _ = place(g, window, formulation, II, ratio)
+    if t is not None and (bad := schedule_violations(g, t, window.D, II)):
+        raise VerificationError(bad, what=f"{method} schedule of {g.name}")
+    return None if t is None else t.astype(np.int64)
 
 
 def package(

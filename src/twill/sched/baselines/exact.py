@@ -50,6 +50,7 @@ from twill.sched.baselines.common import (
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.ir import DependenceGraph
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",
@@ -102,7 +103,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
 
 
 def exact_schedule(
-    g: GauSGraph,
+    g: DependenceGraph,
     formulation: str = "A",
     *,
     D: int | None = None,

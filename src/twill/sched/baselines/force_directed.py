@@ -22,12 +22,14 @@ import numpy as np
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.results import SolveResult
+from twill.sched.baselines import common
 from twill.sched.baselines.common import keyword_front_door, package, problem_window, reported
+from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["force_directed_schedule", "run", "solve"]
+__all__ = ["force_directed_schedule", "run", "solve", "start_steps"]
 
 
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -53,9 +55,22 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
     window = problem_window(problem, "force", start)
     if isinstance(window, ScheduleRunResult):
         return reported(window, options)
-    g, formulation, II = problem.arrays, problem.formulation, problem.modulo_II
-    ratio = problem.ratio
-    D, asap, alap, gens, common = window.D, window.asap, window.alap, window.gens, window.common
+    g = problem.arrays
+    t, msg = _place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
+    return reported(package(g, t, message=msg, **window.common), options)
+
+
+def start_steps(g: GauSGraph, D: int, II: int) -> np.ndarray | None:
+    """The force-directed modulo schedule (formulation C) of the array view ``g`` itself:
+    its verified start steps, or ``None`` when it found none."""
+    return common.verified_starts(g, "force", _place, "C", D, II, 1.0)
+
+
+def _place(
+    g: GauSGraph, window: common.StartWindow, formulation: str, II: int | None, ratio: float
+) -> tuple[np.ndarray | None, str]:
+    """The force-directed schedule in ``window`` (C: then the modulo placement and repair)."""
+    D, asap, alap, gens = window.D, window.asap, window.alap, window.gens
     n, K, L = g.usage.shape
     H = D + L
     fold = II if formulation == "C" else None
@@ -104,9 +119,8 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
         t[v] = s
         dg += spread(v, s, s)
     if formulation == "C":
-        tt, msg = legalise_modulo(g, t.astype(float), II, D, gens=gens)  # type: ignore[arg-type]
-        return reported(package(g, tt, message=msg, **common), options)
-    return reported(package(g, t, message="legal", **common), options)
+        return legalise_modulo(g, t.astype(float), II, D, gens=gens)  # type: ignore[arg-type]
+    return t, "legal"
 
 
 #: The keyword front door: ``force_directed_schedule(g, formulation="A", *, D=None, II=None,

@@ -22,13 +22,20 @@ import numpy as np
 
 from twill.options import SolverOptions
 from twill.results import SolveResult
-from twill.sched.baselines.common import keyword_front_door, package, problem_window, reported
+from twill.sched.baselines.common import (
+    StartWindow,
+    keyword_front_door,
+    package,
+    problem_window,
+    reported,
+    verified_starts,
+)
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["capped_list_schedule", "list_schedule", "run", "solve"]
+__all__ = ["capped_list_schedule", "list_schedule", "run", "solve", "start_steps"]
 
 
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -53,14 +60,27 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
     window = problem_window(problem, "list", start)
     if isinstance(window, ScheduleRunResult):
         return reported(window, options)
-    g, formulation = problem.arrays, problem.formulation
-    D, asap, alap, gens, common = window.D, window.asap, window.alap, window.gens, window.common
+    g = problem.arrays
+    t, msg = _place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
+    return reported(package(g, t, message=msg, **window.common), options)
+
+
+def start_steps(
+    g: GauSGraph, formulation: str, D: int, II: int | None = None, ratio: float = 100.0
+) -> np.ndarray | None:
+    """The list schedule of the array view ``g`` itself: its verified start steps, or
+    ``None`` when it found none (what GauS compares its own schedules with)."""
+    return verified_starts(g, "list", _place, formulation, D, II, ratio)
+
+
+def _place(
+    g: GauSGraph, window: StartWindow, formulation: str, II: int | None, ratio: float
+) -> tuple[np.ndarray | None, str]:
+    """The list schedule in ``window`` (C: the modulo placement of the ASAP steps)."""
     if formulation == "C":
-        t, msg = legalise_modulo(g, asap.astype(float), problem.modulo_II, D, gens=gens)  # type: ignore[arg-type]
-        return reported(package(g, t, message=msg, **common), options)
-    order = _topological_priority(g, gens, alap)
-    t = _greedy(g, order, asap, alap, D, formulation, problem.ratio)
-    return reported(package(g, t, message="legal", **common), options)
+        return legalise_modulo(g, window.asap.astype(float), II, window.D, gens=window.gens)  # type: ignore[arg-type]
+    order = _topological_priority(g, window.gens, window.alap)
+    return _greedy(g, order, window.asap, window.alap, window.D, formulation, ratio), "legal"
 
 
 def _topological_priority(g: GauSGraph, gens: list[np.ndarray], alap: np.ndarray) -> np.ndarray:

@@ -51,7 +51,6 @@ from twill.sched.baselines.time_indexed import (
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 from twill.sched.gaus.polish_push import Adjacency
-from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.verify import (
     discrete_objective,
     live_profile,
@@ -404,15 +403,12 @@ def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
         return [("ASAP", asap.astype(np.int64)), ("ALAP", alap.astype(np.int64))]
     if problem.formulation != "C":
         return []
+    assert problem.II is not None
     starts = []
-    modulo = GauSProblem(g, "C", D=D, II=problem.II)
-    for name, scheduler in (("list", list_sched.run), ("force-directed", force_directed.run)):
-        r = scheduler(modulo)
-        if not r.legal:
-            continue
-        t = np.array([r.schedule[v] for v in g.names], dtype=np.int64)
-        if problem.legal(t):
-            starts.append((name, t))
+    for name, t in (("list", list_sched.start_steps(g, "C", D, problem.II)),
+                    ("force-directed", force_directed.start_steps(g, D, problem.II))):  # fmt: skip
+        if t is not None and problem.legal(t):
+            starts.append((name, t.astype(np.int64)))
     return starts
 
 

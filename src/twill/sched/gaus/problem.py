@@ -6,8 +6,9 @@ Gumbel-softmax, exact CP-SAT) solve: a graph, a formulation, the latency bound `
 initiation interval ``II`` and the resource caps, for A the resource weight ``ratio``.
 :meth:`GauSProblem.check` raises :class:`~twill.errors.InvalidProblemError` listing every
 defect; :meth:`GauSProblem.verify` returns a :class:`~twill.results.Verdict` from the
-independent verifiers (:mod:`twill.sched.gaus.verify` on the array view and, for a
-:class:`~twill.sched.ir.DependenceGraph`, :mod:`twill.sched.verify`), which import no solver.
+independent verifiers (:mod:`twill.sched.gaus.verify` on the array view and
+:mod:`twill.sched.verify` on the :class:`~twill.sched.ir.DependenceGraph`), which import no
+solver.
 
 Examples
 --------
@@ -70,8 +71,8 @@ class GauSProblem:
     Parameters
     ----------
     graph
-        A :class:`~twill.sched.ir.DependenceGraph` or its array view
-        :class:`~twill.sched.gaus.graph.GauSGraph`.
+        The :class:`~twill.sched.ir.DependenceGraph` (the solvers work on its cached array
+        view :func:`~twill.sched.gaus.graph.gaus_view`).
     formulation
         ``"A"`` (``ratio`` x peak resource + communication), ``"B"`` (peak live memory) or
         ``"C"`` (modulo MaxLive at ``II`` under resource caps and recurrences).
@@ -85,7 +86,7 @@ class GauSProblem:
         Weight of the resource peaks in formulation A (GS-Schedule's README: 100).
     """
 
-    graph: DependenceGraph | GauSGraph
+    graph: DependenceGraph
     formulation: str = "A"
     D: int | None = None
     II: int | None = None
@@ -95,18 +96,16 @@ class GauSProblem:
     @property
     def name(self) -> str:
         """The graph's name."""
-        return self.graph.name
+        return str(getattr(self.graph, "name", "graph"))
 
     def defects(self) -> list[str]:
         """Every defect of the instance, one readable line each (empty when valid)."""
         out: list[str] = []
-        if isinstance(self.graph, DependenceGraph):
-            from twill.sched.validate import graph_defects
+        if not isinstance(self.graph, DependenceGraph):
+            return [f"graph must be a DependenceGraph, found {type(self.graph).__name__}"]
+        from twill.sched.validate import graph_defects
 
-            out += graph_defects(self.graph, model_size=False)
-        elif not isinstance(self.graph, GauSGraph):
-            out.append(f"graph must be a DependenceGraph or GauSGraph, found "
-                       f"{type(self.graph).__name__}")  # fmt: skip
+        out += graph_defects(self.graph, model_size=False)
         if self.formulation not in FORMULATIONS:
             out.append(f"formulation must be A, B or C, found {self.formulation!r:.40}")
         out += _int_defect("D", self.D) + _int_defect("II", self.II)
@@ -126,9 +125,7 @@ class GauSProblem:
     @cached_property
     def arrays(self) -> GauSGraph:
         """The array view with ``R_cap`` applied (call :meth:`check` first)."""
-        g = self.graph
-        if isinstance(g, DependenceGraph):
-            g = gaus_view(g)
+        g = gaus_view(self.graph)
         return g if self.R_cap is None else g.with_caps(float(self.R_cap))
 
     @cached_property
@@ -159,9 +156,8 @@ class GauSProblem:
         t = self.starts(schedule)
         if isinstance(t, list):
             return Verdict(tuple(t))
-        original = self.graph if isinstance(self.graph, DependenceGraph) else None
         return Verdict(tuple(schedule_defects(self.arrays, t, self.steps, self.modulo_II,
-                                              original)))  # fmt: skip
+                                              self.graph)))  # fmt: skip
 
 
 def schedule_defects(

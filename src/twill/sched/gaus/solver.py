@@ -9,8 +9,8 @@ What it optimises, what it guarantees, how it fails:
 * Objective: A ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)``; B peak live memory;
   C modulo MaxLive under resource caps and recurrences at a fixed ``II``.
 * Guarantee: heuristic (no optimality claim). Every returned schedule passed the independent
-  verifier :func:`twill.sched.gaus.verify.schedule_violations` (and, for
-  :class:`~twill.sched.ir.DependenceGraph` inputs, :mod:`twill.sched.verify`).
+  verifier :func:`twill.sched.gaus.verify.schedule_violations` and :mod:`twill.sched.verify`
+  on the :class:`~twill.sched.ir.DependenceGraph`.
 * Failure: ``INFEASIBLE`` only with a proof (critical path longer than ``D``; ``II`` below
   ResMII or RecMII; recurrences push an op past ``D - 1``); ``UNKNOWN`` when legalisation found
   no schedule (not a proof).
@@ -60,7 +60,6 @@ __all__ = [
     "default_settings",
     "run",
     "solve",
-    "as_gaus_graph",
     "verify_result_schedule",
     "resolve_device",
 ]
@@ -91,18 +90,6 @@ FORMULATION_DEFAULTS: dict[str, dict[str, Any]] = {
     "B": {},
     "C": {},
 }
-
-
-def as_gaus_graph(graph: DependenceGraph | GauSGraph) -> GauSGraph:
-    """Array form of ``graph`` (DependenceGraphs are checked with ``check_graph`` first)."""
-    if isinstance(graph, GauSGraph):
-        return graph
-    if isinstance(graph, DependenceGraph):
-        from twill.sched.validate import check_graph
-
-        check_graph(graph, model_size=False)
-        return gaus_view(graph)
-    raise TypeError(f"graph must be a DependenceGraph or GauSGraph, found {type(graph).__name__}")
 
 
 def resolve_device(device: str) -> str:
@@ -193,7 +180,8 @@ class GauSSolver:
     Parameters
     ----------
     graph
-        A :class:`~twill.sched.ir.DependenceGraph` or a :class:`GauSGraph`.
+        A :class:`~twill.sched.ir.DependenceGraph` (checked now; ``self.graph`` is its
+        cached array view).
     D
         Latency bound in steps (``None``: :func:`twill.sched.gaus.bounds.default_D`).
     lr
@@ -226,7 +214,7 @@ class GauSSolver:
 
     def __init__(
         self,
-        graph: DependenceGraph | GauSGraph,
+        graph: DependenceGraph,
         D: int | None = None,
         lr: float | None = None,
         *,
@@ -239,8 +227,13 @@ class GauSSolver:
     ) -> None:
         check_int(D, "D", none=True)
         check_int(seed, "seed", minimum=0)
-        self.graph = as_gaus_graph(graph)
-        self.original = graph if isinstance(graph, DependenceGraph) else None
+        if not isinstance(graph, DependenceGraph):
+            raise TypeError(f"graph must be a DependenceGraph, found {type(graph).__name__}")
+        from twill.sched.validate import check_graph
+
+        check_graph(graph, model_size=False)
+        self.source = graph
+        self.graph = gaus_view(graph)
         self.D = D
         self.verbose = verbose
         self.explicit = {**settings, "device": device}
@@ -322,8 +315,7 @@ class GauSSolver:
     ) -> ScheduleRunResult:
         """One :func:`run` of the problem these arguments describe."""
         check_int(max_iters, "max_iters", none=True)
-        graph = self.original if self.original is not None else self.graph
-        problem = GauSProblem(graph, formulation, self.D, II, R_cap, ratio)
+        problem = GauSProblem(self.source, formulation, self.D, II, R_cap, ratio)
         explicit = self.explicit if max_iters is None else {**self.explicit,
                                                              "max_iters": max_iters}  # fmt: skip
         settings = default_settings(formulation, **explicit)
@@ -373,7 +365,7 @@ def _setup(
     deadline = None if options.time_limit is None else start + options.time_limit
     if deadline is not None:
         record["deadline_s"] = options.time_limit
-    orig = problem.graph if isinstance(problem.graph, DependenceGraph) else None
+    orig = problem.graph
     return _SolveRun(formulation=problem.formulation, g=g, D=D, II=II, ratio=ratio,
                      settings=settings, device=device, record=record, start=start,
                      seed=options.seed, orig=orig, deadline=deadline,
@@ -495,7 +487,7 @@ class _SolveRun:
     record: dict[str, Any]
     start: float
     seed: int
-    orig: DependenceGraph | None
+    orig: DependenceGraph
     deadline: float | None = None
     on_progress: OnProgress | None = None
 
@@ -980,11 +972,7 @@ def _list_t(
     """The list schedule's start steps (``None`` when it found no legal schedule)."""
     from twill.sched.baselines import list_sched
 
-    modulo_II = II if formulation == "C" else None
-    ls = list_sched.run(GauSProblem(g, formulation, D=D, II=modulo_II, ratio=ratio))
-    if not ls.legal:
-        return None
-    return np.array([ls.schedule[v] for v in g.names], dtype=np.int64)
+    return list_sched.start_steps(g, formulation, D, II, ratio)
 
 
 @contextmanager
