@@ -117,6 +117,9 @@ def _plain(cell: str) -> str:
 def same(cell: str, value: Any) -> bool:
     """Whether a table cell shows ``value`` (numbers at the precision the cell prints)."""
     cell = _plain(cell)
+    if isinstance(value, tuple):  # "19,345,061 / 14,349.3 / 2.78e11"
+        parts = cell.split(" / ")
+        return len(parts) == len(value) and all(map(same, parts, value))
     if value is None:
         return cell in ("-", "–", "", "None", "none", "unknown")
     if isinstance(value, bool):
@@ -135,6 +138,8 @@ def same(cell: str, value: Any) -> bool:
 
 def show(value: Any) -> str:
     """A value as the difference report prints it."""
+    if isinstance(value, tuple):
+        return " / ".join(map(show, value))
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
@@ -402,6 +407,131 @@ def fadiff_rows(data: list[dict]) -> Rows:
     }
 
 
+def fadiff_bound_rows(data: list[dict]) -> Rows:
+    """fadiff_networks.py: the fusion bounds of each network's best layer-wise plan."""
+    return {
+        r["network"]: {
+            "candidates free": r["bound_gain_candidates"],
+            "all free": r["bound_gain_all"],
+            "ideal": r["bound_gain_ideal"],
+            "DRAM floor (MB)": r["floor_dram_bytes"] / 1e6,
+            "DRAM-bound layers": r["dram_bound_layers"],
+            "DRAM energy share": r["dram_energy_share"],
+        }
+        for r in data
+        if r.get("method") == "fadiff" and r.get("arch", "") in ("", "gemmini")
+    }
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else 100 * x
+
+
+def fadiff_headroom_rows(data: list[dict]) -> Rows:
+    """fadiff_networks.py on the Gemmini family: gains over the best layer-wise plan, bounds."""
+    cases: dict[str, dict[str, dict]] = {}
+    for r in data:
+        arch = r["arch"].removeprefix("gemmini_").replace("_", " ") or "gemmini"
+        cases.setdefault(f"{r['network']}/{arch}", {})[r["method"]] = r
+    out: Rows = {}
+    for key, ms in cases.items():
+        if "fadiff" not in ms:
+            continue
+        lw = min(ms["layerwise-cosa"]["edp"], ms["layerwise-gradient"]["edp"])
+        f = ms["fadiff"]
+        out[key] = {
+            "greedy": lw / ms["layerwise-greedy-fusion"]["edp"],
+            "no-grad": lw / ms["no-gradient"]["edp"] if "no-gradient" in ms else None,
+            "fadiff": lw / f["edp"],
+            "cands free": lw / f["bound_candidates_edp"],
+            "ideal": lw / f["bound_ideal_edp"],
+            "capt. ideal": _pct(f["headroom_captured_ideal"]),
+            "cap. layer": lw / f["bound_capacity_layer_edp"],
+            "capacity": lw / f["bound_capacity_edp"],
+            "captured": _pct(f["headroom_captured"]),
+            "capt. cands": _pct(f["headroom_captured_candidates"]),
+            "unfused": lw / f["bound_unfused_edp"],
+        }
+    return out
+
+
+def cosa_agree_rows(data: dict) -> Rows:
+    """cosa_networks.py --agree scip: both backends' objectives and proofs per layer."""
+    out: Rows = {}
+    for net in data["agreement"]:
+        a, b = net["backends"]
+        for r in net["rows"]:
+            out[r["layer"]] = {
+                "CP-SAT objective": r[a]["objective"],
+                "SCIP objective": r[b]["objective"],
+                "both OPTIMAL": r[a]["status"] == r[b]["status"] == "optimal",
+            }
+    return out
+
+
+def cosa_zigzag_rows(data: dict) -> Rows:
+    """cosa_networks.py --zigzag N: CoSA's mapping and LOMA's, both in ZigZag's model."""
+    out: Rows = {}
+    for net in data["networks"]:
+        for r in net["rows"]:
+            z = r.get("zigzag")
+            if z:
+                out[r["layer"]] = {
+                    "count": r["count"],
+                    "CoSA µJ": z["cosa_energy_uJ"],
+                    "LOMA µJ": z["loma_energy_uJ"],
+                    "CoSA cycles": z["cosa_cycles"],
+                    "LOMA cycles": z["loma_cycles"],
+                }
+    return out
+
+
+MODEL_NAMES = {
+    "resnet50": "ResNet-50",
+    "mobilenet_v2": "MobileNetV2",
+    "efficientnet_b0": "EfficientNet-B0",
+    "vit_b_16": "ViT-B/16",
+}
+
+
+def _totals(t: dict | None) -> tuple | None:
+    return None if t is None else (t["cycles"], t["energy_uJ"], t["edp"])
+
+
+def onnx_networks_rows(data: list[dict]) -> Rows:
+    """onnx_networks.py: the imported network's size and each method's network totals."""
+    cols = {"cosa": "CoSA", "cosa-rerank": "cosa-rerank", "hybrid": "hybrid best-of-16K"}
+    out: Rows = {}
+    for r in data:
+        row = out[f"{MODEL_NAMES.get(r['model'], r['model'])}/{r['arch'].capitalize()}"] = {
+            "layers": r["layers"],
+            "unique": r["unique"],
+            "grouped": r["grouped_layers"],
+            "candidates": r["fusion_candidates"],
+        }
+        for m, col in cols.items():
+            if m in r["totals"]:
+                row[col] = _totals(r["totals"][m])
+        if "fadiff" in r:
+            row["FADiff (fused groups)"] = _totals(r["fadiff"])
+    return out
+
+
+def onnx_zoo_rows(data: Any) -> Rows:
+    """onnx_zoo.py: the imported model's size, MACs and the fusion gain (legacy exporter)."""
+    rows = data["rows"] if isinstance(data, dict) else data
+    return {
+        r["model"]: {
+            "layers": r["layers"],
+            "unique": r["unique_layers"],
+            "MACs (= independent)": r["macs"] if r["macs"] == r["macs_independent"] else None,
+            "gain vs layer-wise": r.get("gain_vs_layerwise"),
+        }
+        for r in rows
+        if r.get("imported") and not r.get("phase") and r.get("exporter") == "legacy"
+    }
+
+
 def default_vs_random_rows(data: Any) -> Rows:
     """default_vs_random16k.py: each layer's EDP under both mappers and their ratio."""
     rows = data["rows"] if isinstance(data, dict) else data
@@ -568,10 +698,97 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "fadiff",
-        _script("fadiff_networks.py", "--json"),
+        _script("fadiff_networks.py", "--networks", "resnet50,bert,retinanet,unet", "--json"),
         "Four networks on the default Gemmini",
         fadiff_rows,
         _key("network", "method"),
+        extra=(
+            Check(
+                "fadiff/bounds",
+                (),
+                "Four networks on the default Gemmini",
+                fadiff_bound_rows,
+                _key("network"),
+                table=1,
+            ),  # fmt: skip
+        ),
+    ),
+    Check(
+        "fadiff_headroom",
+        _script(
+            "fadiff_networks.py",
+            "--networks",
+            "fsrcnn,bert",
+            "--arch",
+            "gemmini",
+            "--arch",
+            "gemmini_32x32_sp512k_acc128k",
+            "--json",
+        ),  # fmt: skip
+        "Headroom on the Gemmini family: MobileNetV2 and a full-resolution image network",
+        fadiff_headroom_rows,
+        _key("network", "arch"),
+        note="reduced: FSRCNN and BERT on two of the six architectures",
+    ),
+    Check(
+        "cosa_agree",
+        _script(
+            "cosa_networks.py",
+            "--networks",
+            "resnet50",
+            "--agree-only",
+            "--agree",
+            "scip",
+            "--no-dosa",
+            "--json",
+        ),  # fmt: skip
+        "Two exact backends agree on every ResNet-50 layer",
+        cosa_agree_rows,
+        _key("layer"),
+    ),
+    Check(
+        "cosa_zigzag",
+        _script(
+            "cosa_networks.py", "--networks", "resnet50", "--zigzag", "4", "--no-dosa", "--json"
+        ),  # fmt: skip
+        "ZigZag LOMA",
+        cosa_zigzag_rows,
+        _key("layer"),
+        note="reduced: the first 4 layers (LOMA takes 15-55 s per layer)",
+    ),
+    Check(
+        "onnx_networks",
+        _script(
+            "onnx_networks.py",
+            "--models",
+            "mobilenet_v2,vit_b_16",
+            "--methods",
+            "cosa,cosa-rerank,hybrid",
+            "--fadiff-steps",
+            "300",
+            "--json",
+        ),  # fmt: skip
+        "Networks from ONNX",
+        onnx_networks_rows,
+        _key("network", "arch"),
+        note="reduced: MobileNetV2 and ViT-B/16",
+    ),
+    Check(
+        "onnx_zoo",
+        _script(
+            "onnx_zoo.py",
+            "--models",
+            "vit_b_16,gpt2",
+            "--exporters",
+            "legacy",
+            "--time-limit",
+            "0",
+            "--json",
+        ),  # fmt: skip
+        "The ONNX zoo through both exporters",
+        onnx_zoo_rows,
+        lambda row: re.sub(r" \(S=\d+\)$", "", _plain(row["model"])),
+        note="reduced: ViT-B/16 and GPT-2, legacy exporter, no fusion deadline (as the table)",
     ),
     Check(
         "default_vs_random16k",
