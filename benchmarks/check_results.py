@@ -53,7 +53,8 @@ class Check:
     ``heading`` is the table's section heading (without the ``#``), ``table`` which table
     below it (0 = the first). ``rows`` turns the command's JSON output into the table's rows:
     ``{key: {column: value}}`` with the table's own column names, only for the columns that are
-    compared. ``key`` gives a table row's key from its cells.
+    compared. ``key`` gives a table row's key from its cells. ``extra`` are further tables
+    compared with the same output (their own ``argv`` is empty).
     """
 
     name: str
@@ -284,6 +285,25 @@ def triton_corpus_key(row: dict[str, str]) -> str:
     return f"{row['kernel']}/{row['arch']}"
 
 
+def twill_vs_triton_rows(data: list[dict]) -> Rows:
+    """twill_vs_triton.py: Twill's I and L, Triton's default priced in Twill's model."""
+    out: Rows = {}
+    for r in data:
+        if "twill_I" not in r:
+            continue
+        triton = (
+            (r["triton_I"], r["triton_L"])
+            if r["triton_I"]
+            else f"unknown, >= {r['triton_I_lower']}"
+        )
+        out[f"{r['kernel']}/{r['arch']}"] = {
+            "Twill I / L": (r["twill_I"], r["twill_L"]),
+            "Triton I / L": triton,
+            "predicted speed-up": r["predicted_speedup"],
+        }
+    return out
+
+
 def gaus_modulo_rows(data: list[dict]) -> Rows:
     """gaus_modulo.py: GauS's and list scheduling's MaxLive per graph."""
     out: Rows = {}
@@ -392,10 +412,15 @@ def _optimal_key(row: dict[str, str]) -> str:
     return _plain(row["network"])
 
 
+def _net(row: dict) -> str:
+    """FADiff's network name as the tables print it (``dosa_bert`` is ``bert``)."""
+    return row["network"].removeprefix("dosa_")
+
+
 def fadiff_rows(data: list[dict]) -> Rows:
     """fadiff_networks.py: each network and method's plan (EDP, energy, cycles, DRAM)."""
     return {
-        f"{r['network']}/{r['method']}": {
+        f"{_net(r)}/{r['method']}": {
             "EDP (µJ·cycles)": r["edp"],
             "energy (µJ)": r["energy_uJ"],
             "cycles": r["cycles"],
@@ -410,7 +435,7 @@ def fadiff_rows(data: list[dict]) -> Rows:
 def fadiff_bound_rows(data: list[dict]) -> Rows:
     """fadiff_networks.py: the fusion bounds of each network's best layer-wise plan."""
     return {
-        r["network"]: {
+        _net(r): {
             "candidates free": r["bound_gain_candidates"],
             "all free": r["bound_gain_all"],
             "ideal": r["bound_gain_ideal"],
@@ -432,7 +457,7 @@ def fadiff_headroom_rows(data: list[dict]) -> Rows:
     cases: dict[str, dict[str, dict]] = {}
     for r in data:
         arch = r["arch"].removeprefix("gemmini_").replace("_", " ") or "gemmini"
-        cases.setdefault(f"{r['network']}/{arch}", {})[r["method"]] = r
+        cases.setdefault(f"{_net(r)}/{arch}", {})[r["method"]] = r
     out: Rows = {}
     for key, ms in cases.items():
         if "fadiff" not in ms:
@@ -606,22 +631,60 @@ CHECKS: tuple[Check, ...] = (
         timed="20 s per Phase-1 solve and Phase-2 call",
     ),
     Check(
+        "twill_vs_triton",
+        _script(
+            "twill_vs_triton.py",
+            "--kernels",
+            "gemm",
+            "--price-limit",
+            "180",
+            "--twill-limit",
+            "180",
+            "--json",
+        ),  # fmt: skip
+        "Twill against Triton's own schedule",
+        twill_vs_triton_rows,
+        _key("kernel", "arch"),
+        timed="Twill's search and the pricing under 180 s each",
+        note="reduced: the GEMM (the FlashAttention rows take 4-7 minutes each)",
+    ),
+    Check(
+        "twill_vs_triton_corpus",
+        _script(
+            "twill_vs_triton.py",
+            "--kernels",
+            "early_return",
+            "autotuned_gemm",
+            "persistent_tma_gemm",
+            "--price-limit",
+            "120",
+            "--twill-limit",
+            "120",
+            "--json",
+        ),  # fmt: skip
+        "The corpus",
+        twill_vs_triton_rows,
+        _key("kernel", "arch"),
+        timed="Twill's search and the pricing under 120 s each",
+        note="reduced: three of the eight corpus kernels",
+    ),
+    Check(
         "gaus_modulo",
-        _script("gaus_modulo.py", "--json"),
+        _script(
+            "gaus_modulo.py",
+            "--designs",
+            "ctrl",
+            "router",
+            "int2float",
+            "cavlc",
+            "priority",
+            "i2c",
+            "bar",
+            "--json",
+        ),  # fmt: skip
         "GauS formulation C",
         gaus_modulo_rows,
         gaus_modulo_key,
-        extra=(
-            Check(
-                "gaus_modulo/large",
-                _script(
-                    "gaus_modulo.py", "--skip-seed", "--designs", "priority", "i2c", "bar", "--json"
-                ),
-                "GauS formulation C",
-                gaus_modulo_rows,
-                gaus_modulo_key,
-            ),  # fmt: skip
-        ),
     ),
     Check(
         "gaus_formulation_a",
