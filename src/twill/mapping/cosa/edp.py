@@ -34,7 +34,7 @@ from twill.errors import VerificationError
 from twill.mapping.arch import Arch
 from twill.mapping.cosa.solve import CoSASettings, incumbent_events, start
 from twill.mapping.cost.analytical import evaluate
-from twill.mapping.mapping import verify_mapping
+from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import Controls, MappedLayer, finished, objective_meaning
 from twill.mapping.workload import Layer
@@ -56,7 +56,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     --------
     >>> from twill.mapping.arch import simba_arch
     >>> p = LayerMappingProblem(Layer("fc", {"P": 16, "C": 64, "K": 64}), simba_arch())
-    >>> r = solve(p, SolverOptions(cosa=CoSASettings(n_random=20)))
+    >>> r = solve(p, SolverOptions(cosa=CoSASettings(n_random=20, generations=2)))
     >>> r.settings["method"], r.status.value, p.verify(r.solution).ok
     ('cosa-edp', 'feasible', True)
     """
@@ -73,35 +73,30 @@ def edp_search(layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls) 
     ``stats["chosen"]`` the winner."""
     from twill.mapping.cosa.rerank import rerank
     from twill.mapping.fadiff.polish import polish_mappings
-    from twill.mapping.search.common import SearchSettings
-    from twill.mapping.search.random import sample_search
 
     t0 = time.perf_counter()
     n_random, seed = cfg.n_random, cfg.seed
     base = rerank(layer, arch, replace(cfg, metric="edp"), incumbent_events(controls),
                   controls.stop)  # fmt: skip
-    starts = [("cosa-rerank", base)]
-    if n_random > 0:
-        randoms = sample_search(layer, arch, SearchSettings(n_valid=n_random),
-                                replace(controls, seed=seed))  # fmt: skip
-        starts.append(("random", randoms))
+    starts = [("cosa-rerank", base.solution.mapping if base.solution is not None else None)]
+    starts.append(("evolve", _evolved(layer, arch, cfg, controls, starts[0][1])))
     cands: list[dict[str, Any]] = []
     best: tuple[float, str, Any, Any] | None = None
-    for name, res in starts:
-        if res.solution is None:
-            cands.append({"start": name, "status": res.status.value})
+    for name, first in starts:
+        if first is None:
+            cands.append({"start": name, "status": "no mapping"})
             continue
-        start = res.solution
-        mapping = polish_mappings([layer], arch, [start.mapping], stop=controls.stop)[0]
+        mapping = polish_mappings([layer], arch, [first], stop=controls.stop)[0]
         bad = verify_mapping(layer, arch, mapping)
         if bad:
             raise VerificationError(bad, what=f"cosa-edp mapping of {layer.name}")
         rep = evaluate(layer, arch, mapping)
-        cands.append({"start": name, "edp_start": start.report.edp, "edp": rep.edp})
+        cands.append({"start": name, "edp_start": evaluate(layer, arch, first).edp, "edp": rep.edp})
         if best is None or rep.edp < best[0]:
             best = (rep.edp, name, mapping, rep)
     timings = Timings(solve=time.perf_counter() - t0)
-    settings = {**base.settings, "method": "cosa-edp", "n_random": n_random, "seed": seed}
+    settings = {**base.settings, "method": "cosa-edp", "n_random": n_random,
+                "generations": cfg.generations, "seed": seed}  # fmt: skip
     unit = objective_meaning("cosa-edp")[1]
     if best is None:
         status = base.status if not base.status.has_solution else Status.ERROR
@@ -110,3 +105,19 @@ def edp_search(layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls) 
     return SolveResult(Status.FEASIBLE, MappedLayer(layer.name, best[2], best[3]), best[0], unit,
                        timings=timings, stats={"candidates": cands, "chosen": best[1]},
                        settings=settings, seed=seed)  # fmt: skip
+
+
+def _evolved(
+    layer: Layer, arch: Arch, cfg: CoSASettings, controls: Controls, cosa: Mapping | None
+) -> Mapping | None:
+    """The evolutionary search (:func:`~twill.mapping.search.evolve.evolve`, seeded) from
+    CoSA's mapping and the first ``cfg.n_random`` valid random mappings."""
+    from twill.mapping.search.evolve import EvolveSettings, evolve
+    from twill.mapping.search.random import valid_samples
+
+    starts = [] if cosa is None else [cosa]
+    starts += valid_samples(layer, arch, cfg.n_random, seed=cfg.seed, stop=controls.stop)
+    if not starts:
+        return None
+    settings = EvolveSettings(generations=cfg.generations)
+    return evolve(layer, arch, starts, settings, seed=cfg.seed, stop=controls.stop)

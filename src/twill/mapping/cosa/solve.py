@@ -64,8 +64,9 @@ class CoSASettings(CosaModelOptions):
     metric, polish
         ``cosa-rerank`` only: how its candidates are ranked (``lex``: cycles, then energy;
         ``cycles``, ``energy``, ``edp``) and whether each candidate's loop orders are polished.
-    n_random
-        ``cosa-edp`` only: valid random starts polished beside CoSA's candidates.
+    n_random, generations
+        ``cosa-edp`` only: valid random starts of its evolutionary search beside CoSA's
+        mapping, and the search's generations (:mod:`twill.mapping.search.evolve`).
     """
 
     backend: str = "cpsat"
@@ -76,6 +77,7 @@ class CoSASettings(CosaModelOptions):
     metric: str = "lex"
     polish: bool = True
     n_random: int = 300
+    generations: int = 30
 
     def model_options(self) -> CosaModelOptions:
         """The model these settings build (:func:`~twill.mapping.cosa.mip.build_cosa_model`)."""

@@ -12,12 +12,14 @@ Guarantee: none (a heuristic); FEASIBLE when at least one valid sample was found
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch, valid_batch
+from twill.mapping.mapping import Mapping
 from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import Controls, finished
 from twill.mapping.search.common import (
@@ -34,7 +36,7 @@ from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.options import SolverOptions
 from twill.results import SolveResult
 
-__all__ = ["sample_batch", "random_orders", "sample_search", "solve"]
+__all__ = ["sample_batch", "random_orders", "sample_search", "valid_samples", "solve"]
 
 
 def random_orders(rng: np.random.Generator, n: int, levels: int) -> np.ndarray:
@@ -137,3 +139,19 @@ def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
     done = found >= n_valid or samples >= max_samples
     return finish_sampled(layer, arch, Found("random", best, score, stats, settings), controls,
                           t0, done)  # fmt: skip
+
+
+def valid_samples(
+    layer: Layer, arch: Arch, n: int, *, seed: int | None, stop: float = math.inf
+) -> list[Mapping]:
+    """The first ``n`` valid mappings of the random search's stream (same seed, same batches
+    as :func:`sample_search`; at most 2,000,000 draws, none after ``stop``)."""
+    rng = np.random.default_rng(seed)
+    out: list[Mapping] = []
+    samples = 0
+    while len(out) < n and samples < 2_000_000 and time.perf_counter() < stop:
+        batch = sample_batch(layer, arch, 8192, rng=rng)
+        samples += 8192
+        idx = np.flatnonzero(valid_batch(layer, arch, batch))[: n - len(out)]
+        out += [batch.mapping(int(i)) for i in idx]
+    return out
