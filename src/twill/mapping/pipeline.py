@@ -69,8 +69,9 @@ def map_layer(
         The layer and the accelerator.
     method
         ``cosa`` (MIP; settings in ``options.cosa``), ``cosa-rerank`` (a few CoSA MIP
-        solutions re-ranked under the cost model), ``cosa-edp`` (CoSA's candidates and 300
-        random starts polished for the cost model's EDP; the default of ``map-network``),
+        solutions re-ranked under the cost model), ``cosa-edp`` (CoSA's candidates and an
+        evolutionary search from 300 random starts, polished for the cost model's EDP; the
+        default of ``map-network``),
         ``random`` (best of 5 valid), ``random16k`` (best of 16,000 valid), ``hybrid``
         (Timeloop-Hybrid-like best of 16,000) or ``exhaustive`` (small layers only); the
         searches' settings in ``options.search``.
