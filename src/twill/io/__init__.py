@@ -116,8 +116,7 @@ def load_graph(
     if suffix == ".graphml":
         from twill.io.hatschet import read_hatschet
 
-        if not path.is_file():
-            raise FileNotFoundError(2, "No such file or directory", text)
+        _require_file(path)
         return read_hatschet(path, resource_model)
     if path.exists():
         extra = ", .gml, .aig, .xml" if arrays else ""
@@ -131,10 +130,19 @@ def load_graph(
     )
 
 
+def _require_file(path: Path) -> None:
+    """A regular file, or the error that says what ``path`` is instead (missing, a folder, a
+    pipe or a device)."""
+    from twill.io.text import check_input_file
+
+    check_input_file(path)
+    if path.is_dir():
+        raise IsADirectoryError(21, "Is a directory", str(path))
+
+
 def _load_array_format(path: Path) -> DependenceGraph:
     """GS-Schedule GML, AIGER, or HatScheT under an ``.xml`` name."""
-    if not path.is_file():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    _require_file(path)
     suffix = path.suffix.lower()
     if suffix == ".gml":
         from twill.io.gml import read_gml

@@ -262,11 +262,7 @@ def read_aiger(path: str | Path) -> DependenceGraph:
     InputFormatError
         Bad header, latches, truncated or inconsistent gate encoding (names the file).
     """
-    from twill.io.text import MAX_INPUT_BYTES
+    from twill.io.text import check_input_file
 
-    p = Path(path)
-    if p.is_file() and p.stat().st_size > MAX_INPUT_BYTES:
-        raise InputFormatError(
-            f"file larger than the {MAX_INPUT_BYTES:,}-byte limit", source=str(p)
-        )
+    p = check_input_file(path)
     return parse_aiger(p.read_bytes(), source=str(p))

@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.text import MAX_INPUT_BYTES
+from twill.io.text import check_input_file
 from twill.io.yaml_safe import short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import LIMITS, check_graph
@@ -69,10 +69,7 @@ def find_resource_model(graphml_path: str | Path) -> Path:
 
 
 def _parse(path: Path) -> ET.Element:
-    if path.is_file() and path.stat().st_size > MAX_INPUT_BYTES:
-        raise InputFormatError(
-            f"file larger than the {MAX_INPUT_BYTES:,}-byte limit", source=str(path)
-        )
+    check_input_file(path)  # a pipe, a device or a file above MAX_INPUT_BYTES: refused
     try:
         root = ET.parse(path).getroot()
     except ET.ParseError as exc:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError
-from twill.io.text import MAX_INPUT_BYTES
+from twill.io.text import MAX_INPUT_BYTES, check_input_file
 
 __all__ = ["FOLD_MAX_ELEMENTS", "load_shaped_model", "static_shapes", "unknown_shape_reason"]
 
@@ -36,17 +36,20 @@ _MAX_ROUNDS = 16
 
 
 def _check_file(p: Path) -> None:
-    if not p.is_file():
+    if not p.exists():
         raise InputFormatError("file not found", source=str(p))
+    if p.is_dir():
+        raise InputFormatError("a folder, not an ONNX model file", source=str(p))
     size = p.stat().st_size
-    if size == 0:
-        raise InputFormatError("empty file (0 bytes): not an ONNX model", source=str(p))
     if size > MAX_INPUT_BYTES:
         raise InputFormatError(
             f"file of {size:,} bytes is larger than the {MAX_INPUT_BYTES:,}-byte limit "
             "(store the weights as external data: only the graph is read)",
             source=str(p),
         )
+    check_input_file(p)  # a pipe or a device
+    if size == 0:
+        raise InputFormatError("empty file (0 bytes): not an ONNX model", source=str(p))
 
 
 def _numel(dims: Any) -> int:

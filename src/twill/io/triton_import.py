@@ -139,9 +139,7 @@ def import_triton_loops(
     notes: tuple[str, ...] = ()
     if text.endswith(".ttgir"):
         path = Path(text)
-        if not path.is_file():
-            raise FileNotFoundError(2, "No such file or directory", text)
-        ttgir, name = read_ttgir_file(path), None
+        ttgir, name = read_ttgir_file(path), None  # a missing file, a pipe: a clear error
     else:
         from twill.io.triton_compile import compile_ttgir, parse_kernel_spec
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from twill.errors import InvalidProblemError
+from twill.io.text import check_input_file
 
 __all__ = ["import_user_file"]
 
@@ -59,8 +60,7 @@ def import_user_file(path: Path, module_name: str) -> ModuleType:
     """
     if path.is_dir():
         raise InvalidProblemError("is a folder; expected a Python file", source=str(path))
-    if not path.is_file():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    check_input_file(path)  # missing, a pipe or a device: refused before it runs
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise InvalidProblemError("cannot load as a Python module", source=str(path))
