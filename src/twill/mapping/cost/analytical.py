@@ -399,9 +399,14 @@ def valid_batch(
     True
     """
     keeps = keeps or tuple(lv.keeps for lv in arch.levels)
-    T8, Sp8, _ = batch.full(layer.groups)
-    T, Sp = np.asarray(T8, dtype=np.float64), np.asarray(Sp8, dtype=np.float64)
-    K = np.array([[v in keeps[m] for v in OPERANDS] for m in range(T.shape[1])], dtype=bool)
+    B, L, _ = batch.temporal.shape
+    gt, gs = batch.group_temporal, batch.group_spatial
+    if gt is None or gs is None:  # as MappingBatch.full, without the loop orders
+        gt, gs = np.ones((B, L), dtype=np.int64), np.ones((B, L), dtype=np.int64)
+        gt[:, -1] = layer.groups
+    T = np.concatenate([batch.temporal, np.asarray(gt)[:, :, None]], axis=2)
+    Sp = np.concatenate([batch.spatial, np.asarray(gs)[:, :, None]], axis=2)
+    K = np.array([[v in keeps[m] for v in OPERANDS] for m in range(L)], dtype=bool)
     tiles = _footprints(np.cumprod(T * Sp, axis=1), layer)
     return _valid_mask(layer, arch, T, Sp, tiles, K)
 

@@ -64,27 +64,43 @@ def sample_batch(
     ((3, 6, 7), 8)
     """
     rng = rng if rng is not None else np.random.default_rng(seed)
+    T, Sp, keys = _draw(layer, arch, n, rng, permute)
+    return _as_batch(layer, T, Sp, _orders(keys, n, arch.n_levels))
+
+
+def _draw(
+    layer: Layer, arch: Arch, n: int, rng: np.random.Generator, permute: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Factors ``(n, L, 7 or 8)`` (G last for a grouped layer) and the loop-order keys
+    ``(n, L, 7)`` (``None`` without ``permute``) of ``n`` draws: per dimension, each prime
+    draws a choice index; the primes of one choice multiply into one column."""
     L = arch.n_levels
     dims = ALL_DIMS if layer.groups > 1 else DIMS
     T = np.ones((n, L, len(dims)), dtype=np.int64)
     Sp = np.ones((n, L, len(dims)), dtype=np.int64)
     rows = np.arange(n)
     for j, d in enumerate(dims):
+        primes = [p for p in prime_factors(layer.dim(d)) if p > 1]
+        if not primes:
+            continue
         ch = choices(arch, d)
-        lvl = np.array([c[0] for c in ch])
-        spatial = np.array([c[1] for c in ch])
-        for p in prime_factors(layer.dim(d)):
-            if p == 1:
-                continue
-            c = rng.integers(0, len(ch), n)
-            sp = spatial[c]
-            # one entry per row, so plain fancy indexing multiplies without collisions
-            T[rows[~sp], lvl[c][~sp], j] *= p
-            Sp[rows[sp], lvl[c][sp], j] *= p
-    if permute:
-        order = random_orders(rng, n, L)
-    else:
-        order = np.broadcast_to(np.array(CANONICAL_ORDER), (n, L, 7)).copy()
+        F = np.ones((n, len(ch)), dtype=np.int64)
+        for p in primes:
+            F[rows, rng.integers(0, len(ch), n)] *= p
+        for k, (m, spatial) in enumerate(ch):
+            (Sp if spatial else T)[:, m, j] *= F[:, k]
+    return T, Sp, rng.random((n, L, 7)) if permute else None
+
+
+def _orders(keys: np.ndarray | None, n: int, levels: int) -> np.ndarray:
+    """Loop orders of the keys (``None``: CoSA's canonical order)."""
+    if keys is not None:
+        return np.argsort(keys, axis=2)
+    return np.broadcast_to(np.array(CANONICAL_ORDER), (n, levels, 7)).copy()
+
+
+def _as_batch(layer: Layer, T: np.ndarray, Sp: np.ndarray, order: np.ndarray) -> MappingBatch:
+    """The batch of factors from :func:`_draw` with ``order``."""
     if layer.groups == 1:
         return MappingBatch(T, Sp, order)
     return MappingBatch(T[..., :7], Sp[..., :7], order, T[..., 7], Sp[..., 7])
@@ -124,13 +140,12 @@ def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
     samples = found = 0
     while found < n_valid and samples < max_samples and not controls.expired():
         size = min(batch_size, max_samples - samples)
-        batch = sample_batch(layer, arch, size, rng=rng, permute=permute)
+        batch, idx = _valid_draws(layer, arch, size, rng, permute, n_valid - found)
         samples += size
-        idx = np.flatnonzero(valid_batch(layer, arch, batch))[: n_valid - found]
         if idx.size:
             found += idx.size
-            score = metric_values(evaluate_batch(layer, arch, batch.take(idx)), metric)
-            best_score, best = keep_best(score, idx, batch, (best_score, best))
+            score = metric_values(evaluate_batch(layer, arch, batch), metric)
+            best_score, best = keep_best(score, np.arange(idx.size), batch, (best_score, best))
         controls.emit("sample", step=samples, total=max_samples, message=f"{found} valid",
                       incumbent=None if best is None else best_score)  # fmt: skip
     stats = {"samples": samples, "valid": found}
@@ -150,8 +165,19 @@ def valid_samples(
     out: list[Mapping] = []
     samples = 0
     while len(out) < n and samples < 2_000_000 and time.perf_counter() < stop:
-        batch = sample_batch(layer, arch, 8192, rng=rng)
+        batch, idx = _valid_draws(layer, arch, 8192, rng, True, n - len(out))
         samples += 8192
-        idx = np.flatnonzero(valid_batch(layer, arch, batch))[: n - len(out)]
-        out += [batch.mapping(int(i)) for i in idx]
+        out += [batch.mapping(i) for i in range(idx.size)]
     return out
+
+
+def _valid_draws(
+    layer: Layer, arch: Arch, n: int, rng: np.random.Generator, permute: bool, most: int
+) -> tuple[MappingBatch, np.ndarray]:
+    """The first ``most`` valid rows of ``n`` draws as a batch, and their draw indices; only
+    those rows' loop orders are sorted (validity does not depend on the order)."""
+    T, Sp, keys = _draw(layer, arch, n, rng, permute)
+    probe = _as_batch(layer, T, Sp, np.zeros((n, arch.n_levels, 7), dtype=np.int64))
+    idx = np.flatnonzero(valid_batch(layer, arch, probe))[:most]
+    order = _orders(None if keys is None else keys[idx], idx.size, arch.n_levels)
+    return _as_batch(layer, T[idx], Sp[idx], order), idx
