@@ -85,10 +85,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=nonnegative_float,
         default=DEFAULT_TIME_LIMIT,
         help=f"seconds for the whole command, reading the model included (default "
-        f"{DEFAULT_TIME_LIMIT:g}; 0 = no limit): after the layer shapes are mapped, the "
-        "layer-wise gradient gets a third of what is left and FADiff the rest; at the limit "
-        "each returns its best verified plan so far, never worse than the layer-wise plan "
-        "(--json: stopped = 'time_limit')",
+        f"{DEFAULT_TIME_LIMIT:g}; 0 = no limit): after the layer shapes are mapped and "
+        "grouped by the group search, the layer-wise gradient gets a third of what is left "
+        "and FADiff the rest; at the limit each returns its best verified plan so far, never "
+        "worse than the layer-wise plan (--json: stopped = 'time_limit'); the fusion bound "
+        "then gets at least a tenth of the limit",
     )
     p.set_defaults(func=_run)
 
