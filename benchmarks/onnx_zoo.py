@@ -91,7 +91,7 @@ def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[s
     """``twill fuse``'s flow, timed in two parts: the layer shapes mapped (what
     ``map-network`` does with fuse's layer method), then the rest of the command on that
     result, under the command's ``--time-limit`` counted from the start of the mapping."""
-    from twill.cli.fuse_cmd import _fadiff_with_progress, _gain, bound_stop, map_layer_shapes
+    from twill.cli.fuse_cmd import _fadiff_with_progress, _gain, grace_stop, map_layer_shapes
     from twill.mapping.fadiff.fusion import fusion_groups
 
     args, net = _fuse_args(opts), imp.network
@@ -104,7 +104,7 @@ def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[s
     row["mapped_all"] = all(r.solution is not None for r in mapped.results[args.layer_method])
     res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline, mapped)
     stopped = time.perf_counter() >= deadline
-    gain = _gain(net, arch, res, lw_plan, lw_rep, bound_stop(deadline, limit))
+    gain = _gain(net, arch, res, lw_plan, lw_rep, grace_stop(deadline, limit))
     row.update(fuse_seconds=time.perf_counter() - t1, fuse_cpu_seconds=_cpu() - c1)
     row.update(gain_vs_layerwise=gain["gain_vs_layerwise"], stopped=stopped)
     row.update(layerwise_edp=gain["layerwise_edp"], fused_edp=gain["edp"])

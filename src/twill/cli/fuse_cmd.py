@@ -28,7 +28,7 @@ from twill.cli._args import (
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
 
-__all__ = ["DEFAULT_TIME_LIMIT", "map_layer_shapes", "register"]
+__all__ = ["DEFAULT_TIME_LIMIT", "grace_stop", "map_layer_shapes", "register"]
 
 #: ``--time-limit``'s default (seconds): the command, its bound included, within 2 minutes
 DEFAULT_TIME_LIMIT = 100.0
@@ -88,8 +88,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"{DEFAULT_TIME_LIMIT:g}; 0 = no limit): after the layer shapes are mapped and "
         "grouped by the group search, the layer-wise gradient gets a third of what is left "
         "and FADiff the rest; at the limit each returns its best verified plan so far, never "
-        "worse than the layer-wise plan (--json: stopped = 'time_limit'); the fusion bound "
-        "then gets at least a tenth of the limit",
+        "worse than the layer-wise plan (--json: stopped = 'time_limit'); the group search "
+        "and the fusion bound get at least a tenth of the limit each",
     )
     p.set_defaults(func=_run)
 
@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
     res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline)
     stopped = "time_limit" if time.perf_counter() >= deadline else None
-    gain = {**_gain(net, arch, res, lw_plan, lw_rep, bound_stop(deadline, limit)),
+    gain = {**_gain(net, arch, res, lw_plan, lw_rep, grace_stop(deadline, limit)),
             "stopped": stopped}  # fmt: skip
     rep = res.solution.report
     if args.output:
@@ -194,7 +194,7 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
     """The best layer-wise plan and the first fused plan: every layer shape mapped by
     ``--layer-method`` (:func:`map_layer_shapes`, unless ``mapped`` holds its result), the
     group search on those mappings (the step that finds most of the fusion gain, seconds
-    of CPU: it runs first so that a short ``--time-limit`` still gets it), then the
+    of CPU: it runs first, with at least a tenth of the limit, :func:`grace_stop`), then the
     layer-wise gradient (FADiff without fusion) from them within a third of the time left
     to ``deadline``. Returns ``(plan, report)`` of the better layer-wise plan and of the
     group search's plan."""
@@ -208,7 +208,8 @@ def _layerwise(args: argparse.Namespace, net: Any, arch: Any, err: Any,
     base = layerwise_plan(net, arch, mapped.mappings(args.layer_method), args.layer_method)
     base = base.solution
     err.print("[dim]group search on the layer-wise mappings ...[/dim]")
-    first = group_search(net, arch, base.plan.with_fused(()), stop=deadline)
+    stop = grace_stop(deadline, args.time_limit or math.inf)
+    first = group_search(net, arch, base.plan.with_fused(()), stop=stop)
     first = replace(first, method="fadiff")  # FADiff's discrete phase, run first
     first_rep = evaluate_plan(net, arch, first)
     err.print("[dim]layer-wise gradient (no fusion) ...[/dim]")
@@ -273,10 +274,11 @@ def _fadiff_with_progress(args: argparse.Namespace, net: Any, arch: Any,  # noqa
     return res, lw_plan, lw_rep
 
 
-def bound_stop(deadline: float, limit: float) -> float:
-    """When the fusion bound's group-consistent programme gives up (``perf_counter``): the
-    search's ``deadline``, but at least a tenth of the time limit from now (never with no
-    limit). The bound is extra information: past this it is the per-layer capacity bound."""
+def grace_stop(deadline: float, limit: float) -> float:
+    """When a short step worth finishing stops (``perf_counter``): the ``deadline``, but at
+    least a tenth of the time ``limit`` from now (never with no limit). The two such steps,
+    the first group search and the fusion bound, then keep the command within 1.2 times
+    its limit even when the mapping alone has used it up (a loaded machine)."""
     return max(deadline, time.perf_counter() + 0.1 * limit)
 
 
