@@ -25,8 +25,9 @@ def test_probe_mode_ends_unsat_ablation_with_proofs():
     g = flash_attention_forward_blackwell()
     r = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False))
     assert r.status is Status.INFEASIBLE and r.I is None
-    # one refutation at the window's top covers the whole window [5, 6]
-    assert [(p.I, p.from_L, p.L, p.answer) for p in r.points] == [(2, 5, 6, "unsat")]
+    # LEN(M) = 5 is asked first, then one refutation at the window's top covers [5, 6]
+    assert [(p.I, p.from_L, p.L, p.answer) for p in r.points] == [
+        (2, None, 5, "unsat"), (2, 5, 6, "unsat")]  # fmt: skip
     scan = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False), window="scan")
     assert [(p.I, p.L, p.answer) for p in scan.points] == [(2, 5, "unsat"), (2, 6, "unsat")]
 

@@ -24,14 +24,16 @@ are finite.
 Two complete backends share this model: ``"cbc"`` (PuLP + CBC, the paper's solver) and
 ``"cpsat"`` (OR-Tools CP-SAT). On both, a pure feasibility solve decides ``I`` (all the
 minimum-``I`` proof needs), by default on the translation-reduced *window* model of
-:mod:`.window` (one op pinned at 0, every op of a recurrence in a short window relative to
-it, free ops removed; exact, the argument is in that module); a second solve then minimises
-``L`` on the model below, started from that schedule (hint / warm start), under its own
-limit. Dependences are written either as one aggregated row per arc (``"standard"``) or as
-Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP); CP-SAT also has
-``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows; its default
-where every limited unit is reserved for one cycle). All are exact and tested to agree. A
-greedy modulo list schedule, when the verifier accepts it, seeds both solvers.
+:mod:`.window` (one op pinned at 0, every op of a recurrence in a short window relative to it,
+free ops removed; exact, the argument is in that module); then ``L`` is minimised on the model
+below, under its own limit: CP-SAT by feasibility questions "a schedule with ``L <= t``?"
+(:mod:`.length_search`; each "no" is a proof), CBC (and CP-SAT where a question gets no answer
+in time) by a solve with ``L`` as the objective, started from the best schedule at hand (hint /
+warm start). Dependences are written either as one aggregated row per arc (``"standard"``) or
+as Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP); CP-SAT also has
+``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows; its default where
+every limited unit is reserved for one cycle). All are exact and tested to agree. A greedy
+modulo list schedule, when the verifier accepts it, seeds both solvers.
 Each call returns a
 :class:`Phase1Result` whose status is ``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a
 schedule, ``L`` not proven minimal: a time limit hit after an incumbent), ``INFEASIBLE``
@@ -78,6 +80,7 @@ from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
 from twill.sched.exact._deadline import out_of_time as _out_of_time
 from twill.sched.exact._deadline import within as _within
+from twill.sched.exact.length_search import search_length
 from twill.sched.exact.reduced import ReducedModel, build_reduced_model
 from twill.sched.exact.settings import twill_settings
 from twill.sched.exact.window import (
@@ -392,7 +395,8 @@ class _PulpModel:
     def length(self) -> int:
         return int(round(self.pulp.value(self.L)))
 
-    def fix_length_maximise_starts(self, length: int) -> None:
+    def fix_length_maximise_starts(self, length: int, values: dict[int, int]) -> None:
+        del values  # CBC keeps its incumbent
         pulp = self.pulp
         self.prob += self.L == length, "tie_break_fix_L"
         self.prob.sense = pulp.LpMaximize
@@ -571,8 +575,23 @@ class _CpSatModel:
                 if (i, r) in self.a:
                     self.model.add_hint(self.a[i, r], int(v % ii == r))
 
-    def fix_length_maximise_starts(self, length: int) -> None:
-        values = self.values()
+    def length_at_most(
+        self, bound: int, time_limit: float | None, threads: int
+    ) -> tuple[Status, dict[int, int] | None]:
+        """Is there a schedule with ``L <= bound``? Asked of a copy of the model with that
+        one row added (no hint, no objective; :mod:`.length_search`); a schedule comes back
+        as the kept starts."""
+        saved, self.model = self.model, self.model.clone()
+        try:
+            self.model.clear_hints()
+            self.model.clear_objective()
+            self.model.add(self.model.get_int_var_from_proto_index(self.L.index) <= bound)
+            status = self.solve(time_limit, threads)
+            return status, self.values() if status.has_solution else None
+        finally:
+            self.model = saved
+
+    def fix_length_maximise_starts(self, length: int, values: dict[int, int]) -> None:
         self.model.add(self.L == length)
         self.hint(values)
         self.model.maximize(sum(self.start.values()))
@@ -944,23 +963,49 @@ def _minimise_length(
         return Status.FEASIBLE, kept_starts, _length(data, kept_starts), False
     if impl is None:
         impl = _length_model(data, model, _within(length_limit, deadline), stats)  # type: ignore[arg-type]
-    impl.minimise_length_from(kept_starts)
-    status = impl.solve(_within(length_limit, deadline), threads)  # type: ignore[arg-type]
-    stats["length_status"] = status.value
-    if status.has_solution:
-        kept_starts = impl.values()
-    else:
-        status = Status.FEASIBLE  # a schedule exists; L not minimised within the limit
+    status, kept_starts = _shortest(impl, kept_starts, data, _within(length_limit, deadline),
+                                    threads, stats)  # fmt: skip
     length = _length(data, kept_starts)
     late = False
     if tie_break and status is Status.OPTIMAL and not _out_of_time(_within(None, deadline)):
-        impl.fix_length_maximise_starts(length)
+        impl.fix_length_maximise_starts(length, kept_starts)
         second = impl.solve(_within(time_limit, deadline), threads)
         stats["tie_break"] = second.value
         if second.has_solution:
             kept_starts = impl.values()
             late = True
     return status, kept_starts, length, late
+
+
+def _shortest(
+    impl: _PulpModel | _CpSatModel,
+    kept_starts: dict[int, int],
+    data: ReducedModel,
+    budget: float | None,
+    threads: int,
+    stats: dict[str, Any],
+) -> tuple[Status, dict[int, int]]:
+    """Step 2: the minimum ``L`` from the deciding schedule in ``budget`` seconds. CP-SAT
+    first asks "a schedule with ``L <= t``?" for a few ``t`` (:mod:`.length_search`, with
+    half the budget); only without a proven minimum then, and on CBC, ``L`` is minimised as
+    an objective from the best schedule (CP-SAT: with the proven ``L >= low``). OPTIMAL
+    when the minimum is proven, else FEASIBLE with the best schedule found."""
+    end = None if budget is None else time.monotonic() + budget
+    if isinstance(impl, _CpSatModel):
+        found = search_length(lambda t, s: impl.length_at_most(t, s, threads), data,
+                              kept_starts, None if budget is None else budget / 2)  # fmt: skip
+        stats["length_questions"] = found.questions
+        if found.proven:
+            stats["length_status"] = Status.OPTIMAL.value
+            return Status.OPTIMAL, found.values
+        kept_starts = found.values
+        impl.model.add(impl.L >= found.low)  # proven by the questions
+    impl.minimise_length_from(kept_starts)
+    status = impl.solve(_within(budget, end), threads)
+    stats["length_status"] = status.value
+    if status.has_solution:
+        return status, impl.values()
+    return Status.FEASIBLE, kept_starts  # a schedule exists; L not minimised within the limit
 
 
 def _length_model(
