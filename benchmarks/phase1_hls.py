@@ -20,6 +20,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/phase1_hls.py --large --only-large --backends cpsat --budget 600
     .venv/bin/python benchmarks/phase1_hls.py --json              # one JSON object
     .venv/bin/python benchmarks/phase1_hls.py --write-large DIR   # the large loops as graphml
+    .venv/bin/python benchmarks/phase1_hls.py --only-large --loops random_500_s1   # some loops
 """
 
 from __future__ import annotations
@@ -152,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-ops", type=int, default=None, help="only loops up to this many ops")
     ap.add_argument("--large", action="store_true", help="add the generated large loops")
     ap.add_argument("--only-large", action="store_true", help="only the generated large loops")
+    ap.add_argument("--loops", nargs="+", default=None, metavar="NAME",
+                    help="only these loops (as named in the table)")  # fmt: skip
     ap.add_argument("--write-large", type=Path, default=None, metavar="DIR",
                     help="write the large loops as HatScheT graphml to DIR and stop")  # fmt: skip
     ap.add_argument("--json", action="store_true")
@@ -166,6 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         from ortools.sat.python import cp_model  # noqa: F401
     todo = [] if args.only_large else shipped(args.data, args.suites)
     todo += large(args.data) if args.large or args.only_large else []
+    if args.loops is not None:
+        unknown = set(args.loops) - {name for name, _ in todo}
+        if unknown:
+            print(f"error: --loops: no loop named {sorted(unknown)[0]!r}", file=sys.stderr)
+            return 2
+        todo = [(name, load) for name, load in todo if name in args.loops]
     rows: list[dict] = []
     load_before = [round(x, 2) for x in os.getloadavg()]
     for name, load in todo:
