@@ -740,8 +740,9 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
         "--methods",  # the first spelling, kept
         dest="methods",
         default="cosa-edp",
-        help=f"comma-separated methods among {', '.join(MAPPERS)} (default cosa-edp: never "
-        "worse in EDP than random16k on the zoo's layers; cosa = CoSA's own objective)",
+        help=f"comma-separated methods among {', '.join(MAPPERS)} (default cosa-edp: CoSA's "
+        "mapping and a seeded evolutionary search, for the cost model's EDP; cosa = CoSA's own "
+        "objective)",
     )
     p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
     p.add_argument(
