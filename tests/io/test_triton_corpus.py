@@ -38,6 +38,7 @@ GOLDEN = {
                          {"SMEM": 4, "FMA": 0, "TMEM": 2}, 0)],
     "softmax_loops": [(16, {"TMA": 1, "FMA": 8, "EXP": 2}, {}, 2),
                       (22, {"TMA": 2, "FMA": 3, "EXP": 1}, {}, 0)],
+    "wide_rows": [(17, {"FMA": 3}, {}, 1)],  # loads, chain and store streamed as one
 }  # fmt: skip
 _ALLOWED = set(FOLD_REASONS) | {"instruction", "other branch"}
 

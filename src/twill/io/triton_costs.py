@@ -21,7 +21,15 @@ import re
 from twill.io.ttgir import TtgirModule, TtgirOp, element_bits
 from twill.sched.machines import Rates
 
-__all__ = ["FOLD_REASONS", "VIEWS", "classify", "fold_reason", "op_cycles", "global_bytes"]
+__all__ = [
+    "FOLD_REASONS",
+    "STREAMED",
+    "VIEWS",
+    "classify",
+    "fold_reason",
+    "op_cycles",
+    "global_bytes",
+]
 
 #: Views of a buffer: their result aliases the buffer itself (a write to either is seen by
 #: readers of both, whichever was created first).
@@ -35,6 +43,10 @@ VIEWS = frozenset(
         "ttg.memdesc_reinterpret",
     }
 )
+
+#: The accounting of an element-wise op merged into the streamed instruction of its chain
+#: (:mod:`twill.io.triton_stream`): its cost is in that instruction, not dropped.
+STREAMED = "streamed: merged into the element-wise instruction of its chain (a wide tile)"
 
 #: Every reason an operation may be folded, with the operations it covers (documented in
 #: docs/triton.md; a test checks that each op of a loop body is an instruction or one of these).
@@ -96,6 +108,7 @@ FOLD_REASONS: dict[str, frozenset[str]] = {
     ),
     "buffer allocation without data": frozenset({"ttg.local_alloc", "ttng.tmem_alloc"}),
     "scalar or integer arithmetic (index and mask computation)": frozenset(),
+    STREAMED: frozenset(),
 }
 _FOLDED = frozenset().union(*FOLD_REASONS.values())
 

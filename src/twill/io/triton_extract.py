@@ -37,6 +37,7 @@ from typing import Any
 from twill.errors import InvalidProblemError
 from twill.io.triton_costs import VIEWS as _VIEWS
 from twill.io.triton_costs import classify, fold_reason, op_cycles, result_type
+from twill.io.triton_stream import STREAMED, placement, spread_warps, stream_wide, warp_groups
 from twill.io.ttgir import TtgirModule, TtgirOp, element_bits, parse_ttgir
 from twill.sched.ir import DependenceGraph, Edge, Instruction
 from twill.sched.machines import RATES, Rates, machine_for
@@ -51,7 +52,6 @@ __all__ = [
     "LoopContext",
 ]
 
-_GROUP_THREADS = 128  # one warp group: the unit a register tensor is placed on
 _MAX_REGISTERS = 255  # architectural per-thread limit, when the machine sets none
 _WRITES = {
     "ttng.tc_gen5_mma": 2,
@@ -237,6 +237,7 @@ class _Builder:
         self.predicates: list[list[tuple[str, int]]] = []  # sources of enclosing scf.if
         self.notes: list[str] = []
         self.accounting: list[tuple[int, str, str]] = []
+        self.rows: dict[str, int] = {}  # instruction -> its row of the accounting
 
     def _buffer(self, value: str) -> str:
         while value in self.alias:
@@ -285,6 +286,7 @@ class _Builder:
         self.accounting.append((op.line, op.name, "instruction"))
         cycles = op_cycles(op, unit, self.rates, self.module)
         node = _Node(_node_name(op, unit, self.module, self.used), op, unit, cycles)
+        self.rows[node.name] = len(self.accounting) - 1
         for v in op.operands:
             node.preds += self._src(v, node.name)
         for srcs in self.predicates:
@@ -371,27 +373,32 @@ def _flat(ops: list[TtgirOp]) -> list[TtgirOp]:
     return out
 
 
-def _warp_groups(words: int, register_limit: int) -> tuple[int, int]:
-    """Per-thread registers and warps of a register tensor of ``words`` 32-bit words: it runs on
-    one warp group (128 threads) unless that would need more than ``register_limit`` registers
-    per thread; then on the fewest warp groups that hold it."""
-    per_group = -(-words // _GROUP_THREADS)
-    groups = max(1, -(-per_group // register_limit))
-    return max(1, -(-words // (_GROUP_THREADS * groups))), 4 * groups
-
-
-def _instruction(node: _Node, streaming: bool, rates: Rates, register_limit: int) -> Instruction:
-    op, unit = node.op, node.unit
+def _result_shape(op: TtgirOp) -> tuple[str, re.Match[str] | None]:
     rtype = result_type(op) if op.results else ""
-    regs, footprint, warps, spill = 0, {}, 1, 0
     if op.name == "tt.load":  # the result is printed as its pointer type: use the pointee
         rtype = re.sub(r"!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>", r"\1", rtype)
-    m = _SHAPE.search(rtype)
+    return rtype, _SHAPE.search(rtype)
+
+
+def _tile_words(op: TtgirOp) -> int:
+    """32-bit words of ``op``'s register tile (0 when its result is not a register tensor)."""
+    rtype, m = _result_shape(op)
+    if not m or "tensor<" not in rtype[: m.end()]:
+        return 0
+    elems = math.prod(int(d) for d in m.group(1).rstrip("x").split("x"))
+    return elems * max(element_bits(m.group(2)), 32) // 32
+
+
+def _instruction(
+    node: _Node, streaming: bool, rates: Rates, register_limit: int, spread: int = 0
+) -> Instruction:
+    op, unit = node.op, node.unit
+    regs, footprint, warps, spill = 0, {}, 1, 0
+    rtype, m = _result_shape(op)
     if m and "tensor<" in rtype[: m.end()]:
         elems = math.prod(int(d) for d in m.group(1).rstrip("x").split("x"))
         bits = element_bits(m.group(2))
-        words = elems * max(bits, 32) // 32
-        regs, warps = _warp_groups(words, register_limit)
+        regs, warps = placement(_tile_words(op), register_limit, spread)
         spill = round(rates.spill_base + rates.spill_per_kib * elems * bits / 8 / 1024)
     elif m:
         mem = "tmem" if "tensor_memory" in rtype else "smem"
@@ -413,13 +420,18 @@ def _instruction(node: _Node, streaming: bool, rates: Rates, register_limit: int
 
 
 def _loop_graph(builder: _Builder, arch: str, name: str) -> DependenceGraph:
+    """The loop's graph in SM clocks; a loop without tensor-core work is laid out and
+    streamed as Triton runs it (:mod:`twill.io.triton_stream`)."""
     edges = builder.edges()
     has_in = {dst for _, dst, _ in edges}
-    limit = machine_for(arch).registers_per_warp or _MAX_REGISTERS
+    machine = machine_for(arch)
+    limit = machine.registers_per_warp or _MAX_REGISTERS
+    plain = not any(n.unit == "TC" for n in builder.nodes.values())
+    spread = spread_warps(builder.module.num_warps, machine.warps) if plain else 0
     ins = []
     for node in builder.nodes.values():
         streaming = node.unit == "TMA" and node.name not in has_in
-        ins.append(_instruction(node, streaming, RATES[arch], limit))
+        ins.append(_instruction(node, streaming, RATES[arch], limit, spread))
     by_name = {i.name: i for i in ins}
     graph_edges = tuple(
         Edge(
@@ -431,7 +443,16 @@ def _loop_graph(builder: _Builder, arch: str, name: str) -> DependenceGraph:
         )
         for s, d, dist in edges
     )
-    return DependenceGraph(name, tuple(ins), graph_edges, machine_for(arch))
+    graph = DependenceGraph(name, tuple(ins), graph_edges, machine)
+    if not plain:
+        return graph
+    ops = {n: node.op for n, node in builder.nodes.items()}
+    wide = {n for n, op in ops.items() if warp_groups(_tile_words(op), limit)[1] > 4}
+    graph, into = stream_wide(graph, wide, ops)
+    for n in into:  # the accounting says which ops were merged
+        line, op_name, _ = builder.accounting[builder.rows[n]]
+        builder.accounting[builder.rows[n]] = (line, op_name, STREAMED)
+    return graph
 
 
 def _context(outer: tuple[TtgirOp, ...], module: TtgirModule, rates: Rates) -> tuple:
