@@ -130,19 +130,35 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
     return f"{what}; no single relaxation (registers, warp groups, hand-off cost) explains it alone"
 
 
+def _path_to(graph: DependenceGraph, v: str) -> dict[str, int]:
+    """Longest sum of delays along distance-0 edges from each op that reaches ``v``."""
+    best: dict[str, int] = {v: 0}
+    order = [i.name for i in graph.instructions]
+    for _ in order:  # Bellman-Ford style relaxation: the distance-0 graph is acyclic
+        changed = False
+        for e in graph.edges:
+            if e.distance == 0 and e.src != e.dst and e.dst in best:
+                if best.get(e.src, -1) < best[e.dst] + e.delay:
+                    best[e.src] = best[e.dst] + e.delay
+                    changed = True
+        if not changed:
+            break
+    return best
+
+
 def register_conflict(graph: DependenceGraph) -> str | None:
     """A proof that no schedule of ``graph`` exists at any I for want of registers, as a
     sentence (``None`` when this test finds none).
 
-    Two results ``a`` and ``b`` read by one op ``v`` (distance 0, delay at least 1) are both
-    live when the later of them issues (a value is live from its issue to its last user's).
-    Each holds ``regs`` registers per thread on each of its ``k`` warp slots; when
-    ``k_a + k_b`` exceeds the slots open to them (all but the variable-latency slot, which
-    holds nothing else), they share one, and if their registers together
-    exceed the limit there, no placement and no I fits them. Wide element-wise kernels (a
-    32768-element FP32 block: 128 registers on each of two warp groups) meet this: Twill
-    models each op as a whole-tile op whose result is held until read, on Twill's three
-    or four warp slots, not the kernel's own ``num_warps``.
+    Two results ``a`` and ``b`` read by one op ``v`` (distance 0), each with a path to ``v``
+    whose delays sum to at least 1, both issue before ``v`` and stay live until ``v`` issues
+    (a value is live from its issue to its last user's), so both are live the cycle before.
+    Each holds ``regs`` registers per thread on each of its ``k`` warp slots. Two
+    variable-latency results share the variable-latency slot; two others share a slot when
+    ``k_a + k_b`` exceeds the slots open to them (all but the variable-latency one). If their
+    registers together exceed the limit there, no placement and no I fits them. Wide
+    element-wise loops meet this where a row must be held whole (docs/triton.md,
+    Limitations: a row read by a reduction and by the chain after it).
     """
     from twill.sched.verify_warps import WarpRules, slots_needed
 
@@ -152,22 +168,31 @@ def register_conflict(graph: DependenceGraph) -> str | None:
         return None
     slots -= any(i.variable_latency for i in graph.instructions)  # slot 0: theirs alone
     for v in graph.instructions:
-        ins = [graph.instruction(e.src) for e in graph.in_edges(v.name)
-               if e.distance == 0 and e.delay >= 1 and e.src != v.name
-               and not graph.instruction(e.src).variable_latency]  # fmt: skip
+        path = _path_to(graph, v.name)
+        srcs = {e.src for e in graph.in_edges(v.name) if e.distance == 0 and e.src != v.name}
+        ins = [graph.instruction(u) for u in sorted(srcs) if path.get(u, 0) >= 1]
         for k, a in enumerate(ins):
             for b in ins[k + 1 :]:
                 ka, kb = (
                     slots_needed(a, rules.warps_per_slot),
                     slots_needed(b, rules.warps_per_slot),
                 )
-                if a.name != b.name and ka + kb > slots and a.regs + b.regs > limit:
+                if a.variable_latency and b.variable_latency:
+                    where = "both on the variable-latency slot"
+                elif not a.variable_latency and not b.variable_latency and ka + kb > slots:
+                    where = f"each spans {ka} and {kb} of the {slots} slots open to them"
+                else:
+                    continue
+                if a.regs + b.regs > limit:
+                    what = v.note or v.unit
+                    if "streamed" in what:  # the note lists every member: say how many
+                        what = f"a streamed chain of {what.count(' + ') + 1} ops"
                     return (
-                        f"no schedule at any I: {v.name} ({v.note or v.unit}) reads {a.name} and "
+                        f"no schedule at any I: {v.name} ({what}) reads {a.name} and "
                         f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
-                        f"must share (each spans {ka} and {kb} of the {slots} slots open to "
-                        f"them), over the limit of {limit}; the kernel's tiles are too wide for "
-                        "Twill's warp groups (a smaller block size, or fewer live tiles, fits)"
+                        f"must share ({where}), over the limit of {limit}; the kernel's tiles "
+                        "are too wide for Twill's warp groups (a smaller block size, or fewer "
+                        "live tiles, fits)"
                     )
     return None
 

@@ -39,6 +39,7 @@ GOLDEN = {
     "softmax_loops": [(16, {"TMA": 1, "FMA": 8, "EXP": 2}, {}, 2),
                       (22, {"TMA": 2, "FMA": 3, "EXP": 1}, {}, 0)],
     "wide_rows": [(17, {"FMA": 3}, {}, 1)],  # loads, chain and store streamed as one
+    "wide_rows_held": [(16, {"TMA": 2, "FMA": 3}, {}, 2)],  # the loads feed the reductions
 }  # fmt: skip
 _ALLOWED = set(FOLD_REASONS) | {"instruction", "other branch"}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from twill.cli import main
 from twill.io.triton_costs import STREAMED
 from twill.io.triton_extract import extract_loops, read_ttgir_file
 from twill.io.triton_stream import placement, spread_warps, stream_wide
@@ -98,3 +99,19 @@ def test_tiles_of_a_plain_loop_span_the_kernels_warps_and_tensor_core_loops_keep
     (fa,) = extract_loops(read_ttgir_file(SHIPPED_DIR / "fa_fwd.sm_90a.ttgir"), "sm_90a")
     assert {i.warps for i in fa.graph.instructions if i.regs} == {4}
     assert not any("streamed" in i.note for i in fa.graph.instructions)
+
+
+def test_rows_held_across_their_reductions_are_refused_on_h100_with_the_proof(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two 32768-element FP32 rows read by their row maxima and by the chain after them are
+    held whole on H100's variable-latency slot (2 x 128 > 240 registers at every I): exit 2
+    before any search, naming the limitation. On B200 (86 registers each over 12 warps) there
+    is no such proof."""
+    path = CORPUS / "wide_rows_held.sm_90a.ttgir"
+    assert main(["solve", str(path), "--arch", "sm_90a", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "loop at line 16: no schedule at any I" in err and "both on the variable-latency" in err
+    assert "no register spilling" in err
+    (lp,) = extract_loops(read_ttgir_file(CORPUS / "wide_rows_held.sm_100a.ttgir"), "sm_100a")
+    assert register_conflict(lp.graph) is None

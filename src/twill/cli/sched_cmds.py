@@ -317,6 +317,24 @@ def _default_backend(args: argparse.Namespace) -> str:
     return "cbc"
 
 
+def _refuse_unfit_loops(kernel: Any, args: argparse.Namespace) -> None:  # noqa: ANN401 (a TritonImport)
+    """Exit 2 before any search when a loop to be solved provably has no schedule at any I
+    for want of registers (:func:`~twill.triton.register_conflict`): its tiles are outside
+    Twill's model, which has no register spilling (docs/triton.md, Limitations)."""
+    from twill.errors import InvalidProblemError
+    from twill.triton import register_conflict
+
+    for lp in kernel.loops if args.loop is None else [kernel.picked]:
+        proof = register_conflict(lp.graph)
+        if proof is not None:
+            raise InvalidProblemError(
+                f"loop at line {lp.line}: {proof}. Twill does not model register spilling "
+                "(docs/triton.md, Limitations: no register spilling)"
+                + ("; --loop LINE solves another loop" if len(kernel.loops) > 1 else ""),
+                source=str(args.graph),
+            )
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.triton_cmd import is_triton_spec, load_kernel
     from twill.io import graph_input_files
@@ -331,6 +349,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
     check_compare_args(args)
     kernel = load_kernel(args, args.graph) if is_triton_spec(str(args.graph)) else None
+    if kernel is not None:
+        _refuse_unfit_loops(kernel, args)
     graph = kernel.picked.graph if kernel is not None else _load(args)
     options = _options(args, _default_backend(args), phase2)
     result = _solve_one(args, graph, options)
