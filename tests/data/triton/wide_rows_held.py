@@ -18,5 +18,6 @@ def wide_rows_held(p_ptr, q_ptr, out_ptr, n, BLOCK: tl.constexpr):
         mask = offs < n
         p = tl.load(p_ptr + row * n + offs, mask=mask, other=0.0)
         q = tl.load(q_ptr + row * n + offs, mask=mask, other=0.0)
-        tl.store(out_ptr + row * n + offs, (p - tl.max(p, axis=0)) * (q - tl.max(q, axis=0)),
-                 mask=mask)
+        tl.store(
+            out_ptr + row * n + offs, (p - tl.max(p, axis=0)) * (q - tl.max(q, axis=0)), mask=mask
+        )
