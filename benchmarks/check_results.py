@@ -904,6 +904,7 @@ CHECKS: tuple[Check, ...] = (
         "Default mapper against random16k",
         default_vs_random_rows,
         _key("arch", "layer"),
+        table=1,
     ),
 )
 
