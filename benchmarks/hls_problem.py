@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from twill.options import SolverOptions
+from twill.sched.exact.settings import TwillSettings
 from twill.scratch import private_scratch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +50,7 @@ def run_one(path: Path, time_limit: float, phase2_limit: float, phase2: bool) ->
     from twill.sched.exact.search import search_min_ii
 
     graph = load_graph(path)
-    modulo = search_min_ii(graph, time_limit=time_limit)
+    modulo = search_min_ii(graph, SolverOptions(twill=TwillSettings(solve_time_limit=time_limit)))
     limits = ["--time-limit", str(time_limit)]
     default, t_default = solve_json([str(path), *limits])
     warp, t_warp = {"problem": None, "I": None, "optimal": None}, 0.0

@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from twill.options import SolverOptions
+from twill.sched.exact.settings import TwillSettings
 from twill.scratch import private_scratch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +85,12 @@ def run_one(name: str, graph, backend: str, time_limit: float, budget: float) ->
     from twill.sched.exact.search import search_min_ii
 
     t0 = time.perf_counter()
-    r = search_min_ii(graph, backend=backend, time_limit=time_limit, total_time_limit=budget)
+    r = search_min_ii(
+        graph,
+        SolverOptions(
+            time_limit=budget, twill=TwillSettings(backend=backend, solve_time_limit=time_limit)
+        ),
+    )
     h = r.heuristic
     return {
         "loop": name,

@@ -31,6 +31,8 @@ import json
 import sys
 import time
 
+from twill.options import SolverOptions
+from twill.sched.exact.settings import TwillSettings
 from twill.scratch import private_scratch
 
 PAPER_S = {("fa_fwd", "sm_90a"): 28.0, ("fa_fwd", "sm_100a"): 18.0,
@@ -57,9 +59,9 @@ def run(kernel: str, arch: str, time_limit: float, probe: bool = False, backend:
     g, source = _graph(kernel, arch)
     extract_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    r = algorithm1(g, phase1_time_limit=time_limit, time_limit=time_limit, probe=probe,
-                   backend=backend, window=window,
-                   threads=threads, workers=threads)  # fmt: skip
+    settings = TwillSettings(solve_time_limit=time_limit, point_time_limit=time_limit,
+                             probe=probe, backend=backend, window=window)  # fmt: skip
+    r = algorithm1(g, SolverOptions(threads=threads, workers=threads, twill=settings))
     total = time.perf_counter() - t0
     paper = PAPER_S.get((kernel, arch))
     row = {

@@ -11,7 +11,9 @@ from tests.mapping.mappers import mapped
 from twill.errors import InvalidProblemError
 from twill.gaus_solver import gaus_solve_twill_graph, generate_random_dag
 from twill.kernels import flash_attention_forward_hopper, flash_attention_forward_simplified
+from twill.options import SolverOptions
 from twill.sched.exact.phase1 import solve_phase1
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.gaus.alm import GauSSettings
 from twill.sched.gaus.solver import GauSSolver
 from twill.twill_solver import twill_solve
@@ -40,7 +42,7 @@ def test_nan_time_limit_was_a_false_infeasibility_proof():
     with pytest.raises(InvalidProblemError, match="found nan"):
         twill_solve(g, time_limit=math.nan)
     with pytest.raises(InvalidProblemError, match="found nan"):
-        solve_phase1(g, 4, time_limit=math.nan)
+        solve_phase1(g, 4, SolverOptions(twill=TwillSettings(solve_time_limit=math.nan)))
     r = twill_solve(flash_attention_forward_simplified(), time_limit=5.0, phase2=False)
     assert r.status.value == "optimal" and r.I is not None  # a valid limit still works
 

@@ -98,6 +98,7 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
     from dataclasses import replace
 
     from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.exact.settings import TwillSettings, twill_options
     from twill.sched.verify_warps import WarpRules
 
     first = result.extra.get("phase1_I")
@@ -117,8 +118,9 @@ def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.
         if no_spill:
             g = replace(graph, instructions=tuple(replace(i, spill_cost=0)
                                                   for i in graph.instructions))  # fmt: skip
-        probe = algorithm1(g, phase1=result.phase1, probe=True, rules=rules,
-                           time_limit=time_limit, backend="cpsat", deadline=deadline)  # fmt: skip
+        settings = TwillSettings(backend="cpsat", probe=True, point_time_limit=time_limit)
+        probe = algorithm1(g, twill_options(settings, deadline), phase1=result.phase1,
+                           rules=rules)  # fmt: skip
         if probe.I is not None:
             what = "no schedule up to the maximum I" if none else (
                 f"the joint I ({result.I}) is above the modulo minimum ({first})")  # fmt: skip

@@ -6,6 +6,8 @@ import pytest
 
 from twill.cli import main
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.validate import check_graph
 from twill.triton import SHIPPED_DIR, import_triton
 
@@ -28,7 +30,14 @@ def test_compile_extract_solve(kernel: str, arch: str) -> None:
     # the machine's load), then Phase 2 on the window at the Phase-1 minimum I (the full search
     # is the benchmark's job): every kernel is sat there (the backward kernels are bound by their dQ
     # atomic add through global memory, so the joint I is the modulo one)
-    r = algorithm1(g, probe=True, backend="cpsat", phase1_time_limit=None, time_limit=60)
+    r = algorithm1(
+        g,
+        SolverOptions(
+            twill=TwillSettings(
+                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=60
+            )
+        ),
+    )
     assert r.phase1_I == mii(g) and r.phase1.optimal
     assert r.optimal and r.I == mii(g)
     assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []

@@ -9,6 +9,8 @@ import pytest
 from twill.errors import InvalidProblemError
 from twill.io.graph_json import graph_from_dict, graph_to_dict
 from twill.io.triton_extract import extract_graph, extract_loops, extract_ttgir_file
+from twill.options import SolverOptions
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.validate import check_graph
 from twill.triton import SHIPPED_DIR, parse_assignments
 
@@ -187,7 +189,9 @@ def test_unsubtiled_blackwell_forward_is_unsat_at_its_phase1_minimum() -> None:
     from twill.sched.exact.algorithm1 import algorithm1
 
     g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd_plain.sm_100a.ttgir")
-    r = algorithm1(g, probe=True, phase1_time_limit=5, time_limit=20)
+    r = algorithm1(
+        g, SolverOptions(twill=TwillSettings(probe=True, solve_time_limit=5, point_time_limit=20))
+    )
     assert r.status is Status.INFEASIBLE
     assert r.points and all(p.answer == "unsat" and p.I == r.phase1_I for p in r.points)
 
@@ -200,7 +204,14 @@ def test_blackwell_forward_splits_softmax_and_correction() -> None:
     from twill.sched.verify_warps import verify_warp_schedule
 
     g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd.sm_100a.ttgir")
-    r = algorithm1(g, probe=True, backend="cpsat", phase1_time_limit=None, time_limit=60)
+    r = algorithm1(
+        g,
+        SolverOptions(
+            twill=TwillSettings(
+                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=60
+            )
+        ),
+    )
     assert r.optimal and verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
     w = r.warps
     assert {w[i.name] for i in g.instructions if i.unit == "TMA"} == {0}
@@ -222,12 +233,28 @@ def test_blackwell_forward_ablations_are_unsat_where_twill_is_sat(ablation: str)
     from twill.sched.verify_warps import WarpRules
 
     g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd.sm_100a.ttgir")
-    full = algorithm1(g, probe=True, backend="cpsat", phase1_time_limit=None, time_limit=60)
+    full = algorithm1(
+        g,
+        SolverOptions(
+            twill=TwillSettings(
+                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=60
+            )
+        ),
+    )
     assert full.optimal and full.I == full.phase1_I
     change = {"warps": g.machine.warps - 1} if ablation == "fewer_warps" else {"cross_warp": False}
     rules = WarpRules.for_graph(g, **change)
     for length in length_window(full.I, full.phase1_L):
-        assert swp_and_ws(g, full.I, length, rules=rules, time_limit=60).answer == "unsat"
+        assert (
+            swp_and_ws(
+                g,
+                full.I,
+                length,
+                SolverOptions(twill=TwillSettings(point_time_limit=60)),
+                rules=rules,
+            ).answer
+            == "unsat"
+        )
 
 
 def test_kernel_options_per_architecture(tmp_path) -> None:  # noqa: ANN001

@@ -13,28 +13,28 @@ from twill.twill_solver import twill_solve
 
 def test_zero_collapse_is_reported():
     r = normalize_costs([1000, 1000, 3])
-    assert (r.scaled, r.F, r.collapsed) == ((1, 1, 0), 3, (2,))
-    assert r.max_ratio_error == pytest.approx(1.0)
+    assert (r.solution.scaled, r.objective, r.solution.collapsed) == ((1, 1, 0), 3, (2,))
+    assert r.solution.max_ratio_error == pytest.approx(1.0)
 
 
 def test_keep_positive_prevents_collapse():
     r = normalize_costs([1000, 1000, 3], keep_positive=True)
-    assert min(r.scaled) >= 1 and r.collapsed == ()
+    assert min(r.solution.scaled) >= 1 and r.solution.collapsed == ()
 
 
 def test_exact_ratios_smallest_instance():
     r = normalize_costs([1024, 512, 1024])
-    assert (r.scaled, r.F, r.max_ratio_error) == ((2, 1, 2), 0, 0.0)
+    assert (r.solution.scaled, r.objective, r.solution.max_ratio_error) == ((2, 1, 2), 0, 0.0)
 
 
 def test_multiplicities_are_kept():
     r = normalize_costs([7, 7, 7, 7])
-    assert len(r.scaled) == 4 and r.scaled == (1, 1, 1, 1)
+    assert r.solution.scaled == (1, 1, 1, 1)
 
 
 def test_u_bounds_the_sum():
     r = normalize_costs([1000, 999, 998], U=10)
-    assert 1 <= sum(r.scaled) <= 10
+    assert 1 <= sum(r.solution.scaled) <= 10
 
 
 @pytest.mark.parametrize("bad", [[0, 1], [-3], [1.5]])
@@ -56,7 +56,7 @@ def test_graph_round_trip_fig1_in_clock_cycles():
     assert costs == [1024] * 6 and labels[3] == "delay S->P"
     g2, r = normalize_graph(g)
     check_graph(g2)
-    assert r.scaled == (1,) * 6 and g2.instruction("S").reservation == {"TC": (1,)}
+    assert r.solution.scaled == (1,) * 6 and g2.instruction("S").reservation == {"TC": (1,)}
     assert twill_solve(g2).schedule == {"S": 0, "P": 2, "O": 3}
 
 
@@ -64,6 +64,6 @@ def test_collapsed_op_reserves_nothing():
     m = MachineDescription("m", {"TC": 1})
     ins = (Instruction("big", 1000, {"TC": (1,) * 1000}), Instruction("tiny", 3, {"TC": (1,) * 3}))
     g2, r = normalize_graph(DependenceGraph("g", ins, (), m), U=2)
-    assert r.to_dict()["collapsed"] == ["cycles tiny"]
+    assert r.to_dict()["solution"]["collapsed"] == ["cycles tiny"]
     assert g2.instruction("tiny").cycles == 0 and g2.instruction("tiny").reservation == {}
     check_graph(g2)

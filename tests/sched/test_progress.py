@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from twill.io import load_graph
+from twill.options import SolverOptions
 from twill.progress import ProgressEvent
 from twill.sched.exact.algorithm1 import algorithm1
 from twill.sched.exact.search import search_min_ii
@@ -18,7 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 def test_phase1_search_reports_each_I(capsys):
     events: list[ProgressEvent] = []
-    r = search_min_ii(flash_attention_forward_hopper(), on_progress=events.append)
+    r = search_min_ii(flash_attention_forward_hopper(), SolverOptions(on_progress=events.append))
     assert r.I == 4 and r.mii == 4
     # the heuristic incumbent first (I = MII = 4), then one start and one end event for the
     # exact solve at 4 that minimises L from it
@@ -40,7 +41,9 @@ def test_phase1_search_reports_each_I(capsys):
 def test_phase1_search_reports_infeasible_I():
     """CIRCT minII_infeasible: MII = 3 is refuted by the solver, then I = 4 has a schedule."""
     events: list[ProgressEvent] = []
-    r = search_min_ii(load_graph(DATA / "circt_minII_infeasible.yaml"), on_progress=events.append)
+    r = search_min_ii(
+        load_graph(DATA / "circt_minII_infeasible.yaml"), SolverOptions(on_progress=events.append)
+    )
     heur = r.heuristic
     assert heur is not None and heur.I == 4
     assert [(e.I, e.answer, e.incumbent, e.lower_bound) for e in events] == [
@@ -56,7 +59,7 @@ def test_phase1_search_reports_infeasible_I():
 
 def test_phase2_reports_each_point():
     events: list[ProgressEvent] = []
-    r = algorithm1(flash_attention_forward_hopper(), on_progress=events.append)
+    r = algorithm1(flash_attention_forward_hopper(), SolverOptions(on_progress=events.append))
     p2 = [e for e in events if e.phase == "phase2"]
     ends = [(e.I, e.L, e.answer) for e in p2 if e.answer is not None]
     assert ends == [(p.I, p.L, p.answer) for p in r.points] and ends[-1][2] == "sat"

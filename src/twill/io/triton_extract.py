@@ -490,8 +490,8 @@ def normalise_loop(graph: DependenceGraph, U: int = 300) -> tuple[DependenceGrap
     normed, report = normalize_graph(graph, U, keep_positive=True)
     bound = mii(normed)
     if bound > UNITS_PER_BOUND:
-        budget = math.ceil(sum(report.scaled) * UNITS_PER_BOUND / bound)
-        budget = max(len(report.costs), budget)
+        budget = math.ceil(sum(report.solution.scaled) * UNITS_PER_BOUND / bound)
+        budget = max(len(report.solution.costs), budget)
         if budget < U:
             normed, report = normalize_graph(graph, budget, keep_positive=True)
     return normed, report
@@ -556,7 +556,7 @@ def extract_loops(
         scale = 1.0
         if normalize and graph.instructions:
             graph, report = normalise_loop(graph, U)
-            scale = sum(report.scaled) / max(1, sum(report.costs))
+            scale = sum(report.solution.scaled) / max(1, sum(report.solution.costs))
         reductions = sum(1 for n in builder.nodes.values() if n.op.name in ("tt.reduce", "tt.scan"))
         out.append(
             ExtractedLoop(

@@ -476,10 +476,10 @@ def solve_for_compile(
     ``time_limit`` seconds per Phase-1 solve, at most a minute per Phase-2 call, and the whole
     search by ``deadline`` (a ``time.monotonic()`` value) when given."""
     from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.exact.settings import TwillSettings, twill_options
 
-    return algorithm1(
-        graph, backend="cpsat", phase1_time_limit=time_limit, time_limit=60.0, deadline=deadline
-    )
+    settings = TwillSettings(backend="cpsat", solve_time_limit=time_limit, point_time_limit=60.0)
+    return algorithm1(graph, twill_options(settings, deadline))
 
 
 def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:

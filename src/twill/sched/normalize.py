@@ -22,7 +22,9 @@ Decisions (spec §6 DECIDE):
   ``row[floor(k*c/c')]`` at position ``k`` (uniform rows stay uniform); ``c' = 0`` leaves an
   empty reservation (the op then uses no resource).
 
-Reported: ``F``, the worst ratio error ``max_i |C'[i]/(s*C[i]) - 1|`` with the common scale
+The answer is a :class:`~twill.results.SolveResult`: ``objective`` is ``F`` (proven minimal
+when OPTIMAL), ``solution`` a :class:`CostScaling` with the scaled pool and what it costs in
+accuracy: the worst ratio error ``max_i |C'[i]/(s*C[i]) - 1|`` with the common scale
 ``s = sum C' / sum C``, and the indices of every cost collapsed to 0.
 
 Preconditions: costs are positive integers; the solver is CBC through PuLP.
@@ -37,50 +39,49 @@ from typing import Any
 
 from twill._interrupt import solve_pulp
 from twill.errors import InvalidProblemError
-from twill.results import Status
+from twill.results import SolveResult, Status
 from twill.sched.ir import DependenceGraph
 
-__all__ = ["NormalizationResult", "normalize_costs", "graph_costs", "normalize_graph"]
+__all__ = ["CostScaling", "normalize_costs", "graph_costs", "normalize_graph"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class NormalizationResult:
-    """Outcome of the §5.2 ZLP.
+class CostScaling:
+    """The §5.2 ZLP's solution: a pool of costs and its normalised copy (the payload of
+    :func:`normalize_costs`'s :class:`~twill.results.SolveResult`, whose ``objective`` is
+    ``F``, the optimal maximum pairwise cross-product error).
 
     Attributes
     ----------
     costs, scaled
         The original pool ``C`` and the normalised ``C'`` (same positions).
-    F
-        The optimal maximum pairwise cross-product error.
     max_ratio_error
         ``max_i |C'[i] / (s*C[i]) - 1|`` with ``s = sum C' / sum C``.
     collapsed
         Indices ``i`` with ``C[i] > 0`` and ``C'[i] = 0``.
+    U
+        The budget: ``1 <= sum C' <= U``.
     labels
         What each position is (``"cycles S"``, ``"delay S->P"``, ...) when from a graph.
     """
 
     costs: tuple[int, ...]
     scaled: tuple[int, ...]
-    F: int
     max_ratio_error: float
     collapsed: tuple[int, ...]
     U: int
-    status: Status
     labels: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (collapsed costs by label when there are labels)."""
         return {
             "costs": list(self.costs),
             "scaled": list(self.scaled),
-            "F": self.F,
             "max_ratio_error": round(self.max_ratio_error, 6),
             "collapsed": [self.labels[i] if self.labels else i for i in self.collapsed],
             "U": self.U,
-            "status": self.status.value,
         }
 
 
@@ -131,7 +132,7 @@ def normalize_costs(
     keep_positive: bool = False,
     time_limit: float | None = None,
     labels: Sequence[str] = (),
-) -> NormalizationResult:
+) -> SolveResult:
     """Scale positive integer costs to small integers with the paper's ZLP.
 
     Parameters
@@ -145,11 +146,13 @@ def normalize_costs(
     time_limit
         Seconds per solve; a limit hit gives status FEASIBLE or UNKNOWN.
     labels
-        Optional names of the positions, used in :meth:`NormalizationResult.to_dict`.
+        Optional names of the positions, used in :meth:`CostScaling.to_dict`.
 
     Returns
     -------
-    NormalizationResult
+    SolveResult
+        ``objective``: ``F``; ``solution``: the :class:`CostScaling`; ``status`` OPTIMAL
+        when CBC proved both solves, else FEASIBLE.
 
     Raises
     ------
@@ -167,7 +170,7 @@ def normalize_costs(
     Examples
     --------
     >>> r = normalize_costs([1000, 1000, 3])
-    >>> r.scaled, r.F, r.collapsed
+    >>> r.solution.scaled, r.objective, r.solution.collapsed
     ((1, 1, 0), 3, (2,))
     """
     bad = [c for c in costs if isinstance(c, bool) or not isinstance(c, int) or c <= 0]
@@ -178,7 +181,7 @@ def normalize_costs(
     if keep_positive and len(costs) > U:
         raise InvalidProblemError(f"keep_positive needs U >= {len(costs)} (one per cost)")
     if not costs:
-        return NormalizationResult((), (), 0, 0.0, (), U, Status.OPTIMAL, tuple(labels))
+        return _answer(Status.OPTIMAL, 0, CostScaling((), (), 0.0, (), U, tuple(labels)))
     distinct = sorted(set(costs))
     counts = [costs.count(d) for d in distinct]
     status, unit, f = _solve_zlp(distinct, counts, U, keep_positive, None, time_limit)
@@ -196,9 +199,16 @@ def normalize_costs(
     collapsed = tuple(i for i, v in enumerate(values) if v == 0)
     log.info("normalised %d costs: F=%d, worst ratio error %.3f, %d collapsed",
              len(costs), f, err, len(collapsed))  # fmt: skip
-    return NormalizationResult(
-        tuple(costs), tuple(values), int(f), err, collapsed, U, status, tuple(labels)
-    )
+    return _answer(status, int(f), CostScaling(tuple(costs), tuple(values), err, collapsed, U,
+                                               tuple(labels)))  # fmt: skip
+
+
+def _answer(status: Status, f: int, scaling: CostScaling) -> SolveResult:
+    """The ZLP's answer in the shared shape: ``F`` as the objective, the scaling as the
+    solution."""
+    return SolveResult(status, solution=scaling, objective=f,
+                       objective_unit="max pairwise cross-product error (F)",
+                       settings={"U": scaling.U})  # fmt: skip
 
 
 def graph_costs(graph: DependenceGraph) -> tuple[list[int], list[str]]:
@@ -231,19 +241,20 @@ def normalize_graph(
     *,
     keep_positive: bool = False,
     time_limit: float | None = None,
-) -> tuple[DependenceGraph, NormalizationResult]:
+) -> tuple[DependenceGraph, SolveResult]:
     """Normalise every cost of ``graph`` (pool: :func:`graph_costs`) and rebuild it.
 
     Returns
     -------
-    (DependenceGraph, NormalizationResult)
-        The rescaled graph (same names, edges and machine) and the ZLP report.
+    (DependenceGraph, SolveResult)
+        The rescaled graph (same names, edges and machine) and the ZLP's answer
+        (:func:`normalize_costs`; its solution is the :class:`CostScaling`).
     """
     costs, labels = graph_costs(graph)
     result = normalize_costs(
         costs, U, keep_positive=keep_positive, time_limit=time_limit, labels=labels
     )
-    it = iter(result.scaled)
+    it = iter(result.solution.scaled)
     new_ins = []
     for ins in graph.instructions:
         if ins.cycles > 0:

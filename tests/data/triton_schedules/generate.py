@@ -18,8 +18,10 @@ from pathlib import Path
 
 from twill.io.triton_build import private_cache
 from twill.io.triton_peer import twill_graph
+from twill.options import SolverOptions
 from twill.sched.exact.algorithm1 import algorithm1
 from twill.sched.exact.search import search_min_ii
+from twill.sched.exact.settings import TwillSettings, twill_options
 from twill.triton import SHIPPED_DIR, kernel_spec
 
 VARIANTS = {
@@ -37,13 +39,15 @@ def solve(name: str, arch: str, limit: float) -> dict:
         lp, _ = twill_graph(ks)
     g = lp.graph
     t0 = time.monotonic()
-    r = algorithm1(g, backend="cpsat", phase1_time_limit=limit, time_limit=60.0,
-                   deadline=t0 + limit)  # fmt: skip
+    settings = TwillSettings(backend="cpsat", solve_time_limit=limit, point_time_limit=60.0)
+    r = algorithm1(g, twill_options(settings, t0 + limit))
     if r.I is not None and r.schedule is not None:
         how = f"Algorithm 1 ({getattr(r.status, 'value', r.status)}, {time.monotonic() - t0:.0f} s)"
         return {"I": r.I, "L": r.L, "optimal": r.optimal, "how": how,
                 "schedule": dict(r.schedule), "assignment": dict(r.assignment or {})}  # fmt: skip
-    p1 = search_min_ii(g, backend="cpsat", time_limit=limit)
+    p1 = search_min_ii(
+        g, SolverOptions(twill=TwillSettings(backend="cpsat", solve_time_limit=limit))
+    )
     length = max(s + max(g.instruction(v).cycles, 1) for v, s in p1.schedule.items())
     how = f"Phase 1 only: no joint answer within {limit:g} s; no warp assignment"
     return {"I": p1.I, "L": length, "optimal": False, "how": how,

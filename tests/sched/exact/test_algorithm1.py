@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from twill.kernels import flash_attention_forward_blackwell, flash_attention_forward_simplified
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.exact.algorithm1 import algorithm1, length_window
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.verify_warps import WarpRules
 from twill.twill_solver import twill_solve
 
@@ -23,12 +25,20 @@ def test_simplified_optimal_with_warps():
 
 def test_probe_mode_ends_unsat_ablation_with_proofs():
     g = flash_attention_forward_blackwell()
-    r = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False))
+    r = algorithm1(
+        g,
+        SolverOptions(twill=TwillSettings(probe=True)),
+        rules=WarpRules.for_graph(g, cross_warp=False),
+    )
     assert r.status is Status.INFEASIBLE and r.I is None
     # LEN(M) = 5 is asked first, then one refutation at the window's top covers [5, 6]
     assert [(p.I, p.from_L, p.L, p.answer) for p in r.points] == [
         (2, None, 5, "unsat"), (2, 5, 6, "unsat")]  # fmt: skip
-    scan = algorithm1(g, probe=True, rules=WarpRules.for_graph(g, cross_warp=False), window="scan")
+    scan = algorithm1(
+        g,
+        SolverOptions(twill=TwillSettings(probe=True, window="scan")),
+        rules=WarpRules.for_graph(g, cross_warp=False),
+    )
     assert [(p.I, p.L, p.answer) for p in scan.points] == [(2, 5, "unsat"), (2, 6, "unsat")]
 
 
@@ -59,9 +69,9 @@ def test_options_apply_through_solve(monkeypatch):
 
     limits: list = []
 
-    def spy(*args, **kw):
-        limits.append((kw["time_limit"], kw["deadline"]))
-        return real(*args, **kw)
+    def spy(graph, ii, low, options, **kw):
+        limits.append((options.twill.point_time_limit, options.deadline))
+        return real(graph, ii, low, options, **kw)
 
     real = a1.solve_window
     monkeypatch.setattr(a1, "solve_window", spy)
@@ -83,8 +93,10 @@ def test_workers_examine_later_intervals_at_once_with_the_same_answer():
     from twill.kernels import flash_attention_backward_hopper
 
     g = flash_attention_backward_hopper()
-    alone = algorithm1(g, backend="cpsat")
-    both = algorithm1(g, backend="cpsat", threads=2, workers=2, max_I=9)
+    alone = algorithm1(g, SolverOptions(twill=TwillSettings(backend="cpsat")))
+    both = algorithm1(
+        g, SolverOptions(threads=2, workers=2, twill=TwillSettings(backend="cpsat")), max_I=9
+    )
     assert (both.I, both.L, both.optimal, both.L_optimal) == (6, 6, True, True)
     assert (alone.I, alone.L, alone.optimal) == (both.I, both.L, both.optimal)
     assert [(p.I, p.L, p.answer) for p in both.points] == [

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from twill.io import load_graph
+from twill.options import SolverOptions
 from twill.sched.exact.search import search_min_ii
+from twill.sched.exact.settings import TwillSettings
 from twill.verify import verify_modulo_schedule
 
 HATSCHET = Path(__file__).resolve().parents[3] / "data" / "hatschet"
@@ -46,7 +48,12 @@ def test_backends_agree_and_verify(name):
     for backend in ("cbc", "cpsat"):
         # the minimum-I proof needs only feasibility per I; L gets 2 s (compared if proven)
         r = search_min_ii(
-            graph, backend=backend, tie_break=False, time_limit=60, length_time_limit=2
+            graph,
+            SolverOptions(
+                twill=TwillSettings(
+                    backend=backend, tie_break=False, solve_time_limit=60, length_time_limit=2
+                )
+            ),
         )
         assert r.optimal, f"{backend}: minimum I not proven"
         assert verify_modulo_schedule(graph, r.schedule, r.I) == []

@@ -12,8 +12,10 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.sched.exact.test_phase1 import tiny_graphs
 from twill.io import load_graph
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.exact.search import search_min_ii
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.generate import unroll
 from twill.sched.kernels import flash_attention_forward_simplified
 from twill.sched.verify import verify_modulo_schedule
@@ -33,8 +35,12 @@ SMALL = [
 @pytest.mark.parametrize("backend", ["cbc", "cpsat"])
 def test_warm_and_cold_agree_on_small_loops(benchmark_data, name, backend):
     g = load_graph(benchmark_data / "hatschet" / f"{name}.graphml")
-    warm = search_min_ii(g, backend=backend, length_time_limit=2)
-    cold = search_min_ii(g, backend=backend, length_time_limit=2, incumbent=False)
+    warm = search_min_ii(
+        g, SolverOptions(twill=TwillSettings(backend=backend, length_time_limit=2))
+    )
+    cold = search_min_ii(
+        g, SolverOptions(twill=TwillSettings(backend=backend, length_time_limit=2, incumbent=False))
+    )
     assert warm.optimal and cold.optimal and warm.I == cold.I
     used = [a.stats.get("guide") or a.stats.get("decide") == "skipped (incumbent)"
             for a in warm.attempts]  # fmt: skip
@@ -46,7 +52,10 @@ def test_warm_and_cold_agree_on_small_loops(benchmark_data, name, backend):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_graphs())
 def test_warm_and_cold_agree_on_random_graphs(graph):
-    warm, cold = search_min_ii(graph), search_min_ii(graph, incumbent=False)
+    warm, cold = (
+        search_min_ii(graph),
+        search_min_ii(graph, SolverOptions(twill=TwillSettings(incumbent=False))),
+    )
     assert (warm.I, warm.optimal, warm.status) == (cold.I, cold.optimal, cold.status)
     if warm.L_optimal and cold.L_optimal:
         assert warm.L == cold.L
@@ -57,7 +66,7 @@ def test_time_out_returns_the_incumbent(benchmark_data):
     proof, so the answer is the verified incumbent, FEASIBLE, with its gap."""
     g = unroll(load_graph(benchmark_data / "hatschet" / "MachSuite" / "aes2" / "graph4.graphml"), 4)
     t0 = time.perf_counter()
-    r = search_min_ii(g, backend="cpsat", total_time_limit=1.0)
+    r = search_min_ii(g, SolverOptions(time_limit=1.0, twill=TwillSettings(backend="cpsat")))
     assert time.perf_counter() - t0 < 1.0 * 1.05 + 1 + 3  # generous: a bound, not a timing
     assert r.status is Status.FEASIBLE and not r.optimal
     assert r.heuristic is not None and r.I <= r.heuristic.I

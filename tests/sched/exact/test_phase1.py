@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from twill.errors import InvalidProblemError
 from twill.io import load_graph
 from twill.kernels import KERNELS, flash_attention_forward_simplified
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact.phase1 import _ed97_rows, _greedy_hint, solve_phase1
 from twill.sched.exact.reduced import build_reduced_model
 from twill.sched.exact.search import search_min_ii, serial_ii_cap
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.exact.window import energetic_arcs, longest_matrix
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.verify import verify_modulo_schedule
@@ -29,19 +31,29 @@ BACKENDS = ["cbc", "cpsat"]
 @pytest.mark.parametrize("backend", BACKENDS)
 class TestFig1:
     def test_golden(self, backend):
-        r = search_min_ii(flash_attention_forward_simplified(), backend=backend)
+        r = search_min_ii(
+            flash_attention_forward_simplified(),
+            SolverOptions(twill=TwillSettings(backend=backend)),
+        )
         assert (r.I, r.L, r.optimal, r.L_optimal) == (2, 4, True, True)
         assert r.schedule == {"S": 0, "P": 2, "O": 3}  # the paper's ALAP tie-break
         assert [(c.I, c.verdict, c.by) for c in r.certificate] == [(1, "below_bound", "ResMII")]
 
     def test_ii1_infeasible_and_tie_break_off(self, backend):
         g = flash_attention_forward_simplified()
-        assert solve_phase1(g, 1, backend=backend).status is Status.INFEASIBLE
-        r = solve_phase1(g, 2, backend=backend, tie_break=False)
+        assert (
+            solve_phase1(g, 1, SolverOptions(twill=TwillSettings(backend=backend))).status
+            is Status.INFEASIBLE
+        )
+        r = solve_phase1(g, 2, SolverOptions(twill=TwillSettings(backend=backend, tie_break=False)))
         assert r.status is Status.OPTIMAL and r.L == 4 and r.schedule["P"] in (1, 2)
 
     def test_larger_ii(self, backend):
-        r = solve_phase1(flash_attention_forward_simplified(), 3, backend=backend)
+        r = solve_phase1(
+            flash_attention_forward_simplified(),
+            3,
+            SolverOptions(twill=TwillSettings(backend=backend)),
+        )
         assert r.L == 3 and r.schedule == {"S": 0, "P": 1, "O": 2}
 
 
@@ -59,7 +71,7 @@ EXPECTED_KERNEL_I = {
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernels_min_ii(name, backend):
     g = KERNELS[name]()
-    r = search_min_ii(g, backend=backend)
+    r = search_min_ii(g, SolverOptions(twill=TwillSettings(backend=backend)))
     assert r.I == EXPECTED_KERNEL_I[name] and r.optimal
     assert verify_modulo_schedule(g, r.schedule, r.I) == []
 
@@ -82,7 +94,7 @@ CIRCT = [
 def test_circt_problems(fname, rmii, cmii, ii, backend):
     g = load_graph(DATA / fname)
     assert (res_mii(g), rec_mii(g)) == (rmii, cmii)
-    r = search_min_ii(g, backend=backend)
+    r = search_min_ii(g, SolverOptions(twill=TwillSettings(backend=backend)))
     assert r.I == ii and r.optimal
     below = {c.I: c.verdict for c in r.certificate}
     assert set(below) == set(range(1, ii))
@@ -92,10 +104,14 @@ def test_circt_problems(fname, rmii, cmii, ii, backend):
 
 def test_timeout_is_never_infeasible():
     g = load_graph(DATA / "circt_minII_infeasible.yaml")
-    r = solve_phase1(g, 3, backend="cpsat", time_limit=1e-6)
+    r = solve_phase1(
+        g, 3, SolverOptions(twill=TwillSettings(backend="cpsat", solve_time_limit=1e-6))
+    )
     assert r.status in (Status.UNKNOWN, Status.INFEASIBLE)
     if r.status is Status.UNKNOWN:
-        s = search_min_ii(g, backend="cpsat", time_limit=1e-6, max_I=3)
+        s = search_min_ii(
+            g, SolverOptions(twill=TwillSettings(backend="cpsat", solve_time_limit=1e-6)), max_I=3
+        )
         assert s.status is Status.UNKNOWN and not s.optimal
 
 
@@ -104,8 +120,8 @@ def test_unknown_below_answer_is_not_optimal(monkeypatch):
 
     real = search.solve_phase1
 
-    def fake(graph, ii, **kw):
-        r = real(graph, ii, **kw)
+    def fake(graph, ii, *args, **kw):
+        r = real(graph, ii, *args, **kw)
         if ii == 3:
             return type(r)(Status.UNKNOWN, ii, None, None, r.backend, 0.0, r.stage_bound)
         return r
@@ -121,7 +137,7 @@ def test_bad_arguments():
     with pytest.raises(InvalidProblemError, match="II must be an integer >= 1, found 0"):
         solve_phase1(g, 0)
     with pytest.raises(InvalidProblemError, match="backend must be one of cbc, cpsat"):
-        solve_phase1(g, 2, backend="gurobi")
+        solve_phase1(g, 2, SolverOptions(twill=TwillSettings(backend="gurobi")))
     with pytest.raises(InvalidProblemError, match="max_I must be an integer >= 1"):
         search_min_ii(g, max_I=0)
 
@@ -181,7 +197,7 @@ def test_brute_force_agrees_with_both_backends(graph):
     max_ii = 4
     expected = brute_force(graph, max_ii)
     for backend in BACKENDS:
-        r = search_min_ii(graph, backend=backend, max_I=max_ii)
+        r = search_min_ii(graph, SolverOptions(twill=TwillSettings(backend=backend)), max_I=max_ii)
         got = (r.I, r.L) if r.I is not None else None
         assert got == expected, backend
         if r.I is not None:
@@ -192,7 +208,10 @@ def test_serial_cap_is_feasible():
     for name, factory in KERNELS.items():
         g = factory()
         cap = serial_ii_cap(g)
-        assert solve_phase1(g, cap, tie_break=False).status is Status.OPTIMAL, name
+        assert (
+            solve_phase1(g, cap, SolverOptions(twill=TwillSettings(tie_break=False))).status
+            is Status.OPTIMAL
+        ), name
 
 
 # --------------------------------------------------------------------------------------------
@@ -203,7 +222,11 @@ CONFIGS = [("cbc", "ed97"), ("cbc", "standard"), ("cpsat", "standard"), ("cpsat"
 
 
 def outcome(graph, ii, backend, encoding):
-    r = solve_phase1(graph, ii, backend=backend, encoding=encoding, tie_break=False)
+    r = solve_phase1(
+        graph,
+        ii,
+        SolverOptions(twill=TwillSettings(backend=backend, encoding=encoding, tie_break=False)),
+    )
     assert r.status in (Status.OPTIMAL, Status.INFEASIBLE)
     return r.status, r.L
 
@@ -250,7 +273,12 @@ def test_residue_encoding_and_hints_agree_on_random_graphs(graph):
             ("cpsat", "residue", True),
         ]:
             r = solve_phase1(
-                graph, ii, backend=backend, encoding=encoding, hint=hint, tie_break=False
+                graph,
+                ii,
+                SolverOptions(
+                    twill=TwillSettings(backend=backend, encoding=encoding, tie_break=False)
+                ),
+                hint=hint,
             )
             assert r.status in (Status.OPTIMAL, Status.INFEASIBLE)
             got.add((r.status, r.L))
@@ -264,7 +292,7 @@ def test_residue_encoding_and_hints_agree_on_random_graphs(graph):
 def test_residue_encoding_needs_cpsat_and_single_rows():
     g = flash_attention_forward_simplified()
     with pytest.raises(InvalidProblemError, match="residue"):
-        solve_phase1(g, 2, backend="cbc", encoding="residue")
+        solve_phase1(g, 2, SolverOptions(twill=TwillSettings(backend="cbc", encoding="residue")))
 
 
 def test_ed97_rows_reduce_to_the_dependence():
@@ -279,7 +307,11 @@ def test_ed97_rows_reduce_to_the_dependence():
 
 def test_unknown_encoding():
     with pytest.raises(InvalidProblemError, match="encoding must be one of ed97, standard"):
-        solve_phase1(flash_attention_forward_simplified(), 2, encoding="x")
+        solve_phase1(
+            flash_attention_forward_simplified(),
+            2,
+            SolverOptions(twill=TwillSettings(encoding="x")),
+        )
 
 
 def test_cbc_time_limit_is_unknown_not_infeasible(benchmark_data):
@@ -287,9 +319,19 @@ def test_cbc_time_limit_is_unknown_not_infeasible(benchmark_data):
     g = load_graph(benchmark_data / "hatschet" / "MachSuite" / "aes2" / "graph2.graphml")
     # the full model: CBC proves I = 19 infeasible only after about 40 s (I = 16 takes 6 s,
     # too close to the 1 s limit on a fast machine); the window model settles both quickly
-    r = solve_phase1(g, 19, backend="cbc", time_limit=1, tie_break=False, decide="full")
+    r = solve_phase1(
+        g,
+        19,
+        SolverOptions(
+            twill=TwillSettings(backend="cbc", solve_time_limit=1, tie_break=False, decide="full")
+        ),
+    )
     assert r.status is Status.UNKNOWN and r.schedule is None
-    feasible = solve_phase1(g, 24, backend="cbc", time_limit=1, tie_break=False)
+    feasible = solve_phase1(
+        g,
+        24,
+        SolverOptions(twill=TwillSettings(backend="cbc", solve_time_limit=1, tie_break=False)),
+    )
     assert feasible.status in (Status.OPTIMAL, Status.FEASIBLE, Status.UNKNOWN)
     if feasible.schedule is not None:
         assert verify_modulo_schedule(g, feasible.schedule, 24) == []
@@ -367,10 +409,20 @@ def test_window_decision_agrees_with_residue_enumeration(graph):
     for ii in range(max(1, rec_mii(graph)), 5):
         expected = feasible_by_residues(graph, ii)
         for backend in BACKENDS:
-            r = solve_phase1(graph, ii, backend=backend, tie_break=False, length_time_limit=5)
+            r = solve_phase1(
+                graph,
+                ii,
+                SolverOptions(
+                    twill=TwillSettings(backend=backend, tie_break=False, length_time_limit=5)
+                ),
+            )
             assert r.status is not Status.UNKNOWN
             assert (r.schedule is not None) == expected, (backend, ii)
-        full = solve_phase1(graph, ii, backend="cpsat", tie_break=False, decide="full")
+        full = solve_phase1(
+            graph,
+            ii,
+            SolverOptions(twill=TwillSettings(backend="cpsat", tie_break=False, decide="full")),
+        )
         assert (full.schedule is not None) == expected, ii
 
 
@@ -378,9 +430,21 @@ def test_window_model_settles_the_hard_hls_loops(benchmark_data):
     """md_grid/graph7: MII 39, nothing below 43 (the full model left 41, 42 UNKNOWN)."""
     g = load_graph(benchmark_data / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
     for backend in BACKENDS:
-        r = solve_phase1(g, 42, backend=backend, time_limit=30, tie_break=False)
+        r = solve_phase1(
+            g,
+            42,
+            SolverOptions(
+                twill=TwillSettings(backend=backend, solve_time_limit=30, tie_break=False)
+            ),
+        )
         assert r.status is Status.INFEASIBLE, backend
-        r = solve_phase1(g, 43, backend=backend, time_limit=30, length_time_limit=1)
+        r = solve_phase1(
+            g,
+            43,
+            SolverOptions(
+                twill=TwillSettings(backend=backend, solve_time_limit=30, length_time_limit=1)
+            ),
+        )
         assert r.schedule is not None and verify_modulo_schedule(g, r.schedule, 43) == []
 
 
@@ -388,7 +452,15 @@ def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(benchmark_dat
     """Every implied arc holds in a schedule found without them (full model), and at I = 42
     they close a positive circuit on their own (no solver call)."""
     g = load_graph(benchmark_data / "hatschet" / "MachSuite" / "md_grid" / "graph7.graphml")
-    r = solve_phase1(g, 43, backend="cpsat", decide="full", tie_break=False, time_limit=30)
+    r = solve_phase1(
+        g,
+        43,
+        SolverOptions(
+            twill=TwillSettings(
+                backend="cpsat", decide="full", tie_break=False, solve_time_limit=30
+            )
+        ),
+    )
     model = build_reduced_model(g, 43)
     arcs, circuit = energetic_arcs(model, longest_matrix(model.kept, model.arcs))
     assert arcs and not circuit
@@ -400,4 +472,6 @@ def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(benchmark_dat
 
 def test_unknown_decide():
     with pytest.raises(InvalidProblemError, match="decide must be one of window, full"):
-        solve_phase1(flash_attention_forward_simplified(), 2, decide="x")
+        solve_phase1(
+            flash_attention_forward_simplified(), 2, SolverOptions(twill=TwillSettings(decide="x"))
+        )

@@ -13,9 +13,11 @@ from twill.kernels import (
     flash_attention_forward_hopper,
     flash_attention_forward_simplified,
 )
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.exact.algorithm1 import algorithm1
 from twill.sched.exact.phase2 import build_phase2_model, swp_and_ws
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.verify_warps import WarpRules, slots_needed, verify_warp_schedule
 
@@ -32,9 +34,15 @@ class TestFig1:
     def test_unsat_below_and_sat_at_2_4(self):
         g = fig1()
         for enc in ("compact", "grid"):
-            assert swp_and_ws(g, 1, 3, encoding=enc).answer == "unsat"
-            assert swp_and_ws(g, 2, 3, encoding=enc).answer == "unsat"
-            r = swp_and_ws(g, 2, 4, encoding=enc)
+            assert (
+                swp_and_ws(g, 1, 3, SolverOptions(twill=TwillSettings(phase2_encoding=enc))).answer
+                == "unsat"
+            )
+            assert (
+                swp_and_ws(g, 2, 3, SolverOptions(twill=TwillSettings(phase2_encoding=enc))).answer
+                == "unsat"
+            )
+            r = swp_and_ws(g, 2, 4, SolverOptions(twill=TwillSettings(phase2_encoding=enc)))
             assert r.answer == "sat" and r.n == 2 and r.T == 6
             assert r.schedule["S"] == 0 and r.schedule["O"] == 3 and r.schedule["P"] in (1, 2)
             assert verify_warp_schedule(g, r.schedule, r.assignment, 2, 4) == []
@@ -112,7 +120,13 @@ def test_encodings_agree_with_exhaustive_oracle():
         for ii, length in [(1, 2), (2, 3), (2, 4), (3, 4)]:
             want = oracle(g, ii, length, rules)
             for enc, sym in [("compact", True), ("grid", False), ("compact", False)]:
-                r = swp_and_ws(g, ii, length, rules=rules, encoding=enc, symmetry_breaking=sym)
+                r = swp_and_ws(
+                    g,
+                    ii,
+                    length,
+                    SolverOptions(twill=TwillSettings(phase2_encoding=enc, symmetry_breaking=sym)),
+                    rules=rules,
+                )
                 assert (r.answer == "sat") == want, (g, ii, length, enc, sym)
             checked += 1
             sat += want
@@ -230,7 +244,9 @@ class TestBlackwellFA4:
 
     def test_no_subtiling_ablation_unsat_at_its_phase1_optimum(self):
         g = flash_attention_forward_blackwell(subtiled=False)
-        r = algorithm1(g, probe=True)  # only the window at the Phase-1 optimal I
+        r = algorithm1(
+            g, SolverOptions(twill=TwillSettings(probe=True))
+        )  # only the window at the Phase-1 optimal I
         assert r.phase1_I == 3 and r.status is Status.INFEASIBLE
         assert r.points and all(p.I == 3 and p.answer == "unsat" for p in r.points)
         # the cause is granularity: two 256-row softmax tiles live at once exceed the
@@ -244,15 +260,27 @@ class TestTimeout:
 
     def test_phase2_timeout_is_unknown(self):
         g = flash_attention_forward_blackwell()
-        r = swp_and_ws(g, 2, 6, time_limit=1e-6, rules=WarpRules.for_graph(g, cross_warp=False))
+        r = swp_and_ws(
+            g,
+            2,
+            6,
+            SolverOptions(twill=TwillSettings(point_time_limit=1e-6)),
+            rules=WarpRules.for_graph(g, cross_warp=False),
+        )
         assert r.answer == "unknown" and r.status is Status.UNKNOWN and r.schedule is None
 
     def test_algorithm1_timeout_is_never_infeasible_or_optimal(self):
         g = flash_attention_forward_blackwell()
         rules = WarpRules.for_graph(g, cross_warp=False)  # unsat when it finishes
-        r = algorithm1(g, probe=True, rules=rules, time_limit=1e-6)
+        r = algorithm1(
+            g, SolverOptions(twill=TwillSettings(probe=True, point_time_limit=1e-6)), rules=rules
+        )
         assert [p.answer for p in r.points] == ["unknown"]  # the window's top: no verdict
         assert r.status is Status.UNKNOWN and not r.optimal
-        r = algorithm1(g, probe=True, rules=rules, time_limit=1e-6, window="scan")
+        r = algorithm1(
+            g,
+            SolverOptions(twill=TwillSettings(probe=True, point_time_limit=1e-6, window="scan")),
+            rules=rules,
+        )
         assert [p.answer for p in r.points] == ["unknown", "unknown"]
         assert r.status is Status.UNKNOWN and not r.optimal

@@ -13,10 +13,12 @@ from twill.kernels import (
     flash_attention_forward_blackwell,
     flash_attention_forward_hopper,
 )
+from twill.options import SolverOptions
 from twill.sched.exact.algorithm1 import algorithm1, length_window
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import build_phase2_model, start_windows, swp_and_ws
 from twill.sched.exact.phase2_window import solve_window
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.verify_warps import WarpRules, verify_warp_schedule
 
@@ -94,7 +96,7 @@ def test_every_selector_answers_like_its_own_model():
 )  # fmt: skip
 def test_monotone_and_scan_searches_agree(kernel):
     g = kernel()
-    a, b = algorithm1(g), algorithm1(g, window="scan")
+    a, b = algorithm1(g), algorithm1(g, SolverOptions(twill=TwillSettings(window="scan")))
     assert (a.I, a.L, a.optimal, a.L_optimal, a.status) == (b.I, b.L, b.optimal, b.L_optimal,
                                                           b.status)  # fmt: skip
     assert verify_warp_schedule(g, a.schedule, a.assignment, a.I, a.L) == []
@@ -129,12 +131,20 @@ def test_unknown_window_search_is_an_error():
     from twill.errors import InvalidProblemError
 
     with pytest.raises(InvalidProblemError, match="window must be one of monotone, scan"):
-        algorithm1(flash_attention_forward_blackwell(), window="binary")
+        algorithm1(
+            flash_attention_forward_blackwell(), SolverOptions(twill=TwillSettings(window="binary"))
+        )
 
 
 def test_time_limit_gives_unknown_never_unsat():
     g = flash_attention_forward_blackwell()
-    out = solve_window(g, 2, 5, rules=WarpRules.for_graph(g, cross_warp=False), time_limit=1e-6)
+    out = solve_window(
+        g,
+        2,
+        5,
+        SolverOptions(twill=TwillSettings(point_time_limit=1e-6)),
+        rules=WarpRules.for_graph(g, cross_warp=False),
+    )
     assert out.answer == "unknown" and out.final is None and not out.first_proven
     assert out.checks and {r.answer for r in out.checks} == {"unknown"}
 
@@ -149,8 +159,11 @@ def test_unsat_window_with_unproven_length_is_not_infeasible():
     g = flash_attention_forward_blackwell()
     rules = WarpRules.for_graph(g, cross_warp=False)  # unsat in the whole first window
     p1 = search_min_ii(g)
-    assert algorithm1(g, phase1=p1, probe=True, rules=rules).status is Status.INFEASIBLE
+    assert (
+        algorithm1(g, SolverOptions(twill=TwillSettings(probe=True)), phase1=p1, rules=rules).status
+        is Status.INFEASIBLE
+    )
     unproven = dataclasses.replace(p1, L_optimal=False)
-    r = algorithm1(g, phase1=unproven, probe=True, rules=rules)
+    r = algorithm1(g, SolverOptions(twill=TwillSettings(probe=True)), phase1=unproven, rules=rules)
     assert r.status is Status.UNKNOWN and not r.optimal
     assert r.points and {p.answer for p in r.points} == {"unsat"}  # LEN(M), then the top

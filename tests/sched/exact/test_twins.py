@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 
 from tests.sched.exact.test_phase1 import feasible_by_residues, small_cyclic_graphs
 from twill.io import load_graph
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.bounds import rec_mii
 from twill.sched.exact.phase1 import BACKENDS, solve_phase1
 from twill.sched.exact.reduced import build_reduced_model
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.exact.window import build_window_model, decide_cbc, decide_cpsat
 from twill.sched.ir import DependenceGraph, Edge
 
@@ -51,7 +53,13 @@ def test_twin_rows_keep_the_answer_of_the_exhaustive_enumeration(graph):
                 for twins in wm.twins:
                     assert [times[v] for v in twins] == sorted(times[v] for v in twins)
         for backend in BACKENDS:  # end to end: lifted, L minimised, verified
-            r = solve_phase1(graph, ii, backend=backend, tie_break=False, length_time_limit=5)
+            r = solve_phase1(
+                graph,
+                ii,
+                SolverOptions(
+                    twill=TwillSettings(backend=backend, tie_break=False, length_time_limit=5)
+                ),
+            )
             assert (r.schedule is not None) == expected, (backend, ii)
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from twill.kernels import KERNELS
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.exact.algorithm1 import algorithm1
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.exact.witness import sequential_witness
 from twill.sched.verify_warps import verify_warp_schedule
 
@@ -24,7 +26,7 @@ def test_time_limits_leave_the_witness_not_infeasible() -> None:
     verified schedule called FEASIBLE, never INFEASIBLE."""
     g = KERNELS["flash_attention_forward_hopper"]()
     w = sequential_witness(g)
-    r = algorithm1(g, time_limit=1e-9)
+    r = algorithm1(g, SolverOptions(twill=TwillSettings(point_time_limit=1e-9)))
     assert r.status in (Status.FEASIBLE, Status.OPTIMAL) and r.I is not None
     assert max(p.I for p in r.points) <= w.I
     assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []

@@ -32,24 +32,23 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
-from twill.progress import OnProgress, ProgressEvent, emit
+from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings, WarpSchedule
 from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase1 import Phase1Result, solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
 from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
-from twill.sched.exact.settings import twill_settings
+from twill.sched.exact.settings import TwillSettings, twill_options, twill_settings
 from twill.sched.exact.witness import SequentialWitness, sequential_witness
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
-from twill.validation import check_int, check_time_limit
+from twill.validation import check_int
 
 __all__ = [
     "SearchPoint",
@@ -60,8 +59,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-WINDOW_SEARCHES = ("monotone", "scan")
 
 
 @dataclass(frozen=True)
@@ -187,23 +184,15 @@ def _point(r: Phase2Result, low: int | None = None) -> SearchPoint:
 Checks = list[tuple[Phase2Result, int | None]]
 
 
-def _monotone_window(
-    graph: DependenceGraph, ii: int, length: int, hint: dict[str, int] | None, **kw: Any
-) -> tuple[WindowOutcome, Checks]:
-    """The window on one incremental solver (:mod:`.phase2_window`): an unsat answer at ``L``
-    covers every length of the window from ``LEN(M)`` to ``L``."""
-    out = solve_window(graph, ii, length, hint=hint, **kw)
-    return out, [(r, out.low) for r in out.checks]
-
-
 def _scan_window(
-    graph: DependenceGraph, ii: int, length: int, hint: dict[str, int] | None, **kw: Any
+    job: _WindowJob, ii: int, length: int, hint: dict[str, int] | None
 ) -> tuple[WindowOutcome, Checks]:
     """The paper's literal loop: one fresh Phase-2 solve per length, in increasing order."""
     checks: Checks = []
     proven = True
     for length_try in length_window(ii, length):
-        r = swp_and_ws(graph, ii, length_try, hint=hint if length_try == length else None, **kw)
+        r = swp_and_ws(job.graph, ii, length_try, job.options(), rules=job.rules,
+                       hint=hint if length_try == length else None)  # fmt: skip
         checks.append((r, None))
         if r.answer == "sat":
             return WindowOutcome(length, length_try, "sat", (), r, proven), checks
@@ -235,46 +224,17 @@ def run(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Algor
     ``phase2_encoding``, ``symmetry_breaking``, ``window``).
     """
     options = (options or SolverOptions()).start()
-    s = twill_settings(options)
     problem.check()
-    return algorithm1(problem.graph, max_I=problem.max_II, probe=s.probe, rules=problem.rules,
-                      backend=s.backend, phase1_time_limit=s.solve_time_limit,
-                      time_limit=s.point_time_limit, encoding=s.phase2_encoding,
-                      symmetry_breaking=s.symmetry_breaking, window=s.window,
-                      on_progress=options.on_progress, deadline=options.deadline,
-                      threads=options.threads, workers=options.workers)  # fmt: skip
-
-
-def _check_arguments(
-    max_I: int | None, phase1_time_limit: float | None, time_limit: float | None, window: str
-) -> None:
-    """Reject out-of-range arguments of :func:`algorithm1` before any solve."""
-    check_int(max_I, "max_I", none=True)
-    check_time_limit(phase1_time_limit, "phase1_time_limit")
-    check_time_limit(time_limit)
-    if window not in WINDOW_SEARCHES:
-        raise InvalidProblemError(
-            f"window must be one of {', '.join(WINDOW_SEARCHES)}, found {window!r}"
-        )
+    return algorithm1(problem.graph, options, max_I=problem.max_II, rules=problem.rules)
 
 
 def algorithm1(
     graph: DependenceGraph,
+    options: SolverOptions | None = None,
     *,
     phase1: SearchResult | None = None,
     max_I: int | None = None,
-    probe: bool = False,
     rules: WarpRules | None = None,
-    backend: str = "cbc",
-    phase1_time_limit: float | None = None,
-    time_limit: float | None = None,
-    encoding: str = "compact",
-    symmetry_breaking: bool = True,
-    window: str = "monotone",
-    on_progress: OnProgress | None = None,
-    deadline: float | None = None,
-    threads: int = 1,
-    workers: int = 1,
 ) -> Algorithm1Result:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
@@ -282,42 +242,36 @@ def algorithm1(
     ----------
     graph
         Dependence graph (checked).
-    phase1
-        A finished Phase-1 search (:func:`~twill.sched.exact.search.search_min_ii`); run here
-        when ``None``.
-    max_I
-        Largest ``I`` tried (see the module docstring for the default cap).
-    probe
-        Only the window at the Phase-1 optimal ``I`` (ablations, unsat inputs).
-    rules
-        Warp-model settings (default :meth:`WarpRules.for_graph`).
-    backend, phase1_time_limit
-        Phase-1 backend and seconds per Phase-1 solve.
-    time_limit
-        Seconds per Phase-2 point (hit: ``unknown``, never unsat).
-    encoding, symmetry_breaking
-        Passed to :func:`~twill.sched.exact.phase2.swp_and_ws`.
-    window
-        How each length window is searched: ``"monotone"`` (default) on one incremental
-        solver, with one refutation per window (:mod:`.phase2_window`: satisfiable lengths
-        form a suffix of the window), or ``"scan"``, the paper's loop of one solve per length
-        in increasing order. Both return the same ``I`` and ``L``.
-    on_progress
-        Called with a :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after
-        every ``(I, L)`` point (progress display; the core never prints).
-    deadline
-        A ``time.monotonic()`` value that the whole search (its own Phase 1 included) never
+    options
+        ``time_limit``: a deadline that the whole search (its own Phase 1 included) never
         outlives: each solver call gets the smaller of its limit and the time left; when
         none is left the search stops, UNKNOWN unless a joint schedule was found.
-    threads
-        The minimum-I search's CP-SAT threads (more than one may return another schedule of
-        the same proven ``L``, hence possibly another valid Phase-2 answer).
-    workers
-        Above one, how many ``I`` are examined at once: the next ``I`` run speculatively in
-        worker processes, each alone and single-threaded, so every answer and proof is the
-        one of a sequential run (the phase seconds are then summed over overlapping work;
-        CP-SAT backend only). The workers are spawned, so a script that calls this at its
-        top level needs ``if __name__ == "__main__":``, as with any ``multiprocessing`` use.
+        ``threads``: the minimum-I search's CP-SAT threads (more than one may return another
+        schedule of the same proven ``L``, hence possibly another valid Phase-2 answer).
+        ``workers``: above one, how many ``I`` are examined at once: the next ``I`` run
+        speculatively in worker processes, each alone and single-threaded, so every answer
+        and proof is the one of a sequential run (the phase seconds are then summed over
+        overlapping work; CP-SAT backend only). The workers are spawned, so a script that
+        calls this at its top level needs ``if __name__ == "__main__":``, as with any
+        ``multiprocessing`` use. ``seed``: the SAT core's. ``on_progress``: called with a
+        :class:`twill.progress.ProgressEvent` (``phase="phase2"``) before and after every
+        ``(I, L)`` point (progress display; the core never prints). ``twill``
+        (:class:`~twill.sched.exact.settings.TwillSettings`): ``backend`` and
+        ``solve_time_limit`` of Phase 1; ``point_time_limit``, seconds per Phase-2 point
+        (hit: ``unknown``, never unsat); ``phase2_encoding`` and ``symmetry_breaking`` (as
+        for :func:`~twill.sched.exact.phase2.swp_and_ws`); ``probe``, only the window at the
+        Phase-1 optimal ``I`` (ablations, unsat inputs); ``window``, how each length window
+        is searched: ``"monotone"`` on one incremental solver, with one refutation per
+        window (:mod:`.phase2_window`: satisfiable lengths form a suffix of the window), or
+        ``"scan"``, the paper's loop of one solve per length in increasing order (both
+        return the same ``I`` and ``L``).
+    phase1
+        A finished Phase-1 search (:func:`~twill.sched.exact.search.search_min_ii`); run here
+        (without warm start) when ``None``.
+    max_I
+        Largest ``I`` tried (see the module docstring for the default cap).
+    rules
+        Warp-model settings (default :meth:`WarpRules.for_graph`).
 
     Returns
     -------
@@ -337,14 +291,16 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    _check_arguments(max_I, phase1_time_limit, time_limit, window)
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
+    check_int(max_I, "max_I", none=True)
+    on_progress, deadline = options.on_progress, options.deadline
     t0 = time.perf_counter()
     clock = t0 - (phase1.seconds if phase1 is not None else 0.0)  # events: since Phase 1 began
     rules = rules or WarpRules.for_graph(graph)
     if phase1 is None:
-        phase1 = search_min_ii(graph, max_I=max_I, backend=backend, time_limit=phase1_time_limit,
-                               threads=threads, on_progress=on_progress,
-                               deadline=deadline, warm_start=False)  # fmt: skip
+        cold = replace(options, twill=replace(s, warm_start=False))
+        phase1 = search_min_ii(graph, cold, max_I=max_I)
     p1_seconds = phase1.seconds
     p2_seconds = 0.0
     points: list[SearchPoint] = []
@@ -379,16 +335,16 @@ def algorithm1(
     if phase1.I is None or phase1.schedule is None or phase1.L is None:
         return finish(phase1.status if phase1.status != Status.ERROR else Status.UNKNOWN,
                       "Phase 1 found no modulo schedule")  # fmt: skip
-    proof, (witness, cap) = phase1.optimal, _search_cap(graph, phase1.I, probe, max_I, rules)
-    job = _WindowJob(graph, backend, phase1_time_limit, rules, encoding, symmetry_breaking,
-                     time_limit, window, deadline)  # fmt: skip
+    proof, (witness, cap) = phase1.optimal, _search_cap(graph, phase1.I, s.probe, max_I, rules)
+    job = _WindowJob(graph, s, rules, options.seed, deadline)
     first = (phase1.L, phase1.schedule, phase1.L_optimal)
 
     def announce(ii: int) -> None:  # before each I is awaited (progress display)
         low = phase1.L if ii == phase1.I else None  # a later I's window needs its Phase 1
         emit(on_progress, ProgressEvent("phase2", ii, time.perf_counter() - clock, L=low))
 
-    with closing(_examined_in_order(job, phase1.I, first, cap, workers, announce)) as examined:
+    with closing(_examined_in_order(job, phase1.I, first, cap, options.workers,
+                                    announce)) as examined:  # fmt: skip
         for ex in examined:
             low = ex.outcome.low if ex.outcome is not None else None
             emit(on_progress, ProgressEvent("phase2", ex.ii, time.perf_counter() - clock, L=low))
@@ -408,7 +364,7 @@ def algorithm1(
             # an unsat window proves this I only when LEN(M), hence the window, is exact
             proof = proof and ex.outcome.answer == "unsat" and ex.len_proven
     proven = proof and _all_empty(points, cap)  # every window exact and empty, to the cap
-    where = f"the first window (I={phase1.I})" if probe else f"I <= {cap}"
+    where = f"the first window (I={phase1.I})" if s.probe else f"I <= {cap}"
     if witness is not None and not proven:  # limits hit: the verified sequential answer
         return finish(Status.FEASIBLE, *_witness_answer(witness, where))
     return finish(*_no_point(proven, where, deadline))
@@ -432,14 +388,14 @@ class _WindowJob:
     """What examining one ``I`` needs; plain data, so that a worker process can run it."""
 
     graph: DependenceGraph
-    backend: str
-    phase1_time_limit: float | None
+    settings: TwillSettings
     rules: WarpRules
-    encoding: str
-    symmetry_breaking: bool
-    time_limit: float | None
-    window: str
+    seed: int = 0
     deadline: float | None = None
+
+    def options(self) -> SolverOptions:
+        """The options of one solve inside the job (its deadline, seed and settings)."""
+        return twill_options(self.settings, self.deadline, seed=self.seed)
 
 
 @dataclass(frozen=True)
@@ -461,23 +417,17 @@ def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _
     if out_of_time(within(None, job.deadline)):
         return _Examined(ii, 0.0, "time_limit", False, None, [])
     if start is None:
-        p1, empty = _phase1_at(job.graph, ii, job.backend, job.phase1_time_limit, job.deadline)
+        p1, empty = _phase1_at(job.graph, ii, job.options())
         p1_seconds = p1.seconds
         if empty is not None:
             return _Examined(ii, p1_seconds, empty, False, None, [])
         start = (p1.L, p1.schedule, p1.status == Status.OPTIMAL)
     length, hint, len_proven = start
-    if job.window == "scan":
-        outcome, checks = _scan_window(job.graph, ii, length, hint, rules=job.rules,
-                                       encoding=job.encoding,
-                                       symmetry_breaking=job.symmetry_breaking,
-                                       time_limit=within(job.time_limit, job.deadline))  # fmt: skip
-    else:
-        outcome, checks = _monotone_window(job.graph, ii, length, hint, rules=job.rules,
-                                           encoding=job.encoding,
-                                           symmetry_breaking=job.symmetry_breaking,
-                                           time_limit=job.time_limit,
-                                           deadline=job.deadline)  # fmt: skip
+    if job.settings.window == "scan":
+        outcome, checks = _scan_window(job, ii, length, hint)
+    else:  # the window on one incremental solver (:mod:`.phase2_window`): an unsat answer
+        outcome = solve_window(job.graph, ii, length, job.options(), rules=job.rules, hint=hint)
+        checks = [(r, outcome.low) for r in outcome.checks]  # at L covers LEN(M) .. L
     return _Examined(ii, p1_seconds, None, len_proven, outcome, checks)
 
 
@@ -500,7 +450,7 @@ def _examined_in_order(
     ``I`` is examined alone and single-threaded, exactly as in a sequential run, so the
     answer and every proof are the same; only the wall time changes.
     """
-    if workers <= 1 or cap <= first or job.backend != "cpsat":
+    if workers <= 1 or cap <= first or job.settings.backend != "cpsat":
         for ii in range(first, cap + 1):
             announce(ii)
             ex = _examine(job, ii, start if ii == first else None)
@@ -544,16 +494,11 @@ def _examined_in_order(
 
 
 def _phase1_at(
-    graph: DependenceGraph,
-    ii: int,
-    backend: str,
-    time_limit: float | None,
-    deadline: float | None = None,
+    graph: DependenceGraph, ii: int, options: SolverOptions
 ) -> tuple[Phase1Result, str | None]:
     """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
     when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
-    p1 = solve_phase1(graph, ii, backend=backend, time_limit=time_limit, check=False,
-                      deadline=deadline)  # fmt: skip
+    p1 = solve_phase1(graph, ii, options, check=False)
     if p1.schedule is None or p1.L is None:
         return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
     return p1, None
@@ -594,8 +539,6 @@ def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> An
     ``warp_schedule`` (a :class:`~twill.results.WarpSchedule`) is set when there is a joint
     answer. The caller verifies the merged answer once.
     """
-    from dataclasses import replace
-
     extra = dict(result.extra)
     extra.update(
         {

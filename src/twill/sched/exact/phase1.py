@@ -97,7 +97,7 @@ from twill.sched.ir import DependenceGraph
 from twill.sched.problems import ModuloProblem, fixed_II
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
-from twill.validation import check_int, check_time_limit
+from twill.validation import check_int
 
 __all__ = ["Phase1Result", "solve", "solve_phase1", "BACKENDS"]
 
@@ -294,9 +294,6 @@ def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
     ]
 
 
-ENCODINGS = ("ed97", "standard", "residue")
-DECIDE = ("window", "full")
-_SAME = object()  # length_time_limit default: the same as time_limit
 _ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
 _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <= 4*II values
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
@@ -621,19 +618,11 @@ _BACKEND_MODELS: dict[str, type[_PulpModel] | type[_CpSatModel]] = {
 def solve_phase1(
     graph: DependenceGraph,
     II: int,
+    options: SolverOptions | None = None,
     *,
-    backend: str = "cbc",
-    time_limit: float | None = None,
-    tie_break: bool = True,
-    threads: int = 1,
     check: bool = True,
-    encoding: str | None = None,
     hint: bool = True,
-    length_time_limit: float | None | object = _SAME,
-    decide: str = "window",
-    deadline: float | None = None,
     incumbent: Mapping[str, int] | None = None,
-    warm_start: bool = False,
     guide: Mapping[str, int] | None = None,
 ) -> Phase1Result:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
@@ -644,51 +633,44 @@ def solve_phase1(
         The dependence graph with its machine.
     II
         Initiation interval (integer >= 1).
-    backend
-        ``"cbc"`` (PuLP + CBC) or ``"cpsat"`` (OR-Tools CP-SAT).
-    time_limit
-        Seconds per solver call (``None``: no limit). Hitting it gives UNKNOWN or FEASIBLE.
-    tie_break
-        Run the second, as-late-as-possible solve at ``L = L*`` (module docstring).
-    threads
-        Solver threads (1 keeps both backends deterministic).
+    options
+        The deadline (``time_limit``: no solver call outlives it; each gets the smaller of
+        its own limit and the time left, and a step with no time left is skipped: the
+        decision UNKNOWN, minimising ``L`` the schedule at hand, FEASIBLE), ``threads`` (1
+        keeps both backends deterministic) and ``twill``
+        (:class:`~twill.sched.exact.settings.TwillSettings`): ``backend`` (``"cbc"``, PuLP +
+        CBC, or ``"cpsat"``, OR-Tools CP-SAT); ``solve_time_limit``, seconds per solver call
+        (hitting it gives UNKNOWN or FEASIBLE); ``length_time_limit``, seconds for the second
+        solve that minimises ``L`` once a schedule is found (``None``: ``solve_time_limit``;
+        hitting it gives FEASIBLE, the verdict on ``II`` is unaffected); ``tie_break``, the
+        second, as-late-as-possible solve at ``L = L*`` (module docstring); ``encoding``, the
+        dependence rows: ``"ed97"`` (Eichenberger-Davidson structured rows, spec §3.2) or
+        ``"standard"`` (one aggregated row per arc), ``None``: ``"ed97"`` for CBC while
+        ``arcs * II <= 2000`` (tighter LP, more rows), else ``"standard"``; ``"residue"``
+        (CP-SAT only): integer residues with all-different / cumulative constraints instead
+        of 0-1 rows, valid when every limited unit's users reserve only their first cycle,
+        the CP-SAT default when it applies, else ``"standard"`` (all give the same optima,
+        tested); ``decide``, how ``II`` is decided: ``"window"`` on the translation-reduced
+        window model of :mod:`.window` (small relative-time domains; exact, see its
+        docstring) or ``"full"`` by a feasibility solve of the §3.1 model itself (both
+        complete and tested to agree; ``L`` is then minimised on the §3.1 model either way);
+        ``warm_start``, see ``incumbent``.
     check
         Run :func:`~twill.sched.validate.check_graph` first.
-    encoding
-        Dependence rows: ``"ed97"`` (Eichenberger-Davidson structured rows, spec §3.2) or
-        ``"standard"`` (one aggregated row per arc). ``None``: ``"ed97"`` for CBC while
-        ``arcs * II <= 2000`` (tighter LP, more rows), else ``"standard"``. ``"residue"``
-        (CP-SAT only): integer residues with all-different / cumulative constraints instead
-        of 0-1 rows, valid when every limited unit's users reserve only their first cycle;
-        the CP-SAT default when it applies, else ``"standard"``. All give the same optima
-        (tested).
-    length_time_limit
-        Seconds for the second solve that minimises ``L`` once a schedule is found (default:
-        ``time_limit``). Hitting it gives FEASIBLE; the verdict on ``II`` is unaffected.
-    decide
-        How ``II`` is decided: ``"window"`` (default) on the translation-reduced window
-        model of :mod:`.window` (small relative-time domains; exact, see its docstring),
-        ``"full"`` by a feasibility solve of the §3.1 model itself. Both are complete and
-        tested to agree; ``L`` is then minimised on the §3.1 model either way.
     hint
         Seed the solver with a greedy modulo list schedule when one is found (CP-SAT hint,
         CBC warm start; :func:`_greedy_hint`). Verdicts still come only from the solver,
         except that a verified hint is itself a proof that ``II`` is feasible: if the solver
         hits its limit before improving on it, the hint is returned as FEASIBLE
         (``stats["schedule_source"] = "hint"``, ``L`` not proven).
-    deadline
-        A ``time.monotonic()`` value that no solver call outlives: each gets the smaller of
-        its own limit and the time left; a step with no time left is skipped (the decision:
-        UNKNOWN; minimising ``L``: the schedule at hand, FEASIBLE).
     incumbent
         A schedule at ``II`` already known to be legal (e.g. from
         :func:`twill.sched.heuristics.heuristic_schedule`; checked here by the verifier).
         When the decision stops without a verdict (time limit, or too little time to build
         the window model) and the greedy list schedule found none, ``II`` is feasible by it
         and ``L`` is minimised starting from it (CP-SAT hint, CBC warm start) in the time
-        left; with no time left it is returned as it is (FEASIBLE).
-    warm_start
-        With an ``incumbent``: it already proves ``II`` feasible, so the decision is not run;
+        left; with no time left it is returned as it is (FEASIBLE). With
+        ``options.twill.warm_start`` it already proves ``II`` feasible, so the decision is not run;
         ``L`` is minimised from the shorter of the incumbent and the greedy schedule (CP-SAT
         hint, CBC initial solution). Which of several equally short schedules is returned
         may then differ from a cold run (``L`` proven optimal is the same).
@@ -722,11 +704,10 @@ def solve_phase1(
     >>> r.status.value, r.L, r.schedule
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
-    _check_arguments(backend, II, decide, encoding)
-    check_int(threads, "threads")
-    check_time_limit(time_limit)
-    if length_time_limit is not _SAME:
-        check_time_limit(length_time_limit, "length_time_limit")
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
+    backend, deadline = s.backend, options.deadline
+    check_int(II, "II")
     if check:
         check_graph(graph)
     t0 = time.perf_counter()
@@ -741,8 +722,8 @@ def solve_phase1(
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
     data = build_reduced_model(graph, II)
-    encoding = _choose_encoding(data, backend, encoding)
-    stats: dict[str, Any] = {"encoding": encoding, "decide": decide, "kept_ops": len(data.kept),
+    encoding = _choose_encoding(data, backend, s.encoding)
+    stats: dict[str, Any] = {"encoding": encoding, "decide": s.decide, "kept_ops": len(data.kept),
                              "mrt_rows": len(data.mrt_rows)}  # fmt: skip
     log.info("phase1 %s II=%d: %d ops (%d with residues), %d edges, stage bound %d, %s",
              backend, II, len(data.names), len(data.kept), len(data.weights), data.stage_bound,
@@ -750,19 +731,19 @@ def solve_phase1(
     if incumbent is not None and (bad := verify_modulo_schedule(graph, incumbent, II)):
         raise InvalidProblemError([f"incumbent at II={II}: {v}" for v in bad])
     status, kept_starts, impl, seed = _decide_ii(
-        graph, data, backend, encoding, decide, hint, _within(time_limit, deadline),
-        threads, stats, deadline, incumbent, (warm_start, guide),
-    )  # fmt: skip
+        graph, data, options, encoding, hint, stats, incumbent, guide
+    )
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
     if kept_starts is None and seed is not None and status is Status.UNKNOWN:
         # a verified schedule (greedy hint or incumbent): II is feasible; L from it
         status, kept_starts = _from_schedule(data, seed, stats, seed is not incumbent)
     if kept_starts is None:
         return result(status, None, None, data.stage_bound, stats)
-    length_limit = time_limit if length_time_limit is _SAME else length_time_limit
+    time_limit = s.solve_time_limit
+    length_limit = time_limit if s.length_time_limit is None else s.length_time_limit
     status, kept_starts, length, late = _minimise_length(
-        impl, kept_starts, data, (length_limit, time_limit, deadline), threads, tie_break, stats,
-        (backend, encoding),
+        impl, kept_starts, data, (length_limit, time_limit, deadline), options.threads,
+        s.tie_break, stats, (backend, encoding),
     )  # fmt: skip
     schedule, length = _normalised(data, _complete(data, kept_starts, length, late))
     violations = verify_modulo_schedule(graph, schedule, II)
@@ -787,34 +768,14 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
     options = (options or SolverOptions()).start()
-    s = twill_settings(options)
     problem.check()
     ii, t0 = fixed_II(problem, "Phase 1"), time.perf_counter()
     emit(options.on_progress, ProgressEvent("phase1", ii, 0.0, lower_bound=ii, upper_bound=ii))
-    length = _SAME if s.length_time_limit is None else s.length_time_limit
-    r = solve_phase1(problem.graph, ii, backend=s.backend, time_limit=s.solve_time_limit,
-                     tie_break=s.tie_break, threads=options.threads, check=False,
-                     encoding=s.encoding, length_time_limit=length, decide=s.decide,
-                     deadline=options.deadline)  # fmt: skip
+    r = solve_phase1(problem.graph, ii, options, check=False)
     emit(options.on_progress, ProgressEvent(
         "phase1", ii, time.perf_counter() - t0, L=r.L, lower_bound=ii, upper_bound=ii,
         answer=r.status.value, incumbent=r.L))  # fmt: skip
     return r.as_result()
-
-
-def _check_arguments(backend: str, II: object, decide: str, encoding: str | None) -> None:
-    """Raise :class:`~twill.errors.InvalidProblemError` for an unknown option value."""
-    if backend not in BACKENDS:
-        raise InvalidProblemError(
-            f"backend must be one of {', '.join(BACKENDS)}, found {backend!r}"
-        )
-    check_int(II, "II")
-    if decide not in DECIDE:
-        raise InvalidProblemError(f"decide must be one of {', '.join(DECIDE)}, found {decide!r}")
-    if encoding is not None and encoding not in ENCODINGS:
-        raise InvalidProblemError(
-            f"encoding must be one of {', '.join(ENCODINGS)}, found {encoding!r}"
-        )
 
 
 def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
@@ -836,16 +797,12 @@ def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> 
 def _decide_ii(
     graph: DependenceGraph,
     data: ReducedModel,
-    backend: str,
+    options: SolverOptions,
     encoding: str,
-    decide: str,
     hint: bool,
-    time_limit: float | None,
-    threads: int,
     stats: dict[str, Any],
-    deadline: float | None = None,
     incumbent: Mapping[str, int] | None = None,
-    warm: tuple[bool, Mapping[str, int] | None] = (False, None),
+    guide: Mapping[str, int] | None = None,
 ) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
     """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
     :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
@@ -855,14 +812,18 @@ def _decide_ii(
     solver), else the caller's ``incumbent`` (which does not: measured, an IMS schedule as
     the decision's hint led CP-SAT to a worse ``L``, docs/decisions.md). With no time left
     (or, before the window model's all-pairs longest paths, clearly too little), UNKNOWN.
-    ``warm = (warm_start, guide)`` as in :func:`solve_phase1`: with ``warm_start`` and an
-    incumbent, no decision (UNKNOWN, and the shorter of incumbent and greedy schedule to
-    continue from); ``guide`` hints the window decision when the greedy schedule fails.
+    ``options.twill.warm_start`` and ``guide`` as in :func:`solve_phase1`: with
+    ``warm_start`` and an incumbent, no decision (UNKNOWN, and the shorter of incumbent and
+    greedy schedule to continue from); ``guide`` hints the window decision when the greedy
+    schedule fails.
     """
+    s = twill_settings(options)
+    backend, decide, deadline, threads = s.backend, s.decide, options.deadline, options.threads
+    time_limit = _within(s.solve_time_limit, deadline)
     impl: _PulpModel | _CpSatModel | None = None
     if backend == "cpsat":  # its first import takes a second or more: before the steps that
         import ortools.sat.python.cp_model  # noqa: F401  (check the time left, not after)
-    if warm[0] and incumbent is not None:  # II is feasible by the incumbent: no decision
+    if s.warm_start and incumbent is not None:  # II is feasible by the incumbent: no decision
         stats["decide"] = "skipped (incumbent)"
         seed = _greedy_hint(graph, data.ii, deadline) if hint else None
         stats["hint"] = seed is not None
@@ -890,8 +851,8 @@ def _decide_ii(
             stats["proof"] = wm.overfull
         decider = decide_cbc if backend == "cbc" else decide_cpsat
         wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
-        if wm_hint is None and warm[1] is not None and not known:
-            wm_hint = _guided(wm, {x: warm[1][data.names[x]] for x in data.kept})
+        if wm_hint is None and guide is not None and not known:
+            wm_hint = _guided(wm, {x: guide[data.names[x]] for x in data.kept})
             stats["guide"] = True
         fallback = seed if seed is not None else incumbent
         if _out_of_time(_within(None, deadline)):

@@ -870,16 +870,12 @@ def swp_and_ws(
     graph: DependenceGraph,
     II: int,
     L: int,
+    options: SolverOptions | None = None,
     *,
     rules: WarpRules | None = None,
-    encoding: str = "compact",
-    symmetry_breaking: bool = True,
-    time_limit: float | None = None,
     hint: Mapping[str, int] | None = None,
-    seed: int = 0,
     dump_smt2: str | None = None,
     fixed_warps: Mapping[str, int | tuple[int, ...]] | None = None,
-    deadline: float | None = None,
 ) -> Phase2Result:
     """SWP-AND-WS(G, M, I, L): a modulo schedule + warp assignment at ``(I, L)``, or a proof that
     none exists (Twill paper §4, Figs. 4–6).
@@ -890,27 +886,23 @@ def swp_and_ws(
         Dependence graph with machine (warps, register limit, memories).
     II, L
         Initiation interval and length bound.
+    options
+        ``time_limit``: a deadline the SAT core stops at, so the model's build counts
+        against it; ``seed``: the SAT core's random seed; ``twill``
+        (:class:`~twill.sched.exact.settings.TwillSettings`): ``point_time_limit``, seconds
+        for the SAT core (hit: ``"unknown"``, never unsat; the earlier of the two ends);
+        ``phase2_encoding``, ``"compact"`` or ``"grid"`` (both encode the same
+        constraints); ``symmetry_breaking`` over compute slots (does not change sat/unsat).
     rules
         Warp-model settings (warps, register limit, ablation switches).
-    encoding
-        ``"compact"`` or ``"grid"``; both encode the same constraints.
-    symmetry_breaking
-        Break symmetry over compute slots (does not change sat/unsat).
-    time_limit
-        Seconds for the SAT core; when hit the answer is ``"unknown"``.
     hint
         A schedule (e.g. Phase 1's ``M``) tried first under assumptions; when it extends to a
         warp assignment it is returned, otherwise the full model is solved. Never changes
         sat/unsat.
-    seed
-        Random seed of the SAT core.
     dump_smt2
         Write the model to this path (SMT-LIB 2) before solving.
     fixed_warps
         Pin these ops to these slots (the answer is then relative to the pinning).
-    deadline
-        A ``time.monotonic()`` value the SAT core stops at (with ``time_limit``: the earlier
-        of the two), so the model's build counts against it.
 
     Returns
     -------
@@ -936,22 +928,18 @@ def swp_and_ws(
     """
     import z3
 
+    options = (options or SolverOptions()).start()
+    s, deadline = twill_settings(options), options.deadline
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
-    m = build_phase2_model(
-        graph,
-        II,
-        L,
-        rules=rules,
-        encoding=encoding,
-        symmetry_breaking=symmetry_breaking,
-        fixed_warps=fixed_warps,
-    )
+    m = build_phase2_model(graph, II, L, rules=rules, encoding=s.phase2_encoding,
+                           symmetry_breaking=s.symmetry_breaking,
+                           fixed_warps=fixed_warps)  # fmt: skip
     if deadline is not None and deadline - time.monotonic() < MIN_SLICE:  # the build took it
         stats = {**m.statistics(), "skipped": "time limit"}
         return Phase2Result("unknown", II, L, m.n, m.T, None, None, stats,
                             time.perf_counter() - t0, 0.0)  # fmt: skip
-    solver = z3_solver(m, seed, dump_smt2)
+    solver = z3_solver(m, options.seed, dump_smt2)
     build = time.perf_counter() - t0
     stats = m.statistics()
     log.info(
@@ -960,7 +948,8 @@ def swp_and_ws(
         stats["pb_constraints"], build,
     )  # fmt: skip
     t1 = time.perf_counter()
-    end = None if time_limit is None else time.monotonic() + time_limit
+    limit = s.point_time_limit
+    end = None if limit is None else time.monotonic() + limit
     if deadline is not None:
         end = deadline if end is None else min(end, deadline)
     result, hint_used = _solve_hinted(solver, m, hint, end)
@@ -991,7 +980,7 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
     'feasible'
     """
     options = (options or SolverOptions()).start()
-    s = twill_settings(options)
+    twill_settings(options)  # settings of another method are refused before any work
     problem.check()
     ii, length = fixed_II(problem, "Phase 2"), problem.L
     if length is None:
@@ -1002,10 +991,7 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
         r = Phase2Result("unknown", ii, length, 0, 0, None, None, {"skipped": "time limit"},
                          0.0, 0.0)  # fmt: skip
     else:
-        r = swp_and_ws(problem.graph, ii, length, rules=problem.rules,
-                       encoding=s.phase2_encoding, symmetry_breaking=s.symmetry_breaking,
-                       time_limit=s.point_time_limit, seed=options.seed,
-                       deadline=options.deadline)  # fmt: skip
+        r = swp_and_ws(problem.graph, ii, length, options, rules=problem.rules)
     emit(options.on_progress, ProgressEvent("phase2", ii, r.seconds, L=length, answer=r.answer))
     return r.as_result()
 

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from twill.options import SolverOptions
 from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
     Phase2Model,
@@ -59,6 +60,7 @@ from twill.sched.exact.phase2 import (
     z3_solver,
     z3_stats,
 )
+from twill.sched.exact.settings import twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules, program_shape, verify_warp_schedule
 
@@ -167,14 +169,10 @@ def solve_window(
     graph: DependenceGraph,
     II: int,
     low: int,
+    options: SolverOptions | None = None,
     *,
     rules: WarpRules | None = None,
-    encoding: str = "compact",
-    symmetry_breaking: bool = True,
-    time_limit: float | None = None,
     hint: Mapping[str, int] | None = None,
-    seed: int = 0,
-    deadline: float | None = None,
 ) -> WindowOutcome:
     """The first satisfiable length of the window ``[low, I * ceil(low / I)]``, or a proof
     that there is none (module docstring for the order of checks and why it is sound).
@@ -185,30 +183,34 @@ def solve_window(
         Dependence graph (checked).
     II, low
         Initiation interval and the window's first length (Phase 1's ``LEN(M)``).
-    rules, encoding, symmetry_breaking, seed
+    options
+        ``time_limit``: a deadline no call outlives (each gets the smaller of its own limit
+        and the time left; with none left the window ends ``unknown``, or ``sat`` unproven
+        with the best length found); ``seed`` and ``twill``'s ``phase2_encoding`` and
+        ``symmetry_breaking``, as for :func:`~twill.sched.exact.phase2.swp_and_ws`;
+        ``twill.point_time_limit``, seconds per solver call (a call that hits it answers
+        ``unknown``, never unsat).
+    rules
         As for :func:`~twill.sched.exact.phase2.swp_and_ws`.
-    time_limit
-        Seconds per solver call; a call that hits it answers ``unknown`` (never unsat).
     hint
         Phase 1's schedule at ``II`` (length ``low``), tried first under assumptions.
-    deadline
-        A ``time.monotonic()`` value no call outlives (each gets the smaller of
-        ``time_limit`` and the time left; with none left the window ends ``unknown``, or
-        ``sat`` unproven with the best length found).
 
     Returns
     -------
     WindowOutcome
         The calls made and the window's verdict; a sat ``final`` passed the verifier.
     """
+    options = (options or SolverOptions()).start()
+    s, deadline = twill_settings(options), options.deadline
+    time_limit = s.point_time_limit
     rules = rules or WarpRules.for_graph(graph)
-    options = {"encoding": encoding, "symmetry_breaking": symmetry_breaking}
+    model = {"encoding": s.phase2_encoding, "symmetry_breaking": s.symmetry_breaking}
     n, _ = program_shape(II, low)
     if out_of_time(within(None, deadline)) or (
         deadline is not None and deadline - time.monotonic() < _build_seconds(graph, II, n)
     ):  # the model is not built when it cannot be built in the time left
         return WindowOutcome(low, II * n, "unknown", (), None, False)
-    w = _Window(graph, II, low, rules, options, seed)
+    w = _Window(graph, II, low, rules, model, options.seed)
     checks: list[Phase2Result] = []
 
     def done(answer: str, final: Phase2Result | None, proven: bool) -> WindowOutcome:

@@ -176,7 +176,9 @@ def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillRe
     graph = problem.graph
     run_phase2 = has_warp_model(graph) if s.phase2 is None else s.phase2
     cold = replace(s, warm_start=s.warm_start and not run_phase2)  # Phase 2 starts from
-    p1 = search.run(problem, replace(options, twill=cold))  # Phase 1's schedule (step 2)
+    p1 = search.search_min_ii(
+        graph, replace(options, twill=cold), max_I=problem.max_II, check=False
+    )  # Phase 1's schedule (step 2); checked above
     result = _package(graph, p1, t0)
     if run_phase2:  # step 3: Phase 2
         result = replace(result, problem=PROBLEM_WARP_SPECIALISATION)
@@ -193,14 +195,8 @@ def _phase2(
     ``result``."""
     from twill.sched.exact.algorithm1 import algorithm1, merge_into
 
-    s = twill_settings(options)
     rules = problem.rules if isinstance(problem, WarpSpecProblem) else None
-    alg = algorithm1(problem.graph, phase1=p1, max_I=problem.max_II, probe=s.probe,
-                     rules=rules, backend=s.backend, phase1_time_limit=s.solve_time_limit,
-                     time_limit=s.point_time_limit, encoding=s.phase2_encoding,
-                     symmetry_breaking=s.symmetry_breaking, window=s.window,
-                     on_progress=options.on_progress, deadline=options.deadline,
-                     threads=options.threads, workers=options.workers)  # fmt: skip
+    alg = algorithm1(problem.graph, options, phase1=p1, max_I=problem.max_II, rules=rules)
     return merge_into(result, alg, problem.graph)
 
 

@@ -38,12 +38,12 @@ from typing import Any
 
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
-from twill.progress import OnProgress, ProgressEvent, emit
+from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact._deadline import MIN_SLICE
-from twill.sched.exact.phase1 import BACKENDS, Phase1Result, solve_phase1
-from twill.sched.exact.settings import twill_settings
+from twill.sched.exact.phase1 import Phase1Result, solve_phase1
+from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.heuristics.gaus_c import GAUS_MIN_OPS, improve_with_gaus
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
@@ -233,17 +233,11 @@ def run(problem: ModuloProblem, options: SolverOptions | None = None) -> SearchR
     ``length_time_limit``, ``tie_break``, ``decide``, ``incumbent``, ``warm_start``).
     """
     options = (options or SolverOptions()).start()
-    s = twill_settings(options)
     problem.check()
     if problem.min_II is not None:
         raise InvalidProblemError("the minimum-I search starts at MII: leave min_II None",
                                   source=problem.graph.name)  # fmt: skip
-    return search_min_ii(problem.graph, max_I=problem.max_II, backend=s.backend,
-                         time_limit=s.solve_time_limit, tie_break=s.tie_break,
-                         threads=options.threads, check=False,
-                         length_time_limit=s.length_time_limit, decide=s.decide,
-                         on_progress=options.on_progress, deadline=options.deadline,
-                         incumbent=s.incumbent, warm_start=s.warm_start)  # fmt: skip
+    return search_min_ii(problem.graph, options, max_I=problem.max_II, check=False)
 
 
 def topological_order(graph: DependenceGraph) -> list[str]:
@@ -289,20 +283,10 @@ def serial_ii_cap(graph: DependenceGraph) -> int:
 
 def search_min_ii(
     graph: DependenceGraph,
+    options: SolverOptions | None = None,
     *,
     max_I: int | None = None,
-    backend: str = "cbc",
-    time_limit: float | None = None,
-    tie_break: bool = True,
-    threads: int = 1,
     check: bool = True,
-    total_time_limit: float | None = None,
-    length_time_limit: float | None = None,
-    decide: str = "window",
-    on_progress: OnProgress | None = None,
-    deadline: float | None = None,
-    incumbent: bool = True,
-    warm_start: bool = True,
 ) -> SearchResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
@@ -312,38 +296,34 @@ def search_min_ii(
         The dependence graph with its machine.
     max_I
         Largest ``I`` to try (``None``: up to :func:`serial_ii_cap`, where a schedule exists).
-    backend
-        ``"cbc"`` or ``"cpsat"``.
-    time_limit
-        Seconds per Phase-1 solve (``None``: no limit).
-    tie_break, threads, check, decide
-        Passed to :func:`~.phase1.solve_phase1` (``check`` runs once, here).
-    on_progress
-        Called with a :class:`twill.progress.ProgressEvent` (``phase="phase1"``) before and
-        after every Phase-1 solve: the ``I`` under test, the bounds, the elapsed time, the
-        verdict and the length of the schedule found (progress display; the core never prints).
-    length_time_limit
-        Seconds for minimising ``L`` once a schedule is found at an ``I`` (``None``: the same
-        as ``time_limit``). Each Phase-1 solve first only looks for *any* schedule, which is
-        all the minimum-``I`` proof needs (INFEASIBLE below ``I*``, a schedule at ``I*``);
-        ``L`` is secondary and reported as ``L_optimal`` on its own.
-    total_time_limit
-        Seconds for the whole search (``None``: no limit): no solver call outlives it (each
-        gets the smaller of its own limit and the time left). When it runs out, the answer
-        is the incumbent (FEASIBLE, with ``lower_bound`` and ``gap``), or UNKNOWN without one.
-    deadline
-        The same as an absolute ``time.monotonic()`` value (the earlier of the two holds).
-    incumbent
-        First compute a heuristic schedule (:func:`~twill.sched.heuristics.
-        heuristic_schedule`, verified); its ``I`` tops the exact search and is the answer
-        when no smaller ``I`` has a schedule or time runs out. ``False``: exact solves only.
-    warm_start
-        Hand the incumbent to the exact solves: at its own ``I`` no decision is run (it
-        proves ``I`` feasible) and ``L`` is minimised from it (CP-SAT hint, CBC initial
-        solution); below it, it hints the window decision when the greedy list schedule
-        finds none. ``False`` (Algorithm 1 does this: Phase 2 starts from Phase 1's
-        schedule, docs/decisions.md): the incumbent only tops the search and is the
-        fallback. Either way the same ``I`` and the same proofs.
+    options
+        ``time_limit``: the whole search (``None``: no limit), a deadline no solver call
+        outlives (each gets the smaller of its own limit and the time left); when it runs
+        out, the answer is the incumbent (FEASIBLE, with ``lower_bound`` and ``gap``), or
+        UNKNOWN without one. ``threads``: each Phase-1 solve's. ``on_progress``: called with a
+        :class:`twill.progress.ProgressEvent` (``phase="phase1"``) before and after every
+        Phase-1 solve: the ``I`` under test, the bounds, the elapsed time, the verdict and
+        the length of the schedule found (progress display; the core never prints).
+        ``twill`` (:class:`~twill.sched.exact.settings.TwillSettings`): ``backend``,
+        ``solve_time_limit`` (seconds per Phase-1 solve), ``tie_break``, ``decide`` and
+        ``encoding`` (as for :func:`~.phase1.solve_phase1`); ``length_time_limit``, seconds
+        for minimising ``L`` once a schedule is found at an ``I`` (each Phase-1 solve first
+        only looks for *any* schedule, which is all the minimum-``I`` proof needs, INFEASIBLE
+        below ``I*`` and a schedule at ``I*``; ``L`` is secondary and reported as
+        ``L_optimal`` on its own); ``incumbent``, first compute a heuristic schedule
+        (:func:`~twill.sched.heuristics.heuristic_schedule`, verified) whose ``I`` tops the
+        exact search and is the answer when no smaller ``I`` has a schedule or time runs out
+        (``False``: exact solves only); ``warm_start``, hand the incumbent to the exact
+        solves: at its own ``I`` no decision is run (it proves ``I`` feasible) and ``L`` is
+        minimised from it (CP-SAT hint, CBC initial solution); below it, it hints the window
+        decision when the greedy list schedule finds none. ``False`` (the Twill pipeline
+        does this when Phase 2 follows: Phase 2 starts from Phase 1's schedule,
+        docs/decisions.md): the incumbent only tops the search and is the fallback. Either
+        way the same ``I`` and the same proofs.
+    max_I
+        Largest ``I`` to try (``None``: up to :func:`serial_ii_cap`, where a schedule exists).
+    check
+        Run :func:`~twill.sched.validate.check_graph` first (once, here; not per solve).
 
     Returns
     -------
@@ -353,8 +333,8 @@ def search_min_ii(
     -----
     Objective: the minimum ``I``, then the minimum ``L`` at it. Guarantee: ``optimal`` is true
     only when every ``I`` below the answer is below MII or proven infeasible by a finished
-    solve. Fails (no schedule) only when ``max_I`` is below every schedule found, or with
-    ``incumbent=False`` when limits are hit. Search order: upward from MII to the
+    solve. Fails (no schedule) only when ``max_I`` is below every schedule found, or without
+    the incumbent when limits are hit. Search order: upward from MII to the
     incumbent's ``I`` (module docstring).
 
     Examples
@@ -364,27 +344,21 @@ def search_min_ii(
     >>> r.I, r.optimal, r.schedule
     (2, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    if backend not in BACKENDS:
-        raise InvalidProblemError(
-            f"backend must be one of {', '.join(BACKENDS)}, found {backend!r}"
-        )
+    options = (options or SolverOptions()).start()
+    s = twill_settings(options)
     if max_I is not None and (isinstance(max_I, bool) or not isinstance(max_I, int) or max_I < 1):
         raise InvalidProblemError(f"max_I must be an integer >= 1, found {max_I!r}")
     if check:
         check_graph(graph)
     t0 = time.perf_counter()
-    if total_time_limit is not None:
-        end = time.monotonic() + total_time_limit
-        deadline = end if deadline is None else min(deadline, end)
-    run = _Run(graph, backend, time_limit, length_time_limit, tie_break, threads, decide,
-               deadline, on_progress, t0, warm_start)  # fmt: skip
+    run = _Run(graph, options, s, t0)
     rmii, cmii = res_mii(graph), rec_mii(graph)
     lo = max(rmii, cmii)
     cap = max_I if max_I is not None else max(lo, serial_ii_cap(graph))
     log.info("search %s: ResMII=%d RecMII=%d, I in [%d, %d]", graph.name, rmii, cmii, lo, cap)
     certificate = [CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII")
                    for i in range(1, min(lo, cap + 1))]  # fmt: skip
-    heur = run.incumbent(lo, cap if max_I is not None else None) if incumbent else None
+    heur = run.incumbent(lo, cap if max_I is not None else None) if s.incumbent else None
     found = run.upward(lo, cap if heur is None else heur.I - 1, certificate, heur)
     if found is None and heur is not None:  # every I below the incumbent examined (or out
         found = run.at_incumbent(heur, lo, certificate)  # of time): the incumbent's I
@@ -404,7 +378,7 @@ def search_min_ii(
         certificate=tuple(certificate),
         res_mii=rmii,
         rec_mii=cmii,
-        backend=backend,
+        backend=s.backend,
         seconds=time.perf_counter() - t0,
         attempts=tuple(run.attempts),
         heuristic=heur,
@@ -422,29 +396,23 @@ class _Run:
     """One minimum-I search: its settings, its clock and the Phase-1 solves made so far."""
 
     graph: DependenceGraph
-    backend: str
-    time_limit: float | None
-    length_time_limit: float | None
-    tie_break: bool
-    threads: int
-    decide: str
-    deadline: float | None
-    on_progress: OnProgress | None
+    options: SolverOptions
+    settings: TwillSettings
     t0: float
-    warm_start: bool = True
     attempts: list[Phase1Result] = field(default_factory=list)
     best: tuple[int, int] | None = None  # (I, L) of the incumbent
     low: int = 0  # the proven lower bound so far
 
     def left(self) -> float | None:
-        return None if self.deadline is None else self.deadline - time.monotonic()
+        deadline = self.options.deadline
+        return None if deadline is None else deadline - time.monotonic()
 
     def event(self, ii: int, upper: int, r: Phase1Result | str | None = None) -> None:
         answer = r if isinstance(r, str) or r is None else r.status.value
         length = r.L if isinstance(r, Phase1Result) else None
         if length is None and self.best is not None:
             length = self.best[1]
-        emit(self.on_progress, ProgressEvent(
+        emit(self.options.on_progress, ProgressEvent(
             "phase1", ii, time.perf_counter() - self.t0, lower_bound=self.low,
             upper_bound=upper, answer=answer, incumbent=length,
             best_I=None if self.best is None else self.best[0]))  # fmt: skip
@@ -454,7 +422,7 @@ class _Run:
         IMS, then on large loops GauS formulation C below IMS's ``I``
         (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the better one."""
         self.low = lo
-        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.deadline)
+        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.options.deadline)
         left = self.left()
         budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
         roomy = left is None or left >= _GAUS_MIN_LEFT
@@ -473,11 +441,7 @@ class _Run:
     def solve(self, ii: int, upper: int, **kw: Any) -> Phase1Result:
         """One Phase-1 solve at ``ii`` inside the deadline, reported before and after."""
         self.event(ii, upper)
-        extra = {} if self.length_time_limit is None else {
-            "length_time_limit": self.length_time_limit}  # fmt: skip
-        r = solve_phase1(self.graph, ii, backend=self.backend, time_limit=self.time_limit,
-                         tie_break=self.tie_break, threads=self.threads, check=False,
-                         decide=self.decide, deadline=self.deadline, **extra, **kw)  # fmt: skip
+        r = solve_phase1(self.graph, ii, self.options, check=False, **kw)
         self.attempts.append(r)
         if r.schedule is not None and r.L is not None:
             self.best = (ii, r.L)
@@ -501,12 +465,12 @@ class _Run:
                     certificate += [CertificateEntry(i, "untried", "total time limit")
                                     for i in range(ii, heur.I)]  # fmt: skip
                 break
-            guide = heur.schedule if heur is not None and self.warm_start else None
+            guide = heur.schedule if heur is not None and self.settings.warm_start else None
             r = self.solve(ii, upper, guide=guide)
             if r.schedule is not None:
                 return r
             verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
-            certificate.append(CertificateEntry(ii, verdict, self.backend, r.seconds))
+            certificate.append(CertificateEntry(ii, verdict, self.settings.backend, r.seconds))
         return None
 
     def at_incumbent(
@@ -516,14 +480,14 @@ class _Run:
         warm start) in the time left, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
         left = self.left()
         if left is None or left > _AT_INCUMBENT_MIN:
-            r = self.solve(heur.I, heur.I, incumbent=heur.schedule, warm_start=self.warm_start)
+            r = self.solve(heur.I, heur.I, incumbent=heur.schedule)
             if r.status is Status.INFEASIBLE:  # a verified schedule refutes that proof
                 raise VerificationError(
                     [f"I={heur.I} proven infeasible, but the incumbent schedule is legal"],
-                    what=f"phase-1 proof ({self.backend})",
+                    what=f"phase-1 proof ({self.settings.backend})",
                 )
             if r.schedule is not None:
                 return r
         stats = {"schedule_source": "incumbent", "length_status": "skipped (time limit)"}
         return Phase1Result(Status.FEASIBLE, heur.I, dict(heur.schedule), heur.L,
-                            self.backend, 0.0, 0, stats)  # fmt: skip
+                            self.settings.backend, 0.0, 0, stats)  # fmt: skip

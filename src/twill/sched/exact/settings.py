@@ -20,13 +20,13 @@ twill.errors.InvalidProblemError: TwillSettings: backend must be one of cbc, cps
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from twill.errors import InvalidProblemError
-from twill.options import method_settings
+from twill.options import SolverOptions, method_settings
 
-__all__ = ["TwillSettings", "twill_settings"]
+__all__ = ["TwillSettings", "twill_options", "twill_settings"]
 
 _CHOICES = {
     "backend": ("cbc", "cpsat"),
@@ -133,3 +133,14 @@ def twill_settings(options: Any) -> TwillSettings:
     """``options.twill``, or the defaults when it is ``None``; anything else is an error
     (``options`` is a :class:`~twill.options.SolverOptions`)."""
     return method_settings(options, "twill", TwillSettings)
+
+
+def twill_options(
+    settings: TwillSettings, deadline: float | None = None, *, threads: int = 1, seed: int = 0
+) -> SolverOptions:
+    """Options that carry ``settings`` and end at ``deadline``, an absolute
+    ``time.monotonic()`` value (``None``: no limit): for a caller that already runs against
+    a deadline (a worker process of Algorithm 1, the Triton diagnostics), so a nested solve
+    keeps that clock instead of starting a new one."""
+    options = SolverOptions(threads=threads, seed=seed, twill=settings)
+    return options if deadline is None else replace(options, deadline=deadline)
