@@ -99,17 +99,17 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) 
         r = solve_for_compile(lp.graph, twill_limit, time.monotonic() + twill_limit)
         row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal)
         peer = price_triton(ks, lp, ttgir, total_time_limit=price_limit)
-        p = peer.pinned
+        p = peer.to_dict()
         row.update(
-            triton_I=p.I,
-            triton_L=p.L,
-            triton_status=p.status,
-            triton_I_lower=p.I or p.lower_I,
+            triton_I=p["I"],
+            triton_L=p["L"],
+            triton_status=p["status"],
+            triton_I_lower=p["I"] or peer.pinned.stats["lower_I"],
             triton_max_stage=peer.max_stage,
             triton_pipelined=peer.to_dict()["pipelined"],
             unmatched=peer.match.twill_only,
         )
-        row["predicted_speedup"] = round(p.I / r.I, 3) if p.I and r.I else None
+        row["predicted_speedup"] = round(p["I"] / r.I, 3) if p["I"] and r.I else None
         row.update(_resources(peer.build, "triton_"))
         row.update(compiled=False, kept=[], changed={})
         if r.I is not None:

@@ -142,7 +142,7 @@ def twill_solve(
     phase2
         Run Phase 2 (joint SWP + warp specialisation, Algorithm 1); the result then carries
         ``extra["warps"]``, ``["points"]`` and ``["phase1_I"]``
-        (:func:`twill.sched.exact.algorithm1.merge_into`). ``None`` (default): decided by the
+        (:func:`twill.sched.exact.algorithm1.algorithm1`). ``None`` (default): decided by the
         problem, Phase 2 exactly when the machine has a warp model (:func:`has_warp_model`).
     probe
         Phase 2 only on the window at the Phase-1 optimal I.

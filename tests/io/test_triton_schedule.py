@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from twill.cli import main
+from twill.results import Status
 from twill.sched.exact.pinned import Pins, pins_hold, solve_pinned
 from twill.sched.verify_warps import verify_warp_schedule
 from twill.triton import SHIPPED_DIR, import_triton, kernel_spec
@@ -31,24 +32,25 @@ def test_pinned_stages_hold_and_length_is_the_span() -> None:
     g = _gemm("sm_90a")
     pins = Pins(GEMM, (("TC_acc", "TMA_a_blk", "TMA_b_blk"),), {"TC_acc": (1,)})
     r = solve_pinned(g, pins)
-    assert r.status == "feasible" and r.optimal and r.I == 8
-    assert pins_hold(pins, r.schedule, r.I)
-    assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
+    ws = r.solution
+    assert r.status is Status.OPTIMAL and ws.I == 8 and r.objective == 8
+    assert pins_hold(pins, ws.schedule, ws.I)
+    assert verify_warp_schedule(g, ws.schedule, ws.assignment, ws.I, ws.L) == []
     # the MMA two stages after its loads: the iteration spans more than two I, less than three
-    assert 2 * r.I < r.L < 3 * r.I
+    assert 2 * ws.I < ws.L < 3 * ws.I
     # I = 8 was shown feasible by a schedule built without a solver (verified); Phase 2 then
     # only searched below its length
-    built = [p for p in r.points if p[2] == "sat_constructed"]
-    assert built == [(8, built[0][1], "sat_constructed")] and built[0][1] > r.L
-    free = solve_pinned(g, Pins({}, (), None))
-    assert free.I == 8 and free.L < r.L  # Twill's own optimum: same I, shorter L
+    built = [p for p in r.certificate if p[2] == "sat_constructed"]
+    assert built == [[8, built[0][1], "sat_constructed"]] and built[0][1] > ws.L
+    free = solve_pinned(g, Pins({}, (), None)).solution
+    assert free.I == 8 and free.L < ws.L  # Twill's own optimum: same I, shorter L
 
 
 def test_impossible_stages_are_infeasible() -> None:
     g = _gemm("sm_100a")
     # the MMA a stage before the loads it reads, in the same iteration
     r = solve_pinned(g, Pins({"TMA_a_blk": 1, "TMA_b_blk": 1, "TC_acc": 0}))
-    assert r.status == "infeasible" and r.I is None
+    assert r.status is Status.INFEASIBLE and r.solution is None
 
 
 def test_match_contradicting_a_dependence_is_found() -> None:

@@ -31,10 +31,10 @@ def test_phase1_search_reports_each_I(capsys):
     heur, start, end = events
     assert heur.best_I == 4 and heur.incumbent == r.heuristic.L
     assert (start.lower_bound, start.upper_bound) == (4, 4) == (end.lower_bound, end.upper_bound)
-    assert end.incumbent == r.attempts[0].L
+    assert end.incumbent == r.attempts[0].objective
     assert 0 <= start.elapsed <= end.elapsed <= r.seconds
     assert "Phase 1: I=4 (lower bound 4, max 4) optimal, incumbent I=4, gap 0" in end.describe()
-    assert f"incumbent L={r.attempts[0].L}" in end.describe()
+    assert f"incumbent L={r.attempts[0].objective}" in end.describe()
     assert capsys.readouterr().out == ""
 
 

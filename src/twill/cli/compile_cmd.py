@@ -177,10 +177,10 @@ def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int |
         peer = price_triton(ks, total_time_limit=args.total_time_limit)
     out = peer.to_dict()
     out["twill_I"], out["twill_L"] = twill_I, twill_L
-    tri = peer.pinned.I
+    tri = peer.pinned.objective
     out["predicted_speedup"] = round(tri / twill_I, 3) if tri and twill_I else None
-    if tri is None and peer.pinned.max_I:  # every I below is refuted: a lower bound
-        out["I_lower_bound"] = peer.pinned.lower_I
+    if tri is None and peer.pinned.stats["max_I"]:  # every I below is refuted: a lower bound
+        out["I_lower_bound"] = peer.pinned.stats["lower_I"]
     return out
 
 

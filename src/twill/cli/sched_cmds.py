@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
@@ -278,12 +280,13 @@ def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> Sol
     return options.start(at=time.monotonic() - seconds_since_command_start())
 
 
-def _solve_one(args: argparse.Namespace, graph: DependenceGraph, options: SolverOptions) -> Any:  # noqa: ANN401 (a TwillResult)
-    """Twill on one graph under the command's options, with a progress line."""
+@contextmanager
+def _followed(args: argparse.Namespace, options: SolverOptions) -> Iterator[SolverOptions]:
+    """``options`` with the command's progress line as their callback; on Ctrl-C the last
+    line is kept for the CLI's one interrupt line. The command hands these options straight
+    to :func:`twill.sched.exact.pipeline.run`, so the flags reach the solvers in as few
+    calls as possible (docs/architecture.md)."""
     from dataclasses import replace
-
-    from twill.sched.exact import pipeline
-    from twill.sched.problems import WarpSpecProblem
 
     on_progress, status = _progress_callback()
     seen: list[str] = []
@@ -293,8 +296,7 @@ def _solve_one(args: argparse.Namespace, graph: DependenceGraph, options: Solver
         on_progress(event)  # type: ignore[misc]
 
     try:
-        followed = replace(options, on_progress=follow if on_progress is not None else None)
-        return pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
+        yield replace(options, on_progress=follow if on_progress is not None else None)
     except KeyboardInterrupt:
         if status is not None and seen:  # on a terminal: where the search stood, named in
             args.interrupted_at = seen[0]  # the CLI's one interrupt line
@@ -338,6 +340,8 @@ def _refuse_unfit_loops(kernel: Any, args: argparse.Namespace) -> None:  # noqa:
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.triton_cmd import is_triton_spec, load_kernel
     from twill.io import graph_input_files
+    from twill.sched.exact import pipeline
+    from twill.sched.problems import WarpSpecProblem
     from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
@@ -353,7 +357,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         _refuse_unfit_loops(kernel, args)
     graph = kernel.picked.graph if kernel is not None else _load(args)
     options = _options(args, _default_backend(args), phase2)
-    result = _solve_one(args, graph, options)
+    with _followed(args, options) as followed:
+        result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
     loops_text = ""
     extra: dict[str, Any] = {}
     if kernel is not None:
@@ -364,7 +369,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         for lp in kernel.loops:
             solved = result if lp is kernel.picked else None
             if solved is None and args.loop is None:
-                solved = _solve_one(args, lp.graph, options)
+                with _followed(args, options) as followed:
+                    solved = pipeline.run(WarpSpecProblem(lp.graph, max_II=args.max_I), followed)
             if solved is not None:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)

@@ -42,7 +42,8 @@ from twill.io.triton_schedule import (
     write_partitions,
     write_schedule,
 )
-from twill.sched.exact.pinned import PinnedResult, Pins, solve_pinned
+from twill.results import SolveResult, Status
+from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WARPS_PER_SLOT
 
@@ -222,7 +223,7 @@ class TritonPeer:
     clusters: dict[str, int]
     partitions: dict[str, list[int]]
     match: Match
-    pinned: PinnedResult
+    pinned: SolveResult  # the pinned search's (a WarpSchedule when feasible)
     notes: list[str] = field(default_factory=list)
     build: Any = field(default=None, repr=False)
 
@@ -236,13 +237,13 @@ class TritonPeer:
             "stages": self.stages,
             "clusters": self.clusters,
             "partitions": self.partitions or None,
-            "status": self.pinned.status,
-            "I": self.pinned.I,
-            "L": self.pinned.L,
-            "optimal": self.pinned.optimal,
+            "status": pinned_answer(self.pinned),
+            "I": self.pinned.objective,
+            "L": self.pinned.stats.get("L"),
+            "optimal": self.pinned.status.is_proof,  # optimal, or proven infeasible
             "match": self.match.to_dict(),
             "notes": self.notes,
-            "seconds": round(self.pinned.seconds, 3),
+            "seconds": round(self.pinned.timings.solve, 3),
         }
 
 
@@ -283,7 +284,7 @@ def price_triton(
             + "; ".join(f"{v} before {u}, which it depends on" for u, v in wrong)
             + " in the same stage); a predicated scf.if body is matched at loop level only"
         )
-        result = PinnedResult("unknown", None, None, None, None, False, 0, 0, (), 0.0)
+        result = SolveResult(Status.UNKNOWN, stats={"L": None, "lower_I": 0, "max_I": 0})
     else:
         result = solve_pinned(priced, pins, total_time_limit=total_time_limit)
     return TritonPeer(

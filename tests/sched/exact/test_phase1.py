@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,7 @@ class TestFig1:
             is Status.INFEASIBLE
         )
         r = solve_phase1(g, 2, SolverOptions(twill=TwillSettings(backend=backend, tie_break=False)))
-        assert r.status is Status.OPTIMAL and r.L == 4 and r.schedule["P"] in (1, 2)
+        assert r.status is Status.OPTIMAL and r.objective == 4 and r.solution["P"] in (1, 2)
 
     def test_larger_ii(self, backend):
         r = solve_phase1(
@@ -54,7 +55,7 @@ class TestFig1:
             3,
             SolverOptions(twill=TwillSettings(backend=backend)),
         )
-        assert r.L == 3 and r.schedule == {"S": 0, "P": 1, "O": 2}
+        assert r.objective == 3 and r.solution == {"S": 0, "P": 1, "O": 2}
 
 
 EXPECTED_KERNEL_I = {
@@ -78,7 +79,7 @@ def test_kernels_min_ii(name, backend):
 
 def test_hopper_schedulable_at_ii4():
     r = solve_phase1(KERNELS["flash_attention_forward_hopper"](), 4)
-    assert r.status is Status.OPTIMAL and r.L == 6  # S -> P -> R -> O on a full tensor core
+    assert r.status is Status.OPTIMAL and r.objective == 6  # S -> P -> R -> O on a full tensor core
 
 
 CIRCT = [
@@ -123,7 +124,7 @@ def test_unknown_below_answer_is_not_optimal(monkeypatch):
     def fake(graph, ii, *args, **kw):
         r = real(graph, ii, *args, **kw)
         if ii == 3:
-            return type(r)(Status.UNKNOWN, ii, None, None, r.backend, 0.0, r.stage_bound)
+            return replace(r, status=Status.UNKNOWN, solution=None, objective=None)
         return r
 
     monkeypatch.setattr(search, "solve_phase1", fake)
@@ -228,7 +229,7 @@ def outcome(graph, ii, backend, encoding):
         SolverOptions(twill=TwillSettings(backend=backend, encoding=encoding, tie_break=False)),
     )
     assert r.status in (Status.OPTIMAL, Status.INFEASIBLE)
-    return r.status, r.L
+    return r.status, r.objective
 
 
 @pytest.mark.parametrize("ii", [3, 4, 5])
@@ -281,7 +282,7 @@ def test_residue_encoding_and_hints_agree_on_random_graphs(graph):
                 hint=hint,
             )
             assert r.status in (Status.OPTIMAL, Status.INFEASIBLE)
-            got.add((r.status, r.L))
+            got.add((r.status, r.objective))
         assert len(got) == 1, (ii, got)
         seed = _greedy_hint(graph, ii)
         if seed is not None:
@@ -326,15 +327,15 @@ def test_cbc_time_limit_is_unknown_not_infeasible(benchmark_data):
             twill=TwillSettings(backend="cbc", solve_time_limit=1, tie_break=False, decide="full")
         ),
     )
-    assert r.status is Status.UNKNOWN and r.schedule is None
+    assert r.status is Status.UNKNOWN and r.solution is None
     feasible = solve_phase1(
         g,
         24,
         SolverOptions(twill=TwillSettings(backend="cbc", solve_time_limit=1, tie_break=False)),
     )
     assert feasible.status in (Status.OPTIMAL, Status.FEASIBLE, Status.UNKNOWN)
-    if feasible.schedule is not None:
-        assert verify_modulo_schedule(g, feasible.schedule, 24) == []
+    if feasible.solution is not None:
+        assert verify_modulo_schedule(g, feasible.solution, 24) == []
 
 
 # --------------------------------------------------------------------------------------------
@@ -417,13 +418,13 @@ def test_window_decision_agrees_with_residue_enumeration(graph):
                 ),
             )
             assert r.status is not Status.UNKNOWN
-            assert (r.schedule is not None) == expected, (backend, ii)
+            assert (r.solution is not None) == expected, (backend, ii)
         full = solve_phase1(
             graph,
             ii,
             SolverOptions(twill=TwillSettings(backend="cpsat", tie_break=False, decide="full")),
         )
-        assert (full.schedule is not None) == expected, ii
+        assert (full.solution is not None) == expected, ii
 
 
 def test_window_model_settles_the_hard_hls_loops(benchmark_data):
@@ -445,7 +446,7 @@ def test_window_model_settles_the_hard_hls_loops(benchmark_data):
                 twill=TwillSettings(backend=backend, solve_time_limit=30, length_time_limit=1)
             ),
         )
-        assert r.schedule is not None and verify_modulo_schedule(g, r.schedule, 43) == []
+        assert r.solution is not None and verify_modulo_schedule(g, r.solution, 43) == []
 
 
 def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(benchmark_data):
@@ -465,7 +466,7 @@ def test_energetic_arcs_hold_in_a_schedule_and_refute_a_smaller_ii(benchmark_dat
     arcs, circuit = energetic_arcs(model, longest_matrix(model.kept, model.arcs))
     assert arcs and not circuit
     for x, y, w in arcs:
-        assert r.schedule[model.names[y]] - r.schedule[model.names[x]] >= w
+        assert r.solution[model.names[y]] - r.solution[model.names[x]] >= w
     model = build_reduced_model(g, 42)
     assert energetic_arcs(model, longest_matrix(model.kept, model.arcs))[1]
 

@@ -47,8 +47,8 @@ def windows(g: DependenceGraph, rules: WarpRules) -> list[tuple[int, int]]:
     out = []
     for ii in range(1, 8):
         p1 = solve_phase1(g, ii, check=False)
-        if p1.L is not None:
-            out.append((ii, p1.L))
+        if p1.objective is not None:
+            out.append((ii, p1.objective))
         if len(out) == 2:
             break
     return out

@@ -60,7 +60,7 @@ def test_twin_rows_keep_the_answer_of_the_exhaustive_enumeration(graph):
                     twill=TwillSettings(backend=backend, tie_break=False, length_time_limit=5)
                 ),
             )
-            assert (r.schedule is not None) == expected, (backend, ii)
+            assert (r.solution is not None) == expected, (backend, ii)
 
 
 def test_twins_on_md_grid_keep_the_answers(benchmark_data):

@@ -32,31 +32,25 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
-from twill.results import SolveResult, Status, Timings, WarpSchedule
+from twill.results import SolveResult, Status, WarpSchedule
 from twill.sched.exact._deadline import out_of_time, within
-from twill.sched.exact.phase1 import Phase1Result, solve_phase1
+from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
-from twill.sched.exact.search import SearchResult, search_min_ii, serial_ii_cap
+from twill.sched.exact.search import TwillResult, search_min_ii, serial_ii_cap
 from twill.sched.exact.settings import TwillSettings, twill_options, twill_settings
 from twill.sched.exact.witness import SequentialWitness, sequential_witness
 from twill.sched.ir import DependenceGraph
-from twill.sched.problems import WarpSpecProblem
+from twill.sched.problems import PROBLEM_WARP_SPECIALISATION, WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
 from twill.validation import check_int
 
-__all__ = [
-    "SearchPoint",
-    "Algorithm1Result",
-    "algorithm1",
-    "length_window",
-    "merge_into",
-]
+__all__ = ["SearchPoint", "algorithm1", "length_window"]
 
 log = logging.getLogger(__name__)
 
@@ -98,75 +92,6 @@ class SearchPoint:
     def __str__(self) -> str:
         where = f"I={self.I}" + (f", L={self.lengths}" if self.L is not None else "")
         return f"({where}): {self.answer} in {self.seconds:.3f} s"
-
-
-@dataclass(frozen=True)
-class Algorithm1Result:
-    """Answer of :func:`algorithm1`.
-
-    ``status`` is OPTIMAL (sat, every earlier point and Phase 1 proven), FEASIBLE (sat, some
-    proof missing), INFEASIBLE (every point up to the cap proven empty) or UNKNOWN.
-    """
-
-    status: Status
-    I: int | None
-    L: int | None
-    schedule: dict[str, int] | None
-    assignment: dict[str, tuple[int, ...]] | None
-    optimal: bool
-    L_optimal: bool
-    phase1_I: int | None
-    phase1_L: int | None
-    points: tuple[SearchPoint, ...]
-    seconds: float
-    phase1_seconds: float
-    phase2_seconds: float
-    reason: str = ""
-    phase1: SearchResult | None = field(default=None, repr=False, compare=False)
-    final: Phase2Result | None = field(default=None, repr=False, compare=False)
-    warp_schedule: WarpSchedule | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def warps(self) -> dict[str, int] | None:
-        if self.assignment is None:
-            return None
-        return {v: min(ws) for v, ws in self.assignment.items()}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "I": self.I,
-            "L": self.L,
-            "optimal": self.optimal,
-            "schedule": self.schedule,
-            "warps": self.warps,
-            "assignment": (
-                {v: list(ws) for v, ws in self.assignment.items()} if self.assignment else None
-            ),
-            "phase1_I": self.phase1_I,
-            "phase1_L": self.phase1_L,
-            "points": [p.to_dict() for p in self.points],
-            "seconds": round(self.seconds, 4),
-            "phase1_seconds": round(self.phase1_seconds, 4),
-            "phase2_seconds": round(self.phase2_seconds, 4),
-            "reason": self.reason,
-        }
-
-    def as_result(self) -> SolveResult:
-        """The shared result shape: the joint :class:`~twill.results.WarpSchedule` (when a
-        point is satisfiable) with objective ``I``, bound ``I`` itself when proven optimal."""
-        return SolveResult(
-            status=self.status,
-            solution=self.warp_schedule,
-            objective=self.I,
-            objective_unit="cycles (initiation interval)",
-            bound=self.I if self.optimal else None,
-            certificate=[p.to_dict() for p in self.points],
-            timings=Timings(solve=self.seconds),
-            stats={"L": self.L, "L_optimal": self.L_optimal, "phase1_I": self.phase1_I,
-                   "phase1_L": self.phase1_L, "phase1_seconds": self.phase1_seconds,
-                   "phase2_seconds": self.phase2_seconds, "reason": self.reason},
-        )  # fmt: skip
 
 
 def length_window(ii: int, length: int) -> range:
@@ -214,7 +139,7 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
     return run(problem, options).as_result()
 
 
-def run(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Algorithm1Result:
+def run(problem: WarpSpecProblem, options: SolverOptions | None = None) -> TwillResult:
     """:func:`solve` with Algorithm 1's own record (every point, the phase times).
 
     ``problem.max_II`` caps the search, ``problem.rules`` is the warp model. ``options``: the
@@ -232,10 +157,10 @@ def algorithm1(
     graph: DependenceGraph,
     options: SolverOptions | None = None,
     *,
-    phase1: SearchResult | None = None,
+    phase1: TwillResult | None = None,
     max_I: int | None = None,
     rules: WarpRules | None = None,
-) -> Algorithm1Result:
+) -> TwillResult:
     """Minimum-I joint modulo schedule + warp assignment (Twill Algorithm 1).
 
     Parameters
@@ -275,7 +200,13 @@ def algorithm1(
 
     Returns
     -------
-    Algorithm1Result
+    TwillResult
+        The record of the search (``problem``
+        :data:`~twill.sched.problems.PROBLEM_WARP_SPECIALISATION`): the joint answer
+        (``warp_schedule``), every point (``points``) and the Phase-1 record it started from
+        (``phase1``); ``extra`` holds the same as JSON (``warps``, ``assignment``,
+        ``points``, ``phase1_I``, ``phase1_L``, ``phase2_status``, ``phase2_reason``, the
+        phase seconds).
 
     Notes
     -----
@@ -311,26 +242,19 @@ def algorithm1(
                                         answer=point.answer))  # fmt: skip
 
     def finish(status: Status, reason: str, final: Phase2Result | None = None,
-               optimal: bool = False, l_opt: bool = False) -> Algorithm1Result:  # fmt: skip
-        return Algorithm1Result(
-            status=status,
-            I=final.I if final else None,
-            L=final.L if final else None,
-            schedule=final.schedule if final else None,
-            assignment=final.assignment if final else None,
-            optimal=optimal,
-            L_optimal=l_opt,
-            phase1_I=phase1.I,
-            phase1_L=phase1.L,
-            points=tuple(points),
-            seconds=time.perf_counter() - t0,
-            phase1_seconds=p1_seconds,
-            phase2_seconds=p2_seconds,
-            reason=reason,
-            phase1=phase1,
-            final=final,
-            warp_schedule=_warp_schedule(final, graph) if final else None,
-        )
+               optimal: bool = False, l_opt: bool = False) -> TwillResult:  # fmt: skip
+        ws = _warp_schedule(final, graph) if final else None
+        extra = {"warps": ws.warps if ws else {},
+                 "assignment": {v: list(w) for v, w in ws.assignment.items()} if ws else {},
+                 "points": [p.to_dict() for p in points], "phase1_I": phase1.I,
+                 "phase1_L": phase1.L, "phase2_status": status.value, "phase2_reason": reason,
+                 "phase2_seconds": round(p2_seconds, 4),
+                 "phase1_seconds": round(p1_seconds, 4)}  # fmt: skip
+        return replace(phase1, status=status, I=ws.I if ws else None, L=ws.L if ws else None,
+                       schedule=dict(ws.schedule) if ws else None, optimal=optimal,
+                       L_optimal=l_opt, seconds=time.perf_counter() - clock, phase1=phase1,
+                       extra=extra, warp_schedule=ws, problem=PROBLEM_WARP_SPECIALISATION,
+                       points=tuple(points))  # fmt: skip
 
     if phase1.I is None or phase1.schedule is None or phase1.L is None:
         return finish(phase1.status if phase1.status != Status.ERROR else Status.UNKNOWN,
@@ -418,10 +342,10 @@ def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _
         return _Examined(ii, 0.0, "time_limit", False, None, [])
     if start is None:
         p1, empty = _phase1_at(job.graph, ii, job.options())
-        p1_seconds = p1.seconds
+        p1_seconds = p1.timings.solve
         if empty is not None:
             return _Examined(ii, p1_seconds, empty, False, None, [])
-        start = (p1.L, p1.schedule, p1.status == Status.OPTIMAL)
+        start = (p1.objective, p1.solution, p1.status == Status.OPTIMAL)
     length, hint, len_proven = start
     if job.settings.window == "scan":
         outcome, checks = _scan_window(job, ii, length, hint)
@@ -495,11 +419,11 @@ def _examined_in_order(
 
 def _phase1_at(
     graph: DependenceGraph, ii: int, options: SolverOptions
-) -> tuple[Phase1Result, str | None]:
+) -> tuple[SolveResult, str | None]:
     """Phase 1 at a later ``I`` (its ``LEN(M)`` fixes that window), and the answer to record
     when it has no schedule there (``p1_infeasible`` or ``p1_unknown``; ``None`` when it has)."""
     p1 = solve_phase1(graph, ii, options, check=False)
-    if p1.schedule is None or p1.L is None:
+    if p1.solution is None or p1.objective is None:
         return p1, "p1_infeasible" if p1.status == Status.INFEASIBLE else "p1_unknown"
     return p1, None
 
@@ -532,46 +456,7 @@ def _default_cap(graph: DependenceGraph, first: int) -> int:
     return max(serial_ii_cap(graph), first + 4)
 
 
-def merge_into(result: Any, alg: Algorithm1Result, graph: DependenceGraph) -> Any:
-    """Fold an :class:`Algorithm1Result` into a Phase-1 ``TwillResult`` (``dataclasses.replace``):
-    the final ``I``, ``L``, ``M*`` and status come from Algorithm 1, and ``extra`` gains ``warps``
-    (op -> warp slot), ``assignment``, ``points``, ``phase1_I``, ``phase1_L``, and
-    ``warp_schedule`` (a :class:`~twill.results.WarpSchedule`) is set when there is a joint
-    answer. The caller verifies the merged answer once.
-    """
-    extra = dict(result.extra)
-    extra.update(
-        {
-            "warps": alg.warps if alg.warps is not None else {},
-            "assignment": (
-                {v: list(ws) for v, ws in alg.assignment.items()} if alg.assignment else {}
-            ),
-            "points": [p.to_dict() for p in alg.points],
-            "phase1_I": alg.phase1_I,
-            "phase1_L": alg.phase1_L,
-            "phase2_status": alg.status.value,
-            "phase2_reason": alg.reason,
-            "phase2_seconds": round(alg.phase2_seconds, 4),
-        }
-    )
-    return replace(
-        result,
-        status=alg.status,
-        I=alg.I,
-        L=alg.L,
-        schedule=alg.schedule,
-        optimal=alg.optimal,
-        L_optimal=alg.L_optimal,
-        seconds=result.seconds + alg.phase2_seconds + (alg.phase1_seconds - alg.phase1.seconds
-                                                        if alg.phase1 else 0.0),
-        extra=extra,
-        warp_schedule=_warp_schedule(alg, graph),
-    )  # fmt: skip
-
-
-def _warp_schedule(
-    alg: Algorithm1Result | Phase2Result, graph: DependenceGraph
-) -> WarpSchedule | None:
+def _warp_schedule(alg: Phase2Result, graph: DependenceGraph) -> WarpSchedule | None:
     if alg.schedule is None or alg.I is None or alg.L is None or not alg.assignment:
         return None
     return WarpSchedule.of(graph, alg.schedule, alg.assignment, alg.I, alg.L)

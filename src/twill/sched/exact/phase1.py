@@ -34,11 +34,11 @@ as Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP); CP-SAT also 
 ``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows; its default where
 every limited unit is reserved for one cycle). All are exact and tested to agree. A greedy
 modulo list schedule, when the verifier accepts it, seeds both solvers.
-Each call returns a
-:class:`Phase1Result` whose status is ``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a
-schedule, ``L`` not proven minimal: a time limit hit after an incumbent), ``INFEASIBLE``
-(proven: no modulo schedule at this ``I``) or ``UNKNOWN`` (limit hit before any proof). A
-time-out is never reported as infeasible.
+Each call returns a :class:`~twill.results.SolveResult` (:func:`phase1_result`) whose
+status is ``OPTIMAL`` (with ``M`` and ``L``), ``FEASIBLE`` (a schedule, ``L`` not proven
+minimal: a time limit hit after an incumbent), ``INFEASIBLE`` (proven: no modulo schedule
+at this ``I``) or ``UNKNOWN`` (limit hit before any proof). A time-out is never reported as
+infeasible.
 
 Stage bound (proven sufficient, per op; see :func:`.reduced.stage_bounds`): fix the residues of any
 feasible solution; the dependences become difference constraints on the stages, whose least
@@ -68,7 +68,6 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from twill._interrupt import solve_cpsat
@@ -99,69 +98,37 @@ from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
 from twill.validation import check_int
 
-__all__ = ["Phase1Result", "solve", "solve_phase1", "BACKENDS"]
+__all__ = ["phase1_result", "solve", "solve_phase1", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("cbc", "cpsat")
 
 
-@dataclass(frozen=True)
-class Phase1Result:
-    """Outcome of one Phase-1 solve at a fixed ``II``.
-
-    Attributes
-    ----------
-    status
-        OPTIMAL, FEASIBLE, INFEASIBLE (proven) or UNKNOWN (limit hit before a proof).
-    II
-        The initiation interval tried.
-    schedule
-        Start cycle per op (``min = 0``), or ``None`` without a solution.
-    L
-        Schedule length ``max_v M(v) + cycles(v)``, or ``None``.
-    backend
-        ``"cbc"`` or ``"cpsat"``.
-    seconds
-        Wall time of build + solve(s) + verify.
-    stage_bound
-        The proven-sufficient stage bound ``K`` used.
-    stats
-        Model size and solver details (``variables``, ``constraints``, ``tie_break``, ...).
-    """
-
-    status: Status
-    II: int
-    schedule: dict[str, int] | None
-    L: int | None
-    backend: str
-    seconds: float
-    stage_bound: int
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status.value,
-            "II": self.II,
-            "schedule": dict(self.schedule) if self.schedule is not None else None,
-            "L": self.L,
-            "backend": self.backend,
-            "seconds": round(self.seconds, 4),
-            "stage_bound": self.stage_bound,
-            "stats": dict(self.stats),
-        }
-
-    def as_result(self) -> SolveResult:
-        """The shared result shape: the schedule, its length ``L`` in cycles at fixed ``II``."""
-        return SolveResult(
-            status=self.status,
-            solution=dict(self.schedule) if self.schedule is not None else None,
-            objective=self.L,
-            objective_unit="cycles",
-            timings=Timings(solve=self.seconds),
-            stats=dict(self.stats),
-            settings={"backend": self.backend, "II": self.II, "stage_bound": self.stage_bound},
-        )
+def phase1_result(
+    status: Status,
+    II: int,
+    schedule: dict[str, int] | None,
+    length: int | None,
+    backend: str,
+    seconds: float,
+    stage_bound: int,
+    stats: dict[str, Any],
+) -> SolveResult:
+    """One Phase-1 answer at a fixed ``II`` in the shared shape: the schedule (op -> start
+    cycle, ``min = 0``) as the solution, its length ``L`` in cycles as the objective; the
+    settings say the backend, ``II`` and the proven-sufficient stage bound ``K`` used; the
+    stats hold the model size and solver details (``variables``, ``constraints``,
+    ``tie_break``, ...); the solve time is build + solve(s) + verify."""
+    return SolveResult(
+        status=status,
+        solution=dict(schedule) if schedule is not None else None,
+        objective=length,
+        objective_unit="cycles",
+        timings=Timings(solve=seconds),
+        stats=dict(stats),
+        settings={"backend": backend, "II": II, "stage_bound": stage_bound},
+    )
 
 
 def _length(model: ReducedModel, kept_starts: dict[int, int]) -> int:
@@ -624,7 +591,7 @@ def solve_phase1(
     hint: bool = True,
     incumbent: Mapping[str, int] | None = None,
     guide: Mapping[str, int] | None = None,
-) -> Phase1Result:
+) -> SolveResult:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
     Parameters
@@ -681,8 +648,9 @@ def solve_phase1(
 
     Returns
     -------
-    Phase1Result
-        OPTIMAL with ``M`` and ``L``, FEASIBLE, INFEASIBLE (proven) or UNKNOWN.
+    SolveResult
+        OPTIMAL with the schedule ``M`` (``solution``) and ``L`` (``objective``), FEASIBLE,
+        INFEASIBLE (proven) or UNKNOWN (:func:`phase1_result`).
 
     Raises
     ------
@@ -701,7 +669,7 @@ def solve_phase1(
     --------
     >>> from twill.sched.kernels import flash_attention_forward_simplified
     >>> r = solve_phase1(flash_attention_forward_simplified(), 2)
-    >>> r.status.value, r.L, r.schedule
+    >>> r.status.value, r.objective, r.solution
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
     options = (options or SolverOptions()).start()
@@ -713,9 +681,9 @@ def solve_phase1(
     t0 = time.perf_counter()
 
     def result(status: Status, schedule: dict[str, int] | None, length: int | None,
-               bound: int, stats: dict[str, Any]) -> Phase1Result:  # fmt: skip
-        return Phase1Result(status, II, schedule, length, backend, time.perf_counter() - t0,
-                            bound, stats)  # fmt: skip
+               bound: int, stats: dict[str, Any]) -> SolveResult:  # fmt: skip
+        return phase1_result(status, II, schedule, length, backend, time.perf_counter() - t0,
+                             bound, stats)  # fmt: skip
 
     if _out_of_time(_within(None, deadline)):  # nothing is built after the deadline
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
@@ -773,9 +741,9 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     emit(options.on_progress, ProgressEvent("phase1", ii, 0.0, lower_bound=ii, upper_bound=ii))
     r = solve_phase1(problem.graph, ii, options, check=False)
     emit(options.on_progress, ProgressEvent(
-        "phase1", ii, time.perf_counter() - t0, L=r.L, lower_bound=ii, upper_bound=ii,
-        answer=r.status.value, incumbent=r.L))  # fmt: skip
-    return r.as_result()
+        "phase1", ii, time.perf_counter() - t0, L=r.objective, lower_bound=ii, upper_bound=ii,
+        answer=r.status.value, incumbent=r.objective))  # fmt: skip
+    return r
 
 
 def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:

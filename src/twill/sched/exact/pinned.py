@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twill.errors import InvalidProblemError
@@ -63,7 +63,7 @@ from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
 
-__all__ = ["PinnedProblem", "Pins", "PinnedResult", "solve", "solve_pinned", "pins_hold"]
+__all__ = ["PinnedProblem", "Pins", "pinned_answer", "solve", "solve_pinned", "pins_hold"]
 
 
 @dataclass(frozen=True)
@@ -126,48 +126,6 @@ class PinnedProblem(WarpSpecProblem):
         return found
 
 
-@dataclass(frozen=True)
-class PinnedResult:
-    """Answer of :func:`solve_pinned`.
-
-    ``status``: ``"feasible"`` (``I``, ``L``, ``schedule``, ``assignment`` set and verified),
-    ``"infeasible"`` (every ``I`` up to ``max_I`` proven unsat) or ``"unknown"``.
-    ``lower_I``: every ``I`` below it is proven unsat (with ``unknown``, a lower bound on the
-    pinned problem's ``I``).
-    ``optimal``: ``I`` is proven the smallest and ``L`` the smallest at that ``I``.
-    ``points``: ``(I, L, answer)`` of every solver call (``L = 0``, ``modulo_unsat``: the I
-    refuted by the modulo check alone; ``sat_constructed``: the schedule built without a
-    solver, verified).
-    """
-
-    status: str
-    I: int | None
-    L: int | None
-    schedule: dict[str, int] | None
-    assignment: dict[str, tuple[int, ...]] | None
-    optimal: bool
-    lower_I: int
-    max_I: int
-    points: tuple[tuple[int, int, str], ...]
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "I": self.I,
-            "L": self.L,
-            "optimal": self.optimal,
-            "lower_I": self.lower_I,
-            "max_I": self.max_I,
-            "schedule": self.schedule,
-            "assignment": (
-                {v: list(w) for v, w in self.assignment.items()} if self.assignment else None
-            ),
-            "points": [list(p) for p in self.points],
-            "seconds": round(self.seconds, 3),
-        }
-
-
 def solve(problem: PinnedProblem, options: SolverOptions | None = None) -> SolveResult:
     """:func:`solve_pinned` on ``problem`` in the shared shape: the joint
     :class:`~twill.results.WarpSchedule` with objective ``I``, OPTIMAL when ``I`` and ``L``
@@ -179,17 +137,37 @@ def solve(problem: PinnedProblem, options: SolverOptions | None = None) -> Solve
     emit(options.on_progress, ProgressEvent("phase2", message="pinned search"))
     r = solve_pinned(problem.graph, problem.pins, rules=problem.rules, max_I=problem.max_II,
                      deadline=options.deadline)  # fmt: skip
-    emit(options.on_progress, ProgressEvent("phase2", r.I, r.seconds, L=r.L, answer=r.status))
-    ws = None
-    if r.status == "feasible" and r.schedule and r.assignment and r.I and r.L:
-        ws = WarpSchedule.of(problem.graph, r.schedule, r.assignment, r.I, r.L)
-    status = {"feasible": Status.OPTIMAL if r.optimal else Status.FEASIBLE,
-              "infeasible": Status.INFEASIBLE}.get(r.status, Status.UNKNOWN)  # fmt: skip
+    emit(options.on_progress, ProgressEvent("phase2", r.objective, r.timings.solve,
+                                            L=r.stats["L"], answer=pinned_answer(r)))  # fmt: skip
+    return replace(r, settings={"max_I": problem.max_II})
+
+
+def pinned_answer(r: SolveResult) -> str:
+    """The pinned search's verdict in words: ``"feasible"`` (a verified schedule, optimal or
+    not), ``"infeasible"`` (every ``I`` up to the cap proven unsat) or ``"unknown"``."""
+    return "feasible" if r.has_solution else r.status.value
+
+
+def _pinned_result(
+    graph: DependenceGraph,
+    status: Status,
+    best: tuple[int, int, dict[str, int], dict[str, tuple[int, ...]]] | None,
+    bounds: tuple[int, int],
+    points: list[tuple[int, int, str]],
+    seconds: float,
+) -> SolveResult:
+    """The answer in the shared shape: the joint :class:`~twill.results.WarpSchedule` (when
+    ``best = (I, L, schedule, assignment)``) with objective ``I``; ``bounds = (lower_I,
+    max_I)``: every ``I`` below ``lower_I`` is proven unsat (the bound, ``I`` itself when
+    OPTIMAL), and ``max_I`` the cap; the certificate lists ``(I, L, answer)`` of every call."""
+    ws = WarpSchedule.of(graph, best[2], best[3], best[0], best[1]) if best else None
+    lower, cap = bounds
     return SolveResult(
-        status=status, solution=ws, objective=r.I,
-        objective_unit="cycles (initiation interval)", bound=r.I if r.optimal else r.lower_I,
-        certificate=[list(p) for p in r.points], timings=Timings(solve=r.seconds),
-        stats={"L": r.L, "max_I": r.max_I}, settings={"max_I": problem.max_II},
+        status=status, solution=ws, objective=ws.I if ws else None,
+        objective_unit="cycles (initiation interval)",
+        bound=ws.I if status is Status.OPTIMAL and ws else lower,
+        certificate=[list(p) for p in points], timings=Timings(solve=seconds),
+        stats={"L": ws.L if ws else None, "lower_I": lower, "max_I": cap},
     )  # fmt: skip
 
 
@@ -523,7 +501,7 @@ def solve_pinned(
     max_I: int | None = None,
     total_time_limit: float | None = None,
     deadline: float | None = None,
-) -> PinnedResult:
+) -> SolveResult:
     """The smallest ``I`` (and its smallest ``L``) at which ``pins`` fit Twill's model.
 
     Parameters
@@ -542,6 +520,16 @@ def solve_pinned(
         unproven ``feasible``.
     deadline
         The same as a ``time.monotonic()`` value (the earlier of the two holds).
+
+    Returns
+    -------
+    SolveResult
+        OPTIMAL (``I`` proven the smallest, ``L`` the smallest at it) or FEASIBLE with the
+        verified joint :class:`~twill.results.WarpSchedule`, INFEASIBLE (every ``I`` up to
+        ``stats["max_I"]`` proven unsat) or UNKNOWN; ``bound``: every ``I`` below it is
+        proven unsat; ``certificate``: ``[I, L, answer]`` of every solver call (``L = 0``,
+        ``modulo_unsat``: the I refuted by the modulo check alone; ``sat_constructed``: the
+        schedule built without a solver, verified).
     """
     import ortools.sat.python.cp_model  # noqa: F401  (its first import takes a second or
 
@@ -558,52 +546,21 @@ def solve_pinned(
     cap = max_I or 2 * serial_ii_cap(graph)
     low_I = _lower_I(graph, pins, cap)
     if low_I < 0:
-        return PinnedResult(
-            "infeasible", None, None, None, None, True, cap, cap, (), time.perf_counter() - t0
-        )
+        return _pinned_result(graph, Status.INFEASIBLE, None, (cap, cap), [],
+                              time.perf_counter() - t0)  # fmt: skip
     proven, open_from = True, low_I  # every I below open_from is refuted
     for ii in range(low_I, cap + 1):
         answer, best, first = _decide_I(graph, pins, ii, rules, deadline, points)
         if answer == "sat":
             L, sched, assign = best
-            return PinnedResult(
-                "feasible",
-                ii,
-                L,
-                sched,
-                assign,
-                proven and first,
-                open_from,
-                cap,
-                tuple(points),
-                time.perf_counter() - t0,
-            )
+            status = Status.OPTIMAL if proven and first else Status.FEASIBLE
+            return _pinned_result(graph, status, (ii, L, sched, assign), (open_from, cap),
+                                  points, time.perf_counter() - t0)  # fmt: skip
         proven = proven and answer == "unsat"
         if proven:
             open_from = ii + 1
         if deadline is not None and time.monotonic() > deadline:
-            return PinnedResult(
-                "unknown",
-                None,
-                None,
-                None,
-                None,
-                False,
-                open_from,
-                cap,
-                tuple(points),
-                time.perf_counter() - t0,
-            )
-    status = "infeasible" if proven else "unknown"
-    return PinnedResult(
-        status,
-        None,
-        None,
-        None,
-        None,
-        proven,
-        open_from,
-        cap,
-        tuple(points),
-        time.perf_counter() - t0,
-    )
+            return _pinned_result(graph, Status.UNKNOWN, None, (open_from, cap), points,
+                                  time.perf_counter() - t0)  # fmt: skip
+    status = Status.INFEASIBLE if proven else Status.UNKNOWN
+    return _pinned_result(graph, status, None, (open_from, cap), points, time.perf_counter() - t0)

@@ -33,24 +33,25 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
-from twill.results import SolveResult, Status, Timings
+from twill.results import SolveResult, Status, Timings, WarpSchedule
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact._deadline import MIN_SLICE
-from twill.sched.exact.phase1 import Phase1Result, solve_phase1
+from twill.sched.exact.phase1 import phase1_result, solve_phase1
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.heuristics.gaus_c import GAUS_MIN_OPS, improve_with_gaus
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
-from twill.sched.problems import ModuloProblem
+from twill.sched.problems import PROBLEM_MODULO, ModuloProblem
 from twill.sched.validate import check_graph
 
-__all__ = ["CertificateEntry", "SearchResult", "run", "search_min_ii", "serial_ii_cap", "solve"]
+__all__ = ["CertificateEntry", "TwillResult", "run", "search_min_ii", "serial_ii_cap", "solve"]
 
 log = logging.getLogger(__name__)
 
@@ -92,44 +93,78 @@ class CertificateEntry:
 
 
 @dataclass(frozen=True)
-class SearchResult:
-    """Minimum-I search outcome.
+class TwillResult:
+    """The record of a Twill search: the minimum-I search (:func:`search_min_ii`, the
+    problem :data:`~twill.sched.problems.PROBLEM_MODULO`), extended by Phase 2
+    (:func:`twill.sched.exact.algorithm1.algorithm1`, the problem
+    :data:`~twill.sched.problems.PROBLEM_WARP_SPECIALISATION`); what
+    :func:`twill.twill_solver.twill_solve` returns and ``twill solve --json`` prints.
 
     Attributes
     ----------
     status
-        OPTIMAL (schedule found, every smaller I proven impossible), FEASIBLE (schedule found,
-        some smaller I UNKNOWN), INFEASIBLE (every I up to the cap proven infeasible) or UNKNOWN.
+        OPTIMAL (I proven minimum), FEASIBLE (a schedule, I not proven), INFEASIBLE (no
+        schedule up to the cap, proven) or UNKNOWN.
     I, schedule, L
-        The answer (``None`` without one).
+        The answer (``None`` without one): initiation interval, op -> start cycle (``M``,
+        minimum 0), schedule length at ``I``.
     optimal
-        True only with a complete certificate and a schedule.
+        True only with a complete certificate: every smaller I below MII or proven infeasible
+        (and, with Phase 2, every earlier window proven empty).
     L_optimal
         True when ``L`` is the proven minimum at ``I``.
     certificate
-        One :class:`CertificateEntry` per ``I`` below the answer (or up to the cap).
-    res_mii, rec_mii, mii
-        The bounds.
+        One :class:`CertificateEntry` per ``I`` below the Phase-1 answer (or up to the cap).
+    seconds
+        Total wall time.
+    backend, graph, res_mii, rec_mii
+        The Phase-1 solver, the graph's name and its bounds.
+    phase1
+        The minimum-I search Phase 2 started from (``None`` for that search itself).
+    extra
+        Phase 2's fields (``warps``, ``assignment``, ``points``, ``phase1_I``, ``phase1_L``,
+        ``phase2_status``, ``phase2_reason``, ``phase2_seconds``, ``phase1_seconds``), merged
+        into :meth:`to_dict`.
+    warp_schedule
+        The verified joint answer of Phase 2 as one value (``None`` without one): what
+        :mod:`twill.codegen` and :mod:`twill.visualization` take.
+    problem
+        The problem ``I``, ``optimal`` and the certificate refer to.
     attempts
-        Every Phase-1 solve made, in order.
+        Every Phase-1 solve of the minimum-I search, in order.
     heuristic
         The incumbent found before any exact solve (:func:`~twill.sched.heuristics.
         heuristic_schedule`), or ``None`` when none was asked for or it exceeded ``max_I``.
+    points
+        Phase 2's ``(I, L)`` points (:class:`~twill.sched.exact.algorithm1.SearchPoint`).
     """
 
     status: Status
     I: int | None
-    schedule: dict[str, int] | None
-    L: int | None
     optimal: bool
-    L_optimal: bool
+    L: int | None
+    schedule: dict[str, int] | None
     certificate: tuple[CertificateEntry, ...]
+    seconds: float
+    backend: str
+    graph: str
     res_mii: int
     rec_mii: int
-    backend: str
-    seconds: float
-    attempts: tuple[Phase1Result, ...] = field(default_factory=tuple)
-    heuristic: HeuristicSchedule | None = field(default=None, repr=False)
+    L_optimal: bool = False
+    phase1: TwillResult | None = field(default=None, repr=False, compare=False)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    warp_schedule: WarpSchedule | None = field(default=None, repr=False, compare=False)
+    problem: str = PROBLEM_MODULO
+    attempts: tuple[SolveResult, ...] = field(default=(), repr=False, compare=False)
+    heuristic: HeuristicSchedule | None = field(default=None, repr=False, compare=False)
+    points: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"TwillResult(graph={self.graph!r}, problem={self.problem!r}, "
+            f"status={self.status.value!r}, I={self.I}, optimal={self.optimal}, L={self.L}, "
+            f"ops={len(self.schedule or {})}, seconds={self.seconds:.3f})"
+        )
 
     @property
     def mii(self) -> int:
@@ -140,15 +175,60 @@ class SearchResult:
         """The proven lower bound on ``I`` (:func:`proven_lower_bound`)."""
         return proven_lower_bound(self)
 
+    @property
+    def warps(self) -> dict[str, int] | None:
+        """Op -> (first) warp slot of the verified Phase-2 answer; ``None`` without one
+        (Phase 1 only, or Phase 2 found no joint schedule)."""
+        return self.warp_schedule.warps if self.warp_schedule is not None else None
+
+    @property
+    def assignment(self) -> dict[str, tuple[int, ...]] | None:
+        """Op -> its warp slots in the Phase-2 answer (``None`` without one)."""
+        ws = self.warp_schedule
+        return dict(ws.assignment) if ws is not None else None
+
+    @property
+    def phase1_I(self) -> int | None:
+        """The minimum ``I`` of the modulo problem (Phase 1's answer)."""
+        return self.extra.get("phase1_I", self.I)
+
+    @property
+    def phase1_L(self) -> int | None:
+        """Phase 1's ``L`` at its minimum ``I``."""
+        return self.extra.get("phase1_L", self.L)
+
+    @property
+    def reason(self) -> str:
+        """Why Phase 2 ended as it did (empty for Phase 1 alone)."""
+        return self.extra.get("phase2_reason", "")
+
+    @property
+    def phase1_seconds(self) -> float:
+        """Seconds in Phase 1 (every Phase-1 solve, the later windows' included)."""
+        return self.extra.get("phase1_seconds", self.seconds)
+
+    @property
+    def phase2_seconds(self) -> float:
+        """Seconds in Phase 2's solver calls (0 for Phase 1 alone)."""
+        return self.extra.get("phase2_seconds", 0.0)
+
     def to_dict(self) -> dict[str, Any]:
-        return search_result_fields(self)
+        """JSON-ready dictionary (the CLI's ``--json`` object).
+
+        A modulo-only answer carries ``warps: None`` (no warp model), ``points: []`` and
+        ``phase1_I`` equal to ``I``, so both problems share one set of fields.
+        """
+        base = {"warps": None, "points": [], "phase1_I": self.I}
+        return {"graph": self.graph, "problem": self.problem, **search_result_fields(self),
+                **base, **self.extra}  # fmt: skip
 
     def as_result(self) -> SolveResult:
-        """The shared result shape (:func:`search_as_result`)."""
-        return search_as_result(self)
+        """The shared result shape; the solution is the :class:`~twill.results.WarpSchedule`
+        when Phase 2 found one, else the Phase-1 schedule."""
+        return search_as_result(self, self.warp_schedule)
 
 
-def search_as_result(r: SearchResult | Any, solution: Any = None) -> SolveResult:
+def search_as_result(r: TwillResult, solution: Any = None) -> SolveResult:
     """A minimum-I answer in the shared shape: objective ``I`` (cycles between iteration
     starts), bound MII or ``I`` itself when proven optimal, the certificate as proved."""
     if solution is None and r.schedule is not None:
@@ -166,7 +246,7 @@ def search_as_result(r: SearchResult | Any, solution: Any = None) -> SolveResult
     )
 
 
-def proven_lower_bound(r: SearchResult | Any) -> int:
+def proven_lower_bound(r: TwillResult) -> int:
     """The smallest ``I`` not excluded by a proof: ``I`` itself when it is proven optimal,
     else the first ``I`` from MII up whose certificate entry is not a proof (every smaller
     ``I`` is below MII or proven infeasible). A lower bound on the problem's minimum ``I``."""
@@ -181,16 +261,14 @@ def proven_lower_bound(r: SearchResult | Any) -> int:
     return low
 
 
-def search_result_fields(r: SearchResult | Any) -> dict[str, Any]:
-    """JSON fields of a minimum-I answer, shared by :class:`SearchResult` and
-    :class:`twill.twill_solver.TwillResult` (the CLI's ``--json`` names: keep them stable).
+def search_result_fields(r: TwillResult) -> dict[str, Any]:
+    """JSON fields of a minimum-I answer (the CLI's ``--json`` names: keep them stable).
 
     ``lower_bound`` is :func:`proven_lower_bound`; ``gap`` is ``I - lower_bound`` in cycles
     (0 when ``I`` is proven optimal; ``None`` without a schedule); ``incumbent`` describes the
     heuristic schedule that seeded the search (``I``, ``L``, ``method``, ``seconds``)."""
     low = proven_lower_bound(r)
-    p1 = r if isinstance(r, SearchResult) else getattr(r, "phase1", None)
-    heur = p1.heuristic if p1 is not None else None
+    heur = r.heuristic if r.heuristic is not None or r.phase1 is None else r.phase1.heuristic
     return {
         "status": r.status.value,
         "I": r.I,
@@ -223,7 +301,7 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     return run(problem, options).as_result()
 
 
-def run(problem: ModuloProblem, options: SolverOptions | None = None) -> SearchResult:
+def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillResult:
     """:func:`solve` with the search's own record (attempts, the incumbent), which the
     Twill pipeline and the benchmarks read.
 
@@ -287,7 +365,7 @@ def search_min_ii(
     *,
     max_I: int | None = None,
     check: bool = True,
-) -> SearchResult:
+) -> TwillResult:
     """Smallest ``I`` with a Phase-1 modulo schedule, with a certificate for every smaller ``I``.
 
     Parameters
@@ -327,7 +405,8 @@ def search_min_ii(
 
     Returns
     -------
-    SearchResult
+    TwillResult
+        The record of the search (``problem`` :data:`~twill.sched.problems.PROBLEM_MODULO`).
 
     Notes
     -----
@@ -359,7 +438,19 @@ def search_min_ii(
     certificate = [CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII")
                    for i in range(1, min(lo, cap + 1))]  # fmt: skip
     heur = run.incumbent(lo, cap if max_I is not None else None) if s.incumbent else None
-    found = run.upward(lo, cap if heur is None else heur.I - 1, certificate, heur)
+    top = cap if heur is None else heur.I - 1
+    upper, found = (top if heur is None else heur.I), None
+    guide = heur.schedule if heur is not None and s.warm_start else None
+    for ii in range(lo, top + 1):  # upward until a schedule (the answer); an I without one
+        if run.stopped(ii, heur, certificate):  # gets its certificate entry
+            break
+        run.event(ii, upper)
+        r = run.record(ii, upper, solve_phase1(graph, ii, options, check=False, guide=guide))
+        if r.solution is not None:
+            found = r
+            break
+        verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
+        certificate.append(CertificateEntry(ii, verdict, s.backend, r.timings.solve))
     if found is None and heur is not None:  # every I below the incumbent examined (or out
         found = run.at_incumbent(heur, lo, certificate)  # of time): the incumbent's I
     proven = all(c.proven for c in certificate)
@@ -368,11 +459,11 @@ def search_min_ii(
     else:
         exhausted = bool(certificate) and certificate[-1].I >= cap
         status = Status.INFEASIBLE if proven and exhausted else Status.UNKNOWN
-    return SearchResult(
+    return TwillResult(
         status=status,
-        I=found.II if found else None,
-        schedule=found.schedule if found else None,
-        L=found.L if found else None,
+        I=found.settings["II"] if found else None,
+        schedule=found.solution if found else None,
+        L=found.objective if found else None,
         optimal=found is not None and proven,
         L_optimal=found is not None and found.status is Status.OPTIMAL,
         certificate=tuple(certificate),
@@ -380,6 +471,7 @@ def search_min_ii(
         rec_mii=cmii,
         backend=s.backend,
         seconds=time.perf_counter() - t0,
+        graph=graph.name,
         attempts=tuple(run.attempts),
         heuristic=heur,
     )
@@ -399,7 +491,7 @@ class _Run:
     options: SolverOptions
     settings: TwillSettings
     t0: float
-    attempts: list[Phase1Result] = field(default_factory=list)
+    attempts: list[SolveResult] = field(default_factory=list)
     best: tuple[int, int] | None = None  # (I, L) of the incumbent
     low: int = 0  # the proven lower bound so far
 
@@ -407,9 +499,9 @@ class _Run:
         deadline = self.options.deadline
         return None if deadline is None else deadline - time.monotonic()
 
-    def event(self, ii: int, upper: int, r: Phase1Result | str | None = None) -> None:
+    def event(self, ii: int, upper: int, r: SolveResult | str | None = None) -> None:
         answer = r if isinstance(r, str) or r is None else r.status.value
-        length = r.L if isinstance(r, Phase1Result) else None
+        length = r.objective if isinstance(r, SolveResult) else None
         if length is None and self.best is not None:
             length = self.best[1]
         emit(self.options.on_progress, ProgressEvent(
@@ -438,44 +530,41 @@ class _Run:
         self.event(heur.I, heur.I, "incumbent")
         return heur
 
-    def solve(self, ii: int, upper: int, **kw: Any) -> Phase1Result:
+    def solve(self, ii: int, upper: int, **kw: Any) -> SolveResult:
         """One Phase-1 solve at ``ii`` inside the deadline, reported before and after."""
         self.event(ii, upper)
-        r = solve_phase1(self.graph, ii, self.options, check=False, **kw)
+        return self.record(ii, upper, solve_phase1(self.graph, ii, self.options, check=False,
+                                                   **kw))  # fmt: skip
+
+    def record(self, ii: int, upper: int, r: SolveResult) -> SolveResult:
+        """Keep the Phase-1 answer ``r`` at ``ii``: among the attempts, as the incumbent when
+        it has a schedule, raising the proven bound when it is a proof from MII up without a
+        hole; then report it."""
         self.attempts.append(r)
-        if r.schedule is not None and r.L is not None:
-            self.best = (ii, r.L)
+        if r.solution is not None and r.objective is not None:
+            self.best = (ii, int(r.objective))
         if r.status is Status.INFEASIBLE and self.low == ii:
             self.low = ii + 1  # proofs from MII up without a hole raise the bound
         self.event(ii, upper, r)
         return r
 
-    def upward(
-        self, lo: int, top: int, certificate: list[CertificateEntry],
-        heur: HeuristicSchedule | None,
-    ) -> Phase1Result | None:  # fmt: skip
-        """Exact solves at ``I = lo .. top`` upward until one has a schedule (the answer);
-        each ``I`` without one gets its certificate entry. ``None`` when none has one."""
-        upper = top if heur is None else heur.I
-        for ii in range(lo, top + 1):
-            left = self.left()
-            if left is not None and left < MIN_SLICE:  # no solve would start: none is tried
-                log.info("search %s: total time limit hit before I=%d", self.graph.name, ii)
-                if heur is not None:  # the entries up to the incumbent say why they are open
-                    certificate += [CertificateEntry(i, "untried", "total time limit")
-                                    for i in range(ii, heur.I)]  # fmt: skip
-                break
-            guide = heur.schedule if heur is not None and self.settings.warm_start else None
-            r = self.solve(ii, upper, guide=guide)
-            if r.schedule is not None:
-                return r
-            verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
-            certificate.append(CertificateEntry(ii, verdict, self.settings.backend, r.seconds))
-        return None
+    def stopped(
+        self, ii: int, heur: HeuristicSchedule | None, certificate: list[CertificateEntry]
+    ) -> bool:
+        """True when too little time is left to start the solve at ``ii``; the entries up
+        to the incumbent then say why they are open (``untried``)."""
+        left = self.left()
+        if left is None or left >= MIN_SLICE:
+            return False
+        log.info("search %s: total time limit hit before I=%d", self.graph.name, ii)
+        if heur is not None:
+            certificate += [CertificateEntry(i, "untried", "total time limit")
+                            for i in range(ii, heur.I)]  # fmt: skip
+        return True
 
     def at_incumbent(
         self, heur: HeuristicSchedule, lo: int, certificate: list[CertificateEntry]
-    ) -> Phase1Result:
+    ) -> SolveResult:
         """The answer at the incumbent's ``I``: ``L`` minimised from the incumbent (hint /
         warm start) in the time left, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
         left = self.left()
@@ -486,8 +575,8 @@ class _Run:
                     [f"I={heur.I} proven infeasible, but the incumbent schedule is legal"],
                     what=f"phase-1 proof ({self.settings.backend})",
                 )
-            if r.schedule is not None:
+            if r.solution is not None:
                 return r
         stats = {"schedule_source": "incumbent", "length_status": "skipped (time limit)"}
-        return Phase1Result(Status.FEASIBLE, heur.I, dict(heur.schedule), heur.L,
-                            self.settings.backend, 0.0, 0, stats)  # fmt: skip
+        return phase1_result(Status.FEASIBLE, heur.I, dict(heur.schedule), heur.L,
+                             self.settings.backend, 0.0, 0, stats)  # fmt: skip
