@@ -9,11 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from twill.kernels import flash_attention_forward_hopper
+from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.exact import phase1
 from twill.sched.exact.length_search import length_lower_bound, search_length
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.reduced import build_reduced_model
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.triton import SHIPPED_DIR, import_triton
 from twill.verify import verify_modulo_schedule
@@ -50,14 +52,18 @@ def test_questions_find_the_objective_minimum(graph):
 
     low = max(res_mii(graph), rec_mii(graph))
     for ii in (low, low + 1):
-        asked = solve_phase1(graph, ii, backend="cpsat", tie_break=False)
-        objective = solve_phase1(graph, ii, backend="cbc", tie_break=False)
+        asked = solve_phase1(
+            graph, ii, SolverOptions(twill=TwillSettings(backend="cpsat", tie_break=False))
+        )
+        objective = solve_phase1(
+            graph, ii, SolverOptions(twill=TwillSettings(backend="cbc", tie_break=False))
+        )
         assert asked.status is objective.status, ii
         if asked.status is Status.INFEASIBLE:  # reservations that do not fit at this I
             continue
-        assert asked.status is Status.OPTIMAL and asked.L == objective.L, ii
-        assert verify_modulo_schedule(graph, asked.schedule, ii) == []
-        assert length_lower_bound(build_reduced_model(graph, ii)) <= asked.L
+        assert asked.status is Status.OPTIMAL and asked.objective == objective.objective, ii
+        assert verify_modulo_schedule(graph, asked.solution, ii) == []
+        assert length_lower_bound(build_reduced_model(graph, ii)) <= asked.objective
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +83,10 @@ def test_every_question_below_the_minimum_is_refuted(fa_forward):
         assert impl.length_at_most(t, 30, 1) == (Status.INFEASIBLE, None)
     answer, starts = impl.length_at_most(43, 30, 1)
     assert answer.has_solution and phase1._length(data, starts) <= 43
-    r = solve_phase1(fa_forward, 28, backend="cpsat", tie_break=False)
-    assert (r.status, r.L) == (Status.OPTIMAL, 43)
+    r = solve_phase1(
+        fa_forward, 28, SolverOptions(twill=TwillSettings(backend="cpsat", tie_break=False))
+    )
+    assert (r.status, r.objective) == (Status.OPTIMAL, 43)
     assert 1 <= r.stats["length_questions"] <= 12 and r.stats["length_status"] == "optimal"
 
 
@@ -98,9 +106,11 @@ def test_unanswered_question_falls_back_to_the_objective(monkeypatch, answered):
         return real(self, bound, time_limit, threads)
 
     monkeypatch.setattr(phase1._CpSatModel, "length_at_most", unknown_after)
-    r = solve_phase1(g, 4, backend="cpsat", tie_break=False)
-    assert (r.status, r.L) == (Status.OPTIMAL, 6) and r.stats["length_questions"] == answered + 1
-    assert verify_modulo_schedule(g, r.schedule, 4) == []
+    r = solve_phase1(g, 4, SolverOptions(twill=TwillSettings(backend="cpsat", tie_break=False)))
+    assert (r.status, r.objective) == (Status.OPTIMAL, 6) and r.stats[
+        "length_questions"
+    ] == answered + 1
+    assert verify_modulo_schedule(g, r.solution, 4) == []
 
 
 def test_search_stops_without_a_verdict():
