@@ -75,3 +75,44 @@ def test_map_network_refuses_an_empty_network(tmp_path, capsys):
     code = main(["map-network", str(tmp_path), "--arch", "simba", "--methods", "random"])
     assert code == 2
     assert "no layers" in capsys.readouterr().err
+
+
+def _reshape_model(tmp_path, offset, length, file_bytes):
+    """A Conv followed by a Reshape whose shape (an INT64 initializer, which shape inference
+    reads) lives in ``w.bin`` at ``offset``/``length``."""
+    from onnx.external_data_helper import set_external_data
+
+    shape = numpy_helper.from_array(np.array([1, -1], np.int64), "shape")
+    set_external_data(shape, location="w.bin", offset=offset, length=length)
+    shape.ClearField("raw_data")
+    shape.data_location = TensorProto.EXTERNAL
+    (tmp_path / "w.bin").write_bytes(bytes(file_bytes))
+    g = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
+            helper.make_node("Reshape", ["c", "shape"], ["y"], name="reshape"),
+        ],
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.zeros((8, 4, 3, 3), np.float32), "w"), shape],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g), str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("offset", "length", "file_bytes", "message"),
+    [
+        (0, 10**12, 16, "exceeds"),  # length past the end: was exit 70 (onnx's ValueError)
+        (10**11, 16, 16, "exceeds"),  # offset past the end
+        (0, 3, 3, "holds 3 bytes"),  # too few bytes for the shape: was exit 70 (numpy)
+    ],
+)
+def test_external_data_range_is_bad_input(tmp_path, capsys, offset, length, file_bytes, message):
+    path = _reshape_model(tmp_path, offset, length, file_bytes)
+    code, err = _import(tmp_path, path, capsys)
+    assert code == 2, err
+    assert "m.onnx" in err and "'shape'" in err and message in err
+    assert not (tmp_path / "out").exists()

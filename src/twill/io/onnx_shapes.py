@@ -59,13 +59,17 @@ def _numel(dims: Any) -> int:
     return n
 
 
+#: Bytes per element of the integer tensors :func:`_load_small_external` loads (ONNX data types
+#: INT64, INT32, INT8, BOOL).
+_ITEM_BYTES = {7: 8, 6: 4, 3: 1, 9: 1}
+
+
 def _load_small_external(model: Any, p: Path) -> None:
     """Load the external data of small integer initializers (shape computations read them);
     the weights stay on disk. Locations must stay inside the model's folder."""
-    from onnx import TensorProto
     from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
 
-    ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.INT8, TensorProto.BOOL}
+    ints = _ITEM_BYTES.keys()
     base = p.resolve().parent
     for t in model.graph.initializer:
         if not uses_external_data(t) or t.data_type not in ints:
@@ -80,7 +84,19 @@ def _load_small_external(model: Any, p: Path) -> None:
                 "the model's folder",
                 source=str(p),
             )
-        load_external_data_for_tensor(t, str(base))
+        try:  # an offset or length past the file's end: onnx raises ValueError
+            load_external_data_for_tensor(t, str(base))
+        except (ValueError, OSError) as exc:
+            raise InputFormatError(
+                f"initializer {t.name!r}: external data {loc!r}: {exc}", source=str(p)
+            ) from None
+        need = _numel(t.dims) * _ITEM_BYTES[t.data_type]
+        if len(t.raw_data) != need:
+            raise InputFormatError(
+                f"initializer {t.name!r}: external data {loc!r} holds {len(t.raw_data):,} bytes, "
+                f"its shape {list(t.dims)} needs {need:,}",
+                source=str(p),
+            )
 
 
 def _infer(model: Any, src: str) -> Any:
