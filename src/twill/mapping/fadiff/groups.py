@@ -103,7 +103,7 @@ def group_search(
     max_q_blocks
         Largest block count along Q tried (2-D blocks; 1 = row blocks only).
     stop
-        A ``perf_counter`` deadline: runs starting at later layers are not priced after it
+        A ``perf_counter`` deadline: runs not priced by then (longest last) are left out
         (fewer groups to choose from; the plan still verifies).
 
     Returns
@@ -331,30 +331,39 @@ class _GroupSearch:
         self, max_len: int, max_q_blocks: int, stop: float = math.inf
     ) -> dict[tuple[int, int], list]:
         """Every feasible fused run ``(i, k)`` of at most ``max_len`` layers, each with its
-        priced options over block counts and variants (runs starting once ``stop`` has passed
-        are left out)."""
+        priced options over block counts and variants. Shortest runs first, over the whole
+        network (pairs, then triples, ...): once ``stop`` has passed the runs not priced yet
+        are left out, and short runs everywhere gain more per second than every run of the
+        first layers (MobileNetV2 from CoSA-EDP's mappings: 1.94x after a quarter of the runs,
+        0.8 CPU s, against 1.64x after 1.5 CPU s in layer order; 2.03x either way at the
+        end). Without a deadline the same runs are priced, so the plan is the same."""
         n = len(self.net.layers)
         seg_cache: dict[tuple[int, int], list] = {}
-        for i in range(n):
-            if time.perf_counter() >= stop:
-                break
-            for k in range(i + 1, min(n, i + max_len)):
-                opts = []
-                ps = [self.net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
-                qs = [self.net.layers[j].dim(Dim.Q) for j in range(i, k + 1)]
-                # row blocks, and 2-D blocks (Q split too) only once the row blocks are 1 row
-                # of the shortest layer (smaller buffers then need a Q split)
-                gp, gq = math.gcd(*ps), math.gcd(*qs)
-                blocks = [(bp, 1) for bp in divisors(gp)]
-                blocks += [(gp, bq) for bq in divisors(gq) if 1 < bq <= max_q_blocks]
-                for b in blocks:
-                    for v in (*VARIANTS, "mixed"):
-                        got = self.segment(i, k, b, v)
-                        if got is not None:
-                            opts.append(got)
+        for length in range(2, max_len + 1):
+            for i in range(n - length + 1):
+                if time.perf_counter() >= stop:
+                    return seg_cache
+                opts = self._run_options(i, i + length - 1, max_q_blocks)
                 if opts:
-                    seg_cache[(i, k)] = opts
+                    seg_cache[(i, i + length - 1)] = opts
         return seg_cache
+
+    def _run_options(self, i: int, k: int, max_q_blocks: int) -> list:
+        """The priced options of run ``i..k`` over its block counts and variants."""
+        opts = []
+        ps = [self.net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
+        qs = [self.net.layers[j].dim(Dim.Q) for j in range(i, k + 1)]
+        # row blocks, and 2-D blocks (Q split too) only once the row blocks are 1 row of the
+        # shortest layer (smaller buffers then need a Q split)
+        gp, gq = math.gcd(*ps), math.gcd(*qs)
+        blocks = [(bp, 1) for bp in divisors(gp)]
+        blocks += [(gp, bq) for bq in divisors(gq) if 1 < bq <= max_q_blocks]
+        for b in blocks:
+            for v in (*VARIANTS, "mixed"):
+                got = self.segment(i, k, b, v)
+                if got is not None:
+                    opts.append(got)
+        return opts
 
 
 def _best_partition(
