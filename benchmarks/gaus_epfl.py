@@ -168,7 +168,7 @@ def run_method(method: str, g: Any, form: str, D: int, II_: int | None, args: An
         t0 = time.perf_counter()
         extra = {"precedence_cuts": True} if args.cpsat_cuts else {}
         opts = SolverOptions(time_limit=args.cpsat_limit, seed=args.cpsat_seed, extra=extra)
-        r = exact.run(keyword_problem(g, form, D, II_, 100.0), opts)
+        r = exact.solve(keyword_problem(g, form, D, II_, 100.0), opts)
     else:
         import torch  # noqa: F401
 

@@ -53,6 +53,7 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
     from twill.sched.gaus.bounds import default_D
     from twill.sched.gaus.graph import gaus_view
     from twill.sched.gaus.polish import polish_resource
+    from twill.sched.gaus.result import seconds_to_reach
     from twill.sched.gaus.verify import objective_a, schedule_violations
 
     graph = read_gml(path)
@@ -101,7 +102,7 @@ def _rows_for_graph(path: Path, args: argparse.Namespace) -> list[dict]:
         # `reach_tol` of CP-SAT's best incumbent (seconds from its call start, local search
         # included), against when CP-SAT found that incumbent.
         target = (1 + args.reach_tol) * res["exact"].objective
-        t_reach = res["gaus"].seconds_to_reach(target)
+        t_reach = seconds_to_reach(res["gaus"], target)
         t_best = extra["exact"]["t_best"]
         extra["gaus"]["t_reach_exact"] = t_reach
         extra["gaus"]["speedup_vs_exact"] = (

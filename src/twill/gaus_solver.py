@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from twill.errors import InvalidProblemError
-from twill.results import Status
+from twill.results import SolveResult, Status
 from twill.sched.gaus.alm import GauSSettings
-from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.gaus.result import GauSSchedule
 from twill.sched.gaus.solver import GauSSolver
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.validation import check_int, check_real
@@ -30,7 +30,7 @@ from twill.validation import check_int, check_real
 __all__ = [
     "GauSSolver",
     "GauSSettings",
-    "ScheduleRunResult",
+    "GauSSchedule",
     "gaus_solve_twill_graph",
     "generate_random_dag",
 ]
@@ -144,7 +144,7 @@ def gaus_solve_twill_graph(
     *,
     max_II: int | None = None,
     **options: Any,
-) -> ScheduleRunResult:
+) -> SolveResult:
     """Modulo-schedule a Twill dependence graph with GauS (formulation C).
 
     Parameters
@@ -164,8 +164,10 @@ def gaus_solve_twill_graph(
 
     Returns
     -------
-    ScheduleRunResult
-        Verified legal schedule (``legal=True``, ``II``) or the reason why none was found.
+    SolveResult
+        A verified legal schedule (``legal`` True; ``solution`` a :class:`GauSSchedule` at
+        ``II``) or the reason why none was found (``message``); the run record is in
+        ``stats``, also read as attributes (``result.II``, ``result.seconds``, ...).
 
     Notes
     -----

@@ -109,7 +109,8 @@ class SolveResult:
     timings
         Build, solve and verify seconds.
     stats
-        Solver statistics (nodes, iterations, ...).
+        Solver statistics (nodes, iterations, ...); each also reads as an attribute
+        (``result.iterations``), as do the attributes of the solution that are no field here.
     settings
         The settings of the call, enough to replay it.
     seed
@@ -123,14 +124,34 @@ class SolveResult:
     bound: float | None = None
     certificate: Any = None
     timings: Timings = field(default_factory=Timings)
-    stats: Mapping[str, Any] = field(default_factory=dict)
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    stats: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    settings: Mapping[str, Any] = field(default_factory=dict, repr=False)
     seed: int | None = None
 
     @property
     def has_solution(self) -> bool:
         """True when ``status`` carries a solution."""
         return self.status.has_solution
+
+    @property
+    def seconds(self) -> float:
+        """Wall seconds of the call (``timings.total``)."""
+        return self.timings.total
+
+    def __getattr__(self, name: str) -> Any:
+        """A method's own statistic (``stats[name]``) or an attribute of its solution read as
+        an attribute, e.g. ``result.iterations`` of a GauS run or ``result.II`` of its
+        schedule; only names that are no field of the result itself reach here."""
+        if name.startswith("_"):  # copy and pickle probe before the fields exist
+            raise AttributeError(name)
+        stats = self.__dict__.get("stats")
+        if stats is not None and name in stats:
+            return stats[name]
+        solution = self.__dict__.get("solution")
+        if solution is not None and hasattr(solution, name):
+            return getattr(solution, name)
+        raise AttributeError(f"{type(self).__name__} has no field, statistic or solution "
+                             f"attribute {name!r}")  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dictionary of every field."""

@@ -169,7 +169,9 @@ def run_gaus(args: argparse.Namespace) -> int:
         II = default_II(g)
     _check_size(g, II, args)
     result = _solve(args, graph, II)
-    out = result.to_dict(history=bool(args.output))
+    from twill.sched.gaus.result import run_json
+
+    out = run_json(result, history=bool(args.output))
     meaning, unit = objective_meaning(args.formulation, g.weight_note, args.ratio)
     out.update(objective_meaning=meaning, objective_unit=unit)
     if args.formulation == "C":
@@ -279,7 +281,7 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
-    """GauS or the chosen baseline's ``run(problem, options)``, under a progress bar on
+    """GauS or the chosen baseline's ``solve(problem, options)``, under a progress bar on
     stderr that follows the :class:`~twill.progress.ProgressEvent` stream."""
     from dataclasses import replace
 
@@ -312,18 +314,18 @@ def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
 
 
 def _runner(baseline: str | None) -> Any:
-    """The ``run(problem, options)`` of GauS or of a baseline."""
+    """The ``solve(problem, options)`` of GauS or of a baseline."""
     if baseline is None:
-        from twill.sched.gaus.solver import run
+        from twill.sched.gaus.solver import solve
     elif baseline == "list":
-        from twill.sched.baselines.list_sched import run
+        from twill.sched.baselines.list_sched import solve
     elif baseline == "force":
-        from twill.sched.baselines.force_directed import run
+        from twill.sched.baselines.force_directed import solve
     elif baseline == "gumbel":
-        from twill.sched.baselines.categorical import run
+        from twill.sched.baselines.categorical import solve
     else:
-        from twill.sched.baselines.exact import run
-    return run
+        from twill.sched.baselines.exact import solve
+    return solve
 
 
 def _stderr_console() -> Any:
@@ -353,7 +355,7 @@ def _table(result: Any, meaning: str, unit: str) -> None:
     con = stdout_console()
     con.print(t)
     con.print(f"objective: {meaning}; bound in the same unit", markup=False)
-    con.print(schedule_summary(result.schedule), markup=False)
+    con.print(schedule_summary(dict(result.solution or {})), markup=False)
     if result.message:
         con.print(result.message, markup=False)
 

@@ -25,14 +25,14 @@ class TestBaselines:
         assert r.legal and r.objective is not None
 
     def test_gumbel_keywords_are_its_options(self) -> None:
-        """The keyword front door builds the options ``run`` takes: the same run either way;
+        """The keyword front door builds the options ``solve`` takes: the same run either way;
         the time limit stops it before the first epoch."""
         from twill.options import SolverOptions
-        from twill.sched.baselines.categorical import run
+        from twill.sched.baselines.categorical import solve
         from twill.sched.baselines.common import keyword_problem
 
         g = generate_random_dag(30, 0.1, 0, seed=2)
-        by_options = run(keyword_problem(g, "A", None, None, 100.0),
+        by_options = solve(keyword_problem(g, "A", None, None, 100.0),
                          SolverOptions(seed=5, gumbel=GumbelSettings(epochs=3)))  # fmt: skip
         by_keyword = gumbel_schedule(g, "A", settings=GumbelSettings(epochs=3), seed=5)
         assert by_options.schedule == by_keyword.schedule
@@ -82,17 +82,17 @@ class TestExact:
 
     def test_exact_c_proves_res_mii(self) -> None:
         from twill.options import SolverOptions
-        from twill.sched.baselines.exact import run
+        from twill.sched.baselines.exact import solve
         from twill.sched.gaus.problem import GauSProblem
 
         g = generate_random_dag(60, 0.08, 3, seed=2)
-        proof = run(GauSProblem(g, "C", 40, 6, R_cap=3.0), SolverOptions(time_limit=10))
+        proof = solve(GauSProblem(g, "C", 40, 6, R_cap=3.0), SolverOptions(time_limit=10))
         assert proof.status is Status.INFEASIBLE
-        r = run(GauSProblem(g, "C", 40, 8, R_cap=3.0), SolverOptions(time_limit=5))
+        r = solve(GauSProblem(g, "C", 40, 8, R_cap=3.0), SolverOptions(time_limit=5))
         assert r.legal and r.bound <= r.objective
 
     def test_exact_options_reach_cp_sat(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """The options' threads, seed and time limit reach CP-SAT, from ``run`` and from the
+        """The options' threads, seed and time limit reach CP-SAT, from ``solve`` and from the
         keyword front door; the time limit bounds the whole call (CP-SAT gets what model
         building left)."""
         from twill.options import SolverOptions
@@ -110,7 +110,7 @@ class TestExact:
         monkeypatch.setattr(exact, "solve_cpsat", spy)
         g = generate_random_dag(8, 0.2, 0, seed=3)
         o = SolverOptions(time_limit=7, threads=2, seed=5)
-        r = exact.run(keyword_problem(g, "A", 8, None, 100.0), o)
+        r = exact.solve(keyword_problem(g, "A", 8, None, 100.0), o)
         assert r.status is Status.OPTIMAL
         exact.exact_schedule(g, "A", D=8, time_limit=99, threads=2, seed=4)
         assert [(round(t), w, s) for t, w, s in seen] == [(7, 2, 5), (99, 2, 4)]
@@ -125,7 +125,7 @@ class TestExact:
 
         from twill.options import SolverOptions
         from twill.sched.baselines.common import keyword_problem
-        from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule, run
+        from twill.sched.baselines.exact import ModelSpec, build_model, exact_schedule, solve
         from twill.sched.gaus.verify import objective_a
 
         g = generate_random_dag(14, 0.25, 0, seed=seed)
@@ -139,6 +139,6 @@ class TestExact:
         assert solver.ObjectiveValue() / scale == pytest.approx(objective_a(view, t, 100.0))
         plain = exact_schedule(g, "A", D=10, time_limit=20)
         cuts = SolverOptions(time_limit=20, extra={"precedence_cuts": True})
-        cut = run(keyword_problem(g, "A", 10, None, 100.0), cuts)
+        cut = solve(keyword_problem(g, "A", 10, None, 100.0), cuts)
         assert plain.status is cut.status is Status.OPTIMAL
         assert cut.objective == pytest.approx(plain.objective)

@@ -15,7 +15,7 @@ from twill.gaus_solver import gaus_solve_twill_graph, generate_random_dag
 from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.gaus.problem import GauSProblem
-from twill.sched.gaus.solver import default_settings, run
+from twill.sched.gaus.solver import default_settings, solve
 
 T = 2.0
 
@@ -43,7 +43,7 @@ def _endless(formulation: str) -> SolverOptions:
 def test_gaus_returns_by_the_deadline(formulation: str) -> None:
     problem = GauSProblem(generate_random_dag(1500, 0.004, 0, seed=3), formulation)
     t0 = time.perf_counter()
-    r = run(problem, _endless(formulation))
+    r = solve(problem, _endless(formulation))
     assert _within(time.perf_counter() - t0), time.perf_counter() - t0
     assert r.status in (Status.FEASIBLE, Status.UNKNOWN)
     assert "deadline reached" in r.message

@@ -181,7 +181,7 @@ def test_gaus_runs_the_search_when_asked_and_refuses_a_negative_time() -> None:
     g = gaus_view(graph)
     D = default_D(g, "A") + 2
     r = GauSSolver(graph, D=D, max_iters=100, lns_time=2.0).solve("A")
-    assert r.legal and r.timings["lns"] > 0
+    assert r.legal and r.steps_seconds["lns"] > 0
     assert r.objective <= list_schedule(graph, "A", D=D).objective
     with pytest.raises((InvalidProblemError, ValueError)):
         GauSSolver(graph, D=D, lns_time=-1.0)

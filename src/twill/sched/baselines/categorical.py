@@ -30,10 +30,9 @@ from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status
-from twill.sched.baselines.common import keyword_problem, package, reported
+from twill.sched.baselines.common import RunSpec, keyword_problem, package, reported
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.problem import GauSProblem
-from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.gaus.verify import objective_a
 from twill.sched.ir import DependenceGraph
 from twill.validation import check_int, check_real
@@ -41,7 +40,7 @@ from twill.validation import check_int, check_real
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["GumbelSettings", "gumbel_schedule", "run", "solve"]
+__all__ = ["GumbelSettings", "gumbel_schedule", "solve"]
 
 
 @dataclass(frozen=True)
@@ -78,28 +77,6 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     returned), ``on_progress`` gets one event per epoch, ``gumbel`` holds the
     :class:`GumbelSettings`.
     """
-    return run(problem, options).as_result()
-
-
-def gumbel_schedule(
-    g: DependenceGraph,
-    formulation: str = "A",
-    *,
-    D: int | None = None,
-    ratio: float = 100.0,
-    settings: GumbelSettings | None = None,
-    seed: int = 30,
-    time_limit: float | None = None,
-) -> ScheduleRunResult:
-    """:func:`run` on the problem, settings (``None``: :class:`GumbelSettings`' defaults)
-    and options these keywords describe (GS-Schedule's seed 30 by default)."""
-    settings = GumbelSettings() if settings is None else settings
-    options = SolverOptions(time_limit=time_limit, seed=seed, gumbel=settings)
-    return run(keyword_problem(g, formulation, D, None, ratio), options)
-
-
-def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
-    """:func:`solve` with the baselines' run record (what the command line prints)."""
     if problem.formulation != "A":
         raise InvalidProblemError(
             "the categorical (GS-Schedule) baseline supports formulation A only"
@@ -115,13 +92,30 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
     g, D, ratio = problem.arrays, problem.steps, problem.ratio
     gens = topological_generations(g)
     asap, alap = asap_alap(g, D, gens)
-    common = dict(method="gumbel", formulation="A", D=D, II=None, ratio=ratio, start=start)
+    spec = RunSpec("gumbel", "A", D, None, ratio, start)
     if np.any(asap > alap):
-        return reported(package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
-                                infeasible_cause="D", **common), options)  # fmt: skip
+        return reported(package(g, None, spec, f"infeasible at D={D}", status=Status.INFEASIBLE,
+                                infeasible_cause="D"), options)  # fmt: skip
     best_t, it = _epochs(g, D, alap, gens, ratio, settings, options, start)
     message = "legal" if best_t is not None else "no sample"
-    return reported(package(g, best_t, message=message, iterations=it, **common), options)
+    return reported(package(g, best_t, spec, message, iterations=it), options)
+
+
+def gumbel_schedule(
+    g: DependenceGraph,
+    formulation: str = "A",
+    *,
+    D: int | None = None,
+    ratio: float = 100.0,
+    settings: GumbelSettings | None = None,
+    seed: int = 30,
+    time_limit: float | None = None,
+) -> SolveResult:
+    """:func:`solve` on the problem, settings (``None``: :class:`GumbelSettings`' defaults)
+    and options these keywords describe (GS-Schedule's seed 30 by default)."""
+    settings = GumbelSettings() if settings is None else settings
+    options = SolverOptions(time_limit=time_limit, seed=seed, gumbel=settings)
+    return solve(keyword_problem(g, formulation, D, None, ratio), options)
 
 
 def _epochs(

@@ -2,9 +2,9 @@
 window, and verify, score, report and package a schedule.
 
 Every baseline is ``solve(problem, options) -> SolveResult`` on a
-:class:`~twill.sched.gaus.problem.GauSProblem`, with ``run(problem, options)`` returning the
-:class:`~twill.sched.gaus.result.ScheduleRunResult` it is made from; every schedule passed
-:func:`twill.sched.gaus.verify.schedule_violations`: nothing unverified is returned.
+:class:`~twill.sched.gaus.problem.GauSProblem` (solution a
+:class:`~twill.sched.gaus.result.GauSSchedule`, the run record in ``stats``); every schedule
+passed :func:`twill.sched.gaus.verify.schedule_violations`: nothing unverified is returned.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import numpy as np
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
-from twill.results import Status
+from twill.results import SolveResult, Status
 from twill.sched.gaus.bounds import default_D, modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.problem import GauSProblem
-from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.gaus.result import GauSSchedule, run_result
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 from twill.sched.ir import DependenceGraph
 
@@ -33,6 +33,7 @@ __all__ = [
     "keyword_problem",
     "package",
     "problem_window",
+    "RunSpec",
     "reported",
     "start_window",
     "verified_starts",
@@ -53,8 +54,8 @@ def keyword_problem(
 
 
 def keyword_front_door(
-    run: Callable[[GauSProblem, SolverOptions | None], ScheduleRunResult], name: str
-) -> Callable[..., ScheduleRunResult]:
+    run: Callable[[GauSProblem, SolverOptions | None], SolveResult], name: str
+) -> Callable[..., SolveResult]:
     """The keyword function ``name(g, formulation="A", *, D=None, II=None, ratio=100.0,
     R_cap=None, options=None)`` of a baseline without knobs of its own: ``run`` on the
     problem the keywords describe (``II`` counts in formulation C only)."""
@@ -68,7 +69,7 @@ def keyword_front_door(
         ratio: float = 100.0,
         R_cap: float | None = None,
         options: SolverOptions | None = None,
-    ) -> ScheduleRunResult:
+    ) -> SolveResult:
         return run(keyword_problem(g, formulation, D, II, ratio, R_cap), options)
 
     front.__name__ = front.__qualname__ = name
@@ -77,16 +78,14 @@ def keyword_front_door(
     return front
 
 
-def problem_window(
-    problem: GauSProblem, method: str, start: float
-) -> StartWindow | ScheduleRunResult:
+def problem_window(problem: GauSProblem, method: str, start: float) -> StartWindow | SolveResult:
     """Check ``problem`` (every defect at once), then its :func:`start_window`."""
     problem.check()
     return start_window(problem.arrays, method, problem.formulation, problem.steps,
                         problem.modulo_II, problem.ratio, start)  # fmt: skip
 
 
-def reported(result: ScheduleRunResult, options: SolverOptions | None) -> ScheduleRunResult:
+def reported(result: SolveResult, options: SolverOptions | None) -> SolveResult:
     """``result`` after its last progress event (``phase="done"``) went to
     ``options.on_progress``."""
     if options is not None:
@@ -97,18 +96,37 @@ def reported(result: ScheduleRunResult, options: SolverOptions | None) -> Schedu
 
 
 @dataclass(frozen=True)
+class RunSpec:
+    """One baseline run as its result reports it: the method's name, the formulation, the
+    latency bound ``D``, ``II`` (formulation C), the resource weight ``ratio`` (A) and the
+    clock reading ``start`` its seconds count from."""
+
+    method: str
+    formulation: str
+    D: int
+    II: int | None
+    ratio: float
+    start: float
+
+    @property
+    def modulo_II(self) -> int | None:
+        """``II`` in formulation C, else ``None``."""
+        return self.II if self.formulation == "C" else None
+
+
+@dataclass(frozen=True)
 class StartWindow:
     """Where every op may start, as all baselines compute it before they schedule.
 
-    ``asap`` is raised to the modulo ASAP (recurrences at ``II``) for formulation C; ``common``
-    holds the keyword arguments that :func:`package` needs for this run.
+    ``asap`` is raised to the modulo ASAP (recurrences at ``II``) for formulation C; ``spec``
+    is the run that :func:`package` reports.
     """
 
     D: int
     asap: np.ndarray
     alap: np.ndarray
     gens: list[np.ndarray]
-    common: dict[str, Any]
+    spec: RunSpec
 
 
 def start_window(
@@ -119,7 +137,7 @@ def start_window(
     II: int | None,
     ratio: float,
     start: float,
-) -> StartWindow | ScheduleRunResult:
+) -> StartWindow | SolveResult:
     """The ASAP/ALAP window of ``g`` at latency bound ``D`` (default: formulation's default),
     or an INFEASIBLE result when no schedule fits (``D`` too small, or ``II`` below RecMII).
 
@@ -133,23 +151,17 @@ def start_window(
     D = int(D) if D is not None else default_D(g, formulation, II)
     gens = topological_generations(g)
     asap, alap = asap_alap(g, D, gens)
-    common = dict(method=method, formulation=formulation, D=D, II=II, ratio=ratio, start=start)
+    spec = RunSpec(method, formulation, D, II, ratio, start)
     if np.any(asap > alap):
-        return package(g, None, message=f"infeasible at D={D}", status=Status.INFEASIBLE,
-                       infeasible_cause="D", **common)  # fmt: skip
+        return package(g, None, spec, f"infeasible at D={D}", status=Status.INFEASIBLE,
+                       infeasible_cause="D")  # fmt: skip
     if formulation == "C":
         masap = modulo_asap(g, II)  # type: ignore[arg-type]
         if masap is None:
-            return package(
-                g,
-                None,
-                message=f"infeasible at II={II}: RecMII > II",
-                status=Status.INFEASIBLE,
-                infeasible_cause="II",
-                **common,
-            )
+            return package(g, None, spec, f"infeasible at II={II}: RecMII > II",
+                           status=Status.INFEASIBLE, infeasible_cause="II")  # fmt: skip
         asap = np.maximum(asap, masap)
-    return StartWindow(D, asap, alap, gens, common)
+    return StartWindow(D, asap, alap, gens, spec)
 
 
 def verified_starts(
@@ -178,37 +190,25 @@ def verified_starts(
 def package(
     g: GauSGraph,
     t: np.ndarray | None,
-    *,
-    method: str,
-    formulation: str,
-    D: int,
-    II: int | None,
-    ratio: float,
-    start: float,
+    spec: RunSpec,
     message: str,
+    *,
     status: Status | None = None,
-    **extra: Any,
-) -> ScheduleRunResult:
-    """Verify ``t`` (if any) and build the result (raises ``VerificationError`` on a bug)."""
-    obj = None
+    **stats: Any,
+) -> SolveResult:
+    """Verify ``t`` (if any: raises ``VerificationError`` on a bug) and build the result of
+    run ``spec`` (``stats`` join its run record; a ``bound`` becomes the result's)."""
+    obj, solution, II = None, None, spec.modulo_II
     if t is not None:
-        bad = schedule_violations(g, t, D, II if formulation == "C" else None)
+        bad = schedule_violations(g, t, spec.D, II)
         if bad:
-            raise VerificationError(bad, what=f"{method} schedule of {g.name}")
-        obj = discrete_objective(g, t, formulation, D=D, II=II, ratio=ratio)
+            raise VerificationError(bad, what=f"{spec.method} schedule of {g.name}")
+        obj = discrete_objective(g, t, spec.formulation, D=spec.D, II=spec.II, ratio=spec.ratio)
+        solution = GauSSchedule(g.schedule_dict(t), spec.formulation, spec.D, II)
     if status is None:
         status = Status.FEASIBLE if t is not None else Status.UNKNOWN
-    return ScheduleRunResult(
-        status=status,
-        method=method,
-        formulation=formulation,
-        graph=g.name,
-        schedule=g.schedule_dict(t) if t is not None else {},
-        legal=t is not None,
-        objective=obj,
-        II=II if formulation == "C" else None,
-        D=D,
-        seconds=time.perf_counter() - start,
-        message=message,
-        **extra,
-    )
+    bound = stats.pop("bound", None)
+    record = {"method": spec.method, "formulation": spec.formulation, "graph": g.name,
+              "II": II, "D": spec.D, "message": message, **stats}  # fmt: skip
+    return run_result(status, solution, obj, record, bound=bound,
+                      seconds=time.perf_counter() - spec.start)  # fmt: skip

@@ -42,6 +42,7 @@ from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.results import SolveResult, Status
 from twill.sched.baselines.common import (
+    RunSpec,
     keyword_problem,
     package,
     problem_window,
@@ -49,7 +50,6 @@ from twill.sched.baselines.common import (
 )
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.problem import GauSProblem
-from twill.sched.gaus.result import ScheduleRunResult
 from twill.sched.ir import DependenceGraph
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "ModelSpec",
     "build_model",
     "exact_schedule",
-    "run",
     "solve",
     "solve_window",
 ]
@@ -99,29 +98,6 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     instances optimal that the default model leaves open (EPFL ``ctrl``,
     ``docs/benchmarks.md``). Other formulations ignore it.
     """
-    return run(problem, options).as_result()
-
-
-def exact_schedule(
-    g: DependenceGraph,
-    formulation: str = "A",
-    *,
-    D: int | None = None,
-    II: int | None = None,
-    ratio: float = 100.0,
-    time_limit: float = DEFAULT_TIME_LIMIT,
-    threads: int = 1,
-    seed: int = 0,
-) -> ScheduleRunResult:
-    """:func:`run` on the problem and options these keywords describe (code that holds a
-    :class:`~twill.options.SolverOptions`, e.g. with ``extra["precedence_cuts"]``, calls
-    :func:`run` or :func:`solve` itself)."""
-    options = SolverOptions(time_limit=time_limit, threads=threads, seed=seed)
-    return run(keyword_problem(g, formulation, D, II, ratio), options)
-
-
-def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
-    """:func:`solve` with the baselines' run record (what the command line prints)."""
     from ortools.sat.python import cp_model
 
     if problem.formulation not in ("A", "B", "C"):
@@ -132,10 +108,10 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
     time_limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
     start = time.perf_counter()
     window = problem_window(problem, "exact", start)
-    if isinstance(window, ScheduleRunResult):
+    if isinstance(window, SolveResult):
         return reported(window, options)
     g, II = problem.arrays, problem.modulo_II
-    D, asap, alap, common = window.D, window.asap, window.alap, window.common
+    D, asap, alap = window.D, window.asap, window.alap
     spec = ModelSpec(formulation, D, II, problem.ratio, asap, alap, strong_precedence=cuts)
     m, s, scale = build_model(g, spec)
     solver = cp_model.CpSolver()
@@ -157,25 +133,48 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
                 bound=self.BestObjectiveBound() / scale, message="CP-SAT incumbent"))  # fmt: skip
 
     code = solve_cpsat(solver, m, _Incumbents())
-    return reported(_packaged(g, solver, code, s, scale, formulation, II, time_limit, curve,
-                              common), options)  # fmt: skip
+    answer = CpSatAnswer(solver, code, s, scale, curve)
+    return reported(_packaged(g, answer, time_limit, window.spec), options)
 
 
-def _packaged(
-    g: GauSGraph,
-    solver: Any,
-    code: int,
-    s: list,
-    scale: int,
-    formulation: str,
-    II: int | None,
-    time_limit: float,
-    curve: list[tuple[float, float]],
-    common: dict[str, Any],
-) -> ScheduleRunResult:
-    """The run record of CP-SAT's answer ``code`` (module docstring: statuses and bound)."""
+def exact_schedule(
+    g: DependenceGraph,
+    formulation: str = "A",
+    *,
+    D: int | None = None,
+    II: int | None = None,
+    ratio: float = 100.0,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    threads: int = 1,
+    seed: int = 0,
+) -> SolveResult:
+    """:func:`solve` on the problem and options these keywords describe (code that holds a
+    :class:`~twill.options.SolverOptions`, e.g. with ``extra["precedence_cuts"]``, calls
+    :func:`solve` itself)."""
+    options = SolverOptions(time_limit=time_limit, threads=threads, seed=seed)
+    return solve(keyword_problem(g, formulation, D, II, ratio), options)
+
+
+@dataclass(frozen=True)
+class CpSatAnswer:
+    """What one CP-SAT solve of a model answered: the solver after ``Solve``, its status
+    ``code``, the start variables ``s``, the objective's integer ``scale`` and the
+    incumbent curve ``(seconds, objective)``."""
+
+    solver: Any
+    code: int
+    s: list
+    scale: int
+    curve: list[tuple[float, float]]
+
+
+def _packaged(g: GauSGraph, answer: CpSatAnswer, time_limit: float, spec: RunSpec) -> SolveResult:
+    """The result of CP-SAT's ``answer`` to run ``spec`` (module docstring: statuses and
+    bound)."""
     from ortools.sat.python import cp_model
 
+    solver, code, s, scale, curve = answer.solver, answer.code, answer.s, answer.scale, answer.curve
+    formulation, II = spec.formulation, spec.II
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         t = np.array([solver.Value(v) for v in s], dtype=np.int64)
         bound = solver.BestObjectiveBound() / scale
@@ -184,30 +183,14 @@ def _packaged(
             status = Status.FEASIBLE
         else:
             status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
-        return package(
-            g,
-            t,
-            message=f"CP-SAT {solver.StatusName(code)}",
-            status=status,
-            bound=float(bound),
-            objective_history=tuple(curve) if formulation != "C" else (),
-            **common,
-        )
+        return package(g, t, spec, f"CP-SAT {solver.StatusName(code)}", status=status,
+                       bound=float(bound),
+                       objective_history=tuple(curve) if formulation != "C" else ())  # fmt: skip
     if code == cp_model.INFEASIBLE:
-        return package(
-            g,
-            None,
-            message="CP-SAT proved the model infeasible",
-            status=Status.INFEASIBLE,
-            **common,
-        )
-    return package(
-        g,
-        None,
-        message=f"CP-SAT {solver.StatusName(code)} within {time_limit} s",
-        status=Status.UNKNOWN,
-        **common,
-    )
+        return package(g, None, spec, "CP-SAT proved the model infeasible",
+                       status=Status.INFEASIBLE)  # fmt: skip
+    return package(g, None, spec, f"CP-SAT {solver.StatusName(code)} within {time_limit} s",
+                   status=Status.UNKNOWN)  # fmt: skip
 
 
 def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:

@@ -27,9 +27,8 @@ from twill.sched.baselines.common import keyword_front_door, package, problem_wi
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
-from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["force_directed_schedule", "run", "solve", "start_steps"]
+__all__ = ["force_directed_schedule", "solve", "start_steps"]
 
 
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -44,20 +43,15 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
         For formulation B (a memory objective has no resource distribution graph), or a
         defect of the problem.
     """
-    return run(problem, options).as_result()
-
-
-def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
-    """:func:`solve` with the baselines' run record (what the command line prints)."""
     if problem.formulation not in ("A", "C"):
         raise InvalidProblemError("force-directed scheduling applies to formulations A and C")
     start = time.perf_counter()
     window = problem_window(problem, "force", start)
-    if isinstance(window, ScheduleRunResult):
+    if isinstance(window, SolveResult):
         return reported(window, options)
     g = problem.arrays
     t, msg = _place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
-    return reported(package(g, t, message=msg, **window.common), options)
+    return reported(package(g, t, window.spec, msg), options)
 
 
 def start_steps(g: GauSGraph, D: int, II: int) -> np.ndarray | None:
@@ -125,4 +119,4 @@ def _place(
 
 #: The keyword front door: ``force_directed_schedule(g, formulation="A", *, D=None, II=None,
 #: ratio=100.0, options=None)``, :func:`run` on the problem the keywords describe.
-force_directed_schedule = keyword_front_door(run, "force_directed_schedule")
+force_directed_schedule = keyword_front_door(solve, "force_directed_schedule")

@@ -33,9 +33,8 @@ from twill.sched.baselines.common import (
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
-from twill.sched.gaus.result import ScheduleRunResult
 
-__all__ = ["capped_list_schedule", "list_schedule", "run", "solve", "start_steps"]
+__all__ = ["capped_list_schedule", "list_schedule", "solve", "start_steps"]
 
 
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
@@ -51,18 +50,13 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     >>> solve(GauSProblem(g, "A", D=2)).objective  # the two ops go to different steps
     500.0
     """
-    return run(problem, options).as_result()
-
-
-def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
-    """:func:`solve` with the baselines' run record (what the command line prints)."""
     start = time.perf_counter()
     window = problem_window(problem, "list", start)
-    if isinstance(window, ScheduleRunResult):
+    if isinstance(window, SolveResult):
         return reported(window, options)
     g = problem.arrays
     t, msg = _place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
-    return reported(package(g, t, message=msg, **window.common), options)
+    return reported(package(g, t, window.spec, msg), options)
 
 
 def start_steps(
@@ -167,4 +161,4 @@ def _greedy(
 
 #: The keyword front door: ``list_schedule(g, formulation="A", *, D=None, II=None, ratio=100.0,
 #: options=None)``, :func:`run` on the problem the keywords describe.
-list_schedule = keyword_front_door(run, "list_schedule")
+list_schedule = keyword_front_door(solve, "list_schedule")

@@ -5,12 +5,13 @@
 * :mod:`~twill.sched.gaus.alm`: augmented Lagrangian + Adam (spec §5–§7).
 * :mod:`~twill.sched.gaus.legalise`: topological and fixed-point legalisation (spec §8).
 * :mod:`~twill.sched.gaus.verify`: discrete objectives and legality (independent).
-* :mod:`~twill.sched.gaus.solver`: :class:`GauSSolver`.
+* :mod:`~twill.sched.gaus.solver`: :class:`GauSSolver`, ``solve(problem, options)``.
+* :mod:`~twill.sched.gaus.result`: the schedule payload and run record of its results.
 
 Importing this package does not import torch.
 """
 
 from twill.sched.gaus.graph import GauSGraph, from_dependence_graph
-from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.gaus.result import GauSSchedule
 
-__all__ = ["GauSGraph", "from_dependence_graph", "ScheduleRunResult"]
+__all__ = ["GauSGraph", "from_dependence_graph", "GauSSchedule"]

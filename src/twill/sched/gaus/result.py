@@ -1,13 +1,37 @@
-"""The result of one GauS or baseline run (GauS spec §13 "report per run")."""
+"""What a GauS or baseline run returns (GauS spec §13 "report per run").
+
+Every GauS-family solver returns the shared :class:`~twill.results.SolveResult`. Its
+``solution`` is a :class:`GauSSchedule` (op -> start step, with the formulation, ``D`` and
+``II`` it is legal for) when the schedule passed the verifier, else ``None``; its ``stats``
+hold the run record (:data:`RUN_STATS`), which also reads as attributes
+(``result.iterations``, ``result.loss_history``, ``result.II``, ...); ``result.seconds`` is
+the wall time of the whole call.
+
+Examples
+--------
+>>> from twill.results import Status
+>>> r = run_result(Status.FEASIBLE, GauSSchedule({"a": 0, "b": 1}, "B", D=2), 1.0,
+...                {"method": "list", "graph": "g"}, seconds=0.5)
+>>> r.legal, r.II, r.D, r.schedule, r.seconds, run_json(r)["schedule"]
+(True, None, 2, {'a': 0, 'b': 1}, 0.5, {'a': 0, 'b': 1})
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from twill.results import SolveResult, Status, Timings
 
-__all__ = ["ScheduleRunResult"]
+__all__ = [
+    "GauSSchedule",
+    "OBJECTIVE_UNITS",
+    "RUN_STATS",
+    "run_result",
+    "run_json",
+    "seconds_to_reach",
+]
 
 
 #: What each formulation's ``objective`` counts (GauS spec §3).
@@ -17,153 +41,129 @@ OBJECTIVE_UNITS = {
     "C": "modulo MaxLive (result units)",
 }
 
+#: The run record in ``stats`` and its defaults. ``method``: ``"gaus"``, ``"list"``,
+#: ``"force"``, ``"gumbel"`` or ``"exact"``; ``formulation``, ``graph`` (its name), ``II``
+#: (``None`` for A and B) and ``D``; ``legal``: a verified schedule is the solution;
+#: ``iterations``: gradient steps (or the method's own count); ``expected_violation``: the sum
+#: of expected constraint violations after the gradient phase; ``loss_history`` and
+#: ``violation_history`` per gradient step; ``objective_history``: ``(seconds from the call
+#: start, best legal objective so far)`` per outer iteration; ``polish_history``: the same
+#: curve for the local and large-neighbourhood searches after GauS, where they improved;
+#: ``gaus_objective``: GauS's own legalised objective before those searches (``objective`` is
+#: after them); ``infeasible_cause``: ``"D"`` (the latency bound is too short, at every II) or
+#: ``"II"`` (below ResMII or RecMII) for a proven INFEASIBLE; ``message``: one line on the
+#: status; ``steps_seconds``: seconds of the named steps (optimise, polish, lns, ...).
+RUN_STATS: dict[str, Any] = {
+    "method": "",
+    "formulation": "",
+    "graph": "",
+    "II": None,
+    "D": 0,
+    "legal": False,
+    "iterations": 0,
+    "expected_violation": None,
+    "loss_history": (),
+    "violation_history": (),
+    "objective_history": (),
+    "polish_history": (),
+    "gaus_objective": None,
+    "infeasible_cause": None,
+    "message": "",
+    "steps_seconds": {},
+}
 
-@dataclass(frozen=True)
-class ScheduleRunResult:
-    """Outcome of a GauS (or baseline) run on one graph.
+_CURVES = ("loss_history", "violation_history", "objective_history", "polish_history")
 
-    Parameters
-    ----------
-    status
-        ``FEASIBLE`` with a verified legal schedule; ``OPTIMAL`` only when an exact solver
-        proved it; ``INFEASIBLE`` only with a proof (``message`` says which bound);
-        ``UNKNOWN`` when no legal schedule was found (e.g. legalisation failed, time cap).
-    method
-        ``"gaus"``, ``"list"``, ``"force"``, ``"gumbel"`` or ``"exact"``.
-    formulation
-        ``"A"``, ``"B"`` or ``"C"``.
-    schedule
-        Node name -> start step (empty without a legal schedule).
-    legal
-        True when the schedule passed the verifier.
-    objective
-        Discrete objective of the legal schedule (``None`` without one).
-    bound
-        A proven lower bound on the objective, when the method has one (exact solver).
-    II, D
-        Initiation interval (``None`` for A/B) and latency bound.
-    seconds
-        Wall time of the whole call, legalisation and verification included.
-    iterations
-        Gradient steps (or solver-specific iteration count).
-    expected_violation
-        Sum of expected constraint violations at the end of the gradient phase.
-    loss_history, violation_history, objective_history
-        Per gradient step: the augmented-Lagrangian loss and the expected violation; per outer
-        iteration: ``(seconds, discrete objective of the best legal schedule so far)``.
-    message
-        One line explaining the status.
-    settings
-        Every hyperparameter used (replays the run together with ``seed``).
-    gaus_objective
-        GauS runs with a post-legalisation local search (:mod:`twill.sched.gaus.polish`):
-        the discrete objective of GauS's own legalised schedule *before* that search, so
-        GauS proper and post-processing stay distinguishable (``objective`` is after it).
-    polish_history
-        The any-time curve of that local search (run on improving checkpoints during the
-        optimisation, setting ``polish_share``, and on the final best schedule) and of the
-        large-neighbourhood search after it (setting ``lns_time``), where it improved:
-        ``(seconds from the call start, best searched objective so far)`` after every pass
-        that improved it (each schedule legal by construction; the returned one is
-        verified). Together with ``objective_history`` it gives the run's best legal
-        objective over time (:meth:`seconds_to_reach`). Empty when the search did not run or
-        was not kept.
-    infeasible_cause
-        For a proven INFEASIBLE: ``"D"`` (the latency bound is too short, at every II) or
-        ``"II"`` (the initiation interval is below ResMII or RecMII); ``None`` otherwise.
-    """
 
-    status: Status
-    method: str
+@dataclass(frozen=True, eq=False)
+class GauSSchedule(Mapping[str, int]):
+    """A verified GauS (or baseline) schedule: op name -> start step, read as a mapping, with
+    the formulation, latency bound ``D`` and (C) initiation interval ``II`` it is legal for."""
+
+    starts: Mapping[str, int] = field(repr=False)
     formulation: str
-    graph: str
-    schedule: dict[str, int] = field(repr=False)
-    legal: bool
-    objective: float | None
-    II: int | None
     D: int
-    seconds: float
-    iterations: int = 0
-    bound: float | None = None
-    expected_violation: float | None = None
-    loss_history: tuple[float, ...] = field(default=(), repr=False)
-    violation_history: tuple[float, ...] = field(default=(), repr=False)
-    objective_history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
-    message: str = ""
-    settings: dict[str, Any] = field(default_factory=dict, repr=False)
-    seed: int | None = None
-    timings: dict[str, float] = field(default_factory=dict, repr=False)
-    gaus_objective: float | None = None
-    polish_history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
-    infeasible_cause: str | None = None
+    II: int | None = None
 
-    def seconds_to_reach(self, target: float) -> float | None:
-        """Seconds from the call start until a legal schedule with objective ``<= target``
-        was held, the earliest point of ``objective_history`` or ``polish_history``; ``None`` if
-        never.
+    def __getitem__(self, op: str) -> int:
+        return self.starts[op]
 
-        This is the any-time reading of a run (e.g. GauS against the time an exact solver
-        needed for its incumbent): model building, legalisation and the local search up to
-        that point are included, the final verification (milliseconds) is not.
-        """
-        tol = 1e-9 * max(1.0, abs(target))
-        hits = [s for s, o in (*self.objective_history, *self.polish_history) if o <= target + tol]
-        return float(min(hits)) if hits else None
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.starts)
+
+    def __len__(self) -> int:
+        return len(self.starts)
 
     @property
-    def feasible(self) -> bool:
-        """True when a legal schedule was found."""
-        return self.legal
+    def schedule(self) -> dict[str, int]:
+        """Op name -> start step, as a plain dictionary."""
+        return dict(self.starts)
 
-    def as_result(self) -> SolveResult:
-        """The shared result shape (solution ``None`` unless ``legal``)."""
-        return SolveResult(
-            status=self.status,
-            solution=dict(self.schedule) if self.legal else None,
-            objective=self.objective,
-            objective_unit=OBJECTIVE_UNITS.get(self.formulation, ""),
-            bound=self.bound,
-            timings=Timings(solve=self.seconds),
-            stats={
-                "iterations": self.iterations,
-                "message": self.message,
-                "II": self.II,
-                "steps_seconds": dict(self.timings),
-            },  # fmt: skip
-            settings={
-                "method": self.method,
-                "formulation": self.formulation,
-                "D": self.D,
-                **self.settings,
-            },  # fmt: skip
-            seed=self.seed,
-        )
 
-    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
-        """JSON-ready dictionary (``history=False`` drops the per-step curves)."""
-        out: dict[str, Any] = {
-            "status": self.status.value,
-            "method": self.method,
-            "formulation": self.formulation,
-            "graph": self.graph,
-            "legal": self.legal,
-            "objective": self.objective,
-            "bound": self.bound,
-            "II": self.II,
-            "D": self.D,
-            "seconds": self.seconds,
-            "iterations": self.iterations,
-            "expected_violation": self.expected_violation,
-            "message": self.message,
-            "settings": dict(self.settings),
-            "seed": self.seed,
-            "timings": dict(self.timings),
-            "gaus_objective": self.gaus_objective,
-            "schedule": dict(self.schedule),
-        }
-        if history:
-            out["loss_history"] = list(self.loss_history)
-            out["violation_history"] = list(self.violation_history)
-            out["objective_history"] = [list(p) for p in self.objective_history]
-            out["polish_history"] = [list(p) for p in self.polish_history]
-        return out
+def run_result(
+    status: Status,
+    solution: GauSSchedule | None,
+    objective: float | None,
+    stats: Mapping[str, Any],
+    *,
+    seconds: float,
+    settings: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    bound: float | None = None,
+) -> SolveResult:
+    """The :class:`~twill.results.SolveResult` of one run: ``stats`` completed from
+    :data:`RUN_STATS` (``legal``, ``D`` and ``II`` from the solution when there is one),
+    ``seconds`` as the solve time, and the method, formulation and ``D`` in ``settings``."""
+    record = {**RUN_STATS, **stats, "legal": solution is not None}
+    if solution is not None:
+        record.update(formulation=solution.formulation, D=solution.D, II=solution.II)
+    return SolveResult(
+        status=status,
+        solution=solution,
+        objective=objective,
+        objective_unit=OBJECTIVE_UNITS.get(record["formulation"], ""),
+        bound=bound,
+        timings=Timings(solve=seconds),
+        stats=record,
+        settings={
+            "method": record["method"],
+            "formulation": record["formulation"],
+            "D": record["D"],
+            **(settings or {}),
+        },  # fmt: skip
+        seed=seed,
+    )
+
+
+def run_json(result: SolveResult, *, history: bool = False) -> dict[str, Any]:
+    """``result.to_dict()`` (the per-step curves left out of ``stats`` unless ``history``)
+    plus the fields ``twill gaus --json`` has always had at the top level: ``method``,
+    ``formulation``, ``graph``, ``legal``, ``II``, ``D``, ``seconds``, ``iterations``,
+    ``expected_violation``, ``message``, ``gaus_objective``, ``schedule`` (empty without a
+    legal schedule) and, with ``history``, the curves."""
+    out = result.to_dict()
+    stats = dict(out["stats"])
+    curves = {k: stats.pop(k) for k in _CURVES if k in stats}
+    out["stats"] = stats
+    for key in ("method", "formulation", "graph", "legal", "II", "D", "iterations",
+                "expected_violation", "message", "gaus_objective"):  # fmt: skip
+        out[key] = stats.get(key)
+    out["seconds"] = result.seconds
+    out["schedule"] = dict(result.solution or {})
+    if history:
+        out.update(curves)
+    return out
+
+
+def seconds_to_reach(result: SolveResult, target: float) -> float | None:
+    """Seconds from the call start until a legal schedule with objective ``<= target`` was
+    held, the earliest point of ``objective_history`` or ``polish_history``; ``None`` if never.
+
+    This is the any-time reading of a run (e.g. GauS against the time an exact solver needed
+    for its incumbent): model building, legalisation and the local search up to that point are
+    included, the final verification (milliseconds) is not.
+    """
+    tol = 1e-9 * max(1.0, abs(target))
+    curve = (*result.stats.get("objective_history", ()), *result.stats.get("polish_history", ()))
+    hits = [s for s, o in curve if o <= target + tol]
+    return float(min(hits)) if hits else None

@@ -2,7 +2,7 @@
 
 :class:`GauSSolver` holds a graph and settings; ``solve_resource`` (formulation A),
 ``solve_memory`` (B) and ``solve_modulo`` (C) each return a new frozen
-:class:`~twill.sched.gaus.result.ScheduleRunResult`.
+:class:`~twill.sched.gaus.result.SolveResult`.
 
 What it optimises, what it guarantees, how it fails:
 
@@ -48,7 +48,7 @@ from twill.sched.gaus.graph import (
 )
 from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
 from twill.sched.gaus.problem import GauSProblem, schedule_defects
-from twill.sched.gaus.result import ScheduleRunResult
+from twill.sched.gaus.result import GauSSchedule, run_result
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 from twill.sched.ir import DependenceGraph
 from twill.validation import check_int
@@ -58,7 +58,6 @@ __all__ = [
     "GauSProblem",
     "GauSSolver",
     "default_settings",
-    "run",
     "solve",
     "verify_result_schedule",
     "resolve_device",
@@ -142,9 +141,11 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     Returns
     -------
     SolveResult
-        FEASIBLE with a verified schedule (op -> step; heuristic, never OPTIMAL), INFEASIBLE
-        only with a proof (critical path longer than ``D``; ``II`` below ResMII or RecMII),
-        UNKNOWN when no legal schedule was found in time.
+        FEASIBLE with a verified schedule (a :class:`~twill.sched.gaus.result.GauSSchedule`,
+        op -> step; heuristic, never OPTIMAL), INFEASIBLE only with a proof (critical path
+        longer than ``D``; ``II`` below ResMII or RecMII), UNKNOWN when no legal schedule was
+        found in time. ``stats`` is the run record (histories, step timings, the local
+        searches; :data:`~twill.sched.gaus.result.RUN_STATS`), also read as attributes.
 
     Examples
     --------
@@ -154,12 +155,6 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     >>> r.status.value, p.verify(r.solution).ok
     ('feasible', True)
     """
-    return run(problem, options).as_result()
-
-
-def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleRunResult:
-    """:func:`solve` with GauS's own run record (histories, timings, the polish steps), which
-    the command line and the benchmarks read; ``run(...).as_result()`` is :func:`solve`."""
     start = time.perf_counter()  # the deadline counts from the call
     options = options or SolverOptions()
     problem.check()
@@ -175,7 +170,7 @@ def run(problem: GauSProblem, options: SolverOptions | None = None) -> ScheduleR
 
 class GauSSolver:
     """Differentiable scheduler with Gaussian start times (the promised front door; the
-    work is :func:`run` on a :class:`GauSProblem`).
+    work is :func:`solve` on a :class:`GauSProblem`).
 
     Parameters
     ----------
@@ -199,8 +194,8 @@ class GauSSolver:
     total_time_limit
         Seconds for each whole solve (a deadline: the best legal schedule so far when it
         passes); the ``time_limit`` setting bounds the gradient phase only. The keywords
-        become the :class:`~twill.options.SolverOptions` of :func:`run`; code that holds
-        options calls :func:`run` or :func:`solve` on a :class:`GauSProblem` itself.
+        become the :class:`~twill.options.SolverOptions` of :func:`solve`; code that holds
+        options calls :func:`solve` on a :class:`GauSProblem` itself.
     **settings
         Any other field of :class:`GauSSettings` (``max_iters``, ``inner_steps``, ``tau``, ...).
 
@@ -255,9 +250,7 @@ class GauSSolver:
 
     # -- public entry points -----------------------------------------------------------------
 
-    def solve_resource(
-        self, *, ratio: float = 100.0, max_iters: int | None = None
-    ) -> ScheduleRunResult:
+    def solve_resource(self, *, ratio: float = 100.0, max_iters: int | None = None) -> SolveResult:
         """Formulation A: ``ratio * peak resource + communication`` under the latency bound.
 
         ``ratio = 100`` is GS-Schedule's README setting (spec §9.1). A ratio that is not a
@@ -265,7 +258,7 @@ class GauSSolver:
         """
         return self._solve("A", None, None, ratio, max_iters)
 
-    def solve_memory(self, *, max_iters: int | None = None) -> ScheduleRunResult:
+    def solve_memory(self, *, max_iters: int | None = None) -> SolveResult:
         """Formulation B: peak live memory under the latency bound."""
         return self._solve("B", None, None, 1.0, max_iters)
 
@@ -274,7 +267,7 @@ class GauSSolver:
         II: int,
         R_cap: float | None = None,
         max_iters: int | None = None,
-    ) -> ScheduleRunResult:
+    ) -> SolveResult:
         """Formulation C: modulo MaxLive at ``II`` under resource caps and recurrences.
 
         Parameters
@@ -297,7 +290,7 @@ class GauSSolver:
         R_cap: float | None = None,
         ratio: float = 100.0,
         max_iters: int | None = None,
-    ) -> ScheduleRunResult:
+    ) -> SolveResult:
         """Dispatch on ``formulation`` (``"A"``, ``"B"`` or ``"C"``; C without ``II``: MII)."""
         if formulation not in ("A", "B", "C"):
             raise InvalidProblemError(f"formulation must be A, B or C, found {formulation!r}")
@@ -312,17 +305,17 @@ class GauSSolver:
         R_cap: float | None,
         ratio: float,
         max_iters: int | None,
-    ) -> ScheduleRunResult:
-        """One :func:`run` of the problem these arguments describe."""
+    ) -> SolveResult:
+        """One :func:`solve` of the problem these arguments describe."""
         check_int(max_iters, "max_iters", none=True)
         problem = GauSProblem(self.source, formulation, self.D, II, R_cap, ratio)
         explicit = self.explicit if max_iters is None else {**self.explicit,
                                                              "max_iters": max_iters}  # fmt: skip
         settings = default_settings(formulation, **explicit)
-        return run(problem, replace(self.options, gaus=settings))
+        return solve(problem, replace(self.options, gaus=settings))
 
 
-def _solve(run: _SolveRun) -> ScheduleRunResult:
+def _solve(run: _SolveRun) -> SolveResult:
     """One run: prove infeasibility where it can, initialise the Gaussians, run the ALM
     loop, then polish and verify the best legal schedule."""
     gens = topological_generations(run.g)
@@ -504,38 +497,29 @@ class _SolveRun:
         return self.II if self.formulation == "C" else None
 
     def finish(
-        self, status: Status, t: np.ndarray | None, message: str, **kw: Any
-    ) -> ScheduleRunResult:
+        self, status: Status, t: np.ndarray | None, message: str, **stats: Any
+    ) -> SolveResult:
         """The result for schedule ``t`` (``None``: none), verified and with its objective;
-        A and C schedules are shifted to start at step 0 (both are shift-invariant)."""
+        A and C schedules are shifted to start at step 0 (both are shift-invariant).
+        ``stats`` join the run record (a ``bound`` becomes the result's)."""
         g, formulation, D, II = self.g, self.formulation, self.D, self.II
-        obj = None
+        obj, solution = None, None
         if t is not None:
             if formulation != "B":  # A and C are shift-invariant: report from step 0
                 t = t - (t.min() if t.size else 0)
             verify_result_schedule(g, t, D, self.modulo_II, self.orig)
             obj = discrete_objective(g, t, formulation, D=D, II=II, ratio=self.ratio)
-        return ScheduleRunResult(
-            status=status,
-            method="gaus",
-            formulation=formulation,
-            graph=g.name,
-            schedule=g.schedule_dict(t) if t is not None else {},
-            legal=t is not None,
-            objective=obj,
-            II=self.modulo_II,
-            D=D,
-            seconds=time.perf_counter() - self.start,
-            message=message,
-            settings=self.record,
-            seed=self.seed,
-            **kw,
-        )
+            solution = GauSSchedule(g.schedule_dict(t), formulation, D, self.modulo_II)
+        bound = stats.pop("bound", None)
+        record = {"method": "gaus", "formulation": formulation, "graph": g.name,
+                  "II": self.modulo_II, "D": D, "message": message, **stats}  # fmt: skip
+        return run_result(status, solution, obj, record, bound=bound, settings=self.record,
+                          seconds=time.perf_counter() - self.start, seed=self.seed)  # fmt: skip
 
 
 def _proof_or_window(
     run: _SolveRun, gens: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, ScheduleRunResult | None]:
+) -> tuple[np.ndarray, np.ndarray, SolveResult | None]:
     """``(asap, alap, None)``: each op's window (for C raised by the modulo ASAP), or an
     ``INFEASIBLE`` result as third item when a bound proves there is no schedule (critical
     path longer than ``D``; ``II`` below ResMII or RecMII; recurrences past ``D - 1``)."""
@@ -683,20 +667,20 @@ def _starting_means(
 
 
 def _history(out: ALMOutcome, timings: dict[str, float]) -> dict[str, Any]:
-    """The ALM loop's histories and the timings, as result fields."""
+    """The ALM loop's histories and the step timings, as run statistics."""
     return {
         "iterations": out.iterations,
         "expected_violation": out.expected_violation,
         "loss_history": tuple(out.loss_history),
         "violation_history": tuple(out.violation_history),
         "objective_history": tuple(out.objective_history),
-        "timings": timings,
+        "steps_seconds": timings,
     }
 
 
 def _no_schedule(
     run: _SolveRun, out: ALMOutcome, gens: list[np.ndarray], hist: dict[str, Any]
-) -> ScheduleRunResult:
+) -> SolveResult:
     """``UNKNOWN`` result (with a :class:`ConvergenceWarning`) when no read-out was legal;
     for C the message says why the modulo legalisation of the final means failed."""
     g = run.g
