@@ -14,7 +14,7 @@ from twill.results import Status
 from twill.sched.baselines.list_sched import list_schedule
 from twill.sched.gaus.bounds import rec_mii
 from twill.sched.gaus.graph import asap_alap, from_dependence_graph, gaus_view
-from twill.sched.gaus.legalise import legalise_modulo, legalise_regular
+from twill.sched.gaus.legalise import RepairBudget, legalise_modulo, legalise_regular
 from twill.sched.gaus.result import seconds_to_reach
 from twill.sched.gaus.verify import schedule_violations
 from twill.verify import verify_modulo_schedule
@@ -130,7 +130,7 @@ def test_legalisation_always_legal_or_clear(n, density, back, seed, ii, slack) -
     mu = rng.uniform(-0.5, D - 0.5, size=g.n)
     t = legalise_regular(g, mu, D)
     assert t is not None and schedule_violations(g, t, D) == []
-    tm, msg = legalise_modulo(g, mu, ii, D + 4 * ii, restarts=5)
+    tm, msg = legalise_modulo(g, mu, ii, D + 4 * ii, budget=RepairBudget(restarts=5))
     if tm is None:
         assert msg.startswith("LEGALISATION_FAILED")
     else:
@@ -156,7 +156,7 @@ class TestClosedFormGradient:
 
         import torch
 
-        from twill.sched.gaus.losses import LossModel
+        from twill.sched.gaus.losses import LossModel, LossSpec
 
         rng = np.random.default_rng(0)
         g = from_dependence_graph(generate_random_dag(40, 0.1, 4, seed=3))
@@ -168,7 +168,7 @@ class TestClosedFormGradient:
             caps=np.array([4.0, np.inf]),
             live_out=rng.random(g.n) < 0.3,
         )
-        m = LossModel.build(g, D=D, formulation=form, II=II, window=window)
+        m = LossModel.build(g, LossSpec(form, D, II), window=window)
         if delays > 3:  # many distinct shifts: the mixed (per-edge column) group is exercised
             assert any(grp.cols is not None for grp in m.dep_groups)
         s0, W = window if window else (0, D)
@@ -199,7 +199,7 @@ class TestClosedFormGradient:
 def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack, batch) -> None:
     import dataclasses
 
-    from twill.sched.gaus.polish import polish_resource
+    from twill.sched.gaus.polish import MoveRule, polish_resource
     from twill.sched.gaus.verify import objective_a
 
     rng = np.random.default_rng(seed)
@@ -214,7 +214,7 @@ def test_local_search_keeps_legality_and_never_worsens(n, density, seed, slack, 
     D = int(asap.max(initial=0)) + 1 + slack
     t0 = legalise_regular(g, rng.uniform(-0.5, D - 0.5, size=g.n), D)
     trace: list[tuple[float, float]] = []
-    t1, moves = polish_resource(g, t0, D, 10.0, trace=trace, batch=batch)
+    t1, moves = polish_resource(g, t0, D, 10.0, trace=trace, rule=MoveRule(batch=batch))
     assert schedule_violations(g, t1, D) == []
     assert objective_a(g, t1, 10.0) <= objective_a(g, t0, 10.0) + 1e-9
     # the any-time trace: one entry per changing pass, ending at the returned objective

@@ -12,7 +12,7 @@ from twill.sched.baselines.list_sched import start_steps
 from twill.sched.gaus.bounds import default_D
 from twill.sched.gaus.graph import from_dependence_graph, gaus_view
 from twill.sched.gaus.polish import polish_resource
-from twill.sched.gaus.polish_push import Adjacency, polish_push_resource, push_closure
+from twill.sched.gaus.polish_push import Adjacency, PushMoves, polish_push_resource, push_closure
 from twill.sched.gaus.verify import objective_a, schedule_violations
 
 
@@ -43,7 +43,7 @@ def test_descent_is_legal(peak_first: bool) -> None:
     g = from_dependence_graph(generate_random_dag(60, 0.08, 0, seed=3))
     D = default_D(g, "A") + 4
     t = _list_t(g, D)
-    out, _ = polish_push_resource(g, t, D, 100.0, peak_first=peak_first)
+    out, _ = polish_push_resource(g, t, D, 100.0, moves=PushMoves(peak_first=peak_first))
     assert schedule_violations(g, out, D) == []
     if not peak_first:
         assert objective_a(g, out, 100.0) <= objective_a(g, t, 100.0)

@@ -38,14 +38,14 @@ def _graph(delays: int, seed: int = 3):
 def test_sparse_equals_dense(form, D, II, delays, cut) -> None:
     import torch
 
-    from twill.sched.gaus.losses import LossModel
+    from twill.sched.gaus.losses import LossModel, LossSpec
     from twill.sched.gaus.sparse import SparseLossModel
 
     g = _graph(delays)
     asap, alap = asap_alap(g, D)
     assert np.all(asap <= alap)
     f64 = torch.float64
-    sp = SparseLossModel.build(g, D=D, formulation=form, II=II, bounds=(asap, alap), dtype=f64)
+    sp = SparseLossModel.build(g, LossSpec(form, D, II), bounds=(asap, alap), dtype=f64)
     gen = torch.Generator().manual_seed(1)
     span = torch.as_tensor(alap - asap, dtype=f64)
     mu = torch.as_tensor(asap, dtype=f64) + torch.rand(g.n, generator=gen, dtype=f64) * span
@@ -54,7 +54,7 @@ def test_sparse_equals_dense(form, D, II, delays, cut) -> None:
         sp.set_windows(mu.numpy(), sig.numpy(), 2.0, 1.0)
         assert sp.Wp < int((alap - asap).max()) + 1
     lo, hi = sp.a, sp.a + sp.L - 1
-    dense = LossModel.build(g, D=D, formulation=form, II=II, dtype=f64, clip=(lo, hi))
+    dense = LossModel.build(g, LossSpec(form, D, II), dtype=f64, clip=(lo, hi))
     mu_d, sig_d = mu.clone().requires_grad_(True), sig.clone().requires_grad_(True)
     f, viol = dense.evaluate(mu_d, sig_d, ratio=3.0)
     lam = torch.rand(viol.shape, generator=gen, dtype=f64)

@@ -214,8 +214,7 @@ def build_model(g: GauSGraph, spec: ModelSpec) -> tuple[Any, list, int]:
     _precedence(m, g, s, spec, pinned)
     scale = 1
     if spec.formulation == "A":
-        scale = _resource_comm_model(m, g, s, D, lo, hi, spec.ratio, spec.peak_cap,
-                                     spec.strong_precedence)  # fmt: skip
+        scale = _resource_comm_model(m, g, s, spec)
     elif spec.formulation == "B":
         scale = _peak_memory_model(m, g, s, D, spec.peak_cap)
     else:
@@ -306,25 +305,18 @@ def _peak_memory_model(m: Any, g: GauSGraph, s: list, D: int, peak_cap: int | No
     return scale
 
 
-def _resource_comm_model(
-    m: Any,
-    g: GauSGraph,
-    s: list,
-    D: int,
-    asap: np.ndarray,
-    alap: np.ndarray,
-    ratio: float,
-    peak_cap: int | None = None,
-    strong_precedence: bool = False,
-) -> int:
-    """Formulation A on model ``m`` (module docstring): one-hot steps of the ops that use a
-    resource, a peak per resource, and ``ratio * sum(peaks) + communication`` minimised;
-    returns the objective's scale (1000 when a weight is fractional, else 1).
+def _resource_comm_model(m: Any, g: GauSGraph, s: list, spec: ModelSpec) -> int:
+    """Formulation A of ``spec`` on model ``m`` (module docstring): one-hot steps of the ops
+    that use a resource within ``[spec.lo, spec.hi]``, a peak per resource (at most
+    ``spec.peak_cap``), and ``ratio * sum(peaks) + communication`` minimised, with the
+    precedence cuts when ``spec.strong_precedence``; returns the objective's scale (1000 when
+    a weight is fractional, else 1).
 
-    An op with ``asap == alap`` is pinned: its start in ``s`` is an integer, and its usage
+    An op with ``lo == hi`` is pinned: its start in ``s`` is an integer, and its usage
     and communication enter as constants. Why: the large-neighbourhood search pins all but a
     few dozen of thousands of ops, and building and presolving a variable per pinned op cost
     most of each neighbourhood's time (EPFL ``max``, 3377 ops)."""
+    D, asap, alap, ratio, peak_cap = spec.D, spec.lo, spec.hi, spec.ratio, spec.peak_cap
     _, K, L = g.usage.shape
     peaks = []
     used = np.flatnonzero(g.usage.sum(axis=(1, 2)) > 0)
@@ -357,7 +349,7 @@ def _resource_comm_model(
             elif base:
                 m.Add(pk >= base)
         peaks.append(pk)
-    if strong_precedence:
+    if spec.strong_precedence:
         _strong_precedence(m, g, steps)
     cw = g.comm
     scale = 1000 if np.any(cw != np.round(cw)) or ratio != round(ratio) else 1

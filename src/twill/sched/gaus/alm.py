@@ -42,7 +42,7 @@ import numpy as np
 from twill.progress import ProgressEvent
 from twill.validation import check_int, check_real, check_time_limit
 
-__all__ = ["GauSSettings", "ALMOutcome", "optimise", "Adam"]
+__all__ = ["GauSSettings", "ALMHooks", "ALMOutcome", "StartingPoint", "optimise", "Adam"]
 
 log = logging.getLogger(__name__)
 
@@ -323,46 +323,32 @@ def _window(
     return lo, W
 
 
-def optimise(
-    make_model: Callable[[tuple[int, int] | None], object],
-    mu0: np.ndarray,
-    sigma0: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    settings: GauSSettings,
-    legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
-    *,
-    ratio: float = 1.0,
-    seed: int = 0,
-    on_progress: ProgressFn | None = None,
-    start_time: float | None = None,
-    on_readout: ReadoutFn | None = None,
-    deadline: float | None = None,
-) -> ALMOutcome:
-    """Run the ALM loop (see module docstring).
+@dataclass(frozen=True)
+class StartingPoint:
+    """Where the ALM loop starts: the initial means ``mu0`` and standard deviations
+    ``sigma0`` (steps), and the projection box ``[lo, hi]`` of the means."""
+
+    mu0: np.ndarray
+    sigma0: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+@dataclass(frozen=True)
+class ALMHooks:
+    """What the caller gives the ALM loop besides the model: its clock and its callbacks.
 
     Parameters
     ----------
-    make_model
-        Builds a :class:`twill.sched.gaus.losses.LossModel` for a step window
-        ``(s0, W)`` (``None``: all ``D`` steps); rebuilt every outer iteration around the
-        current means (spec §13 windowed evaluation).
-    mu0, sigma0
-        Initial means and standard deviations (steps).
-    lo, hi
-        Projection box for the means.
-    settings
-        Hyperparameters.
     legalise
         Maps means to ``(legal schedule or None, discrete objective or None)``.
-    ratio
-        Resource weight of formulation A.
     on_progress
         Called after every Adam step with a :class:`~twill.progress.ProgressEvent`
         (``method="gaus"``, ``phase="alm"``, ``step``, ``total=max_iters``, ``incumbent``: the
         best legal objective so far, ``message``: the loss and the expected violation).
     start_time
-        ``time.perf_counter()`` of the caller's start (the any-time curve counts from it).
+        ``time.perf_counter()`` of the caller's start (the any-time curve counts from it;
+        ``None``: the loop's own start).
     on_readout
         Called after every read-out that found a legal schedule, except the one of the
         starting point, with ``(schedule, objective, Adam steps so far)`` (the checkpoint
@@ -372,6 +358,42 @@ def optimise(
         step (the caller's whole-call time limit; ``settings.time_limit`` bounds this loop
         alone and is checked after every inner phase).
     """
+
+    legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]]
+    on_progress: ProgressFn | None = None
+    start_time: float | None = None
+    on_readout: ReadoutFn | None = None
+    deadline: float | None = None
+
+
+def optimise(
+    make_model: Callable[[tuple[int, int] | None], object],
+    start: StartingPoint,
+    settings: GauSSettings,
+    hooks: ALMHooks,
+    *,
+    ratio: float = 1.0,
+    seed: int = 0,
+) -> ALMOutcome:
+    """Run the ALM loop (see module docstring).
+
+    Parameters
+    ----------
+    make_model
+        Builds a :class:`twill.sched.gaus.losses.LossModel` for a step window
+        ``(s0, W)`` (``None``: all ``D`` steps); rebuilt every outer iteration around the
+        current means (spec §13 windowed evaluation).
+    start
+        The initial Gaussians and the projection box of the means.
+    settings
+        Hyperparameters.
+    hooks
+        The legaliser, the progress and read-out callbacks, the start time and the deadline.
+    ratio
+        Resource weight of formulation A.
+    seed
+        Seeds torch.
+    """
     import torch
 
     torch.manual_seed(seed)
@@ -379,9 +401,8 @@ def optimise(
     if settings.threads is not None:
         torch.set_num_threads(settings.threads)
     try:
-        run = _ALMRun(torch, make_model, mu0, sigma0, lo, hi, settings, legalise, ratio,
-                      on_progress, start_time, on_readout)  # fmt: skip
-        run.deadline = deadline
+        run = _ALMRun(torch, make_model, start, settings, hooks, ratio)
+        run.deadline = hooks.deadline
         return run.run()
     finally:
         torch.set_num_threads(old_threads)
@@ -398,26 +419,21 @@ class _ALMRun:
         self,
         torch: Any,
         make_model: Callable[[tuple[int, int] | None], object],
-        mu0: np.ndarray,
-        sigma0: np.ndarray,
-        lo: np.ndarray,
-        hi: np.ndarray,
+        start: StartingPoint,
         settings: GauSSettings,
-        legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]],
+        hooks: ALMHooks,
         ratio: float,
-        on_progress: ProgressFn | None,
-        start_time: float | None,
-        on_readout: ReadoutFn | None,
     ) -> None:
+        mu0, sigma0, legalise = start.mu0, start.sigma0, hooks.legalise
         self.torch = torch
         self.make_model = make_model
-        self.lo, self.hi = lo, hi
+        self.lo, self.hi = start.lo, start.hi
         self.settings = settings
         self.legalise = legalise
         self.ratio = ratio
-        self.on_progress = on_progress
-        self.on_readout = on_readout
-        self.start = time.perf_counter() if start_time is None else start_time
+        self.on_progress = hooks.on_progress
+        self.on_readout = hooks.on_readout
+        self.start = time.perf_counter() if hooks.start_time is None else hooks.start_time
         model = make_model(None)
         self.model: Any = model
         self.dev = model.device  # type: ignore[attr-defined]

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 
 __all__ = [
+    "RepairBudget",
     "legalise_regular",
     "modulo_place",
     "legalise_modulo",
@@ -166,6 +168,26 @@ def _order_by(t: np.ndarray, rank: np.ndarray) -> np.ndarray:
     return np.lexsort((rank, t))
 
 
+@dataclass(frozen=True)
+class RepairBudget:
+    """How hard :func:`legalise_modulo` tries before it gives up.
+
+    Parameters
+    ----------
+    max_rounds
+        Cap on place-then-repair rounds.
+    restarts, restart_max_nodes
+        After the repair and one iterative-modulo-scheduling pass fail, graphs of at most
+        ``restart_max_nodes`` ops get up to ``restarts`` more passes with priorities perturbed
+        by a fixed-seed uniform shift in ``[0, II)`` (tight kernel graphs need a different
+        slot assignment, not more repair).
+    """
+
+    max_rounds: int = 100
+    restarts: int = 200
+    restart_max_nodes: int = 64
+
+
 def legalise_modulo(
     g: GauSGraph,
     mu: np.ndarray,
@@ -173,9 +195,7 @@ def legalise_modulo(
     D: int,
     *,
     gens: list[np.ndarray] | None = None,
-    max_rounds: int = 100,
-    restarts: int = 200,
-    restart_max_nodes: int = 64,
+    budget: RepairBudget | None = None,
     deadline: float | None = None,
 ) -> tuple[np.ndarray | None, str]:
     """Fixed-point repair of a modulo schedule at ``II`` within ``D`` steps (formulation C).
@@ -188,13 +208,8 @@ def legalise_modulo(
         Continuous start steps (the Gaussian means); rounded to the first lower bounds.
     II, D
         Initiation interval and latency bound.
-    max_rounds
-        Cap on place-then-repair rounds.
-    restarts, restart_max_nodes
-        After the repair and one iterative-modulo-scheduling pass fail, graphs of at most
-        ``restart_max_nodes`` ops get up to ``restarts`` more passes with priorities perturbed
-        by a fixed-seed uniform shift in ``[0, II)`` (tight kernel graphs need a different
-        slot assignment, not more repair).
+    budget
+        How hard the repair tries (:class:`RepairBudget`; ``None``: its defaults).
     deadline
         A ``time.perf_counter()`` value: past it every pass stops and no schedule is returned
         (a 1,500-op loop's repair takes minutes; GauS's ``time_limit`` holds through it).
@@ -206,12 +221,14 @@ def legalise_modulo(
         found (never a proof of infeasibility).
     """
     gens = topological_generations(g) if gens is None else gens
+    budget = RepairBudget() if budget is None else budget
+    max_rounds = budget.max_rounds
     asap, alap = asap_alap(g, D, gens)
     rank = np.empty(g.n, dtype=np.int64)
     rank[np.concatenate(gens)] = np.arange(g.n)
     placer = _Placer(g, II)
     lb0 = np.maximum(np.rint(mu).astype(np.int64), asap)
-    t, why = _repair(g, placer, lb0, II, D, lambda key: _order_by(key, rank), gens, max_rounds,
+    t, why = _repair(placer, lb0, D, lambda key: _order_by(key, rank), gens, max_rounds,
                      deadline)  # fmt: skip
     if t is not None:
         return t, "legal"
@@ -219,7 +236,7 @@ def legalise_modulo(
     # slots. In time order the first levels fill whole congruence classes and every later
     # chain op waits for a free class (EPFL adder at II = 8: 339 steps for D = 320; this
     # order: 272).
-    t, _ = _repair(g, placer, lb0, II, D, lambda key: np.lexsort((rank, key, alap)), gens,
+    t, _ = _repair(placer, lb0, D, lambda key: np.lexsort((rank, key, alap)), gens,
                    max_rounds, deadline)  # fmt: skip
     if t is not None:
         return t, "legal (least-slack-first placement)"
@@ -228,7 +245,7 @@ def legalise_modulo(
         return t, "legal (iterative modulo scheduling fallback)"
     # Small graphs: retry with perturbed priorities (fixed seed, so still deterministic).
     rng = np.random.default_rng(0)
-    for _ in range(restarts if g.n <= restart_max_nodes else 0):
+    for _ in range(budget.restarts if g.n <= budget.restart_max_nodes else 0):
         t = iterative_modulo_schedule(g, mu + rng.uniform(0, II, size=g.n), II, D,
                                       deadline=deadline)  # fmt: skip
         if t is not None:
@@ -244,10 +261,8 @@ def _past(deadline: float | None) -> bool:
 
 
 def _repair(
-    g: GauSGraph,
     placer: _Placer,
     lb: np.ndarray,
-    II: int,
     D: int,
     order: Callable[[np.ndarray], np.ndarray],
     gens: list[np.ndarray],
@@ -256,7 +271,9 @@ def _repair(
 ) -> tuple[np.ndarray | None, str]:
     """Place in ``order(lower bounds)`` and raise the consumers of violated recurrence edges
     until none is violated; ``(None, why)`` when an op leaves ``[0, D-1]`` or the rounds run
-    out. ``order`` must return a topological order of the distance-0 edges."""
+    out. ``order`` must return a topological order of the distance-0 edges. The graph and
+    ``II`` are the placer's."""
+    g, II = placer.g, placer.II
     lb = lb.copy()
     back = g.distance > 0
     for _ in range(max_rounds):

@@ -34,7 +34,7 @@ import torch
 
 from twill.sched.gaus.graph import GauSGraph
 
-__all__ = ["LossModel", "step_distribution", "smooth_max"]
+__all__ = ["LossModel", "LossSpec", "step_distribution", "smooth_max"]
 
 
 def step_distribution(
@@ -106,6 +106,18 @@ class _EdgeGroup:
             G_rows[:, off : off + grad.shape[1]] += grad
 
 
+@dataclass(frozen=True)
+class LossSpec:
+    """Which expected loss a model evaluates: the formulation (``"A"``, ``"B"`` or ``"C"``),
+    the latency bound ``D`` in steps, the initiation interval ``II`` (formulation C) and the
+    LogSumExp temperature ``tau`` of the smooth peaks (relative to the balanced level)."""
+
+    formulation: str
+    D: int
+    II: int | None = None
+    tau: float = 0.05
+
+
 @dataclass
 class LossModel:
     """Precomputed index tensors for one graph, window ``D`` and (optional) ``II``.
@@ -135,23 +147,21 @@ class LossModel:
     def build(
         cls,
         g: GauSGraph,
+        spec: LossSpec,
         *,
-        D: int,
-        formulation: str,
-        II: int | None = None,
-        tau: float = 0.05,
         device: str | torch.device = "cpu",
         window: tuple[int, int] | None = None,
         dtype: torch.dtype = torch.float32,
         clip: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> LossModel:
-        """Precompute index tensors.
+        """Precompute index tensors for the loss ``spec`` on ``g``.
 
         ``window = (s0, W)`` evaluates only steps ``s0 .. s0+W-1`` (spec §13 windowed
         evaluation): the caller keeps every mean at least a few sigma inside it, so the mass
         outside is negligible; ``C = 0`` before and ``1`` after the window. For formulation C
         ``s0`` must be a multiple of ``II`` so residues keep their meaning.
         """
+        D, formulation, II, tau = spec.D, spec.formulation, spec.II, spec.tau
         dev = torch.device(device)
         s0, W = (0, D) if window is None else (int(window[0]), int(window[1]))
         full_D = D

@@ -27,12 +27,34 @@ returned unchanged. The caller verifies the result like any other schedule.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from twill.sched.gaus.graph import GauSGraph
 
-__all__ = ["polish_resource"]
+__all__ = ["MoveRule", "polish_resource"]
+
+
+@dataclass(frozen=True)
+class MoveRule:
+    """Which moves a pass of :func:`polish_resource` applies.
+
+    Parameters
+    ----------
+    batch
+        Moves of ops with usage per pass: 1 (default) is the best-improvement descent; more
+        applies, after the best move, further improving moves of the pass (see
+        :func:`_more_moves`), which reaches a good level in fewer passes but may end at a
+        different local optimum.
+    radius
+        Candidate steps of an op are its legal steps within ``radius`` of its current one, so
+        a pass costs ``O(n * radius)`` instead of ``O(n * D)`` (memory too); farther moves
+        take several passes. Windows of ``D <= 2 radius + 1`` steps are searched whole.
+    """
+
+    batch: int = 1
+    radius: int = 32
 
 
 class _Bounds:
@@ -67,6 +89,25 @@ class _Bounds:
         return np.maximum(lo, 0), hi
 
 
+@dataclass
+class _Descent:
+    """The state of one descent, shared by its passes: the start steps ``t`` and per-step
+    loads ``load[k, s]`` (both updated in place by every applied move), the per-op usage ``w``
+    of the used resources, each op's net incoming communication weight ``cnet``, the ops with
+    usage ``heavy``, the legal ranges ``bounds``, the peak weight ``ratio``, the tie tolerance
+    ``tol`` and the search ``radius`` around an op's current step."""
+
+    t: np.ndarray
+    load: np.ndarray
+    w: np.ndarray
+    cnet: np.ndarray
+    heavy: np.ndarray
+    bounds: _Bounds
+    ratio: float
+    tol: float
+    radius: int
+
+
 def _top3(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Three largest values per row and their columns (padded with ``-inf`` / ``-1``)."""
     K, D = load.shape
@@ -79,18 +120,11 @@ def _top3(load: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _more_moves(
-    t: np.ndarray,
-    load: np.ndarray,
-    w: np.ndarray,
-    cnet: np.ndarray,
-    heavy: np.ndarray,
+    run: _Descent,
     best: tuple[np.ndarray, np.ndarray, np.ndarray],
     lo: np.ndarray,
     hi: np.ndarray,
     first: int,
-    bounds: _Bounds,
-    ratio: float,
-    tol: float,
     limit: int,
 ) -> int:
     """Further moves in the same pass after the best one (op ``first``), at most ``limit``.
@@ -104,6 +138,8 @@ def _more_moves(
     """
     if limit <= 0:
         return 0
+    t, load, w, cnet, heavy = run.t, run.load, run.w, run.cnet, run.heavy
+    bounds, ratio, tol = run.bounds, run.ratio, run.tol
     rowmin, col, cnt = best
     rows = np.flatnonzero(np.isfinite(rowmin))
     rows = rows[np.lexsort((cnt[rows], rowmin[rows]))][: 2 * limit]
@@ -207,16 +243,7 @@ def _light_moves(
 
 
 def _move_deltas(
-    t: np.ndarray,
-    load: np.ndarray,
-    w: np.ndarray,
-    cnet: np.ndarray,
-    heavy: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    ratio: float,
-    tol: float,
-    radius: int,
+    run: _Descent, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Objective and peak-cell-count changes of every candidate move of the ops with usage.
 
@@ -226,10 +253,12 @@ def _move_deltas(
     step). New peaks come from the three largest loads per resource (:func:`_top3`), so no
     ``[n, D]`` array is built.
     """
+    t, load, w, cnet, heavy = run.t, run.load, run.w, run.cnet, run.heavy
+    ratio, tol = run.ratio, run.tol
     peak = load.max(axis=1)
     count = (load >= peak[:, None] - tol).sum(axis=1)
     val, idx = _top3(load)
-    rows, b = _candidates(t[heavy], lo[heavy], hi[heavy], radius)
+    rows, b = _candidates(t[heavy], lo[heavy], hi[heavy], run.radius)
     ar = t[heavy][rows]
     ok = b != ar
     d_obj = (b - ar) * cnet[heavy][rows]
@@ -252,21 +281,7 @@ def _move_deltas(
     return rows, b, d_obj, d_cnt, ok
 
 
-def _heavy_moves(
-    t: np.ndarray,
-    load: np.ndarray,
-    w: np.ndarray,
-    cnet: np.ndarray,
-    heavy: np.ndarray,
-    lo: np.ndarray,
-    hi: np.ndarray,
-    bounds: _Bounds,
-    ratio: float,
-    tol: float,
-    radius: int,
-    batch: int,
-    budget: int,
-) -> int:
+def _heavy_moves(run: _Descent, lo: np.ndarray, hi: np.ndarray, batch: int, budget: int) -> int:
     """One pass over the ops with usage: apply the best improving move, then (``batch > 1``)
     up to ``batch - 1`` further ones (:func:`_more_moves`), within ``budget`` moves.
 
@@ -274,7 +289,8 @@ def _heavy_moves(
     and then by the first candidate. Updates ``t`` and ``load`` in place and returns the
     number of moves applied (0 at a local optimum).
     """
-    rows, b, d_obj, d_cnt, ok = _move_deltas(t, load, w, cnet, heavy, lo, hi, ratio, tol, radius)
+    t, load, w, heavy, tol = run.t, run.load, run.w, run.heavy, run.tol
+    rows, b, d_obj, d_cnt, ok = _move_deltas(run, lo, hi)
     score_ok = ok & ((d_obj < -tol) | ((np.abs(d_obj) <= tol) & (d_cnt < 0)))
     if not score_ok.any():
         return 0
@@ -289,21 +305,8 @@ def _heavy_moves(
     t[i] = s
     if batch <= 1:
         return 1
-    return 1 + _more_moves(
-        t,
-        load,
-        w,
-        cnet,
-        heavy,
-        _row_best(key, d_cnt, rows, b, heavy.size, tol),
-        lo,
-        hi,
-        int(i),
-        bounds,
-        ratio,
-        tol,
-        min(batch - 1, budget - 1),
-    )
+    best_rows = _row_best(key, d_cnt, rows, b, heavy.size, tol)
+    return 1 + _more_moves(run, best_rows, lo, hi, int(i), min(batch - 1, budget - 1))
 
 
 def polish_resource(
@@ -315,8 +318,7 @@ def polish_resource(
     max_moves: int | None = None,
     time_limit: float | None = None,
     trace: list[tuple[float, float]] | None = None,
-    batch: int = 1,
-    radius: int = 32,
+    rule: MoveRule | None = None,
 ) -> tuple[np.ndarray, int]:
     """Local descent on ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)`` from a legal ``t``.
 
@@ -338,15 +340,9 @@ def polish_resource(
         When given, ``(time.perf_counter(), objective)`` is appended after every pass that
         changed ``t`` (each intermediate ``t`` is legal by construction), so a caller can tell
         when the descent reached a given objective (the any-time curve of the search).
-    batch
-        Moves of ops with usage per pass: 1 (default) is the best-improvement descent; more
-        applies, after the best move, further improving moves of the pass (see
-        :func:`_more_moves`), which reaches a good level in fewer passes but may end at a
-        different local optimum.
-    radius
-        Candidate steps of an op are its legal steps within ``radius`` of its current one, so
-        a pass costs ``O(n * radius)`` instead of ``O(n * D)`` (memory too); farther moves
-        take several passes. Windows of ``D <= 2 radius + 1`` steps are searched whole.
+    rule
+        Which moves a pass applies (:class:`MoveRule`: ``batch`` and ``radius``; ``None``:
+        its defaults, the best-improvement descent within 32 steps).
 
     Returns
     -------
@@ -373,6 +369,8 @@ def polish_resource(
     load = np.zeros((K, D))
     for k in range(K):
         load[k] = np.bincount(t, w[:, k], minlength=D)[:D]
+    rule = MoveRule() if rule is None else rule
+    run = _Descent(t, load, w, cnet, heavy, bounds, ratio, tol, rule.radius)
     moves = 0
     while moves < max_moves:
         if time_limit is not None and time.perf_counter() - start > time_limit:
@@ -386,21 +384,7 @@ def polish_resource(
                 changed = True
                 lo, hi = bounds(t)
         if heavy.size:
-            done = _heavy_moves(
-                t,
-                load,
-                w,
-                cnet,
-                heavy,
-                lo,
-                hi,
-                bounds,
-                ratio,
-                tol,
-                radius,
-                batch,
-                max_moves - moves,
-            )
+            done = _heavy_moves(run, lo, hi, rule.batch, max_moves - moves)
             moves += done
             changed = changed or done > 0
         if not changed:

@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from twill.sched.gaus.graph import GauSGraph
 
-__all__ = ["Adjacency", "descend", "lex_better", "polish_push_resource", "push_closure"]
+__all__ = [
+    "Adjacency",
+    "PushMoves",
+    "descend",
+    "lex_better",
+    "polish_push_resource",
+    "push_closure",
+]
 
 _TOL = 1e-9
 Key = tuple[float, int, float]
@@ -96,6 +104,28 @@ def _key_a(
     return obj, cells, float((load * load).sum())
 
 
+@dataclass(frozen=True)
+class PushMoves:
+    """Which push moves a descent of :func:`polish_push_resource` tries.
+
+    Parameters
+    ----------
+    radius
+        Steps on each side of an op's current one that are tried.
+    push
+        Most ops one move may shift.
+    peak_first
+        Compare by (peak term, peak cells, objective) and try only the ops on a peak step:
+        a peak step is emptied one op at a time even when each move lengthens edges (the
+        objective may rise; the caller keeps the best schedule it has seen). Default: by
+        (objective, peak cells, sum of squared loads), every op tried.
+    """
+
+    radius: int = 8
+    push: int = 32
+    peak_first: bool = False
+
+
 def polish_push_resource(
     g: GauSGraph,
     t: np.ndarray,
@@ -103,9 +133,7 @@ def polish_push_resource(
     ratio: float,
     *,
     time_limit: float | None = None,
-    radius: int = 8,
-    push: int = 32,
-    peak_first: bool = False,
+    moves: PushMoves | None = None,
     max_moves: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """Descent on formulation A's objective with push moves from a legal ``t``.
@@ -116,15 +144,9 @@ def polish_push_resource(
         Graph, legal start steps (not modified), latency bound, weight of the peak.
     time_limit
         Wall-clock cap in seconds (``None``: none).
-    radius
-        Steps on each side of an op's current one that are tried.
-    push
-        Most ops one move may shift.
-    peak_first
-        Compare by (peak term, peak cells, objective) and try only the ops on a peak step:
-        a peak step is emptied one op at a time even when each move lengthens edges (the
-        objective may rise; the caller keeps the best schedule it has seen). Default: by
-        (objective, peak cells, sum of squared loads), every op tried.
+    moves
+        Which push moves are tried and how they compare (:class:`PushMoves`; ``None``: its
+        defaults).
     max_moves
         Cap on applied moves (default ``n``).
 
@@ -135,6 +157,8 @@ def polish_push_resource(
         unless ``peak_first``) and the number of moves applied.
     """
     start = time.perf_counter()
+    rule = PushMoves() if moves is None else moves
+    radius, push, peak_first = rule.radius, rule.push, rule.peak_first
     t = np.array(t, dtype=np.int64)
     if g.usage.shape[2] != 1 or g.n == 0 or D <= 1:
         return t, 0
@@ -180,8 +204,8 @@ def polish_push_resource(
 
     cur = _key_a(st["load"], st["comm"], ratio, peak_first)
     limit = None if time_limit is None else start + time_limit
-    moves = descend(hot, best_move, apply, cur, limit, g.n if max_moves is None else max_moves)
-    return t, moves
+    done = descend(hot, best_move, apply, cur, limit, g.n if max_moves is None else max_moves)
+    return t, done
 
 
 def descend(

@@ -38,7 +38,7 @@ from twill.errors import (
 from twill.options import SolverOptions
 from twill.progress import OnProgress
 from twill.results import SolveResult, Status
-from twill.sched.gaus.alm import ALMOutcome, GauSSettings, optimise
+from twill.sched.gaus.alm import ALMHooks, ALMOutcome, GauSSettings, StartingPoint, optimise
 from twill.sched.gaus.bounds import modulo_asap, rec_mii, res_mii
 from twill.sched.gaus.graph import (
     GauSGraph,
@@ -333,11 +333,12 @@ def _solve(run: _SolveRun) -> SolveResult:
     legalise = _Legaliser(run, gens, asap, alap)
     mu0 = _starting_means(run, mu0, asap, legalise)
     t_opt = time.perf_counter()
-    out = optimise(make_model, mu0, sigma0, asap - 0.5, alap + 0.5, settings, legalise,
-                   ratio=run.ratio, seed=run.seed, on_progress=run.on_progress,
-                   start_time=run.start, deadline=run.deadline,
-                   # the search skips the starting point (far from a good optimum)
-                   on_readout=searched.offer if searched is not None else None)  # fmt: skip
+    hooks = ALMHooks(legalise, on_progress=run.on_progress, start_time=run.start,
+                     deadline=run.deadline,
+                     # the search skips the starting point (far from a good optimum)
+                     on_readout=searched.offer if searched is not None else None)  # fmt: skip
+    begin = StartingPoint(mu0, sigma0, asap - 0.5, alap + 0.5)
+    out = optimise(make_model, begin, settings, hooks, ratio=run.ratio, seed=run.seed)
     timings = {"optimise": time.perf_counter() - t_opt}
     hist = _history(out, timings)
     if out.best_t is None:
@@ -401,7 +402,7 @@ class _CheckpointSearch:
         self._done: bytes | None = None
 
     def _run(self, t: np.ndarray, limit: float | None, batch: int | None = None) -> None:
-        from twill.sched.gaus.polish import polish_resource
+        from twill.sched.gaus.polish import MoveRule, polish_resource
 
         t0 = time.perf_counter()
         if self.deadline is not None:  # never past the call's deadline
@@ -416,8 +417,7 @@ class _CheckpointSearch:
             self.ratio,
             time_limit=limit,
             trace=trace,
-            batch=self.final_batch if batch is None else batch,
-            radius=self.radius,
+            rule=MoveRule(self.final_batch if batch is None else batch, self.radius),
         )
         self.spent += time.perf_counter() - t0
         self.runs += 1
@@ -567,7 +567,7 @@ def _model_factory(
 ) -> Callable[[tuple[int, int] | None], Any]:
     """The loss-model builder for the ALM loop: per-op windows (sparse) or dense, recorded
     in ``run.record["loss_model"]``."""
-    from twill.sched.gaus.losses import LossModel
+    from twill.sched.gaus.losses import LossModel, LossSpec
     from twill.sched.gaus.sparse import SparseLossModel
 
     settings, g, D = run.settings, run.g, run.D
@@ -578,11 +578,11 @@ def _model_factory(
     run.record["loss_model"] = "per-op windows" if use_sparse else "dense"
 
     def make_model(window: tuple[int, int] | None) -> LossModel | SparseLossModel:
-        common: dict[str, Any] = {"D": D, "formulation": run.formulation, "II": run.II}
-        common.update(tau=settings.tau, device=run.device)
+        spec = LossSpec(run.formulation, D, run.II, settings.tau)
         if use_sparse:
-            return SparseLossModel.build(g, bounds=(asap, np.maximum(alap, asap)), **common)
-        return LossModel.build(g, window=window, **common)
+            bounds = (asap, np.maximum(alap, asap))
+            return SparseLossModel.build(g, spec, bounds=bounds, device=run.device)
+        return LossModel.build(g, spec, window=window, device=run.device)
 
     return make_model
 
@@ -850,7 +850,7 @@ def _push_a(
     router: 3565 -> 3257 and 3316; cavlc 9944 -> 9684). The graphs without delays
     (GS-Schedule data, where ops share steps freely) keep the single-move search alone.
     """
-    from twill.sched.gaus.polish_push import polish_push_resource
+    from twill.sched.gaus.polish_push import PushMoves, polish_push_resource
 
     t0 = time.perf_counter()
     limit = settings.polish_time
@@ -862,7 +862,8 @@ def _push_a(
         left = limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        cur, m = polish_push_resource(g, cur, D, ratio, time_limit=left, peak_first=peak_first)
+        cur, m = polish_push_resource(g, cur, D, ratio, time_limit=left,
+                                      moves=PushMoves(peak_first=peak_first))  # fmt: skip
         moves += m
         obj = discrete_objective(g, cur, "A", D=D, ratio=ratio)
         if obj < best_obj and not schedule_violations(g, cur, D):

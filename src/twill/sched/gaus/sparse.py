@@ -40,6 +40,7 @@ import numpy as np
 import torch
 
 from twill.sched.gaus.graph import GauSGraph
+from twill.sched.gaus.losses import LossSpec
 
 __all__ = ["SparseLossModel"]
 
@@ -68,16 +69,15 @@ class SparseLossModel:
     def build(
         cls,
         g: GauSGraph,
+        spec: LossSpec,
         *,
-        D: int,
-        formulation: str,
         bounds: tuple[np.ndarray, np.ndarray],
-        II: int | None = None,
-        tau: float = 0.05,
         device: str | torch.device = "cpu",
         dtype: torch.dtype = torch.float32,
     ) -> SparseLossModel:
-        """Static index tensors; ``bounds = (ASAP, ALAP)`` are the feasible ranges (steps)."""
+        """Static index tensors of the loss ``spec`` on ``g``; ``bounds = (ASAP, ALAP)`` are
+        the feasible ranges (steps)."""
+        D, formulation, II, tau = spec.D, spec.formulation, spec.II, spec.tau
         dev = torch.device(device)
         T: dict[str, torch.Tensor] = {}
         sc: dict[str, float] = {}
