@@ -48,8 +48,9 @@ the true longest path plus ``|kept|*(I-1)`` rounding slack) gives ``0 <= k[x] <=
 INFEASIBLE verdict under the bounds is a proof for the unbounded problem and the optimum ``L``
 is never cut off (spec §3.1).
 
-Tie-break (deterministic, documented): after ``L*`` is proven, a second solve fixes
-``L = L*`` and maximises the sum of the kept ops' starts (as-late-as-possible); eliminated ops
+Tie-break (deterministic, documented): after ``L*`` is proven, a second solve (on CP-SAT: one
+worker whatever ``threads`` is) fixes ``L = L*`` and maximises the sum of the kept ops' starts
+(as-late-as-possible); eliminated ops
 go to their latest starts; then the schedule is shifted so ``min M = 0``. On Fig. 1 this
 returns the paper's ``S@0, P@2, O@3`` rather than the other optimum ``P@1``. If the second
 solve hits its limit, its incumbent (or else the first solution) is kept; ``L*`` is proven
@@ -268,7 +269,9 @@ _FW_RATE = 5e7  # kept**3 per second, a safe estimate of the window model's long
 _LENGTH_MAX_BINARIES = 150_000  # above this many a[v, r], L is not minimised (model build)
 _BUILD_RATE = 2_000  # a[v, r] per second that PuLP builds and writes on a loaded machine
 # CP-SAT's LP relaxation in the tie-break (maximise the starts at L = L*): level 2 adds the
-# cuts that close its bound (B200 FlashAttention forward: 1.3 s of CPU instead of 6 s)
+# cuts that close its bound (B200 FlashAttention forward: 1.3 s of CPU instead of 6 s). The
+# tie-break runs on one worker whatever ``threads`` says: its schedule is then the same for
+# every thread count, and two workers took 10.8 s of CPU there
 _TIE_BREAK_LINEARIZATION = 2
 
 # ---------------------------------------------------------------------------------------------
@@ -904,7 +907,7 @@ def _minimise_length(
     late = False
     if tie_break and status is Status.OPTIMAL and not _out_of_time(_within(None, deadline)):
         impl.fix_length_maximise_starts(length, kept_starts)
-        second = impl.solve(_within(time_limit, deadline), threads)
+        second = impl.solve(_within(time_limit, deadline), 1)  # one worker: see the constant
         stats["tie_break"] = second.value
         if second.has_solution:
             kept_starts = impl.values()
