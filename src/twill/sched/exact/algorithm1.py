@@ -334,9 +334,9 @@ class _Examined:
     checks: Checks
 
 
-def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _Examined:
-    """Phase 1 at ``ii`` (skipped when ``start = (LEN(M), M, LEN proven)`` is given), then
-    Phase 2 on the window it fixes."""
+def _begun(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _Examined | _Begun:
+    """Phase 1 at ``ii`` (skipped when ``start = (LEN(M), M, LEN proven)`` is given): the
+    window it fixes, or ``ii`` examined already (no time left, or Phase 1 has no schedule)."""
     p1_seconds = 0.0
     if out_of_time(within(None, job.deadline)):
         return _Examined(ii, 0.0, "time_limit", False, None, [])
@@ -347,12 +347,41 @@ def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _
             return _Examined(ii, p1_seconds, empty, False, None, [])
         start = (p1.objective, p1.solution, p1.status == Status.OPTIMAL)
     length, hint, len_proven = start
-    if job.settings.window == "scan":
-        outcome, checks = _scan_window(job, ii, length, hint)
-    else:  # the window on one incremental solver (:mod:`.phase2_window`): an unsat answer
-        outcome = solve_window(job.graph, ii, length, job.options(), rules=job.rules, hint=hint)
-        checks = [(r, outcome.low) for r in outcome.checks]  # at L covers LEN(M) .. L
-    return _Examined(ii, p1_seconds, None, len_proven, outcome, checks)
+    return _Begun(ii, p1_seconds, length, hint, len_proven)
+
+
+@dataclass(frozen=True)
+class _Begun:
+    """One ``I`` after Phase 1: the window ``LEN(M) .. L`` to search (``length = LEN(M)``)
+    and Phase 1's schedule ``M`` as its hint."""
+
+    ii: int
+    p1_seconds: float
+    length: int
+    hint: Any
+    len_proven: bool
+
+    def scanned(self, job: _WindowJob) -> _Examined:
+        """The window scanned length by length (``window="scan"``)."""
+        return self.examined(*_scan_window(job, self.ii, self.length, self.hint))
+
+    def examined(self, outcome: WindowOutcome | None, checks: Checks | None = None) -> _Examined:
+        """The ``I`` examined, from the window's outcome on one incremental solver (an unsat
+        answer at ``L`` covers ``LEN(M) .. L``) or the scan's outcome and checks."""
+        if checks is None:
+            checks = [(r, outcome.low) for r in outcome.checks]  # type: ignore[union-attr]
+        return _Examined(self.ii, self.p1_seconds, None, self.len_proven, outcome, checks)
+
+
+def _examine(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _Examined:
+    """Phase 1 at ``ii``, then Phase 2 on the window it fixes: one ``I`` in a worker process
+    (in this process :func:`_examined_in_order` takes the same steps itself, so that the
+    window's solver is called from there)."""
+    got = _begun(job, ii, start)
+    if isinstance(got, _Examined) or job.settings.window == "scan":
+        return got if isinstance(got, _Examined) else got.scanned(job)
+    return got.examined(solve_window(job.graph, ii, got.length, job.options(), rules=job.rules,
+                                     hint=got.hint))  # fmt: skip
 
 
 def _examined_in_order(
@@ -367,54 +396,65 @@ def _examined_in_order(
     ``announce(I)`` is called before each one is examined or awaited.
 
     With ``workers > 1`` and the CP-SAT Phase-1 backend, the next ``I`` are examined
-    speculatively in worker processes while the earlier ones run; closing the generator (the
-    caller stops at the first satisfiable ``I``) terminates the workers. Their solvers (CP-SAT,
-    Z3) run in-process, so a terminated worker leaves nothing behind; CBC runs as a child
-    process with files, so with CBC the intervals are examined one after the other. Each
-    ``I`` is examined alone and single-threaded, exactly as in a sequential run, so the
-    answer and every proof are the same; only the wall time changes.
+    speculatively in worker processes (:func:`_examine`) while the earlier ones run; closing
+    the generator (the caller stops at the first satisfiable ``I``) terminates the workers.
+    Their solvers (CP-SAT, Z3) run in-process, so a terminated worker leaves nothing behind;
+    CBC runs as a child process with files, so with CBC the intervals are examined one after
+    the other. Each ``I`` is examined alone and single-threaded, exactly as in a sequential
+    run, so the answer and every proof are the same; only the wall time changes. An ``I``
+    examined in this process calls the window's solver from here (the options' deadline and
+    threads reach Z3 one call below).
     """
-    if workers <= 1 or cap <= first or job.settings.backend != "cpsat":
+    pool, pending, following = (
+        _pool(job, first, cap, workers),
+        deque[Any](),
+        iter(range(first + 1, cap + 1)),
+    )
+
+    def top_up(in_flight: int) -> None:
+        while pool is not None and len(pending) < in_flight:
+            ii = next(following, None)
+            if ii is None:
+                return
+            pending.append(pool.apply_async(_examine, (job, ii, None)))
+
+    try:
+        top_up(workers - 1)  # this process examines the first I meanwhile
         for ii in range(first, cap + 1):
+            if pool is not None and ii > first:
+                top_up(workers)  # pending is never empty here: it holds ii .. in order
             announce(ii)
-            ex = _examine(job, ii, start if ii == first else None)
+            if pool is not None and ii > first:
+                ex = pending.popleft().get()
+            elif isinstance(got := _begun(job, ii, start if ii == first else None), _Examined):
+                ex = got
+            elif job.settings.window == "scan":
+                ex = got.scanned(job)
+            else:
+                ex = got.examined(solve_window(job.graph, ii, got.length, job.options(),
+                                               rules=job.rules, hint=got.hint))  # fmt: skip
             if ex.empty == "time_limit":  # the deadline passed before this I's turn
                 return
             yield ex
-        return
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+def _pool(job: _WindowJob, first: int, cap: int, workers: int) -> Any:
+    """The worker processes for the speculative ``I`` (``None``: one after the other, with
+    one worker, one ``I`` or the CBC backend)."""
+    if workers <= 1 or cap <= first or job.settings.backend != "cpsat":
+        return None
     import multiprocessing
 
     from twill._interrupt import quiet_worker, starting_workers
 
-    size = min(workers, cap - first)
     with starting_workers(spawn=True):  # Ctrl-C is this process's to handle; it stops the workers
-        pool = multiprocessing.get_context("spawn").Pool(size, initializer=quiet_worker)
-    try:
-        pending: deque[Any] = deque()
-        following = iter(range(first + 1, cap + 1))
-
-        def top_up(in_flight: int) -> None:
-            while len(pending) < in_flight:
-                ii = next(following, None)
-                if ii is None:
-                    return
-                pending.append(pool.apply_async(_examine, (job, ii, None)))
-
-        top_up(workers - 1)  # this process examines the first I meanwhile
-        announce(first)
-        ex = _examine(job, first, start)
-        for ii in range(first + 1, cap + 2):
-            if ex.empty == "time_limit":  # the deadline passed before this I's turn
-                return
-            yield ex
-            if ii > cap:
-                return
-            top_up(workers)  # pending is never empty here: it holds ii .. in order
-            announce(ii)
-            ex = pending.popleft().get()
-    finally:
-        pool.terminate()
-        pool.join()
+        return multiprocessing.get_context("spawn").Pool(
+            min(workers, cap - first), initializer=quiet_worker
+        )
 
 
 def _phase1_at(

@@ -69,6 +69,7 @@ import logging
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from twill._interrupt import solve_cpsat
@@ -701,9 +702,16 @@ def solve_phase1(
              stats)  # fmt: skip
     if incumbent is not None and (bad := verify_modulo_schedule(graph, incumbent, II)):
         raise InvalidProblemError([f"incumbent at II={II}: {v}" for v in bad])
-    status, kept_starts, impl, seed = _decide_ii(
-        graph, data, options, encoding, hint, stats, incumbent, guide
-    )
+    plan = _decision(graph, data, options, encoding, hint, stats, incumbent, guide)
+    if isinstance(plan, _Decision):  # step 1, is II feasible: the solver gets limit and threads
+        if plan.window is not None:
+            decider = decide_cbc if backend == "cbc" else decide_cpsat
+            status, times = decider(plan.window, _within(plan.limit, deadline), options.threads,
+                                    plan.hint, deadline=deadline)  # fmt: skip
+        else:
+            status, times = plan.model.solve(plan.limit, options.threads), None  # type: ignore[union-attr]
+        plan = _decided(data, plan, status, times)
+    status, kept_starts, impl, seed = plan
     stats["solve_seconds"] = round(time.perf_counter() - t0, 4)
     if kept_starts is None and seed is not None and status is Status.UNKNOWN:
         # a verified schedule (greedy hint or incumbent): II is feasible; L from it
@@ -749,6 +757,26 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     return r
 
 
+_Decided = tuple[Status, dict[int, int] | None, "_PulpModel | _CpSatModel | None",
+                 dict[str, int] | None]  # fmt: skip
+"""Step 1's answer: the status, the kept ops' starts when feasible, the full model when it
+was built, and a verified schedule to fall back on."""
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """Step 1 made ready (:func:`_decision`): the model to decide ``II`` on (the window
+    model, else the full §3.1 model with its hint set), the window model's hint, the
+    solver's limit (the smaller of ``solve_time_limit`` and the time left when the decision
+    began) and the verified schedule to fall back on."""
+
+    window: Any | None
+    model: _PulpModel | _CpSatModel | None
+    hint: Any | None
+    limit: float | None
+    fallback: Mapping[str, int] | None
+
+
 def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
     """The dependence-row encoding: the given one, checked, or the backend's default."""
     residue_ok = {row[0] for row in data.mrt_rows} <= {g[0] for g in data.residue_groups}
@@ -765,7 +793,7 @@ def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> 
     return encoding
 
 
-def _decide_ii(
+def _decision(
     graph: DependenceGraph,
     data: ReducedModel,
     options: SolverOptions,
@@ -774,14 +802,17 @@ def _decide_ii(
     stats: dict[str, Any],
     incumbent: Mapping[str, int] | None = None,
     guide: Mapping[str, int] | None = None,
-) -> tuple[Status, dict[int, int] | None, _PulpModel | _CpSatModel | None, dict[str, int] | None]:
-    """Step 1: is ``II`` feasible? A pure feasibility solve, on the window model of
-    :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``).
+) -> _Decision | _Decided:
+    """Step 1, is ``II`` feasible, made ready: a pure feasibility solve on the window model of
+    :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``), which
+    :func:`solve_phase1` itself then runs (so the limit and thread count reach the solver
+    from there, one call below it); or the answer when no solve is needed.
 
-    Returns the status, the kept ops' starts (when feasible), the full model when it was
-    built, and a verified schedule to fall back on: the greedy hint (which also hints the
-    solver), else the caller's ``incumbent`` (which does not: measured, an IMS schedule as
-    the decision's hint led CP-SAT to a worse ``L``, docs/decisions.md). With no time left
+    The decision carries the model, its hint, the solver limit and a verified schedule to
+    fall back on: the greedy hint (which also hints the solver), else the caller's
+    ``incumbent`` (which does not: measured, an IMS schedule as the decision's hint led
+    CP-SAT to a worse ``L``, docs/decisions.md). An answer (:data:`_Decided`) is UNKNOWN with
+    no time left
     (or, before the window model's all-pairs longest paths, clearly too little), UNKNOWN.
     ``options.twill.warm_start`` and ``guide`` as in :func:`solve_phase1`: with
     ``warm_start`` and an incumbent, no decision (UNKNOWN, and the shorter of incumbent and
@@ -789,9 +820,8 @@ def _decide_ii(
     schedule fails.
     """
     s = twill_settings(options)
-    backend, decide, deadline, threads = s.backend, s.decide, options.deadline, options.threads
-    time_limit = _within(s.solve_time_limit, deadline)
-    impl: _PulpModel | _CpSatModel | None = None
+    backend, decide, deadline = s.backend, s.decide, options.deadline
+    time_limit = _within(s.solve_time_limit, deadline)  # the decision's limit, from now
     if backend == "cpsat":  # its first import takes a second or more: before the steps that
         import ortools.sat.python.cp_model  # noqa: F401  (check the time left, not after)
     if s.warm_start and incumbent is not None:  # II is feasible by the incumbent: no decision
@@ -820,7 +850,6 @@ def _decide_ii(
     if wm is not None:
         if known:
             stats["proof"] = wm.overfull
-        decider = decide_cbc if backend == "cbc" else decide_cpsat
         wm_hint = to_window(wm, seed_kept) if seed_kept is not None else None
         if wm_hint is None and guide is not None and not known:
             wm_hint = _guided(wm, {x: guide[data.names[x]] for x in data.kept})
@@ -828,21 +857,27 @@ def _decide_ii(
         fallback = seed if seed is not None else incumbent
         if _out_of_time(_within(None, deadline)):
             return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
-        status, times = decider(wm, _within(time_limit, deadline), threads, wm_hint,
-                                deadline=deadline)  # fmt: skip
-        kept_starts = lift(data, wm, times) if times is not None else None
-        if times is not None and kept_starts is None:  # impossible by window's docstring
-            raise VerificationError(
-                ["window-model solution could not be lifted"], what=f"phase 1 (II={data.ii})"
-            )
-        return status, kept_starts, None, fallback  # type: ignore[return-value]
+        return _Decision(wm, None, wm_hint, time_limit, fallback)
     impl = _BACKEND_MODELS[backend](data, encoding)
     stats.update(impl.size())
     if seed_kept is not None:
         impl.hint(seed_kept)
-    status = impl.solve(time_limit, threads)
-    fallback = seed if seed is not None else incumbent
-    return status, impl.values() if status.has_solution else None, impl, fallback  # type: ignore[return-value]
+    return _Decision(None, impl, None, time_limit, seed if seed is not None else incumbent)
+
+
+def _decided(data: ReducedModel, plan: _Decision, status: Status, times: Any) -> _Decided:
+    """The decision's answer from the solver's: the window model's times lifted to the kept
+    ops' starts, or the full model's values (and the model, to minimise ``L`` on)."""
+    if plan.window is None:
+        model = plan.model
+        values = model.values() if status.has_solution else None  # type: ignore[union-attr]
+        return status, values, model, plan.fallback
+    kept_starts = lift(data, plan.window, times) if times is not None else None
+    if times is not None and kept_starts is None:  # impossible by window's docstring
+        raise VerificationError(
+            ["window-model solution could not be lifted"], what=f"phase 1 (II={data.ii})"
+        )
+    return status, kept_starts, None, plan.fallback
 
 
 def _schedule_length(graph: DependenceGraph, schedule: Mapping[str, int]) -> int:
