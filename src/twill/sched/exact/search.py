@@ -452,7 +452,12 @@ def search_min_ii(
         verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
         certificate.append(CertificateEntry(ii, verdict, s.backend, r.timings.solve))
     if found is None and heur is not None:  # every I below the incumbent examined (or out
-        found = run.at_incumbent(heur, lo, certificate)  # of time): the incumbent's I
+        r = None  # of time): the incumbent's I, L minimised from it (hint / warm start)
+        if run.room_at_incumbent():
+            run.event(heur.I, heur.I)
+            r = run.record(heur.I, heur.I, solve_phase1(graph, heur.I, options, check=False,
+                                                        incumbent=heur.schedule))  # fmt: skip
+        found = run.at_incumbent(heur, r)
     proven = all(c.proven for c in certificate)
     if found is not None:
         status = Status.OPTIMAL if proven else Status.FEASIBLE
@@ -530,12 +535,6 @@ class _Run:
         self.event(heur.I, heur.I, "incumbent")
         return heur
 
-    def solve(self, ii: int, upper: int, **kw: Any) -> SolveResult:
-        """One Phase-1 solve at ``ii`` inside the deadline, reported before and after."""
-        self.event(ii, upper)
-        return self.record(ii, upper, solve_phase1(self.graph, ii, self.options, check=False,
-                                                   **kw))  # fmt: skip
-
     def record(self, ii: int, upper: int, r: SolveResult) -> SolveResult:
         """Keep the Phase-1 answer ``r`` at ``ii``: among the attempts, as the incumbent when
         it has a schedule, raising the proven bound when it is a proof from MII up without a
@@ -562,21 +561,22 @@ class _Run:
                             for i in range(ii, heur.I)]  # fmt: skip
         return True
 
-    def at_incumbent(
-        self, heur: HeuristicSchedule, lo: int, certificate: list[CertificateEntry]
-    ) -> SolveResult:
-        """The answer at the incumbent's ``I``: ``L`` minimised from the incumbent (hint /
-        warm start) in the time left, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
+    def room_at_incumbent(self) -> bool:
+        """True when enough time is left to minimise ``L`` at the incumbent's ``I``."""
         left = self.left()
-        if left is None or left > _AT_INCUMBENT_MIN:
-            r = self.solve(heur.I, heur.I, incumbent=heur.schedule)
-            if r.status is Status.INFEASIBLE:  # a verified schedule refutes that proof
-                raise VerificationError(
-                    [f"I={heur.I} proven infeasible, but the incumbent schedule is legal"],
-                    what=f"phase-1 proof ({self.settings.backend})",
-                )
-            if r.solution is not None:
-                return r
+        return left is None or left > _AT_INCUMBENT_MIN
+
+    def at_incumbent(self, heur: HeuristicSchedule, r: SolveResult | None) -> SolveResult:
+        """The answer at the incumbent's ``I``: ``r``, Phase 1 there with ``L`` minimised
+        from the incumbent in the time left (``None``: too little time for it), when it has a
+        schedule, else the incumbent itself (FEASIBLE, ``L`` unproven)."""
+        if r is not None and r.status is Status.INFEASIBLE:  # a verified schedule refutes it
+            raise VerificationError(
+                [f"I={heur.I} proven infeasible, but the incumbent schedule is legal"],
+                what=f"phase-1 proof ({self.settings.backend})",
+            )
+        if r is not None and r.solution is not None:
+            return r
         stats = {"schedule_source": "incumbent", "length_status": "skipped (time limit)"}
         return phase1_result(Status.FEASIBLE, heur.I, dict(heur.schedule), heur.L,
                              self.settings.backend, 0.0, 0, stats)  # fmt: skip
