@@ -497,6 +497,13 @@ CASES: list[tuple[str, dict[str, str | bytes], list[str], list[str], bool]] = [
     ),
     ("gaus-ratio-nan", {}, ["gaus", "{kernel}", "--ratio", "nan"], ["ratio"], False),
     ("output-dev-full", {}, ["solve", "{kernel}", "-o", "/dev/full"], ["/dev/full"], False),
+    (  # a Triton-only option on a graph was ignored silently (exit 0)
+        "solve-kernel-flags-on-graph",
+        {},
+        ["solve", "{kernel}", "--loop", "3", "--config", "0"],
+        ["--loop", "--config", "Triton"],
+        False,
+    ),
 ]
 
 

@@ -338,7 +338,7 @@ def _refuse_unfit_loops(kernel: Any, args: argparse.Namespace) -> None:  # noqa:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from twill.cli.triton_cmd import is_triton_spec, load_kernel
+    from twill.cli.triton_cmd import is_triton_spec, load_kernel, refuse_kernel_flags
     from twill.io import graph_input_files
     from twill.sched.exact import pipeline
     from twill.sched.problems import WarpSpecProblem
@@ -352,6 +352,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.compile_cmd import check_compare_args
 
     check_compare_args(args)
+    if not is_triton_spec(str(args.graph)):
+        refuse_kernel_flags(args, str(args.graph))
     kernel = load_kernel(args, args.graph) if is_triton_spec(str(args.graph)) else None
     if kernel is not None:
         _refuse_unfit_loops(kernel, args)

@@ -105,6 +105,29 @@ def is_triton_spec(spec: str) -> bool:
     )
 
 
+#: The options :func:`add_kernel_args` adds, as (attribute, flag): they shape a Triton kernel only.
+_KERNEL_FLAGS = (
+    ("signature", "--signature"),
+    ("constexpr", "--constexpr"),
+    ("num_warps", "--num-warps"),
+    ("config", "--config"),
+    ("loop", "--loop"),
+)
+
+
+def refuse_kernel_flags(args: argparse.Namespace, spec: str) -> None:
+    """A kernel option given with an input that is not a Triton kernel is refused: it would
+    be ignored silently (``twill solve g.yaml --loop 12`` solves the whole graph)."""
+    from twill.errors import InvalidProblemError
+
+    given = [flag for name, flag in _KERNEL_FLAGS if getattr(args, name, None) not in (None, [])]
+    if given:
+        raise InvalidProblemError(
+            f"{', '.join(given)} only apply to a Triton FILE.py:KERNEL or .ttgir input",
+            source=spec,
+        )
+
+
 def load_kernel(args: argparse.Namespace, spec: str, normalize: bool = True) -> TritonImport:
     """Every loop of the kernel named on the command line (with its kernel options)."""
     from twill.errors import InvalidProblemError
