@@ -281,7 +281,9 @@ def twill_triton_rows(data: list[dict]) -> Rows:
 
 def _loops_text(loops: list[dict]) -> str:
     return "; ".join(
-        f"{lp['line']}: {lp['ops']}/{lp['reductions']}, I={lp['I']}, L={lp['L']}" for lp in loops
+        f"{lp['line']}: {lp['ops']}/{lp['reductions']}, "
+        + (f"I={lp['I']}, L={lp['L']}" if lp["I"] is not None else "no schedule")
+        for lp in loops
     )
 
 
@@ -299,7 +301,8 @@ def triton_corpus_rows(data: list[dict]) -> Rows:
 def triton_corpus_key(row: dict[str, str]) -> str:
     """The corpus table's key; its loop cells lose their seconds so that they compare."""
     loops = row.get("loops: source line: ops/reductions, I, L, seconds", "")
-    row["loops"] = re.sub(r", [\d.]+ s(?=;|$)", "", loops)
+    loops = re.sub(r", [\d.]+ s(?=;|$)", "", loops.removesuffix(" *"))
+    row["loops"] = re.sub(r"no schedule \([^)]*\)", "no schedule", loops)
     return f"{row['kernel']}/{row['arch']}"
 
 
