@@ -190,7 +190,7 @@ def test_unsubtiled_blackwell_forward_is_unsat_at_its_phase1_minimum() -> None:
 
     g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd_plain.sm_100a.ttgir")
     r = algorithm1(
-        g, SolverOptions(twill=TwillSettings(probe=True, solve_time_limit=5, point_time_limit=20))
+        g, SolverOptions(twill=TwillSettings(probe=True, solve_time_limit=30, point_time_limit=60))
     )
     assert r.status is Status.INFEASIBLE
     assert r.points and all(p.answer == "unsat" and p.I == r.phase1_I for p in r.points)
