@@ -59,20 +59,22 @@ def test_twill_solve_passes_its_threads_and_one_deadline(monkeypatch: pytest.Mon
     """Regression (issue 40): ``threads=4`` reached the solver as one thread. The front door
     now builds one SolverOptions; the Phase-1 search receives the four threads and the whole
     call's deadline."""
-    import twill.sched.exact.search as search
+    import twill.sched.exact.pipeline as pipeline
 
-    seen: dict[str, object] = {}
-    real = search.search_min_ii
+    seen: list[SolverOptions] = []
+    real = pipeline.search_min_ii
 
-    def spy(graph: object, **kw: object) -> object:
-        seen.update(kw)
-        return real(graph, **kw)
+    def spy(graph: object, options: SolverOptions, **kw: object) -> object:
+        seen.append(options)
+        return real(graph, options, **kw)
 
-    monkeypatch.setattr(search, "search_min_ii", spy)
+    monkeypatch.setattr(pipeline, "search_min_ii", spy)
     from twill.twill_solver import twill_solve
 
     twill_solve("flash_attention_forward_simplified", max_I=5, threads=4, total_time_limit=5)
-    assert seen["threads"] == 4 and 0 < seen["deadline"] - time.monotonic() <= 5.0
+    (options,) = seen
+    assert options.threads == 4 and options.deadline is not None
+    assert 0 < options.deadline - time.monotonic() <= 5.0
 
 
 def test_options_pickle_with_their_extras_and_settings() -> None:

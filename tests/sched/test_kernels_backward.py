@@ -38,9 +38,9 @@ class TestHopperBackward:
         assert (r.phase1_I, r.phase1_L) == (5, 5)
         # the joint constraints raise I above Phase 1's, every earlier point proven unsat
         assert (r.I, r.L, r.optimal) == (6, 6, True)
-        # window [5, 5] at I = 5 unsat; at I = 6 the top length 6 is sat and 5 is unsat
+        # window [5, 5] at I = 5 unsat; at I = 6 the length 5 is unsat, then 6 is sat
         assert [(p.I, p.L, p.answer) for p in r.points] == [
-            (5, 5, "unsat"), (6, 6, "sat"), (6, 5, "unsat")
+            (5, 5, "unsat"), (6, 5, "unsat"), (6, 6, "sat")
         ]  # fmt: skip
         assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
         assert r.L <= r.I  # one copy: no overlap across iterations (register-bound FA3)
@@ -67,9 +67,9 @@ class TestBlackwellBackward:
         r = algorithm1(g)
         assert (r.phase1_I, r.phase1_L) == (5, 7)
         assert r.optimal and r.I == 5 and r.L > r.phase1_L
-        # the lengths 7..8 of the window are proven unsat (one refutation), 9 is sat
+        # LEN(M) = 7 alone, then the lengths 7..8 are proven unsat, 9 is sat
         unsat = [(p.from_L, p.L) for p in r.points if p.answer == "unsat"]
-        assert unsat == [(7, 8)] and r.L_optimal and r.L == 9
+        assert unsat == [(None, 7), (7, 8)] and r.L_optimal and r.L == 9
         assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
         assert r.L > r.I  # overlapped copies
         w = r.warps

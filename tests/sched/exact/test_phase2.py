@@ -275,12 +275,12 @@ class TestTimeout:
         r = algorithm1(
             g, SolverOptions(twill=TwillSettings(probe=True, point_time_limit=1e-6)), rules=rules
         )
-        assert [p.answer for p in r.points] == ["unknown"]  # the window's top: no verdict
+        assert {p.answer for p in r.points} == {"unknown"}  # no verdict anywhere
         assert r.status is Status.UNKNOWN and not r.optimal
         r = algorithm1(
             g,
             SolverOptions(twill=TwillSettings(probe=True, point_time_limit=1e-6, window="scan")),
             rules=rules,
         )
-        assert [p.answer for p in r.points] == ["unknown", "unknown"]
+        assert r.points and {p.answer for p in r.points} == {"unknown"}
         assert r.status is Status.UNKNOWN and not r.optimal
