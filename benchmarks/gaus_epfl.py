@@ -16,9 +16,9 @@ for any other binary AIGER files) is scheduled in each formulation by each metho
   "out of memory (estimated X GB)" when its ``[batch, n, D]`` tensors would not fit
   ``--mem-limit-gb``.
 
-Instances (spec §10.1 defaults): AND gates use 1 unit of resource ``AND``, inputs none; every
-edge has delay 1 and communication weight 1; every value 1 bit. ``D = ceil(1.25 * depth)`` (the
-solver default); A weighs the peak by ``ratio = 100``. C uses the pipelined variant of
+Instances (``docs/gaus.md``, decision 9): AND gates use 1 unit of resource ``AND``, inputs none;
+every edge has delay 1 and communication weight 1; every value 1 bit. ``D = ceil(1.25 * depth)``
+(the solver default); A weighs the peak by ``ratio = 100``. C uses the pipelined variant of
 ``benchmarks/gaus_modulo.py`` (5 % random back edges, AND capacity ``ceil(1.25 #AND / II)``,
 ``II = 8``).
 

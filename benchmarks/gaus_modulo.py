@@ -1,10 +1,10 @@
 """Formulation C: the seed-scale example (1,000 nodes, D = 500, II = 10, R_cap = 50, 2,000
 iterations) timed on CPU, and EPFL designs under formulation C against list scheduling.
 
-EPFL pipelined variants (spec §10.2 DECIDE): k = 5 % of the gates (at least 2) random back edges
-from a deeper to a shallower node, distance ceil((level gap + 1) / 4) so RecMII <= 4, delay 1;
-AND capacity ceil(1.25 * #AND / II) with II = 8 (so ResMII <= II); D = modulo ASAP makespan +
-II + 25 %.
+EPFL pipelined variants (``docs/gaus.md``, decision 9): k = 5 % of the gates (at least 2) random
+back edges from a deeper to a shallower node, distance ceil((level gap + 1) / 4) so RecMII <= 4,
+delay 1; AND capacity ceil(1.25 * #AND / II) with II = 8 (so ResMII <= II); D = modulo ASAP
+makespan + II + 25 %.
 
     .venv/bin/python benchmarks/gaus_modulo.py
     .venv/bin/python benchmarks/gaus_modulo.py --designs ctrl router int2float dec cavlc

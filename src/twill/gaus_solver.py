@@ -1,5 +1,5 @@
 """Public entry points of GauS (GauS: differentiable scheduling via Gaussian reparameterisation,
-Cai et al., arXiv 2602.20427; spec ``gaus.md``).
+Cai et al., arXiv 2602.20427; ``docs/gaus.md``).
 
 * :class:`GauSSolver`: formulations A (resource peak + communication), B (peak memory) and C
   (modulo: II, resource caps, recurrences, memory) on any graph.
@@ -58,7 +58,7 @@ def generate_random_dag(
     ``u`` > ASAP ``v``) with delay 1 and distance
     ``ceil((ASAP_u - ASAP_v + 1) / max_recurrence_ratio)``, so every circuit satisfies
     ``sum d <= max_recurrence_ratio * sum delta`` and RecMII <= ``max_recurrence_ratio``
-    (telescoping over ASAP levels; spec §10.2 DECIDE).
+    (telescoping over ASAP levels).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""ResMII, RecMII without circuit enumeration, ASAP (spec §2)."""
+"""ResMII, RecMII without circuit enumeration, ASAP (Rau, MICRO-27 1994)."""
 
 from __future__ import annotations
 

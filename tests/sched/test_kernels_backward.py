@@ -1,4 +1,4 @@
-"""FlashAttention backward kernels (paper §6, spec §7/§10): structure, Phase 1 vs Phase 2."""
+"""FlashAttention backward kernels (paper §5.3, §6): structure, Phase 1 vs Phase 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§5.2 cost normalisation: F, zero collapse, multiplicities, tie-break, graph rebuild."""
+"""Cost normalisation (paper §5.2): F, zero collapse, multiplicities, tie-break, graph rebuild."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""check_graph: every defect is reported with the item and the problem (spec §1.1)."""
+"""check_graph: every defect is reported with the item and the problem (Twill paper §3.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Independent verifiers: every rule has a witness (spec §1.3, CIRCT verify)."""
+"""Independent verifiers: every rule has a witness (Twill paper §3.1, CIRCT verify)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@
 * :mod:`twill.sched.bounds`: ResMII, RecMII, MII, ASAP.
 * :mod:`twill.sched.exact`: Twill Phase 1 (exact modulo scheduling) and the search for I*.
 * :mod:`twill.sched.kernels`: the FlashAttention / GEMM example graphs.
-* :mod:`twill.sched.normalize`: §5.2 cost normalisation.
+* :mod:`twill.sched.normalize`: cost normalisation (Twill paper §5.2).
 
 Importing this package is cheap; solver libraries load inside the functions that use them.
 """

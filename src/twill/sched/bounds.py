@@ -1,4 +1,4 @@
-"""Lower bounds and horizons for modulo scheduling (Twill spec ``twill.md`` §2, §3.1).
+"""Lower bounds and horizons for modulo scheduling (Rau, MICRO-27 1994; Twill Phase 1).
 
 * :func:`res_mii`: ``max_f ceil(sum_v sum_c RRT[v][f,c] / cap(f))`` over limited units
   (Rau, MICRO-27 1994).
@@ -8,7 +8,7 @@
   search, since feasibility is monotone in ``II`` (``delta >= 0``).
 * :func:`mii`: ``max(res_mii, rec_mii)``.
 * :func:`asap`: earliest starts at a given ``II`` (longest paths from time 0).
-* :func:`stage_bound`: the proven-sufficient bound on Phase-1 stages (spec §3.1).
+* :func:`stage_bound`: the proven-sufficient bound on Phase-1 stages (proof in its docstring).
 
 GauS's array forms of these bounds live in :mod:`twill.sched.gaus.bounds`.
 
@@ -240,7 +240,7 @@ def asap(graph: DependenceGraph, ii: int | None = None) -> dict[str, int]:
 def stage_bound(graph: DependenceGraph, ii: int) -> int:
     """Largest stage ``k_v`` any Phase-1 solution needs: ``(|V|-1) * max_e ceil((d_e+ii-1)/ii)``.
 
-    Proof (spec §3.1): fix the residues ``r_v`` of an optimal solution. Dependences become
+    Proof: fix the residues ``r_v`` of an optimal solution. Dependences become
     difference constraints ``k_v - k_u >= w_e`` with
     ``w_e = ceil((d_e - delta_e*ii - r_v + r_u)/ii) <= ceil((d_e + ii - 1)/ii)``. When feasible,
     the least solution ``k_v = max(0, longest path to v)`` uses paths of at most ``|V|-1`` arcs,

@@ -1,4 +1,4 @@
-"""Dependence-graph IR of a loop body (Twill paper §3.1; spec ``twill.md`` §1).
+"""Dependence-graph IR of a loop body (Twill paper §3.1).
 
 Plain frozen data, no algorithms (those live in :mod:`twill.sched.bounds`,
 :mod:`twill.sched.validate`, the solvers and :mod:`twill.verify`).
@@ -46,9 +46,9 @@ class Instruction:
     streaming
         A variable-latency op with no incoming data dependence (e.g. a TMA load of an input tile).
     spill_cost
-        Extra delay when the result is consumed on a different warp (spec §4.4).
+        Extra delay when the result is consumed on a different warp (paper Fig. 6).
     warps
-        Number of warps the op spans (a 4-warp warp-group op has ``warps=4``; spec §4.4).
+        Number of warps the op spans (a 4-warp warp-group op has ``warps=4``; paper Fig. 6).
     unit
         Optional display name of the op's main functional unit, for pictures and codegen.
     note
@@ -88,7 +88,7 @@ class Edge:
     """A dependence ``src -> dst`` with ``delay`` d >= 0 and iteration ``distance`` delta >= 0.
 
     ``blocking`` marks that ``dst`` needs a blocking wait on ``src`` (e.g. reading tensor-core
-    accumulators from TMEM on Blackwell; spec §4.4). ``comm`` is the edge's communication
+    accumulators from TMEM on Blackwell; paper Fig. 6). ``comm`` is the edge's communication
     weight in GauS formulation A (GS-Schedule GML binarises it to 0 or 1; 1 elsewhere).
     """
 

@@ -1,12 +1,12 @@
 """Example loop bodies: FlashAttention forward and a GEMM main loop (Twill paper §3.1, §6).
 
-Spec ``twill.md`` §9–§11. Every factory returns a fresh, valid
+Every factory returns a fresh, valid
 :class:`~twill.sched.ir.DependenceGraph` whose costs are **normalised** (paper §5.2): one
 "cycle" of the graph stands for a fixed number of SM clock cycles, stated in each docstring
 together with the public hardware rates it is derived from. Only ratios matter, because
-multiplying every cost by a positive integer gives an isomorphic problem (spec §6).
+multiplying every cost by a positive integer gives an isomorphic problem (paper §5.2).
 
-Hardware rates used (public NVIDIA figures; spec §11.2):
+Hardware rates used (public NVIDIA figures):
 
 * H100 SXM5: 1024 dense FP16 FLOP/clk per tensor core, 4 per SM = **4096 FLOP/clk/SM**; MUFU
   (``ex2``) **16 ops/clk/SM**; 255 registers per thread; up to 228 KiB shared memory per SM.
@@ -55,7 +55,7 @@ def _one(fu: str, cycles: int = 1) -> dict[str, tuple[int, ...]]:
 def flash_attention_forward_simplified() -> DependenceGraph:
     """The paper's Fig. 1 loop: ``S = Q K_i^T; P = exp(S); O += P V_i`` on Hopper.
 
-    Costs (spec §11.2): one 128x128x128 FP16 GEMM is ``2*128**3 / 4096 = 1024`` clocks on an
+    Costs (public rates): one 128x128x128 FP16 GEMM is ``2*128**3 / 4096 = 1024`` clocks on an
     H100 SM, and an exp over 128x128 elements at 16 MUFU ops/clk is ``16384 / 16 = 1024``
     clocks. One normalised cycle = 1024 clocks, so S and O take 1 tensor-core (TC) cycle and P
     one EXP cycle; ``cap(TC) = cap(EXP) = 1``. Each edge delay equals the producer's length;
@@ -80,7 +80,7 @@ def flash_attention_forward_simplified() -> DependenceGraph:
         registers_per_warp=None,
         memories={"smem": _H100_SMEM},
         warps=2,
-        note="Fig. 1 model: registers unconstrained (spec §9); 1 cycle = 1024 SM clocks",
+        note="Fig. 1 model: registers unconstrained (paper Fig. 1); 1 cycle = 1024 SM clocks",
     )
     instructions = (
         Instruction("S", 1, _one("TC"), regs=128, warps=4, spill_cost=1, unit="TC",
@@ -95,7 +95,7 @@ def flash_attention_forward_simplified() -> DependenceGraph:
 
 
 def flash_attention_forward_hopper() -> DependenceGraph:
-    """Sub-tiled FlashAttention-3 forward on H100 (paper §6, spec §10).
+    """Sub-tiled FlashAttention-3 forward on H100 (paper §6).
 
     FA3 (head dim 128) runs a 128-row Q block per CTA on two consumer warp groups of 64 rows
     each (sub-tiles 0 and 1), plus a producer warp issuing TMA loads of K and V. Per sub-tile
@@ -122,7 +122,7 @@ def flash_attention_forward_hopper() -> DependenceGraph:
     64-row sub-tile: ``S_j`` and ``P_j`` 64x128 FP32 = 64, ``R_j`` (``P_j`` in FP16) 32,
     ``O_j`` 64; limit 240 (FA3's ``setmaxnreg`` for two consumer warp groups: 24 + 2*240 <= 512
     registers per thread of the 64 Ki-register file). A cross-warp hand-off goes through shared
-    memory: 61 clocks + 16.1 clocks/KB (spec §11.3) for a 32 KiB FP32 tile = 576 clocks, about
+    memory: 61 clocks + 16.1 clocks/KB (third-party) for a 32 KiB FP32 tile = 576 clocks, about
     one unit, so ``spill_cost = 1``.
 
     Expected: ResMII = 4 (four GEMM cycles on one TC), RecMII = 2, minimum I = 4. At I = 4 the
@@ -177,7 +177,7 @@ def flash_attention_forward_hopper() -> DependenceGraph:
 
 
 def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGraph:
-    """FlashAttention-4 forward on B200 (paper §6, spec §10).
+    """FlashAttention-4 forward on B200 (paper §6).
 
     FA4 processes two 128-row Q sub-tiles per CTA: a TMA warp, an MMA warp, one softmax warp
     group per sub-tile and a correction warp group that rescales the accumulators in TMEM.
@@ -185,18 +185,18 @@ def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGra
     tutorial kernel, paper §6's "no sub-tiling" ablation): the same per-op costs, one chain.
 
     Costs: a 128x128x128 GEMM is ``2*128**3 / 8192 = 512`` clocks on a B200 SM; an exp over
-    128x128 elements is ``16384 / 16 = 1024`` clocks (GEMM : EXP = 1 : 2, spec §11.2). One
+    128x128 elements is ``16384 / 16 = 1024`` clocks (GEMM : EXP = 1 : 2). One
     normalised cycle = 1024 clocks, in which the tensor core completes **two** 128-row GEMMs:
     every GEMM is 1 cycle of a TC with ``cap(TC) = 2`` (a throughput of two tiles per cycle),
     every exp 1 cycle of EXP (cap 1). The correction ``C_j`` reads and rescales the ``O_j``
-    accumulator through the TMEM load/store port (its own unit, cap 1; spec §1.2), and that read
+    accumulator through the TMEM load/store port (its own unit, cap 1; paper §3.1), and that read
     is a blocking wait (``blocking=True``). TMA loads are streaming, zero latency.
 
     Warp annotations (Phase 2): ``P_j`` holds a 128x128 FP32 tile of ``S_j`` loaded from TMEM by a
     128-thread warp group, 128 registers per thread; ``C_j`` loads a 128x128 FP32 block of
     ``O_j`` to rescale it, 128 registers per thread (FA4 ``correction`` warp group). The GEMMs
     keep their results in TMEM (no registers). A cross-warp hand-off is an mbarrier arrive/wait
-    of about 92 clocks (third-party B200 micro-benchmark, spec §11.3), under 0.1 of a 1024-clock
+    of about 92 clocks (third-party B200 micro-benchmarks), under 0.1 of a 1024-clock
     unit, so ``spill_cost = 0`` after normalisation.
 
     Warp slots are warp groups (``docs/model.md``): FA4 runs four (two softmax, one correction,
@@ -268,7 +268,7 @@ def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGra
 
 
 def simple_gemm_pipeline() -> DependenceGraph:
-    """Main loop of a warp-specialised GEMM on H100: TMA producer, WGMMA consumers (spec §10).
+    """Main loop of a warp-specialised GEMM on H100: TMA producer, WGMMA consumers.
 
     One k-step of a 128x128 output tile with k-block 64: TMA loads ``A`` (128x64) and ``B``
     (64x128) tiles; two consumer warp groups each multiply a 64-row half,

@@ -1,6 +1,6 @@
 """FlashAttention backward loop bodies for Hopper and Blackwell (Twill paper §6, Table 1).
 
-Spec ``twill.md`` §7, §10–§11. The single-pass FA3 backward algorithm: a CTA owns one K/V block
+The single-pass FA3 backward algorithm: a CTA owns one K/V block
 (``Bc = 128`` keys, head dim ``d = 128``; K and V are loaded once, outside the loop) and iterates
 over Q blocks of ``Br`` rows. One iteration has **five GEMMs, one exponential and an atomic
 reduction**:
@@ -19,7 +19,7 @@ latency but not streaming (it consumes dQ), so it is pinned to the variable-late
 Hardware rates (public NVIDIA figures, as in :mod:`twill.sched.kernels`): H100 4096 dense FP16
 FLOP/clk/SM, B200 8192; MUFU 16 ``ex2``/clk/SM on both; FP32 FMA 128/clk/SM (min/max and
 conversions 64/clk); register -> shared memory -> register hand-off 61 clocks + 16.1 clocks/KB
-(third-party B200 micro-benchmark, spec §11.3). Costs are normalised so that one cycle is 512
+(third-party B200 micro-benchmarks). Costs are normalised so that one cycle is 512
 SM clocks on both GPUs.
 
 Preconditions: none (factories).

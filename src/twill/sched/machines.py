@@ -1,4 +1,4 @@
-"""Machine descriptions and per-SM throughputs of H100 and B200 (pure data; spec §1.2, §11).
+"""Machine descriptions and per-SM throughputs of H100 and B200 (pure data; Twill paper §3.1).
 
 Used by the Triton front end (:mod:`twill.io.triton_extract`) to turn tensor shapes into SM
 clock cycles. Every rate is a public figure or a stated assumption (see ``docs/triton.md``):
@@ -24,7 +24,7 @@ clock cycles. Every rate is a public figure or a stated assumption (see ``docs/t
 * Tensor memory (B200): 512 bytes/clk/SM for ``tcgen05.ld/st`` (assumption: four warps, each
   moving 32 lanes x 32 bits per clock).
 * Cross-warp hand-off through shared memory: 61 clk + 16.1 clk/KiB (third-party B200
-  micro-benchmarks, spec §11.3).
+  micro-benchmarks; ``docs/model.md``, "Kernel annotations").
 """
 
 from __future__ import annotations

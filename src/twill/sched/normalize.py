@@ -1,4 +1,4 @@
-"""Cost normalisation (Twill paper §5.2; spec ``twill.md`` §6).
+"""Cost normalisation (Twill paper §5.2).
 
 Both Twill phases are exponential in the total delay, so the paper rescales every cost to
 small integers with a ZLP. Given the positive integer costs ``C`` (a positional list **with
@@ -8,7 +8,7 @@ multiplicities**), find integers ``C'[i] >= 0`` and ``F >= 0``:
     1 <= sum_i C'[i] <= U                   (U = 300 by default, as in the paper)
     minimise F
 
-Decisions (spec §6 DECIDE):
+Decisions (the paper leaves the cost pool and ties open):
 
 * **Pool** (:func:`graph_costs`): every op's RRT length (``cycles``), every edge delay and
   every spill cost, in graph order, zeros left out (they stay 0). Each occurrence gets its
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class CostScaling:
-    """The §5.2 ZLP's solution: a pool of costs and its normalised copy (the payload of
+    """The paper's ZLP solution: a pool of costs and its normalised copy (the payload of
     :func:`normalize_costs`'s :class:`~twill.results.SolveResult`, whose ``objective`` is
     ``F``, the optimal maximum pairwise cross-product error).
 

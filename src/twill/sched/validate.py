@@ -1,4 +1,4 @@
-"""Instance validation for dependence graphs (Twill spec ``twill.md`` §1.1–1.2).
+"""Instance validation for dependence graphs (Twill paper §3.1).
 
 :func:`check_graph` is the ``check()`` half of CIRCT's check/verify pair: it inspects a
 :class:`~twill.sched.ir.DependenceGraph` before any solver sees it and raises one

@@ -1,4 +1,4 @@
-"""Independent schedule verifiers (Twill spec ``twill.md`` §1.3, §3; CIRCT ``verify()``).
+"""Independent schedule verifiers (Twill paper §3.1; CIRCT ``verify()``).
 
 These functions check a proposed schedule against the dependence graph directly from the
 definitions; they never import a solver, so a bug in a model cannot hide in its own check.

@@ -1,6 +1,6 @@
 """Independent verifier of a joint modulo schedule + warp assignment (Twill paper §4, Figs. 4–6).
 
-Spec ``twill.md`` §4. Given a dependence graph, an initiation interval ``I``, a length bound
+Given a dependence graph, an initiation interval ``I``, a length bound
 ``L``, a modulo schedule ``M`` and a warp assignment ``A``, :func:`verify_warp_schedule` builds the
 straight-line program of ``n = ceil(L / I)`` overlapped copies (``T = (n - 1) * I + L`` cycles)
 **directly from the definitions** and reports every broken rule. It never imports a solver: the
@@ -15,18 +15,18 @@ Rules checked (rule names of :class:`~twill.sched.verify.Violation`):
 * ``dependence``: for every edge ``(u, v, d, delta)``: ``M(v) + delta*I >= M(u) + d``, plus
   ``spillcost(u)`` when ``u`` and ``v`` run on different warp slots (Fig. 6 cross-warp spill);
 * ``capacity``: at every cycle of the program, each limited functional unit is within capacity
-  (equivalent to the modulo reservation table, spec §1.3);
+  (equivalent to the modulo reservation table: the steady state holds each cycle once);
 * ``memory``: at every ``t in [0, T]``, the footprints of live values fit each memory (Fig. 5);
 * ``registers``: at every ``t in [0, T]`` and warp slot, live values' registers fit the limit;
 * ``warp``: each op on a valid, distinct set of exactly ``k`` slots; variable-latency ops on the
   reserved slot ``W_vl = 0`` and nothing else there (the iff of Fig. 6);
 * ``blocking``: when the consumer of a blocking edge issues on slot ``w``, no other op is executing
   on ``w``; the same for the consumer of a cross-warp register hand-off when
-  :attr:`WarpRules.spill_blocking` is set (spec §4.4, DECIDE in ``docs/model.md``);
+  :attr:`WarpRules.spill_blocking` is set (a decision of ``docs/model.md``);
 * ``cross_warp``: with :attr:`WarpRules.cross_warp` off, edges out of a non-variable-latency op
   stay on one slot set (the paper's "no cross-warp communication" ablation).
 
-Liveness (spec §4.3, with the decisions of ``docs/model.md``): the result of copy ``i`` of ``v``
+Liveness (Fig. 5, with the decisions of ``docs/model.md``): the result of copy ``i`` of ``v``
 is live on ``[issue, end)`` where ``end`` is the latest issue of an in-window user copy, or
 ``T + 1`` (live through ``T``) when some loop-carried user copy ``i + delta`` falls outside the
 window. A value whose users all issue in its own issue cycle (``d = 0``) is never live.
@@ -55,7 +55,7 @@ __all__ = [
     "spill_blocking_edge",
 ]
 
-#: Hardware warps per Phase-2 warp slot: slots are warp groups (spec §4.4 simplification).
+#: Hardware warps per Phase-2 warp slot: slots are warp groups (``docs/model.md``).
 WARPS_PER_SLOT = 4
 
 
@@ -102,7 +102,7 @@ class WarpRules:
 
 def slots_needed(ins: Instruction, warps_per_slot: int = WARPS_PER_SLOT) -> int:
     """Number of warp slots op ``ins`` occupies: 1 for a variable-latency op, else
-    ``ceil(warps / warps_per_slot)`` ("exactly k", spec §4.4)."""
+    ``ceil(warps / warps_per_slot)`` ("exactly k", ``docs/model.md``)."""
     if ins.variable_latency:
         return 1
     return max(1, math.ceil(max(ins.warps, 1) / warps_per_slot))
@@ -116,7 +116,7 @@ def program_shape(ii: int, length: int) -> tuple[int, int]:
 
 def spill_blocking_edge(graph: DependenceGraph, e: Edge) -> bool:
     """True when edge ``e`` is a register-to-register hand-off, whose consumer blocks on its slot
-    when the endpoints are on different slots (the DECIDE of spec §4.4)."""
+    when the endpoints are on different slots (a decision of ``docs/model.md``)."""
     if e.src == e.dst:
         return False
     u, v = graph.instruction(e.src), graph.instruction(e.dst)

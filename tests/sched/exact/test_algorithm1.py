@@ -1,4 +1,4 @@
-"""Algorithm 1 (spec §5): window, first-sat wins, points recorded, probe mode, optimality."""
+"""Algorithm 1 (paper §5): window, first-sat wins, points recorded, probe mode, optimality."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Phase 1 (spec §3) and the minimum-I search (spec §5): golden, CIRCT, brute force."""
+"""Phase 1 and the minimum-I search (Twill paper §5): golden, CIRCT, brute force."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def test_serial_cap_is_feasible():
 
 
 # --------------------------------------------------------------------------------------------
-# dependence encodings (spec §3.2): ED97 and standard, on both backends
+# dependence encodings (Eichenberger-Davidson, PLDI 1997): ED97 and standard, on both backends
 # --------------------------------------------------------------------------------------------
 
 CONFIGS = [("cbc", "ed97"), ("cbc", "standard"), ("cpsat", "standard"), ("cpsat", "ed97")]

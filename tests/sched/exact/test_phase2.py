@@ -1,5 +1,5 @@
 """Twill Phase 2 (SWP-AND-WS, Figs. 4-6): golden Fig. 1, encodings vs an exhaustive oracle,
-liveness corner cases, FA3/FA4 structures and the paper's ablations (spec §4, §9, §10)."""
+liveness corner cases, FA3/FA4 structures and the paper's ablations (paper §4, Fig. 1, §6)."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ class TestBlackwellFA4:
 
 
 class TestTimeout:
-    """A time limit gives "unknown", never "unsat" (spec §13.1)."""
+    """A time limit gives "unknown", never "unsat"."""
 
     def test_phase2_timeout_is_unknown(self):
         g = flash_attention_forward_blackwell()

@@ -1,4 +1,4 @@
-"""Exact baseline with CP-SAT and a time cap, reporting its proven bound (GauS spec §9.3).
+"""Exact baseline with CP-SAT and a time cap, reporting its proven bound (GS-Schedule's ILP).
 
 * Formulation A: integer steps ``s_i in [ASAP_i, ALAP_i]``, precedence ``s_v >= s_u + d``,
   one-hot step booleans only for ops with non-zero usage, ``peak_k >= usage at every step``;

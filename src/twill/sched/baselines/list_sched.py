@@ -1,4 +1,4 @@
-"""List scheduling baseline for formulations A, B and C (GauS spec §11 baselines).
+"""List scheduling baseline for formulations A, B and C (a baseline of the GauS paper).
 
 Objective, guarantee, failure:
 

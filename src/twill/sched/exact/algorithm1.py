@@ -1,4 +1,4 @@
-"""Twill Algorithm 1: the joint search over (I, L) (paper §5, §5.1; spec ``twill.md`` §5).
+"""Twill Algorithm 1: the joint search over (I, L) (paper §5, §5.1).
 
 For ``I`` from the proven Phase-1 minimum upward, take Phase 1's optimal length ``LEN(M)`` at that
 ``I`` and try Phase 2 (:func:`~twill.sched.exact.phase2.swp_and_ws`) on every ``L`` of the window
@@ -211,7 +211,7 @@ def algorithm1(
     Notes
     -----
     Objective: the minimum ``I``, then the first satisfiable ``L`` of its window (no secondary
-    objective among models, spec §5). Guarantee: ``optimal`` only with an unbroken chain of
+    objective among models, paper §5). Guarantee: ``optimal`` only with an unbroken chain of
     proofs (Phase-1 certificate + every earlier point unsat). Fails (INFEASIBLE or UNKNOWN) when
     no point up to the cap is satisfiable.
 

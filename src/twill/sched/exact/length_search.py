@@ -1,11 +1,11 @@
 """Phase 1's minimum length ``L`` at a fixed ``I`` by bounded feasibility questions.
 
-Once ``I`` is decided, Phase 1 minimises ``L`` on the §3.1 model (:mod:`.phase1`). Asked as
-an objective, CP-SAT on one worker improves a schedule from above and then has to prove the
-last step: on the FlashAttention forward graphs that proof took 8-9 s of CPU, while the
-question "is there a schedule with ``L <= t``?" was answered in 0.01-0.5 s for every ``t``
-(the bound shrinks every start's domain to ``[earliest, t - tail]`` before the search). So the
-minimum is found here by asking that question for a few ``t``:
+Once ``I`` is decided, Phase 1 minimises ``L`` on the residue + stage model (:mod:`.phase1`). Asked
+as an objective, CP-SAT on one worker improves a schedule from above and then has to prove the last
+step: on the FlashAttention forward graphs that proof took 8-9 s of CPU, while the question "is
+there a schedule with ``L <= t``?" was answered in 0.01-0.5 s for every ``t`` (the bound shrinks
+every start's domain to ``[earliest, t - tail]`` before the search). So the minimum is found here by
+asking that question for a few ``t``:
 
 * ``low`` starts at a bound that needs no solver (:func:`length_lower_bound`), ``high`` is the
   length of the schedule at hand.
@@ -18,7 +18,7 @@ minimum is found here by asking that question for a few ``t``:
   the time (the caller then minimises ``L`` as an objective from the best schedule, with
   ``L >= low`` added, which is proven).
 
-Soundness: each question is the same §3.1 model (same variables, same rows) plus one row
+Soundness: each question is the same residue + stage model (same variables, same rows) plus one row
 ``L <= t``. "No" is the solver's proof that no modulo schedule at this ``I`` has ``L <= t``,
 so ``L* >= t + 1``; "yes" comes with a schedule whose kept starts the caller completes and
 verifies. A question that hits its limit proves nothing and ends the search.

@@ -1,14 +1,14 @@
-"""Twill Phase 1: exact modulo scheduling at a fixed initiation interval (paper §4; spec §3).
+"""Twill Phase 1: exact modulo scheduling at a fixed initiation interval (paper §5).
 
-OPTIMAL-MODULO-SCHEDULE(G, I) as the residue + stage integer program (Stoutchinin, PaCT 1997;
-spec §3.1), minimising the schedule length ``L``:
+OPTIMAL-MODULO-SCHEDULE(G, I) as the residue + stage integer program (Stoutchinin, PaCT 1997,
+whom the paper follows), minimising the schedule length ``L``:
 
 * ``a[v,r]`` (binary, ``r in [0, I)``): op ``v`` issues in congruence class ``r``;
   ``k[v]`` (integer stage), ``M(v) = I*k[v] + sum_r r*a[v,r]``.
-* **§3.1 dependences**: ``M(v) - M(u) + delta*I >= d`` for every edge.
-* **§3.1 modulo reservation table**: for every limited unit ``f`` and class ``r``,
+* **dependences**: ``M(v) - M(u) + delta*I >= d`` for every edge.
+* **modulo reservation table**: for every limited unit ``f`` and class ``r``,
   ``sum_v sum_c RRT[v][f,c] * a[v, (r-c) mod I] <= cap(f)`` (RRTs longer than ``I`` wrap).
-* **§3.1 length**: ``L >= M(v) + cycles(v)``; minimise ``L``.
+* **length**: ``L >= M(v) + cycles(v)``; minimise ``L``.
 
 Exact reduction (documented so the proofs stay proofs): only ops that occur in a reservation
 row that can be over-subscribed (*kept* ops) get residue variables. The other ops take part
@@ -30,7 +30,7 @@ below, under its own limit: CP-SAT by feasibility questions "a schedule with ``L
 (:mod:`.length_search`; each "no" is a proof), CBC (and CP-SAT where a question gets no answer
 in time) by a solve with ``L`` as the objective, started from the best schedule at hand (hint /
 warm start). Dependences are written either as one aggregated row per arc (``"standard"``) or
-as Eichenberger-Davidson rows (``"ed97"``, spec §3.2, tighter LP); CP-SAT also has
+as Eichenberger-Davidson rows (``"ed97"``, PLDI 1997, tighter LP); CP-SAT also has
 ``"residue"`` (integer residues with all-different / cumulative, no 0-1 rows; its default where
 every limited unit is reserved for one cycle). All are exact and tested to agree. A greedy
 modulo list schedule, when the verifier accepts it, seeds both solvers.
@@ -46,7 +46,7 @@ solution is pointwise smallest (so it also has the smallest ``L``) and is attain
 paths of at most ``|kept| - 1`` arcs. Bounding those path values (rounded-up arc weights, or
 the true longest path plus ``|kept|*(I-1)`` rounding slack) gives ``0 <= k[x] <= K_x``, so an
 INFEASIBLE verdict under the bounds is a proof for the unbounded problem and the optimum ``L``
-is never cut off (spec §3.1).
+is never cut off.
 
 Tie-break (deterministic, documented): after ``L*`` is proven, a second solve (on CP-SAT: one
 worker whatever ``threads`` is) fixes ``L = L*`` and maximises the sum of the kept ops' starts
@@ -246,7 +246,7 @@ def _greedy_hint(
 
 
 def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
-    """Eichenberger-Davidson (PLDI 1997) rows for ``M(y) - M(x) >= w`` (spec §3.2).
+    """Eichenberger-Davidson (PLDI 1997) rows for ``M(y) - M(x) >= w``.
 
     With ``w = l - omega*ii`` and ``0 <= l < ii``, for every ``r in [0, ii)``:
     ``sum_{q>=r} a[x,q] + sum_{q<=(r+l-1) mod ii} a[y,q] + k[x] - k[y]
@@ -615,7 +615,7 @@ def solve_phase1(
         solve that minimises ``L`` once a schedule is found (``None``: ``solve_time_limit``;
         hitting it gives FEASIBLE, the verdict on ``II`` is unaffected); ``tie_break``, the
         second, as-late-as-possible solve at ``L = L*`` (module docstring); ``encoding``, the
-        dependence rows: ``"ed97"`` (Eichenberger-Davidson structured rows, spec §3.2) or
+        dependence rows: ``"ed97"`` (Eichenberger-Davidson structured rows) or
         ``"standard"`` (one aggregated row per arc), ``None``: ``"ed97"`` for CBC while
         ``arcs * II <= 2000`` (tighter LP, more rows), else ``"standard"``; ``"residue"``
         (CP-SAT only): integer residues with all-different / cumulative constraints instead
@@ -623,8 +623,8 @@ def solve_phase1(
         the CP-SAT default when it applies, else ``"standard"`` (all give the same optima,
         tested); ``decide``, how ``II`` is decided: ``"window"`` on the translation-reduced
         window model of :mod:`.window` (small relative-time domains; exact, see its
-        docstring) or ``"full"`` by a feasibility solve of the §3.1 model itself (both
-        complete and tested to agree; ``L`` is then minimised on the §3.1 model either way);
+        docstring) or ``"full"`` by a feasibility solve of the residue + stage model itself (both
+        complete and tested to agree; ``L`` is then minimised on that model either way);
         ``warm_start``, see ``incumbent``.
     check
         Run :func:`~twill.sched.validate.check_graph` first.
@@ -766,7 +766,7 @@ was built, and a verified schedule to fall back on."""
 @dataclass(frozen=True)
 class _Decision:
     """Step 1 made ready (:func:`_decision`): the model to decide ``II`` on (the window
-    model, else the full §3.1 model with its hint set), the window model's hint, the
+    model, else the full residue + stage model with its hint set), the window model's hint, the
     solver's limit (the smaller of ``solve_time_limit`` and the time left when the decision
     began) and the verified schedule to fall back on."""
 
@@ -804,7 +804,7 @@ def _decision(
     guide: Mapping[str, int] | None = None,
 ) -> _Decision | _Decided:
     """Step 1, is ``II`` feasible, made ready: a pure feasibility solve on the window model of
-    :mod:`.window` (``decide="window"``) or on the full §3.1 model (``"full"``), which
+    :mod:`.window` (``decide="window"``) or on the full residue + stage model (``"full"``), which
     :func:`solve_phase1` itself then runs (so the limit and thread count reach the solver
     from there, one call below it); or the answer when no solve is needed.
 
@@ -921,9 +921,9 @@ def _minimise_length(
     own limit, then, at a proven ``L*``, the as-late-as-possible tie-break.
 
     ``limits`` is ``(length limit, time limit, deadline)``; ``model`` the backend and the
-    encoding of the §3.1 model when ``impl`` is not built yet. With no time left, or a 0-1
-    model too large to build in the time left, ``L`` stays that of the schedule at hand
-    (FEASIBLE). Returns the status, the kept starts, ``L`` and whether the tie-break
+    encoding of the residue + stage model when ``impl`` is not built yet. With no time left, or
+    a 0-1 model too large to build in the time left, ``L`` stays that of the schedule at
+    hand (FEASIBLE). Returns the status, the kept starts, ``L`` and whether the tie-break
     solution was taken.
     """
     length_limit, time_limit, deadline = limits
@@ -984,9 +984,9 @@ def _shortest(
 def _length_model(
     data: ReducedModel, model: tuple[str, str], budget: float | None, stats: dict[str, Any]
 ) -> _PulpModel | _CpSatModel:
-    """The §3.1 model that minimises ``L``. CP-SAT's pair windows (redundant rows) need the
-    all-pairs longest paths, ``kept**3`` steps that cannot be interrupted (79 s at 1,440 kept
-    ops); they are left out when that would take more than a third of ``budget``."""
+    """The residue + stage model that minimises ``L``. CP-SAT's pair windows (redundant rows)
+    need the all-pairs longest paths, ``kept**3`` steps that cannot be interrupted (79 s at
+    1,440 kept ops); they are left out when that would take more than a third of ``budget``."""
     if model[0] == "cpsat":
         fits = budget is None or 3 * len(data.kept) ** 3 / _FW_RATE <= budget
         if not fits:

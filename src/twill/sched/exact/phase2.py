@@ -1,6 +1,6 @@
 """Twill Phase 2: SWP-AND-WS(G, M, I, L), joint software pipelining + warp specialisation.
 
-Paper §4 (Figs. 4–6); spec ``twill.md`` §4, decisions in ``docs/model.md``.
+Paper §4 (Figs. 4–6); decisions in ``docs/model.md``.
 
 The straight-line program ``Q`` of ``n = ceil(L / I)`` overlapped copies of one modulo schedule,
 ``T = (n - 1) * I + L`` cycles long, is encoded as a **pure Boolean + pseudo-Boolean** problem
@@ -470,7 +470,7 @@ def add_fig4_dependence(m: Phase2Model) -> int:
 
 
 def add_copy0_dependence(m: Phase2Model) -> int:
-    """Redundant copy-0 dependence ``M*(v) - M*(u) + delta*I >= d`` for every edge (spec §4.2).
+    """Redundant copy-0 dependence ``M*(v) - M*(u) + delta*I >= d`` for every edge.
 
     Needed for loop-carried edges with ``delta >= n``, which DEPENDENCE never checks. In the
     compact encoding the rows for ``delta < n`` are identical to DEPENDENCE's and are merged.
@@ -626,7 +626,7 @@ def add_fig6_register_limit(m: Phase2Model) -> int:
 
 def add_fig6_cross_warp_spill(m: Phase2Model) -> int:
     """CROSS-WARP SPILLS: a consumer on another slot issues at least ``d + spillcost(u)`` after
-    its producer (for every copy pair in the window, and for copy 0, spec §4.2); with
+    its producer (for every copy pair in the window, and for copy 0, ``docs/model.md``); with
     ``cross_warp=False`` edges out of non-variable-latency ops must stay on one slot set."""
     fam = "fig6.spill"
     before = m.rows[fam] + m.rows["fig6.no_cross_warp"]
@@ -917,7 +917,7 @@ def swp_and_ws(
     Notes
     -----
     Guarantee: "unsat" only from a finished refutation of the complete model; the first
-    satisfying model is returned as is (no secondary objective, spec §5).
+    satisfying model is returned as is (no secondary objective, paper §5).
 
     Examples
     --------

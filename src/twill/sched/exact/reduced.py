@@ -1,11 +1,11 @@
-"""The reduced Twill Phase-1 model: §3.1 data at one ``II``, restricted to the *kept* ops.
+"""The reduced Twill Phase-1 model: residue + stage data at one ``II``, only the *kept* ops.
 
 Shared by the two Phase-1 models, the full residue + stage program (:mod:`.phase1`) and the
 translation-reduced window model (:mod:`.window`). Only ops that occur in a modulo-reservation
 row that can be over-subscribed are *kept*; every other op is projected out of the difference
 constraints exactly (Fourier-Motzkin = longest paths through the eliminated ops), and
 :func:`stage_bounds` gives per-op stage bounds that cut off no feasible residues and never the
-optimal ``L`` (spec §3.1; the proofs are in the function docstrings).
+optimal ``L`` (the proofs are in the function docstrings).
 
 Preconditions: ``II >= RecMII`` (no positive circuit), so every longest path is finite; the
 caller checks it first with a Bellman-Ford test.
@@ -22,7 +22,7 @@ __all__ = ["ReducedModel", "build_reduced_model", "stage_bounds"]
 
 @dataclass(frozen=True)
 class ReducedModel:
-    """Backend-neutral data of the §3.1 model at one ``II``, reduced to the *kept* ops.
+    """Backend-neutral data of the residue + stage model at one ``II``, reduced to the *kept* ops.
 
     Kept ops appear in at least one modulo-reservation row that could be violated; every
     other op is projected out (see :func:`_project`).
@@ -56,7 +56,7 @@ class ReducedModel:
 
 
 def _mrt_rows(graph: DependenceGraph, ii: int) -> list[tuple[str, int, int, tuple]]:
-    """§3.1 modulo reservation rows that can be violated at all (others are dropped)."""
+    """Modulo reservation rows that can be violated at all (others are dropped)."""
     machine = graph.machine
     rows = []
     for fu in sorted(machine.functional_units):
@@ -195,7 +195,7 @@ def _residue_groups(graph: DependenceGraph, rows: list) -> list:
 
 
 def build_reduced_model(graph: DependenceGraph, ii: int) -> ReducedModel:
-    """The §3.1 model at ``ii``, reduced to the kept ops (exact; see the module docstring)."""
+    """The residue + stage model at ``ii``, reduced to the kept ops (exact; see the module)."""
     index = graph.index()
     rows = _mrt_rows(graph, ii)
     kept = {i for _, _, _, terms in rows for i, _, _ in terms}

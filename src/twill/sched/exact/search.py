@@ -1,4 +1,4 @@
-"""Search for the minimum initiation interval with a certificate (Twill Algorithm 1; spec §5).
+"""Search for the minimum initiation interval with a certificate (Twill paper §5, Algorithm 1).
 
 First an *incumbent*: a fast heuristic schedule (Rau's iterative modulo scheduling,
 :mod:`twill.sched.heuristics.ims`, verified), whose ``I`` tops the search. Then Phase 1 of
@@ -15,11 +15,11 @@ shrinks from both ends (the heuristic gives the top). The refutations near MII a
 cheap ones on the HLS loops (most end in an implied-arc circuit, without a solver call).
 A time-out at any point leaves the incumbent as a FEASIBLE answer with its gap.
 
-Starting at MII instead of 1 is equivalent, because every ``I < MII``
-is excluded by the bounds (spec §2, §5). The result carries a **certificate**: one entry per
-``I`` below the answer, saying whether it was excluded by ResMII/RecMII or proven infeasible
-(by which backend, in how long). If any of those solves ended UNKNOWN (time limit), the
-answer is a schedule whose optimality is **not proven** (``optimal = False``).
+Starting at MII instead of 1 is equivalent, because every ``I < MII`` is excluded by the bounds (MII
+is a lower bound). The result carries a **certificate**: one entry per ``I`` below the answer,
+saying whether it was excluded by ResMII/RecMII or proven infeasible (by which backend, in how
+long). If any of those solves ended UNKNOWN (time limit), the answer is a schedule whose optimality
+is **not proven** (``optimal = False``).
 
 Without ``max_I`` the search stops at a proven-feasible cap: a serial schedule of one
 iteration of length ``L_s`` (ops one after another) is a modulo schedule for every

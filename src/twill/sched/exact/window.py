@@ -1,7 +1,7 @@
-"""Deciding Phase 1 at a fixed II on the translation-reduced *window* model (exact; spec §3).
+"""Deciding Phase 1 at a fixed II on the translation-reduced *window* model (exact).
 
 The minimum-I proof needs, per ``II``, only the answer to "does any modulo schedule exist?"
-(spec §2, §5). That question has symmetries that the §3.1 model (:mod:`.phase1`, which also
+(paper §5). That question has symmetries that the residue + stage model (:mod:`.phase1`, which also
 minimises ``L``) leaves open; this module removes them, which turns the residue + stage
 search over absolute times ``[0, K*II)`` into a search over short windows of *relative*
 times. Input: the reduced model of :func:`.reduced.build_reduced_model` (kept ops, arcs
@@ -13,7 +13,7 @@ Validity (each step keeps exactly the same yes/no answer):
    ``c``: the dependences are differences, and adding ``c`` rotates every residue by the same
    amount, which permutes the rows of the modulo reservation table. So one op, the *anchor*
    of the largest component below, may be pinned to ``M = 0``; the bounds ``M >= 0`` and
-   ``M >= h`` of the §3.1 model are normalisations and are dropped here.
+   ``M >= h`` of the residue + stage model are normalisations and are dropped here.
 2. **Windows.** Inside one strongly connected component ``C`` of the arcs, with anchor
    ``a``, every schedule has ``dist(a, v) <= M(v) - M(a) <= -dist(v, a)`` (longest paths;
    finite because ``II >= RecMII`` leaves no positive circuit). So each op of the pinned
@@ -33,8 +33,8 @@ Validity (each step keeps exactly the same yes/no answer):
    which is at least the number of free users when ``users(f) <= cap(f)*II`` (checked; it is
    ``II >= ResMII`` for ``f``), so the free ops fill them greedily. Conversely a schedule
    restricted to the other ops is a solution of the rest.
-5. **Back to the §3.1 model** (:func:`lift`): with the residues fixed, the least stages that
-   satisfy every arc and ``M >= max(0, h)`` exist (by 3 and 1) and are found by longest
+5. **Back to the residue + stage model** (:func:`lift`): with the residues fixed, the least
+   stages that satisfy every arc and ``M >= max(0, h)`` exist (by 3 and 1) and are found by longest
    paths; they are the least solution used in :func:`.reduced.stage_bounds`, so they lie
    inside the proven stage bounds and hint / warm-start the model that minimises ``L``.
 
@@ -87,7 +87,7 @@ class WindowModel:
     """The decision model at one ``II`` (module docstring, steps 1-4).
 
     ``domain[v] = (lo, hi)``: the start of op ``v`` (model index) is in ``[lo, hi]``; ``arcs``
-    are the arcs inside components; ``rows`` and ``groups`` are the §3.1 reservation rows and
+    are the arcs inside components; ``rows`` and ``groups`` are the modulo reservation rows and
     residue groups restricted to the decided ops; ``pairs`` are ``(x, y, lo, hi)`` with
     ``lo <= M(y) - M(x) <= hi`` for two users of one capacity-1 unit in one component;
     ``free`` maps each count-only unit to its capacity and free ops; ``anchor[v]`` is the
@@ -398,7 +398,7 @@ def to_window(wm: WindowModel, starts: dict[int, int]) -> dict[int, int]:
 
 
 def lift(m: ReducedModel, wm: WindowModel, times: dict[int, int]) -> dict[int, int] | None:
-    """Kept starts of the §3.1 model from a window-model solution (steps 4 and 5).
+    """Kept starts of the residue + stage model from a window-model solution (steps 4 and 5).
 
     Free ops take the residues left over by the decided ones (greedily); then the least
     starts with these residues that satisfy every arc and ``M >= max(0, h)`` are computed
@@ -558,7 +558,7 @@ def decide_cbc(
     """Decide the window model with CBC (PuLP): (status, start per decided op).
 
     Time-indexed 0-1 program: ``x[v,t] = 1`` iff op ``v`` starts at ``t`` (its window),
-    ``sum_t x[v,t] = 1``; the §3.1 reservation row of unit ``f`` and class ``r`` sums
+    ``sum_t x[v,t] = 1``; the modulo reservation row of unit ``f`` and class ``r`` sums
     ``x[v,t]`` over the ``t`` with ``t + c = r (mod II)``. An arc ``M(y) - M(x) >= w`` is
     written as the strong precedence rows ``sum_{s >= t} x[x,s] + sum_{s < t+w} x[y,s] <= 1``
     for every ``t`` (if ``x`` starts at ``t`` or later, ``y`` cannot start before ``t + w``);

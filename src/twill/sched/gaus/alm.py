@@ -1,13 +1,13 @@
-"""Augmented Lagrangian + Adam over Gaussian means (GauS spec §5–§7).
+"""Augmented Lagrangian + Adam over Gaussian means (GauS paper; settings in ``docs/gaus.md``).
 
 Minimises ``f(mu, sigma)/f0 + sum_c lambda_c g_c + (rho/2) sum_c g_c^2`` where ``f`` is the
-formulation's smooth objective (normalised to 1 at the start, spec §5) and ``g_c >= 0`` are the
+formulation's smooth objective (normalised to 1 at the start) and ``g_c >= 0`` are the
 expected violations (one multiplier per constraint instance, vectorised). After every inner
 phase of ``inner_steps`` Adam steps:
 
 * ``lambda <- lambda + rho * g``; ``rho <- gamma * rho`` when the total violation fell by less
   than 25 % (capped at ``rho_max``);
-* ``sigma <- max(sigma_decay * sigma, sigma_final)`` (annealing, spec §7 default);
+* ``sigma <- max(sigma_decay * sigma, sigma_final)`` (annealing);
 * the current means are legalised and the discrete objective evaluated; the best legal
   schedule is kept (any-time curve).
 
@@ -17,13 +17,13 @@ distributions are nearly integral, so further steps cannot change the rounding m
 (3) the best legal objective has not improved for ``patience`` outer iterations; or at
 ``max_iters`` steps or ``time_limit`` seconds.
 
-Speed (spec §13): each Adam step evaluates the losses *and* their gradient in closed form
+Speed (``docs/gaus.md``): each Adam step evaluates the losses *and* their gradient in closed form
 (:meth:`~twill.sched.gaus.losses.LossModel.loss_and_grad`, no autograd graph), on a step window
 around the means; loss and violation are read back once per inner phase, not per step.
 torch runs single-threaded by default (``threads``).
 
 Means are parameterised as ``mu = theta * mu_unit`` (steps by default). Means are
-projected into ``[ASAP - 1/2, ALAP + 1/2]`` after every step (spec §2 projects into
+projected into ``[ASAP - 1/2, ALAP + 1/2]`` after every step (the usual box is
 ``[-1/2, D - 1/2]``; the ASAP/ALAP box is tighter and loses no legal schedule).
 
 Preconditions: the caller validated ``D`` (ASAP <= ALAP) and built the loss model.
@@ -55,7 +55,7 @@ class GauSSettings:
     ----------
     lr : float, default 0.01
         Adam learning rate on ``theta = mu / mu_unit`` (Adam moves each mean by about ``lr``
-        units per step): the only value the literature reports (spec §5). Starting from a
+        units per step): the only value the literature reports. Starting from a
         legal schedule the useful moves are local (a few steps), so 0.01 steps per Adam step
         over 2000 steps suffices; use larger values when starting far from the optimum.
     mu_unit : float, default 1.0
@@ -63,26 +63,26 @@ class GauSSettings:
     max_iters : int, default 2000
         Cap on Adam steps (the seed example's budget).
     inner_steps : int, default 100
-        Adam steps per ALM inner phase (spec §5 suggests 100-300; the low end keeps the
+        Adam steps per ALM inner phase (100-300 are usual; the low end keeps the
         multipliers and sigma schedule responsive within 2000 steps).
     rho0 : float, default 1.0
-        Initial quadratic penalty weight (spec §5).
+        Initial quadratic penalty weight.
     gamma : float, default 2.0
-        Penalty growth when violation falls by less than 25 % (spec §5).
+        Penalty growth when violation falls by less than 25 %.
     rho_max : float, default 1e4
         Cap on rho so the loss stays well conditioned in float32.
     kappa : float, default 0.25
-        Initial ``sigma_i = kappa * (ALAP_i - ASAP_i)`` (spec §6 suggestion).
+        Initial ``sigma_i = kappa * (ALAP_i - ASAP_i)`` (proportional to slack, as in the paper).
     sigma_min : float, default 0.25
-        Floor of the initial sigma in steps, so zero-slack ops keep a gradient (spec §6).
+        Floor of the initial sigma in steps, so zero-slack ops keep a gradient.
     sigma_decay : float, default 0.8
-        Per-outer-iteration annealing factor (spec §7).
+        Per-outer-iteration annealing factor.
     sigma_final : float, default 0.1
         Annealing floor: ``Phi(0.5/0.1) = Phi(5)`` makes the distribution effectively
-        integral (spec §7).
+        integral.
     tau : float, default 0.05
-        LogSumExp temperature relative to the balanced usage level (spec §3.2 suggests
-        0.01-0.1; 0.05 overestimates the peak by at most ``0.05 * log D`` balanced levels).
+        LogSumExp temperature relative to the balanced usage level (0.01-0.1 is
+        sensible; 0.05 overestimates the peak by at most ``0.05 * log D`` balanced levels).
     patience : int, default 3
         Outer iterations without a better legal schedule before stopping.
     learn_sigma : bool, default False
@@ -96,7 +96,7 @@ class GauSSettings:
         100 and most of the budget goes into shrinking it; means move instead (Adam).
     window : bool, default True
         Evaluate the losses only on the steps around the current means (``6 sigma`` plus
-        ``window_margin``), rebuilt every outer iteration (spec §13).
+        ``window_margin``), rebuilt every outer iteration.
     window_margin : float, default 8.0
         Extra steps on each side of the evaluation window; means stay ``4 sigma`` inside it.
     sparse : bool, default True
@@ -194,10 +194,10 @@ class GauSSettings:
     device : str, default "cpu"
         Where the losses are evaluated: ``"cpu"`` or ``"cuda"``.
     init : str, default "legal_midpoint"
-        ``"legal_midpoint"``: the ASAP/ALAP midpoint (spec §6) after legalisation, so the
+        ``"legal_midpoint"``: the ASAP/ALAP midpoint (the paper's start) after legalisation, so the
         optimiser starts from a legal point instead of spending its budget on dependency
         violations the legaliser removes for free; ``"asap_alap"``: the raw midpoint;
-        ``"asap"``/``"naive"``: mu = ASAP (spec §12.4 asks benchmarks to separate the warm
+        ``"asap"``/``"naive"``: mu = ASAP (reviewers of the paper asked to separate the warm
         start from the optimiser).
     """
 
@@ -382,7 +382,7 @@ def optimise(
     make_model
         Builds a :class:`twill.sched.gaus.losses.LossModel` for a step window
         ``(s0, W)`` (``None``: all ``D`` steps); rebuilt every outer iteration around the
-        current means (spec §13 windowed evaluation).
+        current means (windowed evaluation).
     start
         The initial Gaussians and the projection box of the means.
     settings

@@ -1,4 +1,4 @@
-"""Lower bounds and default windows on array graphs (GauS spec §6, §10; Rau MICRO-27 1994).
+"""Lower bounds and default windows on array graphs (GauS paper; Rau MICRO-27 1994).
 
 * :func:`res_mii`, :func:`rec_mii`: Rau's bounds of :mod:`twill.sched.bounds` on the array
   view, vectorised over edges (a limited resource of capacity 0 that is used gives
@@ -71,7 +71,7 @@ def default_D(g: GauSGraph, formulation: str = "A", II: int | None = None) -> in
     """Default latency bound.
 
     * All delays 0 (GS-Schedule data): the number of nodes on the longest path, the default
-      depth of GS-Schedule's ILP generator (spec §9.1).
+      depth of GS-Schedule's ILP generator.
     * Otherwise ``ceil(1.25 * critical path)`` steps, so that non-critical ops have slack for
       the objective.
     * Formulation C: at least the modulo ASAP makespan + ``2 II`` (room for the resource

@@ -1,11 +1,11 @@
-"""Array form of a scheduling graph for GauS and its baselines (GauS spec ``gaus.md`` §1).
+"""Array form of a scheduling graph for GauS and its baselines (GauS paper Eqs. 1 and 6).
 
 :class:`GauSGraph` is not a second IR: it is the view of a
 :class:`~twill.sched.ir.DependenceGraph` as flat NumPy arrays, so that losses, legalisation,
 verification and baselines are vectorised. :func:`gaus_view` computes it once per graph and
 reuses it while the graph lives; :func:`from_dependence_graph` computes it with other weights.
 
-Edge convention (spec §1): an edge ``(u -> v, d, delta)`` requires ``t_v + delta*II >= t_u + d``.
+Edge convention: an edge ``(u -> v, d, delta)`` requires ``t_v + delta*II >= t_u + d``.
 Resource usage is a reservation table ``usage[i, k, c]``: op ``i`` occupies ``usage[i, k, c]``
 units of resource ``k`` in its ``c``-th step after its start.
 
@@ -273,7 +273,7 @@ def topological_generations(g: GauSGraph) -> list[np.ndarray]:
 def asap_alap(
     g: GauSGraph, D: int | None = None, gens: list[np.ndarray] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """ASAP and ALAP start steps over distance-0 edges (spec §6).
+    """ASAP and ALAP start steps over distance-0 edges.
 
     ``ASAP_v = max_u (ASAP_u + d_uv)`` with sources at 0; ``ALAP_u = min_v (ALAP_v - d_uv)``
     with sinks at ``D - 1`` (``D`` defaults to the ASAP makespan + 1). ``ASAP > ALAP`` somewhere

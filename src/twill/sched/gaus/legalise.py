@@ -1,8 +1,8 @@
-"""Legalisation: from rounded Gaussian means to a legal integer schedule (GauS spec §8).
+"""Legalisation: from rounded Gaussian means to a legal integer schedule (GauS paper, App. A).
 
 * :func:`legalise_regular` (formulations A, B): clamp ``round(mu)`` into ``[ASAP, ALAP]``, then
   one topological pass ``t_v = max(t_v, max_u t_u + d_uv)``, vectorised per generation.
-  Guarantee (spec §8, derived): if ``ASAP <= ALAP`` everywhere (``D`` is feasible) the result
+  Guarantee: if ``ASAP <= ALAP`` everywhere (``D`` is feasible) the result
   is legal, because ``t_u <= ALAP_u <= ALAP_v - d_uv`` keeps every push within ``ALAP_v``.
 * :func:`modulo_place` (formulation C, also the list-scheduling baseline): places ops one by
   one in a given topological order at the earliest step ``>= lb`` that meets the placed

@@ -1,7 +1,7 @@
-"""Closed-form expected losses of GauS (GauS spec ``gaus.md`` §2–§3, formulations A/B/C in §4).
+"""Closed-form expected losses of GauS (GauS paper, formulations A/B/C).
 
 Each op ``i`` has a start step ``X_i ~ N(mu_i, sigma_i^2)`` rounded to the nearest integer, with
-the tails clipped into the end bins (spec §2, choice (a)):
+the tails clipped into the end bins (``docs/gaus.md``, decision 1):
 
     C_i(s) = Phi((s + 1/2 - mu_i) / sigma_i)  for s <= D-2,   C_i(D-1) = 1,
     P_i(s) = C_i(s) - C_i(s-1).
@@ -10,16 +10,16 @@ Every term below is an expectation under independent Gaussians, computed as dens
 operations over ``[n, D]`` or ``[E, D]``, with no Python loop over nodes or edges (the only
 loops run over reservation-table rows, which are few):
 
-* dependency / recurrence violation per edge ``(u->v, d, delta)`` (§3.1, exact for any d):
+* dependency / recurrence violation per edge ``(u->v, d, delta)`` (Eqs. 8b, 24, exact for any d):
   ``g_e = sum_a P_u(a) C_v(a + d - delta*II - 1)``;
-* resource peak (§3.2): ``sum_k LSE_tau(E[R_k(.)])`` with usage normalised by the balanced level
+* resource peak: ``sum_k LSE_tau(E[R_k(.)])`` with usage normalised by the balanced level
   ``sum_i w_ik / D`` so that ``tau`` is relative;
-* modulo resource (§3.3): probabilities wrapped onto ``II`` slots, violation
+* modulo resource: probabilities wrapped onto ``II`` slots, violation
   ``relu(U_k(r) - C_k) / C_k``;
-* memory (§3.4): ``E[Reg(s)] = sum_i b_i C_i(s) (1 - prod_j C_j(s))`` and its LSE peak; ops
+* memory (Eqs. 9c, 10b): ``E[Reg(s)] = sum_i b_i C_i(s) (1 - prod_j C_j(s))`` and its LSE peak; ops
   without successors count only when ``live_out`` (then ``b_i C_i(s)``);
-* modulo memory (§3.5): lifetimes to ``max_j (t_j + delta_ij II)`` folded onto residues;
-* communication (§3.6): ``sum_e c_e sum_{s<D-1} C_u(s)(1 - C_v(s))``.
+* modulo memory: lifetimes to ``max_j (t_j + delta_ij II)`` folded onto residues;
+* communication (as in GS-Schedule): ``sum_e c_e sum_{s<D-1} C_u(s)(1 - C_v(s))``.
 
 Preconditions: ``D >= 1``; for modulo terms ``II >= 1``. torch is imported by the caller's
 module load (this module is only imported by the solver, which loads torch lazily).
@@ -45,7 +45,7 @@ def step_distribution(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(C, P)``: CDF and probability of every op on every step, both ``[n, D]``.
 
-    The tails outside ``[-1/2, D-1/2]`` are folded into steps 0 and ``D-1`` (clip, spec §2 (a));
+    The tails outside ``[-1/2, D-1/2]`` are folded into steps 0 and ``D-1`` (clip);
     with ``clip = (lo, hi)`` (steps per op), into ``lo_i`` and ``hi_i`` instead (the reference
     for the per-op windows of :mod:`twill.sched.gaus.sparse`).
     """
@@ -124,7 +124,7 @@ class LossModel:
 
     Build with :meth:`build`; call :meth:`evaluate` with ``(mu, sigma)`` in steps.
 
-    Performance layout (spec §13): edges are sorted once by their column shift
+    Performance layout: edges are sorted once by their column shift
     (``d - delta*II - 1`` for the violation, ``delta*II`` for lifetimes), so every edge term
     gathers whole *rows* of the ``[n, W]`` CDF with ``index_select`` (backward: ``index_add``)
     and reads its shifted columns as a slice; there is no per-element index tensor. The
@@ -156,7 +156,7 @@ class LossModel:
     ) -> LossModel:
         """Precompute index tensors for the loss ``spec`` on ``g``.
 
-        ``window = (s0, W)`` evaluates only steps ``s0 .. s0+W-1`` (spec §13 windowed
+        ``window = (s0, W)`` evaluates only steps ``s0 .. s0+W-1`` (windowed
         evaluation): the caller keeps every mean at least a few sigma inside it, so the mass
         outside is negligible; ``C = 0`` before and ``1`` after the window. For formulation C
         ``s0`` must be a multiple of ``II`` so residues keep their meaning.
@@ -234,8 +234,8 @@ class LossModel:
     # -- the terms ---------------------------------------------------------------------------
 
     def edge_terms(self, C: torch.Tensor, P: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(g, comm)``: violation probability of every edge (sorted order, §3.1) and the
-        expected weighted number of crossed stage boundaries (§3.6; 0 outside formulation A).
+        """``(g, comm)``: violation probability of every edge (sorted order) and the
+        expected weighted number of crossed stage boundaries (0 outside formulation A).
 
         One row gather of ``[C | P]`` for the sources and one per shift group for the
         destinations; the communication term reuses the destination rows.

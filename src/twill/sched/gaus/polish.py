@@ -1,4 +1,4 @@
-"""Post-legalisation local search for formulation A (an addition to GauS, spec §8; not in the
+"""Post-legalisation local search for formulation A (an addition to GauS's legalisation; not in the
 paper).
 
 GauS ends with a legal integer schedule ``t`` (the rounded, legalised Gaussian means). On

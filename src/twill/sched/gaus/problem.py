@@ -1,5 +1,5 @@
 """The GauS scheduling problem as a type: ``check()`` before solving, ``verify()`` after
-(GauS spec §3, formulations A, B and C; issue 40, point 1).
+(GauS paper, formulations A, B and C; issue 40, point 1).
 
 :class:`GauSProblem` is what GauS and every scheduling baseline (list, force-directed,
 Gumbel-softmax, exact CP-SAT) solve: a graph, a formulation, the latency bound ``D``, for C the
@@ -44,7 +44,7 @@ from twill.sched.ir import DependenceGraph, MachineDescription
 
 __all__ = ["FORMULATIONS", "GauSProblem", "schedule_defects"]
 
-#: The three GauS formulations (spec §3): resource peak + communication, peak memory, modulo.
+#: The three GauS formulations: resource peak + communication, peak memory, modulo.
 FORMULATIONS = ("A", "B", "C")
 
 

@@ -1,4 +1,4 @@
-"""What a GauS or baseline run returns (GauS spec §13 "report per run").
+"""What a GauS or baseline run returns (``docs/gaus.md``).
 
 Every GauS-family solver returns the shared :class:`~twill.results.SolveResult`. Its
 ``solution`` is a :class:`GauSSchedule` (op -> start step, with the formulation, ``D`` and
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-#: What each formulation's ``objective`` counts (GauS spec §3).
+#: What each formulation's ``objective`` counts (``docs/gaus.md``, "Formulations").
 OBJECTIVE_UNITS = {
     "A": "ratio x peak resource + communication",
     "B": "peak live memory (result units)",

@@ -1,4 +1,4 @@
-"""GauS front end: check -> initialise -> ALM + Adam -> legalise -> verify (GauS spec §4–§8).
+"""GauS front end: check -> initialise -> ALM + Adam -> legalise -> verify (GauS paper).
 
 :class:`GauSSolver` holds a graph and settings; ``solve_resource`` (formulation A),
 ``solve_memory`` (B) and ``solve_modulo`` (C) each return a new frozen
@@ -253,7 +253,7 @@ class GauSSolver:
     def solve_resource(self, *, ratio: float = 100.0, max_iters: int | None = None) -> SolveResult:
         """Formulation A: ``ratio * peak resource + communication`` under the latency bound.
 
-        ``ratio = 100`` is GS-Schedule's README setting (spec §9.1). A ratio that is not a
+        ``ratio = 100`` is GS-Schedule's README setting. A ratio that is not a
         finite number >= 0 raises :class:`~twill.errors.InvalidProblemError`.
         """
         return self._solve("A", None, None, ratio, max_iters)

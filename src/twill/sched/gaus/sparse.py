@@ -1,4 +1,4 @@
-"""GauS losses on per-operator support windows (GauS spec §2–§4, §13).
+"""GauS losses on per-operator support windows (GauS paper; ``docs/gaus.md``, "Large graphs").
 
 :class:`~twill.sched.gaus.losses.LossModel` evaluates every op on one shared window of steps, so
 its tensors are ``[n, W]`` with ``W`` up to ``D``: on a deep graph (EPFL ``div``: 57k ops,
@@ -8,7 +8,7 @@ steps ``[a_i, a_i + L_i)``:
 * its feasible range ``[ASAP_i, ALAP_i]`` (under the modulo bounds in formulation C), cut to
   ``mu_i +- (k sigma_i + slack)`` (settings ``window_k``, ``window_slack``), recomputed each
   outer iteration by :meth:`SparseLossModel.set_windows`;
-* the probability mass outside the window is folded into its edge steps (spec §2 (a), per op):
+* the probability mass outside the window is folded into its edge steps (clipped, per op):
   ``C_i(s) = 0`` for ``s < a_i``, ``Phi((s + 1/2 - mu_i)/sigma_i)`` inside, ``1`` from
   ``a_i + L_i - 1`` on.
 

@@ -1,4 +1,4 @@
-"""Discrete objectives and the legality check of integer schedules (GauS spec §8, §9.1).
+"""Discrete objectives and the legality check of integer schedules (``docs/gaus.md``).
 
 Independent of the optimiser: this module imports neither torch nor any GauS or baseline
 module, and recomputes everything from the definitions on a :class:`GauSGraph`.
