@@ -7,7 +7,8 @@ scaled-MMA GEMM, a two-loop online softmax) is read from its checked-in TTGIR fo
 ``twill solve``'s path (CP-SAT Phase 1, Algorithm 1 with Phase 2). One row per kernel and
 architecture: ``kernel``, ``arch``, ``loops`` (each with ``line``, ``ops``, ``reductions``,
 ``I``, ``L``, ``optimal``, ``seconds``), ``status`` (``scheduled`` when every loop has a
-schedule, else ``refused``/``no schedule``) and ``message``.
+schedule; ``refused`` when a loop is refused as ``twill solve`` refuses it, with the proof and
+the documented limitation in ``message``; else ``no schedule``) and ``message``.
 
     .venv/bin/python benchmarks/triton_corpus.py [--kernels K ...] [--arches A ...]
         [--time-limit S] [--compile] [--json]
@@ -28,6 +29,7 @@ from twill.scratch import private_scratch
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "triton"
 ARCHES = ("sm_90a", "sm_100a")
+NO_SPILLING = "Twill does not model register spilling (docs/triton.md, Limitations)"
 
 
 def kernels() -> list[str]:
@@ -45,6 +47,7 @@ def _loops(kernel: str, arch: str, compile_: bool):  # noqa: ANN202
 def run(kernel: str, arch: str, time_limit: float, compile_: bool = False) -> dict:
     """One row: every loop of ``kernel`` on ``arch`` solved, or the refusal."""
     from twill.errors import TwillError
+    from twill.triton import register_conflict
     from twill.twill_solver import twill_solve
 
     row: dict = {"kernel": kernel, "arch": arch, "loops": [], "status": "scheduled",
@@ -59,6 +62,14 @@ def run(kernel: str, arch: str, time_limit: float, compile_: bool = False) -> di
         return row
     notes = []
     for lp in imported.loops:
+        proof = register_conflict(lp.graph)  # twill solve refuses these before any search
+        if proof is not None:
+            row["loops"].append({"line": lp.line, "ops": lp.ops, "reductions": lp.reductions,
+                                 "I": None, "L": None, "optimal": False, "seconds": 0.0,
+                                 "context": [c.to_dict() for c in lp.context]})  # fmt: skip
+            row["status"] = "refused"
+            notes.append(f"loop at line {lp.line}: {proof}. {NO_SPILLING}")
+            continue
         t0 = time.perf_counter()
         r = twill_solve(lp.graph, backend="cpsat", time_limit=time_limit,
                         phase2_time_limit=time_limit, total_time_limit=10 * time_limit)  # fmt: skip
@@ -67,8 +78,9 @@ def run(kernel: str, arch: str, time_limit: float, compile_: bool = False) -> di
                              "seconds": round(time.perf_counter() - t0, 2),
                              "context": [c.to_dict() for c in lp.context]})  # fmt: skip
         notes += list(lp.notes)
-        if r.I is None:
+        if r.I is None and row["status"] == "scheduled":
             row["status"] = "no schedule"
+        if r.I is None:
             notes.append(f"loop at line {lp.line}: {r.status.value}")
     row["message"] = "; ".join(notes)
     return row
@@ -99,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{'opt' if lp['optimal'] else '-'} {lp['seconds']}"
             for lp in r["loops"]
         )
-        print(f"| {r['kernel']} | {r['arch']} | {r['status']} | {loops or r['message']} |")
+        said = "; ".join(filter(None, [loops, r["message"] if r["status"] != "scheduled" else ""]))
+        print(f"| {r['kernel']} | {r['arch']} | {r['status']} | {said} |")
     return 0
 
 

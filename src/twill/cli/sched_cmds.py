@@ -312,27 +312,44 @@ def _default_backend(args: argparse.Namespace) -> str:
         return args.backend
     if getattr(args, "arch", None):
         return "cpsat"
-    if str(args.graph).lower().endswith((".json", ".yaml", ".yml")):
-        from twill.io.graph_json import recorded_arch
-
-        return "cpsat" if recorded_arch(args.graph) else "cbc"
-    return "cbc"
+    return "cpsat" if _records_arch(args) else "cbc"
 
 
-def _refuse_unfit_loops(kernel: Any, args: argparse.Namespace) -> None:  # noqa: ANN401 (a TritonImport)
+def _records_arch(args: argparse.Namespace) -> bool:
+    """Whether the input is a graph file written by ``import-triton`` (it records ``arch``)."""
+    if not str(args.graph).lower().endswith((".json", ".yaml", ".yml")):
+        return False
+    from twill.io.graph_json import recorded_arch
+
+    return recorded_arch(args.graph) is not None
+
+
+def _refuse_unfit_loops(
+    kernel: Any,  # noqa: ANN401 (a TritonImport, or None for a graph file)
+    args: argparse.Namespace,
+    graph: DependenceGraph | None = None,
+) -> None:
     """Exit 2 before any search when a loop to be solved provably has no schedule at any I
     for want of registers (:func:`~twill.triton.register_conflict`): its tiles are outside
-    Twill's model, which has no register spilling (docs/triton.md, Limitations)."""
+    Twill's model, which has no register spilling (docs/triton.md, Limitations). A graph
+    file written by ``import-triton`` (``graph``) is refused as its kernel is, so that both
+    give the same answer."""
     from twill.errors import InvalidProblemError
     from twill.triton import register_conflict
 
-    for lp in kernel.loops if args.loop is None else [kernel.picked]:
-        proof = register_conflict(lp.graph)
+    if kernel is None:
+        loops = [(f"graph {graph.name!r}", graph)] if graph is not None else []
+    else:
+        picked = kernel.loops if args.loop is None else [kernel.picked]
+        loops = [(f"loop at line {lp.line}", lp.graph) for lp in picked]
+    more = kernel is not None and len(kernel.loops) > 1
+    for where, g in loops:
+        proof = register_conflict(g)
         if proof is not None:
             raise InvalidProblemError(
-                f"loop at line {lp.line}: {proof}. Twill does not model register spilling "
+                f"{where}: {proof}. Twill does not model register spilling "
                 "(docs/triton.md, Limitations: no register spilling)"
-                + ("; --loop LINE solves another loop" if len(kernel.loops) > 1 else ""),
+                + ("; --loop LINE solves another loop" if more else ""),
                 source=str(args.graph),
             )
 
@@ -358,6 +375,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if kernel is not None:
         _refuse_unfit_loops(kernel, args)
     graph = kernel.picked.graph if kernel is not None else _load(args)
+    if kernel is None and _records_arch(args):
+        _refuse_unfit_loops(None, args, graph)
     options = _options(args, _default_backend(args), phase2)
     with _followed(args, options) as followed:
         result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
