@@ -159,6 +159,7 @@ def loop_entry(loop: ExtractedLoop, result: Any = None) -> dict[str, Any]:  # no
             L=result.L,
             optimal=result.optimal,
             warps=result.warps,
+            assignment=result.assignment,
             status=result.status.value,
             problem=result.problem,
             seconds=round(result.seconds, 3),
@@ -179,7 +180,8 @@ def format_loops(entries: list[dict[str, Any]], notes: tuple[str, ...]) -> str:
         solved = ""
         if "I" in e:
             opt = "optimal" if e["optimal"] else "not proven optimal"
-            warps = len(set((e["warps"] or {}).values())) if e.get("warps") else "-"
+            slots = {w for ws in (e.get("assignment") or {}).values() for w in ws}
+            warps = len(slots) if slots else "-"  # an op may span several slots
             solved = (
                 f", I = {e['I']} ({opt}, about {e['I_clk']} SM clocks), L = {e['L']}, "
                 f"warp slots used {warps}"
