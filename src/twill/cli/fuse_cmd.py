@@ -1,4 +1,4 @@
-"""``twill fuse NETWORK``: FADiff joint mapping + layer fusion of a whole network (FADiff spec).
+"""``twill fuse NETWORK``: FADiff joint mapping + layer fusion of a network (``docs/fadiff.md``).
 
 Prints a per-layer table (or ``--json``), writes the verified plan (``-o plan.yaml``) and the
 pictures (``--plot FILE``: loss/EDP curve, network with fused groups, per-layer energy).

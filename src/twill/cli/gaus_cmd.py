@@ -1,4 +1,4 @@
-"""``twill gaus FILE``: GauS (or a baseline) on a graph file (GauS spec; issue "GauS").
+"""``twill gaus FILE``: GauS (or a baseline) on a graph file (``docs/gaus.md``).
 
 Inputs by extension: ``.gml`` (GS-Schedule), ``.aig`` (binary AIGER), ``.graphml`` (HatScheT),
 ``.json``/``.yaml`` (twill graph). ``--json`` prints one object with ``schedule``, ``legal``,

@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
         "--no-normalize",
         dest="normalize",
         action="store_false",
-        help="keep SM clock cycles (no §5.2 normalisation)",
+        help="keep SM clock cycles (no cost normalisation, Twill paper §5.2)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write the graph here (default: stdout)")
     p.set_defaults(func=cmd_import_triton)

@@ -1,4 +1,4 @@
-"""The loop structure shared by the code generators (Twill paper §4.1, §6; spec §1.3).
+"""The loop structure shared by the code generators (Twill paper §3.1, §4.1, §6).
 
 From a joint schedule (``M``, warp assignment, ``I``) this module derives what every warp role
 executes: stage ``s(v) = floor(M(v) / I)``, the steady-state order (by ``M(v) mod I``), the

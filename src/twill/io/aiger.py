@@ -1,4 +1,4 @@
-"""Reader for AIGER netlists (binary ``.aig`` and ASCII ``.aag``; GauS spec §10.1).
+"""Reader for AIGER netlists (binary ``.aig`` and ASCII ``.aag``; the EPFL suite).
 
 Binary: header ``aig M I L O A`` (AIGER 1.9 may add ``B C J F``), then ``O`` output literals
 (ASCII lines; then the ``B`` bad-state, ``C`` constraint, justice and ``F`` fairness lines of
@@ -12,9 +12,9 @@ The netlist becomes an AND-gate DAG (:class:`~twill.sched.ir.DependenceGraph`):
 
 * nodes: primary inputs ``i0 .. i{I-1}`` and AND gates named by their (even) literal index,
   e.g. ``"16"`` (the ``--json`` schedule uses these names);
-* edges: one per AND fan-in from a non-constant variable (so twice the gate count, as in the
-  spec's table), delay 1 (an AND output is available the step after it is computed), distance 0;
-* weights (spec §10.1 recommended defaults, recorded in ``weight_note``): resource ``AND``
+* edges: one per AND fan-in from a non-constant variable (so twice the gate count), delay 1
+  (an AND output is available the step after it is computed), distance 0;
+* weights (``docs/gaus.md``, decision 9; recorded in ``weight_note``): resource ``AND``
   usage 1 per gate and 0 per input (unlimited); communication 1 per edge; memory 1 bit per
   node (memory weight ``unit``).
 """

@@ -1,4 +1,4 @@
-"""Reader for GS-Schedule's GML graphs (GauS spec §9.2).
+"""Reader for GS-Schedule's GML graphs (``Yu-Maryland/Differentiable_Scheduler_ICML24``).
 
 NetworkX-style GML: ``graph [ directed 1 node [ id I label "L" parameter W ] ...
 edge [ source U target V name "K" parameter C ] ]``. ``parameter`` on a node is its

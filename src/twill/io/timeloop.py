@@ -1,5 +1,5 @@
 """Readers for Timeloop-style YAML and DOSA's CSV: problems, architectures, mappings
-(CoSA spec §1.2, §2.1, §5.2; FADiff spec §2-§3).
+(the formats of ``ucb-bar/cosa`` and ``ucb-bar/dosa``; ``docs/formats.md``).
 
 Every reader validates first (collecting every defect with its key path), then builds typed
 objects (:class:`~twill.mapping.workload.Layer`, :class:`~twill.mapping.arch.Arch`,
@@ -14,7 +14,7 @@ Supported formats:
 * architecture: Timeloop v1 ``arch: {arithmetic, storage: [...]}`` (CoSA's Simba) and the v0.3
   ``architecture: {subtree: ...}`` tree (DOSA's Gemmini). Energies: an optional per-level
   ``energy_pj`` (pJ per word access) wins; otherwise Simba levels take the golden-run table
-  scaled by block size (DEC-8) and Gemmini levels DOSA's fitted formulas.
+  scaled by block size and Gemmini levels DOSA's fitted formulas.
 * mapping: Timeloop mapping YAML (``mapping: [{target, type, factors, permutation}, ...]``).
 * dataset: DOSA's ``timeloop_sample.csv`` rows (``arch.*``, ``prob.*``, ``mapping.mapping``,
   ``target.*``).
@@ -136,7 +136,7 @@ def validate_layer(data: Any) -> list[str]:
 
 
 def build_layer(data: Any, name: str) -> Layer:
-    """Build a :class:`Layer` from validated problem data (dilation 0 is read as 1, DEC-12)."""
+    """Build a :class:`Layer` from validated problem data (dilation 0 is read as 1)."""
     prob, _base, _ = _problem_section(data)
     assert prob is not None
     dims = {Dim(k): int(prob.get(k, 1)) for k in _PROBLEM_KEYS}
@@ -514,7 +514,7 @@ def build_arch(data: Any, name: str, *, mapspace: Any = None) -> Arch:
         bw = c.get("bandwidth", c.get("shared_bandwidth"))
         partition = None
         if kp == frozenset({Operand.I, Operand.O}):
-            partition = ((Operand.I, 0.25), (Operand.O, 0.75))  # CoSA v0.1.0 GB split (DEC-2)
+            partition = ((Operand.I, 0.25), (Operand.O, 0.75))  # CoSA v0.1.0 GB split
         levels.append(
             MemoryLevel(
                 name=nm,
@@ -523,7 +523,7 @@ def build_arch(data: Any, name: str, *, mapspace: Any = None) -> Arch:
                 word_bits=int(c.get("word-bits", 8)),
                 keeps=frozenset(kp),
                 energy_pj=energy,
-                bandwidth=None,  # DEC-7: DRAM bandwidth not enforced unless asked
+                bandwidth=None,  # DRAM bandwidth not enforced unless asked
                 block_size=block,
                 partition=partition,
             )
@@ -627,7 +627,7 @@ def check_layer_fits(layer: Layer, arch: Arch, source: str | None = None) -> Non
 
 # ---------------------------------------------------------------------------- mappings
 def read_mapping(path_or_data: str | Path | dict[str, Any], arch: Arch) -> Mapping:
-    """Read a Timeloop mapping YAML (CoSA spec §5.2) for ``arch``; inverse of
+    """Read a Timeloop mapping YAML (as CoSA writes it) for ``arch``; inverse of
     :func:`twill.mapping.mapping.to_timeloop_yaml`."""
     source = None
     data = path_or_data

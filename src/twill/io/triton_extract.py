@@ -472,7 +472,7 @@ resolution of the shipped FlashAttention forward loops at ``U = 300`` (bound 20-
 
 
 def normalise_loop(graph: DependenceGraph, U: int = 300) -> tuple[DependenceGraph, Any]:
-    """The §5.2 normalisation of one loop (``keep_positive``): budget ``U``, then, where the
+    """The paper's §5.2 normalisation of one loop (``keep_positive``): budget ``U``, then, where the
     loop's lower bound on I (``mii``) spans more than :data:`UNITS_PER_BOUND` units, again
     with the budget scaled down to bring it to about that many (at least one unit per cost).
 
@@ -520,7 +520,7 @@ def extract_loops(
         Graph name (default: the kernel's function name; ``NAME@LINE`` for a kernel with
         several loops).
     normalize
-        Apply the §5.2 cost normalisation (``U``) to each loop; ``False`` keeps SM clocks.
+        Apply the paper's §5.2 cost normalisation (``U``) to each loop; ``False`` keeps SM clocks.
 
     Raises
     ------

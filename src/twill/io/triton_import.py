@@ -178,7 +178,7 @@ def import_triton(
     signature, constexprs
         Argument types and constexpr values; the command line's wins over a YAML beside the file.
     normalize
-        Apply the §5.2 cost normalisation (U = 300).
+        Apply the Twill paper's §5.2 cost normalisation (U = 300).
     num_warps
         Triton's ``num_warps`` (default: the autotune config's, else the YAML's, else 8).
     loop

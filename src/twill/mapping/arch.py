@@ -1,5 +1,5 @@
-"""Architecture spec: a spatial accelerator as a chain of memory levels (CoSA spec §2, §6.4;
-FADiff spec §2, §5, §6).
+"""Architecture spec: a spatial accelerator as a chain of memory levels (CoSA's Simba and DOSA's
+Gemmini; ``docs/mapping.md``).
 
 Levels are listed innermost (registers) to outermost (DRAM). Level ``m`` has ``instances[m]``
 copies; the spatial fan-out *below* level ``m`` is ``instances[m-1] / instances[m]`` (for the
@@ -9,8 +9,8 @@ children, as in Timeloop and CoSA.
 Energies are per word access in pJ. Bandwidths are words per cycle per instance unless
 ``bandwidth_shared`` (then for all instances of the level together, as DOSA's register term).
 
-Two built-in accelerators: :func:`simba_arch` (CoSA's Simba-like target, §2.1, energies of §6.4)
-and :func:`gemmini_arch` (DOSA's "Gemmini-TL" with its fitted 40 nm energies, FADiff spec §2/§5).
+Two built-in accelerators: :func:`simba_arch` (CoSA's Simba-like target, golden-run energies)
+and :func:`gemmini_arch` (DOSA's "Gemmini-TL" with its fitted 40 nm energies, ``ucb-bar/dosa``).
 Readers for Timeloop YAML live in :mod:`twill.io.timeloop`.
 """
 
@@ -236,8 +236,9 @@ class Arch:
 
 
 # --------------------------------------------------------------------------- Simba (CoSA)
-#: Per-access energies of the golden Timeloop run (CoSA spec §6.4): pJ per *block* access and
-#: the block size the energy was measured at. Per-word energy = block energy / block size.
+#: Per-access energies of the golden Timeloop run shipped with ``ucb-bar/cosa``: pJ per *block*
+#: access and the block size the energy was measured at. Per-word energy = block energy / block
+#: size.
 SIMBA_ENERGY_PJ: dict[str, tuple[float, int]] = {
     "MAC": (0.561, 1),
     "Registers": (516.10 / (1024 * 14336), 1),  # stats: 516.10 pJ over 14,336 accesses x 1024
@@ -252,7 +253,7 @@ _W, _I, _O = Operand.W, Operand.I, Operand.O
 
 
 def simba_energy(level: str, block_size: int) -> float:
-    """Per-word energy of a Simba level at ``block_size`` (DEC-8: the golden table scaled by
+    """Per-word energy of a Simba level at ``block_size`` (the golden table scaled by
     block size; SRAMs are 5.212 pJ per block access, DRAM 512 pJ per 64 words)."""
     block_pj, _measured_block = SIMBA_ENERGY_PJ[level]
     if level in ("WeightBuffer", "InputBuffer", "GlobalBuffer", "DRAM"):
@@ -268,7 +269,7 @@ def simba_arch(
     pes: int = 16,
     name: str | None = None,
 ) -> Arch:
-    """CoSA's Simba-like accelerator (CoSA spec §2.1), with the golden run's settings by default.
+    """CoSA's Simba-like accelerator (``ucb-bar/cosa``), with the golden run's settings by default.
 
     The two variants one meets differ only in the GlobalBuffer block size, which sets its
     per-word energy: ``simba_golden`` (block 64, 0.081 pJ per word; the golden Timeloop run and
@@ -277,11 +278,11 @@ def simba_arch(
     Parameters
     ----------
     gb_block_size
-        GlobalBuffer block size; 64 reproduces the golden run (DEC-8), 8 is ``simba.yaml``.
+        GlobalBuffer block size; 64 reproduces the golden run, 8 is ``simba.yaml``.
     gb_partition
-        CoSA's (I, O) share of the GlobalBuffer (DEC-2: 0.25/0.75 in v0.1.0).
+        CoSA's (I, O) share of the GlobalBuffer (0.25/0.75 in CoSA v0.1.0).
     dram_bandwidth
-        Words per cycle of DRAM; ``None`` (default) does not throttle (DEC-7).
+        Words per cycle of DRAM; ``None`` (default) does not throttle (as in the golden run).
     pes
         Number of PEs (16; 64 gives ``simba_large``).
     name
@@ -379,7 +380,7 @@ def builtin_arch(name: str) -> Arch | None:
 
 # --------------------------------------------------------------------------- Gemmini (DOSA)
 def gemmini_energies(pe_dim: int, scratchpad_kb: float, accumulator_kb: float) -> dict[str, float]:
-    """DOSA's fitted 40 nm per-access energies (FADiff spec §5), pJ."""
+    """DOSA's fitted 40 nm per-access energies (``ucb-bar/dosa``), pJ."""
     return {
         "MAC": 0.5608,
         "Registers": 0.48746172,
@@ -397,7 +398,7 @@ def gemmini_arch(
     dram_bandwidth: float = 8.0,
     name: str | None = None,
 ) -> Arch:
-    """DOSA's "Gemmini-TL" (FADiff spec §2): registers, accumulator, scratchpad, DRAM.
+    """DOSA's "Gemmini-TL" (Hong et al., MICRO 2023): registers, accumulator, scratchpad, DRAM.
 
     C is unrolled at the accumulator → register boundary and K at the scratchpad → accumulator
     boundary (weight-stationary array, ``pe_dim x pe_dim`` MACs).

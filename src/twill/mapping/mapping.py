@@ -1,5 +1,5 @@
 """Mapping spec, DOSA mapping strings, Timeloop mapping YAML, and the mapping verifier
-(CoSA spec §3, §5.2; FADiff spec §3).
+(Timeloop's mapping format; DOSA's mapping strings).
 
 A mapping gives, for every storage level ``m`` (innermost first): temporal factors ``T[m][j]``,
 spatial factors ``Sp[m][j]`` (split over the fan-out below level ``m``), the order of the
@@ -338,7 +338,7 @@ def to_dosa_string(mapping: Mapping, arch: Arch | None = None) -> str:
 
 # ------------------------------------------------------------------------ Timeloop YAML
 def timeloop_mapping_dict(mapping: Mapping, arch: Arch) -> dict[str, Any]:
-    """Timeloop's mapping as a dict (CoSA spec §5.2): spatial + temporal entries per level,
+    """Timeloop's mapping as a dict (as CoSA writes it): spatial + temporal entries per level,
     inner to outer, then one bypass entry per level."""
     keeps = mapping.keeps_for(arch)
     entries: list[dict[str, Any]] = []

@@ -2,10 +2,10 @@
 
 * :class:`LayerMappingProblem`: map one layer (:class:`~twill.mapping.workload.Layer`) onto
   an accelerator (:class:`~twill.mapping.arch.Arch`): what CoSA and the search mappers solve
-  (CoSA spec §3-§7).
+  (``docs/mapping.md``).
 * :class:`NetworkMappingProblem`: map every layer of a network
   (:class:`~twill.mapping.fadiff.networks.Network`) onto an accelerator, with layer fusion on
-  or off: what FADiff solves (FADiff spec §7-§9).
+  or off: what FADiff solves (``docs/fadiff.md``).
 
 ``check()`` raises :class:`~twill.errors.InvalidProblemError` listing every defect of the
 layer (or network) and the architecture; ``verify()`` returns a

@@ -1,4 +1,4 @@
-"""Workload spec: one DNN layer as a 7-D convolution loop nest (CoSA spec §1.1, DOSA spec §3).
+"""Workload spec: one DNN layer as a 7-D convolution loop nest (CoSA and DOSA).
 
 A layer is the nest ``for n, k, c, q, p, s, r: O[n][k][q][p] += W[k][c][s][r] *
 I[n][c][q*Hs + s*Hd][p*Ws + r*Wd]`` with the dimension order fixed as R, S, P, Q, C, K, N.
@@ -143,7 +143,7 @@ class Layer:
     w_stride, h_stride
         Strides along the width (P, R) and the height (Q, S).
     w_dilation, h_dilation
-        Dilations; a dilation of 0 in a file is read as 1 (DEC-12).
+        Dilations; a dilation of 0 in a file is read as 1.
     count
         How many times this layer occurs in its network (weights network totals).
     groups

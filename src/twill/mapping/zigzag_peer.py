@@ -1,6 +1,6 @@
-"""ZigZag (KULeuven-MICAS, ``zigzag-dse`` 3.9.1) as an independent peer model (CoSA spec §7.3,
-§6.6, §8.3): evaluate one of our mappings in ZigZag's cost model, and run ZigZag's own LOMA
-mapper on the same layer and Simba-like accelerator.
+"""ZigZag (KULeuven-MICAS, ``zigzag-dse`` 3.9.1) as an independent peer model
+(``docs/mapping.md``, "ZigZag peer"): evaluate one of our mappings in ZigZag's cost model, and
+run ZigZag's own LOMA mapper on the same layer and Simba-like accelerator.
 
 ZigZag is an optional extra (``pip install 'twill-sched[peers]'``); nothing here imports it
 at module import time, and :func:`zigzag_available` says whether it can be used.
@@ -10,7 +10,7 @@ grouped layer adds ZigZag's G loop (relevant to all operands) as the outermost t
 Spatial factors of the fanned-out levels become ZigZag's array dimensions, outermost first
 (Simba: GB → PEs = ``D1``, InputBuffer → lanes = ``D2``, AccumulationBuffer → MACs = ``D3``).
 Temporal loops are listed inner → outer, level by level, each level in its own loop order.
-ZigZag assigns temporal loops to memory levels itself (§7.3), so only the spatial unrolling
+ZigZag assigns temporal loops to memory levels itself, so only the spatial unrolling
 and the loop order carry over exactly; per-level tiling is re-derived by ZigZag.
 
 Preconditions: the accelerator YAML is ZigZag's hardware format with array dimensions
@@ -93,7 +93,7 @@ def _require() -> Any:
 
 
 def zigzag_workload(layer: Layer, *, precision_bits: int = 8) -> list[dict[str, Any]]:
-    """The layer as ZigZag's in-memory workload (one convolution, 8-bit operands as §6.6).
+    """The layer as ZigZag's in-memory workload (one convolution, 8-bit operands as Simba's).
 
     Examples
     --------
@@ -163,7 +163,7 @@ def zigzag_mapping(mapping: Mapping, arch: Arch) -> dict[str, Any]:
 
 
 def _hint_mapping(arch: Arch) -> dict[str, Any]:
-    """§7.3 "hint" setting: PE and lane dimensions over K, OX, OY; the MAC dimension over K, C
+    """The "hint" setting: PE and lane dimensions over K, OX, OY; the MAC dimension over K, C
     (C reduced only inside a lane, as the Timeloop Simba model supports)."""
     levels = _array_levels(arch)
     hint = {f"D{a}": ["K", "OX", "OY"] for a in range(1, len(levels) + 1)}
@@ -223,7 +223,7 @@ def zigzag_evaluate(
 def zigzag_loma(
     layer: Layer, arch: Arch, accelerator: str | Path, *, lpf_limit: int = 6
 ) -> PeerCost:
-    """ZigZag's LOMA mapper on the "hint" spatial setting of §7.3, minimising EDP.
+    """ZigZag's LOMA mapper on the "hint" spatial setting, minimising EDP.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""Text Gantt charts of a Twill schedule (paper Fig. 1 style tables; spec §9).
+"""Text Gantt charts of a Twill schedule (Twill paper Fig. 1 style tables).
 
 * :func:`modulo_gantt`: one row per op, one column per cycle of ``[0, L)``, the op's execution
   marked with its unit letter, and its stage.

@@ -1,4 +1,4 @@
-"""CoSA MIP: reference optima (CoSA spec §4.7), backend agreement, verified mappings."""
+"""CoSA MIP: reference optima (CoSA v0.1.0's model), backend agreement, verified mappings."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class TestModel:
         layer = _layer(benchmark_data, "resnet50_graph", "_outputs_input.5")
         model, ix, _ = build_cosa_model(layer, simba_arch(), CosaModelOptions(gb_order="slots"))
         assert ix.zn == 23  # 56=2^3*7 twice, 64=2^6 twice, R S N unit factors
-        assert sum(1 for n in model.vars if n.startswith("X[")) == 1288  # spec: 1,288 binaries
+        assert sum(1 for n in model.vars if n.startswith("X[")) == 1288  # as in CoSA's model
 
     def test_tiny_layer_all_units(self):
         res = mapped("cosa", Layer("unit", {}), simba_arch(), time_limit=10)
@@ -128,7 +128,7 @@ class TestScipBackend:
 
 class TestGbLoopSlots:
     """``gb_order="loops"`` (one GB slot per dimension) has the optimum of the paper's one slot
-    per prime factor (§4.1-4.3), for CoSA's weights and for the pure traffic objective, where
+    per prime factor, for CoSA's weights and for the pure traffic objective, where
     the GB order (``G_v``) weighs most."""
 
     @pytest.mark.parametrize(

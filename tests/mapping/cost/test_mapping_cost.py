@@ -1,4 +1,4 @@
-"""Cost model: golden Timeloop Simba run (CoSA spec §6.5), DOSA's Gemmini checks (FADiff §6.1),
+"""Cost model: golden Timeloop Simba run (``ucb-bar/cosa``), DOSA's Gemmini checks,
 batch/scalar agreement and batch speed."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ GOLDEN = (
 )
 R50_5 = Layer("_outputs_input.5", {"P": 56, "Q": 56, "C": 64, "K": 64})
 
-# level, tensor, tile, reads, updates, fills, level energy (pJ, all instances): §6.5 table.
+# level, tensor, tile, reads, updates, fills, level energy (pJ, all instances): golden run.
 GOLDEN_TABLE = [
     ("Registers", "W", 1, 12544, 0, 1792),
     ("AccumulationBuffer", "O", 56, 23520, 25088, 1568),
@@ -69,7 +69,7 @@ class TestGoldenSimba:
 
 
 class TestDosaGemmini:
-    """FADiff spec §6.1: two layers on 16x16, sp 108 KB, acc 16 KB checked against Timeloop."""
+    """DOSA: two layers on 16x16, sp 108 KB, acc 16 KB checked against Timeloop."""
 
     arch = gemmini_arch(16, 108, 16)
 

@@ -1,4 +1,4 @@
-"""Fusion upper bounds and the spec §12 fully fused DRAM floor."""
+"""Fusion upper bounds and the fully fused DRAM floor."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from twill.mapping.fadiff.train import all_dram_mapping
 
 def test_resnet50_floor_matches_spec(benchmark_data):
     net = load_network("resnet50", benchmark_data / "dosa" / "workloads")
-    # spec §12: 25 502 912 B weights + 157 323 B input (halo formula) + 1 000 B output
+    # 25 502 912 B weights + 157 323 B input (halo formula) + 1 000 B output
     assert dram_floor_bytes(net) == 25_502_912 + 157_323 + 1_000
 
 
@@ -29,7 +29,7 @@ def test_bounds_are_ordered_and_below_every_plan(benchmark_data):
     e, c = ideal_bound(net, arch)
     assert rep.energy_pj >= e and rep.cycles >= c
     assert b.all_free_dram_bytes >= b.floor_dram_bytes
-    assert c == 2_957_312  # spec §10 divisor-limited compute bound of BERT
+    assert c == 2_957_312  # divisor-limited compute bound of BERT: 757 071 872 MACs / 256
 
 
 def test_unfused_bound_below_every_layer_wise_plan():

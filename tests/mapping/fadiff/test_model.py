@@ -1,4 +1,4 @@
-"""The torch Gemmini model equals the NumPy cost model on discrete mappings (FADiff spec §4-§6)."""
+"""The torch Gemmini model equals the NumPy cost model on discrete mappings (DOSA's model)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _torch(layer, arch, mb, **opts):
 
 
 class TestGolden:
-    """Spec §6.1 (16x16 PEs, 108 KB scratchpad, 16 KB accumulator)."""
+    """DOSA's Timeloop-checked setting (16x16 PEs, 108 KB scratchpad, 16 KB accumulator)."""
 
     @pytest.mark.parametrize(
         "dims,text,energy_uj,cycles",

@@ -1,4 +1,4 @@
-"""CoSA: one-shot mapping by a MIP over prime-factor placements (CoSA spec §4-§5).
+"""CoSA: one-shot mapping by a MIP over prime-factor placements (Huang et al., ISCA 2021).
 
 :func:`~twill.mapping.cosa.solve.solve` builds the linearised model
 (:mod:`~twill.mapping.cosa.mip`), solves it with CP-SAT, SCIP, HiGHS or CBC

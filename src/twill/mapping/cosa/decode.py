@@ -1,5 +1,5 @@
-"""Decoding a CoSA solution into a :class:`~twill.mapping.mapping.Mapping` (CoSA spec §5.1) and
-the post-solve validity step (DEC-11: check exact footprints, repair outward).
+"""Decoding a CoSA solution into a :class:`~twill.mapping.mapping.Mapping` (as ``ucb-bar/cosa``)
+and the post-solve validity step (check exact footprints, repair outward).
 
 * ``T[m][j]`` / ``Sp[m][j]`` = product of the temporal / spatial primes of j placed at level m.
 * GB loop order: scan the GB slots from slot 0 (innermost) outward and order the dimensions of
@@ -27,7 +27,7 @@ _CANONICAL_INNER_FIRST = tuple(DIMS)  # R S P Q C K N, innermost first
 
 
 def decode_solution(values: dict[str, float], ix: CosaIndex, arch: Arch) -> Mapping:
-    """Turn the X values of a solved model into a mapping (§5.1)."""
+    """Turn the X values of a solved model into a mapping."""
     L = arch.n_levels
     T = [[1] * 8 for _ in range(L)]  # ALL_DIMS: the seven dimensions, then G
     Sp = [[1] * 8 for _ in range(L)]
@@ -97,7 +97,7 @@ def _move_one(
 def repair_capacity(
     layer: Layer, arch: Arch, mapping: Mapping, *, max_moves: int = 256
 ) -> tuple[Mapping, int, list[Violation]]:
-    """Move factors outward until no capacity violation is left (DEC-11).
+    """Move factors outward until no capacity violation is left.
 
     Returns the mapping, the number of moves and the violations left (empty on success).
     """

@@ -1,15 +1,17 @@
-"""CoSA's mixed-integer program over prime-factor placements (CoSA spec §4; ISCA 2021
-"CoSA: Scheduling by Constrained Optimization for Spatial Accelerators", formulation section).
+"""CoSA's mixed-integer program over prime-factor placements (Huang et al., ISCA 2021, "CoSA:
+Scheduling by Constrained Optimization for Spatial Accelerators"; code ``ucb-bar/cosa``).
 
 Every prime factor ``(j, n)`` of every loop bound is placed at exactly one model position ``i``
 (inner memories ``0..g-1``, then ``Zn`` permutation slots of the global buffer ``g``, then DRAM),
 spatially or temporally. The objective is ``w_C·Ĉ + w_U·Û + w_T·T̂`` with CoSA's weights
-``(10, −0.1, 1)`` (§4.5). The model is the released v0.1.0 / paper formulation: the input-halo
-term sits only on the innermost input buffer's capacity row (§4.4, DEC-1; never HEAD's
-``m < 3``). Its two binary × binary product families are linearised exactly (§4.6): the halo
-``w = ζ·in`` with three bounds, the traffic products ``q ≥ X + Y − 1`` per product.
+``(10, −0.1, 1)``. The model is the released v0.1.0 / paper formulation: the input-halo
+term sits only on the innermost input buffer's capacity row (never HEAD's
+``m < 3``). Its two binary × binary product families are linearised exactly: the halo
+``w = ζ·in`` with three bounds, the traffic products ``q ≥ X + Y − 1`` per product. The
+constraint rows are numbered (1)-(7) as in ``docs/mapping.md``, "CoSA MIP"; rows (6) and (7)
+are the paper's spatial-resource and buffer-capacity constraints.
 
-Generalisation (DEC-19): the "global buffer" is the outermost on-chip level (``top − 1``), the
+Generalisation: the "global buffer" is the outermost on-chip level (``top − 1``), the
 inner levels are everything below it; Simba gives CoSA's indices exactly. Levels that restrict
 their spatial dimensions (Gemmini) forbid the other spatial placements.
 
@@ -69,7 +71,7 @@ _SP, _TM = 0, 1  # k: spatial, temporal
 
 @dataclass(frozen=True)
 class CosaWeights:
-    """Objective weights ``(w_C, w_U, w_T)`` (§4.5, DEC-18). ``(10, -0.1, 1)`` is CoSA's."""
+    """Objective weights ``(w_C, w_U, w_T)``. ``(10, -0.1, 1)`` is CoSA's."""
 
     compute: float = 10.0
     utilisation: float = -0.1
@@ -87,7 +89,7 @@ class CosaWeights:
 
 @dataclass(frozen=True)
 class CosaIndex:
-    """Index sets of §4.1 for one (layer, arch)."""
+    """Index sets (prime factors, positions, GB slots) for one (layer, arch)."""
 
     factors: tuple[tuple[Dim, int, int], ...]  # (dim, n, prime)
     n_inner: int  # g: inner memories 0..g-1
@@ -98,7 +100,7 @@ class CosaIndex:
     log_cap: dict[tuple[int, Operand], float]
     keeps: tuple[frozenset[Operand], ...]
     strides: dict[tuple[Dim, Operand], int] = field(default_factory=dict)
-    gb_order: str = "slots"  # "slots" (§4.2: Zn factor slots) or "loops" (one loop per dim)
+    gb_order: str = "slots"  # "slots" (the paper's Zn factor slots) or "loops" (one loop per dim)
     loop_dims: tuple[Dim, ...] = ()  # "loops": the dimensions that may own a GB loop
 
     @property
@@ -107,7 +109,7 @@ class CosaIndex:
 
     @property
     def n_slots(self) -> int:
-        """GB permutation slots: ``Zn`` (one per factor, §4.1) or one per loop dimension."""
+        """GB permutation slots: ``Zn`` (one per factor) or one per loop dimension."""
         return self.zn if self.gb_order == "slots" else max(1, len(self.loop_dims))
 
     @property
@@ -124,7 +126,7 @@ class CosaIndex:
 
     def allowed(self, i: int, k: int) -> bool:
         """Whether ``X[i,·,·,k]`` exists. In ``loops`` mode the GB spatial factors all live in
-        the first GB slot: their slot changes no term of the model (§4.5), only ``c2``."""
+        the first GB slot: their slot changes no term of the model, only ``c2``."""
         return not (self.gb_order == "loops" and k == _SP and self.n_inner < i < self.dram)
 
     def mem(self, i: int) -> int:
@@ -153,7 +155,7 @@ class CosaIndex:
                 elif lv.partition is not None:
                     share = lv.share(v)
                 else:
-                    share = 1.0 / len(lv.keeps)  # DEC-2 for levels without a CoSA partition
+                    share = 1.0 / len(lv.keeps)  # an even split for levels without a CoSA partition
                 words = (lv.entries or 1) * share
                 cap[(m, v)] = math.log2(max(1.0, words))
         strides = {(Dim.P, Operand.I): layer.w_stride, (Dim.Q, Operand.I): layer.h_stride}
@@ -195,7 +197,7 @@ def _variables(model: LinearModel, ix: CosaIndex, arch: Arch) -> None:
 
 # ---------------------------------------------------------------------- constraint rows
 def add_c1_one_kind_per_position(model: LinearModel, ix: CosaIndex) -> list[str]:
-    """§4.3 (1): ``X[i,j,n,0] + X[i,j,n,1] <= 1`` (redundant with (3), kept for fidelity)."""
+    """Row (1): ``X[i,j,n,0] + X[i,j,n,1] <= 1`` (redundant with (3), kept for fidelity)."""
     return [
         model.add(f"c1[{i},{d.value},{n}]", {_x(i, d, n, _SP): 1, _x(i, d, n, _TM): 1}, "<=", 1)
         for i in ix.positions
@@ -205,10 +207,10 @@ def add_c1_one_kind_per_position(model: LinearModel, ix: CosaIndex) -> list[str]
 
 
 def add_c2_one_factor_per_gb_slot(model: LinearModel, ix: CosaIndex) -> list[str]:
-    """§4.3 (2): at most one factor per GB slot, so the GB order is a permutation.
+    """Row (2): at most one factor per GB slot, so the GB order is a permutation.
 
     ``loops`` mode: at most one loop (dimension) per slot and one slot per dimension
-    (Timeloop's one loop per dimension per level, §3); a temporal factor of ``j`` at slot ``z``
+    (Timeloop's one loop per dimension per level); a temporal factor of ``j`` at slot ``z``
     needs ``D[z,j]``. Exact for the optimum: the GB order enters only ``G_v``, whose minimum
     over all interleavings of a fixed set of GB factors is reached by an order that keeps
     each dimension's factors together (docs/mapping.md, "GB loop slots")."""
@@ -246,7 +248,7 @@ def add_c2_one_factor_per_gb_slot(model: LinearModel, ix: CosaIndex) -> list[str
 
 
 def add_c3_each_factor_placed_once(model: LinearModel, ix: CosaIndex) -> list[str]:
-    """§4.3 (3): every factor sits at exactly one (position, kind)."""
+    """Row (3): every factor sits at exactly one (position, kind)."""
     return [
         model.add(
             f"c3[{d.value},{n}]",
@@ -259,7 +261,7 @@ def add_c3_each_factor_placed_once(model: LinearModel, ix: CosaIndex) -> list[st
 
 
 def add_c4_reuse_indicators(model: LinearModel, ix: CosaIndex) -> list[str]:
-    """§4.3 (4): ``Y[v,z]`` = some temporal loop relevant to v sits at GB slot z or inside it."""
+    """Row (4): ``Y[v,z]`` = some temporal loop relevant to v sits at GB slot z or inside it."""
     rows = []
     slots = list(ix.slots)
     for v in OPERANDS:
@@ -284,7 +286,7 @@ def add_c4_reuse_indicators(model: LinearModel, ix: CosaIndex) -> list[str]:
 
 
 def add_c5_halo_helpers(model: LinearModel, ix: CosaIndex) -> list[str]:
-    """§4.3 (5): ``ζ_p`` = some factor of p (P or Q) sits at an inner position (0..g-1)."""
+    """Row (5): ``ζ_p`` = some factor of p (P or Q) sits at an inner position (0..g-1)."""
     rows = []
     for pd in (Dim.P, Dim.Q):
         z = f"zeta[{pd.value}]"
@@ -307,8 +309,8 @@ def add_c5_halo_helpers(model: LinearModel, ix: CosaIndex) -> list[str]:
 
 
 def add_c6_spatial_fanout(model: LinearModel, ix: CosaIndex) -> list[str]:
-    """§4.3 (6): log-sum of spatial factors at each level within ``log2 S[m]`` (GB slots
-    together; DRAM none)."""
+    """Row (6), spatial resources: log-sum of spatial factors at each level within
+    ``log2 S[m]`` (GB slots together; DRAM none)."""
     rows = []
     for m in range(ix.n_inner):
         expr = {_x(m, d, n, _SP): _lf(p) for d, n, p in ix.factors}
@@ -323,7 +325,7 @@ def add_c6_spatial_fanout(model: LinearModel, ix: CosaIndex) -> list[str]:
 
 
 def halo_expression(model: LinearModel, ix: CosaIndex) -> dict[str, float]:
-    """§4.4 / §4.6: ``H = Σ_{j∈{R,S},n} [lf·in + (1 − lf)·w]`` with ``w = ζ_{p(j)}·in``
+    """Input halo: ``H = Σ_{j∈{R,S},n} [lf·in + (1 − lf)·w]`` with ``w = ζ_{p(j)}·in``
     linearised exactly (``w <= ζ``, ``w <= in``, ``w >= ζ + in − 1``). Adds the w rows."""
     h: dict[str, float] = {}
     for d, n, p in ix.factors:
@@ -348,7 +350,7 @@ def halo_expression(model: LinearModel, ix: CosaIndex) -> dict[str, float]:
 def utilisation_expressions(
     ix: CosaIndex, halo: dict[str, float], halo_levels: tuple[int, ...]
 ) -> dict[tuple[int, Operand], dict[str, float]]:
-    """``U[m,v]`` of §4.3 (7) for every on-chip level ``m`` (0..g) and tensor ``v``."""
+    """``U[m,v]`` of row (7) for every on-chip level ``m`` (0..g) and tensor ``v``."""
     out: dict[tuple[int, Operand], dict[str, float]] = {}
     for m in range(ix.gb + 1):
         for v in OPERANDS:
@@ -373,7 +375,7 @@ def utilisation_expressions(
 def add_c7_buffer_capacity(
     model: LinearModel, ix: CosaIndex, util: dict[tuple[int, Operand], dict[str, float]]
 ) -> list[str]:
-    """§4.3 (7): ``U[m,v] <= log2 max(1, M[m][v])`` for every on-chip level and tensor."""
+    """Row (7), buffer capacity: ``U[m,v] <= log2 max(1, M[m][v])`` per on-chip level, tensor."""
     rows = []
     for (m, v), expr in util.items():
         if not expr:
@@ -591,8 +593,8 @@ def cosa_objective_terms(
     arch: Arch,
     util: dict[tuple[int, Operand], dict[str, float]],
 ) -> dict[str, dict[str, float]]:
-    """§4.5: the three terms ``Ĉ``, ``Û``, ``T̂`` as linear expressions (the G products
-    linearised per product, §4.6). Adds the q variables and rows."""
+    """The three objective terms ``Ĉ``, ``Û``, ``T̂`` as linear expressions (the G products
+    linearised per product). Adds the q variables and rows."""
     comp: dict[str, float] = {}
     for i in ix.positions:
         for d, n, p in ix.factors:
@@ -653,7 +655,7 @@ class CosaModelOptions:
     weights
         Objective weights (default CoSA's ``(10, -0.1, 1)``).
     halo
-        ``"v010"`` (released/paper: halo on the innermost input buffer only, DEC-1) or
+        ``"v010"`` (released/paper: halo on the innermost input buffer only) or
         ``"corrected"`` (also on the global buffer when it keeps inputs).
     symmetry
         Add the two symmetry-breaking families (optimum unchanged, tested). On by default:
@@ -664,7 +666,7 @@ class CosaModelOptions:
         (:func:`fix_unit_factors`; optimum unchanged).
     gb_order
         ``"loops"`` (default): one GB permutation slot per loop dimension, GB spatial factors
-        in one place; ``"slots"``: the paper's ``Zn`` slots, one factor each (§4.1-4.3).
+        in one place; ``"slots"``: the paper's ``Zn`` slots, one factor each.
         Both have the same optimum (tested); ``loops`` is about five times smaller.
     no_bypass_refetch
         Add :func:`add_no_bypass_refetch` (not CoSA's model: a restriction aimed at
@@ -755,7 +757,7 @@ def _add_optional_rows(
 
 def _halo_levels(ix: CosaIndex, halo: str) -> tuple[int, ...]:
     """Levels whose input tile carries the halo term: the released code's one level
-    (``v010``), plus the global buffer when it keeps inputs (``corrected``, DEC-1)."""
+    (``v010``), plus the global buffer when it keeps inputs (``corrected``)."""
     if halo not in ("v010", "corrected"):
         raise ValueError(f"halo must be 'v010' or 'corrected', got {halo!r}")
     levels = () if ix.halo_level is None else (ix.halo_level,)

@@ -3,7 +3,7 @@ CBC through PuLP (floating-point coefficients), OR-Tools CP-SAT (coefficients sc
 integers), and SCIP / HiGHS in a separate process (:mod:`~twill.mapping.cosa.worker`; OR-Tools
 and highspy cannot share a process). The CoSA builder (:mod:`twill.mapping.cosa.mip`) writes
 into it once; each backend translates it. Rows keep the names the builder gave them, so a
-dumped model reads like the spec.
+dumped model reads like ``docs/mapping.md``.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class CoSASettings(CosaModelOptions):
         (HiGHS via highspy in a child process, when installed) or ``"cbc"`` (CBC through
         PuLP; weak on the 56×56 layers).
     time_limit, threads, seed
-        Solver limits (DEC-6); on a timeout the best feasible solution is returned (FEASIBLE).
+        Solver limits; on a timeout the best feasible solution is returned (FEASIBLE).
         :func:`solve` takes ``threads`` and ``seed`` from the options, and ``time_limit``
         too when the options set one (then it bounds the whole call).
     weights, halo, symmetry, reduce_units, gb_order, no_bypass_refetch, register_reuse

@@ -1,5 +1,6 @@
-"""Out-of-process MILP backends for :class:`~twill.mapping.cosa.model.LinearModel` (CoSA spec
-§4.6, DEC-5): SCIP through PySCIPOpt and, when installed, HiGHS through highspy.
+"""Out-of-process MILP backends for :class:`~twill.mapping.cosa.model.LinearModel` (exact
+linearisation, ``docs/mapping.md``): SCIP through PySCIPOpt and, when installed, HiGHS through
+highspy.
 
 OR-Tools and highspy cannot share a process (their bundled native libraries clash), and a
 crash inside a native solver would take the caller down with it. So the parent serialises the
@@ -48,7 +49,7 @@ def _solve_scip(p: dict[str, Any]) -> dict[str, Any]:
     m.hideOutput()
     xs = {}
     for name, (kind, lb, ub) in mdl["vars"].items():
-        vtype = "B" if kind == "B" and ub >= 1 else "C"  # w, q: continuous (exact, §4.6)
+        vtype = "B" if kind == "B" and ub >= 1 else "C"  # w, q: continuous (exact)
         xs[name] = m.addVar(name=name, vtype=vtype, lb=lb, ub=ub)
     for name, expr, sense, rhs in mdl["rows"]:
         lhs = pyscipopt.quicksum(c * xs[k] for k, c in expr.items())

@@ -1,4 +1,4 @@
-"""Cost models of mapped layers (CoSA spec §6, FADiff spec §4-§6).
+"""Cost models of mapped layers (``docs/mapping.md``, "Cost model").
 
 :mod:`twill.mapping.cost.analytical` is the NumPy model, scalar (:func:`evaluate`) and batched
 (:func:`evaluate_batch`, one implementation for both).

@@ -1,20 +1,20 @@
-"""Timeloop-class analytical cost model, vectorised over batches of mappings (CoSA spec §6;
-FADiff spec §4-§6 for Gemmini).
+"""Timeloop-class analytical cost model, vectorised over batches of mappings (Timeloop's
+conventions; DOSA's for Gemmini; ``docs/mapping.md``).
 
-Conventions (CoSA §6.1): loops run outer → inner as DRAM temporal, DRAM spatial, ..., level-0
+Conventions (Timeloop's): loops run outer → inner as DRAM temporal, DRAM spatial, ..., level-0
 temporal; at each level the temporal loops sit outside its spatial loops. Counts are per
 instance of a level, as Timeloop reports them; energies multiply by the utilised instances.
 
 * ``tile(m, v)``: footprint of every loop at levels ``0..m`` (inputs with the halo).
 * ``fills(m, v) = tile × loads``: walk the temporal loops above ``m`` from inner to outer,
   skip factor-1 loops and loops irrelevant to ``v`` (stationarity) until the first relevant
-  one; ``loads`` multiplies that loop and everything outside it. With ``sliding_window`` (DEC-15)
+  one; ``loads`` multiplies that loop and everything outside it. With ``sliding_window``
   an input whose first relevant loop is P/Q/R/S only fills the new columns/rows on each step.
 * ``reads(m, W|I)`` = fills of the next inner level keeping ``v`` (or the MAC operand fetches,
   ``cycles × spatial``) times the *relevant* spatial fan-out between (irrelevant = multicast).
 * ``updates(m, O)`` likewise from the child's drains; ``reads(m, O)`` = updates minus first
-  writes (``psum_reads``: ``"fills"`` = updates − fills below the top, updates − |O| at the top,
-  CoSA §6.2; ``"distinct"`` = updates − distinct outputs per instance everywhere, DOSA step 7).
+  writes (``psum_reads``: ``"fills"`` = updates − fills below the top, updates − |O| at the top;
+  ``"distinct"`` = updates − distinct outputs per instance everywhere, as DOSA).
 * Energy = Σ accesses × per-access energy + MACs × MAC energy; latency = max(compute cycles,
   accesses / bandwidth of every throttled level); utilisation = MACs / (cycles × MAC units).
 
@@ -65,9 +65,9 @@ class CostOptions:
     Parameters
     ----------
     sliding_window
-        Count input fills as tile deltas along P/Q/R/S (Timeloop; DEC-15).
+        Count input fills as tile deltas along P/Q/R/S (Timeloop).
     psum_reads
-        ``"fills"`` or ``"distinct"``: how output reads discount first writes (DEC-16).
+        ``"fills"`` or ``"distinct"``: how output reads discount first writes.
     """
 
     sliding_window: bool = True
@@ -641,7 +641,7 @@ def evaluate(
 
     Notes
     -----
-    CoSA spec §6 (Timeloop-class model), FADiff spec §4-§6 (Gemmini). This is
+    Timeloop-class model (``docs/mapping.md``, "Cost model"). This is
     :func:`evaluate_batch` on a batch of one, so the scalar and the batched model cannot drift.
 
     Examples

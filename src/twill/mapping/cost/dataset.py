@@ -1,5 +1,5 @@
 """Cost-model accuracy on a dataset of (hardware, layer, mapping, Timeloop targets) rows, such
-as DOSA's ``timeloop_sample.csv`` (FADiff spec §6; :mod:`twill.io.timeloop` reads the CSV).
+as DOSA's ``timeloop_sample.csv`` (``ucb-bar/dosa``; :mod:`twill.io.timeloop` reads the CSV).
 
 Every row's mapping is costed by :func:`twill.mapping.cost.analytical.evaluate` and checked by
 :func:`twill.mapping.mapping.verify_mapping`; the relative errors against the targets are

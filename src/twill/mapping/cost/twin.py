@@ -1,6 +1,6 @@
 """Formulas written once for the NumPy cost model (:mod:`twill.mapping.cost.analytical`) and
-its torch twin (:mod:`twill.mapping.fadiff.model`): FADiff spec §4, DEC-15 sliding-window
-input fills.
+its torch twin (:mod:`twill.mapping.fadiff.model`): DOSA's access counts and
+sliding-window input fills.
 
 Both models flatten each mapping's temporal loops inner → outer and walk them the same way;
 what they share is held in a :class:`LoopNest` of NumPy arrays or of torch tensors, and the
@@ -70,7 +70,7 @@ def sliding_input_fills(
     first: Array,
     m: int,
 ) -> Array:
-    """Level ``m``'s input fills with sliding-window deltas (DEC-15), ``(B,)``.
+    """Level ``m``'s input fills with sliding-window deltas, ``(B,)``.
 
     ``fills`` are the plain fills (``tile`` times ``suffix`` at ``first``, the index of the
     first relevant temporal loop above ``m``, ``G`` when none). Where that loop runs over P,

@@ -1,4 +1,4 @@
-"""FADiff: fusion-aware differentiable mapping of whole networks on Gemmini (FADiff spec).
+"""FADiff: fusion-aware differentiable mapping of whole networks on Gemmini (``docs/fadiff.md``).
 
 Modules: :mod:`~twill.mapping.fadiff.networks` (layer graphs), :mod:`~twill.mapping.fadiff.fusion`
 (fusion accounting, fused-plan verifier, exact evaluation), :mod:`~twill.mapping.fadiff.model`

@@ -1,4 +1,4 @@
-"""Baselines for FADiff under the same cost model (FADiff spec §11: layer-wise gradient
+"""Baselines for FADiff under the same cost model (``docs/fadiff.md``: layer-wise gradient
 descent without fusion, layer-wise mapping plus greedy fusion, random search; plus CoSA).
 
 * ``layerwise-cosa``: every layer mapped by CoSA's MIP (:mod:`twill.mapping.cosa`), no fusion.

@@ -1,5 +1,5 @@
-"""Block re-mapping of one layer for a depth-first fused group (FADiff spec §7 tile-wise
-fusion), shared by the segment search (:mod:`twill.mapping.fadiff.groups`) and the local
+"""Block re-mapping of one layer for a depth-first fused group (tile-wise fusion,
+``docs/fadiff.md``), shared by the segment search (:mod:`twill.mapping.fadiff.groups`) and the local
 search restarts (:mod:`twill.mapping.fadiff.polish`).
 
 A layer joins a depth-first group with ``b`` blocks along P when its DRAM level has the order

@@ -1,5 +1,5 @@
 """How much can fusion gain at all? Upper bounds on the EDP gain of any fusion plan under the
-spec's model (FADiff spec §7 traffic rewrite, §10 lower bounds, §12 fully fused DRAM floor).
+model of ``docs/fadiff.md`` (its traffic rewrite, compute bounds and fully fused DRAM floor).
 
 Three bounds, from the tightest (tied to a layer-wise plan's mappings) to the loosest
 (mapping-independent):
@@ -14,7 +14,7 @@ Three bounds, from the tightest (tied to a layer-wise plan's mappings) to the lo
   (``U = MACs / maxdiv(C)`` updates, and a partial-sum read for each but the first write of
   every output: ``2U - |O|``) + scratchpad input reads ``MACs / maxdiv(K)`` + every weight filled
   into the scratchpad and the registers once + the fully fused DRAM floor (every weight, the
-  network input and the network outputs moved once, spec §12) at 100 pJ/B; latency ≥ Σ per
+  network input and the network outputs moved once) at 100 pJ/B; latency ≥ Σ per
   layer ``max(divisor-limited compute, |W| / DRAM bandwidth)``. Every term is a lower bound of
   the corresponding count of the access model (``twill.mapping.cost.analytical``) for every
   valid mapping and fusion plan (the fusion rewrite only removes DRAM/scratchpad input
@@ -167,7 +167,7 @@ def network_inputs_outputs(net: Network) -> tuple[list[int], list[int]]:
 
 
 def dram_floor_bytes(net: Network) -> float:
-    """Spec §12 fully fused DRAM floor: every weight, the network input (halo formula, or
+    """Fully fused DRAM floor: every weight, the network input (halo formula, or
     only the pixels used where a filter spans less than its stride) and the network outputs,
     each moved once (int8).
 
@@ -432,8 +432,8 @@ def fusion_bounds(
 
     Notes
     -----
-    FADiff spec §7 (traffic rewrite), §10 (compute and roofline bounds), §12 (fully fused
-    DRAM floor). The free-removal bounds ignore legality and capacity on purpose: they bound
+    ``docs/fadiff.md`` (traffic rewrite, compute and roofline bounds, fully fused DRAM floor).
+    The free-removal bounds ignore legality and capacity on purpose: they bound
     every fusion plan, legal or not, with these mappings.
 
     Examples

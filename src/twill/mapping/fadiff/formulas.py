@@ -1,7 +1,7 @@
 """The fusion rewrite of the per-level access counts and the energy/cycle roll-up, shared by
 the exact NumPy evaluation (:mod:`twill.mapping.fadiff.fusion`) and the torch relaxation
-(:mod:`twill.mapping.fadiff.train`); FADiff spec §5-§6. See :mod:`twill.mapping.fadiff.fusion`
-for the model these formulas implement.
+(:mod:`twill.mapping.fadiff.train`); DOSA's energies and roofline. See
+:mod:`twill.mapping.fadiff.fusion` for the model these formulas implement.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def fused_level_accesses(
     s_out: Array,
     s_buf: Array | None = None,
 ) -> Array:
-    """Spec §7 traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch) between DRAM
+    """The fusion traffic rewrite on per-level accesses ``(B, L)`` (NumPy or torch) between DRAM
     (the last level) and the scratchpad below it (the fused data's on-chip level).
 
     ``o_dram`` = producer's DRAM output updates + reads, ``i_dram`` = DRAM input reads,
@@ -58,7 +58,7 @@ def fused_level_accesses(
 def energy_and_cycles(
     level_acc: Array, used: Array, compute: Array, macs: Array, arch: Arch
 ) -> tuple[Array, Array]:
-    """Energy (pJ) and roofline cycles (spec §5-§6) from per-level accesses (NumPy or torch).
+    """Energy (pJ) and roofline cycles (DOSA) from per-level accesses (NumPy or torch).
 
     The ``ceil`` of the NumPy model is applied; in torch it is straight-through.
     """

@@ -1,7 +1,7 @@
 """Layer fusion on Gemmini: accounting, the fused-plan verifier and exact evaluation
-(FADiff spec §7, DECIDE 2-3 and 5; documented in ``docs/fadiff.md``).
+(documented in ``docs/fadiff.md``, "Fusion model").
 
-**Traffic rewrite** (spec §7, defined once here and used by both the NumPy evaluation and the
+**Traffic rewrite** (defined once here and used by both the NumPy evaluation and the
 torch model through :func:`fused_level_accesses`). A *tensor* is one layer's output; its
 readers are the layer's out-edges (``networks.py``). Per layer:
 
@@ -16,13 +16,13 @@ readers are the layer's out-edges (``networks.py``). Per layer:
 ``add`` edges (a residual add in the consumer's epilogue, free in this model) carry no DRAM
 read, so fusing one only matters through ``s_out`` of its producer. Energy and the latency
 roofline are then recomputed from the rewritten per-level accesses. Layers of a fused group
-still run one after the other: latencies add (spec pitfall 6).
+still run one after the other: latencies add (no overlap of layers is modelled).
 
 **Legality of a fused boundary** (exact; :func:`verify_plan`), depth-first (tile-wise) fusion:
 
 1. the edge is a fusion candidate of the network (shapes agree; ``networks.py``);
 2. the producer's output is complete before hand-off: no partial-sum traffic at DRAM
-   (its DRAM output reads are 0; DECIDE 3);
+   (its DRAM output reads are 0);
 3. both layers walk the same *blocks*: the outermost DRAM loops (outer → inner, factor-1 loops
    skipped) that range over P, Q or N form the block prefix, and the block counts along P, Q
    and N agree. Inside a block each layer may loop as it likes; the consumer's input for a

@@ -1,5 +1,5 @@
 """Depth-first fused groups: block re-mapping of layers and a segment search over the network
-(FADiff spec §7 tile-wise fusion; the discrete half of FADiff, seeded by the gradient phase).
+(tile-wise fusion, ``docs/fadiff.md``; the discrete half of FADiff, seeded by the gradient phase).
 
 **Block re-mapping** (:func:`block_mapping`). A layer joins a depth-first group with ``b``
 blocks along P when its DRAM level has the order ``N Q P K C S R`` (OS, outer → inner), a

@@ -1,5 +1,5 @@
 """Plan heuristics on top of the fusion verifier: :func:`repair_plan` (unfuse until the plan
-verifies, spec §9) and :func:`greedy_fusion` (fuse candidate boundaries while the EDP falls).
+verifies) and :func:`greedy_fusion` (fuse candidate boundaries while the EDP falls).
 Heuristic: no optimality claim; every plan they return verifies or is the input plan."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["greedy_fusion", "repair_plan"]
 
 
 def repair_plan(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
-    """Unfuse boundaries until the plan verifies (spec §9: drop, in a violating group, the
+    """Unfuse boundaries until the plan verifies (drop, in a violating group, the
     boundary with the largest intermediate; illegal boundaries are dropped first)."""
     for _ in range(len(plan.fused) + 1):
         viol = verify_plan(net, arch, plan)

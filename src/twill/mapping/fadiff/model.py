@@ -1,9 +1,9 @@
-"""Differentiable Gemmini cost model in PyTorch (FADiff spec §2-§6, DOSA-style).
+"""Differentiable Gemmini cost model in PyTorch (DOSA (Hong et al., MICRO 2023)).
 
 The torch twin of :func:`twill.mapping.cost.analytical.evaluate_batch`: the same access-count
-derivation (spec §4: tiles, fills by the stationarity walk, reads from the child's fills times
+derivation (tiles, fills by the stationarity walk, reads from the child's fills times
 the relevant spatial fan-out, output reads with first-write elision, Timeloop sliding-window
-input fills), the same energy table (§5) and the same latency roofline (§6), written over a
+input fills), the same energy table and the same latency roofline, written over a
 batch whose rows may be *different layers* (a whole network at once).
 
 Differentiability. Every count is a product of tiling factors; the discrete structure (which
@@ -158,8 +158,8 @@ def torch_costs(
 
     Notes
     -----
-    FADiff spec §4 (counts), §5 (energy), §6 (latency). Identical forward numbers to
-    :func:`twill.mapping.cost.analytical.evaluate_batch` on integer factors.
+    DOSA's access counts, energies and latency roofline (``docs/fadiff.md``). Identical forward
+    numbers to :func:`twill.mapping.cost.analytical.evaluate_batch` on integer factors.
     """
     T, Sp, order = _with_groups(tab, temporal, spatial, order)
     B, L, _ = T.shape
@@ -224,7 +224,7 @@ def _reads_and_updates(
     rel_t: torch.Tensor,
     psum_reads: str,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Reads and updates ``(B, L, 3)`` of every kept operand (FADiff spec §4).
+    """Reads and updates ``(B, L, 3)`` of every kept operand (DOSA's access counts).
 
     A level serves its nearest kept child's fills (or, at the innermost kept level, every MAC)
     times the spatial fan-out relevant to the operand between them; outputs are updated as
@@ -268,7 +268,7 @@ def _reads_and_updates(
 
 
 def bandwidth_cycles(arch: Arch, level_acc: torch.Tensor, per_inst: torch.Tensor) -> torch.Tensor:
-    """Largest ``accesses / bandwidth`` over the throttled levels (spec §6), ``(B,)``."""
+    """Largest ``accesses / bandwidth`` over the throttled levels (roofline), ``(B,)``."""
     terms = [torch.zeros_like(level_acc[:, 0])]
     for m, lv in enumerate(arch.levels):
         if lv.bandwidth:

@@ -1,4 +1,4 @@
-"""Networks as producer → consumer graphs of layers (FADiff spec §10, DECIDE 9).
+"""Networks as producer → consumer graphs of layers (DOSA's workloads; ``docs/fadiff.md``).
 
 DOSA's workload folders give each network's layers in execution order (``layers.yaml``, one
 problem YAML per layer, read by :mod:`twill.io.networks`) but no edges. The edges here come

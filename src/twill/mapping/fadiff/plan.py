@@ -1,5 +1,5 @@
 """The fusion plan (one mapping per layer plus the fused boundaries) and its exact report
-(FADiff spec §7, §9)."""
+(``docs/fadiff.md``)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ class PlanReport(EnergyDelay):
     """Exact (NumPy) cost of a plan. Energies pJ, latencies cycles, traffic bytes.
 
     ``layer_*`` are per-layer arrays in network order; ``edp`` is µJ·cycles of the network
-    (Σ latency × Σ energy, spec pitfall 7).
+    (Σ latency × Σ energy, not a sum of per-layer EDPs).
     """
 
     energy_pj: float

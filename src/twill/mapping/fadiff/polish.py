@@ -1,5 +1,5 @@
-"""Discrete read-out polish: local search on the exact NumPy model around a mapping (FADiff
-spec §8-§9 read-out; DOSA's "after each rounding, try all 3 orders and keep the best",
+"""Discrete read-out polish: local search on the exact NumPy model around a mapping (the
+read-out of ``docs/fadiff.md``; DOSA's "after each rounding, try all 3 orders and keep the best",
 widened to factor moves).
 
 The gradient phase ends on a rounded mapping that is only a local optimum of the *relaxed*

@@ -1,4 +1,4 @@
-"""Continuous relaxations of the discrete mapping choices (FADiff spec §8, DECIDE 2, 4, 5, 8).
+"""Continuous relaxations of the discrete mapping choices (``docs/fadiff.md``).
 
 * **Tiling factors**: one learnable log-factor ``θ`` per (layer, slot, dimension). A slot is an
   on-chip place a factor can go (:func:`slots_for`): every on-chip level's temporal loops and,
@@ -6,17 +6,17 @@
   outer. On Gemmini: level-0 temporal (P, Q), level-1 spatial (C), level-1 temporal, level-2
   spatial (K), level-2 temporal (:data:`SLOTS`); a one-word level 0 takes only P and Q
   (weight-register reuse). The DRAM factor is what is left. Candidates are the divisors
-  ``d`` of the dimension, with logits ``-α (θ - log d)²`` (DECIDE 4: log-space distance, so
+  ``d`` of the dimension, with logits ``-α (θ - log d)²`` (log-space distance, so
   large dims such as 3072 are not absurdly peaked). A hard Gumbel-softmax sample picks one
   divisor per slot with a straight-through gradient.
-* **Exact factorisation by construction** (DECIDE 5): slots are sampled inner → outer and a
+* **Exact factorisation by construction**: slots are sampled inner → outer and a
   slot may only pick divisors of what the inner slots left (and spatial slots only up to the
   remaining fan-out), so the forward pass always sees a perfect factorisation and the DRAM
   factor is an exact integer. No rounding or repair of factors is ever needed.
 * **Temperature schedule**: ``τ_t = max(τ_min, τ_0 γ^t)``.
-* **Fusion variable** (DECIDE 2): plain sigmoid ``s = σ(φ)`` per candidate boundary; the
+* **Fusion variable**: plain sigmoid ``s = σ(φ)`` per candidate boundary; the
   final plan thresholds at 0.5.
-* **Loop order** (DECIDE 8): three DRAM-level dataflows (spec §8: WS, IS, OS); each step
+* **Loop order**: three DRAM-level dataflows (DOSA's WS, IS, OS); each step
   evaluates all three and keeps, per layer, the one with the smallest first-order
   contribution to log-EDP (a hard choice, like "try all 3 after each rounding").
 
@@ -48,7 +48,7 @@ __all__ = [
 #: Gemmini's (level, kind) of each learnable slot, sampled inner -> outer ("t" temporal, "s"
 #: spatial); :func:`slots_for` gives them for any architecture.
 SLOTS: tuple[tuple[int, str], ...] = ((0, "t"), (1, "s"), (1, "t"), (2, "s"), (2, "t"))
-#: DRAM-level dataflows of spec §8, written inner -> outer.
+#: DOSA's DRAM-level dataflows, written inner -> outer.
 DATAFLOWS: dict[str, str] = {"WS": "PQNRSCK", "IS": "KRSPQCN", "OS": "RSCKPQN"}
 #: Fixed on-chip loop orders, outer -> inner: P/Q innermost at the accumulator level keeps
 #: weights stationary in the registers; C innermost at the scratchpad level keeps partial

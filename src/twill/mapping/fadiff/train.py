@@ -1,7 +1,7 @@
 """FADiff optimiser: joint per-layer mapping and layer fusion by gradient descent
-(FADiff spec §7-§9; DOSA-style one-loop search with a fusion variable per boundary).
+(``docs/fadiff.md``; DOSA-style one-loop search with a fusion variable per boundary).
 
-Loss (spec §9): ``log(Σ cycles) + log(Σ energy)`` of the relaxed network (hard straight-through
+Loss: ``log(Σ cycles) + log(Σ energy)`` of the relaxed network (hard straight-through
 factors, soft fusion values) plus penalties: per-layer capacity (scratchpad, accumulator) and
 fused working sets as ``softplus((U - 0.95 Cap) / (0.05 Cap))²``; partial-sum and block
 mismatch penalties for boundaries being fused. Adam on the log-factors and fusion logits.
@@ -105,12 +105,13 @@ class FADiffSettings:
         Sharpness of the divisor logits ``-α (θ - log d)²``. 2 keeps the two nearest divisors
         both likely at τ = 1, so the Gumbel samples explore neighbours.
     tau0, tau_min
-        Temperature schedule (spec §8: 1.0 → floor 0.1). The decay is set so the floor is
-        reached at 80 % of the steps (the prototype's 0.999 per step assumes ~2 300 steps).
+        Temperature schedule (1.0 → floor 0.1, as the author's prototype). The decay is set
+        so the floor is reached at 80 % of the steps (the prototype's 0.999 per step assumes
+        ~2 300 steps).
     fusion_init
         Initial fusion logit: σ(0.7) ≈ 0.67, the prototype's start.
     w_cap, w_fuse
-        Initial penalty weights (spec DECIDE 6: start at 1 and multiply ``w_cap`` by 10, up to
+        Initial penalty weights (start at 1 and multiply ``w_cap`` by 10, up to
         1e3, whenever the read-out mapping breaks a capacity).
     eval_every
         Steps between exact read-outs (NumPy evaluation, repair, greedy completion).

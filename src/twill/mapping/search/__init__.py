@@ -1,4 +1,4 @@
-"""Search baselines under the same cost model (CoSA spec §7): random best-of-N
+"""Search baselines under the same cost model (the CoSA paper's baselines): random best-of-N
 (:mod:`~twill.mapping.search.random`), Timeloop-Hybrid-like best of 16,000
 (:mod:`~twill.mapping.search.hybrid`), exhaustive enumeration for small layers
 (:mod:`~twill.mapping.search.exhaustive`). Each is ``solve(problem, options)`` on a

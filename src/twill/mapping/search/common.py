@@ -97,7 +97,7 @@ def start(
 
 
 def choices(arch: Arch, d: Dim) -> list[tuple[int, bool]]:
-    """Where one prime factor of ``d`` may go: (level, spatial?) pairs (CoSA spec §7.1)."""
+    """Where one prime factor of ``d`` may go: (level, spatial?) pairs (CoSA's random baseline)."""
     out = [(m, False) for m in range(arch.n_levels)]
     for m, lv in enumerate(arch.levels):
         if arch.fanout(m) > 1 and (lv.spatial_dims is None or d in lv.spatial_dims):

@@ -1,4 +1,4 @@
-"""Exhaustive search for small layers (CoSA spec §7: the baseline that proves optima).
+"""Exhaustive search for small layers (the baseline that proves optima).
 
 Enumerates every distinct placement of every prime factor on the (level, temporal | spatial)
 choices, keeps the valid tilings, and for each tries every order of its non-unit loops at every

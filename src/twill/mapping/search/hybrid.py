@@ -1,9 +1,9 @@
-"""Timeloop-Hybrid-like search (CoSA spec §7.2; paper: "best of 16K valid schedules").
+"""Timeloop-Hybrid-like search (CoSA paper: "best of 16K valid schedules").
 
 Like Timeloop's ``hybrid`` mapper: draw a random tiling (index factorisation, spatial
 included); when it is valid, walk up to ``permutations_per_tiling`` (Timeloop's
 ``max-permutations-per-if-visit``, default 16) random loop orders for it; stop after
-``n_valid`` valid evaluations (16,000) and return the best by ``metric`` (DEC-14: EDP, current
+``n_valid`` valid evaluations (16,000) and return the best by ``metric`` (EDP, current
 Timeloop's default; ``cycles``, ``energy``, ``lex`` also available). Evaluations use the
 batched cost model, so 16,000 mappings cost well under a second of model time.
 

@@ -1,9 +1,9 @@
-"""Random-mapping baseline (CoSA spec §7.1; paper: "best of 5 valid schedules").
+"""Random-mapping baseline (CoSA paper: "best of 5 valid schedules").
 
 Each prime factor of every loop bound independently draws one of the (level, temporal |
 spatial) choices of the architecture (Simba: 6 temporal + 3 spatial = 9). Invalid samples
 (capacity, fan-out) are rejected; the first ``n_valid`` valid ones are evaluated and the best
-by ``metric`` is returned. Loop orders are drawn uniformly per level (DEC-13), or fixed to
+by ``metric`` is returned. Loop orders are drawn uniformly per level, or fixed to
 CoSA's canonical order with ``permute=False``.
 
 Guarantee: none (a heuristic); FEASIBLE when at least one valid sample was found, UNKNOWN when

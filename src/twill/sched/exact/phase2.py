@@ -529,7 +529,7 @@ def add_fig5_memory_constraints(m: Phase2Model) -> int:
     Rules, for every tracked value (copy ``i`` of ``v``) and ``t in [1, T]``:
 
     * INIT: ``live[v,i,T]`` iff some out-edge has ``delta > 0`` and ``i + delta > n - 1``
-      (the paper's rule generalised to ``delta > 1``; DECIDE in ``docs/model.md``);
+      (the paper's rule generalised to ``delta > 1``; a decision in ``docs/model.md``);
     * LIVEPROP-1/2: live at ``t`` and issued at ``t`` => dead at ``t-1``; live and not issued =>
       live at ``t-1``;
     * DEADPROP-1 (guarded): dead at ``t``, a user issues at ``t`` and ``v`` does not => live at
@@ -650,7 +650,7 @@ def add_fig6_cross_warp_spill(m: Phase2Model) -> int:
 def add_fig6_blocking(m: Phase2Model) -> int:
     """CONCURRENCY / BLOCKING: when the consumer ``v`` of a blocking edge issues on slot ``w``, no
     other op executes on ``w``. With ``spill_blocking`` the consumer of a cross-warp register
-    hand-off is blocking too (only while the hand-off is cross-warp; DECIDE, ``docs/model.md``).
+    hand-off is blocking too (only while the hand-off is cross-warp; ``docs/model.md``).
     """
     fam = "fig6.blocking"
     before = m.rows[fam]
