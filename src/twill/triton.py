@@ -253,25 +253,42 @@ def compile_summary(
     total_time_limit: float = 600.0,
 ) -> Any:
     """What ``twill compile`` does, from Python: solve ``FILE.py:KERNEL`` with Twill (Algorithm
-    1; ``total_time_limit`` seconds per Phase-1 solve) and compile it with Twill's stages and
-    clusters. ``config`` picks the ``@triton.autotune`` config (default the first), ``loop``
-    the loop by kernel source line (default the costliest; the kernel's other loops keep
+    1, within ``total_time_limit`` seconds for the whole search) and compile it with Twill's
+    stages and clusters. ``config`` picks the ``@triton.autotune`` config (default the first),
+    ``loop`` the loop by kernel source line (default the costliest; the kernel's other loops keep
     Triton's own schedule, listed in the summary's ``other_loops``). Returns the
     :class:`~twill.io.triton_peer.CompileSummary` (``.data``: the dict written as
-    ``summary.json``; ``.build.kernel``: Triton's compiled kernel), or ``None`` when Twill finds
-    no schedule. Needs the ``triton`` extra; Triton's cache is private to the call.
+    ``summary.json``, with ``optimal``, ``L_optimal`` and the ``problem`` they refer to;
+    ``.build.kernel``: Triton's compiled kernel), or ``None`` when Twill finds no schedule
+    within the limit. Needs the ``triton`` extra; Triton's cache is private to the call.
+
+    Raises
+    ------
+    InvalidProblemError
+        The loop provably has no schedule at any I for want of registers
+        (:func:`register_conflict`), as ``twill solve`` refuses it; or Triton cannot take it.
     """
+    import time
+
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
 
     ks = kernel_spec(spec, arch, signature, constexprs, num_warps, config=config, loop=loop)
     with private_cache():
         extracted, ttgir = twill_graph(ks)
-        r = solve_for_compile(extracted.graph, total_time_limit)
+        proof = register_conflict(extracted.graph)
+        if proof is not None:
+            raise InvalidProblemError(
+                f"loop at line {extracted.line}: {proof}. Twill does not model register "
+                "spilling (docs/triton.md, Limitations: no register spilling)",
+                source=ks.label,
+            )
+        deadline = time.monotonic() + total_time_limit
+        r = solve_for_compile(extracted.graph, total_time_limit, deadline)
         if r.I is None or r.L is None or r.schedule is None:
             return None
         summary = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, extracted, ttgir)
-    summary.data["optimal"] = r.optimal
+    summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=r.problem)
     return summary
 
 
@@ -295,8 +312,10 @@ def twill_schedule(total_time_limit: float = 600.0) -> Iterator[list[dict[str, A
     ...     kernel[grid](a, b, c, M, N, K, BM=128, BN=128, BK=64)
 
     ``log`` lists, per compiled kernel, whether Twill's schedule was applied (with its I, L and
-    stages); a kernel Twill finds no schedule for keeps Triton's, with a warning. Triton caches
-    these kernels under a key that names this mode, apart from its own.
+    stages); a kernel Twill finds no schedule for within ``total_time_limit`` seconds, or whose
+    schedule cannot be written (no loop, a loop Triton leaves unscheduled, an architecture
+    other than sm_90a and sm_100a), keeps Triton's, with a warning and ``why`` in the log.
+    Triton caches these kernels under a key that names this mode, apart from its own.
     """
     from twill.io.triton_build import schedule_hook
     from twill.io.triton_peer import auto_edit

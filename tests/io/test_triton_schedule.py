@@ -280,6 +280,86 @@ def test_context_manager_compiles_with_twill_schedule() -> None:
     assert "ttg.warp_specialize" not in k.asm["ttgir"] and len(k.asm["cubin"]) > 1000
 
 
+def _compile_under_twill(fn, signature: dict, constexprs: dict, capability: int):  # noqa: ANN001, ANN202
+    """``triton.compile`` of ``fn`` inside ``twill_schedule()``, as a launch would compile it
+    without a GPU to run on: the kernel and the context manager's log."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from twill.io.triton_build import private_cache
+    from twill.triton import twill_schedule
+
+    names = list(fn.arg_names)
+    sig = {n: signature.get(n, "constexpr") for n in names}
+    consts = {(names.index(n),): v for n, v in constexprs.items()}
+    with private_cache(), twill_schedule(total_time_limit=60) as log:
+        k = triton.compile(
+            ASTSource(fn, signature=sig, constexprs=consts),
+            target=GPUTarget("cuda", capability, 32),
+            options={"num_warps": 4},
+        )
+    return k, log
+
+
+def test_context_manager_keeps_tritons_schedule_where_twills_cannot_be_written() -> None:
+    """Inside ``twill_schedule()`` every kernel of the block still compiles: a kernel with no
+    loop, or compiled for an architecture Twill does not model, keeps Triton's schedule, and
+    the log and a warning say why (it used to raise out of the user's launch)."""
+    pytest.importorskip("triton")
+    from twill.io.triton_compile import load_kernel
+
+    corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "helper_twice.py"
+    fn = load_kernel(corpus, "helper_twice")
+    sig = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n_diag": "i32", "n_rest": "i32"}
+    with pytest.warns(UserWarning, match="Triton's own is used"):
+        k, log = _compile_under_twill(fn, sig, {"BLOCK": 1024}, 90)  # unpipelined loops
+    assert [e["applied"] for e in log] == [False] and "no schedule after" in log[0]["why"]
+    assert len(k.asm["cubin"]) > 1000
+    with pytest.warns(UserWarning, match="sm_90a .* and sm_100a .* only"):
+        k, log = _compile_under_twill(fn, sig, {"BLOCK": 1024}, 80)
+    assert log == [{"kernel": "helper_twice", "arch": None, "applied": False,
+                    "why": log[0]["why"]}] and len(k.asm["cubin"]) > 1000  # fmt: skip
+
+
+def test_compile_refuses_a_loop_without_a_schedule_at_any_I(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A loop whose tiles provably exceed the registers at every I is refused as ``twill
+    solve`` refuses it (exit 2, the proof named), not reported as a time-out (exit 1)."""
+    pytest.importorskip("triton")
+    corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "wide_rows_held.py"
+    out = tmp_path / "out"
+    rc = main(["compile", f"{corpus}:wide_rows_held", "--arch", "sm_90a", "-o", str(out)])
+    assert rc == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "no schedule at any I" in err and "wide_rows_held" in err and "Traceback" not in err
+
+
+def test_compile_search_gets_one_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``total_time_limit`` bounds Twill's whole search (a deadline handed to Algorithm 1), not
+    each Phase-1 solve alone; the summary says which problem ``optimal`` is about."""
+    pytest.importorskip("triton")
+    import time
+
+    import twill.io.triton_peer as peer
+    from twill.triton import compile_summary
+
+    seen = []
+    real = peer.solve_for_compile
+
+    def spy(graph, time_limit, deadline=None):  # noqa: ANN001, ANN202
+        seen.append((time.monotonic(), time_limit, deadline))
+        return real(graph, time_limit, deadline)
+
+    monkeypatch.setattr(peer, "solve_for_compile", spy)
+    s = compile_summary(f"{KERNELS}:gemm", "sm_90a", total_time_limit=500)
+    [(entered, limit, deadline)] = seen
+    assert limit == 500 and deadline is not None and entered < deadline <= entered + 500
+    d = s.data
+    assert d["optimal"] and d["problem"] == "modulo+warp-specialisation" and "L_optimal" in d
+
+
 @pytest.mark.slow
 def test_unpipelined_loop_priced_as_written_and_not_compiled(
     tmp_path, capsys: pytest.CaptureFixture[str]

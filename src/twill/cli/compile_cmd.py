@@ -19,6 +19,7 @@ from typing import Any
 from twill.cli._args import positive_float
 from twill.cli.triton_cmd import add_kernel_args
 from twill.errors import InvalidProblemError
+from twill.sched.problems import PROBLEM_TEXT
 
 __all__ = ["register"]
 
@@ -124,9 +125,12 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
     """The text form of ``summary.json``: every decision of Twill's that Triton did not take
     is named (stages moved, ops not expressed, partitions not applied and why)."""
     parts = d["partitions"]
+    proof = "proven" if d.get("optimal") else "NOT proven"
     print(
-        f"{d['kernel']} ({d['arch']}), loop at line {d['loop']}: Twill I = {d['I']}, "
-        f"L = {d['L']}, {d['max_stage'] + 1} stage(s); pipelined prologue depth "
+        f"{d['kernel']} ({d['arch']}), loop at line {d['loop']}: Twill I = {d['I']} ({proof} "
+        f"optimal for {PROBLEM_TEXT.get(d.get('problem', ''), 'its problem')}), L = {d['L']}"
+        f"{'' if d.get('L_optimal') else ' (not proven minimal)'}"
+        f"; {d['max_stage'] + 1} stage(s); pipelined prologue depth "
         f"{d['prologue_depth']}; stages kept {len(d['kept']['stages'])}, changed "
         f"{len(d['changed']['stages'])}; partitions "
         f"{'applied' if parts['applied'] else 'NOT applied'}"

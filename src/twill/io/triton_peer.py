@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -485,27 +486,40 @@ def solve_for_compile(
 
 def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
     """An ``edit`` for :func:`~twill.io.triton_build.schedule_hook` that extracts Twill's graph
-    of whatever kernel is being compiled, solves it and writes Twill's schedule; when Twill
-    has no schedule, Triton's stays and ``log`` (and a warning) says so."""
+    of whatever kernel is being compiled, solves it (within ``total_time_limit`` seconds) and
+    writes Twill's schedule. Where Twill's schedule cannot be written (no loop, a loop Triton
+    leaves unscheduled, an architecture Twill does not model) or Twill has no schedule,
+    Triton's stays, and ``log`` (``applied`` false, ``why``) and a warning say so: the user's
+    launch still compiles."""
     import warnings
 
     from twill.io.triton_extract import extract_loops, pick_loop
 
+    def keep(text: str, kernel: str, arch: str | None, why: str) -> str:
+        """Triton's own schedule (``text`` unchanged), said in a warning and the log."""
+        warnings.warn(f"Twill's schedule not applied to {kernel}: {why}; Triton's own is used",
+                      stacklevel=3)  # fmt: skip
+        log.append({"kernel": kernel, "arch": arch, "applied": False, "why": why})
+        return text
+
     def edit(text: str, base: Any) -> str:
         ttgir = base()
-        arch = "sm_100a" if '"cuda:100"' in ttgir else "sm_90a"
-        extracted = pick_loop(extract_loops(ttgir, arch), None, "<kernel>")
-        graph = extracted.graph
-        r = solve_for_compile(graph, total_time_limit)
-        if r.I is None or r.schedule is None:
-            warnings.warn(
-                f"Twill found no schedule for {graph.name}; Triton's own is used", stacklevel=2
-            )
-            log.append({"kernel": graph.name, "arch": arch, "applied": False})
-            return text
-        loop = scheduled_loop(text, extracted.line)
-        match = match_graph(graph_ops(extracted, ttgir), loop)
-        new, written = write_schedule(text, loop, match, r.schedule, r.I)
+        target = re.search(r'ttg\.target = "cuda:(\d+)"', ttgir)
+        arch = {"90": "sm_90a", "100": "sm_100a"}.get(target.group(1) if target else "")
+        kernel = m.group(1) if (m := re.search(r"tt\.func public @(\w+)", ttgir)) else "<kernel>"
+        if arch is None:
+            return keep(text, kernel, arch, "Twill models sm_90a (H100) and sm_100a (B200) only")
+        try:
+            extracted = pick_loop(extract_loops(ttgir, arch), None, "<kernel>")
+            graph = extracted.graph
+            r = solve_for_compile(graph, total_time_limit, time.monotonic() + total_time_limit)
+            if r.I is None or r.schedule is None:
+                return keep(text, graph.name, arch, "Twill found no schedule within the limit")
+            loop = scheduled_loop(text, extracted.line)
+            match = match_graph(graph_ops(extracted, ttgir), loop)
+            new, written = write_schedule(text, loop, match, r.schedule, r.I)
+        except InvalidProblemError as exc:
+            return keep(text, kernel, arch, str(exc))
         log.append(
             {
                 "kernel": graph.name,
