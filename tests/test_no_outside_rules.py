@@ -91,7 +91,7 @@ SPEC = re.compile(
 )
 # A section sign names its public source just before it ("Twill paper §5.2", "ECCV 2016, §3.2").
 PUBLIC = re.compile(r"(?i:paper)|Twill|et al|arXiv|ECCV|ISCA|MICRO|OSDI|PLDI|ICML|NeurIPS")
-SPEC_SCANNED = ("src", "tests", "benchmarks", "docs")
+SPEC_SCANNED = ("src", "tests", "benchmarks", "docs", "demos")
 SPEC_SUFFIXES = (".py", ".md", ".yaml", ".yml")
 
 
@@ -109,7 +109,7 @@ def _spec_citations(text: str) -> list[str]:
 
 
 def _spec_files() -> list[Path]:
-    files = [ROOT / "README.md"]
+    files = [ROOT / n for n in ("README.md", "Makefile", "demo.py") if (ROOT / n).exists()]
     for top in SPEC_SCANNED:
         files += sorted(p for p in (ROOT / top).rglob("*") if p.suffix in SPEC_SUFFIXES)
     return [f for f in files if f.resolve() != Path(__file__).resolve()]

@@ -189,7 +189,7 @@ def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGra
     normalised cycle = 1024 clocks, in which the tensor core completes **two** 128-row GEMMs:
     every GEMM is 1 cycle of a TC with ``cap(TC) = 2`` (a throughput of two tiles per cycle),
     every exp 1 cycle of EXP (cap 1). The correction ``C_j`` reads and rescales the ``O_j``
-    accumulator through the TMEM load/store port (its own unit, cap 1; paper §3.1), and that read
+    accumulator through the TMEM load/store port (its own unit, cap 1), and that read
     is a blocking wait (``blocking=True``). TMA loads are streaming, zero latency.
 
     Warp annotations (Phase 2): ``P_j`` holds a 128x128 FP32 tile of ``S_j`` loaded from TMEM by a

@@ -1,5 +1,5 @@
-"""Categorical Gumbel-softmax scheduler in the manner of GS-Schedule (Liu et al., ICML 2024;
-Liu et al., ICML 2024), formulation A only.
+"""Categorical Gumbel-softmax scheduler in the manner of GS-Schedule (Liu et al., ICML 2024),
+formulation A only.
 
 Parameters: one logit per (node, step), ``D * |V|`` values (plus a batch of restarts).
 Sampling, per topological generation (vectorised over the generation and the batch): a Gumbel
