@@ -156,6 +156,36 @@ def test_autotuned_kernel_compiles_with_each_config() -> None:
     assert second.picked.cycles < first.picked.cycles  # a smaller tile
 
 
+_UNROLLED = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    for off in tl.range(0, n, BLOCK, loop_unroll_factor=UNROLL):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n)
+        tl.store(y_ptr + cols, tl.exp(x), mask=cols < n)
+"""
+
+
+@pytest.mark.parametrize("unroll", [1, 2])
+def test_a_loop_asking_to_be_unrolled_is_read_as_written(tmp_path: Path, unroll: int) -> None:
+    """``tl.range(..., loop_unroll_factor=2)``: Triton unrolls in its TTIR stage, so the
+    request is removed before it (it was removed only after: two loops at line 8, an unrolled
+    body of 6 ops and a remainder of 3). One loop of 3 ops, as with no request."""
+    pytest.importorskip("triton")
+    from twill.triton import import_triton_loops
+
+    (tmp_path / "unrolled.py").write_text(_UNROLLED.replace("UNROLL", str(unroll)), "utf-8")
+    got = import_triton_loops(f"{tmp_path / 'unrolled.py'}:scale", "sm_90a",
+                              signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"},
+                              constexprs={"BLOCK": 1024}, num_warps=4)  # fmt: skip
+    assert [(lp.line, lp.ops) for lp in got.loops] == [(8, 3)]
+    assert "loop_unroll_factor" in got.notes[-1]
+
+
 def test_solve_takes_the_kernel_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``solve FILE.py:KERNEL`` takes --constexpr/--num-warps/--loop as import-triton does; a
     dtype constexpr on the command line; the compile notes are printed."""

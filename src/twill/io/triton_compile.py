@@ -69,8 +69,8 @@ _LOOP_ATTRS = re.compile(
 )
 PIPELINING_NOTE = (
     "compiled for extraction with num_stages=1 and the loops' num_stages, "
-    "warp_specialize and flatten requests removed: the loop is the kernel's own, "
-    "before Triton's pipelining and warp specialisation"
+    "warp_specialize, flatten and loop_unroll_factor requests removed: the loop is the "
+    "kernel's own, before Triton's pipelining, warp specialisation and unrolling"
 )
 
 
@@ -240,9 +240,8 @@ def compile_ttgir(
 
 
 def _compile_without_pipelining(src: Any, arch: str, num_warps: int) -> str:  # noqa: ANN401
-    """Triton's own stages up to TTGIR, with the loop attributes removed from the TTIR."""
-    import tempfile
-
+    """Triton's own stages up to TTGIR, with the loop attributes removed before the TTIR
+    stage (which unrolls loops that ask for it) and from the TTIR."""
     from triton._C.libtriton import ir
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import make_backend
@@ -261,16 +260,27 @@ def _compile_without_pipelining(src: Any, arch: str, num_warps: int) -> str:  # 
     stages: dict[str, Any] = {}
     backend.add_stages(stages, options, src.language)
     metadata: dict[str, Any] = {}
-    ttir = stages["ttir"](module, metadata)
-    text = _strip_loop_attributes(str(ttir))
-    if text == str(ttir):  # nothing to remove: Triton's own module, as Triton would go on
-        return str(stages["ttgir"](ttir, metadata))
+    # before the TTIR stage too: its loop_unroll pass reads tt.loop_unroll_factor
+    ttir = stages["ttir"](_without_loop_attributes(module, context), metadata)
+    return str(stages["ttgir"](_without_loop_attributes(ttir, context), metadata))
+
+
+def _without_loop_attributes(module: Any, context: Any) -> Any:  # noqa: ANN401 (MLIR modules)
+    """``module`` with its loops' attributes removed (:func:`_strip_loop_attributes`),
+    re-parsed; the module itself when it has none (Triton's own, as Triton would go on)."""
+    import tempfile
+
+    from triton._C.libtriton import ir
+
+    text = _strip_loop_attributes(str(module))
+    if text == str(module):
+        return module
     with tempfile.TemporaryDirectory(prefix="twill-ttir-") as tmp:
         file = Path(tmp) / "kernel.ttir"
         file.write_text(text, encoding="utf-8")
         module = ir.parse_mlir_module(str(file), context)
     module.context = context  # as Triton's own parse() does: the passes read it
-    return str(stages["ttgir"](module, metadata))
+    return module
 
 
 def _strip_loop_attributes(ttir: str) -> str:
