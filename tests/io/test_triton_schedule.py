@@ -229,6 +229,56 @@ def test_compile_cli_config_and_loop(tmp_path, capsys: pytest.CaptureFixture[str
     assert "no loop at that line" in capsys.readouterr().err
 
 
+SLICE = "#ttg.slice<{dim = 1, parent = #blocked}>"
+
+
+@pytest.mark.parametrize(
+    ("line", "written"),
+    [  # an op inside a region of a scheduled op (an scf.if branch, a tt.reduce combiner)
+        (f"%a = tt.make_range {{end = 128 : i32, start = 0 : i32}} : tensor<128xi32, {SLICE}>",
+         f"%a = tt.make_range {{end = 128 : i32, start = 0 : i32, P}} : tensor<128xi32, {SLICE}>"),
+        (f"%b = tt.expand_dims %r {{axis = 1 : i32}} : tensor<64xi32, {SLICE}> -> tensor<1xi1>",
+         f"%b = tt.expand_dims %r {{axis = 1 : i32, P}} : tensor<64xi32, {SLICE}> -> tensor<1xi1>"),
+        (f"%c = ttg.convert_layout %r : tensor<64xi32> -> tensor<64xi32, {SLICE}>",
+         f"%c = ttg.convert_layout %r {{P}} : tensor<64xi32> -> tensor<64xi32, {SLICE}>"),
+        ("%d = arith.cmpi slt, %x, %y : tensor<1x64xi32>",
+         "%d = arith.cmpi slt, %x, %y {P} : tensor<1x64xi32>"),
+        ("scf.yield %a, %b : tensor<128x64xf16>, tensor<64x128xf16>",
+         "scf.yield {P} %a, %b : tensor<128x64xf16>, tensor<64x128xf16>"),
+        ("%e = arith.constant dense<0.0> : tensor<128xf32>",
+         "%e = arith.constant {P} dense<0.0> : tensor<128xf32>"),
+        ("tt.reduce.return %s : f32", "tt.reduce.return %s {P} : f32"),
+    ],
+)  # fmt: skip
+def test_partition_goes_where_mlir_reads_an_attribute_dictionary(line: str, written: str) -> None:
+    """The partition joins the op's own attribute dictionary, or opens one where the op's
+    printed form has it: ``scf.yield`` and ``arith.constant`` take it before their operands
+    (after them it does not parse: grouped_gemm_if on B200 failed with "expected ':'")."""
+    from twill.io.triton_schedule import with_partition
+
+    tail = " loc(#loc7)"
+    want = written.replace("P", "ttg.partition = array<i32: 2>") + tail
+    assert with_partition("    " + line + tail, 2) == "    " + want
+    assert with_partition("    " + want, 1) == "    " + want  # already there: unchanged
+
+
+@pytest.mark.slow
+def test_partitions_written_into_an_if_parse(tmp_path) -> None:
+    """The K loop of grouped_gemm_if holds an ``scf.if`` whose branches carry Twill's
+    partition: the rewritten IR parses, so whatever happens to the partitions is Triton's
+    decision, named in the summary (Triton 3.9 rejects them here for want of a partition on
+    the loop itself), and the stages are compiled."""
+    pytest.importorskip("triton")
+    from twill.triton import compile_summary
+
+    corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "grouped_gemm_if.py"
+    d = compile_summary(f"{corpus}:grouped_gemm_if", "sm_100a", total_time_limit=120).data
+    parts = d["partitions"]
+    assert parts["applied"] or "does not parse" not in parts["why"]
+    assert parts["applied"] or "TritonGPUPartitionScheduling" in parts["why"]
+    assert d["I"] is not None and d["stages"]
+
+
 def test_compile_cli_bad_output(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "file"
     f.write_text("x")

@@ -43,6 +43,7 @@ __all__ = [
     "read_back",
     "ReadBack",
     "write_partitions",
+    "with_partition",
 ]
 
 _LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
@@ -391,14 +392,58 @@ def write_schedule(
 _WS_ATTRS = re.compile(r"(\}\s*\{)([^{}]*)(\}\s*loc\()")
 
 
+def _type_colon(line: str) -> int | None:
+    """Index of the ``" : "`` that starts an op's types: the first one outside every bracket
+    (an attribute dictionary ``{axis = 1 : i32}``, ``array<i32: 2>``); ``None`` without."""
+    depth = 0
+    for i, ch in enumerate(line):
+        if ch in "{<([":
+            depth += 1
+        elif ch in "}])" or (ch == ">" and line[i - 1 : i] != "-"):
+            depth -= 1
+        elif depth == 0 and line.startswith(" : ", i):
+            return i
+    return None
+
+
+def with_partition(line: str, part: int) -> str:
+    """One op's line with ``ttg.partition = array<i32: part>`` in its attribute dictionary:
+    merged into the one it has, else a new one where the op's syntax puts it (right after the
+    name of ``scf.yield`` and ``arith.constant``, whose printed forms start with their
+    dictionary; before the types elsewhere). A line already carrying a partition is returned
+    as it is."""
+    attr = f"ttg.partition = array<i32: {part}>"
+    if "ttg.partition" in line:
+        return line
+    results, rest = _results(line)
+    name = _NAME.match(rest)
+    if name and name.group(1) in ("scf.yield", "arith.constant"):
+        at = line.index(name.group(1)) + len(name.group(1))
+        return f"{line[:at]} {{{attr}}}{line[at:]}"
+    at = _type_colon(line)
+    if at is None:
+        raise InvalidProblemError(f"no place for a partition on: {line.strip()[:80]}")
+    head = line[:at].rstrip()
+    if head.endswith("}"):  # the op's own dictionary ends just before its types
+        depth, k = 0, len(head) - 1
+        while k >= 0:  # its opening brace (a dictionary may hold braces: #ttg.slice<{...}>)
+            depth += {"}": 1, "{": -1}.get(head[k], 0)
+            if depth == 0:
+                break
+            k -= 1
+        inner = head[k + 1 : -1].strip()
+        return head[:-1] + (", " if inner else "") + attr + "}" + line[at:]
+    return f"{head} {{{attr}}}{line[at:]}"
+
+
 def _partition_children(lines: list[str], op: LoopOp, part: int) -> None:
-    """The ops inside a region op (a ``tt.reduce`` combiner) carry its partition too, as
-    Triton's ``warp_specialize`` verifier requires."""
+    """The ops inside a region op (a ``tt.reduce`` combiner, the branches of an ``scf.if``)
+    carry its partition too, as Triton's ``warp_specialize`` verifier requires."""
     for k in range(op.start + 1, op.line):
         s = lines[k].strip()
-        if s.startswith("^") or "{" in s or not _NAME.match(_results(s)[1]):
+        if s.startswith(("^", "}")) or s.endswith(("{", "({")) or not _NAME.match(_results(s)[1]):
             continue
-        lines[k] = lines[k].replace(" : ", f" {{ttg.partition = array<i32: {part}>}} : ", 1)
+        lines[k] = with_partition(lines[k], part)
 
 
 def write_partitions(
