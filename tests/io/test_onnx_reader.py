@@ -4,6 +4,8 @@ derived graph (residual adds, concats, fan-out), refusals, and the layer folder 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -84,6 +86,53 @@ def test_gemm_and_batched_matmul(tmp_path):
     assert kinds[(scores.name, context.name)] == "branch"
 
 
+def _einsum(eq, ins, out, name=None):
+    return helper.make_node("Einsum", ins, [out], name=name or out, equation=eq)
+
+
+def test_einsum_is_a_batched_matmul(tmp_path):
+    """torch.einsum survives both exporters as Einsum: attention, a projection, ellipses, an
+    implicit output and RoPE's table of two constants are matrix products; a one-operand
+    einsum (a transpose) is free."""
+    nodes = [
+        _einsum("btd,dk->btk", ["x", "wq"], "q"),  # weight: tokens fold into the rows
+        helper.make_node("Reshape", ["q", "shape"], ["q4"]),
+        _einsum("bqhd->bhqd", ["q4"], "qh"),  # one operand: free
+        _einsum("bhqd,bhkd->bhqk", ["qh", "qh"], "s"),  # attention: b x h groups
+        _einsum("...qk,...kd", ["s", "qh"], "o"),  # ellipsis, implicit output "...qd"
+        _einsum("i,j->ij", ["t", "f"], "rope"),  # constants only: an outer product
+        _einsum("kd,btd->btk", ["wo", "x"], "y"),  # the weight first
+    ]
+    shape = numpy_helper.from_array(np.array([2, 8, 4, 16], np.int64), "shape")
+    t, f = _w("t", 8), _w("f", 16)
+    inits = [_w("wq", 64, 64), shape, t, f, _w("wo", 32, 64)]
+    imp = read_onnx(_save(tmp_path, nodes, [("x", [2, 8, 64])], inits))
+    got = [(ly.dim(Dim.P), ly.dim(Dim.C), ly.dim(Dim.K), ly.groups) for ly in imp.layers]
+    assert got == [(16, 64, 64, 1), (8, 16, 8, 8), (8, 8, 16, 8), (8, 1, 16, 1), (16, 64, 32, 1)]
+    assert sum(ly.total_macs for ly in imp.layers) == (
+        2 * 8 * 64 * 64 + 2 * 4 * 8 * 16 * 8 * 2 + 8 * 16 + 2 * 8 * 64 * 32
+    )
+    assert imp.free_ops == {"Reshape": 1, "Einsum": 1}
+    kinds = {(e.src, e.dst): e.kind for e in imp.network.edges}
+    assert kinds[0, 1] == kinds[1, 2] == "branch"  # attention reads two producers' tensors
+
+
+@pytest.mark.parametrize(
+    ("eq", "shapes", "why"),
+    [
+        ("ii,ij->j", [[4, 4], [4, 8]], "repeats within one operand"),
+        ("ij,jk->k", [[4, 4], [4, 8]], "sums index 'i' over one operand"),
+        ("ij,jk,kl->il", [[4, 4], [4, 8], [8, 2]], "ein3 (Einsum)"),
+    ],
+)
+def test_einsum_without_a_layer_model_is_refused(tmp_path, eq, shapes, why):
+    names = ["a", "b", "c"][: len(shapes)]
+    nodes = [_einsum(eq, names, "y", name="ein" + str(len(shapes)))]
+    path = _save(tmp_path, nodes, list(zip(names, shapes, strict=True)), [])
+    with pytest.raises(InputFormatError, match=re.escape(why)):
+        read_onnx(path)
+
+
 def _resnet_like(tmp_path):
     nodes = [
         helper.make_node("Conv", ["x", "w0"], ["a"], name="stem", pads=[1, 1, 1, 1]),
@@ -139,12 +188,12 @@ def test_refusals(tmp_path):
     nodes = [
         helper.make_node("Conv", ["x", "w"], ["a"], name="c"),
         helper.make_node("TopK", ["a", "k"], ["v", "i"], name="top"),
-        helper.make_node("Einsum", ["v", "we"], ["e"], name="ein", equation="nchw,kc->nkhw"),
+        helper.make_node("MatMulInteger", ["v", "we"], ["e"], name="mmi"),
     ]
     k = numpy_helper.from_array(np.array([2], np.int64), "k")
     inits = [_w("w", 4, 3, 1, 1), k, _w("we", 4, 4)]
     path = _save(tmp_path, nodes, [("x", [1, 3, 8, 8])], inits)
-    with pytest.raises(InputFormatError, match=r"multiply-accumulates.*ein \(Einsum\)"):
+    with pytest.raises(InputFormatError, match=r"multiply-accumulates.*mmi \(MatMulInteger\)"):
         read_onnx(path)
     # a shape that depends on the data (NonZero's count) is named as such
     nodes = [

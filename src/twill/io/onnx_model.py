@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
+from twill.io.onnx_einsum import einsum_operands, einsum_roles
 from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Edge, Network, shape_mismatch
 from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer
 
 __all__ = [
     "COMPUTE_OPS",
     "MAC_OPS_UNMODELLED",
+    "is_compute",
     "is_free_op",
     "OnnxImport",
     "import_model",
@@ -49,7 +51,7 @@ __all__ = [
 COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
 #: Ops that do multiply-accumulates but have no layer model here: refused, by name.
 MAC_OPS_UNMODELLED = frozenset(
-    "Einsum ConvInteger MatMulInteger QLinearConv QLinearMatMul DeformConv LSTM GRU RNN "
+    "ConvInteger MatMulInteger QLinearConv QLinearMatMul DeformConv LSTM GRU RNN "
     "Attention MultiHeadAttention FusedMatMul FusedConv QAttention".split()
 )
 #: Control flow: which branch or how many iterations runs is data, not shape.
@@ -95,9 +97,9 @@ class OnnxImport:
 def is_free_op(op_type: str, domain: str = "") -> bool:
     """Whether a node of ``op_type`` costs nothing in the model (no MACs: it runs on the
     intermediate on chip). Default-domain ops are free unless they are compute, MAC or
-    control-flow ops; an op of another domain is free when it has no weight operand
-    (checked by the reader)."""
-    return op_type not in COMPUTE_OPS | MAC_OPS_UNMODELLED | _CONTROL_OPS
+    control-flow ops (and ``Einsum``, whose cost depends on its operands: :func:`is_compute`);
+    an op of another domain is free when it has no weight operand (checked by the reader)."""
+    return op_type not in COMPUTE_OPS | MAC_OPS_UNMODELLED | _CONTROL_OPS | {"Einsum"}
 
 
 def _attrs(node: Any) -> dict[str, Any]:
@@ -168,9 +170,32 @@ def _matmul(node: Any, shp: dict[str, list[int]], consts: set[str], name: str) -
     return Layer(name, {Dim.P: m, Dim.C: k, Dim.K: n}, groups=batch)
 
 
-def _layer(node: Any, shp: dict[str, list[int]], consts: set[str], name: str) -> Layer:
+def is_compute(node: Any) -> bool:
+    """Whether ``node`` becomes a layer: a compute op, or an ``Einsum`` of two operands (one
+    operand: a transpose or a sum, free; three or more: refused)."""
+    return node.op_type in COMPUTE_OPS or (node.op_type == "Einsum" and einsum_operands(node) == 2)
+
+
+def _einsum(node: Any, shp: dict[str, list[int]], consts: set[str], name: str, src: str) -> Layer:
+    """A two-operand einsum as a (batched) matrix product (:mod:`twill.io.onnx_einsum`); the
+    activation operand gives the rows, a weight operand the columns."""
+    (g, p, c, k), why = einsum_roles(node, [shp[t] for t in node.input[:2]])
+    if why:
+        raise InputFormatError(
+            f"node {node.name or '?'} (Einsum): {why}; only a batched matrix product has a "
+            "layer model (rewrite it as matmul)",
+            source=src,
+        )
+    if node.input[0] in consts and node.input[1] not in consts:
+        p, k = k, p
+    return Layer(name, {Dim.P: p, Dim.C: c, Dim.K: k}, groups=g)
+
+
+def _layer(node: Any, shp: dict[str, list[int]], consts: set[str], name: str, src: str) -> Layer:
     if node.op_type in ("Conv", "ConvTranspose"):
         return _conv(node, shp, name)
+    if node.op_type == "Einsum":
+        return _einsum(node, shp, consts, name, src)
     return _matmul(node, shp, consts, name)
 
 
@@ -195,11 +220,11 @@ def read_onnx(path: str | Path) -> OnnxImport:
     layers: list[Layer] = []
     layer_of: dict[int, int] = {}
     for i, node in enumerate(g.node):
-        if node.op_type in COMPUTE_OPS:
+        if is_compute(node):
             _check_node(model, node, shp, src)
             layer_of[i] = len(layers)
             name = _safe(node.name or node.op_type, len(layers))
-            layers.append(_layer(node, shp, consts, name))
+            layers.append(_layer(node, shp, consts, name, src))
             bad = layers[-1].check()
             if bad:
                 raise InputFormatError(
@@ -209,12 +234,13 @@ def read_onnx(path: str | Path) -> OnnxImport:
                 )
     if not layers:
         raise InputFormatError(
-            "no compute node (Conv, ConvTranspose, Gemm, MatMul): nothing to map", source=src
+            "no compute node (Conv, ConvTranspose, Gemm, MatMul, Einsum): nothing to map",
+            source=src,
         )
     edges = _edges(g, layer_of, consts, layers)
     free: dict[str, int] = {}
-    for n in g.node:
-        if n.op_type not in COMPUTE_OPS:
+    for i, n in enumerate(g.node):
+        if i not in layer_of:
             free[n.op_type] = free.get(n.op_type, 0) + 1
     name = Path(path).stem
     return OnnxImport(Network(name, tuple(layers), tuple(edges), src), free, notes)
@@ -243,6 +269,7 @@ def _refuse_unmodelled(g: Any, src: str) -> None:
         f"{n.name or '?'} ({n.op_type})"
         for n in g.node
         if n.op_type in MAC_OPS_UNMODELLED
+        or (n.op_type == "Einsum" and einsum_operands(n) > 2)
         or (n.domain not in ("", "ai.onnx") and any(t in weights for t in n.input))
     ]
     if macs:
@@ -308,7 +335,7 @@ def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Laye
     for i, node in enumerate(g.node):
         if i not in layer_of:
             continue
-        ins = node.input[:2] if node.op_type == "MatMul" else node.input[:1]
+        ins = node.input[:2] if node.op_type in ("MatMul", "Einsum") else node.input[:1]
         for t in ins:
             raw += [(p, layer_of[i], k) for p, k in trace(t, "chain") if p != layer_of[i]]
     return _legal(raw + list(adds), layers)

@@ -165,7 +165,7 @@ def static_shapes(model: Any) -> dict[str, list[int]]:
     return out
 
 
-_COMPUTE = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+_COMPUTE = ("Conv", "ConvTranspose", "Gemm", "MatMul", "Einsum")
 
 
 def _needs_shapes(model: Any) -> bool:
