@@ -157,6 +157,17 @@ def run(name: str, arch: str, size: int) -> dict[str, Any]:
     return row
 
 
+def nothing_to_run(why: str, args: argparse.Namespace) -> int:
+    """Say why nothing ran and exit 0; with ``--json`` stdout still holds JSON (no rows) and
+    the sentence goes to stderr."""
+    if args.json:
+        print(why, file=sys.stderr)
+        print(json.dumps([]))
+    else:
+        print(why)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kernels", nargs="+", default=list(KERNELS), choices=KERNELS)
@@ -166,11 +177,10 @@ def main() -> int:
     try:
         import torch
     except ImportError:
-        print("no GPU found (PyTorch is not installed); nothing to run")
-        return 0
+        return nothing_to_run("no GPU found (PyTorch is not installed); nothing to run", args)
     if not torch.cuda.is_available():
-        print("no GPU found (torch.cuda.is_available() is False); nothing to run")
-        return 0
+        why = "no GPU found (torch.cuda.is_available() is False); nothing to run"
+        return nothing_to_run(why, args)
     import triton
 
     triton.set_allocator(
@@ -179,11 +189,11 @@ def main() -> int:
     major, _ = torch.cuda.get_device_capability()
     arch = {9: "sm_90a", 10: "sm_100a"}.get(major)
     if arch is None:
-        print(
+        why = (
             f"GPU {torch.cuda.get_device_name()} is neither an H100 (sm_90a) nor a B200 "
             "(sm_100a); nothing to run"
         )
-        return 0
+        return nothing_to_run(why, args)
     rows = []
     for k in args.kernels:
         rows.append(run(k, arch, args.size))

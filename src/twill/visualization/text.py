@@ -247,7 +247,8 @@ def _answer_lines(result: Any, unit: str) -> list[str]:  # noqa: ANN401
             return [f"  no warp-specialised schedule with I <= {tried}: {why}", alone]
         tried = result.certificate[-1].I if result.certificate else 0
         return [f"  no schedule with I <= {tried}: {why}"]
-    proof = "proven optimal" if result.optimal else "NOT proven optimal"
+    status = getattr(result.status, "value", str(result.status))  # "feasible" when not proven
+    proof = "proven optimal" if result.optimal else f"{status}, NOT proven optimal"
     low = result.to_dict().get("lower_bound")
     gap = ""
     if not result.optimal and low is not None:  # what is proven: no schedule below it

@@ -76,6 +76,10 @@ def test_time_out_returns_the_incumbent(benchmark_data):
     d = r.to_dict()
     assert d["gap"] == r.I - r.lower_bound > 0 and d["status"] == "feasible"
     assert any(c.verdict in ("unknown", "untried") for c in r.certificate)
+    from twill.visualization.text import format_result
+
+    claim = f"I = {r.I} cycles (feasible, NOT proven optimal for modulo scheduling; lower bound"
+    assert claim in format_result(r, g)  # the text says "feasible", as the JSON's status
 
 
 def test_json_has_lower_bound_and_gap():
