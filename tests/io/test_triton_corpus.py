@@ -108,6 +108,30 @@ def test_tiny_loop_normalised_to_the_common_resolution() -> None:
     assert mii(fa.graph) == 28
 
 
+def test_a_loop_with_more_costs_than_the_budget_keeps_their_ratios() -> None:
+    """A chain of 160 ops (3 and 97 SM clocks) has 319 costs, more than U = 300: it was
+    refused ("keep_positive needs U >= 319"; a tl.sort in a loop has 436). It gets four units
+    per cost: every cost at least one unit, and a 97-clock op well above a 3-clock one (one
+    unit per cost would make every cost one unit)."""
+    from twill.io.triton_extract import LARGE_LOOP_UNITS_PER_COST, normalise_loop
+    from twill.sched.ir import DependenceGraph, Edge, Instruction
+    from twill.sched.machines import machine_for
+    from twill.sched.normalize import graph_costs
+
+    clk = [3 if k % 2 else 97 for k in range(160)]
+    ops = tuple(Instruction(f"v{k}", c, {"FMA": (1,) * c}, unit="FMA", note=f"arith.addf ({c} clk)")
+                for k, c in enumerate(clk))  # fmt: skip
+    edges = tuple(Edge(f"v{k}", f"v{k + 1}", clk[k]) for k in range(159))
+    graph = DependenceGraph("long", ops, edges, machine_for("sm_90a"))
+    n_costs = len(graph_costs(graph)[0])
+    assert n_costs == 319
+    normed, report = normalise_loop(graph)
+    assert min(report.solution.scaled) >= 1
+    assert 300 < sum(report.solution.scaled) <= LARGE_LOOP_UNITS_PER_COST * n_costs
+    big, small = normed.instruction("v0").cycles, normed.instruction("v1").cycles
+    assert big >= 5 * small
+
+
 def test_helper_called_twice_gives_two_loops_told_apart_by_the_call() -> None:
     """One helper inlined at lines 27 and 28: two loops at source line 15, each with its call;
     --loop 15 is ambiguous and says which call lines to give; --loop 28 picks the second. The
