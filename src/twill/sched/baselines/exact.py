@@ -243,12 +243,18 @@ def solve_window(
     time_limit: float,
     seed: int,
     first: bool = False,
+    work_limit: float | None = None,
 ) -> tuple[int, np.ndarray | None]:
     """One single-threaded CP-SAT solve of :func:`build_model` on ``spec``, from ``hint``
     (for the ops left free) when given, stopped at the first schedule with ``first``:
     CP-SAT's status and the schedule found (``None`` when it found none, which proves
     nothing unless the status is ``INFEASIBLE``). The large-neighbourhood search and the
     LP-guided schedules solve their restricted models this way.
+
+    ``work_limit`` (optional) also stops the solve after that much of CP-SAT's deterministic
+    time (its ``max_deterministic_time``, a count of work, not seconds): with one worker and
+    a fixed seed the answer is then the same on a quiet or a loaded machine, as long as
+    ``time_limit`` is not reached first.
 
     An exception raised inside CP-SAT's native solve (``IndexError: absl::btree_map::at``,
     once in about a hundred neighbourhoods on EPFL ``max``) is logged and
@@ -265,6 +271,8 @@ def solve_window(
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = int(seed)
     solver.parameters.stop_after_first_solution = first
+    if work_limit is not None:
+        solver.parameters.max_deterministic_time = float(work_limit)
     try:
         code = solve_cpsat(solver, m)
     except (IndexError, RuntimeError, ValueError) as exc:  # the native solver's own failure

@@ -234,18 +234,23 @@ def lp_guided_schedule(
     time_limit: float = 30.0,
     seed: int = 0,
     first: bool = False,
+    work_limit: float | None = None,
 ) -> np.ndarray | None:
     """The exact CP-SAT model of formulation A with the peak capped at ``lp.cap`` and every
     op restricted to its LP support: the relaxation picks the steps, CP-SAT makes them
-    integral. Returns the best schedule found within ``time_limit`` seconds (with ``first``,
-    the first one found), or ``None`` (the restriction may exclude every schedule; no claim
-    of infeasibility)."""
+    integral. Returns the best schedule found within ``time_limit`` seconds (and, when
+    given, ``work_limit`` units of CP-SAT's deterministic time: the same answer on any
+    machine load; :func:`~twill.sched.baselines.exact.solve_window`), with ``first`` the
+    first one found, or ``None`` (the restriction may exclude every schedule; no claim of
+    infeasibility)."""
     from twill.sched.baselines.exact import ModelSpec, solve_window
 
     if not lp.feasible:
         return None
     spec = ModelSpec("A", D, None, ratio, lp.lo, lp.hi, peak_cap=lp.cap)
-    _, t = solve_window(g, spec, time_limit=time_limit, seed=seed, first=first)
+    _, t = solve_window(
+        g, spec, time_limit=time_limit, seed=seed, first=first, work_limit=work_limit
+    )
     return t
 
 
