@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from twill.cli import main
@@ -53,6 +55,38 @@ def test_missing_signature_type_is_named(capsys: pytest.CaptureFixture[str]) -> 
         from twill.io.triton_compile import compile_ttgir
 
         compile_ttgir(KERNELS, "gemm", "sm_90a", {"a_ptr": "*fp16"}, {"BM": 128})
+
+
+_ROWS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    for off in range(0, n, BLOCK):
+        acc = tl.zeros([BLOCK], dtype=tl.float32)
+        tl.store(y_ptr + off + tl.arange(0, BLOCK), acc)
+"""
+
+
+def test_triton_refusals_say_why_and_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Triton's compile errors are chained: the outer one quotes the kernel's line with a
+    caret under it (the message was that caret line, blank), the innermost says why. An
+    unknown signature type was Triton's bare ``KeyError: 'fp99'``."""
+    pytest.importorskip("triton")
+    (tmp_path / "rows.py").write_text(_ROWS, "utf-8")
+    spec = f"{tmp_path / 'rows.py'}:rows"
+    sig = ["--signature", "x_ptr=*fp32", "--signature", "n=i32"]
+    args = ["import-triton", spec, "--arch", "sm_90a", *sig, "--num-warps", "4"]
+    assert main([*args, "--signature", "y_ptr=*fp32", "--constexpr", "BLOCK=1000"]) == 2
+    err = capsys.readouterr().err
+    assert "Shape element 0 must be a power of 2" in err
+    assert "(at `acc = tl.zeros([BLOCK], dtype=tl.float32)`)" in err
+    assert main([*args, "--signature", "y_ptr=*fp99", "--constexpr", "BLOCK=1024"]) == 2
+    assert "--signature y_ptr=*fp99: not a Triton type" in capsys.readouterr().err
 
 
 def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:

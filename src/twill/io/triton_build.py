@@ -384,9 +384,12 @@ def build_kernel(
         except InvalidProblemError:
             raise
         except Exception as exc:  # Triton's errors have many types
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            from twill.io.triton_compile import triton_reason
+
             name = getattr(fn, "__name__", "the kernel")
-            raise InvalidProblemError(f"Triton could not compile {name}: {first}") from None
+            raise InvalidProblemError(
+                f"Triton could not compile {name}: {triton_reason(exc)}"
+            ) from None
     b = Build(compiled, record)
     b.regs, b.spills = _ptxas_resources(b.ptx, arch)
     b.smem_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)

@@ -225,6 +225,7 @@ def compile_ttgir(
             f"kernel {kernel!r}: no type for argument(s) {', '.join(missing)}; give "
             f"--signature NAME=TYPE (e.g. *fp16, fp32, i32) or --constexpr NAME=VALUE"
         )
+    _check_types(kernel, signature)
     full = {n: signature.get(n, "constexpr") for n in names}
     consts = {(names.index(n),): v for n, v in known.items() if n not in signature}
     src = ASTSource(fn, signature=full, constexprs=consts)
@@ -234,9 +235,47 @@ def compile_ttgir(
     except InvalidProblemError:
         raise
     except Exception as exc:  # Triton's compile errors have many types
-        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise InvalidProblemError(f"Triton could not compile {kernel!r}: {first}") from None
+        raise InvalidProblemError(
+            f"Triton could not compile {kernel!r}: {triton_reason(exc)}"
+        ) from None
     return CompiledKernel(ttgir, (*notes, PIPELINING_NOTE))
+
+
+def _check_types(kernel: str, signature: Mapping[str, str]) -> None:
+    """Each signature type is one Triton reads (``*fp16``, ``i32``, ...), else an error naming
+    the argument (Triton's own is a bare ``KeyError: 'fp99'``)."""
+    from triton.language import str_to_ty
+
+    for name, ty in signature.items():
+        try:
+            str_to_ty(ty, None)
+        except Exception:  # noqa: BLE001 (KeyError, IndexError: Triton's parser)
+            raise InvalidProblemError(
+                f"kernel {kernel!r}: --signature {name}={ty}: not a Triton type (e.g. *fp16, "
+                "*bf16, *fp32, *fp8e4nv, *i32, fp32, i32, i64)"
+            ) from None
+
+
+def triton_reason(exc: BaseException) -> str:
+    """Why Triton refused a kernel, and where: its compile errors are chained, the outer one
+    quoting the kernel's line (a caret under it, the last line of its text), the innermost
+    saying why (``Shape element 0 must be a power of 2``)."""
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and len(chain) < 32:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    why = ""
+    for e in reversed(chain):  # the innermost reason first
+        text = getattr(e, "error_message", None) or str(e)
+        lines = [ln.strip() for ln in text.strip().splitlines() if re.search(r"[A-Za-z0-9]", ln)]
+        if lines:
+            why = lines[-1]
+            break
+    lines = str(exc).rstrip().splitlines()
+    at = [k for k, ln in enumerate(lines) if k and ln.strip() == "^"]
+    where = f" (at `{lines[at[-1] - 1].strip()}`)" if at else ""
+    return (why or type(exc).__name__) + where
 
 
 def _compile_without_pipelining(src: Any, arch: str, num_warps: int) -> str:  # noqa: ANN401
