@@ -118,3 +118,24 @@ def test_interrupt_during_gaus_exact_baseline(tmp_path):
     args = ["gaus", str(GS), "--baseline", "exact", "--time-limit", "60", "-o", str(out)]
     res = _interrupt(_start(args, tmp), signal.SIGINT, wait_for=None, delay=3.0)
     _check(res, tmp, out, 130)
+
+
+def test_interrupt_line_names_where_the_search_stood_without_a_terminal(monkeypatch):
+    """With stderr not a terminal (a log, a pipe) the search's last progress (the I under
+    test, the lower bound, the incumbent and the time) still reaches the interrupt line: it
+    used to be kept on a terminal only, so a logged run that was interrupted said nothing."""
+    import argparse
+
+    from twill.cli import sched_cmds
+    from twill.options import SolverOptions
+    from twill.progress import ProgressEvent
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    args = argparse.Namespace()
+    event = ProgressEvent("phase1", 129, 3.9, lower_bound=129, upper_bound=160, best_I=160)
+    with pytest.raises(KeyboardInterrupt):
+        with sched_cmds._followed(args, SolverOptions()) as followed:
+            followed.on_progress(event)
+            raise KeyboardInterrupt
+    assert args.interrupted_at == event.describe()
+    assert "I=129 (lower bound 129, max 160) trying, incumbent I=160, gap 31" in event.describe()

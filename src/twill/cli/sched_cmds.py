@@ -283,9 +283,10 @@ def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> Sol
 @contextmanager
 def _followed(args: argparse.Namespace, options: SolverOptions) -> Iterator[SolverOptions]:
     """``options`` with the command's progress line as their callback; on Ctrl-C the last
-    line is kept for the CLI's one interrupt line. The command hands these options straight
-    to :func:`twill.sched.exact.pipeline.run`, so the flags reach the solvers in as few
-    calls as possible (docs/architecture.md)."""
+    line (the I under test, the lower bound, the incumbent and the time) is kept for the CLI's
+    one interrupt line, on a terminal or not (a log then still says where the search stood).
+    The command hands these options straight to :func:`twill.sched.exact.pipeline.run`, so
+    the flags reach the solvers in as few calls as possible (docs/architecture.md)."""
     from dataclasses import replace
 
     on_progress, status = _progress_callback()
@@ -293,13 +294,14 @@ def _followed(args: argparse.Namespace, options: SolverOptions) -> Iterator[Solv
 
     def follow(event: ProgressEvent) -> None:  # the last line outlives an interrupt
         seen[:] = [event.describe()]
-        on_progress(event)  # type: ignore[misc]
+        if on_progress is not None:
+            on_progress(event)
 
     try:
-        yield replace(options, on_progress=follow if on_progress is not None else None)
+        yield replace(options, on_progress=follow)
     except KeyboardInterrupt:
-        if status is not None and seen:  # on a terminal: where the search stood, named in
-            args.interrupted_at = seen[0]  # the CLI's one interrupt line
+        if seen:  # where the search stood, named in the CLI's one interrupt line
+            args.interrupted_at = seen[0]
         raise
     finally:
         if status is not None:
