@@ -279,6 +279,11 @@ def test_cli_fuse_grouped_model_on_gemmini_and_simba(tmp_path, capsys):
         assert main(argv) == 0
         out = json.loads(capsys.readouterr().out)
         assert out["method"] == "fadiff" and out["edp"] > 0
+        # every method's top-level keys (issue 40), the objective being the plan's EDP
+        shared = {"status", "solution", "objective", "objective_unit", "bound", "certificate",
+                  "timings", "stats", "settings", "seed"}  # fmt: skip
+        assert shared <= set(out) and out["objective"] == out["edp"] == out["solution"]["edp"]
+        assert out["status"] == "feasible" and "history" not in out["stats"]
         # the gain over the best layer-wise plan, never below 1, and at most its bound (the
         # bounds model Gemmini's levels: none on Simba)
         assert out["gain_vs_layerwise"] == pytest.approx(out["layerwise_edp"] / out["edp"])

@@ -319,11 +319,17 @@ def _gain(net: Any, arch: Any, res: Any, lw_plan: Any, lw_rep: Any,
 
 
 def _fuse_json(net: Any, arch: Any, res: Any) -> dict[str, Any]:  # noqa: ANN401
-    """The ``--json`` object: totals, source, fused edges and fusion groups by layer name."""
+    """The ``--json`` object: the result's :meth:`~twill.results.SolveResult.to_dict` (the
+    top-level keys every method's JSON has; the per-step ``history`` and ``evals`` of its
+    statistics left out), then the totals, source, fused edges and fusion groups by layer
+    name."""
     from twill.mapping.fadiff.fusion import fusion_groups
 
     rep = res.solution.report
+    shared = res.to_dict()
+    shared["stats"] = {k: v for k, v in shared["stats"].items() if k not in ("history", "evals")}
     return {
+        **shared,
         "network": net.name,
         "method": res.solution.plan.method,
         **rep.summary(),
