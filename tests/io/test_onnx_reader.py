@@ -86,6 +86,22 @@ def test_gemm_and_batched_matmul(tmp_path):
     assert kinds[(scores.name, context.name)] == "branch"
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "macs"),
+    [
+        ([2, 5, 8], "w8", 2 * 5 * 8),  # x @ a weight vector: the output [2, 5] lost a dim
+        ([8], [3, 8, 4], 3 * 8 * 4),  # a vector @ a batch of matrices
+        ([2, 1, 5, 8], [1, 3, 8, 4], 2 * 3 * 5 * 8 * 4),  # broadcast leading dimensions
+    ],
+)
+def test_matmul_batch_is_the_operands_broadcast(tmp_path, a, b, macs):
+    inits = [_w("w8", 8)] if b == "w8" else []
+    inputs = [("a", a)] + ([] if b == "w8" else [("b", b)])
+    nodes = [helper.make_node("MatMul", ["a", "b" if inputs[1:] else "w8"], ["y"], name="mm")]
+    imp = read_onnx(_save(tmp_path, nodes, inputs, inits))
+    assert sum(ly.total_macs for ly in imp.layers) == macs
+
+
 def _einsum(eq, ins, out, name=None):
     return helper.make_node("Einsum", ins, [out], name=name or out, equation=eq)
 

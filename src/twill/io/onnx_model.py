@@ -162,9 +162,14 @@ def _matmul(node: Any, shp: dict[str, list[int]], consts: set[str], name: str) -
     a_s = [1, *a_s] if len(a_s) == 1 else a_s
     b_s = [*b_s, 1] if len(b_s) == 1 else b_s
     m, k, n = a_s[-2], a_s[-1], b_s[-1]
+    # the batch is the broadcast of both operands' leading dimensions (not the output's: a
+    # 1-D operand drops a dimension from it, so [2, 5, 8] @ [8] gives [2, 5], batch 2)
+    lead_a, lead_b = a_s[:-2], b_s[:-2]
+    width = max(len(lead_a), len(lead_b))
+    lead_a, lead_b = [1] * (width - len(lead_a)) + lead_a, [1] * (width - len(lead_b)) + lead_b
     batch = 1
-    for d in shp[node.output[0]][:-2]:
-        batch *= d
+    for da, db in zip(lead_a, lead_b, strict=True):
+        batch *= max(da, db)
     if node.input[1] in consts and len(b_s) == 2:  # shared weight: batch folds into rows
         return Layer(name, {Dim.P: m * batch, Dim.C: k, Dim.K: n})
     return Layer(name, {Dim.P: m, Dim.C: k, Dim.K: n}, groups=batch)
