@@ -9,7 +9,7 @@ the keys every solver's :meth:`~twill.results.SolveResult.to_dict` has (``object
 ``I``, ``lower_bound``, ``gap``, ``optimal``, ``L``, ``schedule``, ``certificate``,
 ``incumbent``, ``seconds``, ...). On a terminal, a status line on stderr follows the search
 (the I under test, its verdict, the proven lower bound, the incumbent's I and the gap, the
-elapsed time), and an interrupt leaves its last state on stderr. Exit
+elapsed time), and an interrupt leaves its last state on stderr (terminal or not). Exit
 codes: 0 schedule found, 1 no schedule (infeasible up to ``--max-I`` or time limits), 2 bad
 input.
 """
