@@ -432,3 +432,20 @@ def test_unpipelined_loop_priced_as_written_and_not_compiled(
     assert main(["compile", f"{corpus}:layer_norm", "--arch", "sm_90a", "-o", str(out)]) == 2
     assert "no schedule after Triton's schedule_loops" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_unparsable_rewrite_is_named_without_mlir_noise(capfd: pytest.CaptureFixture[str]) -> None:
+    """A rewritten TTGIR that does not parse is an error naming MLIR's diagnostic (line and
+    column in the rewritten text); nothing of it reaches the user's stderr on its own."""
+    pytest.importorskip("triton")
+    from triton._C.libtriton import ir
+
+    from twill.errors import InvalidProblemError
+    from twill.io.triton_build import _parse
+
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    bad = "module {\n  tt.func @k() {\n    scf.yield %a {x = 1 : i32} : i32\n  }\n}\n"
+    with pytest.raises(InvalidProblemError, match="does not parse: line 3, column 17: expected"):
+        _parse(bad, ctx)
+    assert capfd.readouterr().err == ""

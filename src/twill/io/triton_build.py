@@ -201,13 +201,19 @@ def _run(
 def _parse(text: str, context: Any) -> Any:
     from triton._C.libtriton import ir
 
+    failed = None
     with tempfile.TemporaryDirectory(prefix="twill-ttgir-") as tmp:
         path = Path(tmp) / "scheduled.ttgir"
         path.write_text(text, encoding="utf-8")
-        try:
-            module = ir.parse_mlir_module(str(path), context)
-        except RuntimeError as exc:
-            raise InvalidProblemError(f"the rewritten schedule does not parse: {exc}") from None
+        with _captured_stderr() as log:  # MLIR prints its diagnostic there: kept for the message
+            try:
+                module = ir.parse_mlir_module(str(path), context)
+            except RuntimeError as exc:
+                failed = exc
+    if failed is not None:
+        m = re.search(r'":(\d+):(\d+)\): error: (.*)', log[0])
+        why = f"line {m.group(1)}, column {m.group(2)}: {m.group(3).strip()}" if m else str(failed)
+        raise InvalidProblemError(f"the rewritten schedule does not parse: {why}") from None
     module.context = context  # as Triton's own parse() does; later stages read it
     return module
 
