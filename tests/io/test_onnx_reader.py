@@ -342,6 +342,38 @@ def test_cli_fuse_time_limit_returns_the_best_plan_so_far(tmp_path, capsys):
         assert out["stopped"] == stopped and out["edp"] <= out["layerwise_edp"]
 
 
+def _range_model(tmp_path, limit_from_shape):
+    """``Range(0, n)`` feeding a MatMul: ``n`` read from the shape of ``x`` (whose length is
+    symbolic), or given as the value of the graph input ``n``."""
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("Gather", ["sx", "one"], ["len"], axis=0),
+        helper.make_node("Range", ["zero", "len" if limit_from_shape else "n", "one"], ["r"]),
+        helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["rf", "one1"], ["col"]),
+        helper.make_node("MatMul", ["col", "w"], ["y"], name="mm"),
+    ]
+    consts = [numpy_helper.from_array(np.array(v, np.int64), k)
+              for k, v in (("zero", 0), ("one", 1), ("one1", [1]))]  # fmt: skip
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8]),
+           helper.make_tensor_value_info("n", i64, [])]  # fmt: skip
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph(nodes, "rng", ins, [out], [*consts, _w("w", 1, 8)])
+    path = tmp_path / f"range_{limit_from_shape}.onnx"
+    onnx.save(helper.make_model(g), str(path))
+    return path
+
+
+def test_a_size_read_from_a_symbolic_shape_is_named_as_such(tmp_path):
+    """A Range whose length is read from a symbolic input dimension (a dynamo export with
+    dynamic shapes) is not "computed from the values" of that input."""
+    with pytest.raises(InputFormatError, match=r"mm \(MatMul\).*symbolic dimension.*'x'.*seq"):
+        read_onnx(_range_model(tmp_path, True))
+    with pytest.raises(InputFormatError, match=r"values of graph input 'n', not its shape"):
+        read_onnx(_range_model(tmp_path, False))
+
+
 def test_conv_1d_and_3d(tmp_path):
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c1", strides=[2])]
     imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 4, 16])], [_w("w", 8, 4, 3)], name="one"))

@@ -284,30 +284,57 @@ def unknown_shape_reason(model: Any, tensor: str) -> str:
             continue
         seen.add(t)
         if t in inputs:
-            dims = inputs[t].type.tensor_type.shape.dim
-            sym = [d.dim_param or "?" for d in dims if not d.HasField("dim_value")]
+            sym = _symbolic(inputs[t])
             if sym:
-                return (
-                    f"graph input {t!r} has symbolic dimensions ({', '.join(sym)}): export with "
-                    "a fixed input size"
-                )
+                return sym
             continue
         node = producer.get(t)
         if node is not None and all(i in shp or i == "" for i in node.input):
-            why = f"node {node.name or '?'} ({node.op_type}) gives {t!r} a data-dependent shape"
+            what = f"node {node.name or '?'} ({node.op_type}) gives {t!r}"
             small = [i for i in node.input if i and len(shp.get(i, [0, 0])) <= 1]
             origin = _value_origin(small, producer, inputs, _known_values(model), shp)
-            return why + origin
+            if origin.startswith("graph input"):  # a size read from a symbolic shape
+                return f"{what} a shape computed from a symbolic dimension: {origin}"
+            return f"{what} a data-dependent shape{origin}"
         if node is not None:
             stack.extend(i for i in node.input if i not in shp)
     return "shape inference could not determine it"
+
+
+def _symbolic(vi: Any) -> str:
+    """The message for a graph input with symbolic dimensions (empty if it has none)."""
+    dims = vi.type.tensor_type.shape.dim
+    sym = [d.dim_param or "?" for d in dims if not d.HasField("dim_value")]
+    if not sym:
+        return ""
+    return (
+        f"graph input {vi.name!r} has symbolic dimensions ({', '.join(sym)}): export with a "
+        "fixed input size"
+    )
+
+
+def _symbolic_source(tensor: str, producer: dict, inputs: dict) -> str:
+    """The symbolic graph input that ``tensor``'s unknown shape comes from, as a message
+    (empty if none is found)."""
+    stack, seen = [tensor], set()
+    while stack:
+        t = stack.pop()
+        if t in seen or not t:
+            continue
+        seen.add(t)
+        if t in inputs and _symbolic(inputs[t]):
+            return _symbolic(inputs[t])
+        if t in producer:
+            stack.extend(producer[t].input)
+    return ""
 
 
 def _value_origin(
     small: list[str], producer: dict, inputs: dict, vals: dict, shp: dict[str, list[int]]
 ) -> str:
     """Where the unknown values of a node's shape-like inputs ``small`` come from (a graph
-    input or a node with a data-dependent result), as a clause of the message."""
+    input or a node with a data-dependent result), as a clause of the message; or, when they
+    are read from a shape that is symbolic, :func:`_symbolic`'s message for that input."""
     stack = [t for t in small if t not in vals]
     seen: set[str] = set()
     while stack:
@@ -320,6 +347,10 @@ def _value_origin(
         n = producer.get(t)
         if n is None or (n.op_type in ("Shape", "Size") and n.input[0] in shp):
             continue
+        if n.op_type in ("Shape", "Size"):  # a size read from a shape that is not static
+            sym = _symbolic_source(n.input[0], producer, inputs)
+            if sym:
+                return sym
         if n.op_type in ("NonZero", "Unique", "TopK", "NonMaxSuppression", "Compress"):
             return f" (computed from the result of {n.name or '?'} ({n.op_type}))"
         stack.extend(i for i in n.input if i and i not in vals)
