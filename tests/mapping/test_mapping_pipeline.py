@@ -36,6 +36,7 @@ def test_serial_totals_weighted():
         )
     d = res.to_dict()
     assert len(d["layers"]) == 2 and set(d["totals"]) == {"cosa", "random"}
+    assert {t["name"] for t in d["totals"].values()} == {res.network}  # not "a+b+..."
 
 
 def test_local_pool_matches_serial():

@@ -151,6 +151,7 @@ class NetworkMappings:
             secs = self.solve_seconds(method)
             out["totals"][method] = {
                 **(tot.to_dict(summary=True) if tot is not None else {"cycles": None}),
+                "name": self.network,  # the sum's own name joins the first few layers' names
                 "seconds_total": sum(secs),
                 "seconds_median": sorted(secs)[len(secs) // 2] if secs else None,
                 "seconds_max": max(secs) if secs else None,
