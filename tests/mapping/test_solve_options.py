@@ -125,8 +125,12 @@ def test_a_layer_mapper_returns_by_its_deadline(module: str):
     r = _solve(module)(problem, SolverOptions(time_limit=2.0, search=search))
     took = time.perf_counter() - t0
     assert took <= deadline_bound(2.0), took
-    # a proof within the limit is an answer too (CoSA's MIP of this layer takes 1-2 s alone)
-    allowed = {Status.FEASIBLE, Status.UNKNOWN} | ({Status.OPTIMAL} if took <= 2.0 else set())
+    # a proof within the limit is an answer too, from the methods that prove: CoSA's MIP of
+    # this layer is proved optimal after 1-3 s of solve time (a quiet CI machine can prove it
+    # at 1.9 s and return at 2.1 s, so "OPTIMAL only if the call took <= T" was a race), the
+    # exhaustive search ends after 6 s of CPU; the random and hybrid searches prove nothing
+    provers = {"cosa.solve", "search.exhaustive"}
+    allowed = {Status.FEASIBLE, Status.UNKNOWN} | ({Status.OPTIMAL} if module in provers else set())
     assert r.status in allowed, (r.status, took)
     if r.has_solution:
         assert problem.verify(r.solution).ok
