@@ -301,6 +301,10 @@ def test_solve_compare_triton(capsys: pytest.CaptureFixture[str]) -> None:
 def test_compare_triton_needs_a_kernel(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["solve", "simple_gemm_pipeline", "--compare-triton"]) == 2
     assert "FILE.py:KERNEL" in capsys.readouterr().err
+    # Triton's schedule is priced with warps: a Phase-1-only I would mix two problems
+    args = ["solve", f"{KERNELS}:gemm", "--arch", "sm_90a", "--compare-triton", "--no-phase2"]
+    assert main(args) == 2
+    assert "drop --no-phase2" in capsys.readouterr().err
 
 
 def test_context_manager_compiles_with_twill_schedule() -> None:

@@ -154,12 +154,20 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
 
 
 def check_compare_args(args: argparse.Namespace) -> None:
-    """``solve --compare-triton`` needs a Triton ``FILE.py:KERNEL`` and ``--arch`` (checked
-    before the solve)."""
+    """``solve --compare-triton`` needs a Triton ``FILE.py:KERNEL`` and ``--arch``, and Twill's
+    warp-specialised answer: Triton's schedule is priced with its warp assignment, so a
+    Phase-1-only I (``--no-phase2``) would put two problems in one ratio (checked before the
+    solve)."""
     if not args.compare_triton:
         return
     if not str(args.graph).rpartition(":")[0].endswith(".py") or not args.arch:
         raise InvalidProblemError("--compare-triton needs a Triton FILE.py:KERNEL and --arch")
+    if getattr(args, "phase2", None) is False:
+        raise InvalidProblemError(
+            "--compare-triton prices Triton's schedule with its warp assignment (modulo "
+            "scheduling with warp specialisation) and compares it with Twill's answer to the "
+            "same problem; drop --no-phase2"
+        )
 
 
 def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int | None) -> dict:
