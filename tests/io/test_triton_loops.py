@@ -140,6 +140,23 @@ HOSTILE = {
 }  # fmt: skip
 
 
+def test_a_warp_specialised_ttgir_is_refused_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TTGIR saved after Triton's warp specialisation (each partition a copy of the loop,
+    its values region arguments) was read as one partition's loop, or refused as malformed
+    ("SSA value %arg14 is used but never defined"). It is refused naming the op's line and
+    the way in that works."""
+    ws = "    %w:2 = ttg.warp_specialize(%a) attributes {requestedRegisters = array<i32: 24>}\n"
+    text = _BASE.replace("    tt.return loc(#loc)\n", ws + "    tt.return loc(#loc)\n")
+    path = tmp_path / "k.ttgir"
+    path.write_text(text, encoding="utf-8")
+    assert main(["solve", str(path), "--arch", "sm_100a"]) == 2
+    err = capsys.readouterr().err
+    assert "k.ttgir: line 7: ttg.warp_specialize" in err and "FILE.py:KERNEL" in err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_malformed_ttgir_is_a_clear_error(case: str) -> None:
     (old, new), message = HOSTILE[case]

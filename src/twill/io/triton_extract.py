@@ -509,6 +509,26 @@ def normalise_loop(graph: DependenceGraph, U: int = 300) -> tuple[DependenceGrap
     return normed, report
 
 
+_WARP_SPECIALIZE = re.compile(r"^\s*(?:%[^=]+=\s*)?ttg\.warp_specialize\(", re.M)
+
+
+def _refuse_warp_specialized(text: str, source: str) -> None:
+    """A TTGIR that Triton has warp-specialised (a saved one compiled with
+    ``tl.range(..., warp_specialize=True)``: each partition holds its own copy of the loop,
+    with values passed in as region arguments) is not a loop Twill reads: refused with the
+    line (it was read as one partition's loop, or failed as malformed TTGIR)."""
+    found = _WARP_SPECIALIZE.search(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise InvalidProblemError(
+            f"line {line}: ttg.warp_specialize: this TTGIR was compiled with Triton's warp "
+            "specialisation, which splits each loop into partitions; Twill reads the loop "
+            "before it: give the kernel as FILE.py:KERNEL (compiled with it off), or a TTGIR "
+            "compiled without warp_specialize (docs/triton.md, Limitations)",
+            source=source,
+        )
+
+
 def extract_loops(
     text: str,
     arch: str,
@@ -544,6 +564,7 @@ def extract_loops(
     """
     if arch not in RATES:
         raise InvalidProblemError(f"unknown --arch {arch!r}; expected one of {', '.join(RATES)}")
+    _refuse_warp_specialized(text, source)
     module = parse_ttgir(text, source)
     found: list[tuple[TtgirOp, tuple[TtgirOp, ...]]] = []
     _walk_loops(module.ops, (), found)
