@@ -146,3 +146,22 @@ def test_never_overwrites_the_resource_model_found_beside_a_graphml(capsys, tmp_
 def test_gaus_reads_twill_graph_yaml(capsys, graph):
     code, out, _ = run(capsys, "gaus", str(graph), "--json", "--max-iters", "20")
     assert code == 0 and json.loads(out)["graph"] == "g"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["import-onnx", "{d}/m.onnx", "-o", "{d}/out", "--seq", "64"],
+        ["map-network", "{d}/m.onnx", "--arch", "gemmini", "--input", "1x3x32x32"],
+        ["map-network", "dosa_resnet50", "--arch", "gemmini", "--phase", "decode"],
+        ["fuse", "{d}/m.onnx", "--exporter", "dynamo"],
+    ],
+)
+def test_zoo_options_without_a_zoo_model_are_refused(capsys, tmp_path, argv):
+    """``--input``/``--seq``/``--phase``/``--exporter`` build a ``--model`` network; given
+    with an ONNX file (or a layer folder) they were silently ignored, so the shapes mapped
+    were not the ones asked for."""
+    (tmp_path / "m.onnx").write_bytes(b"not read")
+    code, _, err = run(capsys, *[a.format(d=tmp_path) for a in argv])
+    assert code == 2 and "to --model only" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()

@@ -482,12 +482,25 @@ def _plot_network(result: Any, path: str) -> None:
 
 # ------------------------------------------------------------------------- map-eval
 def model_source(args: argparse.Namespace, positional: str) -> str:
-    """The model the user named: the positional path, or ``--model NAME`` (exactly one)."""
+    """The model the user named: the positional path, or ``--model NAME`` (exactly one).
+    The options that build a zoo model (``--input``, ``--seq``, ``--phase``, ``--exporter``)
+    are refused without ``--model``: an ONNX file (or a layer folder) keeps the shapes it was
+    exported with, and ignoring them would map another size than the one asked for."""
     given = getattr(args, positional)
     if bool(given) == bool(args.model):
         raise InvalidProblemError(
             f"give either {positional.upper()} or --model NAME (not both, not neither)",
             source="arguments",
+        )
+    zoo_only = [flag for flag, value in (("--input", args.input), ("--seq", args.seq),
+                                         ("--phase", args.phase),
+                                         ("--exporter", args.exporter != "auto"))
+                if value]  # fmt: skip
+    if not args.model and zoo_only:
+        verb = "applies" if len(zoo_only) == 1 else "apply"
+        raise InvalidProblemError(
+            f"{', '.join(zoo_only)} {verb} to --model only: {given} has shapes of its own (an "
+            "ONNX file keeps those it was exported with: export it again with the size you want)"
         )
     return str(given or args.model)
 
