@@ -90,11 +90,12 @@ def test_json_has_lower_bound_and_gap():
 
 def test_total_time_limit_bounds_phase1_and_phase2():
     """fa_bwd on sm_90a takes about a minute in all; with 3 s the whole call (Phase 2
-    included) ends near 3 s: the bound is T + 5% + 1 s, checked with 3 s to spare."""
+    included) ends near 3 s: the bound is T + 5% + 1 s (stretched on an overloaded machine as
+    every deadline test's is), checked with 3 s to spare."""
     g = load_graph(ROOT / "src" / "twill" / "data" / "triton" / "fa_bwd.sm_90a.ttgir", None,
                    "sm_90a")  # fmt: skip
     t0 = time.perf_counter()
     r = twill_solve(g, backend="cpsat", total_time_limit=3.0)
-    assert time.perf_counter() - t0 < 3.0 * 1.05 + 1 + 3
+    assert time.perf_counter() - t0 < deadline_bound(3.0) + 3
     assert r.status in (Status.FEASIBLE, Status.UNKNOWN, Status.OPTIMAL)
     assert r.I is None or r.warp_schedule is not None
