@@ -46,9 +46,9 @@ SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
 
 def parse_assignments(items: list[str] | None, what: str, numeric: bool) -> dict[str, Any]:
     """``NAME=VALUE`` strings -> dict. With ``numeric`` (constexprs) a value is an integer, a
-    float, ``true``/``false``, or else kept as a string: a Triton dtype name (``fp16``,
-    ``tl.bfloat16``) becomes that dtype when the kernel is compiled, and ``'text'`` in quotes is
-    the string ``text``."""
+    float, ``true``/``false``, ``None`` (an optional argument left out), or else kept as a
+    string: a Triton dtype name (``fp16``, ``tl.bfloat16``) becomes that dtype when the kernel
+    is compiled, and ``'text'`` in quotes is the string ``text``."""
     out: dict[str, Any] = {}
     for item in items or []:
         name, sep, value = item.partition("=")
@@ -60,7 +60,9 @@ def parse_assignments(items: list[str] | None, what: str, numeric: bool) -> dict
     return out
 
 
-def _constexpr_value(value: str) -> Any:  # noqa: ANN401 (a number, a bool or a string)
+def _constexpr_value(value: str) -> Any:  # noqa: ANN401 (a number, a bool, None or a string)
+    if value == "None":  # an optional argument left out, as a launch with None passes it
+        return None
     for kind in (int, float):
         try:
             return kind(value)

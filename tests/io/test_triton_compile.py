@@ -89,6 +89,41 @@ def test_triton_refusals_say_why_and_where(
     assert "--signature y_ptr=*fp99: not a Triton type" in capsys.readouterr().err
 
 
+_OPTIONAL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_bias(x_ptr, bias_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    for off in range(0, n, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + cols, mask=cols < n)
+        if bias_ptr is not None:
+            x += tl.load(bias_ptr + cols, mask=cols < n)
+        tl.store(y_ptr + cols, x, mask=cols < n)
+"""
+
+
+def test_an_optional_pointer_is_left_out_with_none(tmp_path: Path) -> None:
+    """``--constexpr bias_ptr=None`` passes ``None``, as a launch without the bias does (it was
+    the string 'None', and Triton failed on ``tl.load`` of it); with a pointer the bias is
+    loaded and added: two ops more."""
+    from twill.triton import parse_assignments
+
+    got = parse_assignments(["b=None", "s='None'"], "--constexpr", True)
+    assert got == {"b": None, "s": "'None'"}  # quoted: the string None (unquoted when compiled)
+    pytest.importorskip("triton")
+    (tmp_path / "bias.py").write_text(_OPTIONAL, "utf-8")
+    spec, sig = f"{tmp_path / 'bias.py'}:add_bias", {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}
+    cx = parse_assignments(["bias_ptr=None", "BLOCK=1024"], "--constexpr", True)
+    without = import_triton(spec, "sm_90a", signature=sig, constexprs=cx, num_warps=4)
+    cx = parse_assignments(["BLOCK=1024"], "--constexpr", True)
+    sig["bias_ptr"] = "*fp32"
+    with_bias = import_triton(spec, "sm_90a", signature=sig, constexprs=cx, num_warps=4)
+    assert (len(without.instructions), len(with_bias.instructions)) == (2, 4)
+
+
 def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:
     rc = main(["solve", str(SHIPPED_DIR / "gemm.sm_100a.ttgir"), "--arch", "sm_100a", "--json"])
     assert rc == 0

@@ -86,7 +86,7 @@ def add_build_args(p: argparse.ArgumentParser) -> None:
         "--constexpr",
         action="append",
         metavar="NAME=VALUE",
-        help="value of a tl.constexpr argument (a number, true/false, a Triton dtype "
+        help="value of a tl.constexpr argument (a number, true/false, None, a Triton dtype "
         "such as fp16 or tl.bfloat16, or a string); repeat per argument",
     )
     p.add_argument(
