@@ -268,3 +268,17 @@ def test_a_spin_wait_loop_is_not_a_kernel_loop() -> None:
 """
     with pytest.raises(InvalidProblemError, match=r"line 4\) wait on a lock \(spin-wait"):
         extract_loops(text, "sm_90a")
+
+
+def test_a_loop_without_a_schedule_is_listed_with_its_status() -> None:
+    """A loop solved without an answer is listed as 'no schedule (infeasible)' (it printed
+    'I = None (not proven optimal, about None SM clocks), L = None'); the total is left out."""
+    from twill.cli.triton_cmd import format_loops
+
+    entry = {"line": 81, "ops": 20, "reductions": 2, "cycles": 7578, "I": None, "L": None,
+             "optimal": False, "status": "infeasible", "I_clk": None, "context": [],
+             "notes": [], "why_I": "no schedule up to the maximum I"}  # fmt: skip
+    text = format_loops([entry], ())
+    assert "line 81: 20 ops, 2 reductions, 7578 SM clocks one after another, no schedule " \
+        "(infeasible)" in text  # fmt: skip
+    assert "None" not in text and "total" not in text

@@ -178,7 +178,9 @@ def format_loops(entries: list[dict[str, Any]], notes: tuple[str, ...]) -> str:
     lines.append(f"  loops ({len(entries)}):")
     for e in entries:
         solved = ""
-        if "I" in e:
+        if "I" in e and e["I"] is None:  # solved, no schedule: say the status, not "I = None"
+            solved = f", no schedule ({e['status']})"
+        elif "I" in e:
             opt = "optimal" if e["optimal"] else "not proven optimal"
             slots = {w for ws in (e.get("assignment") or {}).values() for w in ws}
             warps = len(slots) if slots else "-"  # an op may span several slots
