@@ -84,9 +84,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--time-limit",
         type=nonnegative_float,
         default=DEFAULT_TIME_LIMIT,
-        help=f"seconds for the whole command, reading the model included (default "
-        f"{DEFAULT_TIME_LIMIT:g}; 0 = no limit): after the layer shapes are mapped and "
-        "grouped by the group search, the layer-wise gradient gets a third of what is left "
+        help=f"seconds for the command, reading the model included (default "
+        f"{DEFAULT_TIME_LIMIT:g}; 0 = no limit); mapping the layer shapes is not cut (a big "
+        "network or a loaded machine can outlast a small limit there): after the layer "
+        "shapes are mapped and grouped by the group search, the layer-wise gradient gets a "
+        "third of what is left "
         "and FADiff the rest; at the limit each returns its best verified plan so far, never "
         "worse than the layer-wise plan (--json: stopped = 'time_limit'); the group search "
         "and the fusion bound get at least a tenth of the limit each",
