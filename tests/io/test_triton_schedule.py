@@ -376,6 +376,24 @@ def test_context_manager_keeps_tritons_schedule_where_twills_cannot_be_written()
                     "why": log[0]["why"]}] and len(k.asm["cubin"]) > 1000  # fmt: skip
 
 
+@pytest.mark.slow
+def test_context_manager_says_when_twill_proves_there_is_no_schedule() -> None:
+    """A loop whose tiles exceed the registers at every I keeps Triton's schedule inside
+    ``twill_schedule()``, and the log says Twill proved it (not "within the limit")."""
+    pytest.importorskip("triton")
+    from twill.io.triton_compile import load_kernel
+
+    corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "wide_rows_held.py"
+    fn = load_kernel(corpus, "wide_rows_held")
+    sig = {"p_ptr": "*fp32", "q_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
+    with pytest.warns(UserWarning, match="Twill proves there is none"):
+        k, log = _compile_under_twill(fn, sig, {"BLOCK": 32768}, 90)
+    assert [(e["applied"], e["why"]) for e in log] == [
+        (False, "no Twill schedule: Twill proves there is none")
+    ]
+    assert len(k.asm["cubin"]) > 1000
+
+
 def test_compile_refuses_a_loop_without_a_schedule_at_any_I(
     tmp_path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -514,7 +514,9 @@ def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
             graph = extracted.graph
             r = solve_for_compile(graph, total_time_limit, time.monotonic() + total_time_limit)
             if r.I is None or r.schedule is None:
-                return keep(text, graph.name, arch, "Twill found no schedule within the limit")
+                proven = getattr(r.status, "value", "") == "infeasible"
+                why = "Twill proves there is none" if proven else "none within the limit"
+                return keep(text, graph.name, arch, f"no Twill schedule: {why}")
             loop = scheduled_loop(text, extracted.line)
             match = match_graph(graph_ops(extracted, ttgir), loop)
             new, written = write_schedule(text, loop, match, r.schedule, r.I)
