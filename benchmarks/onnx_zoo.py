@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def count_macs(path: Path) -> int:
-    """MACs of every Conv, ConvTranspose, Gemm and MatMul of the ONNX file at ``path``, from
+    """MACs of every Conv, ConvTranspose, Gemm, MatMul and two-operand Einsum of the ONNX
+    file at ``path``, from
     onnx's inferred shapes (weights not loaded): an independent check of the importer."""
     import onnx
 
@@ -63,7 +64,28 @@ def count_macs(path: Path) -> int:
         elif n.op_type == "Gemm":
             a = shapes[n.input[0]]
             total += math.prod(shapes[n.output[0]]) * (a[0] if attrs.get("transA") else a[-1])
+        elif n.op_type == "Einsum" and len([t for t in n.input if t]) == 2:
+            ins = [shapes[t] for t in n.input]
+            total += _einsum_macs(attrs["equation"], ins, shapes[n.output[0]])
     return total
+
+
+def _einsum_macs(equation: bytes | str, ins: list[list[int]], out: list[int]) -> int:
+    """Every output element of a two-operand einsum times the sizes of the indices it sums
+    over (those of both operands that the output drops)."""
+    eq = (equation.decode() if isinstance(equation, bytes) else equation).replace(" ", "")
+    lhs, arrow, kept = eq.partition("->")
+    terms = lhs.split(",")
+    size: dict[str, int] = {}
+    for term, shape in zip(terms, ins, strict=True):
+        head, _, tail = term.partition("...")
+        rest = shape[len(shape) - len(tail) :] if tail else []
+        pairs = [*zip(head, shape[: len(head)], strict=True), *zip(tail, rest, strict=True)]
+        for c, d in pairs:
+            size[c] = max(size.get(c, 1), d)
+    both = set(terms[0]) & set(terms[1]) - {"."}
+    summed = both - set(kept) if arrow else both
+    return math.prod(out) * math.prod(size[c] for c in summed)
 
 
 def _fuse_args(opts: argparse.Namespace) -> argparse.Namespace:
