@@ -120,3 +120,22 @@ def test_a_pickled_deadline_keeps_the_seconds_left() -> None:
 def test_workers_are_checked() -> None:
     with pytest.raises(InvalidProblemError, match="workers"):
         SolverOptions(workers=0)
+
+
+def test_the_twill_search_records_what_it_ran_under(capsys: pytest.CaptureFixture[str]) -> None:
+    """Like every method's result, Twill's says its settings (threads, time limit, workers,
+    its own knobs) and seed, through the API and in ``twill solve --json``."""
+    from twill.cli import main
+    from twill.kernels import flash_attention_forward_simplified
+    from twill.sched.exact import pipeline
+    from twill.sched.problems import WarpSpecProblem
+
+    options = SolverOptions(time_limit=60, threads=2, seed=3)
+    r = pipeline.solve(WarpSpecProblem(flash_attention_forward_simplified()), options)
+    assert (r.settings["threads"], r.settings["time_limit"], r.seed) == (2, 60.0, 3)
+    assert r.settings["backend"] == "cbc" and "point_time_limit" in r.settings
+    argv = ["solve", "flash_attention_forward_simplified", "--threads", "2",
+            "--total-time-limit", "60", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["settings"]["threads"], d["settings"]["time_limit"], d["seed"]) == (2, 60.0, 0)

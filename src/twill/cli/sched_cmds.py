@@ -404,7 +404,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
         extra["total_I_clk"] = sum(done) if len(done) == len(entries) else None
         loops_text = format_loops(entries, kernel.notes)
-    shared = result.as_result().to_dict()  # every method's top-level keys, then Twill's own
+    from twill.sched.exact.search import with_run_settings
+
+    # every method's top-level keys, then Twill's own
+    shared = with_run_settings(result.as_result(), options).to_dict()
     payload = {**shared, **result.to_dict(), **_time_unit_fields(graph), **extra}
     if args.compare_triton:
         from twill.cli.compile_cmd import compare_triton

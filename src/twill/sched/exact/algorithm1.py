@@ -42,7 +42,7 @@ from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
-from twill.sched.exact.search import TwillResult, search_min_ii, serial_ii_cap
+from twill.sched.exact.search import TwillResult, search_min_ii, serial_ii_cap, with_run_settings
 from twill.sched.exact.settings import TwillSettings, twill_options, twill_settings
 from twill.sched.exact.witness import SequentialWitness, sequential_witness
 from twill.sched.ir import DependenceGraph
@@ -136,7 +136,7 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
     >>> r.status.value, r.objective, r.solution.L
     ('optimal', 2, 4)
     """
-    return run(problem, options).as_result()
+    return with_run_settings(run(problem, options).as_result(), options)
 
 
 def run(problem: WarpSpecProblem, options: SolverOptions | None = None) -> TwillResult:

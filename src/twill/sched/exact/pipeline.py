@@ -31,7 +31,7 @@ from dataclasses import replace
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.results import SolveResult
-from twill.sched.exact.search import TwillResult, search_min_ii
+from twill.sched.exact.search import TwillResult, search_min_ii, with_run_settings
 from twill.sched.exact.settings import twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import (
@@ -49,7 +49,7 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     with a proof of optimality, in the shared shape (:meth:`TwillResult.as_result`: the
     :class:`~twill.results.WarpSchedule` when Phase 2 found one, else the modulo schedule;
     objective ``I``)."""
-    return run(problem, options).as_result()
+    return with_run_settings(run(problem, options).as_result(), options)
 
 
 def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillResult:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from twill.errors import InvalidProblemError, VerificationError
@@ -246,6 +246,15 @@ def search_as_result(r: TwillResult, solution: Any = None) -> SolveResult:
     )
 
 
+def with_run_settings(result: SolveResult, options: SolverOptions | None) -> SolveResult:
+    """``result`` recording what it ran under, as every method's result does: the exact
+    scheduler's settings, the options' time limit, threads and workers, and the seed."""
+    o = options or SolverOptions()
+    ran = {**twill_settings(o).to_dict(), "time_limit": o.time_limit, "threads": o.threads,
+           "workers": o.workers}  # fmt: skip
+    return replace(result, settings={**ran, **result.settings}, seed=o.seed)
+
+
 def proven_lower_bound(r: TwillResult) -> int:
     """The smallest ``I`` not excluded by a proof: ``I`` itself when it is proven optimal,
     else the first ``I`` from MII up whose certificate entry is not a proof (every smaller
@@ -298,7 +307,7 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     >>> r.status.value, r.objective, r.solution
     ('optimal', 2, {'S': 0, 'P': 2, 'O': 3})
     """
-    return run(problem, options).as_result()
+    return with_run_settings(run(problem, options).as_result(), options)
 
 
 def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillResult:
