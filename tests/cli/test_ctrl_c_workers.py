@@ -86,11 +86,14 @@ def test_ctrl_c_during_map_network_workers(tmp_path):
     net, tmp = tmp_path / "net", tmp_path / "tmp"
     net.mkdir()
     tmp.mkdir()
-    for c in (32, 64, 96, 128):
+    # twelve layers: 6.6 s of CPU in all (four took 2 s, so that a quiet machine could finish
+    # them soon after the SIGINT planned half a second after the workers started)
+    channels = range(32, 13 * 32, 32)
+    for c in channels:
         (net / f"c{c}.yaml").write_text(
             f"problem: {{R: 3, S: 3, P: 28, Q: 28, C: {c}, K: 64, N: 1}}\n"
         )
-    (net / "layers.yaml").write_text("- c32\n- c64\n- c96\n- c128\n")
+    (net / "layers.yaml").write_text("".join(f"- c{c}\n" for c in channels))
     args = ["map-network", str(net), "--arch", "simba", "--method", "hybrid", "--workers", "2"]
     _check(*_ctrl_c(args, tmp, workers=2), tmp, "map-network")
 
