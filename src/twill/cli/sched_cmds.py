@@ -264,6 +264,14 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
     return True if wants else args.phase2
 
 
+def _shared_fields(result: Any, options: SolverOptions) -> dict[str, Any]:
+    """The keys every method's ``--json`` has (:meth:`~twill.results.SolveResult.to_dict`),
+    with the settings and seed the search ran under."""
+    from twill.sched.exact.search import with_run_settings
+
+    return with_run_settings(result.as_result(), options).to_dict()
+
+
 def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> SolverOptions:
     """The command's flags as one :class:`~twill.options.SolverOptions`, its deadline
     anchored when the command began (``--total-time-limit`` counts reading the input)."""
@@ -404,10 +412,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]
         extra["total_I_clk"] = sum(done) if len(done) == len(entries) else None
         loops_text = format_loops(entries, kernel.notes)
-    from twill.sched.exact.search import with_run_settings
-
-    # every method's top-level keys, then Twill's own
-    shared = with_run_settings(result.as_result(), options).to_dict()
+    shared = _shared_fields(result, options)  # every method's top-level keys, then Twill's
     payload = {**shared, **result.to_dict(), **_time_unit_fields(graph), **extra}
     if args.compare_triton:
         from twill.cli.compile_cmd import compare_triton
