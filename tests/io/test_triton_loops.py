@@ -270,6 +270,19 @@ def test_a_spin_wait_loop_is_not_a_kernel_loop() -> None:
         extract_loops(text, "sm_90a")
 
 
+def test_a_compiler_hint_in_the_loop_is_folded() -> None:
+    """``tl.assume`` in a loop is ``llvm.intr.assume``: no code, folded with its reason (it was
+    refused as an operation with no functional-unit mapping)."""
+    hint = "      %t = arith.cmpi sgt, %a, %a : i32 loc(#loc2)\n" \
+        "      llvm.intr.assume %t : i1 loc(#loc2)\n"  # fmt: skip
+    text = _BASE.replace("      %y = math.exp2", hint + "      %y = math.exp2")
+    (loop,) = extract_loops(text, "sm_90a", normalize=False)
+    assert loop.ops == 1 and ("llvm.intr.assume", "compiler hint (no code)") in {
+        (name, reason) for _, name, reason in loop.accounting
+    }
+    _every_op_accounted(loop)
+
+
 def test_a_loop_without_a_schedule_is_listed_with_its_status() -> None:
     """A loop solved without an answer is listed as 'no schedule (infeasible)' (it printed
     'I = None (not proven optimal, about None SM clocks), L = None'); the total is left out."""

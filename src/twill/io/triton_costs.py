@@ -107,6 +107,7 @@ FOLD_REASONS: dict[str, frozenset[str]] = {
         }
     ),
     "buffer allocation without data": frozenset({"ttg.local_alloc", "ttng.tmem_alloc"}),
+    "compiler hint (no code)": frozenset({"llvm.intr.assume"}),
     "scalar or integer arithmetic (index and mask computation)": frozenset(),
     STREAMED: frozenset(),
 }
