@@ -283,6 +283,19 @@ def test_a_compiler_hint_in_the_loop_is_folded() -> None:
     _every_op_accounted(loop)
 
 
+def test_a_register_gather_costs_a_pass_through_shared_memory() -> None:
+    """``tl.gather`` (``tt.gather``) was refused as an operation with no unit mapping; it is
+    an SMEM instruction of one pass of its 64 x 4 bytes at 128 bytes per clock: 2 clocks."""
+    gather = "      %j = arith.fptosi %x : tensor<64xf32> to tensor<64xi32> loc(#loc2)\n" \
+        "      %g = tt.gather %x[%j] {axis = 0 : i32} : (tensor<64xf32>, tensor<64xi32>) " \
+        "-> tensor<64xf32> loc(#loc2)\n"  # fmt: skip
+    text = _BASE.replace("      %y = math.exp2 %x", gather + "      %y = math.exp2 %g")
+    (loop,) = extract_loops(text, "sm_90a", normalize=False)
+    units = {i.note.split()[0]: (i.unit, i.cycles) for i in loop.graph.instructions}
+    assert units == {"tt.gather": ("SMEM", 2), "math.exp2": ("EXP", 4)}
+    _every_op_accounted(loop)
+
+
 def test_a_loop_without_a_schedule_is_listed_with_its_status() -> None:
     """A loop solved without an answer is listed as 'no schedule (infeasible)' (it printed
     'I = None (not proven optimal, about None SM clocks), L = None'); the total is left out."""

@@ -173,7 +173,10 @@ _SLOW_FP = {
     "math.floor",
     "math.ceil",
 }
-_SMEM = {"ttg.local_load", "ttg.local_store", "ttg.convert_layout"}
+#: ``tt.gather`` (``tl.gather``, a gather of a register tensor along one axis) is lowered
+#: through shared memory, like ``convert_layout`` (Triton's GatherOpToLLVM; where the axis
+#: stays within a warp it uses shuffles instead, so the shared-memory pass is an upper bound)
+_SMEM = {"ttg.local_load", "ttg.local_store", "ttg.convert_layout", "tt.gather"}
 _TMEM = {"ttng.tmem_load", "ttng.tmem_store", "ttng.tmem_copy"}
 _REDUCE = {"tt.reduce", "tt.scan"}
 _FP_ELEMENTWISE = {
