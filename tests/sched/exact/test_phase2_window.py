@@ -146,7 +146,11 @@ def test_time_limit_gives_unknown_never_unsat():
         rules=WarpRules.for_graph(g, cross_warp=False),
     )
     assert out.answer == "unknown" and out.final is None and not out.first_proven
-    assert out.checks and {r.answer for r in out.checks} == {"unknown"}
+    # Z3's least timeout is 1 ms: the first check (LEN(M), 0.2-0.7 s unlimited) times out; a
+    # later incremental one proved unsat in 1.5-4 ms unlimited at load 10 here, so a fast
+    # quiet machine may legitimately finish it within 1 ms (the window stays unknown)
+    assert out.checks and out.checks[0].answer == "unknown"
+    assert {r.answer for r in out.checks[1:]} <= {"unknown", "unsat"}
 
 
 def test_unsat_window_with_unproven_length_is_not_infeasible():
