@@ -11,7 +11,7 @@ from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.sched.exact.settings import TwillSettings
 from twill.sched.validate import check_graph
-from twill.triton import SHIPPED_DIR, import_triton
+from twill.triton import SHIPPED_DIR, import_triton, import_triton_loops
 
 KERNELS = SHIPPED_DIR / "kernels.py"
 
@@ -122,6 +122,27 @@ def test_an_optional_pointer_is_left_out_with_none(tmp_path: Path) -> None:
     sig["bias_ptr"] = "*fp32"
     with_bias = import_triton(spec, "sm_90a", signature=sig, constexprs=cx, num_warps=4)
     assert (len(without.instructions), len(with_bias.instructions)) == (2, 4)
+
+
+def test_a_constexpr_default_of_the_kernel_is_taken(tmp_path: Path) -> None:
+    """``BLOCK: tl.constexpr = 512`` and ``ACT: tl.constexpr = "relu"`` not given: the kernel's
+    defaults, as a launch without them (it was an error, "no type for argument(s) BLOCK,
+    ACT"); a value given wins. The relu is one op."""
+    pytest.importorskip("triton")
+    kernel = _OPTIONAL.replace("def add_bias(x_ptr, bias_ptr, y_ptr, n, BLOCK: tl.constexpr)",
+                               'def add_bias(x_ptr, bias_ptr, y_ptr, n, BLOCK: tl.constexpr = 512, '
+                               'ACT: tl.constexpr = "relu")').replace(
+        "        tl.store(", '        if ACT == "relu":\n            x = tl.maximum(x, 0.0)\n'
+        "        tl.store(")  # fmt: skip
+    (tmp_path / "dflt.py").write_text(kernel, "utf-8")
+    spec, sig = f"{tmp_path / 'dflt.py'}:add_bias", {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}
+    got = import_triton_loops(spec, "sm_90a", signature=sig, constexprs={"bias_ptr": None},
+                              num_warps=4)  # fmt: skip
+    assert got.notes[0] == "constexpr default(s) of the kernel taken: BLOCK=512, ACT=relu"
+    assert got.picked.ops == 3 and got.picked.cycles == 2 * round(512 * 4 / 13.9) + 8
+    given = import_triton_loops(spec, "sm_90a", signature=sig, num_warps=4,
+                                constexprs={"bias_ptr": None, "ACT": "'none'"})  # fmt: skip
+    assert given.notes[0].endswith("taken: BLOCK=512") and given.picked.ops == 2
 
 
 def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:

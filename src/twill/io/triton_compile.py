@@ -216,6 +216,7 @@ def compile_ttgir(
     names = list(fn.arg_names)
     known = {**tuned, **{n: as_constexpr(v) for n, v in constexprs.items()}}
     apply_heuristics(heuristics, kernel, known, constexprs, notes)
+    _fill_constexpr_defaults(fn, signature, known, notes)
     extra = sorted((set(signature) | set(known)) - set(names))
     if extra:
         raise InvalidProblemError(f"kernel {kernel!r} has no argument(s) {', '.join(extra)}")
@@ -239,6 +240,26 @@ def compile_ttgir(
             f"Triton could not compile {kernel!r}: {triton_reason(exc)}"
         ) from None
     return CompiledKernel(ttgir, (*notes, PIPELINING_NOTE))
+
+
+def _fill_constexpr_defaults(
+    fn: Any,  # noqa: ANN401 (a JITFunction)
+    signature: Mapping[str, str],
+    known: dict[str, Any],
+    notes: list[str],
+) -> None:
+    """A ``tl.constexpr`` argument with a default (``BLOCK: tl.constexpr = 512``) that nothing
+    else gave takes it, as a launch without it does; the notes say which."""
+    import inspect
+
+    taken = {}
+    for p in getattr(fn, "params", ()):
+        if p.is_constexpr and p.default is not inspect.Parameter.empty:
+            if p.name not in known and p.name not in signature:
+                taken[p.name] = known[p.name] = p.default  # the Python value, as launched
+    if taken:
+        shown = ", ".join(f"{n}={v}" for n, v in taken.items())
+        notes.append(f"constexpr default(s) of the kernel taken: {shown}")
 
 
 def _check_types(kernel: str, signature: Mapping[str, str]) -> None:
