@@ -143,6 +143,11 @@ def test_a_constexpr_default_of_the_kernel_is_taken(tmp_path: Path) -> None:
     given = import_triton_loops(spec, "sm_90a", signature=sig, num_warps=4,
                                 constexprs={"bias_ptr": None, "ACT": "'none'"})  # fmt: skip
     assert given.notes[0].endswith("taken: BLOCK=512") and given.picked.ops == 2
+    from twill.io.triton_build import build_kernel  # Triton's own build (--compare-triton)
+    from twill.io.triton_compile import load_kernel
+
+    fn = load_kernel(tmp_path / "dflt.py", "add_bias")
+    build_kernel(fn, "sm_90a", sig, {"bias_ptr": None}, num_warps=4)  # was: None < int
 
 
 def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:

@@ -370,12 +370,14 @@ def build_kernel(
     names it in the cache key. Raises :class:`InvalidProblemError` when Triton fails (the
     message names the part: scheduling, pipelining, TTGIR or later).
     """
-    from twill.io.triton_compile import CAPABILITY
+    from twill.io.triton_compile import CAPABILITY, fill_constexpr_defaults
 
     triton = _triton()
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
+    constexprs = dict(constexprs)  # the kernel's defaults where not given, as extracted
+    fill_constexpr_defaults(fn, signature, constexprs, [])
     names = list(fn.arg_names)
     full = {n: signature.get(n, "constexpr") for n in names}
     consts = {(names.index(n),): v for n, v in constexprs.items()}

@@ -30,6 +30,8 @@ __all__ = [
     "load_kernel",
     "unwrap_kernel",
     "apply_heuristics",
+    "fill_constexpr_defaults",
+    "triton_reason",
 ]
 
 CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
@@ -216,7 +218,7 @@ def compile_ttgir(
     names = list(fn.arg_names)
     known = {**tuned, **{n: as_constexpr(v) for n, v in constexprs.items()}}
     apply_heuristics(heuristics, kernel, known, constexprs, notes)
-    _fill_constexpr_defaults(fn, signature, known, notes)
+    fill_constexpr_defaults(fn, signature, known, notes)
     extra = sorted((set(signature) | set(known)) - set(names))
     if extra:
         raise InvalidProblemError(f"kernel {kernel!r} has no argument(s) {', '.join(extra)}")
@@ -242,7 +244,7 @@ def compile_ttgir(
     return CompiledKernel(ttgir, (*notes, PIPELINING_NOTE))
 
 
-def _fill_constexpr_defaults(
+def fill_constexpr_defaults(
     fn: Any,  # noqa: ANN401 (a JITFunction)
     signature: Mapping[str, str],
     known: dict[str, Any],
