@@ -370,6 +370,14 @@ def test_a_size_read_from_a_symbolic_shape_is_named_as_such(tmp_path):
     dynamic shapes) is not "computed from the values" of that input."""
     with pytest.raises(InputFormatError, match=r"mm \(MatMul\).*symbolic dimension.*'x'.*seq"):
         read_onnx(_range_model(tmp_path, True))
+    # docs/onnx.md's recipe: fix the dimension in the file, then it imports
+    m = onnx.load(str(_range_model(tmp_path, True)), load_external_data=False)
+    for vi in m.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param == "seq":
+                d.dim_value = 16
+    onnx.save(m, str(tmp_path / "fixed.onnx"))
+    assert [ly.total_macs for ly in read_onnx(tmp_path / "fixed.onnx").layers] == [16 * 8]
     with pytest.raises(InputFormatError, match=r"values of graph input 'n', not its shape"):
         read_onnx(_range_model(tmp_path, False))
 

@@ -209,7 +209,7 @@ def _known_values(model: Any) -> dict[str, Any]:
 
 def _eval_node(node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opsets: Any) -> Any:
     """The outputs of ``node`` if every input is known (``Shape``/``Size`` need only a static
-    shape), else ``None``."""
+    shape), else ``None``; compute nodes are never folded (they are the layers)."""
     import numpy as np
 
     if node.op_type in ("Shape", "Size") and node.input[0] in shp:
@@ -217,8 +217,8 @@ def _eval_node(node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opset
         if x is None:
             return None
         ins = {node.input[0]: x}
-    elif node.op_type in _NO_FOLD or node.domain not in ("", "ai.onnx"):
-        return None
+    elif node.op_type in _NO_FOLD or node.op_type in _COMPUTE or node.domain not in ("", "ai.onnx"):
+        return None  # a compute node stays a layer, even on constant inputs (as without folding)
     elif all(t == "" or t in vals for t in node.input):
         ins = {t: vals[t] for t in node.input if t}
     else:
@@ -309,7 +309,7 @@ def _symbolic(vi: Any) -> str:
         return ""
     return (
         f"graph input {vi.name!r} has symbolic dimensions ({', '.join(sym)}): export with a "
-        "fixed input size"
+        "fixed input size, or fix it in the file (docs/onnx.md, 'Shapes')"
     )
 
 
