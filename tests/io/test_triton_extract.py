@@ -189,8 +189,11 @@ def test_unsubtiled_blackwell_forward_is_unsat_at_its_phase1_minimum() -> None:
     from twill.sched.exact.algorithm1 import algorithm1
 
     g = extract_ttgir_file(SHIPPED_DIR / "fa_fwd_plain.sm_100a.ttgir")
+    # the Phase-2 points' 300 s limits in this file are guards: the slowest point, the sat
+    # (20, 32) of the sub-tiled forward, takes about 3 s of CPU but 28 s of wall time at load
+    # 9, so 60 s was too close at load 20
     r = algorithm1(
-        g, SolverOptions(twill=TwillSettings(probe=True, solve_time_limit=30, point_time_limit=60))
+        g, SolverOptions(twill=TwillSettings(probe=True, solve_time_limit=30, point_time_limit=300))
     )
     assert r.status is Status.INFEASIBLE
     assert r.points and all(p.answer == "unsat" and p.I == r.phase1_I for p in r.points)
@@ -210,7 +213,7 @@ def test_blackwell_forward_splits_softmax_and_correction() -> None:
         g,
         SolverOptions(
             twill=TwillSettings(
-                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=60
+                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=300
             )
         ),
     )
@@ -238,7 +241,7 @@ def test_blackwell_forward_ablations_are_unsat_where_twill_is_sat(ablation: str)
         g,
         SolverOptions(
             twill=TwillSettings(
-                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=60
+                probe=True, backend="cpsat", solve_time_limit=None, point_time_limit=300
             )
         ),
     )
@@ -251,7 +254,7 @@ def test_blackwell_forward_ablations_are_unsat_where_twill_is_sat(ablation: str)
                 g,
                 full.I,
                 length,
-                SolverOptions(twill=TwillSettings(point_time_limit=60)),
+                SolverOptions(twill=TwillSettings(point_time_limit=300)),
                 rules=rules,
             ).answer
             == "unsat"
