@@ -41,8 +41,10 @@ def _imported() -> None:
 @pytest.fixture(scope="module")
 def aes2(benchmark_data: Path) -> Any:
     """aes2/graph4 unrolled 3 times: 675 ops, MII 60, the heuristic's I 97. CP-SAT proves
-    ``I = 70`` infeasible in 3-4 s (too close to ``T``), but ``I = 93`` only after about
-    40 s, and CBC proves neither within 20 s; the minimum ``I`` takes far longer than ``T``."""
+    ``I = 70`` infeasible in 3-4 s (too close to ``T``), but ``I = 93`` only after 52 s of CPU
+    (one thread; 100-225 s of wall time at load 4-9), about 13 ``T`` on a machine 1.3 times
+    faster; CBC has no answer at ``I = 93`` after 300 s of wall time (load 5-10), and the
+    minimum-I search is still FEASIBLE (I 96, bound 60) after 600 s."""
     from twill.io import load_graph
     from twill.sched.generate import unroll
 
@@ -63,8 +65,9 @@ def fa_fwd() -> Any:
 @pytest.fixture(scope="module")
 def fa_plain() -> Any:
     """FlashAttention forward without sub-tiling on sm_100a: Phase 1 gives I = 20 at once, and
-    the whole search is still *unknown* after 40 s (the forward kernel itself now finishes
-    its whole search in 3-6 s of CPU, too close to ``T``)."""
+    Algorithm 1 ends (INFEASIBLE at that I, the paper's ablation) only after 186 s of wall time
+    at load 4-5; the pinned search is still *unknown* after 600 s (190 s of CPU). (The
+    sub-tiled forward finishes its whole search in 3-6 s of CPU, too close to ``T``.)"""
     from twill.io import load_graph
 
     return load_graph(FA_PLAIN, None, "sm_100a")
