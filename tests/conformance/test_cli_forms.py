@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conformance.test_conformance import _CLI, _MAP_CLI, SOLVERS, _shared, _solved
+from tests.conformance.test_conformance import _CLI, _GUARD_S, _MAP_CLI, SOLVERS, _shared, _solved
 
 #: Registered solvers that have no command of their own, and the command that reaches them.
 LIBRARY_ONLY = {
@@ -77,8 +77,9 @@ def test_gaus_baseline_gumbel(
     _, api = _api("gumbel", _cache)
     path = tmp_path / "dag.json"
     write_graph(generate_random_dag(14, 0.2, 0, seed=11), path)
-    argv = ["--D", "10", "--formulation", "A", "--baseline", "gumbel", "--epochs", "5"]
-    cli = _run(["gaus", str(path), *argv, "--seed", "1", "--time-limit", "30", "--json"], capsys)
+    argv = ["--D", "10", "--formulation", "A", "--baseline", "gumbel", "--epochs", "5", "--seed"]
+    argv += ["1", "--time-limit", str(_GUARD_S), "--json"]
+    cli = _run(["gaus", str(path), *argv], capsys)
     assert (cli["status"], cli["objective"], cli["schedule"]) == (
         api.status.value,
         api.objective,
@@ -93,7 +94,7 @@ def _map_cli(problem: Any, method: str, extra: list[str], tmp_path: Path,
 
     path = tmp_path / "layer.yaml"
     path.write_text(yaml.safe_dump(layer_yaml(problem.layer)), encoding="utf-8")
-    argv = ["--arch", "gemmini", "--method", method, "--seed", "1", "--time-limit", "30"]
+    argv = ["--arch", "gemmini", "--method", method, "--seed", "1", "--time-limit", str(_GUARD_S)]
     return _run(["map", str(path), *argv, "--json", *extra], capsys)
 
 
@@ -120,7 +121,7 @@ def test_map_exhaustive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     from twill.options import SolverOptions
 
     problem = LayerMappingProblem(Layer.gemm(4, 4, 4), gemmini_arch())
-    api = solve(problem, SolverOptions(time_limit=30.0, seed=1))
+    api = solve(problem, SolverOptions(time_limit=_GUARD_S, seed=1))
     _same_mapping(_map_cli(problem, "exhaustive", [], tmp_path, capsys), api)
 
 
@@ -133,5 +134,5 @@ def test_map_cosa_edp_with_its_default_settings(
     from twill.options import SolverOptions
 
     problem, _ = _api("cosa-edp", {})
-    api = solve(problem, SolverOptions(time_limit=30.0, seed=1))
+    api = solve(problem, SolverOptions(time_limit=_GUARD_S, seed=1))
     _same_mapping(_map_cli(problem, "cosa-edp", [], tmp_path, capsys), api)
