@@ -113,8 +113,10 @@ class TestExact:
         r = exact.solve(keyword_problem(g, "A", 8, None, 100.0), o)
         assert r.status is Status.OPTIMAL
         exact.exact_schedule(g, "A", D=8, time_limit=99, threads=2, seed=4)
-        assert [(round(t), w, s) for t, w, s in seen] == [(7, 2, 5), (99, 2, 4)]
-        assert all(t <= limit for (t, _, _), limit in zip(seen, (7, 99), strict=True))
+        assert [(w, s) for _, w, s in seen] == [(2, 5), (2, 4)]
+        # CP-SAT gets what is left after the model was built (22 ms in a fresh process at
+        # load 7); rounding to 7 allowed 0.5 s for it, the bound below allows 2 s
+        assert all(limit - 2.0 < t <= limit for (t, _, _), limit in zip(seen, (7, 99), strict=True))
 
     @pytest.mark.parametrize("seed", [11, 12])
     def test_precedence_cuts_keep_every_legal_schedule_and_the_optimum(self, seed: int) -> None:
