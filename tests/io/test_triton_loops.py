@@ -308,3 +308,21 @@ def test_a_loop_without_a_schedule_is_listed_with_its_status() -> None:
     assert "line 81: 20 ops, 2 reductions, 7578 SM clocks one after another, no schedule " \
         "(infeasible)" in text  # fmt: skip
     assert "None" not in text and "total" not in text
+
+
+def test_solve_takes_no_normalize_as_import_triton_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``solve FILE --no-normalize`` solves in SM clocks (it was an unknown flag: solve takes
+    every flag import-triton takes); the early-return kernel's load-scale-store loop is bound
+    by its 295-clock load. On a graph file the flag is refused, as the other kernel flags are."""
+    path = str(CORPUS / "early_return.sm_90a.ttgir")
+    args = ["solve", path, "--arch", "sm_90a", "--loop", "22", "--json"]
+    assert main([*args, "--no-normalize"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["I"], out["time_unit"], out["optimal"]) == (295, "cycles", True)
+    graph = tmp_path / "g.json"
+    assert main(["import-triton", path, "--arch", "sm_90a", "--loop", "22", "-o", str(graph)]) == 0
+    capsys.readouterr()
+    assert main(["solve", str(graph), "--no-normalize"]) == 2
+    assert "--no-normalize only apply to a Triton" in capsys.readouterr().err

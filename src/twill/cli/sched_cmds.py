@@ -67,9 +67,10 @@ def register(subparsers: Any) -> None:
         help="minimum-I modulo schedule with a certificate (plus warp specialisation on GPUs)",
     )
     _add_graph_args(p)
-    from twill.cli.triton_cmd import add_kernel_args
+    from twill.cli.triton_cmd import add_kernel_args, add_normalize_arg
 
     add_kernel_args(p)
+    add_normalize_arg(p)
     _add_search_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -381,7 +382,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_compare_args(args)
     if not is_triton_spec(str(args.graph)):
         refuse_kernel_flags(args, str(args.graph))
-    kernel = load_kernel(args, args.graph) if is_triton_spec(str(args.graph)) else None
+    triton = is_triton_spec(str(args.graph))
+    kernel = load_kernel(args, args.graph, normalize=args.normalize) if triton else None
     if kernel is not None:
         _refuse_unfit_loops(kernel, args)
     graph = kernel.picked.graph if kernel is not None else _load(args)

@@ -16,6 +16,7 @@ __all__ = [
     "register",
     "add_build_args",
     "add_kernel_args",
+    "add_normalize_arg",
     "is_triton_spec",
     "load_kernel",
     "loop_entry",
@@ -41,14 +42,19 @@ def register(subparsers: Any) -> None:
         help="sm_90a (H100) or sm_100a (B200)",
     )
     add_kernel_args(p)
+    add_normalize_arg(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="write the graph here (default: stdout)")
+    p.set_defaults(func=cmd_import_triton)
+
+
+def add_normalize_arg(p: argparse.ArgumentParser) -> None:
+    """``--no-normalize`` (shared by ``import-triton`` and ``solve``)."""
     p.add_argument(
         "--no-normalize",
         dest="normalize",
         action="store_false",
         help="keep SM clock cycles (no cost normalisation, Twill paper §5.2)",
     )
-    p.add_argument("-o", "--output", metavar="FILE", help="write the graph here (default: stdout)")
-    p.set_defaults(func=cmd_import_triton)
 
 
 def add_kernel_args(p: argparse.ArgumentParser) -> None:
@@ -121,6 +127,7 @@ def refuse_kernel_flags(args: argparse.Namespace, spec: str) -> None:
     from twill.errors import InvalidProblemError
 
     given = [flag for name, flag in _KERNEL_FLAGS if getattr(args, name, None) not in (None, [])]
+    given += ["--no-normalize"] if getattr(args, "normalize", True) is False else []
     if given:
         raise InvalidProblemError(
             f"{', '.join(given)} only apply to a Triton FILE.py:KERNEL or .ttgir input",
