@@ -382,6 +382,15 @@ def test_a_size_read_from_a_symbolic_shape_is_named_as_such(tmp_path):
         read_onnx(_range_model(tmp_path, False))
 
 
+def test_a_compute_node_whose_input_shapes_do_not_fit_is_named(tmp_path):
+    """A MatMul of [2, 3] and [4, 5] has no output shape: the message gives both shapes (it
+    said "data-dependent", and nothing here depends on data)."""
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")]
+    path = _save(tmp_path, nodes, [("a", [2, 3]), ("b", [4, 5])], [])
+    with pytest.raises(InputFormatError, match=re.escape("shapes [2, 3] and [4, 5]")):
+        read_onnx(path)
+
+
 def test_conv_1d_and_3d(tmp_path):
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="c1", strides=[2])]
     imp = read_onnx(_save(tmp_path, nodes, [("x", [1, 4, 16])], [_w("w", 8, 4, 3)], name="one"))

@@ -290,6 +290,13 @@ def unknown_shape_reason(model: Any, tensor: str) -> str:
             continue
         node = producer.get(t)
         if node is not None and all(i in shp or i == "" for i in node.input):
+            if node.op_type in _COMPUTE:  # its output shape never depends on values
+                given = " and ".join(str(shp[i]) for i in node.input if i)
+                return (
+                    f"onnx shape inference gives node {node.name or '?'} ({node.op_type}) no "
+                    f"output shape from its inputs' shapes {given}: they do not fit "
+                    f"{node.op_type}'s rules"
+                )
             what = f"node {node.name or '?'} ({node.op_type}) gives {t!r}"
             small = [i for i in node.input if i and len(shp.get(i, [0, 0])) <= 1]
             origin = _value_origin(small, producer, inputs, _known_values(model), shp)
