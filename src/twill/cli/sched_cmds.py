@@ -366,6 +366,7 @@ def _refuse_unfit_loops(
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from twill.cli.compile_cmd import check_compare_args
     from twill.cli.triton_cmd import is_triton_spec, load_kernel, refuse_kernel_flags
     from twill.io import graph_input_files
     from twill.sched.exact import pipeline
@@ -377,8 +378,6 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     phase2 = _phase2_choice(args)
-    from twill.cli.compile_cmd import check_compare_args
-
     check_compare_args(args)
     if not is_triton_spec(str(args.graph)):
         refuse_kernel_flags(args, str(args.graph))
