@@ -365,9 +365,25 @@ def _refuse_unfit_loops(
             )
 
 
+def _kernel_and_graph(args: argparse.Namespace) -> tuple[Any, DependenceGraph]:
+    """The Triton kernel (``None`` for another input) and the graph to solve: the kernel's
+    costliest loop (or ``--loop``), else the graph file. Loops with a register proof are
+    refused first, for a graph that ``import-triton`` wrote as for its kernel."""
+    from twill.cli.triton_cmd import is_triton_spec, load_kernel, refuse_kernel_flags
+
+    if not is_triton_spec(str(args.graph)):
+        refuse_kernel_flags(args, str(args.graph))
+        graph = _load(args)
+        if _records_arch(args):
+            _refuse_unfit_loops(None, args, graph)
+        return None, graph
+    kernel = load_kernel(args, args.graph, normalize=args.normalize)
+    _refuse_unfit_loops(kernel, args)
+    return kernel, kernel.picked.graph
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.compile_cmd import check_compare_args
-    from twill.cli.triton_cmd import is_triton_spec, load_kernel, refuse_kernel_flags
     from twill.io import graph_input_files
     from twill.sched.exact import pipeline
     from twill.sched.problems import WarpSpecProblem
@@ -379,15 +395,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     phase2 = _phase2_choice(args)
     check_compare_args(args)
-    if not is_triton_spec(str(args.graph)):
-        refuse_kernel_flags(args, str(args.graph))
-    triton = is_triton_spec(str(args.graph))
-    kernel = load_kernel(args, args.graph, normalize=args.normalize) if triton else None
-    if kernel is not None:
-        _refuse_unfit_loops(kernel, args)
-    graph = kernel.picked.graph if kernel is not None else _load(args)
-    if kernel is None and _records_arch(args):
-        _refuse_unfit_loops(None, args, graph)
+    kernel, graph = _kernel_and_graph(args)
     options = _options(args, _default_backend(args), phase2)
     with _followed(args, options) as followed:
         result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
