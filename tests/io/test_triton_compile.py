@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,35 @@ def test_solve_ttgir_from_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert '"backend": "cbc"' in capsys.readouterr().out
 
 
-def test_ttgir_needs_arch(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["solve", str(SHIPPED_DIR / "gemm.sm_90a.ttgir")]) == 2
-    assert "--arch" in capsys.readouterr().err
+def test_ttgir_is_read_for_its_own_target(capsys: pytest.CaptureFixture[str]) -> None:
+    """A saved TTGIR names the target Triton compiled it for (``ttg.target``): without
+    ``--arch`` it is read for that target (with CP-SAT, as a kernel is), and an ``--arch`` that
+    contradicts it is refused. Pricing Hopper's ``warp_group_dot`` at Blackwell's rates gave
+    a schedule "optimal" for a kernel that cannot exist."""
+    ttgir = str(SHIPPED_DIR / "gemm.sm_90a.ttgir")
+    assert main(["solve", ttgir, "--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["arch"] == "sm_90a" and alone["backend"] == "cpsat"
+    assert main(["solve", ttgir, "--arch", "sm_90a", "--json"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert (given["I"], given["L"]) == (alone["I"], alone["L"])
+    assert main(["solve", ttgir, "--arch", "sm_100a"]) == 2
+    err = capsys.readouterr().err
+    assert "compiled for sm_90a" in err and "--arch sm_100a" in err and "Traceback" not in err
+
+
+def test_unmodelled_or_missing_ttgir_target_is_refused() -> None:
+    from twill.io.triton_extract import ttgir_arch
+
+    text = (SHIPPED_DIR / "gemm.sm_90a.ttgir").read_text()
+    with pytest.raises(InvalidProblemError, match="cuda:80"):
+        ttgir_arch(text.replace('"cuda:90"', '"cuda:80"'), None, "k.ttgir")
+    untargeted = text.replace('ttg.target = "cuda:90", ', "")
+    with pytest.raises(InvalidProblemError, match="give --arch"):
+        ttgir_arch(untargeted, None, "k.ttgir")
+    assert ttgir_arch(untargeted, "sm_100a", "k.ttgir") == "sm_100a"
+
+
+def test_kernel_file_needs_arch(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import-triton", f"{KERNELS}:gemm"]) == 2
+    assert "needs --arch" in capsys.readouterr().err

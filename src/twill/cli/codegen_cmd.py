@@ -23,7 +23,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
                    help="HatScheT resource model")  # fmt: skip
     p.add_argument("--lang", choices=("pseudo", "cuda"), default="pseudo")
-    p.add_argument("--arch", choices=("sm_90a", "sm_100a"), default="sm_90a")
+    p.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
+                   help="target of the CUDA skeleton and of a Triton FILE.py:KERNEL input "
+                   "(default: a .ttgir's own target, else sm_90a)")  # fmt: skip
     p.add_argument("--max-I", dest="max_I", type=positive_int, default=None, metavar="N",
                    help="largest initiation interval to try")  # fmt: skip
     p.add_argument("-o", "--output", metavar="FILE", default=None, help="write to FILE")
@@ -35,7 +37,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
     from twill.twill_solver import twill_solve
 
     check_output_path(args.output, "-o", graph_input_files(args.graph, args.resource_model))
-    graph = load_graph(args.graph, args.resource_model)
+    graph = load_graph(args.graph, args.resource_model, args.arch)
     from twill.cli.sched_cmds import DEFAULT_PHASE2_TIME_LIMIT, DEFAULT_TOTAL_TIME_LIMIT
 
     result = twill_solve(  # bounded like `twill solve`: a hit is "unknown", never infeasible
@@ -54,7 +56,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
     if args.lang == "cuda":
         from twill.codegen.cuda import generate_cuda
 
-        text = generate_cuda(ws, arch=args.arch)
+        text = generate_cuda(ws, arch=args.arch or _target_of(args.graph))
     else:
         from twill.codegen.pseudo import generate_pseudocode
 
@@ -66,3 +68,12 @@ def cmd_codegen(args: argparse.Namespace) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def _target_of(spec: str) -> str:
+    """The skeleton's target without ``--arch``: a ``.ttgir`` input's own, else ``sm_90a``."""
+    if str(spec).lower().endswith(".ttgir"):
+        from twill.io.triton_extract import arch_of_ttgir, read_ttgir_file
+
+        return arch_of_ttgir(read_ttgir_file(spec)) or "sm_90a"
+    return "sm_90a"

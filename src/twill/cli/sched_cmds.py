@@ -173,12 +173,13 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
         "graph",
         metavar="FILE|KERNEL",
         help="kernel name (see `twill kernels`), .json/.yaml graph, HatScheT .graphml, "
-        "Triton FILE.py:KERNEL or .ttgir (with --arch)",
+        "Triton FILE.py:KERNEL (with --arch) or .ttgir",
     )
     p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
                    help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml)")  # fmt: skip
     p.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
-                   help="target of a Triton FILE.py:KERNEL or .ttgir graph")  # fmt: skip
+                   help="target of a Triton FILE.py:KERNEL (a .ttgir is read for its own "
+                   "ttg.target; another --arch is refused)")  # fmt: skip
 
 
 def _load(args: argparse.Namespace) -> DependenceGraph:
@@ -319,9 +320,11 @@ def _followed(args: argparse.Namespace, options: SolverOptions) -> Iterator[Solv
 
 def _default_backend(args: argparse.Namespace) -> str:
     """CP-SAT for a Triton kernel, its TTGIR, or a graph that records its Triton ``arch``."""
+    from twill.cli.triton_cmd import is_triton_spec
+
     if args.backend:
         return args.backend
-    if getattr(args, "arch", None):
+    if getattr(args, "arch", None) or is_triton_spec(str(args.graph)):
         return "cpsat"
     return "cpsat" if _records_arch(args) else "cbc"
 

@@ -37,9 +37,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("kernel", metavar="FILE.py:KERNEL|FILE.ttgir")
     p.add_argument(
         "--arch",
-        required=True,
+        default=None,
         choices=("sm_90a", "sm_100a"),
-        help="sm_90a (H100) or sm_100a (B200)",
+        help="sm_90a (H100) or sm_100a (B200); needed for FILE.py:KERNEL, a .ttgir file is "
+        "read for the target it was compiled for",
     )
     add_kernel_args(p)
     add_normalize_arg(p)
@@ -137,11 +138,8 @@ def refuse_kernel_flags(args: argparse.Namespace, spec: str) -> None:
 
 def load_kernel(args: argparse.Namespace, spec: str, normalize: bool = True) -> TritonImport:
     """Every loop of the kernel named on the command line (with its kernel options)."""
-    from twill.errors import InvalidProblemError
     from twill.triton import import_triton_loops, parse_assignments
 
-    if args.arch is None:
-        raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=spec)
     sig = parse_assignments(args.signature, "--signature", numeric=False)
     consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
     return import_triton_loops(

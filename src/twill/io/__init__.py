@@ -100,8 +100,6 @@ def load_graph(
             "a resource model only applies to HatScheT .graphml files", source=text
         )
     if suffix == ".ttgir" or (":" in text and text.rpartition(":")[0].endswith(".py")):
-        if arch is None:
-            raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=text)
         from twill.io.triton_import import import_triton
 
         return import_triton(text, arch)

@@ -682,10 +682,39 @@ def read_ttgir_file(path: str | Path) -> str:
     return read_text_file(path)
 
 
+_TARGETS = {"90": "sm_90a", "100": "sm_100a"}
+
+
 def arch_of_ttgir(text: str) -> str | None:
     """``sm_90a``/``sm_100a`` from the module's ``ttg.target`` (``None`` if neither)."""
     m = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', text)
-    return {"90": "sm_90a", "100": "sm_100a"}.get(m.group(1) if m else "")
+    return _TARGETS.get(m.group(1) if m else "")
+
+
+def ttgir_arch(text: str, arch: str | None, source: str) -> str:
+    """The architecture a saved TTGIR is read for: its own ``ttg.target``, which ``arch`` (the
+    command line's ``--arch``) may repeat but not contradict. Triton compiled the file's
+    operations for that target (``warp_group_dot`` on Hopper, ``tc_gen5_mma`` on Blackwell), so
+    pricing them with another machine's rates would be a wrong answer, not a what-if."""
+    m = re.search(r'ttg\.target\s*=\s*"cuda:(\d+)"', text)
+    target = _TARGETS.get(m.group(1)) if m else None
+    if m and target is None:
+        raise InvalidProblemError(
+            f"compiled for cuda:{m.group(1)} (its ttg.target); Twill models sm_90a (cuda:90) "
+            "and sm_100a (cuda:100)",
+            source=source,
+        )
+    if arch is None and target is None:
+        raise InvalidProblemError(
+            "the TTGIR names no ttg.target; give --arch sm_90a or sm_100a", source=source
+        )
+    if arch is not None and target is not None and arch != target:
+        raise InvalidProblemError(
+            f"compiled for {target} (its ttg.target is cuda:{m.group(1) if m else ''}), "
+            f"not for --arch {arch}; leave --arch out or recompile the kernel for {arch}",
+            source=source,
+        )
+    return target or str(arch)
 
 
 def extract_ttgir_file(
@@ -693,4 +722,4 @@ def extract_ttgir_file(
 ) -> DependenceGraph:
     """:func:`extract_graph` of a saved ``.ttgir`` file (``arch`` defaults to its target)."""
     text = read_ttgir_file(path)
-    return extract_graph(text, arch or arch_of_ttgir(text) or "", source=str(path), **options)
+    return extract_graph(text, ttgir_arch(text, arch, str(path)), source=str(path), **options)

@@ -121,7 +121,7 @@ class TritonImport:
 
 def import_triton_loops(
     spec: str | Path,
-    arch: str,
+    arch: str | None,
     signature: Mapping[str, str] | None = None,
     constexprs: Mapping[str, Any] | None = None,
     *,
@@ -132,16 +132,21 @@ def import_triton_loops(
 ) -> TritonImport:
     """Every loop of a Triton kernel for ``arch`` (see :func:`import_triton` for the
     parameters); ``loop`` picks the loop at that source line, ``config`` the
-    ``@triton.autotune`` config (default: the first)."""
-    from twill.io.triton_extract import extract_loops, pick_loop, read_ttgir_file
+    ``@triton.autotune`` config (default: the first); a ``.ttgir`` file is read for its own
+    ``ttg.target`` (``arch`` may be ``None`` there, and must not contradict it)."""
+    from twill.io.triton_extract import extract_loops, pick_loop, read_ttgir_file, ttgir_arch
 
     text = str(spec)
     notes: tuple[str, ...] = ()
     if text.endswith(".ttgir"):
         path = Path(text)
         ttgir, name = read_ttgir_file(path), None  # a missing file, a pipe: a clear error
+        arch = ttgir_arch(ttgir, arch, text)
     else:
         from twill.io.triton_compile import compile_ttgir, parse_kernel_spec
+
+        if arch is None:
+            raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=text)
 
         path, name = parse_kernel_spec(text)
         found = kernel_options(path, name, arch)
@@ -157,7 +162,7 @@ def import_triton_loops(
 
 def import_triton(
     spec: str | Path,
-    arch: str,
+    arch: str | None,
     signature: Mapping[str, str] | None = None,
     constexprs: Mapping[str, Any] | None = None,
     *,
@@ -174,7 +179,8 @@ def import_triton(
     spec
         ``FILE.py:KERNEL`` (compiled with Triton, the ``triton`` extra) or a saved ``.ttgir``.
     arch
-        ``"sm_90a"`` (H100) or ``"sm_100a"`` (B200).
+        ``"sm_90a"`` (H100) or ``"sm_100a"`` (B200). A ``.ttgir`` file is read for the target it
+        was compiled for (its ``ttg.target``): ``None`` takes it, another value is refused.
     signature, constexprs
         Argument types and constexpr values; the command line's wins over a YAML beside the file.
     normalize
