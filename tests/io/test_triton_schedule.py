@@ -89,6 +89,7 @@ PARTITIONS = {
     ("fa_fwd", "sm_90a"): "NVWSInsertAref",
     ("fa_fwd_plain", "sm_90a"): "applied",
     ("fa_fwd", "sm_100a"): "'tt.reduce' op partition ids",
+    ("fa_fwd_plain", "sm_100a"): "'scf.for' op using value defined outside the region",
     ("fa_bwd", "sm_90a"): "NVWSInsertAref",
     ("fa_bwd", "sm_100a"): "NVWSInsertAref",
 }
