@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from twill.errors import InvalidProblemError
+from twill.errors import ArgumentTypeError, InvalidProblemError
 
 _S = TypeVar("_S")
 
@@ -111,6 +111,9 @@ class SolverOptions:
         The absolute end of the call on the ``time.monotonic()`` clock, set by
         :meth:`start` from ``time_limit`` (leave it ``None``; ``None`` after :meth:`start`
         means no limit).
+    method
+        The registered solver :func:`twill.solve` runs (``twill``, ``gaus``, ``cosa``, ...;
+        :func:`twill.registry.solvers` lists them); ``None``: the problem type's default.
 
     Raises
     ------
@@ -131,6 +134,7 @@ class SolverOptions:
     search: Any = None
     fadiff: Any = None
     deadline: float | None = field(default=None, compare=False, repr=False)
+    method: str | None = None
 
     # -- the deadline ------------------------------------------------------------------------
 
@@ -184,6 +188,8 @@ class SolverOptions:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise InvalidProblemError(f"seed must be an integer, found {self.seed!r}")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        if self.method is not None and not isinstance(self.method, str):
+            raise ArgumentTypeError(f"method must be a solver name or None, found {self.method!r}")
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with a plain dict for ``extra`` (a read-only view does not pickle) and a
@@ -191,7 +197,7 @@ class SolverOptions:
         and their callback reach a worker process."""
         fields = (self.time_limit, self.threads, self.seed, dict(self.extra), self.on_progress,
                   self.gaus, self.gumbel, self.workers, self.twill, self.cosa, self.search,
-                  self.fadiff)  # fmt: skip
+                  self.fadiff, None, self.method)  # fmt: skip
         left = None if self.deadline is None else self.remaining()
         return (_unpickled, (type(self), fields, left))
 
@@ -202,6 +208,7 @@ class SolverOptions:
             "threads": self.threads,
             "seed": self.seed,
             "workers": self.workers,
+            **({"method": self.method} if self.method else {}),
             "extra": dict(self.extra),
             **{
                 k: getattr(self, k).to_dict()

@@ -314,18 +314,11 @@ def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
 
 
 def _runner(baseline: str | None) -> Any:
-    """The ``solve(problem, options)`` of GauS or of a baseline."""
-    if baseline is None:
-        from twill.sched.gaus.solver import solve
-    elif baseline == "list":
-        from twill.sched.baselines.list_sched import solve
-    elif baseline == "force":
-        from twill.sched.baselines.force_directed import solve
-    elif baseline == "gumbel":
-        from twill.sched.baselines.categorical import solve
-    else:
-        from twill.sched.baselines.exact import solve
-    return solve
+    """The registered ``solve(problem, options)`` of GauS or of a baseline (the CLI's
+    ``--baseline`` names are the registry's names or aliases: ``force``, ``exact``)."""
+    from twill.registry import solver
+
+    return solver(baseline or "gaus")
 
 
 def _stderr_console() -> Any:

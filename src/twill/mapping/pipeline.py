@@ -20,7 +20,6 @@ progress goes through the ``on_result`` callback.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import time
@@ -38,24 +37,20 @@ from twill.mapping.result import layer_json
 from twill.mapping.search.common import SearchSettings
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
+from twill.registry import solver, solvers
 from twill.results import SolveResult, Status
 
 __all__ = ["MAPPERS", "map_layer", "map_network", "NetworkMappings"]
 
 log = logging.getLogger(__name__)
 
-#: Mapper name -> the module whose ``solve(problem, options)`` runs it.
-MAPPER_MODULES = {
-    "cosa": "twill.mapping.cosa.solve",
-    "cosa-rerank": "twill.mapping.cosa.rerank",
-    "cosa-edp": "twill.mapping.cosa.edp",
-    "random": "twill.mapping.search.random",
-    "random16k": "twill.mapping.search.random",
-    "hybrid": "twill.mapping.search.hybrid",
-    "exhaustive": "twill.mapping.search.exhaustive",
-}
-#: Mapper names accepted by :func:`map_layer`.
-MAPPERS = tuple(MAPPER_MODULES)
+#: Presets of a registered mapper: name -> (the mapper, the number of valid samples it draws).
+_PRESETS = {"random16k": ("random", 16_000)}
+#: Mapper names accepted by :func:`map_layer`: every solver of the registry that maps a layer,
+#: and the presets.
+MAPPERS = tuple(s.name for s in solvers() if LayerMappingProblem.__name__ in s.problems) + tuple(
+    _PRESETS
+)
 
 
 def map_layer(
@@ -86,16 +81,15 @@ def map_layer(
     >>> r.settings["method"], p.verify(r.solution).ok
     ('random', True)
     """
-    if method not in MAPPER_MODULES:
+    if method not in MAPPERS:
         raise InvalidProblemError(f"unknown mapper {method!r} (choose from {', '.join(MAPPERS)})")
     options = options or SolverOptions()
-    if method == "random16k":
-        search = options.search or SearchSettings()
-        if search.n_valid is None:
-            options = replace(options, search=replace(search, n_valid=16_000))
-    res = importlib.import_module(MAPPER_MODULES[method]).solve(problem, options)
-    return res if method != "random16k" else replace(res, settings={**res.settings,
-                                                                     "method": method})  # fmt: skip
+    base, n_valid = _PRESETS.get(method, (method, None))
+    search = options.search or SearchSettings()
+    if n_valid is not None and search.n_valid is None:
+        options = replace(options, search=replace(search, n_valid=n_valid))
+    res = solver(base)(problem, options)
+    return res if base == method else replace(res, settings={**res.settings, "method": method})
 
 
 @dataclass(frozen=True)

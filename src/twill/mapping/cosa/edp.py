@@ -44,11 +44,13 @@ from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import Controls, MappedLayer, finished, objective_meaning
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 
 __all__ = ["edp_search", "solve"]
 
 
+@register_solver("cosa-edp", problems=(LayerMappingProblem,), settings=CoSASettings)
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """``cosa-edp`` on the problem's layer (module docstring).
 

@@ -54,6 +54,7 @@ from twill.mapping.result import MappedLayer, finished, objective_meaning
 from twill.mapping.search.common import METRICS
 from twill.mapping.workload import DIMS, Layer
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 
 __all__ = ["polish_loop_orders", "rerank", "solve"]
@@ -159,6 +160,7 @@ def polish_loop_orders(
     return replace(mapping, order=order)
 
 
+@register_solver("cosa-rerank", problems=(LayerMappingProblem,), settings=CoSASettings)
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """``cosa-rerank`` on the problem's layer (the module docstring): CoSA's MIP and its
     restricted variants, loop orders polished, the best under the cost model.

@@ -28,6 +28,7 @@ from twill.mapping.result import (
 )
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.validation import check_int, check_real
 
@@ -97,6 +98,7 @@ class CoSASettings(CosaModelOptions):
         return out
 
 
+@register_solver("cosa", problems=(LayerMappingProblem,), settings=CoSASettings, default=True)
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """Map the problem's layer with CoSA's MIP.
 

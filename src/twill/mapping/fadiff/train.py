@@ -50,6 +50,7 @@ from twill.mapping.problems import NetworkMappingProblem
 from twill.mapping.result import Controls, finished, method_settings
 from twill.mapping.workload import DIMS, OPERANDS, Layer
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 
 if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
@@ -194,6 +195,7 @@ class FADiffSettings:
         return bad
 
 
+@register_solver("fadiff", problems=(NetworkMappingProblem,), settings=FADiffSettings, default=True)
 def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """FADiff on ``problem``: every layer's mapping and (with ``problem.fusion``) which
     boundaries to fuse, by gradient descent, then the discrete phase (module docstring).

@@ -34,6 +34,7 @@ from twill.mapping.search.common import (
 )
 from twill.mapping.workload import DIMS, Layer, prime_factors
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult, Status
 
 __all__ = ["count_tilings", "enumerate_mappings", "solve"]
@@ -75,6 +76,7 @@ def count_tilings(layer: Layer, arch: Arch) -> int:
     return math.prod(len(_dim_options(layer, arch, j)) for j in range(7))
 
 
+@register_solver("exhaustive", problems=(LayerMappingProblem,), settings=SearchSettings)
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """Enumerate the whole mapping space of the problem's (small) layer; the best mapping.
 

@@ -33,11 +33,13 @@ from twill.mapping.search.common import (
 from twill.mapping.search.random import random_orders, sample_batch
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult
 
 __all__ = ["tiling_search", "solve"]
 
 
+@register_solver("hybrid", problems=(LayerMappingProblem,), settings=SearchSettings)
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """Timeloop-Hybrid-like search of the problem's layer (module docstring).
 

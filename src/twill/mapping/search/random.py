@@ -34,6 +34,7 @@ from twill.mapping.search.common import (
 )
 from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult
 
 __all__ = ["sample_batch", "random_orders", "sample_search", "valid_samples", "solve"]
@@ -106,6 +107,7 @@ def _as_batch(layer: Layer, T: np.ndarray, Sp: np.ndarray, order: np.ndarray) ->
     return MappingBatch(T[..., :7], Sp[..., :7], order, T[..., 7], Sp[..., 7])
 
 
+@register_solver("random", problems=(LayerMappingProblem,), settings=SearchSettings)
 def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) -> SolveResult:
     """Best of the first ``n_valid`` valid random mappings of the problem's layer.
 

@@ -29,6 +29,7 @@ import numpy as np
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status
 from twill.sched.baselines.common import RunSpec, keyword_problem, package, reported
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
@@ -69,6 +70,7 @@ class GumbelSettings:
         check_real(self.entropy_ratio, "entropy_ratio", strict=False)
 
 
+@register_solver("gumbel", problems=(GauSProblem,), settings=GumbelSettings)
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
     """GS-Schedule-style categorical scheduling of ``problem`` (formulation A only).
 

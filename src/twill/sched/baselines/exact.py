@@ -40,6 +40,7 @@ from twill._interrupt import solve_cpsat
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status
 from twill.sched.baselines.common import (
     RunSpec,
@@ -86,6 +87,7 @@ class ModelSpec:
 DEFAULT_TIME_LIMIT = 120.0
 
 
+@register_solver("exact-cpsat", problems=(GauSProblem,), aliases=("exact",))
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
     """Solve ``problem`` (formulation A, B or C) exactly with CP-SAT (module docstring).
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult
 from twill.sched.baselines import common
 from twill.sched.baselines.common import keyword_front_door, package, problem_window, reported
@@ -31,6 +32,7 @@ from twill.sched.gaus.problem import GauSProblem
 __all__ = ["force_directed_schedule", "solve", "start_steps"]
 
 
+@register_solver("force-directed", problems=(GauSProblem,), aliases=("force",))
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
     """Force-directed schedule of ``problem`` (formulation A or C; module docstring).
 

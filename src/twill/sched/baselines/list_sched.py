@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult
 from twill.sched.baselines.common import (
     StartWindow,
@@ -37,6 +38,7 @@ from twill.sched.gaus.problem import GauSProblem
 __all__ = ["capped_list_schedule", "list_schedule", "solve", "start_steps"]
 
 
+@register_solver("list", problems=(GauSProblem,))
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
     """List-schedule ``problem`` (formulation A, B or C; see the module docstring).
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, WarpSchedule
 from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase1 import solve_phase1
@@ -126,6 +127,7 @@ def _scan_window(
     return WindowOutcome(length, top, "unsat" if proven else "unknown", (), None, False), checks
 
 
+@register_solver("algorithm1", problems=(WarpSpecProblem,), settings=TwillSettings)
 def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> SolveResult:
     """Algorithm 1 on ``problem``: the minimum-I joint modulo schedule and warp assignment
     (:func:`run` in the shared shape: the :class:`~twill.results.WarpSchedule`, objective

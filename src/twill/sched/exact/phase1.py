@@ -76,6 +76,7 @@ from twill._interrupt import solve_cpsat
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
@@ -83,7 +84,7 @@ from twill.sched.exact._deadline import out_of_time as _out_of_time
 from twill.sched.exact._deadline import within as _within
 from twill.sched.exact.length_search import search_length
 from twill.sched.exact.reduced import ReducedModel, build_reduced_model
-from twill.sched.exact.settings import twill_settings
+from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.exact.window import (
     build_window_model,
     decide_cbc,
@@ -731,6 +732,7 @@ def solve_phase1(
     return result(status, schedule, length, data.stage_bound, stats)
 
 
+@register_solver("phase1", problems=(ModuloProblem,), settings=TwillSettings)
 def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> SolveResult:
     """Phase 1 at one initiation interval: a modulo schedule of minimum length ``L`` at the
     problem's ``I`` (``min_II == max_II``), or a proof that none exists.

@@ -40,9 +40,10 @@ from twill._interrupt import check_z3
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.sched.exact._deadline import MIN_SLICE
-from twill.sched.exact.settings import twill_settings
+from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem, fixed_II
 from twill.sched.verify_warps import (
@@ -965,6 +966,7 @@ def swp_and_ws(
     )
 
 
+@register_solver("phase2", problems=(WarpSpecProblem,), settings=TwillSettings)
 def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> SolveResult:
     """SWP-AND-WS at one point ``(I, L)``: the problem's ``min_II == max_II`` and its ``L``.
 

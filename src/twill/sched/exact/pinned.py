@@ -48,6 +48,7 @@ from typing import Any
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings, Verdict, Violation, WarpSchedule
 from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
@@ -59,6 +60,7 @@ from twill.sched.exact.phase2 import (
     z3_solver,
 )
 from twill.sched.exact.phase2_window import add_length_selectors
+from twill.sched.exact.settings import TwillSettings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
@@ -126,6 +128,7 @@ class PinnedProblem(WarpSpecProblem):
         return found
 
 
+@register_solver("pinned", problems=(PinnedProblem,), settings=TwillSettings, default=True)
 def solve(problem: PinnedProblem, options: SolverOptions | None = None) -> SolveResult:
     """:func:`solve_pinned` on ``problem`` in the shared shape: the joint
     :class:`~twill.results.WarpSchedule` with objective ``I``, OPTIMAL when ``I`` and ``L``

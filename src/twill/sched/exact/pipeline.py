@@ -30,9 +30,10 @@ from dataclasses import replace
 
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
+from twill.registry import register_solver
 from twill.results import SolveResult
 from twill.sched.exact.search import TwillResult, search_min_ii, with_run_settings
-from twill.sched.exact.settings import twill_settings
+from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import (
     PROBLEM_WARP_SPECIALISATION,
@@ -44,6 +45,7 @@ from twill.sched.problems import (
 __all__ = ["TwillResult", "run", "solve"]
 
 
+@register_solver("twill", problems=(ModuloProblem,), settings=TwillSettings, default=True)
 def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> SolveResult:
     """Twill on ``problem``: the minimum-I schedule (and, with Phase 2, its warp assignment)
     with a proof of optimality, in the shared shape (:meth:`TwillResult.as_result`: the

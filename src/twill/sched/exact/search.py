@@ -40,6 +40,7 @@ from typing import Any
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
+from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings, WarpSchedule
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.exact._deadline import MIN_SLICE
@@ -298,6 +299,7 @@ def search_result_fields(r: TwillResult) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@register_solver("search-min-ii", problems=(ModuloProblem,), settings=TwillSettings)
 def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> SolveResult:
     """The minimum initiation interval of ``problem`` with a certificate for every smaller
     ``I`` (:func:`run` in the shared shape: objective ``I``, the schedule as solution).

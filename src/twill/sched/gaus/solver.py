@@ -37,6 +37,7 @@ from twill.errors import (
 )
 from twill.options import SolverOptions
 from twill.progress import OnProgress
+from twill.registry import register_solver
 from twill.results import SolveResult, Status
 from twill.sched.gaus.alm import ALMHooks, ALMOutcome, GauSSettings, StartingPoint, optimise
 from twill.sched.gaus.bounds import modulo_asap, rec_mii, res_mii
@@ -124,6 +125,7 @@ def default_settings(formulation: str, **explicit: Any) -> GauSSettings:
     return GauSSettings(**{**FORMULATION_DEFAULTS.get(formulation, {}), **explicit})
 
 
+@register_solver("gaus", problems=(GauSProblem,), settings=GauSSettings, default=True)
 def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveResult:
     """GauS on ``problem``: check -> initialise -> ALM + Adam -> legalise -> polish -> verify.
 
