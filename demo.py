@@ -16,21 +16,23 @@ PARTS = ["phase1", "phase2", "gaus", "mapping", "fadiff"]
 
 
 def main() -> int:
-    for part in PARTS:
-        try:
-            module = importlib.import_module(f"demos.{part}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"demos.{part}":
-                raise
-            continue
-        print(f"\n=== {part} ===", flush=True)
-        start = time.perf_counter()
-        module.run()
-        print(f"--- {part}: {time.perf_counter() - start:.1f} s", flush=True)
+    from twill.scratch import private_scratch
+
+    with private_scratch():  # torch's and Triton's caches, temporary files: removed at exit
+        _run_parts()
     print("\nNext: activate the environment, then try the README's commands:")
     print("    . .venv/bin/activate")
     print("    twill kernels")
     return 0
+
+
+def _run_parts() -> None:
+    for part in PARTS:
+        module = importlib.import_module(f"demos.{part}")
+        print(f"\n=== {part} ===", flush=True)
+        start = time.perf_counter()
+        module.run()
+        print(f"--- {part}: {time.perf_counter() - start:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

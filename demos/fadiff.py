@@ -10,29 +10,25 @@ def run() -> None:
     from twill.io.networks import load_network
     from twill.mapping.arch import gemmini_arch
     from twill.mapping.fadiff.baselines import greedy_fusion_baseline
-    from twill.mapping.fadiff.train import fadiff
+    from twill.mapping.fadiff.train import FADiffSettings, solve
+    from twill.mapping.problems import NetworkMappingProblem
+    from twill.options import SolverOptions
 
     net, arch = load_network("dosa_bert"), gemmini_arch()
-    lw = fadiff(net, arch, fusion=False, steps=120, seed=0)
-    gf = greedy_fusion_baseline(net, arch, lw.plan)
-    fd = fadiff(net, arch, steps=120, seed=0, init=lw.plan, candidates=[lw.plan, gf.plan])
+    options = SolverOptions(seed=0, fadiff=FADiffSettings(steps=120))
+    lw = solve(NetworkMappingProblem(net, arch, fusion=False), options)
+    gf = greedy_fusion_baseline(net, arch, lw.solution.plan)
+    fused = NetworkMappingProblem(net, arch, init=lw.solution.plan,
+                                  candidates=(lw.solution.plan, gf.solution.plan))  # fmt: skip
+    fd = solve(fused, options)
     t = Table(title="FADiff demo: BERT encoder on Gemmini 16x16, 128 KB SP, 32 KB ACC")
     for col in ("method", "EDP (uJ*cycles)", "energy (uJ)", "cycles", "DRAM (MB)", "fused", "s"):
         t.add_column(col)
-    for name, rep, sec in (
-        ("layerwise-gradient", lw.report, lw.seconds),
-        ("layerwise-greedy-fusion", gf.report, gf.seconds),
-        ("fadiff", fd.report, fd.seconds),
-    ):
-        t.add_row(
-            name,
-            f"{rep.edp:.4g}",
-            f"{rep.energy_uj:.1f}",
-            f"{rep.cycles:.0f}",
-            f"{rep.dram_bytes / 1e6:.2f}",
-            str(len(rep.fused)),
-            f"{sec:.1f}",
-        )
+    for name, res in (("layerwise-gradient", lw), ("layerwise-greedy-fusion", gf), ("fadiff", fd)):
+        rep = res.solution.report
+        dram_mb = f"{rep.dram_bytes / 1e6:.2f}"
+        t.add_row(name, f"{rep.edp:.4g}", f"{rep.energy_uj:.1f}", f"{rep.cycles:.0f}", dram_mb,
+                  str(len(rep.fused)), f"{res.seconds:.1f}")  # fmt: skip
     Console(width=140).print(t)
 
 

@@ -16,11 +16,12 @@ def run() -> None:
     from rich.table import Table
 
     from twill.mapping.arch import simba_arch
-    from twill.mapping.cosa import cosa_map
     from twill.mapping.cost import evaluate
     from twill.mapping.mapping import parse_dosa_mapping
-    from twill.mapping.search import random_search
+    from twill.mapping.pipeline import map_layer
+    from twill.mapping.problems import LayerMappingProblem
     from twill.mapping.workload import Layer
+    from twill.options import SolverOptions
 
     con = Console(width=140)
     arch = simba_arch()
@@ -41,30 +42,20 @@ def run() -> None:
         wl = BENCH / "cosa" / "workloads" / "resnet50_graph"
         layers = [read_layer(wl / f"{x.name}.yaml") for x in layers]
     t = Table(title="CoSA (CP-SAT) vs random best-of-5 on Simba, ResNet-50 layers")
-    for col in (
-        "layer",
-        "CoSA obj",
-        "status",
-        "CoSA cycles",
-        "rand5 cycles",
-        "CoSA µJ",
-        "rand5 µJ",
-        "CoSA s",
-    ):
+    for col in ("layer", "CoSA obj", "status", "CoSA cycles", "rand5 cycles", "CoSA µJ",
+                "rand5 µJ", "CoSA s"):  # fmt: skip
         t.add_column(col)
     for layer in layers:
-        c = cosa_map(layer, arch, time_limit=30)
-        r = random_search(layer, arch, n_valid=5, seed=0)
-        t.add_row(
-            layer.name,
-            f"{c.objective:.4f}",
-            c.status.value,
-            f"{c.report.cycles:,}",
-            f"{r.report.cycles:,}",
-            f"{c.report.energy_uj:.2f}",
-            f"{r.report.energy_uj:.2f}",
-            f"{c.seconds:.1f}",
-        )
+        problem = LayerMappingProblem(layer, arch)
+        c = map_layer(problem, "cosa", SolverOptions(time_limit=30, seed=0))
+        r = map_layer(problem, "random", SolverOptions(seed=0))
+        if c.solution is None or r.solution is None:
+            t.add_row(layer.name, "-", c.status.value, "-", "-", "-", "-", f"{c.seconds:.1f}")
+            continue
+        crep, rrep = c.solution.report, r.solution.report
+        t.add_row(layer.name, f"{c.objective:.4f}", c.status.value, f"{crep.cycles:,}",
+                  f"{rrep.cycles:,}", f"{crep.energy_uj:.2f}", f"{rrep.energy_uj:.2f}",
+                  f"{c.seconds:.1f}")  # fmt: skip
     con.print(t)
 
 
