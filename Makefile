@@ -25,7 +25,8 @@ demo: $(STAMP)
 	$(PY) demo.py
 
 # The large benchmark inputs that do not ship (16 GS-Schedule graphs, 17 MB), downloaded from
-# their public upstream and checked against data/*/SHA256SUMS. No test needs them.
+# their public upstream and checked against data/*/SHA256SUMS. No test needs them. The script
+# needs only the standard library, so any Python 3.10+ runs it, without the .venv.
 data:
 	$(PYTHON) benchmarks/fetch_data.py
 

@@ -34,9 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from twill.scratch import private_scratch
-
 ROOT = Path(__file__).resolve().parents[1]
+# Only the standard library and twill.scratch (itself standard library only) are needed, so
+# `make data` runs under any Python 3.10+, in the project's .venv or not (issue 49).
+sys.path.insert(1, str(ROOT / "src"))
+from twill.scratch import private_scratch  # noqa: E402
+
 DATA = ROOT / "data"
 #: Raw-file URL of each suite's upstream folder, at the commit of its SOURCE.md.
 SUITES = {
@@ -58,7 +61,11 @@ class FetchError(Exception):
 def read_manifest(path: Path) -> dict[str, str]:
     """``{file name: sha256 hex}`` from a ``sha256sum``-style manifest."""
     out = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FetchError(f"{path}: cannot read the manifest ({_reason(exc)})", 2) from exc
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         digest, _, name = line.partition("  ")
@@ -68,11 +75,22 @@ def read_manifest(path: Path) -> dict[str, str]:
     return out
 
 
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
+
 def sha256_file(path: Path) -> str:
+    """The SHA-256 of the regular file ``path``; anything else (a folder, a device, a file that
+    cannot be read) is a :class:`FetchError` with exit status 2."""
+    if not path.is_file():
+        raise FetchError(f"{path}: not a regular file (remove it to fetch the file)", 2)
     h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
+    try:
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise FetchError(f"{path}: cannot read ({_reason(exc)})", 2) from exc
     return h.hexdigest()
 
 
@@ -82,8 +100,11 @@ def _urlopen(url: str) -> BinaryIO:
 
 def _download(url: str, target: Path, digest: str, opener: Opener) -> None:
     """``url`` into ``target`` through a checked temporary file in the same folder."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    tmp = Path(tmp_name)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    except OSError as exc:
+        raise FetchError(f"{target.parent}: cannot write here ({_reason(exc)})", 2) from exc
+    tmp = Path(name)
     try:
         h, size = hashlib.sha256(), 0
         with os.fdopen(fd, "wb") as out, opener(url) as resp:
@@ -125,7 +146,7 @@ def fetch_suite(
     status = {}
     for name in files or sorted(manifest):
         target = folder / name
-        if target.exists():
+        if target.exists() or target.is_symlink():
             if sha256_file(target) != manifest[name]:
                 raise FetchError(f"{target}: SHA-256 differs from the manifest (remove it)", 2)
             status[name] = "present"
@@ -142,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("suites", nargs="*", metavar="SUITE", help=f"default: {', '.join(SUITES)}")
     ap.add_argument("--files", nargs="+", help="only these files of the (single) suite")
     ap.add_argument("--check", action="store_true", help="verify what is present; no download")
+    ap.add_argument("--data", type=Path, default=DATA, help="the data folder (default: data/)")
     args = ap.parse_args(argv)
     suites = args.suites or list(SUITES)
     if set(suites) - set(SUITES):
@@ -151,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     missing = 0
     try:
         for suite in suites:
-            status = fetch_suite(suite, args.files, download=not args.check)
+            status = fetch_suite(suite, args.files, data=args.data, download=not args.check)
             n = {s: sum(v == s for v in status.values()) for s in ("present", "fetched", "missing")}
             missing += n["missing"]
             print(

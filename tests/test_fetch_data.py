@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -85,3 +86,36 @@ def test_cli_check_reports_missing_files_without_downloading(capsys) -> None:
     assert "1 present and verified" in capsys.readouterr().out
     assert fetch_data.main(["gs_schedule", "--files", "nope.gml"]) == 2
     assert "not in its manifest: nope.gml" in capsys.readouterr().err
+
+
+def _script(*argv: str) -> subprocess.CompletedProcess[str]:
+    """The script as `make data` runs it: a bare Python (``-I -S``: no site-packages, no
+    PYTHONPATH, so twill is not installed), from another folder."""
+    script = Path(fetch_data.__file__)
+    return subprocess.run([sys.executable, "-I", "-S", str(script), *argv], cwd=script.anchor,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def test_the_script_runs_without_the_venv() -> None:
+    done = _script("gs_schedule", "--check", "--files", SHIPPED)
+    assert done.returncode == 0 and "1 present and verified" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("shape", ["folder", "dangling link", "manifest folder", "binary manifest"])
+def test_a_manifest_entry_that_is_no_file_is_a_clean_error(tmp_path, benchmark_data, shape):
+    folder = _suite(tmp_path, benchmark_data, {"new.gml": b"x"})
+    if shape == "folder":
+        (folder / "new.gml").mkdir()
+    elif shape == "dangling link":
+        (folder / "new.gml").symlink_to(tmp_path / "nowhere")
+    elif shape == "manifest folder":
+        (folder / "SHA256SUMS").unlink()
+        (folder / "SHA256SUMS").mkdir()
+    else:
+        (folder / "SHA256SUMS").write_bytes(b"\xff\xfe\x00")
+    before = sorted(p.name for p in folder.iterdir())
+    done = _script("--check", "--data", str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
+    assert str(folder) in done.stderr and done.stdout == ""
+    assert sorted(p.name for p in folder.iterdir()) == before
