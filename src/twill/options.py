@@ -30,12 +30,11 @@ True
 >>> SolverOptions(threads=0)
 Traceback (most recent call last):
 ...
-twill.errors.InvalidProblemError: threads must be an integer >= 1, found 0
+twill.errors.InvalidProblemError: threads must be an integer in [1, 1024], found 0 (int)
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -49,22 +48,6 @@ _S = TypeVar("_S")
 __all__ = ["MIN_SLICE", "SolverOptions"]
 
 MIN_SLICE = 0.05  # seconds: less than this left and a solver call is not started
-
-
-def _time_limit(value: object) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidProblemError(f"time_limit must be seconds or None, found {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise InvalidProblemError(f"time_limit must be finite and > 0 seconds, found {value!r}")
-    return float(value)
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidProblemError(f"{name} must be an integer >= 1, found {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -182,14 +165,36 @@ class SolverOptions:
         return replace(started, deadline=end)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "time_limit", _time_limit(self.time_limit))
-        _positive_int("threads", self.threads)
-        _positive_int("workers", self.workers)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
-            raise InvalidProblemError(f"seed must be an integer, found {self.seed!r}")
+        """Every field checked once, here: a wrong type is a ``TypeError``, a value out of
+        range an :class:`~twill.errors.InvalidProblemError`, both naming the field."""
+        from twill.validation import MAX_THREADS, check_callable, check_int, check_time_limit
+
+        object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        check_int(self.threads, "threads", maximum=MAX_THREADS)
+        check_int(self.workers, "workers", maximum=MAX_THREADS)
+        check_int(self.seed, "seed", minimum=-(2**63))
+        if not isinstance(self.extra, Mapping):
+            raise ArgumentTypeError(
+                f"extra must be a mapping of backend settings, found {type(self.extra).__name__}"
+            )
+        check_callable(self.on_progress, "on_progress")
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
         if self.method is not None and not isinstance(self.method, str):
             raise ArgumentTypeError(f"method must be a solver name or None, found {self.method!r}")
+
+    @classmethod
+    def of(cls, options: object) -> SolverOptions:
+        """``options`` as a public ``solve(problem, options)`` takes them: ``None`` (the
+        defaults) or a :class:`SolverOptions`; anything else (a dict, a string, a number) is
+        a ``TypeError`` naming the argument, raised at the entry rather than deep inside."""
+        if options is None:
+            return cls()
+        if not isinstance(options, SolverOptions):
+            raise ArgumentTypeError(
+                "options must be a twill.options.SolverOptions or None, found "
+                f"{type(options).__name__} {str(options)[:40]!r}"
+            )
+        return options
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with a plain dict for ``extra`` (a read-only view does not pickle) and a

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from twill.errors import InvalidProblemError
+from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.io.triton_import import (
     KernelOptions,
     TritonImport,
@@ -26,6 +26,7 @@ from twill.io.triton_import import (
     kernel_options,
 )
 from twill.sched.ir import DependenceGraph
+from twill.validation import check_int, check_num_warps, check_real
 
 __all__ = [
     "import_triton",
@@ -224,6 +225,7 @@ def kernel_spec(
     )
     from twill.io.triton_peer import KernelSpec
 
+    _check_spec_args(spec, arch, signature, constexprs, num_warps, config, loop)
     if arch not in CAPABILITY:
         raise InvalidProblemError(f"unknown --arch {arch!r}; expected sm_90a or sm_100a")
     path, kernel = parse_kernel_spec(spec)
@@ -241,6 +243,28 @@ def kernel_spec(
         config,
         loop,
     )
+
+
+def _check_spec_args(
+    spec: object,
+    arch: object,
+    signature: object,
+    constexprs: object,
+    num_warps: object,
+    config: object,
+    loop: object,
+) -> None:
+    """The arguments of a ``FILE.py:KERNEL`` call from Python, checked at the entry as the
+    command line's argparse checks them (``TypeError`` for a wrong type, naming it)."""
+    for name, value in (("spec", spec), ("arch", arch)):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"{name} must be a string, found {type(value).__name__}")
+    for name, value in (("signature", signature), ("constexprs", constexprs)):
+        if value is not None and not isinstance(value, Mapping):
+            raise ArgumentTypeError(f"{name} must be a mapping or None, found {value!r}")
+    check_num_warps(num_warps)
+    check_int(config, "config", minimum=0, none=True)
+    check_int(loop, "loop", none=True)
 
 
 def compile_summary(
@@ -275,6 +299,7 @@ def compile_summary(
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
 
+    check_real(total_time_limit, "total_time_limit")
     ks = kernel_spec(spec, arch, signature, constexprs, num_warps, config=config, loop=loop)
     with private_cache():
         extracted, ttgir = twill_graph(ks)

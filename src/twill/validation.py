@@ -21,8 +21,15 @@ __all__ = [
     "check_int",
     "check_real",
     "check_choice",
+    "check_callable",
+    "check_instance",
+    "check_num_warps",
+    "NUM_WARPS",
 ]
 
+
+#: The ``num_warps`` Triton compiles for (a power of two).
+NUM_WARPS = (1, 2, 4, 8, 16, 32)
 
 #: Most solver threads or worker processes one run may ask for (docs/formats.md).
 MAX_THREADS = 1024
@@ -124,3 +131,47 @@ def check_choice(value: object, name: str, choices: Iterable[str]) -> str:
     if value not in options:
         raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
     return value
+
+
+def check_callable(value: object, name: str) -> None:
+    """``value`` is ``None`` or callable (a callback), else ``TypeError`` naming ``name``."""
+    if value is not None and not callable(value):
+        raise ArgumentTypeError(f"{name} must be a callable or None, {_received(value)}")
+
+
+def check_instance(value: object, name: str, kind: type | tuple[type, ...]) -> None:
+    """``value`` is a ``kind`` (the problem a public ``solve`` takes), else ``TypeError``
+    naming the argument, the type(s) allowed and the type found.
+
+    Examples
+    --------
+    >>> check_instance(None, "problem", int)
+    Traceback (most recent call last):
+    ...
+    twill.errors.ArgumentTypeError: problem must be a int, found None (NoneType)
+    """
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        allowed = " or ".join(k.__name__ for k in kinds)
+        raise ArgumentTypeError(f"{name} must be a {allowed}, {_received(value)}")
+
+
+def check_num_warps(value: object, name: str = "num_warps") -> int | None:
+    """Triton's ``num_warps``: ``None`` (not given) or a power of two in :data:`NUM_WARPS`.
+
+    Examples
+    --------
+    >>> check_num_warps(0)
+    Traceback (most recent call last):
+    ...
+    twill.errors.InvalidProblemError: num_warps must be one of 1, 2, 4, 8, 16, 32 or None, \
+found 0 (int)
+    """
+    if value is None:
+        return None
+    allowed = f"one of {', '.join(map(str, NUM_WARPS))} or None"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ArgumentTypeError(f"{name} must be {allowed}, {_received(value)}")
+    if value not in NUM_WARPS:
+        raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
+    return int(value)

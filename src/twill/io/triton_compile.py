@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import BackendUnavailableError, InvalidProblemError
+from twill.validation import check_num_warps
 
 __all__ = [
     "compile_ttgir",
@@ -105,7 +106,10 @@ def unwrap_kernel(
                 )
             cfg = configs[k]
             consts.update(dict(getattr(cfg, "kwargs", {}) or {}))
-            warps = getattr(cfg, "num_warps", None)
+            warps = check_num_warps(
+                getattr(cfg, "num_warps", None),
+                f"kernel {kernel!r}: @triton.autotune config {k}'s num_warps",
+            )
             shown = ", ".join(f"{n}={v}" for n, v in consts.items())
             notes.append(
                 f"@triton.autotune config {k} of {len(configs)}: {shown}"

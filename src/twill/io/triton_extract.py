@@ -628,15 +628,16 @@ def _spin_wait(builder: _Builder) -> bool:
 
 
 def pick_loop(loops: tuple[ExtractedLoop, ...], line: int | None, source: str) -> ExtractedLoop:
-    """The loop at source ``line`` (a loop in a helper called several times: the line of
-    the call; or the loop's TTGIR line), else the costliest. Errors name the lines there are."""
+    """The loop at kernel source ``line`` (a loop in a helper called several times: the line
+    of the call), else the costliest. A TTGIR line is not a source line and is refused (it
+    picked an unrelated loop whenever the two numberings met); errors list the valid lines."""
     if line is None:
         return max(loops, key=lambda lp: lp.cycles)  # first of equals: max keeps the first
-    hits = (
-        [lp for lp in loops if lp.line == line]
-        or [lp for lp in loops if lp.calls[:1] == (line,)]  # the line of a helper's call
-        or [lp for lp in loops if lp.ttgir_line == line]
-    )
+    hits = [lp for lp in loops if lp.line == line] or [
+        lp
+        for lp in loops
+        if lp.calls[:1] == (line,)  # the line of a helper's call
+    ]
     if len(hits) > 1:  # one helper inlined at several calls
         where = [str(lp.calls[0] if lp.calls else lp.ttgir_line) for lp in hits]
         raise InvalidProblemError(
@@ -646,9 +647,13 @@ def pick_loop(loops: tuple[ExtractedLoop, ...], line: int | None, source: str) -
         )
     if hits:
         return hits[0]
+    valid = sorted({lp.calls[0] if lp.calls else lp.line for lp in loops})
+    ttgir = " (that is a TTGIR line; --loop takes the kernel's source line)" if any(
+        lp.ttgir_line == line and lp.ttgir_line != lp.line for lp in loops
+    ) else ""  # fmt: skip
     raise InvalidProblemError(
-        f"--loop {line}: no loop at that line; the loops are at line(s) "
-        f"{', '.join(str(lp.line) for lp in loops)}",
+        f"--loop {line}: no loop at that source line{ttgir}; the loops are at source "
+        f"line(s) {', '.join(map(str, valid))}",
         source=source,
     )
 

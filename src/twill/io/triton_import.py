@@ -119,6 +119,22 @@ class TritonImport:
     notes: tuple[str, ...] = ()
 
 
+def _refuse_build_options(
+    text: str, signature: object, constexprs: object, num_warps: object, config: object
+) -> None:
+    """A ``.ttgir`` is compiled already: options that shape its compilation cannot apply and
+    are refused rather than ignored (``--num-warps 4`` on a file built for 8 warps)."""
+    given = [flag for flag, value in (("--signature", signature), ("--constexpr", constexprs),
+                                      ("--num-warps", num_warps), ("--config", config))
+             if value not in (None, {}, [])]  # fmt: skip
+    if given:
+        raise InvalidProblemError(
+            f"{', '.join(given)} cannot apply to a .ttgir: it is compiled already (its warps "
+            "are its ttg.num-warps); give them with the FILE.py:KERNEL it came from",
+            source=text,
+        )
+
+
 def import_triton_loops(
     spec: str | Path,
     arch: str | None,
@@ -138,7 +154,8 @@ def import_triton_loops(
 
     text = str(spec)
     notes: tuple[str, ...] = ()
-    if text.endswith(".ttgir"):
+    if text.lower().endswith(".ttgir"):
+        _refuse_build_options(text, signature, constexprs, num_warps, config)
         path = Path(text)
         ttgir, name = read_ttgir_file(path), None  # a missing file, a pipe: a clear error
         arch = ttgir_arch(ttgir, arch, text)

@@ -28,7 +28,7 @@ from collections.abc import Mapping as Mapping_
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from twill.errors import BackendUnavailableError, InvalidProblemError
+from twill.errors import ArgumentTypeError, BackendUnavailableError, InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping
@@ -39,6 +39,7 @@ from twill.mapping.workload import Layer
 from twill.options import SolverOptions
 from twill.registry import solver, solvers
 from twill.results import SolveResult, Status
+from twill.validation import MAX_THREADS, check_choice, check_instance, check_int
 
 __all__ = ["MAPPERS", "map_layer", "map_network", "NetworkMappings"]
 
@@ -81,9 +82,9 @@ def map_layer(
     >>> r.settings["method"], p.verify(r.solution).ok
     ('random', True)
     """
-    if method not in MAPPERS:
-        raise InvalidProblemError(f"unknown mapper {method!r} (choose from {', '.join(MAPPERS)})")
-    options = options or SolverOptions()
+    check_instance(problem, "problem", LayerMappingProblem)
+    check_choice(method, "method", MAPPERS)
+    options = SolverOptions.of(options)
     base, n_valid = _PRESETS.get(method, (method, None))
     search = options.search or SearchSettings()
     if n_valid is not None and search.n_valid is None:
@@ -202,10 +203,7 @@ def map_network(
     -------
     NetworkMappings
     """
-    for m in methods:
-        if m not in MAPPERS:
-            raise InvalidProblemError(f"unknown method {m!r} (choose from {', '.join(MAPPERS)})")
-    options = options or {}
+    options = _check_network_call(layers, arch, methods, options, executor, workers)
     tasks = [(i, m) for m in methods for i in range(len(layers))]
     slots: dict[str, list[SolveResult | None]] = {m: [None] * len(layers) for m in methods}
     t0 = time.perf_counter()
@@ -246,6 +244,43 @@ def map_network(
     return NetworkMappings(
         network, arch.name, tuple(layers), results, time.perf_counter() - t0, executor
     )
+
+
+def _check_network_call(
+    layers: object,
+    arch: object,
+    methods: object,
+    options: object,
+    executor: object,
+    workers: object,
+) -> dict[str, SolverOptions]:
+    """:func:`map_network`'s arguments, checked at the entry (a ``TypeError`` for a wrong
+    type, :class:`~twill.errors.InvalidProblemError` for a value out of range, each naming
+    the argument); returns the per-method options as a dict."""
+    if isinstance(layers, str | bytes) or not isinstance(layers, Sequence):
+        raise ArgumentTypeError(
+            f"layers must be a sequence of Layer, found {type(layers).__name__}"
+        )
+    for i, layer in enumerate(layers):
+        check_instance(layer, f"layers[{i}]", Layer)
+    check_instance(arch, "arch", Arch)
+    if isinstance(methods, str) or not isinstance(methods, Sequence):
+        raise ArgumentTypeError(
+            f"methods must be a sequence of mapper names, found {type(methods).__name__}"
+        )
+    for m in methods:
+        check_choice(m, "method", MAPPERS)
+    if options is not None and not isinstance(options, Mapping_):
+        raise ArgumentTypeError(
+            f"options must map method names to SolverOptions, found {type(options).__name__}"
+        )
+    per_method = dict(options or {})
+    for m, o in per_method.items():
+        check_instance(o, f"options[{m!r}]", SolverOptions)
+    if not isinstance(executor, str):
+        raise ArgumentTypeError(f"executor must be a string, found {type(executor).__name__}")
+    check_int(workers, "workers", maximum=MAX_THREADS, none=True)
+    return per_method
 
 
 def _stop_pool(pool: Any) -> None:

@@ -46,6 +46,7 @@ from twill.mapping.workload import Layer
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
+from twill.validation import check_instance
 
 __all__ = ["edp_search", "solve"]
 
@@ -67,6 +68,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     >>> r.settings["method"], r.status.value, p.verify(r.solution).ok
     ('cosa-edp', 'feasible', True)
     """
+    check_instance(problem, "problem", LayerMappingProblem)
     controls, cfg = start(problem, options, "cosa-edp")
     return finished(controls, edp_search(problem.layer, problem.arch, cfg, controls))
 

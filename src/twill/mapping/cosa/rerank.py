@@ -56,6 +56,7 @@ from twill.mapping.workload import DIMS, Layer
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
+from twill.validation import check_instance
 
 __all__ = ["polish_loop_orders", "rerank", "solve"]
 
@@ -177,6 +178,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     >>> r.status.value, r.settings["method"], p.verify(r.solution).ok
     ('feasible', 'cosa-rerank', True)
     """
+    check_instance(problem, "problem", LayerMappingProblem)
     controls, cfg = start(problem, options, "cosa-rerank")
     res = rerank(problem.layer, problem.arch, cfg, incumbent_events(controls), controls.stop)
     return finished(controls, res)

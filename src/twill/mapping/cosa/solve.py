@@ -30,7 +30,7 @@ from twill.mapping.workload import Layer
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
-from twill.validation import check_int, check_real
+from twill.validation import check_instance, check_int, check_real
 
 __all__ = ["CoSASettings", "configure", "incumbent_events", "run", "solve", "start"]
 
@@ -129,6 +129,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     >>> r.status.value, p.verify(r.solution).ok
     ('optimal', True)
     """
+    check_instance(problem, "problem", LayerMappingProblem)
     controls, cfg = start(problem, options, "cosa")
     res = run(problem.layer, problem.arch, cfg, incumbent_events(controls), controls.stop)
     return finished(controls, res)
@@ -140,7 +141,7 @@ def start(
     """The first steps of every CoSA-family call: the controls (the clock starts here),
     ``problem.check()`` and the settings of ``options.cosa`` with the options' seed,
     threads, time limit (when set) and extras."""
-    options = options or SolverOptions()
+    options = SolverOptions.of(options)
     controls = Controls.of(options, method)
     problem.check()
     return controls, configure(method_settings(options, "cosa", CoSASettings), options, {})

@@ -52,6 +52,7 @@ from twill.mapping.workload import DIMS, OPERANDS, Layer
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
+from twill.validation import check_instance
 
 if TYPE_CHECKING:  # torch is imported lazily: `import twill.mapping.fadiff` must stay cheap
     import torch
@@ -230,7 +231,8 @@ def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) 
     >>> r.status.value, p.verify(r.solution).ok
     ('feasible', True)
     """
-    options = options or SolverOptions()
+    check_instance(problem, "problem", NetworkMappingProblem)
+    options = SolverOptions.of(options)
     cfg = method_settings(options, "fadiff", FADiffSettings)
     cfg = replace(cfg, fusion=problem.fusion, seed=options.seed)
     method = cfg.method or ("fadiff" if problem.fusion else "layerwise-gradient")

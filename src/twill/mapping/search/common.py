@@ -86,7 +86,7 @@ def start(
 ) -> tuple[Controls, SearchSettings]:
     """The first steps of every search's ``solve``: the controls (the clock starts here),
     ``problem.check()`` and ``options.search``."""
-    options = options or SolverOptions()
+    options = SolverOptions.of(options)
     controls = Controls.of(options, method)
     problem.check()
     cfg = method_settings(options, "search", SearchSettings)

@@ -36,6 +36,7 @@ from twill.mapping.workload import DIMS, Layer, prime_factors
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status
+from twill.validation import check_instance
 
 __all__ = ["count_tilings", "enumerate_mappings", "solve"]
 
@@ -94,6 +95,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     >>> r.status.value, p.verify(r.solution).ok
     ('optimal', True)
     """
+    check_instance(problem, "problem", LayerMappingProblem)
     controls, cfg = start(problem, options, "exhaustive")
     return finished(controls, enumerate_mappings(problem.layer, problem.arch, cfg, controls))
 

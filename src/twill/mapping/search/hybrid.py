@@ -35,6 +35,7 @@ from twill.mapping.workload import Layer
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult
+from twill.validation import check_instance
 
 __all__ = ["tiling_search", "solve"]
 
@@ -57,6 +58,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     >>> r.stats["evaluated"], p.verify(r.solution).ok
     (320, True)
     """
+    check_instance(problem, "problem", LayerMappingProblem)
     controls, cfg = start(problem, options, "hybrid")
     return finished(controls, tiling_search(problem.layer, problem.arch, cfg, controls))
 

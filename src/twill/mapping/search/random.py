@@ -36,6 +36,7 @@ from twill.mapping.workload import ALL_DIMS, DIMS, Layer, prime_factors
 from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult
+from twill.validation import check_instance
 
 __all__ = ["sample_batch", "random_orders", "sample_search", "valid_samples", "solve"]
 
@@ -126,6 +127,7 @@ def solve(problem: LayerMappingProblem, options: SolverOptions | None = None) ->
     >>> r.status.value, p.verify(r.solution).ok
     ('feasible', True)
     """
+    check_instance(problem, "problem", LayerMappingProblem)
     controls, cfg = start(problem, options, "random")
     return finished(controls, sample_search(problem.layer, problem.arch, cfg, controls))
 

@@ -36,7 +36,7 @@ from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.gaus.verify import objective_a
 from twill.sched.ir import DependenceGraph
-from twill.validation import check_int, check_real
+from twill.validation import check_instance, check_int, check_real
 
 if TYPE_CHECKING:
     import torch
@@ -79,11 +79,12 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     returned), ``on_progress`` gets one event per epoch, ``gumbel`` holds the
     :class:`GumbelSettings`.
     """
+    check_instance(problem, "problem", GauSProblem)
     if problem.formulation != "A":
         raise InvalidProblemError(
             "the categorical (GS-Schedule) baseline supports formulation A only"
         )
-    options = options or SolverOptions()
+    options = SolverOptions.of(options)
     settings = options.gumbel or GumbelSettings()
     if not isinstance(settings, GumbelSettings):
         raise InvalidProblemError(

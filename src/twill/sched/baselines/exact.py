@@ -52,6 +52,7 @@ from twill.sched.baselines.common import (
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.problem import GauSProblem
 from twill.sched.ir import DependenceGraph
+from twill.validation import check_instance
 
 __all__ = [
     "DEFAULT_TIME_LIMIT",
@@ -100,11 +101,12 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     instances optimal that the default model leaves open (EPFL ``ctrl``,
     ``docs/benchmarks.md``). Other formulations ignore it.
     """
+    check_instance(problem, "problem", GauSProblem)
     from ortools.sat.python import cp_model
 
     if problem.formulation not in ("A", "B", "C"):
         raise InvalidProblemError("the exact baseline supports formulations A, B and C")
-    options = options or SolverOptions()
+    options = SolverOptions.of(options)
     formulation = problem.formulation
     cuts = bool(options.extra.get("precedence_cuts", False)) and formulation == "A"
     time_limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT

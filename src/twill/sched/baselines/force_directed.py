@@ -28,6 +28,7 @@ from twill.sched.baselines.common import keyword_front_door, package, problem_wi
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
+from twill.validation import check_instance
 
 __all__ = ["force_directed_schedule", "solve", "start_steps"]
 
@@ -45,6 +46,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
         For formulation B (a memory objective has no resource distribution graph), or a
         defect of the problem.
     """
+    check_instance(problem, "problem", GauSProblem)
     if problem.formulation not in ("A", "C"):
         raise InvalidProblemError("force-directed scheduling applies to formulations A and C")
     start = time.perf_counter()

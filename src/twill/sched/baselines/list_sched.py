@@ -34,6 +34,7 @@ from twill.sched.baselines.common import (
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
+from twill.validation import check_instance
 
 __all__ = ["capped_list_schedule", "list_schedule", "solve", "start_steps"]
 
@@ -52,6 +53,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     >>> solve(GauSProblem(g, "A", D=2)).objective  # the two ops go to different steps
     500.0
     """
+    check_instance(problem, "problem", GauSProblem)
     start = time.perf_counter()
     window = problem_window(problem, "list", start)
     if isinstance(window, SolveResult):

@@ -49,7 +49,7 @@ from twill.sched.exact.witness import SequentialWitness, sequential_witness
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import PROBLEM_WARP_SPECIALISATION, WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
-from twill.validation import check_int
+from twill.validation import check_instance, check_int
 
 __all__ = ["SearchPoint", "algorithm1", "length_window"]
 
@@ -138,6 +138,7 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
     >>> r.status.value, r.objective, r.solution.L
     ('optimal', 2, 4)
     """
+    check_instance(problem, "problem", WarpSpecProblem)
     return with_run_settings(run(problem, options).as_result(), options)
 
 
@@ -150,7 +151,8 @@ def run(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Twill
     (``backend``, ``solve_time_limit``, ``point_time_limit``, ``probe``,
     ``phase2_encoding``, ``symmetry_breaking``, ``window``).
     """
-    options = (options or SolverOptions()).start()
+    check_instance(problem, "problem", WarpSpecProblem)
+    options = SolverOptions.of(options).start()
     problem.check()
     return algorithm1(problem.graph, options, max_I=problem.max_II, rules=problem.rules)
 
@@ -224,7 +226,7 @@ def algorithm1(
     >>> r.I, r.L, r.optimal, r.schedule
     (2, 4, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    options = (options or SolverOptions()).start()
+    options = SolverOptions.of(options).start()
     s = twill_settings(options)
     check_int(max_I, "max_I", none=True)
     on_progress, deadline = options.on_progress, options.deadline

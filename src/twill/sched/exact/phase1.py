@@ -99,7 +99,7 @@ from twill.sched.ir import DependenceGraph
 from twill.sched.problems import ModuloProblem, fixed_II
 from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
-from twill.validation import check_int
+from twill.validation import check_instance, check_int
 
 __all__ = ["phase1_result", "solve", "solve_phase1", "BACKENDS"]
 
@@ -677,7 +677,7 @@ def solve_phase1(
     >>> r.status.value, r.objective, r.solution
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
-    options = (options or SolverOptions()).start()
+    options = SolverOptions.of(options).start()
     s = twill_settings(options)
     backend, deadline = s.backend, options.deadline
     check_int(II, "II")
@@ -748,7 +748,8 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     >>> r.status.value, r.objective, r.solution
     ('optimal', 4, {'S': 0, 'P': 2, 'O': 3})
     """
-    options = (options or SolverOptions()).start()
+    check_instance(problem, "problem", ModuloProblem)
+    options = SolverOptions.of(options).start()
     problem.check()
     ii, t0 = fixed_II(problem, "Phase 1"), time.perf_counter()
     emit(options.on_progress, ProgressEvent("phase1", ii, 0.0, lower_bound=ii, upper_bound=ii))

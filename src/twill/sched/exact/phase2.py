@@ -53,6 +53,7 @@ from twill.sched.verify_warps import (
     spill_blocking_edge,
     verify_warp_schedule,
 )
+from twill.validation import check_instance
 
 __all__ = [
     "dependence_rows",
@@ -929,7 +930,7 @@ def swp_and_ws(
     """
     import z3
 
-    options = (options or SolverOptions()).start()
+    options = SolverOptions.of(options).start()
     s, deadline = twill_settings(options), options.deadline
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
@@ -981,7 +982,8 @@ def solve(problem: WarpSpecProblem, options: SolverOptions | None = None) -> Sol
     >>> solve(p).status.value
     'feasible'
     """
-    options = (options or SolverOptions()).start()
+    check_instance(problem, "problem", WarpSpecProblem)
+    options = SolverOptions.of(options).start()
     twill_settings(options)  # settings of another method are refused before any work
     problem.check()
     ii, length = fixed_II(problem, "Phase 2"), problem.L

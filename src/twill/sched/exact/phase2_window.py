@@ -200,7 +200,7 @@ def solve_window(
     WindowOutcome
         The calls made and the window's verdict; a sat ``final`` passed the verifier.
     """
-    options = (options or SolverOptions()).start()
+    options = SolverOptions.of(options).start()
     s, deadline = twill_settings(options), options.deadline
     time_limit = s.point_time_limit
     rules = rules or WarpRules.for_graph(graph)

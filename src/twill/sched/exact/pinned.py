@@ -64,6 +64,7 @@ from twill.sched.exact.settings import TwillSettings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
+from twill.validation import check_instance
 
 __all__ = ["PinnedProblem", "Pins", "pinned_answer", "solve", "solve_pinned", "pins_hold"]
 
@@ -135,7 +136,8 @@ def solve(problem: PinnedProblem, options: SolverOptions | None = None) -> Solve
     are proven smallest for the pins. ``options``: the deadline (``time_limit``: the whole
     search); ``on_progress``: a ``"phase2"`` event before and after; one SAT core.
     """
-    options = (options or SolverOptions()).start()
+    check_instance(problem, "problem", PinnedProblem)
+    options = SolverOptions.of(options).start()
     problem.check()
     emit(options.on_progress, ProgressEvent("phase2", message="pinned search"))
     r = solve_pinned(problem.graph, problem.pins, rules=problem.rules, max_I=problem.max_II,

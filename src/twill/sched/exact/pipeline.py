@@ -41,6 +41,7 @@ from twill.sched.problems import (
     WarpSpecProblem,
     has_warp_model,
 )
+from twill.validation import check_instance
 
 __all__ = ["TwillResult", "run", "solve"]
 
@@ -51,6 +52,7 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     with a proof of optimality, in the shared shape (:meth:`TwillResult.as_result`: the
     :class:`~twill.results.WarpSchedule` when Phase 2 found one, else the modulo schedule;
     objective ``I``)."""
+    check_instance(problem, "problem", ModuloProblem)
     return with_run_settings(run(problem, options).as_result(), options)
 
 
@@ -77,8 +79,9 @@ def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillRe
     ``I``. A limit hit gives the best verified answer found (FEASIBLE, with ``lower_bound``
     and ``gap``) or UNKNOWN, never INFEASIBLE.
     """
+    check_instance(problem, "problem", ModuloProblem)
     t0 = time.perf_counter()
-    options = (options or SolverOptions()).start()
+    options = SolverOptions.of(options).start()
     s = twill_settings(options)
     problem.check()  # step 1: every defect at once
     if problem.min_II is not None:

@@ -51,6 +51,7 @@ from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import PROBLEM_MODULO, ModuloProblem
 from twill.sched.validate import check_graph
+from twill.validation import check_instance
 
 __all__ = ["CertificateEntry", "TwillResult", "run", "search_min_ii", "serial_ii_cap", "solve"]
 
@@ -250,7 +251,7 @@ def search_as_result(r: TwillResult, solution: Any = None) -> SolveResult:
 def with_run_settings(result: SolveResult, options: SolverOptions | None) -> SolveResult:
     """``result`` recording what it ran under, as every method's result does: the exact
     scheduler's settings, the options' time limit, threads and workers, and the seed."""
-    o = options or SolverOptions()
+    o = SolverOptions.of(options)
     ran = {**twill_settings(o).to_dict(), "time_limit": o.time_limit, "threads": o.threads,
            "workers": o.workers}  # fmt: skip
     return replace(result, settings={**ran, **result.settings}, seed=o.seed)
@@ -309,6 +310,7 @@ def solve(problem: ModuloProblem, options: SolverOptions | None = None) -> Solve
     >>> r.status.value, r.objective, r.solution
     ('optimal', 2, {'S': 0, 'P': 2, 'O': 3})
     """
+    check_instance(problem, "problem", ModuloProblem)
     return with_run_settings(run(problem, options).as_result(), options)
 
 
@@ -321,7 +323,8 @@ def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillRe
     it), ``threads``, ``on_progress`` and ``twill`` (``backend``, ``solve_time_limit``,
     ``length_time_limit``, ``tie_break``, ``decide``, ``incumbent``, ``warm_start``).
     """
-    options = (options or SolverOptions()).start()
+    check_instance(problem, "problem", ModuloProblem)
+    options = SolverOptions.of(options).start()
     problem.check()
     if problem.min_II is not None:
         raise InvalidProblemError("the minimum-I search starts at MII: leave min_II None",
@@ -434,7 +437,7 @@ def search_min_ii(
     >>> r.I, r.optimal, r.schedule
     (2, True, {'S': 0, 'P': 2, 'O': 3})
     """
-    options = (options or SolverOptions()).start()
+    options = SolverOptions.of(options).start()
     s = twill_settings(options)
     if max_I is not None and (isinstance(max_I, bool) or not isinstance(max_I, int) or max_I < 1):
         raise InvalidProblemError(f"max_I must be an integer >= 1, found {max_I!r}")

@@ -52,7 +52,7 @@ from twill.sched.gaus.problem import GauSProblem, schedule_defects
 from twill.sched.gaus.result import GauSSchedule, run_result
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 from twill.sched.ir import DependenceGraph
-from twill.validation import check_int
+from twill.validation import check_instance, check_int
 
 __all__ = [
     "FORMULATION_DEFAULTS",
@@ -157,8 +157,9 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     >>> r.status.value, p.verify(r.solution).ok
     ('feasible', True)
     """
+    check_instance(problem, "problem", GauSProblem)
     start = time.perf_counter()  # the deadline counts from the call
-    options = options or SolverOptions()
+    options = SolverOptions.of(options)
     problem.check()
     settings = options.gaus or default_settings(problem.formulation)
     if not isinstance(settings, GauSSettings):
