@@ -15,30 +15,15 @@ from twill.mapping.arch import gemmini_arch
 from twill.mapping.pipeline import map_layer, map_network
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
+from twill.registry import solvers
 from twill.sched.problems import WarpSpecProblem
 
-#: Every public ``solve(problem, options)`` (module, function).
-SOLVERS = [
-    ("twill.sched.baselines.exact", "solve"),
-    ("twill.sched.baselines.list_sched", "solve"),
-    ("twill.sched.baselines.force_directed", "solve"),
-    ("twill.sched.baselines.categorical", "solve"),
-    ("twill.sched.gaus.solver", "solve"),
-    ("twill.sched.exact.pinned", "solve"),
-    ("twill.sched.exact.phase2", "solve"),
-    ("twill.sched.exact.search", "solve"),
+#: Every public ``solve(problem, options)``: each registered solver, and the front doors that
+#: are not registered (module, function).
+SOLVERS = [(s.module, "solve") for s in solvers()] + [
     ("twill.sched.exact.search", "run"),
-    ("twill.sched.exact.phase1", "solve"),
-    ("twill.sched.exact.pipeline", "solve"),
     ("twill.sched.exact.pipeline", "run"),
-    ("twill.sched.exact.algorithm1", "solve"),
-    ("twill.mapping.fadiff.train", "solve"),
-    ("twill.mapping.search.exhaustive", "solve"),
-    ("twill.mapping.search.hybrid", "solve"),
-    ("twill.mapping.search.random", "solve"),
-    ("twill.mapping.cosa.solve", "solve"),
-    ("twill.mapping.cosa.rerank", "solve"),
-    ("twill.mapping.cosa.edp", "solve"),
+    ("twill.sched.exact.algorithm1", "run"),
 ]
 
 
@@ -52,10 +37,14 @@ def test_every_solve_refuses_a_problem_of_the_wrong_type(module, name, problem):
 
 @pytest.mark.parametrize("options", ["fast", {"time_limit": 1}, 10, [SolverOptions()]])
 def test_options_of_the_wrong_type_are_named(options):
+    from twill import solve
     from twill.sched.exact import pipeline
 
+    problem = WarpSpecProblem(flash_attention_forward_simplified())
     with pytest.raises(TypeError, match="^options must be a twill.options.SolverOptions or None"):
-        pipeline.solve(WarpSpecProblem(flash_attention_forward_simplified()), options)
+        pipeline.solve(problem, options)
+    with pytest.raises(TypeError, match="^options must be a SolverOptions or None"):
+        solve(problem, options)
 
 
 @pytest.mark.parametrize(
