@@ -227,7 +227,7 @@ def test_compile_cli_config_and_loop(tmp_path, capsys: pytest.CaptureFixture[str
     first = json.loads((out / "summary.json").read_text())
     assert (first["loop"], first["num_warps"]) == (13, 8) and first["I"] == 2 * d["I"]
     assert main([*args, "--loop", "14"]) == 2
-    assert "no loop at that line" in capsys.readouterr().err
+    assert "no loop at that source line" in capsys.readouterr().err
 
 
 SLICE = "#ttg.slice<{dim = 1, parent = #blocked}>"

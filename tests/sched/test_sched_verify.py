@@ -69,3 +69,21 @@ class TestDag:
         assert rules(vs) == ["capacity", "dependence"]
         relaxed = verify_dag_schedule(FIG1, {"S": 0, "P": 1, "O": 0}, check_capacity=False)
         assert rules(relaxed) == ["dependence"]
+
+
+def test_warp_liveness_reports_every_cycle_over_the_register_limit():
+    """The liveness check sweeps the live intervals (issue 49: counting cycle by cycle took
+    1.4 s on a 3,000-op sequential schedule); it still reports each cycle over the limit."""
+    from twill.sched.verify_warps import WarpRules, verify_warp_schedule
+
+    m = MachineDescription("m", {"ALU": 2}, registers_per_warp=150, warps=1)
+    alu = {"ALU": (1,)}
+    ops = (Instruction("a", 1, alu, regs=100), Instruction("b", 1, alu, regs=100),
+           Instruction("c", 1, alu))  # fmt: skip
+    g = DependenceGraph("two_live", ops, (Edge("a", "c", 1), Edge("b", "c", 1)), m)
+    rules = WarpRules.for_graph(g)
+    got = verify_warp_schedule(g, {"a": 0, "b": 0, "c": 3}, {n: 0 for n in "abc"}, 4, 4,
+                               rules=rules)  # fmt: skip
+    over = sorted(v.at["t"] for v in got if v.rule == "registers")
+    assert over and over == list(range(over[0], over[0] + len(over)))
+    assert all(v.value == 200 and v.limit == 150 for v in got if v.rule == "registers")

@@ -378,27 +378,54 @@ def _check_unit_capacity(c: _Case) -> list[Violation]:
 def _check_liveness(c: _Case) -> list[Violation]:
     """Memories and registers per slot, over ``t`` in ``[0, T]`` (Fig. 5)."""
     t_end = program_shape(c.II, c.L)[1]
-    mem_use: dict[tuple[str, int], int] = defaultdict(int)
-    reg_use: dict[tuple[int, int], int] = defaultdict(int)
+    mem_live: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
+    reg_live: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for name, ins in c.ins_of.items():
         if not ins.regs and not any(ins.footprint.values()):
             continue
         for i in range(c.copies):
             start, end = live_interval(c.graph, c.schedule, name, i, c.II, c.L)
-            for t in range(start, min(end, t_end + 1)):
-                for mem, size in ins.footprint.items():
-                    mem_use[mem, t] += size
-                for w in c.sets[name]:
-                    reg_use[w, t] += ins.regs
+            end = min(end, t_end + 1)
+            for mem, size in ins.footprint.items():
+                mem_live[mem].append((start, end, size))
+            for w in c.sets[name]:
+                reg_live[w].append((start, end, ins.regs))
+    memories = c.graph.machine.memories.get
     out = _over_limit(
-        mem_use, c.graph.machine.memories.get, "memory", "mem",
+        _excess(mem_live, memories), memories, "memory", "mem",
         "{res} at t={t}: {used} bytes live > {cap}",
     )  # fmt: skip
     if c.rules.registers_per_warp is not None:
+        regs = c.rules.registers_per_warp
         out += _over_limit(
-            reg_use, lambda _: c.rules.registers_per_warp, "registers", "slot",
+            _excess(reg_live, lambda _: regs), lambda _: regs, "registers", "slot",
             "slot {res} at t={t}: {used} registers live",
         )  # fmt: skip
+    return out
+
+
+def _excess(
+    live: Mapping[Any, list[tuple[int, int, int]]], limit_of: Callable[[Any], int | None]
+) -> dict[tuple[Any, int], int]:
+    """``(resource, t) -> use`` at every ``t`` where the live intervals ``[start, end)`` of a
+    resource (each with its size) add up to more than its limit, by a sweep over the interval
+    ends: the time is that of the intervals, not of their lengths (a 3,000-op sequential
+    schedule has values live for thousands of cycles; counting cycle by cycle took 1.4 s)."""
+    out: dict[tuple[Any, int], int] = {}
+    for res, intervals in live.items():
+        cap = limit_of(res)
+        if cap is None:
+            continue
+        delta: dict[int, int] = defaultdict(int)
+        for start, end, size in intervals:
+            if start < end:
+                delta[start] += size
+                delta[end] -= size
+        used, points = 0, sorted(delta)
+        for t0, t1 in zip(points, points[1:], strict=False):
+            used += delta[t0]
+            if used > cap:
+                out.update({(res, t): used for t in range(t0, t1)})
     return out
 
 

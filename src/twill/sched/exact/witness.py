@@ -128,7 +128,8 @@ def sequential_witness(
         slots_needed(i, rules.warps_per_slot) > rules.num_warps(graph) for i in graph.instructions
     ):
         return None
-    for order in (topological_order(graph), register_aware_order(graph)):
+    for make_order in (topological_order, register_aware_order):  # the second only if needed
+        order = make_order(graph)
         if len(order) == len(graph.names):
             found = _candidate(graph, order, rules)
             if found is not None:
