@@ -67,3 +67,19 @@ def test_collapsed_op_reserves_nothing():
     assert r.to_dict()["solution"]["collapsed"] == ["cycles tiny"]
     assert g2.instruction("tiny").cycles == 0 and g2.instruction("tiny").reservation == {}
     check_graph(g2)
+
+
+@pytest.mark.parametrize("keep_positive", [True, False])
+def test_out_of_time_keeps_a_proportional_rounding(monkeypatch, keep_positive):
+    """A ZLP with no answer in its time limit (a command's deadline, issue 49) gives a
+    proportional rounding within the budget, status FEASIBLE, never an error or a claim."""
+    from twill.results import Status
+    from twill.sched import normalize
+
+    monkeypatch.setattr(normalize, "_solve_zlp", lambda *a: (Status.UNKNOWN, None, None))
+    costs = [1000, 1000, 3, 250, 7]
+    r = normalize.normalize_costs(costs, 20, keep_positive=keep_positive, time_limit=0.01)
+    scaled = r.solution.scaled
+    assert r.status is Status.FEASIBLE and 1 <= sum(scaled) <= 20
+    assert scaled[0] == scaled[1] >= scaled[3] >= scaled[4] >= scaled[2]
+    assert (min(scaled) >= 1) if keep_positive else True

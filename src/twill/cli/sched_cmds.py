@@ -368,7 +368,9 @@ def _refuse_unfit_loops(
             )
 
 
-def _kernel_and_graph(args: argparse.Namespace) -> tuple[Any, DependenceGraph]:
+def _kernel_and_graph(
+    args: argparse.Namespace, deadline: float | None = None
+) -> tuple[Any, DependenceGraph]:
     """The Triton kernel (``None`` for another input) and the graph to solve: the kernel's
     costliest loop (or ``--loop``), else the graph file. Loops with a register proof are
     refused first, for a graph that ``import-triton`` wrote as for its kernel."""
@@ -380,7 +382,7 @@ def _kernel_and_graph(args: argparse.Namespace) -> tuple[Any, DependenceGraph]:
         if _records_arch(args):
             _refuse_unfit_loops(None, args, graph)
         return None, graph
-    kernel = load_kernel(args, args.graph, normalize=args.normalize)
+    kernel = load_kernel(args, args.graph, normalize=args.normalize, deadline=deadline)
     _refuse_unfit_loops(kernel, args)
     return kernel, kernel.picked.graph
 
@@ -398,8 +400,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
     phase2 = _phase2_choice(args)
     check_compare_args(args)
-    kernel, graph = _kernel_and_graph(args)
-    options = _options(args, _default_backend(args), phase2)
+    options = _options(args, _default_backend(args), phase2)  # the deadline runs from here:
+    kernel, graph = _kernel_and_graph(args, options.deadline)  # reading counts
     with _followed(args, options) as followed:
         result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
     loops_text = ""

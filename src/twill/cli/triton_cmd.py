@@ -136,8 +136,11 @@ def refuse_kernel_flags(args: argparse.Namespace, spec: str) -> None:
         )
 
 
-def load_kernel(args: argparse.Namespace, spec: str, normalize: bool = True) -> TritonImport:
-    """Every loop of the kernel named on the command line (with its kernel options)."""
+def load_kernel(
+    args: argparse.Namespace, spec: str, normalize: bool = True, deadline: float | None = None
+) -> TritonImport:
+    """Every loop of the kernel named on the command line (with its kernel options); the
+    command's ``deadline`` bounds the cost normalisation."""
     from twill.triton import import_triton_loops, parse_assignments
 
     sig = parse_assignments(args.signature, "--signature", numeric=False)
@@ -151,6 +154,7 @@ def load_kernel(args: argparse.Namespace, spec: str, normalize: bool = True) -> 
         num_warps=args.num_warps,
         loop=args.loop,
         config=args.config,
+        deadline=deadline,
     )
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -478,7 +479,9 @@ cost to one unit (the pool's sum is bounded by the budget); four keep the ratios
 one)."""
 
 
-def normalise_loop(graph: DependenceGraph, U: int = 300) -> tuple[DependenceGraph, Any]:
+def normalise_loop(
+    graph: DependenceGraph, U: int = 300, deadline: float | None = None
+) -> tuple[DependenceGraph, Any]:
     """The paper's §5.2 normalisation of one loop (``keep_positive``): budget ``U``, then, where the
     loop's lower bound on I (``mii``) spans more than :data:`UNITS_PER_BOUND` units, again
     with the budget scaled down to bring it to about that many (at least one unit per cost).
@@ -496,16 +499,20 @@ def normalise_loop(graph: DependenceGraph, U: int = 300) -> tuple[DependenceGrap
     from twill.sched.bounds import mii
     from twill.sched.normalize import graph_costs, normalize_graph
 
+    def left() -> float | None:  # each ZLP solve within the command's deadline
+        return None if deadline is None else max(0.01, deadline - time.monotonic())
+
     n_costs = len(graph_costs(graph)[0])
     if n_costs > U:  # keep_positive needs a unit per cost; four leave room for their ratios
-        return normalize_graph(graph, LARGE_LOOP_UNITS_PER_COST * n_costs, keep_positive=True)
-    normed, report = normalize_graph(graph, U, keep_positive=True)
+        return normalize_graph(graph, LARGE_LOOP_UNITS_PER_COST * n_costs, keep_positive=True,
+                               time_limit=left())  # fmt: skip
+    normed, report = normalize_graph(graph, U, keep_positive=True, time_limit=left())
     bound = mii(normed)
     if bound > UNITS_PER_BOUND:
         budget = math.ceil(sum(report.solution.scaled) * UNITS_PER_BOUND / bound)
         budget = max(len(report.solution.costs), budget)
         if budget < U:
-            normed, report = normalize_graph(graph, budget, keep_positive=True)
+            normed, report = normalize_graph(graph, budget, keep_positive=True, time_limit=left())
     return normed, report
 
 
@@ -537,6 +544,7 @@ def extract_loops(
     name: str | None = None,
     normalize: bool = True,
     U: int = 300,
+    deadline: float | None = None,
 ) -> tuple[ExtractedLoop, ...]:
     """Every innermost loop of TTGIR ``text`` for ``arch``, in program order.
 
@@ -553,6 +561,10 @@ def extract_loops(
         several loops).
     normalize
         Apply the paper's §5.2 cost normalisation (``U``) to each loop; ``False`` keeps SM clocks.
+    deadline
+        ``time.monotonic()`` by which the normalisation must end (a command's deadline, which
+        starts when the command does): each ZLP gets the time left, and one out of time keeps
+        a proportional rounding (status FEASIBLE) instead.
 
     Raises
     ------
@@ -588,7 +600,7 @@ def extract_loops(
         cycles = sum(i.cycles for i in graph.instructions)
         scale = 1.0
         if normalize and graph.instructions:
-            graph, report = normalise_loop(graph, U)
+            graph, report = normalise_loop(graph, U, deadline)
             scale = sum(report.solution.scaled) / max(1, sum(report.solution.costs))
         reductions = sum(1 for n in builder.nodes.values() if n.op.name in ("tt.reduce", "tt.scan"))
         out.append(

@@ -185,7 +185,9 @@ def normalize_costs(
     distinct = sorted(set(costs))
     counts = [costs.count(d) for d in distinct]
     status, unit, f = _solve_zlp(distinct, counts, U, keep_positive, None, time_limit)
-    if unit is None:
+    if unit is None and status is Status.UNKNOWN:  # out of time: a proportional rounding
+        unit, f, status = *_proportional(distinct, counts, U, keep_positive), Status.FEASIBLE
+    if unit is None or f is None:
         raise InvalidProblemError(f"cost normalisation found no solution ({status.value})")
     if status is Status.OPTIMAL:
         s2, v2, _ = _solve_zlp(distinct, counts, U, keep_positive, f, time_limit)
@@ -201,6 +203,24 @@ def normalize_costs(
              len(costs), f, err, len(collapsed))  # fmt: skip
     return _answer(status, int(f), CostScaling(tuple(costs), tuple(values), err, collapsed, U,
                                                tuple(labels)))  # fmt: skip
+
+
+def _proportional(
+    costs: Sequence[int], counts: Sequence[int], U: int, keep_positive: bool
+) -> tuple[list[int], int]:
+    """A feasible point of the ZLP without a solver, for a time limit that ran out (the
+    deadline of a command consults the normalisation too, issue 49): each cost rounded down
+    in proportion to the budget (``+1`` each when ``keep_positive``, the budget less one per
+    cost then), so ``1 <= sum C' <= U``; and its ``F``."""
+    pool = sum(k * c for k, c in zip(counts, costs, strict=True))
+    room = U - sum(counts) if keep_positive else U
+    base = 1 if keep_positive else 0
+    unit = [base + (c * max(0, room)) // pool for c in costs]
+    if not any(unit):  # every cost rounded to 0: the largest keeps one unit
+        unit[-1] = 1
+    f = max((abs(a * v - b * u) for a, u in zip(costs, unit, strict=True)
+             for b, v in zip(costs, unit, strict=True)), default=0)  # fmt: skip
+    return unit, f
 
 
 def _answer(status: Status, f: int, scaling: CostScaling) -> SolveResult:
