@@ -22,7 +22,7 @@ import sys
 import threading
 
 from twill import __version__
-from twill.cli._args import mark_command_start
+from twill.cli._args import mark_command_start, pin_paths
 from twill.errors import TwillError
 from twill.scratch import private_scratch
 
@@ -136,6 +136,7 @@ def _main(argv: list[str] | None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        pin_paths(args)  # before any user code can change the working directory
         return _flush_stdout(int(args.func(args) or 0))
     except TwillError as exc:
         return _fail(args, str(exc))

@@ -11,6 +11,7 @@ or failed run leaves either the old file or a complete new one.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,6 +28,7 @@ __all__ = [
     "same_file",
     "check_output_path",
     "check_outputs_distinct",
+    "pin_paths",
     "atomic_output",
     "write_output",
 ]
@@ -145,3 +147,35 @@ def check_outputs_distinct(*outputs: tuple[str, str | None]) -> None:
         for opt_b, b in given[i + 1 :]:
             if same_file(a, b):
                 raise InvalidProblemError(f"{opt_a} and {opt_b} name the same file {a!r}")
+
+
+#: Argument names (``dest``) that hold a file the command writes, or one it reads.
+OUTPUT_DESTS = ("output", "plot")
+INPUT_DESTS = ("graph", "kernel", "file", "layer", "arch", "directory", "network", "path",
+               "resource_model", "mapping_file", "dataset", "workloads")  # fmt: skip
+
+
+def _absolute(path: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+
+
+def pin_paths(args: argparse.Namespace) -> None:
+    """Make every path of the command line absolute, before any of the command's work (issue
+    49): code the user gave (a kernel file's top level, its heuristics) may change the working
+    directory, and an output must still land, and an input still be read, where the user
+    meant. Outputs always (a blank name stays for :func:`check_output_path` to refuse); inputs
+    only when they name an existing file or folder (``FILE.py:KERNEL`` by its file), so that
+    a built-in name (``simba``, a kernel's name) keeps its meaning."""
+    for dest in OUTPUT_DESTS:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value.strip():
+            setattr(args, dest, _absolute(value))
+    for dest in INPUT_DESTS:
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or not value.strip() or os.path.isabs(value):
+            continue
+        head, sep, tail = value.rpartition(":")
+        if os.path.lexists(value):
+            setattr(args, dest, _absolute(value))
+        elif sep and tail.isidentifier() and os.path.lexists(head):
+            setattr(args, dest, f"{_absolute(head)}:{tail}")

@@ -48,11 +48,12 @@ def parse_kernel_spec(spec: str) -> tuple[Path, str]:
 
 
 def load_kernel(path: Path, kernel: str) -> object:
-    from twill.io.user_code import import_user_file
+    from twill.io.user_code import import_user_file, user_code
 
     module = import_user_file(path, f"_twill_triton_{path.stem}")
     try:
-        fn = getattr(module, kernel, None)
+        with user_code():  # a module-level __getattr__ is the user's code too
+            fn = getattr(module, kernel, None)
     except Exception:  # noqa: BLE001 (a module-level __getattr__ of the user's)
         fn = None
     if fn is None or not hasattr(fn, "arg_names"):
@@ -134,12 +135,15 @@ def apply_heuristics(
 ) -> None:
     """Fill constexprs from ``@triton.heuristics`` (innermost first, as Triton runs them); a
     value the user gave wins; a heuristic that needs a runtime argument is an error naming it."""
+    from twill.io.user_code import user_code
+
     for h in reversed(heuristics):
         for name, rule in h.values.items():
             if name in given:
                 continue
             try:
-                known[name] = rule(dict(known))
+                with user_code():
+                    known[name] = rule(dict(known))
             except KeyError as exc:
                 raise InvalidProblemError(
                     f"kernel {kernel!r}: @triton.heuristics for {name} needs argument {exc}; give "

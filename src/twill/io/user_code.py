@@ -6,21 +6,75 @@ not a bug in twill: a ``SyntaxError``, any exception, and ``SystemExit`` (``sys.
 the line and the error, so the CLI exits 2 with that message; a ``SystemExit`` never ends twill
 with the file's own exit code. Ctrl-C (``KeyboardInterrupt``) still interrupts. What the file
 prints while it is imported goes to stderr, so that twill's stdout (a graph, JSON) stays clean.
+
+The file runs as Python runs a script (issue 49): its own folder is first on ``sys.path``, so it
+may import a module beside it. Nothing it changes in the process outlives the run
+(:func:`user_code`): the working directory (an ``os.chdir`` at import) and ``sys.path`` are
+restored, and the modules imported from its folder are dropped from ``sys.modules``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 from twill.errors import InvalidProblemError
 from twill.io.text import check_input_file
 
-__all__ = ["import_user_file"]
+__all__ = ["import_user_file", "user_code"]
+
+
+def _from_folder(module: object, folder: str) -> bool:
+    """True when the top-level ``module`` was found in ``folder``: ``folder/NAME.py`` (or an
+    extension) or a package ``folder/NAME/``, namespace packages included."""
+    file = getattr(module, "__file__", None)
+    if isinstance(file, str):
+        places = [os.path.dirname(file) if hasattr(module, "__path__") else file]
+    else:
+        places = [p for p in getattr(module, "__path__", None) or [] if isinstance(p, str)]
+    return any(os.path.dirname(os.path.abspath(p)) == folder for p in places)
+
+
+def _forget_modules_from(folder: str, known: set[str]) -> None:
+    """Drop the modules imported since ``known`` whose top-level package lies in ``folder``
+    (a module beside the user's file, and its submodules)."""
+    new = [n for n in sys.modules if n not in known]
+    tops = {n for n in new if "." not in n and _from_folder(sys.modules[n], folder)}
+    for name in new:
+        if name.partition(".")[0] in tops:
+            sys.modules.pop(name, None)
+
+
+@contextlib.contextmanager
+def user_code(folder: str | Path | None = None) -> Iterator[None]:
+    """Run the user's code in the block without letting it change twill's process: the
+    working directory is restored afterwards (every relative path twill holds keeps its
+    meaning), and with ``folder`` (absolute), that folder is first on ``sys.path`` during the
+    block and the modules imported from it are forgotten after it."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # started in a folder that no longer exists
+        cwd = None
+    known = set(sys.modules)
+    entry = str(folder) if folder is not None else None
+    if entry is not None:
+        sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if cwd is not None:
+            with contextlib.suppress(OSError):
+                os.chdir(cwd)
+        if entry is not None:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+            _forget_modules_from(entry, known)
 
 
 def _line_in(exc: BaseException, path: Path) -> int | None:
@@ -45,7 +99,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def import_user_file(path: Path, module_name: str) -> ModuleType:
-    """Import ``path`` as a fresh module named ``module_name`` (not left in ``sys.modules``).
+    """Import ``path`` as a fresh module named ``module_name`` (not left in ``sys.modules``),
+    under :func:`user_code` with the file's folder first on ``sys.path``.
 
     Raises
     ------
@@ -61,13 +116,14 @@ def import_user_file(path: Path, module_name: str) -> ModuleType:
     if path.is_dir():
         raise InvalidProblemError("is a folder; expected a Python file", source=str(path))
     check_input_file(path)  # missing, a pipe or a device: refused before it runs
-    spec = importlib.util.spec_from_file_location(module_name, path)
+    where = Path(os.path.abspath(path))  # its functions' source stays readable after a chdir
+    spec = importlib.util.spec_from_file_location(module_name, where)
     if spec is None or spec.loader is None:
         raise InvalidProblemError("cannot load as a Python module", source=str(path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
-        with contextlib.redirect_stdout(sys.stderr):
+        with contextlib.redirect_stdout(sys.stderr), user_code(where.parent):
             spec.loader.exec_module(module)
     except KeyboardInterrupt:
         raise
