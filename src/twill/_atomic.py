@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_output", "write_output", "atomic_folder"]
+__all__ = ["atomic_output", "write_output", "atomic_folder", "write_files"]
 
 
 def _umask() -> int:
@@ -73,3 +73,44 @@ def atomic_folder(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _stage(folder: Path, name: str, content: str | bytes) -> Path:
+    """``content`` in a new temporary file in ``folder`` (named after ``name``)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    staged = Path(tmp)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
+        os.chmod(staged, 0o666 & ~_umask())
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    return staged
+
+
+def write_files(files: dict[str, str | bytes], folder: str | Path) -> list[Path]:
+    """Write every ``name: content`` of ``files`` into ``folder``, all or nothing.
+
+    A ``folder`` that does not exist is filled as a temporary folder beside it and renamed
+    into place (:func:`atomic_folder`). In an existing one, every file is first written
+    complete to a temporary file there, and only then renamed over its target; an error or an
+    interrupt while writing removes every temporary file and leaves the folder as it was.
+    Returns the paths written. Callers check the targets first (none a folder or a link).
+    """
+    target = Path(folder)
+    if not target.exists():
+        with atomic_folder(target) as tmp:
+            for name, content in files.items():
+                os.replace(_stage(tmp, name, content), tmp / name)
+        return [target / name for name in files]
+    staged: dict[str, Path] = {}
+    try:
+        for name, content in files.items():
+            staged[name] = _stage(target, name, content)
+        for name, tmp in staged.items():
+            os.replace(tmp, target / name)
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+    return [target / name for name in files]

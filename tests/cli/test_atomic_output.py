@@ -47,3 +47,34 @@ def test_interrupted_folder_leaves_nothing(tmp_path):
         (tmp / "a.yaml").write_text("whole")
     assert [p.name for p in tmp_path.iterdir()] == ["layers"]
     assert (target / "a.yaml").read_text() == "whole"
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_set_of_files_is_written_all_or_nothing(tmp_path, monkeypatch, exists):
+    """``compile -o DIR``'s four files (issue 49): a failure while writing the third leaves the
+    folder as it was (or absent), with no temporary file."""
+    from twill import _atomic
+
+    out = tmp_path / "out"
+    if exists:
+        out.mkdir()
+        (out / "k.ttgir").write_text("old")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    staged = _atomic._stage
+    calls = []
+
+    def failing(folder, name, content):
+        calls.append(name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return staged(folder, name, content)
+
+    monkeypatch.setattr(_atomic, "_stage", failing)
+    files = {"k.ttgir": "new", "k.ptx": "p", "k.cubin": b"\0", "summary.json": "{}"}
+    with pytest.raises(OSError, match="No space"):
+        _atomic.write_files(files, out)
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    monkeypatch.setattr(_atomic, "_stage", staged)
+    assert _atomic.write_files(files, out) == [out / n for n in files]
+    assert sorted(p.name for p in out.iterdir()) == sorted(files)
+    assert (out / "k.ttgir").read_text() == "new" and (out / "k.cubin").read_bytes() == b"\0"

@@ -3,19 +3,21 @@
 Solves the kernel's loop with Twill (as ``twill solve``), writes Twill's stages and clusters
 onto the loop between Triton's ``schedule_loops`` and its pipeliner, lets Triton finish, and
 writes ``KERNEL.ttgir``, ``KERNEL.ptx``, ``KERNEL.cubin`` and ``summary.json`` into ``DIR``
-(created if missing; each file written atomically). Triton's cache lives in a private
-temporary folder for the run. Exit codes: 0 written, 1 no Twill schedule (nothing written),
-2 bad input or Triton could not compile, 130 interrupted, 70 internal error.
+(created if missing; checked before any work, then written all or nothing). Triton's cache
+lives in a private temporary folder for the run. Exit codes: 0 written, 1 no Twill schedule
+(nothing written), 2 bad input or Triton could not compile, 130 interrupted, 70 internal error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from twill._atomic import write_files
 from twill.cli._args import positive_float
 from twill.cli.triton_cmd import add_kernel_args
 from twill.errors import InvalidProblemError
@@ -60,37 +62,55 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_compile)
 
 
-def check_output_dir(path: str) -> Path:
-    """``DIR`` usable as an output folder: not a file, and its parent exists (checked before
-    any work)."""
+def check_output_dir(path: str, kernel: str) -> Path:
+    """``DIR`` usable as the output folder of ``kernel`` (``FILE.py:KERNEL``), checked before
+    any work: a folder or a new name in an existing, writable folder, and none of the files it
+    would write (:func:`~twill.io.triton_peer.compile_file_names`) an input, a folder, a link
+    or anything but a regular file."""
+    from twill.io import graph_input_files
+    from twill.io.triton_peer import compile_file_names
+
+    if not path.strip():
+        raise InvalidProblemError(f"-o {path!r}: empty folder name; give a folder")
     out = Path(path)
+    if out.is_symlink() and not out.exists():
+        raise InvalidProblemError(f"-o {path}: a symbolic link to nothing; give a folder")
     if out.exists() and not out.is_dir():
         raise InvalidProblemError(f"-o {path}: exists and is not a folder")
-    parent = out.parent if str(out.parent) else Path(".")
+    parent = out if out.is_dir() else (out.parent if str(out.parent) else Path("."))
     if not parent.is_dir():
         raise InvalidProblemError(f"-o {path}: folder {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InvalidProblemError(f"-o {path}: folder {str(parent)!r} is not writable")
+    if not out.is_dir():
+        return out
+    inputs = [p for p in graph_input_files(kernel) if p.exists()]
+    for name in compile_file_names(kernel.rpartition(":")[2]):
+        what = _unwritable(out / name, inputs)
+        if what:
+            raise InvalidProblemError(f"-o {path}: {out / name} is {what}; remove it or choose "
+                                      "another folder")  # fmt: skip
     return out
 
 
-def write_files(files: dict[str, str | bytes], out: Path) -> list[Path]:
-    """Write each file into ``out`` atomically; returns the paths."""
-    from twill.cli._args import atomic_output
+def _unwritable(target: Path, inputs: list[Path]) -> str:
+    """Why ``target`` must not be replaced by an output file ("" when it may)."""
+    from twill.cli._args import same_file
 
-    written = []
-    for name, content in files.items():
-        with atomic_output(out / name) as tmp:
-            if isinstance(content, bytes):
-                Path(tmp).write_bytes(content)
-            else:
-                Path(tmp).write_text(content, encoding="utf-8")
-        written.append(out / name)
-    return written
+    if target.is_symlink():
+        return "a symbolic link"
+    if target.is_dir():
+        return "a folder"
+    if target.exists() and not target.is_file():
+        return "not a regular file"
+    same = [p for p in inputs if target.exists() and same_file(target, p)]
+    return f"the input file {str(same[0])!r} (a hard link)" if same else ""
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
     from twill.triton import parse_assignments
 
-    out = check_output_dir(args.output)
+    out = check_output_dir(args.output, args.kernel)
     sig = parse_assignments(args.signature, "--signature", numeric=False)
     consts = parse_assignments(args.constexpr, "--constexpr", numeric=True)
     from twill.triton import compile_summary
@@ -112,8 +132,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    out.mkdir(exist_ok=True)  # the files written never bear an input's name (FILE.py, YAML)
-    written = write_files(summary.files(), out)
+    written = write_files(summary.files(), out)  # all or nothing; targets checked above
     if args.json:
         print(json.dumps(summary.data, indent=2))
         return 0

@@ -56,6 +56,7 @@ __all__ = [
     "auto_edit",
     "TritonPeer",
     "CompileSummary",
+    "compile_file_names",
     "PARTITION_NOTE",
     "SUMMARY_KEYS",
 ]
@@ -313,13 +314,15 @@ class CompileSummary:
     def files(self) -> dict[str, str | bytes]:
         """File name -> content: ``KERNEL.ttgir``, ``KERNEL.ptx``, ``KERNEL.cubin``,
         ``summary.json``."""
-        k = self.data["kernel"]
-        return {
-            f"{k}.ttgir": self.build.ttgir,
-            f"{k}.ptx": self.build.ptx,
-            f"{k}.cubin": self.build.cubin,
-            "summary.json": json.dumps(self.data, indent=2) + "\n",
-        }
+        contents = (self.build.ttgir, self.build.ptx, self.build.cubin,
+                    json.dumps(self.data, indent=2) + "\n")  # fmt: skip
+        return dict(zip(compile_file_names(self.data["kernel"]), contents, strict=True))
+
+
+def compile_file_names(kernel: str) -> tuple[str, ...]:
+    """The files ``twill compile`` writes for ``kernel``, in :meth:`CompileSummary.files`'s
+    order (the CLI checks each before any work)."""
+    return (f"{kernel}.ttgir", f"{kernel}.ptx", f"{kernel}.cubin", "summary.json")
 
 
 #: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB.
