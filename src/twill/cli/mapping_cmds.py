@@ -229,7 +229,24 @@ def _print_map(layer: Any, arch: Arch, res: Any) -> None:
 
 
 # ---------------------------------------------------------------------- map-network
+def _check_executor(args: argparse.Namespace) -> None:
+    """``--ray-address`` only with ``--executor ray``, and of a form Ray accepts (checked
+    before any work; the connection itself is bounded, :mod:`twill.mapping.ray_cluster`)."""
+    if args.executor != "ray":
+        if args.ray_address is not None:
+            raise InvalidProblemError(f"--ray-address needs --executor ray (given --executor "
+                                      f"{args.executor})")  # fmt: skip
+        return
+    from twill.mapping.ray_cluster import parse_ray_address
+
+    try:
+        parse_ray_address(args.ray_address)
+    except InvalidProblemError as exc:
+        raise InvalidProblemError(f"--ray-address: {exc}") from None
+
+
 def _cmd_map_network(args: argparse.Namespace) -> int:
+    _check_executor(args)
     methods = _network_methods(args.methods)
     source = _shipped_network(args, model_source(args, "directory"))
     _check_network_outputs(args, source)
@@ -566,8 +583,28 @@ def _cmd_import_onnx(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_map_eval_mode(args: argparse.Namespace) -> None:
+    """One mapping (``--layer``, ``--arch``, ``--mapping``/``--mapping-file``, ``--full``) or a
+    dataset (``--dataset``, ``--limit``), never options of both: each dataset row brings its
+    own layer, architecture and mapping, so an option of the other mode would be ignored."""
+    single = [("--layer", args.layer), ("--arch", args.arch), ("--mapping", args.mapping),
+              ("--mapping-file", args.mapping_file), ("--full", args.full)]  # fmt: skip
+    if args.dataset is not None:
+        if not args.dataset.strip():
+            raise InvalidProblemError(f"--dataset {args.dataset!r}: empty file name; give a CSV")
+        given = [opt for opt, value in single if value]
+        if given:
+            raise InvalidProblemError(f"--dataset evaluates each row's own layer, architecture "
+                                      f"and mapping; drop {', '.join(given)}")  # fmt: skip
+    elif args.limit is not None:
+        raise InvalidProblemError("--limit counts --dataset rows; give --dataset FILE.csv")
+    if args.mapping is not None and args.mapping_file is not None:
+        raise InvalidProblemError("give --mapping or --mapping-file, not both")
+
+
 def _cmd_map_eval(args: argparse.Namespace) -> int:
-    if args.dataset:
+    _check_map_eval_mode(args)
+    if args.dataset is not None:
         return _eval_dataset(args)
     from twill.io.timeloop import read_layer, read_mapping
     from twill.mapping.cost import evaluate

@@ -58,7 +58,8 @@ def check_input_file(path: str | Path) -> Path:
 
 
 def read_text_file(path: str | Path) -> str:
-    """The UTF-8 text of ``path``.
+    """The UTF-8 text of ``path``, without its byte-order mark if it has one (editors on
+    Windows and spreadsheet exports write one; issue 49).
 
     Raises
     ------
@@ -70,7 +71,7 @@ def read_text_file(path: str | Path) -> str:
     """
     p = check_input_file(path)
     try:
-        return p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputFormatError(
             f"not a UTF-8 text file (byte {exc.start}: {exc.reason})", source=str(p)

@@ -754,6 +754,36 @@ def _gemmini_from_row(row: dict[str, str], where: str, cache: dict[tuple, Arch])
     return arch
 
 
+_DATASET_COLUMNS = {"mapping.mapping", "arch.meshX", "arch.mem1_instances", "arch.mem2_entries",
+                    *(f"prob.{d.value}" for d in DIMS)}  # fmt: skip
+
+
+def _csv_rows(p: Path) -> tuple[list[dict[str, Any]], set[str]]:
+    """The rows and the columns of the dataset CSV ``p`` (UTF-8, a byte-order mark allowed),
+    once its header has every column :func:`read_dosa_dataset` needs, each once; a line the
+    csv module cannot read (a field over its size limit) names its line."""
+    with io.StringIO(read_text_file(p), newline="") as fh:
+        reader = csv.DictReader(fh)
+        try:
+            header = list(reader.fieldnames or [])
+            twice = sorted({c for c in header if header.count(c) > 1})
+            if twice:
+                raise InvalidProblemError(
+                    f"line 1: duplicate columns: {', '.join(map(repr, twice))}", source=str(p)
+                )
+            missing = sorted(_DATASET_COLUMNS - set(header))
+            if missing:
+                raise InvalidProblemError(f"missing columns: {', '.join(missing)}", source=str(p))
+            return list(reader), set(header)
+        except csv.Error as exc:
+            limit = csv.field_size_limit()
+            why = str(exc) if "field limit" not in str(exc) else (
+                f"a field longer than {limit:,} characters (the csv module's limit)")  # fmt: skip
+            raise InvalidProblemError(
+                f"line {reader.reader.line_num}: {why}", source=str(p)
+            ) from None
+
+
 def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[DatasetRow]:
     """Read DOSA's Timeloop sample CSV (validate every row, then build).
 
@@ -761,15 +791,7 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
     missing columns raise :class:`InvalidProblemError` naming the file and the columns.
     """
     p = Path(path)
-    with io.StringIO(read_text_file(p), newline="") as fh:
-        reader = csv.DictReader(fh)
-        cols = set(reader.fieldnames or [])
-        need = {"mapping.mapping", "arch.meshX", "arch.mem1_instances", "arch.mem2_entries"}
-        need |= {f"prob.{d.value}" for d in DIMS}
-        missing = sorted(need - cols)
-        if missing:
-            raise InvalidProblemError(f"missing columns: {', '.join(missing)}", source=str(p))
-        rows = list(reader)
+    rows, cols = _csv_rows(p)
     if limit is not None:
         rows = rows[:limit]
     out: list[DatasetRow] = []
