@@ -14,7 +14,8 @@ The chain, spelled out:
 5. **report**: :class:`NetworkMappings` (``to_dict``) for the CLI, the benchmark and the plots.
 
 Layers are independent, so step 2 runs in parallel: a local process pool by default, or Ray
-(``executor="ray"``) on an existing cluster (``ray.init(address=...)``). The core never prints;
+(``executor="ray"``) on an existing cluster, joined in bounded time
+(:mod:`~twill.mapping.ray_cluster`). The core never prints;
 progress goes through the ``on_result`` callback.
 """
 
@@ -28,7 +29,7 @@ from collections.abc import Mapping as Mapping_
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from twill.errors import ArgumentTypeError, BackendUnavailableError, InvalidProblemError
+from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping
@@ -279,19 +280,34 @@ def _check_network_call(
         check_instance(o, f"options[{m!r}]", SolverOptions)
     if not isinstance(executor, str):
         raise ArgumentTypeError(f"executor must be a string, found {type(executor).__name__}")
+    if executor.startswith("ray:"):  # the address's form now; the cluster when it is joined
+        from twill.mapping.ray_cluster import parse_ray_address
+
+        parse_ray_address(executor.partition(":")[2] or None)
     check_int(workers, "workers", maximum=MAX_THREADS, none=True)
     return per_method
 
 
 def _stop_pool(pool: Any) -> None:
     """Cancel the queued tasks and end the running workers (a plain ``shutdown`` would wait for
-    every running solve to finish, so an interrupt would hang until then)."""
-    workers = list((getattr(pool, "_processes", None) or {}).values())  # no public accessor
+    every running solve to finish, so an interrupt would hang until then), then wait for the
+    pool's manager thread to end.
+
+    That last wait matters at the interpreter's exit: ``concurrent.futures`` then writes to the
+    wake-up pipe of every manager thread not yet collected, while a manager that is still
+    ending closes its pipe; the race (CPython 3.11, fixed in 3.12) printed "Exception ignored
+    in: <module 'threading'> ... OSError: [Errno 9] Bad file descriptor" after one Ctrl-C in
+    a few. A joined manager is gone (collected) before the exit.
+    """
+    manager = getattr(pool, "_executor_manager_thread", None)  # no public accessor
+    workers = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in workers:
         proc.terminate()
     for proc in workers:
         proc.join(5)
+    if manager is not None:
+        manager.join(5)  # it sees its workers gone, fails their futures and ends
 
 
 def _run_ray(
@@ -302,19 +318,11 @@ def _run_ray(
     address: str | None,
     done: Callable[[int, str, SolveResult], None],
 ) -> None:
-    try:
-        import ray
-    except ImportError as exc:
-        raise BackendUnavailableError(
-            "executor 'ray' needs the ray package (pip install 'twill-sched[ray]')"
-        ) from exc
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address or "auto", log_to_driver=False)
-        except (ConnectionError, RuntimeError) as exc:
-            raise BackendUnavailableError(
-                f"cannot connect to a Ray cluster at {address or 'auto'}: {exc}"
-            ) from exc
+    from twill.mapping.ray_cluster import connect
+
+    connect(address)  # in bounded time, or a clear error (module docstring)
+    import ray
+
     remote = ray.remote(num_cpus=1)(_task)
     refs = {remote.remote(layers[i], arch, m, options.get(m, SolverOptions())): (i, m)
             for i, m in tasks}  # fmt: skip
