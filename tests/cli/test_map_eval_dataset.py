@@ -103,3 +103,11 @@ def test_the_refusal_holds_from_outside(tmp_path, sample):
                        "r.json")  # fmt: skip
     assert done.returncode == 2 and "line 3" in done.stderr, done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv", "tmp"]
+
+
+def test_unnamed_trailing_columns_are_no_duplicates(capsys, tmp_path, sample):
+    """A spreadsheet export's empty trailing columns (``,,``) have no name to repeat."""
+    csv = tmp_path / "d.csv"
+    csv.write_text("\n".join(line + ",," for line in sample) + "\n")
+    code, out, err = _run(capsys, "map-eval", "--dataset", str(csv), "--json")
+    assert code == 0 and len(json.loads(out)["rows"]) == 2, err

@@ -766,7 +766,7 @@ def _csv_rows(p: Path) -> tuple[list[dict[str, Any]], set[str]]:
         reader = csv.DictReader(fh)
         try:
             header = list(reader.fieldnames or [])
-            twice = sorted({c for c in header if header.count(c) > 1})
+            twice = sorted({c for c in header if c.strip() and header.count(c) > 1})
             if twice:
                 raise InvalidProblemError(
                     f"line 1: duplicate columns: {', '.join(map(repr, twice))}", source=str(p)
