@@ -102,3 +102,21 @@ def test_a_package_beside_the_kernel_is_imported_and_forgotten(tmp_path):
     module = import_user_file(tmp_path / "k.py", "_k")
     assert module.BM == 7 and os.getcwd() == cwd and sys.path == path
     assert "helpers" not in sys.modules and "helpers.sizes" not in sys.modules
+
+
+def test_what_the_file_changes_in_the_process_is_restored(tmp_path):
+    """``sys.path`` emptied, Ctrl-C ignored, the directory changed at import: all undone, so
+    twill still imports its own modules and still stops on Ctrl-C."""
+    import signal
+
+    from twill.io.user_code import import_user_file
+
+    (tmp_path / "k.py").write_text(
+        "import os, signal, sys\nsys.path.clear()\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nos.chdir('/')\n"
+    )
+    cwd, path = os.getcwd(), list(sys.path)
+    handlers = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    import_user_file(tmp_path / "k.py", "_k")
+    assert os.getcwd() == cwd and sys.path == path
+    assert [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)] == handlers

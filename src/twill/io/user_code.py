@@ -9,8 +9,9 @@ prints while it is imported goes to stderr, so that twill's stdout (a graph, JSO
 
 The file runs as Python runs a script (issue 49): its own folder is first on ``sys.path``, so it
 may import a module beside it. Nothing it changes in the process outlives the run
-(:func:`user_code`): the working directory (an ``os.chdir`` at import) and ``sys.path`` are
-restored, and the modules imported from its folder are dropped from ``sys.modules``.
+(:func:`user_code`): the working directory (an ``os.chdir`` at import), ``sys.path`` and the
+Ctrl-C/SIGTERM handlers are restored, and the modules imported from its folder are dropped
+from ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from twill.errors import InvalidProblemError
 from twill.io.text import check_input_file
@@ -54,27 +58,39 @@ def _forget_modules_from(folder: str, known: set[str]) -> None:
 @contextlib.contextmanager
 def user_code(folder: str | Path | None = None) -> Iterator[None]:
     """Run the user's code in the block without letting it change twill's process: the
-    working directory is restored afterwards (every relative path twill holds keeps its
-    meaning), and with ``folder`` (absolute), that folder is first on ``sys.path`` during the
-    block and the modules imported from it are forgotten after it."""
+    working directory (every relative path twill holds keeps its meaning), ``sys.path`` and
+    the SIGINT/SIGTERM handlers (Ctrl-C still stops twill) are restored afterwards; with
+    ``folder`` (absolute), that folder is first on ``sys.path`` during the block and the
+    modules imported from it are forgotten after it."""
     try:
         cwd: str | None = os.getcwd()
     except OSError:  # started in a folder that no longer exists
         cwd = None
-    known = set(sys.modules)
-    entry = str(folder) if folder is not None else None
-    if entry is not None:
-        sys.path.insert(0, entry)
+    known, path, handlers = set(sys.modules), list(sys.path), _stop_handlers()
+    if folder is not None:
+        sys.path.insert(0, str(folder))
     try:
         yield
+    except KeyboardInterrupt:  # twill's own interrupt handling owns the signals now
+        handlers = {}
+        raise
     finally:
         if cwd is not None:
             with contextlib.suppress(OSError):
                 os.chdir(cwd)
-        if entry is not None:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(entry)
-            _forget_modules_from(entry, known)
+        sys.path[:] = path
+        if folder is not None:
+            _forget_modules_from(str(folder), known)
+        for sig, handler in handlers.items():
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
+
+
+def _stop_handlers() -> dict[int, Any]:
+    """The SIGINT and SIGTERM handlers (none off the main thread, where they cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
 
 def _line_in(exc: BaseException, path: Path) -> int | None:
