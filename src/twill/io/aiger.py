@@ -105,7 +105,7 @@ def parse_aiger(data: bytes, source: str = "<aig>") -> DependenceGraph:
     if M != I + L + A:
         raise InputFormatError(f"header: M = {M} but I + L + A = {I + L + A}", source=source)
     _check_counts(M, O, A, len(data) - nl - 1, source)
-    lines, pos = _skip_lines(data, nl + 1, O, extra, source)
+    lines, pos = _skip_lines(data, nl + 1, O, extra, source, M)
     del lines
     names = [f"i{k}" for k in range(I)]
     var_node = np.full(M + 1, -1, dtype=np.int64)  # variable index -> node index
@@ -148,17 +148,23 @@ def _line(data: bytes, pos: int, what: str, source: str) -> tuple[bytes, int]:
 
 
 def _skip_lines(
-    data: bytes, pos: int, O: int, extra: list[int], source: str
+    data: bytes, pos: int, O: int, extra: list[int], source: str, M: int
 ) -> tuple[list[bytes], int]:
     """The ``O`` output lines and the AIGER 1.9 property lines after them (``B``, ``C``,
-    justice sizes and literals, ``F``); returns the lines and the position after them."""
+    justice sizes and literals, ``F``); returns the lines and the position after them. Every
+    literal names a variable of the header's ``M`` (at most ``2 M + 1``)."""
     B, C, J, F = (*extra, 0, 0, 0, 0)[:4]
     out: list[bytes] = []
     for k in range(O + B + C):
-        line, pos = _line(data, pos, f"output/property line {k}", source)
+        what = f"output {k}" if k < O else f"property line {k - O}"
+        line, pos = _line(data, pos, what, source)
         if not line.isdigit() or len(line) > 12:
+            raise InputFormatError(f"{what}: expected a literal, found {line[:20]!r}",
+                                   source=source)  # fmt: skip
+        if int(line) > 2 * M + 1:
             raise InputFormatError(
-                f"output/property line {k}: expected a literal, found {line[:20]!r}",
+                f"{what}: literal {int(line)} names variable {int(line) // 2}, but the header "
+                f"has M = {M} (literals 0 to {2 * M + 1})",
                 source=source,
             )
         out.append(line)
@@ -169,7 +175,13 @@ def _skip_lines(
             raise InputFormatError(f"justice property {k}: expected a size", source=source)
         sizes.append(int(line))
     for k in range(sum(sizes) + F):
-        _, pos = _line(data, pos, f"justice/fairness literal {k}", source)
+        line, pos = _line(data, pos, f"justice/fairness literal {k}", source)
+        if not line.isdigit() or int(line[:13]) > 2 * M + 1:
+            raise InputFormatError(
+                f"justice/fairness literal {k}: expected a literal 0 to {2 * M + 1}, found "
+                f"{line[:20]!r}",
+                source=source,
+            )
     return out, pos
 
 
@@ -186,7 +198,7 @@ def _parse_ascii(
             raise InputFormatError(f"input {k}: invalid literal {line[:20]!r}", source=source)
         var_node[int(line) // 2] = k
         names.append(f"i{k}")
-    _, pos = _skip_lines(body, pos, O, extra, source)
+    _, pos = _skip_lines(body, pos, O, extra, source, M)
     gates = []
     for k in range(A):
         line, pos = _line(body, pos, f"AND gate {k}", source)

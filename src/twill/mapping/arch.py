@@ -131,6 +131,42 @@ def _level_defects(where: str, lv: MemoryLevel) -> list[str]:
     return bad
 
 
+def _order_defects(levels: tuple[MemoryLevel, ...]) -> list[str]:
+    """Level names are unique and levels run innermost (next to the PEs) first, the backing
+    store last: only the outermost level may be unbounded, and no level holds fewer entries
+    per instance than the innermost or more than the outermost bounded one. (A reversed
+    hierarchy or a repeated name was accepted and mapped, issue 49.)"""
+    bad: list[str] = []
+    seen: dict[str, int] = {}
+    for i, lv in enumerate(levels):
+        if lv.name in seen:
+            bad.append(
+                f"levels[{i}] ({lv.name}): duplicate level name (also levels[{seen[lv.name]}])"
+            )
+        seen.setdefault(lv.name, i)
+    for i, lv in enumerate(levels[:-1]):
+        if lv.entries is None:
+            bad.append(f"levels[{i}] ({lv.name}): unbounded (no entries) but not the outermost "
+                       "level; levels run innermost first, DRAM last")  # fmt: skip
+    sized = [(i, lv) for i, lv in enumerate(levels) if isinstance(lv.entries, int)]
+    if bad or len(sized) < 2:
+        return bad
+    (i0, inner), (i1, outer) = sized[0], sized[-1]
+    low, high = int(inner.entries or 0), int(outer.entries or 0)
+    if low > high:
+        return [f"levels[{i0}] ({inner.name}) holds {low} entries per instance, more than "
+                f"the outermost bounded levels[{i1}] ({outer.name}) with {high}: levels run "
+                "innermost (next to the PEs) first, DRAM last (reversed order?)"]  # fmt: skip
+    for i, lv in sized[1:-1]:
+        if not low <= int(lv.entries or 0) <= high:
+            bad.append(
+                f"levels[{i}] ({lv.name}): {lv.entries} entries per instance, outside "
+                f"[{low}, {high}] of levels[{i0}] ({inner.name}) and levels[{i1}] "
+                f"({outer.name}); levels run innermost (next to the PEs) first, DRAM last"
+            )
+    return bad
+
+
 @dataclass(frozen=True)
 class Arch:
     """A spatial accelerator: memory levels innermost → outermost plus a MAC array.
@@ -213,8 +249,7 @@ class Arch:
                     f"{where}.instances: {lv.instances} does not divide the level below "
                     f"({self.levels[i - 1].instances})"
                 )
-        if self.levels and self.levels[-1].entries is not None:
-            pass  # a bounded top level is allowed (checked by the verifier)
+        bad += _order_defects(self.levels)
         if self.levels and set(self.levels[-1].keeps) != {Operand.W, Operand.I, Operand.O}:
             bad.append(
                 f"levels[{len(self.levels) - 1}] ({self.levels[-1].name}): the outermost "

@@ -36,6 +36,8 @@ __all__ = [
     "MAX_INSTRUCTIONS",
     "MAX_EDGES",
     "MAX_MODEL_CELLS",
+    "MAX_RESERVATION_TERMS",
+    "reservation_terms",
     "check_graph",
     "graph_defects",
     "model_cells",
@@ -60,6 +62,9 @@ MAX_EDGES = 1_000_000
 MAX_MODEL_CELLS = 20_000_000
 """Largest time-indexed model accepted: instructions x (sum of latencies + largest delay),
 an upper bound on the (operation, time step) pairs a Phase-1 or Phase-2 model may need."""
+MAX_RESERVATION_TERMS = 2_000_000
+"""Largest modulo resource model accepted (:func:`reservation_terms`): one op blocking its
+unit for 1,000 cycles (10^6 terms) takes CBC 7 s; the shipped graphs need at most 0.4 10^6."""
 
 
 def _is_int(value: object) -> bool:
@@ -167,9 +172,28 @@ def model_cells(graph: DependenceGraph) -> int:
     """Estimated (operation, time step) pairs of the largest time-indexed model of ``graph``:
     instructions x (sum of latencies + largest delay), the serial schedule's length bounding
     every I and L a solver tries. Assumes the fields are in range."""
+    return len(graph.instructions) * _model_terms(graph)[0]
+
+
+def reservation_terms(graph: DependenceGraph) -> int:
+    """Estimated terms of the modulo resource rows beyond one per (operation, time step): the
+    reserved cycles of every limited unit's RRT rows after their first x the serial
+    schedule's length (each row sums, at every time step, the ops' reservations). A HatScheT
+    unit blocked for 4,000 cycles made one op a model of 16 million terms that CBC did not
+    finish in 120 s (issue 49)."""
+    span, reserved = _model_terms(graph)
+    return reserved * span
+
+
+def _model_terms(graph: DependenceGraph) -> tuple[int, int]:
+    """The serial schedule's cycles and the reserved cycles of the limited units' RRT rows
+    beyond each row's first (those the (operation, time step) count already covers)."""
     span = sum(max(1, int(i.cycles)) for i in graph.instructions)
     span += max((int(e.delay) for e in graph.edges), default=0)
-    return len(graph.instructions) * span
+    units = graph.machine.functional_units
+    reserved = sum(max(0, len(row) - 1) for i in graph.instructions
+                   for fu, row in i.reservation.items() if int(units.get(fu, -1)) >= 0)  # fmt: skip
+    return span, reserved
 
 
 def _size_defects(graph: DependenceGraph) -> list[str]:
@@ -186,6 +210,14 @@ def _size_defects(graph: DependenceGraph) -> list[str]:
             f"graph too large to model: about {cells:,} (operation, time step) pairs "
             f"({n:,} instructions x {cells // max(n, 1):,} cycles of serial schedule); "
             f"the limit is {MAX_MODEL_CELLS:,}"
+        ]
+    span, reserved = _model_terms(graph)
+    if reserved * span > MAX_RESERVATION_TERMS:  # reservation_terms, its parts named
+        return [
+            f"reservations too long to model: {reserved:,} reserved unit cycles after each RRT "
+            f"row's first (a HatScheT blockingTime of B counts B - 1) over {span:,} cycles of "
+            "serial schedule, about "
+            f"{reserved * span:,} resource terms; the limit is {MAX_RESERVATION_TERMS:,}"
         ]
     return []
 
