@@ -6,6 +6,7 @@ item (no traceback) and leave its inputs as they were.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -110,3 +111,37 @@ def test_hatschet_reservations_too_long_to_model_are_refused(capsys, tmp_path, c
                                       f'blockingTime="{blocking}"/></Resources></M>')  # fmt: skip
     code, _, err = run(capsys, command, str(tmp_path / "l.graphml"))
     assert code == 2 and "reservations too long to model" in err and "2,000,000" in err, err
+
+
+@pytest.mark.parametrize("command", ["solve", "import-triton", "bounds"])
+def test_a_kernel_file_without_its_kernel_names_the_form_and_the_kernels(capsys, command):
+    argv = [command, str(GEMM)] + (["--arch", "sm_90a"] if command != "bounds" else [])
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "FILE.py:KERNEL" in err and "autotuned_gemm.py:autotuned_gemm" in err
+    assert "unsupported file type" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_warnings_reach_the_user_as_one_line_notes(capsys, monkeypatch):
+    import warnings
+
+    from twill.cli import _warnings_as_notes
+    from twill.errors import ConvergenceWarning
+
+    monkeypatch.delenv("TWILL_DEBUG", raising=False)
+    with _warnings_as_notes():
+        for _ in range(2):  # each distinct text once
+            warnings.warn("lbfgs failed\nto converge", ConvergenceWarning, stacklevel=1)
+    err = capsys.readouterr().err
+    assert err == "twill: note: lbfgs failed to converge (ConvergenceWarning)\n", err
+
+
+def test_the_exact_baseline_says_its_real_status(capsys):
+    """``gaus --baseline exact`` on formulation C printed "CP-SAT OPTIMAL" beside status
+    *feasible* (the model's objective is a proxy): the words now start with the status."""
+    pytest.importorskip("ortools")
+    argv = ["gaus", str(DATA.parent.parent / "data" / "epfl" / "ctrl.aig"), "--baseline", "exact",
+            "--formulation", "C", "--II", "3", "--json"]  # fmt: skip
+    code, out, _ = run(capsys, *argv)
+    d = json.loads(out)
+    assert code == 0 and d["message"].startswith(d["status"]), d["message"]
+    assert "proxy model" in d["message"]

@@ -20,6 +20,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from twill import __version__
 from twill.cli._args import mark_command_start, pin_paths
@@ -130,8 +132,32 @@ def _main(argv: list[str] | None) -> int:
         if exc.code in (0, None) and _flush_stdout(EXIT_OK) != EXIT_OK:
             return EXIT_CLOSED_PIPE
         raise
-    with private_scratch():  # Triton's and inductor's caches, temporary files: removed
+    with private_scratch(), _warnings_as_notes():  # caches and temporary files: removed
         return _run(args)
+
+
+@contextmanager
+def _warnings_as_notes() -> Iterator[None]:
+    """Warnings (twill's :class:`~twill.errors.ConvergenceWarning`, scikit-learn's or SciPy's
+    ``ConvergenceWarning``, ...) reach the user as one line, ``twill: note: ...``, each
+    distinct text once, instead of Python's ``FILE:LINE: Category: text`` with the source
+    line below it (issue 49); ``TWILL_DEBUG=1`` keeps Python's form."""
+    import warnings
+
+    if os.environ.get("TWILL_DEBUG"):
+        yield
+        return
+    shown: set[str] = set()
+
+    def note(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+        text = " ".join(str(message).split())
+        if text not in shown:
+            shown.add(text)
+            print(f"twill: note: {text} ({category.__name__})", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = note
+        yield
 
 
 def _run(args: argparse.Namespace) -> int:

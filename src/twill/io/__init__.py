@@ -116,6 +116,10 @@ def load_graph(
 
         _require_file(path)
         return read_hatschet(path, resource_model)
+    if suffix == ".py" and path.is_file():  # a kernel file without its kernel's name
+        from twill.io.triton_compile import kernel_file_hint
+
+        raise InvalidProblemError(kernel_file_hint(path), source=text)
     if path.exists():
         extra = ", .gml, .aig, .xml" if arrays else ""
         raise InvalidProblemError(

@@ -40,11 +40,35 @@ INSTALL_HINT = "Triton is not installed; install the extra with: pip install -e 
 
 
 def parse_kernel_spec(spec: str) -> tuple[Path, str]:
-    """Split ``FILE.py:KERNEL`` (error when the kernel name is missing)."""
+    """Split ``FILE.py:KERNEL`` (error when the kernel name is missing; a kernel file given
+    alone is told the form and its kernels)."""
     path, sep, kernel = spec.rpartition(":")
+    if spec.endswith(".py") and Path(spec).is_file():
+        raise InvalidProblemError(kernel_file_hint(Path(spec)), source=spec)
     if not sep or not path.endswith(".py") or not kernel.isidentifier():
         raise InvalidProblemError(f"expected FILE.py:KERNEL, found {spec!r}")
     return Path(path), kernel
+
+
+def kernel_file_hint(path: Path) -> str:
+    """What to write for a Triton kernel file given without ``:KERNEL``: the form, and the
+    ``@triton.jit`` functions the file defines, found by parsing it (never running it)."""
+    import ast
+
+    form = f"a Triton kernel is given as FILE.py:KERNEL (e.g. {path.name}:my_kernel)"
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return form
+    found = [
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and any("jit" in ast.unparse(d) for d in node.decorator_list)
+    ]
+    if not found:
+        return f"{form}; no @triton.jit function found in the file"
+    return f"{form}; its kernels: {', '.join(f'{path.name}:{k}' for k in found[:10])}"
 
 
 def load_kernel(path: Path, kernel: str) -> object:

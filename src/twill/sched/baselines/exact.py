@@ -187,7 +187,11 @@ def _packaged(g: GauSGraph, answer: CpSatAnswer, time_limit: float, spec: RunSpe
             status = Status.FEASIBLE
         else:
             status = Status.OPTIMAL if code == cp_model.OPTIMAL else Status.FEASIBLE
-        return package(g, t, spec, f"CP-SAT {solver.StatusName(code)}", status=status,
+        said = solver.StatusName(code).lower()
+        message = (f"feasible: CP-SAT {said} on its proxy model (formulation C minimises a "
+                   "stand-in for the objective, so its proof is not one of this objective)"
+                   if formulation == "C" else f"{status.value}: CP-SAT {said}")  # fmt: skip
+        return package(g, t, spec, message, status=status,
                        bound=float(bound),
                        objective_history=tuple(curve) if formulation != "C" else ())  # fmt: skip
     if code == cp_model.INFEASIBLE:

@@ -685,12 +685,16 @@ def _no_schedule(
     run: _SolveRun, out: ALMOutcome, gens: list[np.ndarray], hist: dict[str, Any]
 ) -> SolveResult:
     """``UNKNOWN`` result (with a :class:`ConvergenceWarning`) when no read-out was legal;
-    for C the message says why the modulo legalisation of the final means failed."""
+    for C the modulo legalisation of the final means is tried once more: a schedule it finds
+    is returned (verified, FEASIBLE; its words said "legal" beside status *unknown*, issue 49),
+    else the message says why it failed."""
     g = run.g
     msg = ""
     if run.formulation == "C":
-        _, msg = legalise_modulo(g, out.mu, run.II, run.D, gens=gens,  # type: ignore[arg-type]
+        t, msg = legalise_modulo(g, out.mu, run.II, run.D, gens=gens,  # type: ignore[arg-type]
                                  deadline=run.deadline)  # fmt: skip
+        if t is not None:
+            return run.finish(Status.FEASIBLE, t, f"{msg}, from the final means", **hist)
     warnings.warn(
         f"GauS found no legal schedule for {g.name} after {out.iterations} steps "
         f"(expected violation {out.expected_violation:.3g})",
