@@ -211,6 +211,7 @@ def kernel_spec(
     *,
     config: int | None = None,
     loop: int | None = None,
+    specialize: bool = False,
 ) -> Any:
     """``FILE.py:KERNEL`` with its options, the command line's over the YAML beside the file
     (a :class:`~twill.io.triton_peer.KernelSpec`). ``num_warps`` defaults to the YAML's, else
@@ -242,6 +243,7 @@ def kernel_spec(
         warps or DEFAULT_NUM_WARPS,
         config,
         loop,
+        specialize,
     )
 
 
@@ -277,6 +279,7 @@ def compile_summary(
     config: int | None = None,
     loop: int | None = None,
     total_time_limit: float = 600.0,
+    specialize: bool = True,
 ) -> Any:
     """What ``twill compile`` does, from Python: solve ``FILE.py:KERNEL`` with Twill (Algorithm
     1, within ``total_time_limit`` seconds for the whole search) and compile it with Twill's
@@ -286,7 +289,10 @@ def compile_summary(
     :class:`~twill.io.triton_peer.CompileSummary` (``.data``: the dict written as
     ``summary.json``, with ``optimal``, ``L_optimal`` and the ``problem`` they refer to;
     ``.build.kernel``: Triton's compiled kernel), or ``None`` when Twill finds no schedule
-    within the limit. Needs the ``triton`` extra; Triton's cache is private to the call.
+    within the limit. ``specialize`` (default on) compiles as a launch on aligned tensors
+    does: every pointer argument divisible by 16 (``SPECIALIZE_RULE`` of
+    :mod:`twill.io.triton_compile`; the summary's ``assumed`` says what was taken). Needs the
+    ``triton`` extra; Triton's cache is private to the call.
 
     Raises
     ------
@@ -300,7 +306,10 @@ def compile_summary(
     from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
 
     check_real(total_time_limit, "total_time_limit")
-    ks = kernel_spec(spec, arch, signature, constexprs, num_warps, config=config, loop=loop)
+    ks = kernel_spec(
+        spec, arch, signature, constexprs, num_warps, config=config, loop=loop,
+        specialize=specialize,
+    )  # fmt: skip
     with private_cache():
         extracted, ttgir = twill_graph(ks)
         proof = register_conflict(extracted.graph)

@@ -194,3 +194,44 @@ def test_unmodelled_or_missing_ttgir_target_is_refused() -> None:
 def test_kernel_file_needs_arch(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["import-triton", f"{KERNELS}:gemm"]) == 2
     assert "needs --arch" in capsys.readouterr().err
+
+
+def test_launch_hints_follow_tritons_specialisation() -> None:
+    """``*fp16:16`` and ``i32:16`` mark an argument divisible by 16, ``i32:1`` makes it the
+    constant 1, as a launch specialises them; ``specialize`` assumes every pointer aligned and
+    says so; a hint Triton never gives is refused, naming the argument."""
+    from twill.io.triton_compile import launch_hints
+
+    sig = {"a": "*fp16", "b": "*bf16:16", "n": "i32:16", "s": "i32:1", "x": "fp32"}
+    types, ones, div, notes = launch_hints(sig, specialize=False)
+    assert types == {"a": "*fp16", "b": "*bf16", "n": "i32", "x": "fp32"}
+    assert ones == {"s": 1} and div == ["b", "n"] and "assumed" not in notes[0]
+    types, ones, div, notes = launch_hints(sig, specialize=True)
+    assert div == ["a", "b", "n"] and "assumed for a: aligned tensors" in notes[0]
+    assert launch_hints({"x": "fp32"}, specialize=True)[3] == []
+    with pytest.raises(InvalidProblemError, match="n=i32:8"):
+        launch_hints({"n": "i32:8"}, specialize=True)
+
+
+@pytest.mark.slow
+def test_masked_matmul_compiles_with_a_launchs_hints(tmp_path: Path) -> None:
+    """The masked pointer-load matmul on sm_90a: with the hints a launch on aligned,
+    row-major tensors gets, Triton's schedule_loops schedules the loop (its loads made
+    asynchronous), Twill's stages are written and kept, and ``twill compile`` writes a runnable
+    kernel that does not spill, and the summary says what was assumed;
+    with --no-specialize the loop has no schedule to write, exit 2."""
+    pytest.importorskip("triton")
+    user = Path(__file__).resolve().parents[1] / "data" / "triton_user" / "masked_matmul.py"
+    hints = [f"stride_{s}=i32:1" for s in ("ak", "bn", "cn")]
+    hints += [f"stride_{s}=i32:16" for s in ("am", "bk", "cm")]
+    argv = ["compile", f"{user}:matmul", "--arch", "sm_90a", "--total-time-limit", "120"]
+    argv += [a for h in hints for a in ("--signature", h)]
+    out = tmp_path / "out"
+    assert main([*argv, "-o", str(out)]) == 0
+    d = json.loads((out / "summary.json").read_text())
+    assert (out / "matmul.cubin").stat().st_size > 0
+    assert d["runnable"] and d["spills"] == 0 and d["regs"] <= 255
+    assert "a_ptr divisible by 16" in d["assumed"][0] and "stride_ak = 1" in d["assumed"][0]
+    assert d["kept"]["stages"] and not d["changed"]["stages"]  # Twill's stages reach the loop
+    assert main([*argv, "--no-specialize", "-o", str(tmp_path / "none")]) == 2
+    assert not (tmp_path / "none").exists()

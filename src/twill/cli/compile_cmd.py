@@ -58,6 +58,14 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds for Twill's search (default %(default)g)",
     )
+    p.add_argument(
+        "--no-specialize",
+        dest="specialize",
+        action="store_false",
+        help="do not assume pointer arguments divisible by 16 (default: assumed, as a Triton "
+        "launch on aligned tensors specialises them; a signature hint *fp16:16, i32:16 or "
+        "i32:1 applies either way)",
+    )
     p.add_argument("--json", action="store_true", help="print summary.json on stdout")
     p.set_defaults(func=cmd_compile)
 
@@ -124,6 +132,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         config=args.config,
         loop=args.loop,
         total_time_limit=args.total_time_limit,
+        specialize=args.specialize,
     )
     if summary is None:
         print(
@@ -164,6 +173,8 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
         print(f"  partitions regrouped by Triton: {', '.join(d['changed']['partitions'])}")
     for line, what in d["other_loops"].items():
         print(f"  loop at line {line}: {what}")
+    for note in d.get("assumed", []):
+        print(f"  assumed: {note}")
     print(
         f"  regs {d['regs']}, spills {d['spills']} bytes, shared memory {d['smem_bytes']} "
         f"bytes{'' if d['runnable'] else '; NOT RUNNABLE: ' + d['why_not_runnable']}"

@@ -363,29 +363,34 @@ def build_kernel(
     num_stages: int = 3,
     edit: Edit | None = None,
     key: str = "",
+    specialize: bool = False,
 ) -> Build:
     """Compile ``fn`` (a ``@triton.jit`` function) for ``arch`` with the split pass list.
 
     ``edit`` rewrites the loop's schedule (the TTGIR text after ``schedule_loops``); ``key``
-    names it in the cache key. Raises :class:`InvalidProblemError` when Triton fails (the
-    message names the part: scheduling, pipelining, TTGIR or later).
+    names it in the cache key; ``specialize`` and the signature's hints (``*fp16:16``) give
+    the launch-time divisibility (:func:`twill.io.triton_compile.launch_hints`). Raises
+    :class:`InvalidProblemError` when Triton fails (the message names the part: scheduling,
+    pipelining, TTGIR or later).
     """
-    from twill.io.triton_compile import CAPABILITY, fill_constexpr_defaults
+    from twill.io.triton_compile import CAPABILITY, fill_constexpr_defaults, launch_hints
 
     triton = _triton()
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    constexprs = dict(constexprs)  # the kernel's defaults where not given, as extracted
+    signature, ones, div, _ = launch_hints(signature, specialize)
+    constexprs = {**constexprs, **ones}  # the kernel's defaults where not given, as extracted
     fill_constexpr_defaults(fn, signature, constexprs, [])
     names = list(fn.arg_names)
     full = {n: signature.get(n, "constexpr") for n in names}
     consts = {(names.index(n),): v for n, v in constexprs.items()}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in div}
     record: dict[str, str] = {}
     with private_cache(), schedule_hook(edit, key or "triton-default", record):
         try:
             compiled = triton.compile(
-                ASTSource(fn, signature=full, constexprs=consts),
+                ASTSource(fn, signature=full, constexprs=consts, attrs=attrs),
                 target=GPUTarget("cuda", CAPABILITY[arch], 32),
                 options={"num_warps": num_warps, "num_stages": num_stages},
             )

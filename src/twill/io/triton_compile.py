@@ -33,6 +33,8 @@ __all__ = [
     "apply_heuristics",
     "fill_constexpr_defaults",
     "triton_reason",
+    "launch_hints",
+    "SPECIALIZE_RULE",
 ]
 
 CAPABILITY = {"sm_90a": 90, "sm_100a": 100}
@@ -100,6 +102,56 @@ PIPELINING_NOTE = (
     "warp_specialize, flatten and loop_unroll_factor requests removed: the loop is the "
     "kernel's own, before Triton's pipelining, warp specialisation and unrolling"
 )
+
+
+#: What a launch specialises (Triton 3.9: ``runtime/jit.py`` builds each argument's key with
+#: ``native_specialize_impl``, ``python/src/specialize.cc``; ``BaseBackend.parse_attr`` turns a
+#: ``D`` key into ``tt.divisibility = 16``), and what twill assumes of it without the values.
+SPECIALIZE_RULE = (
+    "as a Triton 3.9 launch specialises its arguments: a tensor whose data pointer is a "
+    "multiple of 16 bytes is passed as a pointer divisible by 16, an integer that is a "
+    "multiple of 16 as divisible by 16, an integer equal to 1 as the constant 1 (floats and "
+    "bools are not specialised); without the values, twill assumes every pointer argument "
+    "aligned (tensors from torch's allocator are) and nothing of the integers: give "
+    "NAME=i32:16 or NAME=i32:1 for them, *fp16:16 for a pointer, --no-specialize for none"
+)
+
+
+def launch_hints(
+    signature: Mapping[str, str], specialize: bool
+) -> tuple[dict[str, str], dict[str, int], list[str], list[str]]:
+    """A signature with launch-time hints (``*fp16:16``, ``i32:16``, ``i32:1``) split into
+    Triton types, the arguments specialised to the constant 1, the arguments marked divisible
+    by 16 (every pointer without a hint too when ``specialize``: :data:`SPECIALIZE_RULE`) and
+    notes saying what was assumed. A hint other than 16 or 1 is an error naming it."""
+    types: dict[str, str] = {}
+    ones: dict[str, int] = {}
+    div: list[str] = []
+    assumed: list[str] = []
+    for name, text in signature.items():
+        ty, sep, hint = str(text).partition(":")
+        types[name] = ty
+        if sep and hint == "16":
+            div.append(name)
+        elif sep and hint == "1" and not ty.startswith("*"):
+            ones[name] = 1
+            del types[name]
+        elif sep:
+            raise InvalidProblemError(
+                f"--signature {name}={text}: the hint after ':' is 16 (divisible by 16) or, "
+                "for an integer, 1 (equal to 1), as a Triton launch specialises them"
+            )
+        elif specialize and ty.startswith("*"):
+            div.append(name)
+            assumed.append(name)
+    notes = []
+    if div or ones:
+        notes.append(
+            "launch specialisation: "
+            + ", ".join([f"{n} divisible by 16" for n in div] + [f"{n} = 1" for n in ones])
+            + (f" (assumed for {', '.join(assumed)}: aligned tensors)" if assumed else "")
+        )
+    return types, ones, div, notes
 
 
 @dataclass(frozen=True)
@@ -212,6 +264,7 @@ def compile_ttgir(
     constexprs: Mapping[str, Any],
     num_warps: int | None = None,
     config: int | None = None,
+    specialize: bool = False,
 ) -> CompiledKernel:
     """TTGIR of ``kernel`` in ``path`` for ``arch`` (``sm_90a`` or ``sm_100a``), compiled for
     extraction: ``num_stages=1`` and the loops' pipelining, warp-specialisation and flattening
@@ -228,6 +281,10 @@ def compile_ttgir(
         Triton's ``num_warps`` (default: the autotune config's, else :data:`DEFAULT_NUM_WARPS`).
     config
         Index of the ``@triton.autotune`` config to take (default: the first).
+    specialize
+        Mark every pointer argument divisible by 16, as a launch on aligned tensors does
+        (:data:`SPECIALIZE_RULE`); hints in ``signature`` (``*fp16:16``, ``i32:1``) apply
+        either way.
 
     Raises
     ------
@@ -248,7 +305,8 @@ def compile_ttgir(
         load_kernel(Path(path), kernel), kernel, config
     )
     names = list(fn.arg_names)
-    known = {**tuned, **{n: as_constexpr(v) for n, v in constexprs.items()}}
+    signature, ones, div, hinted = launch_hints(signature, specialize)
+    known = {**tuned, **{n: as_constexpr(v) for n, v in constexprs.items()}, **ones}
     apply_heuristics(heuristics, kernel, known, constexprs, notes)
     fill_constexpr_defaults(fn, signature, known, notes)
     extra = sorted((set(signature) | set(known)) - set(names))
@@ -263,7 +321,8 @@ def compile_ttgir(
     _check_types(kernel, signature)
     full = {n: signature.get(n, "constexpr") for n in names}
     consts = {(names.index(n),): v for n, v in known.items() if n not in signature}
-    src = ASTSource(fn, signature=full, constexprs=consts)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in div}
+    src = ASTSource(fn, signature=full, constexprs=consts, attrs=attrs)
     warps = num_warps or tuned_warps or DEFAULT_NUM_WARPS
     try:
         ttgir = _compile_without_pipelining(src, arch, warps)
@@ -273,7 +332,7 @@ def compile_ttgir(
         raise InvalidProblemError(
             f"Triton could not compile {kernel!r}: {triton_reason(exc)}"
         ) from None
-    return CompiledKernel(ttgir, (*notes, PIPELINING_NOTE))
+    return CompiledKernel(ttgir, (*notes, *hinted, PIPELINING_NOTE))
 
 
 def fill_constexpr_defaults(

@@ -98,6 +98,7 @@ class KernelSpec:
     num_warps: int
     config: int | None = None  # the @triton.autotune config (None: the first)
     loop: int | None = None  # kernel source line of the loop to schedule (None: costliest)
+    specialize: bool = False  # pointers divisible by 16, as a launch on aligned tensors
 
     @property
     def label(self) -> str:
@@ -118,6 +119,7 @@ def twill_graph(ks: KernelSpec) -> tuple[ExtractedLoop, str]:
         ks.constexprs,
         num_warps=ks.num_warps,
         config=ks.config,
+        specialize=ks.specialize,
     ).ttgir
     loops = extract_loops(ttgir, ks.arch, source=ks.label, name=ks.kernel)
     return pick_loop(loops, ks.loop, ks.label), ttgir
@@ -135,7 +137,14 @@ def _build(ks: KernelSpec, edit: Any = None, key: str = "") -> Any:
     apply_heuristics(heuristics, ks.kernel, known, ks.constexprs, notes)
     consts = {n: v for n, v in known.items() if n not in ks.signature}
     return build_kernel(
-        fn, ks.arch, ks.signature, consts, num_warps=ks.num_warps, edit=edit, key=key
+        fn,
+        ks.arch,
+        ks.signature,
+        consts,
+        num_warps=ks.num_warps,
+        edit=edit,
+        key=key,
+        specialize=ks.specialize,
     )
 
 
@@ -327,6 +336,8 @@ def compile_file_names(kernel: str) -> tuple[str, ...]:
 
 #: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB.
 SMEM_LIMIT = 232_448
+#: Registers one thread may hold (sm_90, sm_100).
+REG_LIMIT = 255
 
 
 def why_not_runnable(build: Any) -> str | None:  # noqa: ANN401 (a Build)
@@ -337,6 +348,8 @@ def why_not_runnable(build: Any) -> str | None:  # noqa: ANN401 (a Build)
             "Triton lowered the kernel to a trap: its buffers exceed the SM's shared or "
             "tensor memory"
         )
+    if build.regs is not None and build.regs > REG_LIMIT:
+        return f"ptxas gives it {build.regs} registers per thread, more than {REG_LIMIT}"
     if build.smem_bytes and build.smem_bytes > SMEM_LIMIT:
         return (
             f"it needs {build.smem_bytes:,} bytes of shared memory, more than the "
@@ -396,6 +409,15 @@ def _partitions(arch: str, slots: dict, state: dict, rb: Any, error: str | None)
         wide_written_on_first_slot=state["wide"],
     )
     return entry, kept, sorted(v for v in slots if v not in kept)
+
+
+def _assumed(ks: KernelSpec) -> list[str]:
+    """What the compile took for granted of the launch (divisibility, constant 1), and the
+    rule it follows."""
+    from twill.io.triton_compile import SPECIALIZE_RULE, launch_hints
+
+    notes = launch_hints(ks.signature, ks.specialize)[3]
+    return [*notes, SPECIALIZE_RULE] if ks.specialize else [*notes, "--no-specialize: none"]
 
 
 def _other_loops(ks: KernelSpec, extracted: ExtractedLoop, ttgir: str) -> dict[str, str]:
@@ -467,6 +489,7 @@ def compile_twill(
         },
         "runnable": why_not_runnable(b) is None,
         "num_warps": ks.num_warps,
+        "assumed": _assumed(ks),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if not data["runnable"]:

@@ -212,7 +212,10 @@ def scheduled_loop(
         raise InvalidProblemError(
             f"the loop at line {line} has no schedule after Triton's schedule_loops (Triton "
             "3.9 schedules a loop only where it assigns latencies: TMA loads, MMAs, loads it "
-            "can make asynchronous), so its pipeliner takes no stages there"
+            "can make asynchronous), so its pipeliner takes no stages there; a pointer load "
+            "becomes asynchronous with the launch's hints: give the integers a launch "
+            "specialises, --signature STRIDE=i32:1 for a unit stride, N=i32:16 for a multiple "
+            "of 16"
         )
     if len(loops) != 1:
         raise InvalidProblemError(
