@@ -116,3 +116,57 @@ def test_external_data_range_is_bad_input(tmp_path, capsys, offset, length, file
     assert code == 2, err
     assert "m.onnx" in err and "'shape'" in err and message in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "attrs"),
+    [
+        ([1, 3, 8, 8], [4, 5, 1, 1], {}),  # 5 input channels in the weight, 3 in the input
+        ([1, 4, 8, 8], [4, 4, 1, 1], {"group": 2}),  # grouped: W holds C/group = 2
+        ([1, 4, 8, 8], [3, 2, 1, 1], {"group": 2}),  # K = 3 not a multiple of group
+    ],
+)
+def test_conv_weight_channels_must_match_the_input(tmp_path, capsys, x_shape, w_shape, attrs):
+    code, err = _import(tmp_path, _conv_model(tmp_path, x_shape, w_shape, **attrs), capsys)
+    assert code == 2 and "weight 'w' of shape" in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_grouped_and_depthwise_conv_weights_are_accepted(tmp_path, capsys):
+    path = _conv_model(tmp_path, [1, 4, 8, 8], [4, 2, 3, 3], group=2, pads=[1, 1, 1, 1])
+    assert _import(tmp_path, path, capsys)[0] == 0
+    (tmp_path / "dw").mkdir()
+    path = _conv_model(tmp_path / "dw", [1, 4, 8, 8], [4, 1, 3, 3], group=4, pads=[1, 1, 1, 1])
+    assert _import(tmp_path / "dw", path, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("opset", [99, 0])
+def test_an_unknown_opset_is_refused(tmp_path, capsys, opset):
+    path = _conv_model(tmp_path, [1, 3, 8, 8], [4, 3, 1, 1])
+    model = onnx.load(str(path))
+    model.opset_import[0].version = opset
+    onnx.save(model, str(path))
+    code, err = _import(tmp_path, path, capsys)
+    assert code == 2 and f"opset {opset} of the default domain" in err, err
+
+
+def test_a_shape_subgraph_dividing_by_zero_is_refused_naming_the_node(tmp_path, capsys):
+    """Reshape's target computed as 16 // 0 from constants: numpy printed a warning and the
+    import went on (exit 0); now exit 2 naming the node."""
+    c = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("n", 16), ("z", 0))]
+    nodes = [
+        helper.make_node("Div", ["n", "z"], ["q"], name="bad_div"),
+        helper.make_node("Unsqueeze", ["q", "ax"], ["shape"], name="unsq"),
+        helper.make_node("Reshape", ["x", "shape"], ["xr"], name="rs"),
+        helper.make_node("MatMul", ["xr", "w"], ["y"], name="mm"),
+    ]
+    inits = [*c, numpy_helper.from_array(np.array([0], np.int64), "ax"),
+             numpy_helper.from_array(np.zeros((16, 4), np.float32), "w")]  # fmt: skip
+    g = helper.make_graph(nodes, "divz", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                          [16])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          inits)  # fmt: skip
+    path = tmp_path / "divz.onnx"
+    onnx.save(helper.make_model(g), str(path))
+    code, err = _import(tmp_path, path, capsys)
+    assert code == 2 and "'bad_div' (Div)" in err and "divide by zero" in err, err
+    assert "RuntimeWarning" not in err

@@ -137,6 +137,8 @@ def test_einsum_is_a_batched_matmul(tmp_path):
     ("eq", "shapes", "why"),
     [
         ("ii,ij->j", [[4, 4], [4, 8]], "repeats within one operand"),
+        ("ij,jk->iik", [[4, 4], [4, 8]], "output index 'i' repeats"),
+        ("bij,bjk->bikk", [[2, 4, 4], [2, 4, 8]], "output index 'k' repeats"),
         ("ij,jk->k", [[4, 4], [4, 8]], "sums index 'i' over one operand"),
         ("ij,jk,kl->il", [[4, 4], [4, 8], [8, 2]], "ein3 (Einsum)"),
     ],

@@ -82,6 +82,9 @@ def einsum_roles(node: Any, shapes: list[list[int]]) -> tuple[tuple[int, int, in
             if size.get(c, 1) not in (1, d) and d != 1:
                 return none, f"equation {eq!r}: index {c!r} has sizes {size[c]} and {d}"
             size[c] = max(size.get(c, 1), d)
+    if len(set(out)) != len(out):  # numpy and onnxruntime refuse it too
+        twice = next(c for c in out if out.count(c) > 1)
+        return none, f"equation {eq!r}: output index {twice!r} repeats (not a valid einsum)"
     lone = sorted(c for c in set(a) ^ set(b) if c not in out)
     if lone or not set(out) <= set(a) | set(b):
         what = f"sums index {lone[0]!r} over one operand" if lone else "has an unknown output"

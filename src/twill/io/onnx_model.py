@@ -122,6 +122,14 @@ def _conv_attrs(node: Any, x: list[int], w: list[int]) -> str:
         return f"{spatial} spatial dimensions (1-D and 2-D convolutions only)"
     if not 1 <= g <= MAX_DIM or len(w) != len(x) or x[1] % g:
         return f"group={g}: must be a positive divisor of the {x[1]} input channels"
+    if node.op_type == "Conv" and (w[1] * g != x[1] or w[0] % g):
+        return (f"weight {node.input[1]!r} of shape {w} takes {w[1]} input channels per group x "
+                f"{g} group(s) = {w[1] * g} with {w[0]} output channels, but the input has "
+                f"{x[1]} channels (ONNX: W is K x C/group x kernel, K a multiple of "
+                "group)")  # fmt: skip
+    if node.op_type == "ConvTranspose" and w[0] != x[1]:
+        return (f"weight {node.input[1]!r} of shape {w} takes {w[0]} input channels, but the "
+                f"input has {x[1]} (ONNX ConvTranspose: W is C x K/group x kernel)")  # fmt: skip
     for key in ("strides", "dilations"):
         vals = list(a.get(key, [1] * spatial))
         if len(vals) != spatial or not all(1 <= v <= MAX_STRIDE for v in vals):

@@ -99,6 +99,24 @@ def _load_small_external(model: Any, p: Path) -> None:
             )
 
 
+def _check_opsets(model: Any, src: str) -> None:
+    """The model's default-domain opset is one this onnx knows (``opset 99`` was accepted and
+    its ops read with today's semantics, issue 49); no opset import at all is refused too."""
+    import onnx
+
+    newest = onnx.defs.onnx_opset_version()
+    versions = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    found = versions.get("ai.onnx")
+    if found is None:
+        raise InputFormatError("the model imports no default-domain (ai.onnx) opset", source=src)
+    if not 1 <= found <= newest:
+        raise InputFormatError(
+            f"opset {found} of the default domain is not one onnx {onnx.__version__} knows "
+            f"(1 to {newest}); export with opset_version <= {newest}",
+            source=src,
+        )
+
+
 def _infer(model: Any, src: str) -> Any:
     import onnx
 
@@ -127,13 +145,14 @@ def load_shaped_model(path: str | Path) -> tuple[Any, tuple[str, ...]]:
         raise InputFormatError(f"not a readable ONNX model ({exc})", source=str(p)) from None
     if not model.HasField("graph") or not model.graph.node:
         raise InputFormatError("the model's graph has no nodes: nothing to import", source=str(p))
+    _check_opsets(model, str(p))
     _load_small_external(model, p)
     model = _infer(model, str(p))
     folded = 0
     for _ in range(_MAX_ROUNDS):
         if not _needs_shapes(model):
             break
-        n = _fold_round(model)
+        n = _fold_round(model, str(p))
         if n == 0:
             break
         folded += n
@@ -207,7 +226,9 @@ def _known_values(model: Any) -> dict[str, Any]:
     return vals
 
 
-def _eval_node(node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opsets: Any) -> Any:
+def _eval_node(
+    node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opsets: Any, src: str = "<onnx>"
+) -> Any:
     """The outputs of ``node`` if every input is known (``Shape``/``Size`` need only a static
     shape), else ``None``; compute nodes are never folded (they are the layers)."""
     import numpy as np
@@ -226,7 +247,14 @@ def _eval_node(node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opset
     from onnx.reference import ReferenceEvaluator
 
     try:
-        outs = ReferenceEvaluator(node, opsets=opsets).run(None, ins)
+        with np.errstate(divide="raise", invalid="raise", over="raise"):
+            outs = ReferenceEvaluator(node, opsets=opsets).run(None, ins)
+    except FloatingPointError as exc:  # a shape computed by dividing by zero: bad input
+        raise InputFormatError(
+            f"shape computation {node.name or node.output[0]!r} ({node.op_type}) fails on its "
+            f"constant inputs: {exc}",
+            source=src,
+        ) from None
     except Exception as exc:  # noqa: BLE001 - an op the reference cannot run is left alone
         log.debug("constant folding skipped %s (%s): %s", node.name, node.op_type, exc)
         return None
@@ -235,7 +263,7 @@ def _eval_node(node: Any, vals: dict[str, Any], shp: dict[str, list[int]], opset
     return outs
 
 
-def _fold_round(model: Any) -> int:
+def _fold_round(model: Any, src: str = "<onnx>") -> int:
     """Fold every node computable from known small tensors into initializers (in place);
     returns how many nodes were folded."""
     import numpy as np
@@ -247,7 +275,7 @@ def _fold_round(model: Any) -> int:
     opsets = {o.domain or "": o.version for o in model.opset_import}
     keep, folded = [], 0
     for node in g.node:
-        outs = None if node.op_type == "Constant" else _eval_node(node, vals, shp, opsets)
+        outs = None if node.op_type == "Constant" else _eval_node(node, vals, shp, opsets, src)
         if outs is None:
             keep.append(node)
             continue
