@@ -173,6 +173,11 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
         print(f"  partitions regrouped by Triton: {', '.join(d['changed']['partitions'])}")
     for line, what in d["other_loops"].items():
         print(f"  loop at line {line}: {what}")
+    if not d.get("triton_scheduled", True):
+        print(
+            "  Triton's schedule_loops left this loop unscheduled (no latencies): Twill's "
+            "stages and clusters were written onto every op of it"
+        )
     for note in d.get("assumed", []):
         print(f"  assumed: {note}")
     print(

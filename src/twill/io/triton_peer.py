@@ -40,6 +40,7 @@ from twill.io.triton_schedule import (
     read_back,
     scheduled_loop,
     twill_stages,
+    with_empty_schedule,
     write_partitions,
     write_schedule,
 )
@@ -379,7 +380,11 @@ def _build_twill(
     state: dict[str, Any] = {}
 
     def edit(text: str, base: Any) -> str:
-        loop = scheduled_loop(text, extracted.line)
+        loop = scheduled_loop(text, extracted.line, unscheduled=True)
+        if loop.max_stage is None and all(op.stage is None for op in loop.ops):
+            state["unscheduled"] = True  # Triton found no latencies: Twill's stages go on
+            text = with_empty_schedule(text, loop)
+            loop = scheduled_loop(text, extracted.line)
         state["match"] = match = match_graph(gops, loop)
         new, state["written"] = write_schedule(text, loop, match, schedule, II)
         if slots:
@@ -490,6 +495,7 @@ def compile_twill(
         "runnable": why_not_runnable(b) is None,
         "num_warps": ks.num_warps,
         "assumed": _assumed(ks),
+        "triton_scheduled": not state.get("unscheduled", False),
         "seconds": round(time.perf_counter() - t0, 2),
     }
     if not data["runnable"]:

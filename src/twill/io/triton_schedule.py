@@ -44,6 +44,8 @@ __all__ = [
     "ReadBack",
     "write_partitions",
     "with_partition",
+    "with_attribute",
+    "with_empty_schedule",
 ]
 
 _LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
@@ -366,6 +368,30 @@ def _set_attr(line: str, pattern: re.Pattern[str], attr: str, value: int) -> str
     raise InvalidProblemError(f"no {attr} on a scheduled line: {line.strip()[:80]}")
 
 
+def with_empty_schedule(text: str, loop: ScheduledLoop) -> str:
+    """``text`` with a one-stage schedule on a loop that Triton left unscheduled: every body
+    op but the ``scf.yield`` in stage 0, cluster 0, and ``tt.scheduled_max_stage = 0`` on the
+    loop, the attributes Triton 3.9's pipeliner reads (``schedule_loops`` writes them from
+    the latencies ``assign_latencies`` found; here there were none), for
+    :func:`write_schedule` to overwrite."""
+    lines = text.splitlines()
+    for op in loop.ops:
+        if op.name != "scf.yield" and op.stage is None:
+            line = with_attribute(lines[op.line], "loop.cluster = 0 : i32")
+            lines[op.line] = with_attribute(line, "loop.stage = 0 : i32")
+    end = lines[loop.end]
+    if _WS_ATTRS.search(end):
+        end = _WS_ATTRS.sub(
+            lambda m: f"{m.group(1)}{m.group(2)}, tt.scheduled_max_stage = 0 : i32{m.group(3)}",
+            end,
+            count=1,
+        )
+    else:
+        end = re.sub(r"^(\s*\})\s*loc\(", r"\1 {tt.scheduled_max_stage = 0 : i32} loc(", end)
+    lines[loop.end] = end
+    return "\n".join(lines) + "\n"
+
+
 def write_schedule(
     text: str, loop: ScheduledLoop, match: Match, schedule: Mapping[str, int], II: int
 ) -> tuple[str, dict[str, tuple[int, int]]]:
@@ -415,9 +441,14 @@ def with_partition(line: str, part: int) -> str:
     name of ``scf.yield`` and ``arith.constant``, whose printed forms start with their
     dictionary; before the types elsewhere). A line already carrying a partition is returned
     as it is."""
-    attr = f"ttg.partition = array<i32: {part}>"
     if "ttg.partition" in line:
         return line
+    return with_attribute(line, f"ttg.partition = array<i32: {part}>")
+
+
+def with_attribute(line: str, attr: str) -> str:
+    """One op's line with ``attr`` (``name = value``) in its attribute dictionary (see
+    :func:`with_partition`)."""
     results, rest = _results(line)
     name = _NAME.match(rest)
     if name and name.group(1) in ("scf.yield", "arith.constant"):
