@@ -110,3 +110,32 @@ def test_triton_compile_summary_checks_its_arguments_first(kwargs, error, match)
 
     with pytest.raises(error, match=match):  # refused before the file is even looked for
         compile_summary("missing.py:k", "sm_90a", **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"config": "1"}, TypeError, r"^GauSSolver got unknown option\(s\) 'config'"),
+        ({"total_time_limit": "600"}, TypeError, "^total_time_limit must be"),
+        ({"total_time_limit": math.nan}, InvalidProblemError, "^total_time_limit must be"),
+        ({"verbose": "yes"}, TypeError, "^verbose must be True or False"),
+        ({"polish": "no"}, TypeError, "^polish must be True or False"),
+        ({"window": -1}, TypeError, "^window must be True or False"),
+        ({"device": "tpu"}, InvalidProblemError, "^device must be one of 'cpu', 'cuda'"),
+        ({"init": "random"}, InvalidProblemError, "^init must be one of"),
+        ({"early_readouts": 5}, TypeError, "^early_readouts must be a tuple"),
+        ({"on_progress": "print"}, TypeError, "^on_progress must be a callable"),
+        ({"D": 0}, InvalidProblemError, "^D must be an integer"),
+        ({"seed": -1}, InvalidProblemError, "^seed must be an integer"),
+    ],
+)
+def test_gaus_entries_check_their_arguments(kwargs, error, match):
+    from twill.gaus_solver import GauSSolver, gaus_solve_twill_graph
+
+    g = flash_attention_forward_simplified()
+    with pytest.raises(error, match=match):
+        GauSSolver(g, **kwargs)
+    with pytest.raises(error, match=match):
+        gaus_solve_twill_graph(g, **kwargs)
+    with pytest.raises(TypeError, match="^graph must be a DependenceGraph, found None"):
+        GauSSolver(None)

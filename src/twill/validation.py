@@ -21,6 +21,7 @@ __all__ = [
     "check_int",
     "check_real",
     "check_choice",
+    "check_bool",
     "check_callable",
     "check_instance",
     "check_num_warps",
@@ -175,3 +176,11 @@ found 0 (int)
     if value not in NUM_WARPS:
         raise InvalidProblemError(f"{name} must be {allowed}, {_received(value)}")
     return int(value)
+
+
+def check_bool(value: object, name: str) -> bool:
+    """``value`` when it is ``True`` or ``False`` (``'no'``, ``0`` and ``None`` are refused: a
+    non-empty string would silently read as true), else ``TypeError`` naming ``name``."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False, {_received(value)}")
+    return value

@@ -39,8 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from twill.errors import ArgumentTypeError
 from twill.progress import ProgressEvent
-from twill.validation import check_int, check_real, check_time_limit
+from twill.validation import check_bool, check_choice, check_int, check_real, check_time_limit
 
 __all__ = ["GauSSettings", "ALMHooks", "ALMOutcome", "StartingPoint", "optimise", "Adam"]
 
@@ -252,6 +253,19 @@ class GauSSettings:
         for name in ("max_iters", "inner_steps", "patience", "polish_batch"):
             check_int(getattr(self, name), name)
         check_int(self.threads, "threads", none=True)
+        for name in ("polish_radius", "polish_batch_deep"):
+            check_int(getattr(self, name), name)
+        for name in ("window_k", "window_slack"):
+            check_real(getattr(self, name), name, strict=False)
+        for name in ("learn_sigma", "window", "sparse", "polish"):
+            check_bool(getattr(self, name), name)
+        check_choice(self.init, "init", ("legal_midpoint", "asap_alap", "asap", "naive"))
+        check_choice(self.device, "device", ("cpu", "cuda"))
+        if isinstance(self.early_readouts, str) or not isinstance(
+            self.early_readouts, tuple | list
+        ):
+            raise ArgumentTypeError(f"early_readouts must be a tuple of integers, found "
+                                    f"{self.early_readouts!r}")  # fmt: skip
         for k in self.early_readouts:
             check_int(k, "early_readouts[]")
 

@@ -25,11 +25,13 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from typing import Any, TypeVar
 
 import numpy as np
 
 from twill.errors import (
+    ArgumentTypeError,
     BackendUnavailableError,
     ConvergenceWarning,
     InvalidProblemError,
@@ -52,7 +54,13 @@ from twill.sched.gaus.problem import GauSProblem, schedule_defects
 from twill.sched.gaus.result import GauSSchedule, run_result
 from twill.sched.gaus.verify import discrete_objective, schedule_violations
 from twill.sched.ir import DependenceGraph
-from twill.validation import check_instance, check_int
+from twill.validation import (
+    check_bool,
+    check_callable,
+    check_instance,
+    check_int,
+    check_time_limit,
+)
 
 __all__ = [
     "FORMULATION_DEFAULTS",
@@ -225,8 +233,13 @@ class GauSSolver:
     ) -> None:
         check_int(D, "D", none=True)
         check_int(seed, "seed", minimum=0)
+        check_time_limit(total_time_limit, "total_time_limit")
+        check_bool(verbose, "verbose")
+        check_callable(on_progress, "on_progress")
         if not isinstance(graph, DependenceGraph):
-            raise TypeError(f"graph must be a DependenceGraph, found {type(graph).__name__}")
+            raise ArgumentTypeError(
+                f"graph must be a DependenceGraph, found {type(graph).__name__}"
+            )
         from twill.sched.validate import check_graph
 
         check_graph(graph, model_size=False)
@@ -234,6 +247,13 @@ class GauSSolver:
         self.graph = gaus_view(graph)
         self.D = D
         self.verbose = verbose
+        known = {f.name for f in dataclass_fields(GauSSettings)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ArgumentTypeError(
+                f"GauSSolver got unknown option(s) {', '.join(map(repr, unknown))}; the options "
+                f"are GauSSettings' fields: {', '.join(sorted(known))}"
+            )
         self.explicit = {**settings, "device": device}
         if lr is not None:
             self.explicit["lr"] = lr
