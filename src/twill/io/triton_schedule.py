@@ -480,6 +480,14 @@ def _partition_children(lines: list[str], op: LoopOp, part: int) -> None:
         lines[k] = with_partition(lines[k], part)
 
 
+def _result_count(line: str) -> int:
+    """How many values an op's line defines (``%a:3 = ...`` is three)."""
+    names = _RESULTS.match(line)
+    if not names:
+        return 0
+    return sum(int(n.split(":")[1]) if ":" in n else 1 for n in names.group(1).split(","))
+
+
 def write_partitions(
     text: str, loop: ScheduledLoop, match: Match, assignment: Mapping[str, tuple[int, ...]]
 ) -> tuple[str, dict[str, int], list[str]]:
@@ -504,8 +512,15 @@ def write_partitions(
             lines[op.line] = re.sub(
                 r"\bloop\.(stage|cluster) =", part + r"loop.\1 =", lines[op.line], count=1
             )
+    every = f"array<i32: {', '.join(str(k) for k in range(len(slots)))}>"
+    for op in loop.ops:
+        if op.name == "scf.yield" and "ttg.partition" not in lines[op.line]:
+            lines[op.line] = with_attribute(lines[op.line], f"ttg.partition = {every}")
     stages = ", ".join("0 : i32" for _ in slots)
     extra = f"ttg.partition.stages = [{stages}], ttg.warp_specialize.tag = 0 : i32"
+    if "ttg.partition =" not in lines[loop.end]:
+        outs = ", ".join(every for _ in range(_result_count(lines[loop.header])))
+        extra = f"ttg.partition = {every}, ttg.partition.outputs = [{outs}], " + extra
     if "tt.warp_specialize" not in lines[loop.end]:
         extra = "tt.warp_specialize, " + extra
     lines[loop.end] = _WS_ATTRS.sub(
