@@ -476,3 +476,16 @@ def test_unknown_decide():
         solve_phase1(
             flash_attention_forward_simplified(), 2, SolverOptions(twill=TwillSettings(decide="x"))
         )
+
+
+def test_stage_bounds_consult_the_deadline():
+    """The reduced model's bounds are exact only when complete: past the deadline they raise
+    OutOfTime (Phase 1 then answers UNKNOWN), never a partial, too small bound (issue 49)."""
+    import time
+
+    from twill.sched.exact.reduced import OutOfTime, stage_bounds
+
+    arcs = [(0, 1, 1), (1, 2, 1)]
+    assert stage_bounds(2, (0, 1, 2), arcs, {}, None) == stage_bounds(2, (0, 1, 2), arcs, {})
+    with pytest.raises(OutOfTime):
+        stage_bounds(2, (0, 1, 2), arcs, {}, time.monotonic() - 1)

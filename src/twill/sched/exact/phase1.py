@@ -83,7 +83,7 @@ from twill.sched.exact._cbc import run_cbc
 from twill.sched.exact._deadline import out_of_time as _out_of_time
 from twill.sched.exact._deadline import within as _within
 from twill.sched.exact.length_search import search_length
-from twill.sched.exact.reduced import ReducedModel, build_reduced_model
+from twill.sched.exact.reduced import OutOfTime, ReducedModel, build_reduced_model
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.exact.window import (
     build_window_model,
@@ -694,7 +694,10 @@ def solve_phase1(
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
-    data = build_reduced_model(graph, II)
+    try:
+        data = build_reduced_model(graph, II, deadline)
+    except OutOfTime:  # the model's bounds were not finished: nothing is solved
+        return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     encoding = _choose_encoding(data, backend, s.encoding)
     stats: dict[str, Any] = {"encoding": encoding, "decide": s.decide, "kept_ops": len(data.kept),
                              "mrt_rows": len(data.mrt_rows)}  # fmt: skip

@@ -13,11 +13,22 @@ caller checks it first with a Bellman-Ford test.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from twill.sched.ir import DependenceGraph
 
-__all__ = ["ReducedModel", "build_reduced_model", "stage_bounds"]
+__all__ = ["OutOfTime", "ReducedModel", "build_reduced_model", "stage_bounds"]
+
+
+class OutOfTime(Exception):  # noqa: N818 (a signal, not an error: the caller answers UNKNOWN)
+    """The deadline passed while the bounds were computed (they are exact only when complete,
+    so none are returned): the caller's answer is UNKNOWN."""
+
+
+def _check_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() >= deadline:
+        raise OutOfTime
 
 
 @dataclass(frozen=True)
@@ -140,8 +151,12 @@ def stage_bounds(
     kept: tuple[int, ...],
     arcs: list[tuple[int, int, int]],
     lower: dict[int, int],
+    deadline: float | None = None,
 ) -> dict[int, int]:
     """Per-op stage bounds ``K_x`` that cut off no feasible residues and not the optimal ``L``.
+    Each relaxation round consults ``deadline`` (``time.monotonic()``) and raises
+    :class:`OutOfTime` past it: a 3,000-op graph with 45,000 edges spent 10 s here after a
+    2 s limit (issue 49).
 
     Fix the residues ``r`` of any solution of the reduced system. Each arc becomes
     ``k_y - k_x >= ceil((w - r_y + r_x)/ii)`` and each lower bound ``k_x >= ceil((h - r_x)/ii)``.
@@ -159,6 +174,7 @@ def stage_bounds(
     bound = {x: max(0, -(-lower.get(x, 0) // ii)) for x in kept}
     up = [(x, y, -(-(w + ii - 1) // ii)) for x, y, w in arcs if x != y]
     for _ in range(max(0, n - 1)):
+        _check_time(deadline)
         changed = False
         for x, y, w in up:
             if bound[x] + w > bound[y]:
@@ -168,6 +184,7 @@ def stage_bounds(
             break
     asap = {x: max(0, lower.get(x, 0)) for x in kept}
     for _ in range(n + 1):
+        _check_time(deadline)
         changed = False
         for x, y, w in arcs:
             if x != y and asap[x] + w > asap[y]:
@@ -194,8 +211,11 @@ def _residue_groups(graph: DependenceGraph, rows: list) -> list:
     return out
 
 
-def build_reduced_model(graph: DependenceGraph, ii: int) -> ReducedModel:
-    """The residue + stage model at ``ii``, reduced to the kept ops (exact; see the module)."""
+def build_reduced_model(
+    graph: DependenceGraph, ii: int, deadline: float | None = None
+) -> ReducedModel:
+    """The residue + stage model at ``ii``, reduced to the kept ops (exact; see the module);
+    :class:`OutOfTime` when ``deadline`` passes while its bounds are computed."""
     index = graph.index()
     rows = _mrt_rows(graph, ii)
     kept = {i for _, _, _, terms in rows for i, _, _ in terms}
@@ -203,7 +223,7 @@ def build_reduced_model(graph: DependenceGraph, ii: int) -> ReducedModel:
     cycles = tuple(ins.cycles for ins in graph.instructions)
     arcs, lower, tail, l_const = _project(len(cycles), kept, weights, cycles)
     kept_t = tuple(sorted(kept))
-    ub = stage_bounds(ii, kept_t, arcs, lower)
+    ub = stage_bounds(ii, kept_t, arcs, lower, deadline)
     return ReducedModel(
         ii=ii,
         names=tuple(graph.names),
