@@ -139,3 +139,32 @@ def test_gaus_entries_check_their_arguments(kwargs, error, match):
         gaus_solve_twill_graph(g, **kwargs)
     with pytest.raises(TypeError, match="^graph must be a DependenceGraph, found None"):
         GauSSolver(None)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"verbose": 1}, "^verbose must be True or False"),
+        ({"tie_break": "x"}, "^tie_break must be True or False"),
+        ({"probe": "yes"}, "^probe must be True or False"),
+        ({"max_I": True}, "^max_I must be an integer"),
+        ({"threads": 1.5}, "^threads must be an integer"),
+        ({"backend": None}, "^backend must be one of 'cbc', 'cpsat'"),
+    ],
+)
+def test_twill_solve_refuses_wrong_types_by_name(kwargs, match):
+    from twill.twill_solver import twill_solve
+
+    with pytest.raises(TypeError, match=match):
+        twill_solve(flash_attention_forward_simplified(), **kwargs)
+
+
+def test_twill_settings_of_the_wrong_type_are_a_type_error():
+    from twill.sched.exact.settings import TwillSettings
+
+    with pytest.raises(TypeError, match="probe must be True or False"):
+        TwillSettings(probe="yes")
+    with pytest.raises(TypeError, match="solve_time_limit must be finite seconds"):
+        TwillSettings(solve_time_limit="600")
+    with pytest.raises(InvalidProblemError, match="solve_time_limit must be finite seconds"):
+        TwillSettings(solve_time_limit=math.nan)

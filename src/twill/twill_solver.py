@@ -180,6 +180,10 @@ def twill_solve(
     _check_options(max_I, backend, time_limit, threads, total_time_limit, phase2_time_limit)
     if phase2 is not None and not isinstance(phase2, bool):
         raise TypeError(f"phase2 must be None, True or False, found {phase2!r}")
+    from twill.validation import check_bool
+
+    for name, flag in (("verbose", verbose), ("tie_break", tie_break), ("probe", probe)):
+        check_bool(flag, name)
     settings = TwillSettings(backend=backend, solve_time_limit=time_limit, tie_break=tie_break,
                              phase2=phase2, probe=probe,
                              point_time_limit=phase2_time_limit)  # fmt: skip

@@ -23,7 +23,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from twill.errors import InvalidProblemError
+from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.options import SolverOptions, method_settings
 
 __all__ = ["TwillSettings", "twill_options", "twill_settings"]
@@ -121,8 +121,22 @@ class TwillSettings:
 
     def __post_init__(self) -> None:
         found = self.defects()
-        if found:
-            raise InvalidProblemError(found, source="TwillSettings")
+        if found:  # a field of the wrong type is a TypeError too (ArgumentTypeError is both)
+            error = ArgumentTypeError if self._wrong_types() else InvalidProblemError
+            raise error(found, source="TwillSettings")
+
+    def _wrong_types(self) -> bool:
+        """Whether a field has the wrong type (not only a value out of range)."""
+        flags = ("tie_break", "incumbent", "warm_start", "probe", "symmetry_breaking")
+        if any(not isinstance(getattr(self, n), bool) for n in flags):
+            return True
+        if self.phase2 is not None and not isinstance(self.phase2, bool):
+            return True
+        return any(
+            (v := getattr(self, n)) is not None
+            and (isinstance(v, bool) or not isinstance(v, int | float))
+            for n in _LIMITS
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields."""
