@@ -110,7 +110,7 @@ def test_hatschet_reservations_too_long_to_model_are_refused(capsys, tmp_path, c
     (tmp_path / "lRM.xml").write_text('<M><Resources><Resource name="A" limit="1" latency="1" '
                                       f'blockingTime="{blocking}"/></Resources></M>')  # fmt: skip
     code, _, err = run(capsys, command, str(tmp_path / "l.graphml"))
-    assert code == 2 and "reservations too long to model" in err and "2,000,000" in err, err
+    assert code == 2 and "reservations too long to model" in err and "limit" in err, err
 
 
 @pytest.mark.parametrize("command", ["solve", "import-triton", "bounds"])

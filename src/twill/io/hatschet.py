@@ -242,4 +242,27 @@ def read_hatschet(
         raise InvalidProblemError(problems, source=str(path))
     graph = DependenceGraph(path.stem, tuple(instructions), tuple(edges), machine)
     check_graph(graph, source=str(path))
+    _check_blocking_times(graph, rm_path, str(path))
     return graph
+
+
+#: Largest modulo resource model accepted from a HatScheT graph (:func:`reservation_terms`):
+#: one op blocking its unit for 1,000 cycles (10^6 terms) takes CBC 7 s, for 4,000 cycles it
+#: did not finish in 120 s (issue 49); the shipped HatScheT graphs need at most 0.4 10^6.
+MAX_HATSCHET_RESERVATION_TERMS = 2_000_000
+
+
+def _check_blocking_times(graph: DependenceGraph, rm_path: Path, source: str) -> None:
+    """A HatScheT graph whose blocking times make the modulo resource rows too long to model
+    is refused with its estimate (``docs/formats.md``): HatScheT's cycle-level models reserve
+    a unit for ``blockingTime`` cycles per op, and each cycle costs a term at every time step."""
+    from twill.sched.validate import reservation_terms
+
+    terms = reservation_terms(graph)
+    if terms > MAX_HATSCHET_RESERVATION_TERMS:
+        raise InvalidProblemError(
+            f"reservations too long to model: the blockingTime values of {rm_path.name} give "
+            f"about {terms:,} resource terms (reserved cycles after each op's first x the "
+            f"serial schedule's length); the limit is {MAX_HATSCHET_RESERVATION_TERMS:,}",
+            source=source,
+        )

@@ -62,9 +62,10 @@ MAX_EDGES = 1_000_000
 MAX_MODEL_CELLS = 20_000_000
 """Largest time-indexed model accepted: instructions x (sum of latencies + largest delay),
 an upper bound on the (operation, time step) pairs a Phase-1 or Phase-2 model may need."""
-MAX_RESERVATION_TERMS = 2_000_000
-"""Largest modulo resource model accepted (:func:`reservation_terms`): one op blocking its
-unit for 1,000 cycles (10^6 terms) takes CBC 7 s; the shipped graphs need at most 0.4 10^6."""
+MAX_RESERVATION_TERMS = 20_000_000_000
+"""Largest modulo resource model accepted from any graph (:func:`reservation_terms`), a sanity
+bound: the shipped kernels read in SM clocks (``--no-normalize``) need up to 3.4 10^9; the
+HatScheT reader applies a tighter one (``MAX_HATSCHET_RESERVATION_TERMS``)."""
 
 
 def _is_int(value: object) -> bool:
