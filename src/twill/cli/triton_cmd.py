@@ -141,6 +141,13 @@ def load_kernel(
 ) -> TritonImport:
     """Every loop of the kernel named on the command line (with its kernel options); the
     command's ``deadline`` bounds the cost normalisation."""
+    from twill.io.triton_extract import normalisation_deadline
+
+    with normalisation_deadline(deadline):
+        return _import_loops(args, spec, normalize)
+
+
+def _import_loops(args: argparse.Namespace, spec: str, normalize: bool) -> TritonImport:
     from twill.triton import import_triton_loops, parse_assignments
 
     sig = parse_assignments(args.signature, "--signature", numeric=False)
@@ -154,7 +161,6 @@ def load_kernel(
         num_warps=args.num_warps,
         loop=args.loop,
         config=args.config,
-        deadline=deadline,
     )
 
 

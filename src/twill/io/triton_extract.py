@@ -28,9 +28,12 @@ its source line.
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -479,6 +482,23 @@ cost to one unit (the pool's sum is bounded by the budget); four keep the ratios
 one)."""
 
 
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "twill_normalisation_deadline", default=None
+)
+
+
+@contextmanager
+def normalisation_deadline(deadline: float | None) -> Iterator[None]:
+    """Within this block, :func:`extract_loops` normalises costs by ``deadline`` (a
+    ``time.monotonic()`` value; ``None``: no limit) unless given one: a command's deadline
+    reaches the reader without a parameter on every function between them."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
 def normalise_loop(
     graph: DependenceGraph, U: int = 300, deadline: float | None = None
 ) -> tuple[DependenceGraph, Any]:
@@ -600,7 +620,7 @@ def extract_loops(
         cycles = sum(i.cycles for i in graph.instructions)
         scale = 1.0
         if normalize and graph.instructions:
-            graph, report = normalise_loop(graph, U, deadline)
+            graph, report = normalise_loop(graph, U, deadline or _DEADLINE.get())
             scale = sum(report.solution.scaled) / max(1, sum(report.solution.costs))
         reductions = sum(1 for n in builder.nodes.values() if n.op.name in ("tt.reduce", "tt.scan"))
         out.append(

@@ -145,13 +145,13 @@ def import_triton_loops(
     num_warps: int | None = None,
     loop: int | None = None,
     config: int | None = None,
-    deadline: float | None = None,
 ) -> TritonImport:
     """Every loop of a Triton kernel for ``arch`` (see :func:`import_triton` for the
     parameters); ``loop`` picks the loop at that source line, ``config`` the
     ``@triton.autotune`` config (default: the first); a ``.ttgir`` file is read for its own
-    ``ttg.target`` (``arch`` may be ``None`` there, and must not contradict it). ``deadline``
-    (``time.monotonic()``) bounds the cost normalisation (:func:`extract_loops`)."""
+    ``ttg.target`` (``arch`` may be ``None`` there, and must not contradict it). Inside
+    :func:`~twill.io.triton_extract.normalisation_deadline` the cost normalisation ends by
+    that deadline."""
     from twill.io.triton_extract import extract_loops, pick_loop, read_ttgir_file, ttgir_arch
 
     text = str(spec)
@@ -175,8 +175,7 @@ def import_triton_loops(
             path, name, arch, sig, consts, num_warps=num_warps or found.num_warps, config=config
         )
         ttgir, notes = compiled.ttgir, compiled.notes
-    loops = extract_loops(ttgir, arch, source=text, name=name, normalize=normalize,
-                          deadline=deadline)  # fmt: skip
+    loops = extract_loops(ttgir, arch, source=text, name=name, normalize=normalize)
     return TritonImport(loops, pick_loop(loops, loop, text), arch, notes)
 
 
