@@ -269,17 +269,23 @@ def _check_spec_args(
     check_int(loop, "loop", none=True)
 
 
+#: The keyword choices of :func:`compile_summary` beside ``total_time_limit``, with defaults.
+KERNEL_CHOICES: dict[str, Any] = {
+    "num_warps": None,
+    "config": None,
+    "loop": None,
+    "specialize": True,
+}
+
+
 def compile_summary(
     spec: str,
     arch: str,
     signature: Mapping[str, str] | None = None,
     constexprs: Mapping[str, Any] | None = None,
     *,
-    num_warps: int | None = None,
-    config: int | None = None,
-    loop: int | None = None,
     total_time_limit: float = 600.0,
-    specialize: bool = True,
+    **kernel_choice: Any,
 ) -> Any:
     """What ``twill compile`` does, from Python: solve ``FILE.py:KERNEL`` with Twill (Algorithm
     1, within ``total_time_limit`` seconds for the whole search) and compile it with Twill's
@@ -306,9 +312,16 @@ def compile_summary(
     from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
 
     check_real(total_time_limit, "total_time_limit")
+    unknown = sorted(set(kernel_choice) - set(KERNEL_CHOICES))
+    if unknown:
+        raise TypeError(
+            f"compile_summary got unknown option(s) {', '.join(map(repr, unknown))}; it takes "
+            f"total_time_limit and {', '.join(KERNEL_CHOICES)}"
+        )
+    choice = {**KERNEL_CHOICES, **kernel_choice}
     ks = kernel_spec(
-        spec, arch, signature, constexprs, num_warps, config=config, loop=loop,
-        specialize=specialize,
+        spec, arch, signature, constexprs, choice["num_warps"], config=choice["config"],
+        loop=choice["loop"], specialize=choice["specialize"],
     )  # fmt: skip
     with private_cache():
         extracted, ttgir = twill_graph(ks)

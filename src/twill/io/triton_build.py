@@ -353,6 +353,11 @@ def _ptxas_resources(ptx: str, arch: str) -> tuple[int | None, int | None]:
     return (int(regs.group(1)) if regs else None), sum(int(s) for s in spill)
 
 
+#: Triton's default ``num_stages``; the stages Twill's edit writes per op take precedence in the
+#: loop it schedules, the kernel's other loops keep what Triton derives from this.
+DEFAULT_NUM_STAGES = 3
+
+
 def build_kernel(
     fn: Any,
     arch: str,
@@ -360,7 +365,6 @@ def build_kernel(
     constexprs: dict[str, Any],
     *,
     num_warps: int,
-    num_stages: int = 3,
     edit: Edit | None = None,
     key: str = "",
     specialize: bool = False,
@@ -392,7 +396,7 @@ def build_kernel(
             compiled = triton.compile(
                 ASTSource(fn, signature=full, constexprs=consts, attrs=attrs),
                 target=GPUTarget("cuda", CAPABILITY[arch], 32),
-                options={"num_warps": num_warps, "num_stages": num_stages},
+                options={"num_warps": num_warps, "num_stages": DEFAULT_NUM_STAGES},
             )
         except InvalidProblemError:
             raise
