@@ -18,6 +18,7 @@ Preconditions: the graph passed :func:`twill.sched.validate.check_graph`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -55,14 +56,14 @@ def _assign(graph: DependenceGraph, order: list[str], rules: WarpRules) -> dict[
     consumers = list(range(1 if has_vl else 0, total))
     last = _last_use(graph, order)
     load = {w: 0 for w in range(total)}
-    live: list[tuple[int, tuple[int, ...], int]] = []  # (last position, slots, regs)
+    live: list[tuple[int, int, tuple[int, ...], int]] = []  # heap: (last position, k, slots, regs)
     out: dict[str, tuple[int, ...]] = {}
     for k, name in enumerate(order):
         ins = graph.instruction(name)
-        for item in [x for x in live if x[0] <= k]:  # read for the last time by op k
-            live.remove(item)
-            for w in item[1]:
-                load[w] -= item[2]
+        while live and live[0][0] <= k:  # read for the last time by op k
+            _, _, freed, regs = heapq.heappop(live)
+            for w in freed:
+                load[w] -= regs
         if ins.variable_latency:
             slots: tuple[int, ...] = (0,) if has_vl else (consumers[0],)
         else:
@@ -70,7 +71,7 @@ def _assign(graph: DependenceGraph, order: list[str], rules: WarpRules) -> dict[
             slots = tuple(sorted(sorted(consumers, key=lambda w: (load[w], w))[:need]))
         out[name] = slots
         if ins.regs:
-            live.append((last[name], slots, ins.regs))
+            heapq.heappush(live, (last[name], k, slots, ins.regs))
             for w in slots:
                 load[w] += ins.regs
     return out
