@@ -32,7 +32,7 @@ __all__ = ["RAY_CONNECT_TIMEOUT_S", "TCP_TIMEOUT_S", "parse_ray_address", "liste
            "connect"]  # fmt: skip
 
 #: Seconds the connection to a cluster may take (Ray's import included) before it is an error.
-RAY_CONNECT_TIMEOUT_S = 20.0
+RAY_CONNECT_TIMEOUT_S = 15.0
 #: Seconds a TCP connection to the cluster's port may take.
 TCP_TIMEOUT_S = 5.0
 
@@ -150,17 +150,18 @@ def connect(address: str | None) -> None:
         A malformed address.
     """
     address = parse_ray_address(address)
-    try:
-        import ray
-    except ImportError as exc:
+    if importlib.util.find_spec("ray") is None:
         raise BackendUnavailableError(
             "executor 'ray' needs the ray package (pip install 'twill-sched[ray]')"
-        ) from exc
-    if ray.is_initialized():
+        )
+    loaded = sys.modules.get("ray")
+    if loaded is not None and loaded.is_initialized():
         return
-    if address != "local":
-        listening(address)
+    if address != "local":  # before importing ray here (seconds): an unreachable address
+        listening(address)  # is refused in the probe's time alone
         probe(address)
+    import ray
+
     try:
         ray.init(address=None if address == "local" else address, log_to_driver=False,
                  logging_level="ERROR")  # fmt: skip
