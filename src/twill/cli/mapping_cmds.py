@@ -668,11 +668,11 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
 
 
 def _eval_dataset(args: argparse.Namespace) -> int:
-    from twill.io.timeloop import read_dosa_dataset
-    from twill.mapping.cost.dataset import evaluate_rows
+    from twill.io.timeloop import read_dosa_columns
+    from twill.mapping.cost.dataset import evaluate_columns
 
     check_output_path(args.output, "-o", [Path(args.dataset)])
-    rows, errors = evaluate_rows(read_dosa_dataset(args.dataset, limit=args.limit))
+    rows, errors = evaluate_columns(read_dosa_columns(args.dataset, limit=args.limit))
     for row in rows:  # the dataset's target.edp is in J·cycles: beside it, ours in µJ·cycles
         edp = row.get("target_edp")
         row["target_edp_uJ_cycles"] = None if edp is None else edp * 1e6
