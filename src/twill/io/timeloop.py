@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from dataclasses import replace
@@ -894,11 +895,33 @@ def _plain_csv_columns(text: str, limit: int | None) -> dict[str, list[str]] | N
     n = len(header) - 1
     if len(set(header)) != len(header) or not _DATASET_COLUMNS <= set(header):
         return None
-    if any(not line or line.count(",") != n for line in lines):
+    if min(map(len, lines)) == 0 or set(map(str.count, lines, itertools.repeat(","))) != {n}:
         return None
-    body = lines[1:] if limit is None else lines[1 : limit + 1]
-    flat = ",".join(body).split(",") if body else []
+    rows = len(lines) - 1 if limit is None else min(limit, len(lines) - 1)
+    start = len(lines[0]) + 1
+    end = start + sum(map(len, lines[1 : rows + 1])) + rows - 1  # the last row's end
+    flat = text[start:end].replace("\n", ",").split(",") if rows else []
     return {h: flat[j :: n + 1] for j, h in enumerate(header)}
+
+
+def _distinct_rows(
+    cols: dict[str, list[str]], keys: list[str], B: int
+) -> tuple[list[dict[str, str | None]], np.ndarray]:
+    """The distinct rows over columns ``keys`` (as the dicts the per-row code reads, first
+    seen first; an absent column is ``None``) and the number of each row's."""
+    full = {k: cols.get(k) or [None] * B for k in keys}
+    fixed = {k: v[0] for k, v in full.items() if B and v.count(v[0]) == B}
+    varying = [full[k] for k in keys if k not in fixed]
+    number: dict[tuple, int] = {}
+    of = np.fromiter(
+        (number.setdefault(t, len(number)) for t in zip(*varying, strict=True)) if varying
+        else (0 for _ in range(B)),
+        dtype=np.int64,
+        count=B,
+    )  # fmt: skip
+    names = [k for k in keys if k not in fixed]
+    distinct = [t for t in number] if varying else [()] * min(B, 1)
+    return [{**fixed, **dict(zip(names, t, strict=True))} for t in distinct], of
 
 
 def _dataset_columns(cols: dict[str, list[str]]) -> DatasetColumns:
@@ -907,25 +930,13 @@ def _dataset_columns(cols: dict[str, list[str]]) -> DatasetColumns:
     texts = cols["mapping.mapping"]
     B = len(texts)
 
-    def distinct(keys: list[str]) -> tuple[list[dict[str, str]], np.ndarray]:
-        """The distinct rows over ``keys`` (as dicts, first-seen order) and each row's."""
-        number: dict[tuple, int] = {}
-        for t in zip(*(cols.get(k) or [None] * B for k in keys), strict=True):
-            number.setdefault(t, len(number))
-        of = np.fromiter(
-            map(number.__getitem__, zip(*(cols.get(k) or [None] * B for k in keys), strict=True)),
-            dtype=np.int64,
-            count=B,
-        )
-        return [dict(zip(keys, t, strict=True)) for t in number], of
-
     prob_keys = [f"prob.{k}" for k in (*(d.value for d in DIMS), *_STRIDE_KEYS)]
-    raw_layers, layer_of = distinct(prob_keys)
+    raw_layers, layer_of = _distinct_rows(cols, prob_keys, B)
     first = np.zeros(len(raw_layers), dtype=np.int64)
     first[layer_of[::-1]] = np.arange(B)[::-1]  # the first row of each distinct layer
     layers = tuple(_layer_of_row(r, f"row{first[j]}") for j, r in enumerate(raw_layers))
     arch_keys = sorted({c for c in cols if c.startswith("arch.")})
-    raw_archs, arch_of = distinct(arch_keys)
+    raw_archs, arch_of = _distinct_rows(cols, arch_keys, B)
     cache: dict[tuple, Arch] = {}
     archs = tuple(_gemmini_from_row(r, "", cache) for r in raw_archs)
     targets = []
@@ -933,7 +944,8 @@ def _dataset_columns(cols: dict[str, list[str]]) -> DatasetColumns:
         key = f"target.{k}"
         values = cols.get(key) or [None] * B
         table = {v: _num({key: v}, key) for v in set(values)}
-        targets.append(np.array([math.nan if x is None else x for x in map(table.get, values)]))
+        table = {v: math.nan if x is None else x for v, x in table.items()}
+        targets.append(np.fromiter(map(table.__getitem__, values), dtype=np.float64, count=B))
     if len({a.n_levels for a in archs}) > 1:
         raise ValueError("architectures of several level counts")
     L = archs[0].n_levels if archs else 4

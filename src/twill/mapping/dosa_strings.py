@@ -82,7 +82,7 @@ def parse_dosa_mappings(texts: Sequence[str], n_levels: int) -> DosaMappings:
     temporal = np.ones((B, L, 7), dtype=np.int64)
     spatial = np.ones((B, L, 7), dtype=np.int64)
     keeps = np.zeros((B, L, 3), dtype=bool)
-    ok = np.fromiter((_ADMIT.fullmatch(t) is not None for t in texts), dtype=bool, count=B)
+    ok = np.fromiter(map(bool, map(_ADMIT.fullmatch, texts)), dtype=bool, count=B)
     rows = np.flatnonzero(ok)
     rank = np.tile(np.arange(7, 14, dtype=np.int64), (B, L, 1))  # unwritten loops: R..N last
     if rows.size:

@@ -217,20 +217,25 @@ def _costs(cols: DatasetColumns) -> tuple[np.ndarray, ...]:
     return cycles, energy, util, valid
 
 
-def evaluate_columns(cols: DatasetColumns) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def evaluate_columns(
+    cols: DatasetColumns, *, rows: bool = True
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Evaluate every dataset row with the cost model and verify its mapping.
 
     Parameters
     ----------
     cols
         The rows (:func:`twill.io.timeloop.read_dosa_columns`, or :func:`columns_from_rows`).
+    rows
+        Build the per-row dicts (``False``: only the statistics, an empty list of rows).
 
     Returns
     -------
     rows, errors
         One dict per row (``cycles``, ``energy_uJ``, ``edp``, ``valid``, targets, mapping) and,
         when ``target.*`` columns exist, error statistics of cycles, energy and EDP against
-        them (median, 95th percentile, max of the relative error; fraction exact).
+        them (median, 95th percentile, max of the relative error; fraction exact), with the
+        counts of ``rows`` and ``valid`` ones.
 
     Notes
     -----
@@ -241,29 +246,8 @@ def evaluate_columns(cols: DatasetColumns) -> tuple[list[dict[str, Any]], dict[s
     cycles, energy_pj, util, valid = _costs(cols)
     energy_uj = energy_pj * 1e-6
     edp = energy_uj * cycles
-    keys = [ly.key for ly in cols.layers]
-    parsed = [e is None for e in cols.error]
-    target = [
-        [None if x != x else x for x in a.tolist()]
-        for a in (cols.target_cycles, cols.target_energy_uj, cols.target_edp)
-    ]
-    rows: list[dict[str, Any]] = []
-    it = zip(
-        cols.index.tolist(), cols.layer_of.tolist(), cols.arch_of.tolist(), cols.mapping_text,
-        cycles.astype(np.int64).tolist(), energy_uj.tolist(), edp.tolist(), valid.tolist(),
-        util.tolist(), cols.error, *target, strict=True,
-    )  # fmt: skip
-    for i, lo, ao, text, cyc, en, ed, ok, ut, err, tc, te, td in it:
-        out: dict[str, Any] = {"row": i, "layer": keys[lo], "mapping": text}
-        if err is not None:
-            out.update(cycles=None, energy_uJ=None, edp=None, valid=False, error=err)
-        else:
-            viol = [] if ok else _violations(cols.layers[lo], cols.archs[ao], text)
-            out.update(cycles=cyc, energy_uJ=en, edp=ed, valid=not viol, utilisation=ut,
-                       violations=viol)  # fmt: skip
-        out.update(target_cycles=tc, target_energy_uJ=te, target_edp=td)
-        rows.append(out)
-    ok = np.array(parsed, dtype=bool)
+    out = _row_dicts(cols, (cycles, energy_uj, edp, valid, util)) if rows else []
+    ok = np.array([e is None for e in cols.error], dtype=bool)
     tc, te, td = cols.target_cycles, cols.target_energy_uj, cols.target_edp
     errors: dict[str, Any] = {}
     has_c, has_e = ok & ~np.isnan(tc), ok & ~np.isnan(te)
@@ -274,9 +258,50 @@ def evaluate_columns(cols: DatasetColumns) -> tuple[list[dict[str, Any]], dict[s
     has_d = has_e & ~np.isnan(td) & ~np.isnan(tc) & (np.nan_to_num(tc) != 0)
     if has_d.any():
         errors["edp"] = error_stats(edp[has_d], te[has_d] * tc[has_d])
-    errors["rows"] = len(rows)
-    errors["valid"] = sum(1 for x in rows if x["valid"])
-    return rows, errors
+    errors["rows"] = len(cols)
+    errors["valid"] = int(np.count_nonzero(valid))
+    return out, errors
+
+
+def _row_dicts(cols: DatasetColumns, costs: tuple[np.ndarray, ...]) -> list[dict[str, Any]]:
+    """One JSON-ready dict per row from the cost columns (cycles, energy µJ, EDP, valid,
+    utilisation); the invalid rows get the verifier's violations."""
+    cycles, energy_uj, edp, valid, util = costs
+    keys = [ly.key for ly in cols.layers]
+    target = [
+        [None if x != x else x for x in a.tolist()]
+        for a in (cols.target_cycles, cols.target_energy_uj, cols.target_edp)
+    ]
+    it = zip(
+        cols.index.tolist(), cols.layer_of.tolist(), cols.arch_of.tolist(), cols.mapping_text,
+        cycles.astype(np.int64).tolist(), energy_uj.tolist(), edp.tolist(), valid.tolist(),
+        util.tolist(), cols.error, *target, strict=True,
+    )  # fmt: skip
+    out: list[dict[str, Any]] = []
+    for i, lo, ao, text, cyc, en, ed, ok, ut, err, tc, te, td in it:
+        if err is not None:
+            out.append(
+                {
+                    "row": i,
+                    "layer": keys[lo],
+                    "mapping": text,
+                    "cycles": None,
+                    "energy_uJ": None,
+                    "edp": None,
+                    "valid": False,
+                    "error": err,
+                    "target_cycles": tc,
+                    "target_energy_uJ": te,
+                    "target_edp": td,
+                }
+            )
+            continue
+        viol = [] if ok else _violations(cols.layers[lo], cols.archs[ao], text)
+        out.append({"row": i, "layer": keys[lo], "mapping": text, "cycles": cyc,
+                    "energy_uJ": en, "edp": ed, "valid": ok, "utilisation": ut,
+                    "violations": viol, "target_cycles": tc, "target_energy_uJ": te,
+                    "target_edp": td})  # fmt: skip
+    return out
 
 
 def _violations(layer: Layer, arch: Arch, text: str) -> list[str]:
