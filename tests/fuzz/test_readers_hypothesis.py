@@ -169,6 +169,43 @@ def test_dosa_rows(tmp_path: Path, cells: list[str]) -> None:
 
 @FUZZ
 @given(
+    cells=st.lists(CELL, min_size=len(DOSA_COLUMNS) - 1, max_size=len(DOSA_COLUMNS) - 1),
+    mapping=st.sampled_from(["L3[WIO] K2 - L2[WI] N1 K2X - L1[O] C2 - L0[W] P2", "L3[WIO] Z9",
+                             "L3[WIO] K2 K2 - L2[WI] - L1[O] - L0[W]", "L1[W] K2 - L0[O]"]),
+)  # fmt: skip
+def test_dosa_columns_read_as_the_rows(tmp_path: Path, cells: list[str], mapping: str) -> None:
+    """read_dosa_columns on a fuzzed row (after a good one) reads what columns_from_rows of
+    read_dosa_dataset reads, or raises the same error."""
+    import numpy as np
+
+    from twill.io.timeloop import read_dosa_columns, read_dosa_dataset
+    from twill.mapping.cost.dataset import columns_from_rows
+
+    good = ["L3[WIO] K4 - L2[WI] K2X - L1[O] C2 - L0[W] P2", "16", "16", "64", "1024", "1", "1",
+            "2", "1", "2", "8", "1", "100"]  # fmt: skip
+    p = tmp_path / "d.csv"
+    p.write_text(
+        "\n".join([",".join(DOSA_COLUMNS), ",".join(good), ",".join([mapping, *cells])]) + "\n"
+    )
+    try:
+        slow = columns_from_rows(read_dosa_dataset(p))
+    except TwillError as exc:
+        with pytest.raises(TwillError) as info:
+            read_dosa_columns(p)
+        assert str(info.value) == str(exc)
+        return
+    fast = read_dosa_columns(p)
+    assert fast.error == slow.error and fast.archs == slow.archs
+    assert [ly.key for ly in fast.layers] == [ly.key for ly in slow.layers]
+    for name in ("layer_of", "arch_of"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert np.array_equal(fast.target_cycles, slow.target_cycles, equal_nan=True)
+    for name in ("temporal", "spatial", "order", "keeps", "group_temporal"):
+        assert np.array_equal(getattr(fast.mappings, name), getattr(slow.mappings, name)), name
+
+
+@FUZZ
+@given(
     latency=st.sampled_from(["1", "-1", "2", "1e9", "99999999999999", "x", ""]),
     blocking=st.sampled_from(["1", "0", "-2", "100001", "abc"]),
     limit=st.sampled_from(["1", "-1", "-2", "0", "2000000"]),

@@ -668,11 +668,12 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
 
 
 def _eval_dataset(args: argparse.Namespace) -> int:
-    from twill.io.timeloop import read_dosa_dataset
-    from twill.mapping.cost.dataset import evaluate_rows
+    from twill.io.timeloop import read_dosa_columns
+    from twill.mapping.cost.dataset import evaluate_columns
 
     check_output_path(args.output, "-o", [Path(args.dataset)])
-    rows, errors = evaluate_rows(read_dosa_dataset(args.dataset, limit=args.limit))
+    cols = read_dosa_columns(args.dataset, limit=args.limit)
+    rows, errors = evaluate_columns(cols, rows=bool(args.json or args.output))
     for row in rows:  # the dataset's target.edp is in J·cycles: beside it, ours in µJ·cycles
         edp = row.get("target_edp")
         row["target_edp_uJ_cycles"] = None if edp is None else edp * 1e6
@@ -685,7 +686,7 @@ def _eval_dataset(args: argparse.Namespace) -> int:
     else:
         from rich.table import Table
 
-        t = Table(title=f"{Path(args.dataset).name}: {len(rows)} rows vs Timeloop targets")
+        t = Table(title=f"{Path(args.dataset).name}: {len(cols)} rows vs Timeloop targets")
         for col in ("quantity", "exact", "median |err|", "p95 |err|", "max |err|"):
             t.add_column(col)
         for q, s in errors.items():
@@ -698,7 +699,7 @@ def _eval_dataset(args: argparse.Namespace) -> int:
                     f"{s['max']:.3%}",
                 )
         stdout_console().print(t)
-        stdout_console().print(f"valid rows: {sum(r['valid'] for r in rows)} / {len(rows)}")
+        stdout_console().print(f"valid rows: {errors['valid']} / {errors['rows']}")
         _say_written(args)
     return 0
 

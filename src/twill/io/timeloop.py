@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from twill.errors import InvalidProblemError
 from twill.io.text import read_text_file
@@ -42,7 +45,13 @@ from twill.mapping.arch import (
     gemmini_arch,
     simba_energy,
 )
-from twill.mapping.cost.dataset import DatasetRow
+from twill.mapping.cost.dataset import (
+    DatasetColumns,
+    DatasetRow,
+    MappingColumns,
+    columns_from_rows,
+)
+from twill.mapping.dosa_strings import parse_dosa_mappings
 from twill.mapping.mapping import Mapping, parse_dosa_mapping
 from twill.mapping.workload import DIMS, MAX_DIM, MAX_STRIDE, OPERANDS, Dim, Layer, Operand
 
@@ -63,6 +72,7 @@ __all__ = [
     "check_layer_fits",
     "DatasetRow",
     "read_dosa_dataset",
+    "read_dosa_columns",
 ]
 
 _TENSOR = {"weights": Operand.W, "inputs": Operand.I, "outputs": Operand.O}
@@ -726,6 +736,13 @@ def _csv_int(row: dict[str, str], key: str, lo: int, hi: int, default: int | Non
 
 
 def _gemmini_from_row(row: dict[str, str], where: str, cache: dict[tuple, Arch]) -> Arch:
+    return _gemmini_from_key(_gemmini_key(row), cache)
+
+
+def _gemmini_key(row: dict[str, str]) -> tuple:
+    """The columns of a row that make its Gemmini, validated: PE mesh, accumulator entries,
+    instances and word bits, scratchpad entries and word bits, the two bandwidths (``None``
+    when absent)."""
     big = int(ARCH_LIMITS["entries"][1])
     pe_dim = _csv_int(row, "arch.meshX", 1, 1024)
     depth_key = "arch.mem1_depth" if row.get("arch.mem1_depth") else "arch.mem1_entries"
@@ -739,9 +756,14 @@ def _gemmini_from_row(row: dict[str, str], where: str, cache: dict[tuple, Arch])
     for key, bw in (("mem1", acc_bw), ("mem2", sp_bw)):
         if bw is not None and arch_value_defects("", bw, "bandwidth"):
             raise ValueError(f"column arch.{key}_shared_bandwidth: must be > 0, found {bw!r}")
-    key = (pe_dim, acc_entries, acc_inst, acc_bits, sp_entries, sp_bits, acc_bw, sp_bw)
+    return (pe_dim, acc_entries, acc_inst, acc_bits, sp_entries, sp_bits, acc_bw, sp_bw)
+
+
+def _gemmini_from_key(key: tuple, cache: dict[tuple, Arch]) -> Arch:
+    """DOSA's Gemmini of a :func:`_gemmini_key` (built once per key)."""
     if key in cache:
         return cache[key]
+    pe_dim, acc_entries, acc_inst, acc_bits, sp_entries, sp_bits, acc_bw, sp_bw = key
     acc_kb = acc_entries * acc_inst * acc_bits / 8 / 1024
     sp_kb = sp_entries * sp_bits / 8 / 1024
     arch = gemmini_arch(pe_dim, sp_kb, acc_kb)
@@ -752,6 +774,14 @@ def _gemmini_from_row(row: dict[str, str], where: str, cache: dict[tuple, Arch])
         arch = arch.with_level("Scratchpad", bandwidth=sp_bw)
     cache[key] = arch
     return arch
+
+
+def _layer_of_row(row: dict[str, str], name: str) -> Layer:
+    """The layer of a dataset row (``prob.*`` columns, validated; a stride or dilation of 0
+    is read as 1)."""
+    dims = {d: _csv_int(row, f"prob.{d.value}", 1, MAX_DIM) for d in DIMS}
+    strides = [_csv_int(row, f"prob.{k}", 0, MAX_STRIDE, default=1) for k in _STRIDE_KEYS]
+    return Layer(name, dims, strides[0] or 1, strides[1] or 1, strides[2] or 1, strides[3] or 1)
 
 
 _DATASET_COLUMNS = {"mapping.mapping", "arch.meshX", "arch.mem1_instances", "arch.mem2_entries",
@@ -804,17 +834,13 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
             bad.append(f"{where}: {n + len(row.get(None) or [])} fields, header has {len(cols)}")
             continue
         try:
-            dims = {d: _csv_int(row, f"prob.{d.value}", 1, MAX_DIM) for d in DIMS}
-            strides = [_csv_int(row, f"prob.{k}", 0, MAX_STRIDE, default=1) for k in _STRIDE_KEYS]
+            layer = _layer_of_row(row, f"row{i}")
             arch = _gemmini_from_row(row, where, cache)
         except (KeyError, ValueError) as exc:
             bad.append(f"{where}: {exc}")
             if len(bad) >= 20:
                 break
             continue
-        layer = Layer(
-            f"row{i}", dims, strides[0] or 1, strides[1] or 1, strides[2] or 1, strides[3] or 1
-        )
         text = row["mapping.mapping"]
         try:
             mapping, err = parse_dosa_mapping(text, layer, arch), None
@@ -829,3 +855,122 @@ def read_dosa_dataset(path: str | Path, *, limit: int | None = None) -> list[Dat
     if bad:
         raise InvalidProblemError(bad, source=str(p))
     return out
+
+
+def read_dosa_columns(path: str | Path, *, limit: int | None = None) -> DatasetColumns:
+    """Read DOSA's Timeloop sample CSV as columns, for the batch evaluation of
+    :func:`twill.mapping.cost.dataset.evaluate_columns`.
+
+    Gives what :func:`~twill.mapping.cost.dataset.columns_from_rows` gives on
+    :func:`read_dosa_dataset` (the same layers, architectures, mappings, parse errors and
+    targets; the same refusals), faster: a plain file (no quotes, ``\\n`` line ends, every
+    line with the header's field count) is split into columns in one pass, each distinct
+    layer, architecture and target is validated and built once by the per-row code, and the
+    mapping strings are parsed together (:func:`twill.mapping.dosa_strings.parse_dosa_mappings`).
+    Any other file, or any value the per-row code refuses, is read by
+    :func:`read_dosa_dataset`, which names the rows.
+    """
+    p = Path(path)
+    cols = _plain_csv_columns(read_text_file(p), limit)
+    if cols is not None:
+        try:
+            return _dataset_columns(cols)
+        except (KeyError, ValueError):
+            pass  # the per-row reader names the row and the column
+    return columns_from_rows(read_dosa_dataset(p, limit=limit))
+
+
+def _plain_csv_columns(text: str, limit: int | None) -> dict[str, list[str]] | None:
+    """The columns of a CSV the csv module reads as plain comma splits (no quote, no ``\\r``,
+    no NUL, no blank line, no field over its size limit, every line as many fields as the
+    header, the header with every needed column once); ``None`` for any other file."""
+    if any(c in text for c in ('"', "\r", "\x00")):
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines or max(map(len, lines)) > csv.field_size_limit():
+        return None
+    header = lines[0].split(",")
+    n = len(header) - 1
+    if len(set(header)) != len(header) or not _DATASET_COLUMNS <= set(header):
+        return None
+    if min(map(len, lines)) == 0 or set(map(str.count, lines, itertools.repeat(","))) != {n}:
+        return None
+    rows = len(lines) - 1 if limit is None else min(limit, len(lines) - 1)
+    start = len(lines[0]) + 1
+    end = start + sum(map(len, lines[1 : rows + 1])) + rows - 1  # the last row's end
+    flat = text[start:end].replace("\n", ",").split(",") if rows else []
+    return {h: flat[j :: n + 1] for j, h in enumerate(header)}
+
+
+def _distinct_rows(
+    cols: dict[str, list[str]], keys: list[str], B: int
+) -> tuple[list[dict[str, str | None]], np.ndarray]:
+    """The distinct rows over columns ``keys`` (as the dicts the per-row code reads, first
+    seen first; an absent column is ``None``) and the number of each row's."""
+    full = {k: cols.get(k) or [None] * B for k in keys}
+    fixed = {k: v[0] for k, v in full.items() if B and v.count(v[0]) == B}
+    varying = [full[k] for k in keys if k not in fixed]
+    number: dict[tuple, int] = {}
+    of = np.fromiter(
+        (number.setdefault(t, len(number)) for t in zip(*varying, strict=True)) if varying
+        else (0 for _ in range(B)),
+        dtype=np.int64,
+        count=B,
+    )  # fmt: skip
+    names = [k for k in keys if k not in fixed]
+    distinct = [t for t in number] if varying else [()] * min(B, 1)
+    return [{**fixed, **dict(zip(names, t, strict=True))} for t in distinct], of
+
+
+def _dataset_columns(cols: dict[str, list[str]]) -> DatasetColumns:
+    """Build the columns of a plain CSV (:func:`_plain_csv_columns`); the per-row builders
+    raise ``ValueError`` on the first value they refuse."""
+    texts = cols["mapping.mapping"]
+    B = len(texts)
+
+    prob_keys = [f"prob.{k}" for k in (*(d.value for d in DIMS), *_STRIDE_KEYS)]
+    raw_layers, layer_of = _distinct_rows(cols, prob_keys, B)
+    first = np.zeros(len(raw_layers), dtype=np.int64)
+    first[layer_of[::-1]] = np.arange(B)[::-1]  # the first row of each distinct layer
+    layers = tuple(_layer_of_row(r, f"row{first[j]}") for j, r in enumerate(raw_layers))
+    arch_keys = sorted({c for c in cols if c.startswith("arch.")})
+    raw_archs, arch_of = _distinct_rows(cols, arch_keys, B)
+    cache: dict[tuple, Arch] = {}
+    archs = tuple(_gemmini_from_row(r, "", cache) for r in raw_archs)
+    targets = []
+    for k in ("cycle", "energy", "edp"):
+        key = f"target.{k}"
+        values = cols.get(key) or [None] * B
+        table = {v: _num({key: v}, key) for v in set(values)}
+        table = {v: math.nan if x is None else x for v, x in table.items()}
+        targets.append(np.fromiter(map(table.__getitem__, values), dtype=np.float64, count=B))
+    if len({a.n_levels for a in archs}) > 1:
+        raise ValueError("architectures of several level counts")
+    L = archs[0].n_levels if archs else 4
+    got = parse_dosa_mappings(texts, L)
+    groups = np.array([ly.groups for ly in layers], dtype=np.int64)
+    gt = np.ones((B, L), dtype=np.int64)
+    gt[:, -1] = groups[layer_of] if B else 1  # no G loop admitted: all groups at the top
+    maps = MappingColumns(got.temporal, got.spatial, got.order, gt, np.ones_like(gt), got.keeps)
+    error: list[str | None] = [None] * B
+    for b in np.flatnonzero(~got.ok).tolist():  # another spelling, or not a mapping
+        layer, arch = layers[layer_of[b]], archs[arch_of[b]]
+        try:
+            maps.put(b, parse_dosa_mapping(texts[b], layer, arch), layer, arch)
+        except InvalidProblemError as exc:
+            error[b] = str(exc)
+    return DatasetColumns(
+        index=np.arange(B, dtype=np.int64),
+        layers=layers,
+        layer_of=layer_of,
+        archs=archs,
+        arch_of=arch_of,
+        mapping_text=texts,
+        mappings=maps,
+        error=error,
+        target_cycles=targets[0],
+        target_energy_uj=targets[1],
+        target_edp=targets[2],
+    )

@@ -31,8 +31,10 @@ costs are computed for every row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -47,8 +49,11 @@ __all__ = [
     "CostReport",
     "BatchCost",
     "MappingBatch",
+    "LayerArrays",
+    "ArchArrays",
     "evaluate",
     "evaluate_batch",
+    "evaluate_many",
     "valid_batch",
     "batch_from_mappings",
 ]
@@ -112,9 +117,9 @@ class MappingBatch:
             None if gs is None else gs[rows],
         )
 
-    def full(self, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def full(self, groups: int | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Factors ``(B, L, 8)`` over :data:`ALL_DIMS` and orders ``(B, L, 8)`` with the G
-        loop outermost in every level."""
+        loop outermost in every level (``groups``: one count, or one per row)."""
         B, L, _ = self.temporal.shape
         gt, gs = self.group_temporal, self.group_spatial
         if gt is None or gs is None:
@@ -174,15 +179,153 @@ class BatchCost:
         return self.energy_uj * self.cycles
 
 
-def _footprints(ext: np.ndarray, layer: Layer) -> np.ndarray:
-    """Footprints ``(..., 3)`` of tiles with extents ``ext`` ``(..., 8)`` (G last)."""
+@dataclass(frozen=True)
+class LayerArrays:
+    """Layers as arrays, one row per mapping (``A = B``) or one row that every mapping shares
+    (``A = 1``): ``bounds`` ``(A, 8)`` over :data:`ALL_DIMS` (G last), strides, dilations and
+    ``total_macs`` (all groups) ``(A,)``, all float64; ``groups`` ``(A,)`` int64.
+
+    Examples
+    --------
+    >>> la = LayerArrays.of([Layer.gemm(128, 64, 128), Layer("c", {"P": 7, "R": 3}, 2)])
+    >>> la.bounds[:, 2].tolist(), la.w_stride.tolist(), len(la)
+    ([128.0, 7.0], [1.0, 2.0], 2)
+    """
+
+    bounds: np.ndarray
+    w_stride: np.ndarray
+    h_stride: np.ndarray
+    w_dilation: np.ndarray
+    h_dilation: np.ndarray
+    total_macs: np.ndarray
+    groups: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.bounds.shape[0])
+
+    @classmethod
+    def of(cls, layers: Sequence[Layer]) -> LayerArrays:
+        """Stack ``layers``, one row each."""
+        cols = [
+            [*(ly.dim(d) for d in ALL_DIMS), ly.w_stride, ly.h_stride, ly.w_dilation,
+             ly.h_dilation, ly.total_macs]
+            for ly in layers
+        ]  # fmt: skip
+        a = np.array(cols, dtype=np.float64).reshape(len(layers), _W + 5)
+        g = np.array([ly.groups for ly in layers], dtype=np.int64)
+        return cls(a[:, :_W], a[:, _W], a[:, _W + 1], a[:, _W + 2], a[:, _W + 3], a[:, _W + 4], g)
+
+    def take(self, rows: np.ndarray) -> LayerArrays:
+        """The layers at ``rows`` (in that order, repeats allowed)."""
+        return _take_rows(self, rows)
+
+
+@dataclass(frozen=True)
+class ArchArrays:
+    """Architectures of one level structure as arrays, one row per mapping (``A = B``) or one
+    row that every mapping shares (``A = 1``). Per level, ``(A, L)``: ``energy_pj`` per word
+    access, ``entries`` (``inf``: unbounded), ``fanout``, ``bandwidth`` in words per cycle
+    (``0``: unlimited) and ``bandwidth_shared`` (for all instances together); ``spatial_ok``
+    ``(A, L, 8)``: the dimensions each level may unroll; ``macs`` and ``mac_energy_pj``
+    ``(A,)``; ``keeps`` ``(L, 3)`` (W, I, O), the keep/bypass assignment every row shares.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> aa = ArchArrays.of([gemmini_arch(16), gemmini_arch(32)])
+    >>> aa.macs.tolist(), aa.fanout[:, 2].tolist()
+    ([256.0, 1024.0], [16.0, 32.0])
+    """
+
+    energy_pj: np.ndarray
+    entries: np.ndarray
+    fanout: np.ndarray
+    bandwidth: np.ndarray
+    bandwidth_shared: np.ndarray
+    spatial_ok: np.ndarray
+    macs: np.ndarray
+    mac_energy_pj: np.ndarray
+    keeps: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.energy_pj.shape[0])
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.energy_pj.shape[1])
+
+    @classmethod
+    def of(cls, archs: Sequence[Arch]) -> ArchArrays:
+        """Stack ``archs`` (one row each).
+
+        Raises
+        ------
+        ValueError
+            When their level counts or keep/bypass assignments differ.
+        """
+        keeps = {tuple(lv.keeps for lv in a.levels) for a in archs}
+        if len(keeps) != 1:
+            raise ValueError(
+                "ArchArrays.of: the architectures differ in their levels or keep/bypass "
+                f"assignment ({', '.join(sorted(a.name for a in archs)[:4])}); stack each "
+                "structure on its own"
+            )
+        levels = [
+            [(lv.energy_pj, math.inf if lv.entries is None else lv.entries, a.fanout(m),
+              lv.bandwidth or 0.0, lv.bandwidth_shared) for m, lv in enumerate(a.levels)]
+            for a in archs
+        ]  # fmt: skip
+        per = np.array(levels, dtype=np.float64)  # (A, L, 5)
+        ok = np.array(
+            [[[lv.spatial_dims is None or d in lv.spatial_dims for d in ALL_DIMS]
+              for lv in a.levels] for a in archs],
+            dtype=bool,
+        )  # fmt: skip
+        (keep,) = keeps
+        return cls(
+            energy_pj=per[:, :, 0],
+            entries=per[:, :, 1],
+            fanout=per[:, :, 2],
+            bandwidth=per[:, :, 3],
+            bandwidth_shared=per[:, :, 4] > 0,
+            spatial_ok=ok,
+            macs=np.array([a.macs for a in archs], dtype=np.float64),
+            mac_energy_pj=np.array([a.mac_energy_pj for a in archs], dtype=np.float64),
+            keeps=np.array([[v in k for v in OPERANDS] for k in keep], dtype=bool),
+        )
+
+    def take(self, rows: np.ndarray) -> ArchArrays:
+        """The architectures at ``rows`` (in that order, repeats allowed)."""
+        return _take_rows(self, rows, shared=("keeps",))
+
+
+_Rows = TypeVar("_Rows", LayerArrays, ArchArrays)
+
+
+def _take_rows(arrays: _Rows, rows: np.ndarray, shared: tuple[str, ...] = ()) -> _Rows:
+    """``arrays`` with every per-row field indexed by ``rows`` (the ``shared`` ones kept)."""
+    return replace(
+        arrays,
+        **{f.name: getattr(arrays, f.name)[rows] for f in fields(arrays) if f.name not in shared},
+    )
+
+
+def _footprints(ext: np.ndarray, layers: LayerArrays) -> np.ndarray:
+    """Footprints ``(B, L, 3)`` of tiles with extents ``ext`` ``(B, L, 8)`` (G last)."""
+    ws, hs = layers.w_stride[:, None], layers.h_stride[:, None]
+    wd, hd = layers.w_dilation[:, None], layers.h_dilation[:, None]
     g = ext[..., _G]
     w = g * ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
     o = g * ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
-    width = (ext[..., _P] - 1) * layer.w_stride + (ext[..., _R] - 1) * layer.w_dilation + 1
-    height = (ext[..., _Q] - 1) * layer.h_stride + (ext[..., _S] - 1) * layer.h_dilation + 1
+    width = (ext[..., _P] - 1) * ws + (ext[..., _R] - 1) * wd + 1
+    height = (ext[..., _Q] - 1) * hs + (ext[..., _S] - 1) * hd + 1
     i = g * ext[..., _N] * ext[..., _C] * width * height
     return np.stack([w, i, o], axis=-1)
+
+
+def _keeps_matrix(keeps: tuple[frozenset[Operand], ...]) -> np.ndarray:
+    """``(L, 3)`` booleans: level ``m`` keeps operand ``v`` (W, I, O)."""
+    return np.array([[v in k for v in OPERANDS] for k in keeps], dtype=bool)
 
 
 def evaluate_batch(
@@ -210,6 +353,10 @@ def evaluate_batch(
     -------
     BatchCost
 
+    Notes
+    -----
+    :func:`evaluate_many` with one layer and one architecture shared by every row.
+
     Examples
     --------
     >>> from twill.mapping.arch import gemmini_arch
@@ -220,34 +367,105 @@ def evaluate_batch(
     >>> int(cost.compute_cycles[0])
     4096
     """
-    opts = options or CostOptions()
-    keeps = keeps or tuple(lv.keeps for lv in arch.levels)
-    T8, Sp8, perm = batch.full(layer.groups)
-    T = np.asarray(T8, dtype=np.float64)
-    Sp = np.asarray(Sp8, dtype=np.float64)
-    B, L, _ = T.shape
+    L = batch.temporal.shape[1]
     if L != arch.n_levels:
         raise ValueError(f"mappings have {L} levels, architecture {arch.name} has {arch.n_levels}")
-    K = np.array([[v in keeps[m] for v in OPERANDS] for m in range(L)], dtype=bool)  # (L, 3)
+    return evaluate_many(
+        LayerArrays.of([layer]), _arch_arrays(arch), batch, keeps=keeps, options=options
+    )
+
+
+def _arch_arrays(arch: Arch) -> ArchArrays:
+    """:meth:`ArchArrays.of` one architecture, remembered (the scalar model's callers cost
+    one mapping at a time on the same few architectures)."""
+    got = _ARCH_ARRAYS.get(id(arch))
+    if got is None or got[0] is not arch:
+        if len(_ARCH_ARRAYS) > 256:
+            _ARCH_ARRAYS.clear()
+        got = _ARCH_ARRAYS[id(arch)] = (arch, ArchArrays.of([arch]))
+    return got[1]
+
+
+_ARCH_ARRAYS: dict[int, tuple[Arch, ArchArrays]] = {}
+
+
+def evaluate_many(
+    layers: LayerArrays,
+    archs: ArchArrays,
+    batch: MappingBatch,
+    *,
+    keeps: tuple[frozenset[Operand], ...] | None = None,
+    options: CostOptions | None = None,
+) -> BatchCost:
+    """Evaluate ``B`` mappings, each of its own layer on its own architecture (NumPy, no
+    Python loop over the rows): the batch evaluator of sweeps and of ``map-eval --dataset``.
+
+    Parameters
+    ----------
+    layers
+        One row per mapping, or one row for all (:class:`LayerArrays`).
+    archs
+        One row per mapping, or one row for all (:class:`ArchArrays`; one level structure).
+    batch
+        The mappings (:class:`MappingBatch`, the architectures' level count).
+    keeps
+        Keep/bypass per level shared by the batch (default: ``archs.keeps``).
+    options
+        Modelling switches.
+
+    Returns
+    -------
+    BatchCost
+        Row ``b`` holds exactly the numbers of :func:`evaluate` on row ``b``'s layer,
+        architecture and mapping (the same operations in the same order, element by element);
+        ``mac_energy_pj`` is a float when one layer and one architecture serve every row.
+
+    Raises
+    ------
+    ValueError
+        When the level counts differ or ``layers``/``archs`` have neither 1 nor ``B`` rows.
+
+    Examples
+    --------
+    >>> from twill.mapping.arch import gemmini_arch
+    >>> from twill.mapping.mapping import parse_dosa_mapping
+    >>> m = parse_dosa_mapping("L3[WIO] K2 - L2[WI] N1 K16X - L1[O] K2 C8 P16 C16X - L0[W] P8")
+    >>> archs = ArchArrays.of([gemmini_arch(16, 108, 16), gemmini_arch(16, 256, 64)])
+    >>> cost = evaluate_many(LayerArrays.of([Layer.gemm(128, 64, 128)]), archs,
+    ...                      batch_from_mappings([m, m]))
+    >>> cost.cycles.tolist(), bool(cost.energy_pj[1] > cost.energy_pj[0])
+    ([4096.0, 4096.0], True)
+    """
+    opts = options or CostOptions()
+    B, L, _ = batch.temporal.shape
+    if L != archs.n_levels:
+        raise ValueError(f"mappings have {L} levels, the architectures {archs.n_levels}")
+    for what, n in (("layers", len(layers)), ("archs", len(archs))):
+        if n not in (1, B):
+            raise ValueError(f"{what}: {n} rows for a batch of {B} (give 1 or {B})")
+    K = _keeps_matrix(keeps) if keeps else archs.keeps  # (L, 3)
+    T8, Sp8, perm = batch.full(layers.groups)
+    T = np.asarray(T8, dtype=np.float64)
+    Sp = np.asarray(Sp8, dtype=np.float64)
 
     TS = T * Sp
     ext = np.cumprod(TS, axis=1)  # (B, L, 8): extents of levels 0..m
-    tiles = _footprints(ext, layer)  # (B, L, 3)
+    tiles = _footprints(ext, layers)  # (B, L, 3)
     compute = np.prod(T.reshape(B, -1), axis=1)
 
-    fills = _batch_fills(layer, opts, T, perm, K, ext, tiles)
+    fills = _batch_fills(layers, opts, T, perm, K, ext, tiles)
     reads, updates = _batch_reads_updates(opts, T, Sp, K, fills, tiles, compute)
 
     used, per_op, per_inst, level_acc = _batch_accesses(Sp, K, reads, fills, updates)
-    e_lvl = np.array([lv.energy_pj for lv in arch.levels])
-    op_energy = per_op * used[:, :, None] * e_lvl[None, :, None]
-    level_energy = level_acc * e_lvl[None, :]
-    mac_e = layer.total_macs * arch.mac_energy_pj
+    e_lvl = archs.energy_pj  # (A, L)
+    op_energy = per_op * used[:, :, None] * e_lvl[:, :, None]
+    level_energy = level_acc * e_lvl
+    mac_e = layers.total_macs * archs.mac_energy_pj
     energy = level_energy.sum(axis=1) + mac_e
-    bw_cycles = _bandwidth_cycles(arch, per_inst, level_acc)
+    bw_cycles = _bandwidth_cycles(archs, per_inst, level_acc)
     cycles = np.ceil(np.maximum(compute, bw_cycles.max(axis=1)) - 1e-9)
-    util = layer.total_macs / (cycles * arch.macs)
-    valid = _valid_mask(layer, arch, T, Sp, tiles, K)
+    util = layers.total_macs / (cycles * archs.macs)
+    valid = _valid_mask(layers, archs, T, Sp, tiles, K)
     return BatchCost(
         cycles=cycles,
         compute_cycles=compute,
@@ -263,12 +481,12 @@ def evaluate_batch(
         bandwidth_cycles=bw_cycles,
         utilisation=util,
         valid=valid,
-        mac_energy_pj=mac_e,
+        mac_energy_pj=float(mac_e[0]) if mac_e.size == 1 else np.broadcast_to(mac_e, (B,)),
     )
 
 
 def _batch_fills(
-    layer: Layer,
+    layers: LayerArrays,
     opts: CostOptions,
     T: np.ndarray,
     perm: np.ndarray,
@@ -288,7 +506,8 @@ def _batch_fills(
     suffix[:, :G] = np.cumprod(F[:, ::-1], axis=1)[:, ::-1]  # Π_{g' >= g} F
     gidx = np.arange(G)
     nest = LoopNest(T, ext, D, F, suffix, rows)
-    stride, dilation = (layer.w_stride, layer.h_stride), (layer.w_dilation, layer.h_dilation)
+    stride = (layers.w_stride, layers.h_stride)
+    dilation = (layers.w_dilation, layers.h_dilation)
 
     fills = np.zeros((B, L, 3))
     for vi, v in enumerate(OPERANDS):
@@ -366,15 +585,11 @@ def _batch_accesses(
     return used, per_op, per_inst, per_inst * used
 
 
-def _bandwidth_cycles(arch: Arch, per_inst: np.ndarray, level_acc: np.ndarray) -> np.ndarray:
+def _bandwidth_cycles(archs: ArchArrays, per_inst: np.ndarray, level_acc: np.ndarray) -> np.ndarray:
     """Cycles each level's bandwidth needs ``(B, L)`` (zero for unlimited levels)."""
-    bw_cycles = np.zeros(per_inst.shape)
-    for m, lv in enumerate(arch.levels):
-        if lv.bandwidth:
-            bw_cycles[:, m] = (
-                level_acc[:, m] if lv.bandwidth_shared else per_inst[:, m]
-            ) / lv.bandwidth
-    return bw_cycles
+    bw = archs.bandwidth  # (A, L)
+    need = np.where(archs.bandwidth_shared, level_acc, per_inst)
+    return np.where(bw > 0, need / np.where(bw > 0, bw, 1.0), 0.0)
 
 
 def valid_batch(
@@ -406,27 +621,28 @@ def valid_batch(
         gt[:, -1] = layer.groups
     T = np.concatenate([batch.temporal, np.asarray(gt)[:, :, None]], axis=2)
     Sp = np.concatenate([batch.spatial, np.asarray(gs)[:, :, None]], axis=2)
-    K = np.array([[v in keeps[m] for v in OPERANDS] for m in range(L)], dtype=bool)
-    tiles = _footprints(np.cumprod(T * Sp, axis=1), layer)
-    return _valid_mask(layer, arch, T, Sp, tiles, K)
+    K = _keeps_matrix(keeps)
+    layers = LayerArrays.of([layer])
+    tiles = _footprints(np.cumprod(T * Sp, axis=1), layers)
+    return _valid_mask(layers, _arch_arrays(arch), T, Sp, tiles, K)
 
 
 def _valid_mask(
-    layer: Layer, arch: Arch, T: np.ndarray, Sp: np.ndarray, tiles: np.ndarray, K: np.ndarray
+    layers: LayerArrays,
+    archs: ArchArrays,
+    T: np.ndarray,
+    Sp: np.ndarray,
+    tiles: np.ndarray,
+    K: np.ndarray,
 ) -> np.ndarray:
     """Rows that factorise the layer exactly and respect capacities, fan-outs and the
     levels' spatial dimensions."""
-    bounds = np.array([layer.dim(d) for d in ALL_DIMS], dtype=np.float64)
-    ok = np.all(np.prod(T * Sp, axis=1) == bounds[None, :], axis=1)
+    ok = np.all(np.prod(T * Sp, axis=1) == layers.bounds, axis=1)
     ok &= np.all(T >= 1, axis=(1, 2)) & np.all(Sp >= 1, axis=(1, 2))
-    for m, lv in enumerate(arch.levels):
-        if lv.entries is not None:
-            used = (tiles[:, m, :] * K[m][None, :]).sum(axis=1)
-            ok &= used <= lv.entries
-        ok &= np.prod(Sp[:, m, :], axis=1) <= arch.fanout(m)
-        if lv.spatial_dims is not None:
-            banned = np.array([d not in lv.spatial_dims for d in ALL_DIMS])
-            ok &= ~np.any((Sp[:, m, :] > 1) & banned[None, :], axis=1)
+    used = (tiles * K[None, :, :]).sum(axis=2)  # (B, L) words of the kept tiles
+    ok &= np.all(used <= archs.entries, axis=1)
+    ok &= np.all(np.prod(Sp, axis=2) <= archs.fanout, axis=1)
+    ok &= ~np.any((Sp > 1) & ~archs.spatial_ok, axis=(1, 2))
     return ok
 
 
