@@ -117,9 +117,10 @@ def area_mm2(arch: Arch) -> float:
     return area_breakdown(arch).total_mm2
 
 
-def gemmini_area_mm2(pe_dim: T, scratchpad_kb: T, accumulator_kb: T) -> T:
-    """Area in mm² of a Gemmini with a ``pe_dim x pe_dim`` array and the two buffers in kB;
-    arithmetic only, so arrays and tensors (with their gradients) pass through.
+def gemmini_area_mm2(pe_dim: T, scratchpad_kb: T, accumulator_kb: T, pe_cols: T | None = None) -> T:
+    """Area in mm² of a Gemmini with a ``pe_dim x pe_dim`` array (``pe_dim x pe_cols`` when
+    given) and the two buffers in kB; arithmetic only, so arrays and tensors (with their
+    gradients) pass through.
 
     Equals :func:`area_mm2` of :func:`~twill.mapping.arch.gemmini_arch` with the same
     parameters (up to the accumulator's rounding to whole words per column).
@@ -130,7 +131,7 @@ def gemmini_area_mm2(pe_dim: T, scratchpad_kb: T, accumulator_kb: T) -> T:
     0.6374
     """
     return (
-        pe_dim * pe_dim * PE_MM2  # type: ignore[operator]
+        pe_dim * (pe_dim if pe_cols is None else pe_cols) * PE_MM2  # type: ignore[operator]
         + scratchpad_kb * SRAM8_MM2_PER_KB  # type: ignore[operator]
         + accumulator_kb * SRAM_WIDE_MM2_PER_KB  # type: ignore[operator]
         + FIXED_MM2
