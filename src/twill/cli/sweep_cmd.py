@@ -54,7 +54,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     what = "map networks onto every architecture of a design space (EDP vs area)"
     p = subparsers.add_parser("sweep", help=what, description=what + "; docs/mapping.md")
-    p.add_argument("space", help="design space YAML (template: gemmini|simba, lists or ranges)")
+    p.add_argument(
+        "space",
+        help="design space YAML (template: gemmini|simba, lists or ranges), or a shipped one: "
+        "gemmini (64 points), simba (16 points)",
+    )
     p.add_argument(
         "--networks",
         required=True,
@@ -111,10 +115,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from twill.cli.mapping_cmds import check_executor
-    from twill.io.sweep_inputs import parse_networks, read_design_space, read_networks
+    from twill.io.sweep_inputs import parse_networks, read_design_space, read_networks, space_path
     from twill.mapping.sweep import SweepSettings, sweep
 
     check_executor(args)
+    args.space = str(space_path(args.space))
     space = read_design_space(args.space)
     specs = parse_networks(args.networks)
     out = _check_output_folder(args, specs)

@@ -30,13 +30,19 @@ from twill.errors import InvalidProblemError
 from twill.mapping.space import MAX_POINTS, TEMPLATES, DesignSpace
 from twill.mapping.sweep import SweepNetwork
 
-__all__ = [
-    "read_design_space",
-    "NetworkSpec",
-    "parse_networks",
-    "network_input_paths",
-    "read_networks",
-]
+__all__ = ["SHIPPED_SPACES", "space_path", "read_design_space", "NetworkSpec", "parse_networks",
+           "network_input_paths", "read_networks"]  # fmt: skip
+
+#: The design spaces shipped with twill, by name (``twill sweep gemmini ...``).
+SHIPPED_SPACES = Path(__file__).resolve().parent.parent / "data" / "spaces"
+
+
+def space_path(text: str) -> Path:
+    """``text`` as a path, or the shipped space it names (``gemmini``, ``simba``) when no such
+    file exists."""
+    path = Path(text)
+    shipped = SHIPPED_SPACES / f"{text}.yaml"
+    return shipped if not path.exists() and "/" not in text and shipped.is_file() else path
 
 _RANGE_KEYS = ({"from", "to", "times"}, {"from", "to", "step"})
 

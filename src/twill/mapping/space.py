@@ -60,6 +60,7 @@ def _p(name: str, default: float | None, low: float, high: float, meaning: str) 
 #: The parameters of each template (``None``: the template's own rule, see ``meaning``).
 TEMPLATES: dict[str, tuple[Param, ...]] = {
     "gemmini": (
+        _p("pe_dim", None, 1, 4096, "a square array: pe_rows = pe_cols = pe_dim"),
         _p("pe_rows", 16, 1, 4096, "PE rows: C unrolled over them"),
         _p("pe_cols", 16, 1, 4096, "PE columns: K unrolled, one accumulator slice each"),
         _p("scratchpad_kB", 128, 0.0, 2.0**20, "scratchpad (weights, inputs), kB"),
@@ -147,7 +148,9 @@ class DesignSpace:
         defaults = {p.name: p.default for p in TEMPLATES[self.template]}
         combos = itertools.product(*(v for _, v in self.axes))
         grid = [{**defaults, **dict(zip(names, c, strict=True))} for c in combos]
-        for v in grid:  # the template's rule for the one default that depends on others
+        for v in grid:  # the template's rules for the parameters that depend on others
+            if self.template == "gemmini" and v["pe_dim"] is not None:
+                v["pe_rows"] = v["pe_cols"] = v["pe_dim"]
             if self.template == "gemmini" and v["scratchpad_bandwidth"] is None:
                 v["scratchpad_bandwidth"] = v["pe_rows"] + v["pe_cols"]
         return grid
@@ -176,6 +179,9 @@ def _axis_defects(template: str, axes: tuple[tuple[str, tuple[float, ...]], ...]
                 bad.append(f"{name}[{i}]: must be {what} {low} at most {p.high:g}, got {v!r}")
         if len(set(values)) < len(values):
             bad.append(f"{name}: a value is repeated (each point would be mapped twice)")
+    both = [n for n, _ in axes if n in ("pe_rows", "pe_cols")]
+    if template == "gemmini" and both and "pe_dim" in dict(axes):
+        bad.append(f"pe_dim: sets pe_rows and pe_cols; give either pe_dim or {both[0]}")
     return bad
 
 
