@@ -36,7 +36,15 @@ __all__ = [
 
 FORMAT = "twill-graph/1"
 
-_MACHINE_KEYS = {"name", "functional_units", "registers_per_warp", "memories", "warps", "note"}
+_MACHINE_KEYS = {
+    "name",
+    "functional_units",
+    "registers_per_warp",
+    "registers_per_sm",
+    "memories",
+    "warps",
+    "note",
+}
 _INSTRUCTION_KEYS = {
     "name",
     "cycles",
@@ -69,6 +77,7 @@ def graph_to_dict(graph: DependenceGraph) -> dict[str, Any]:
             "memories": dict(m.memories),
             "warps": m.warps,
             "note": m.note,
+            **({"registers_per_sm": m.registers_per_sm} if m.registers_per_sm else {}),
         },
         "instructions": [
             {
@@ -193,6 +202,8 @@ def _check_machine(c: _Checker, machine: object) -> None:
         c.int_map("machine.memories", machine["memories"], 0)
     if machine.get("registers_per_warp") is not None:
         c.integer("machine.registers_per_warp", machine["registers_per_warp"])
+    if machine.get("registers_per_sm") is not None:
+        c.integer("machine.registers_per_sm", machine["registers_per_sm"], 1)
     if "warps" in machine:
         c.integer("machine.warps", machine["warps"], 1)
     for key in ("name", "note"):
@@ -266,6 +277,7 @@ def graph_from_dict(data: Mapping[str, Any], source: str | None = None) -> Depen
         memories=dict(m.get("memories", {})),
         warps=m.get("warps", 1),
         note=m.get("note", ""),
+        registers_per_sm=m.get("registers_per_sm"),
     )
     instructions = tuple(
         Instruction(

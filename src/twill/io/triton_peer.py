@@ -49,6 +49,7 @@ from twill.results import SolveResult, Status
 from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
 from twill.sched.exact.single import single_partition_graph
 from twill.sched.ir import DependenceGraph
+from twill.sched.machines import SMEM_PER_CTA
 from twill.sched.verify_warps import WARPS_PER_SLOT
 
 __all__ = [
@@ -328,8 +329,9 @@ def compile_file_names(kernel: str) -> tuple[str, ...]:
     return (f"{kernel}.ttgir", f"{kernel}.ptx", f"{kernel}.cubin", "summary.json")
 
 
-#: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB.
-SMEM_LIMIT = 232_448
+#: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB (the model's
+#: capacity too: :data:`twill.sched.machines.SMEM_PER_CTA`).
+SMEM_LIMIT = SMEM_PER_CTA
 #: Registers one thread may hold (sm_90, sm_100).
 REG_LIMIT = 255
 
