@@ -61,16 +61,18 @@ _SHARE = 0.5
 
 def single_partition_graph(graph: DependenceGraph, num_warps: int) -> DependenceGraph:
     """``graph`` without warp specialisation: every operation (the variable-latency ones
-    included: without a producer warp the CTA's warps issue the loads) on the CTA's
-    ``num_warps`` warps, at most the machine's warp slots, each register tile spread over them
-    (``ceil(regs x warps / width)`` registers per thread).
+    included: without a producer warp the CTA's warps issue the loads) on the same warps, the
+    CTA's ``num_warps`` or the widest op's if wider (a tile placed over more warp groups
+    than the kernel has, for want of registers), at most the machine's warp slots, each
+    register tile spread over them (``ceil(regs x warps / width)`` registers per thread).
 
     >>> from twill.kernels import simple_gemm_pipeline
     >>> g = single_partition_graph(simple_gemm_pipeline(), 8)
     >>> sorted({(i.warps, i.variable_latency) for i in g.instructions})
     [(8, False)]
     """
-    width = min(num_warps, WARPS_PER_SLOT * max(1, graph.machine.warps))
+    widest = max((i.warps for i in graph.instructions), default=1)
+    width = min(max(num_warps, widest), WARPS_PER_SLOT * max(1, graph.machine.warps))
     ins = []
     for i in graph.instructions:
         warps = max(i.warps, width)
