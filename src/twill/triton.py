@@ -309,7 +309,7 @@ def compile_summary(
     import time
 
     from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
+    from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph, twill_slots
 
     check_real(total_time_limit, "total_time_limit")
     unknown = sorted(set(kernel_choice) - set(KERNEL_CHOICES))
@@ -333,11 +333,16 @@ def compile_summary(
                 source=ks.label,
             )
         deadline = time.monotonic() + total_time_limit
-        r = solve_for_compile(extracted.graph, total_time_limit, deadline)
+        r = solve_for_compile(extracted.graph, total_time_limit, deadline, ks.num_warps)
         if r.I is None or r.L is None or r.schedule is None:
             return None
-        summary = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, extracted, ttgir)
-    summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=r.problem)
+        summary = compile_twill(ks, r.schedule, twill_slots(r), r.I, r.L, extracted, ttgir)
+    summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=r.problem,
+                        picked=r.extra.get("picked"), union=r.extra.get("union"))  # fmt: skip
+    if r.assignment and not twill_slots(r):
+        from twill.io.triton_peer import ONE_PARTITION_NOTE
+
+        summary.data["partitions"]["why"] = ONE_PARTITION_NOTE
     return summary
 
 

@@ -387,6 +387,19 @@ def _kernel_and_graph(
     return kernel, kernel.picked.graph
 
 
+def _cta_warps(args: argparse.Namespace, kernel: Any) -> int | None:  # noqa: ANN401
+    """The CTA's warps of a Triton kernel's loop (the kernel's ``num_warps``, or the one a
+    graph written by ``import-triton`` records): the problem is then the union with one
+    partition (:mod:`twill.sched.exact.single`); ``None`` for any other input."""
+    if kernel is not None:
+        return kernel.picked.num_warps
+    if not _records_arch(args):
+        return None
+    from twill.io.graph_json import recorded_num_warps
+
+    return recorded_num_warps(args.graph)
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.compile_cmd import check_compare_args
     from twill.io import graph_input_files
@@ -402,8 +415,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     check_compare_args(args)
     options = _options(args, _default_backend(args), phase2)  # the deadline runs from here:
     kernel, graph = _kernel_and_graph(args, options.deadline)  # reading counts
-    with _followed(args, options) as followed:
-        result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
+    warps = _cta_warps(args, kernel) if phase2 is not False else None
+    with _followed(args, options) as followed:  # a kernel: the union with one partition
+        result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I,
+                                              single_partition_warps=warps), followed)  # fmt: skip
     loops_text = ""
     extra: dict[str, Any] = {}
     if kernel is not None:
@@ -414,8 +429,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
         for lp in kernel.loops:
             solved = result if lp is kernel.picked else None
             if solved is None and args.loop is None:
+                one = WarpSpecProblem(
+                    lp.graph,
+                    max_II=args.max_I,
+                    single_partition_warps=lp.num_warps if warps else None,
+                )
                 with _followed(args, options) as followed:
-                    solved = pipeline.run(WarpSpecProblem(lp.graph, max_II=args.max_I), followed)
+                    solved = pipeline.run(one, followed)
             if solved is not None:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)

@@ -105,6 +105,9 @@ class ExtractedLoop:
     calls
         Kernel lines of the calls through which the loop was inlined (innermost first): a
         helper function called twice gives two loops at one ``line``.
+    num_warps
+        The kernel's ``num_warps`` (``ttg.num-warps``): the CTA's warps, over which a loop
+        without warp specialisation runs every operation.
     accounting
         Every op of the body: (TTGIR line, op name, ``"instruction"`` or the fold reason, or
         ``"other branch"`` for a dropped ``scf.if`` branch).
@@ -121,6 +124,7 @@ class ExtractedLoop:
     notes: tuple[str, ...] = ()
     accounting: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
     calls: tuple[int, ...] = ()
+    num_warps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -636,6 +640,7 @@ def extract_loops(
                 tuple(builder.notes),
                 tuple(builder.accounting),
                 calls,
+                module.num_warps,
             )
         )
     if not out:

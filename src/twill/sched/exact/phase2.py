@@ -47,6 +47,7 @@ from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem, fixed_II
 from twill.sched.verify_warps import (
+    REGISTER_GRANULE,
     WarpRules,
     program_shape,
     slots_needed,
@@ -75,6 +76,7 @@ __all__ = [
     "add_fig5_memory_constraints",
     "add_fig6_warp_uniqueness",
     "add_fig6_variable_latency",
+    "add_register_file",
     "add_fig6_register_limit",
     "add_fig6_cross_warp_spill",
     "add_fig6_blocking",
@@ -609,21 +611,64 @@ def add_fig6_register_limit(m: Phase2Model) -> int:
         return 0
     for w in range(m.W):
         for t in range(m.T + 1):
-            terms: list[tuple[Lit, int]] = []
-            for v, ins in m.ins.items():
-                a = m.ow(v, w)
-                if not ins.regs or a is False or not _tracked(m, v):
-                    continue
-                for i in range(m.n):
-                    lv = m.live[v, i, t]
-                    if a is True:
-                        terms.append((lv, ins.regs))
-                        continue
-                    lw = m.aux(("lw", v, i, t, w), f"lw[{v},{i},{t},{w}]")
-                    m.clause("fig6.lw", -lv, _neg(a), lw)
-                    terms.append((lw, ins.regs))
-            m.pb(fam, terms, "le", limit)
+            m.pb(fam, _slot_register_terms(m, w, t), "le", limit)
     return m.rows[fam] - before
+
+
+def add_register_file(m: Phase2Model) -> int:
+    """REGISTER FILE (the SM's capacity, beside Fig. 6): each slot ``w`` holds an allocation
+    ladder ``ra[w, k]`` ("at least ``8k`` registers per thread"); at every ``t`` the registers
+    live on ``w`` fit ``8 sum_k ra[w, k]``, and ``sum_{w,k} 8 ra[w, k] x threads <=
+    registers_per_sm``. Left out when the slots cannot exceed the file even at their peaks."""
+    fam = "register_file"
+    before = m.rows[fam]
+    limit, g = m.rules.registers_per_sm, REGISTER_GRANULE
+    if limit is None:
+        return 0
+    threads = 32 * m.rules.warps_per_slot
+    top = {w: _slot_register_bound(m, w) for w in range(m.W)}
+    if sum(-(-b // g) * g for b in top.values()) * threads <= limit:
+        return 0  # cannot bind: no rows (the model is unchanged)
+    ladder: list[tuple[Lit, int]] = []
+    for w, bound in top.items():
+        levels = [m.new(f"ra[{w},{k}]") for k in range(1, -(-bound // g) + 1)]
+        for lower, upper in zip(levels, levels[1:], strict=False):
+            m.clause("register_file.ladder", -upper, lower)
+        ladder += [(lv, g * threads) for lv in levels]
+        for t in range(m.T + 1):
+            terms = _slot_register_terms(m, w, t)
+            if terms:
+                m.pb(fam, terms + [(-lv, g) for lv in levels], "le", g * len(levels))
+    m.pb(fam, ladder, "le", limit)
+    return m.rows[fam] - before
+
+
+def _slot_register_bound(m: Phase2Model, w: int) -> int:
+    """At most how many registers per thread slot ``w`` can hold: every copy of every op that
+    may run there live at once, capped by the per-slot limit."""
+    total = sum(ins.regs * m.n for v, ins in m.ins.items()
+                if ins.regs and m.ow(v, w) is not False and _tracked(m, v))  # fmt: skip
+    cap = m.rules.registers_per_warp
+    return total if cap is None else min(total, cap)
+
+
+def _slot_register_terms(m: Phase2Model, w: int, t: int) -> list[tuple[Lit, int]]:
+    """``(literal, regs)`` of every value that may be live on slot ``w`` at ``t``: ``live``
+    itself for an op fixed there, else the ``lw`` product (implied by ``live`` and ``opw``)."""
+    terms: list[tuple[Lit, int]] = []
+    for v, ins in m.ins.items():
+        a = m.ow(v, w)
+        if not ins.regs or a is False or not _tracked(m, v):
+            continue
+        for i in range(m.n):
+            lv = m.live[v, i, t]
+            if a is True:
+                terms.append((lv, ins.regs))
+                continue
+            lw = m.aux(("lw", v, i, t, w), f"lw[{v},{i},{t},{w}]")
+            m.clause("fig6.lw", -lv, _neg(a), lw)
+            terms.append((lw, ins.regs))
+    return terms
 
 
 def add_fig6_cross_warp_spill(m: Phase2Model) -> int:
@@ -696,6 +741,7 @@ def add_fig6_warp_constraints(m: Phase2Model) -> int:
         add_fig6_warp_uniqueness(m)
         + add_fig6_variable_latency(m)
         + add_fig6_register_limit(m)
+        + add_register_file(m)
         + add_fig6_cross_warp_spill(m)
         + add_fig6_blocking(m)
     )

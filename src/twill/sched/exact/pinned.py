@@ -82,11 +82,15 @@ class Pins:
         offsets ``M(v) mod I`` do not decrease. Pairs with an unstaged op are not constrained.
     slots
         Op -> warp slots (Phase 2's ``fixed_warps``); ``None`` leaves the assignment free.
+    free_stages
+        How many stages past the last pinned one an unstaged op may start in (the length
+        searched: an unstaged op starts before ``(last + 1 + free_stages) I``).
     """
 
     stages: Mapping[str, int] = field(default_factory=dict)
     order: Sequence[Sequence[str]] = ()
     slots: Mapping[str, tuple[int, ...]] | None = None
+    free_stages: int = 1
 
     def check(self, graph: DependenceGraph) -> None:
         names = set(graph.names)
@@ -247,7 +251,7 @@ def _place(graph: DependenceGraph, pins: Pins, ii: int) -> dict[str, int] | None
     caps = {fu: c for fu, c in graph.machine.functional_units.items() if c >= 0}
     table: dict[tuple[str, int], int] = {}
     t: dict[str, int] = {}
-    horizon = shift + (max(st.values(), default=0) + 2) * ii
+    horizon = shift + (max(st.values(), default=0) + 1 + pins.free_stages) * ii
     for v in sorted(graph.names, key=lambda n: dist[n]):
         ins = graph.instruction(v)
         low = max([dist[v]] + [t[e.src] + _edge_need(graph, pins, e) - e.distance * ii
@@ -335,7 +339,8 @@ def _modulo_feasible(graph: DependenceGraph, pins: Pins, ii: int, seconds: float
 
     model = cp_model.CpModel()
     st = pins.stages
-    horizon = (max(st.values(), default=0) + 2) * ii + sum(i.cycles for i in graph.instructions)
+    last = max(st.values(), default=0) + 1 + pins.free_stages
+    horizon = last * ii + sum(i.cycles for i in graph.instructions)
     t, o = {}, {}
     for v in graph.names:
         o[v] = model.NewIntVar(0, ii - 1, f"o[{v}]")
@@ -422,15 +427,15 @@ class _PinnedWindow:
 
 
 def _length_range(graph: DependenceGraph, pins: Pins, ii: int) -> tuple[int, int]:
-    """Shortest and longest length the stages allow at ``ii`` (unstaged ops may run to one
-    stage past the last)."""
+    """Shortest and longest length the stages allow at ``ii`` (unstaged ops may run to
+    ``pins.free_stages`` stages past the last)."""
     cyc = {i.name: max(i.cycles, 1) for i in graph.instructions}
     last = max(pins.stages.values(), default=0)
     low = max([max(cyc.values())] + [(s - 1) * ii + 1 + cyc[v] for v, s in pins.stages.items()])
     free = [v for v in cyc if v not in pins.stages]
     high = max(
         [(s + 1) * ii - 1 + cyc[v] for v, s in pins.stages.items()]
-        + [(last + 2) * ii - 1 + cyc[v] for v in free]
+        + [(last + 1 + pins.free_stages) * ii - 1 + cyc[v] for v in free]
     )
     return low, high
 

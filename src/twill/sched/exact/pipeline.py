@@ -13,7 +13,9 @@ One deadline bounds it all: ``options.time_limit`` is anchored once on entry
 (:meth:`twill.options.SolverOptions.start`) and Phase 1, Phase 2 and every solver call inside
 them take their time from it, so the whole call ends within the limit plus one solver's
 reaction time. The result's ``problem`` says which problem ``optimal`` refers to:
-``"modulo"`` (Phase 1 alone) or ``"modulo+warp-specialisation"``.
+``"modulo"`` (Phase 1 alone), ``"modulo+warp-specialisation"``, or, for a problem with
+``single_partition_warps``, the union with one partition
+(``"modulo+warp-specialisation|single-partition"``, :mod:`twill.sched.exact.single`).
 
 Examples
 --------
@@ -103,6 +105,11 @@ def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillRe
             rules = problem.rules if isinstance(problem, WarpSpecProblem) else None
             result = algorithm1(graph, options, phase1=result.phase1, max_I=problem.max_II,
                                 rules=rules)  # fmt: skip
+            warps = getattr(problem, "single_partition_warps", None)
+            if warps is not None and rules is None and not s.probe:
+                from twill.sched.exact.single import solve_union
+
+                result = solve_union(graph, result, warps, options, max_I=problem.max_II)
     _verify(result, graph)  # step 4: verified once, before anything is returned or shown
     return replace(result, seconds=time.perf_counter() - t0)
 
@@ -138,7 +145,7 @@ def _verify(result: TwillResult, graph: DependenceGraph) -> None:
     """The one verification on the way out: the joint answer, else the Phase-1 schedule."""
     what = f"Twill schedule of {graph.name}"
     ws = result.warp_schedule
-    if ws is not None:
-        WarpSpecProblem(graph).verify(ws).raise_if_invalid(what)
+    if ws is not None:  # on its own graph: a single partition's spreads the same operations
+        WarpSpecProblem(ws.graph).verify(ws).raise_if_invalid(what)
     elif result.schedule is not None and result.I is not None:
         ModuloProblem(graph).verify(result.schedule, result.I).raise_if_invalid(what)

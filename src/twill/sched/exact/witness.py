@@ -26,7 +26,12 @@ from twill.sched.exact.search import topological_order
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules, slots_needed, verify_warp_schedule
 
-__all__ = ["SequentialWitness", "register_aware_order", "sequential_witness"]
+__all__ = [
+    "SequentialWitness",
+    "register_aware_order",
+    "sequential_candidate",
+    "sequential_witness",
+]
 
 
 @dataclass(frozen=True)
@@ -132,17 +137,22 @@ def sequential_witness(
     for make_order in (topological_order, register_aware_order):  # the second only if needed
         order = make_order(graph)
         if len(order) == len(graph.names):
-            found = _candidate(graph, order, rules)
+            found = sequential_candidate(graph, order, rules)
             if found is not None:
                 return found
     return None
 
 
-def _candidate(
-    graph: DependenceGraph, order: list[str], rules: WarpRules
+def sequential_candidate(
+    graph: DependenceGraph,
+    order: list[str],
+    rules: WarpRules,
+    assignment: dict[str, tuple[int, ...]] | None = None,
 ) -> SequentialWitness | None:
-    """The sequential schedule of ``order`` with its slot assignment, if the verifier passes it."""
-    assignment = _assign(graph, order, rules)
+    """The sequential schedule of ``order`` with its slot assignment (default: variable
+    latency on slot 0, each other op on the least-loaded consumer slots), if the verifier
+    passes it."""
+    assignment = assignment or _assign(graph, order, rules)
     start: dict[str, int] = {}
     clock = 0
     for name in order:
