@@ -281,7 +281,7 @@ def _shipped_network(args: argparse.Namespace, source: str) -> str:
     """``source``, or the shipped folder of DOSA's workload it names (``dosa_bert``, ``bert``)
     when it is no existing path: a name resolves the same from any folder."""
     from twill.io.networks import default_workload_root
-    from twill.mapping.fadiff.networks import NETWORKS, network_key
+    from twill.mapping.network import NETWORKS, network_key
 
     if args.model or Path(source).exists():
         return source
@@ -295,7 +295,7 @@ def _shipped_network(args: argparse.Namespace, source: str) -> str:
 def _network_label(source: str) -> str:
     """The network's name in reports: ``dosa_NAME`` for a shipped DOSA workload folder."""
     from twill.io.networks import SHIPPED_WORKLOADS
-    from twill.mapping.fadiff.networks import network_name
+    from twill.mapping.network import network_name
 
     path = Path(source)
     return network_name(path.name) if path.parent == SHIPPED_WORKLOADS else path.stem

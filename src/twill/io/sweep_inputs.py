@@ -44,6 +44,7 @@ def space_path(text: str) -> Path:
     shipped = SHIPPED_SPACES / f"{text}.yaml"
     return shipped if not path.exists() and "/" not in text and shipped.is_file() else path
 
+
 _RANGE_KEYS = ({"from", "to", "times"}, {"from", "to", "step"})
 
 
@@ -145,7 +146,7 @@ def parse_networks(text: str) -> list[NetworkSpec]:
     from twill.io.model_zoo import MODELS, model_key
     from twill.io.model_zoo_text import DECODERS, PHASES
     from twill.io.networks import default_workload_root
-    from twill.mapping.fadiff.networks import NETWORKS
+    from twill.mapping.network import NETWORKS
 
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or not all(items):

@@ -43,9 +43,9 @@ from twill.mapping.fadiff.fusion import (
     verify_plan,
 )
 from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import NetworkPlan
 from twill.mapping.mapping import Mapping
+from twill.mapping.network import Network
 from twill.mapping.problems import NetworkMappingProblem
 from twill.mapping.result import Controls, finished, method_settings
 from twill.mapping.workload import DIMS, OPERANDS, Layer
@@ -223,7 +223,7 @@ def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) 
     Examples
     --------
     >>> from twill.mapping.arch import gemmini_arch
-    >>> from twill.mapping.fadiff.networks import chain_network
+    >>> from twill.mapping.network import chain_network
     >>> net = chain_network([Layer("a", {"P": 8, "C": 16, "K": 16}),
     ...                      Layer("b", {"P": 8, "C": 16, "K": 16})])
     >>> p = NetworkMappingProblem(net, gemmini_arch())
@@ -686,7 +686,7 @@ def _edge_meta(
     """Which candidates are data edges, and which layers have only candidate out-edges."""
     import torch
 
-    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+    from twill.mapping.network import EPILOGUE_KINDS
 
     data = torch.tensor(
         [net.edges[i].kind not in EPILOGUE_KINDS for i in cands], dtype=torch.bool, device=device
