@@ -16,14 +16,13 @@ import argparse
 import json
 import math
 import sys
-import time
 from typing import Any
 
 from twill.cli._args import (
+    add_time_limit,
     atomic_output,
     bounded_int,
-    check_output_path,
-    check_outputs_distinct,
+    check_output_and_plot,
     nonnegative_float,
     positive_float,
     positive_int,
@@ -100,14 +99,9 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="the Gumbel baseline's training epochs (default 100)",
     )
-    p.add_argument(
-        "--time-limit",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help="seconds for the whole run: GauS returns its best legal schedule so far "
-        "(default: no limit; the exact baseline: 60)",
-    )
+    add_time_limit(p, None, "seconds for the whole command, reading the graph included: GauS "
+                   "returns its best legal schedule so far (default: no limit; the exact "
+                   "baseline: 60)")  # fmt: skip
     p.set_defaults(func=run_gaus)
 
 
@@ -142,7 +136,6 @@ def run_gaus(args: argparse.Namespace) -> int:
     from twill.sched.gaus.graph import gaus_view
     from twill.sched.validate import check_graph
 
-    args.started = time.perf_counter()  # --time-limit counts from here, reading included
     if args.baseline and args.formulation not in BASELINE_FORMULATIONS[args.baseline]:
         supported = ", ".join(BASELINE_FORMULATIONS[args.baseline])
         raise InvalidProblemError(
@@ -152,9 +145,7 @@ def run_gaus(args: argparse.Namespace) -> int:
     from twill.io import graph_input_files, load_graph
 
     inputs = graph_input_files(args.file)
-    check_output_path(args.output, "-o", inputs)
-    check_output_path(args.plot, "--plot", inputs, (".png", ".svg", ".pdf"))
-    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+    check_output_and_plot(args, inputs, (".png", ".svg", ".pdf"))
     graph = load_graph(args.file, arrays=True)
     check_graph(graph, model_size=False)
     g = gaus_view(graph)
@@ -265,11 +256,9 @@ def _options(args: argparse.Namespace) -> Any:
     from twill.sched.baselines.categorical import GumbelSettings
     from twill.sched.gaus.solver import default_settings
 
-    limit = args.time_limit
+    limit = args.deadline.within()  # what reading and checking the graph left of the command
     if args.baseline == "exact" and limit is None:
         limit = 60.0
-    if limit is not None:  # what reading and checking the graph left of it
-        limit = max(1e-3, limit - (time.perf_counter() - args.started))
     seed = (args.seed or 30) if args.baseline == "gumbel" else args.seed
     explicit: dict[str, Any] = {"polish": not args.no_polish, "lns_time": args.lns_time,
                                 "device": args.device}  # fmt: skip

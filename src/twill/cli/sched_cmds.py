@@ -24,13 +24,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
+    add_time_limit,
     atomic_output,
     bounded_int,
+    check_output_and_plot,
     check_output_path,
-    check_outputs_distinct,
-    positive_float,
     positive_int,
-    seconds_since_command_start,
+    time_limit_arg,
     write_output,
 )
 from twill.cli._console import stdout_console
@@ -108,23 +108,17 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="largest initiation interval to try",
     )
+    add_time_limit(p, DEFAULT_TOTAL_TIME_LIMIT, "seconds for the whole command, reading the "
+                   "input and Phases 1 and 2 included (default %(default)g); when it runs out, "
+                   "the best verified schedule is reported ('feasible', with its lower bound "
+                   "and gap) or 'unknown' without one")  # fmt: skip
     p.add_argument(
-        "--time-limit",
-        dest="time_limit",
-        type=positive_float,
+        "--solve-time-limit",
+        dest="solve_time_limit",
+        type=time_limit_arg,
         default=None,
         metavar="S",
-        help="seconds per Phase-1 solve (a hit makes I unproven)",
-    )
-    p.add_argument(
-        "--total-time-limit",
-        dest="total_time_limit",
-        type=positive_float,
-        default=DEFAULT_TOTAL_TIME_LIMIT,
-        metavar="S",
-        help="seconds for the whole run, reading the input and Phases 1 and 2 included "
-        "(default %(default)g); when it runs out, the best verified schedule is reported "
-        "('feasible', with its lower bound and gap) or 'unknown' without one",
+        help="seconds per Phase-1 solve, inside --time-limit (a hit makes I unproven)",
     )
     p.add_argument(
         "--threads",
@@ -158,7 +152,7 @@ def _add_phase2_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--phase2-time-limit",
         dest="phase2_time_limit",
-        type=positive_float,
+        type=time_limit_arg,
         default=None,
         metavar="S",
         help=f"seconds per Phase-2 (I, L) point (default {DEFAULT_PHASE2_TIME_LIMIT:g}; implies "
@@ -276,18 +270,15 @@ def _shared_fields(result: Any, options: SolverOptions) -> dict[str, Any]:
 
 def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> SolverOptions:
     """The command's flags as one :class:`~twill.options.SolverOptions`, its deadline
-    anchored when the command began (``--total-time-limit`` counts reading the input)."""
-    import time
-
+    anchored when the command began (``--time-limit`` counts reading the input)."""
     from twill.options import SolverOptions
     from twill.sched.exact.settings import TwillSettings
 
-    settings = TwillSettings(backend=backend, solve_time_limit=args.time_limit, phase2=phase2,
+    settings = TwillSettings(backend=backend, solve_time_limit=args.solve_time_limit, phase2=phase2,
                              probe=args.probe, point_time_limit=args.phase2_time_limit
                              or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
-    options = SolverOptions(time_limit=args.total_time_limit, threads=args.threads,
-                            workers=args.workers, twill=settings)  # fmt: skip
-    return options.start(at=time.monotonic() - seconds_since_command_start())
+    return SolverOptions(time_limit=args.time_limit, threads=args.threads, deadline=args.deadline,
+                         workers=args.workers, twill=settings)  # fmt: skip
 
 
 @contextmanager
@@ -408,9 +399,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
-    check_output_path(args.output, "-o", inputs)
-    check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
-    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+    check_output_and_plot(args, inputs, PLOT_SUFFIXES)
     phase2 = _phase2_choice(args)
     check_compare_args(args)
     options = _options(args, _default_backend(args), phase2)  # the deadline runs from here:

@@ -34,7 +34,7 @@ from typing import Any
 from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.onnx_einsum import einsum_operands, einsum_roles
 from twill.mapping.network import EPILOGUE_KINDS, LayerEdge, Network, shape_mismatch
-from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer
+from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer, unique_layers
 
 __all__ = [
     "COMPUTE_OPS",
@@ -413,16 +413,6 @@ def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[LayerEd
                 k, note = "branch", why
         out.append(LayerEdge(s, d, k, note))
     return out
-
-
-def unique_layers(layers: tuple[Layer, ...] | list[Layer]) -> list[Layer]:
-    """Distinct shapes in first-seen order, each with ``count`` = how often it occurs."""
-    first: dict[str, Layer] = {}
-    counts: dict[str, int] = {}
-    for ly in layers:
-        first.setdefault(ly.key, ly)
-        counts[ly.key] = counts.get(ly.key, 0) + ly.count
-    return [replace(first[k], count=counts[k]) for k in first]
 
 
 def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:

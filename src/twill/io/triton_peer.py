@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.io.triton_extract import ExtractedLoop
 from twill.io.triton_schedule import (
@@ -501,14 +502,14 @@ def compile_twill(
 def solve_for_compile(
     graph: DependenceGraph,
     time_limit: float,
-    deadline: float | None = None,
+    deadline: Deadline | float | None = None,
     num_warps: int | None = None,
 ) -> Any:
     """Twill's search for a kernel about to be compiled: Algorithm 1 (CP-SAT Phase 1), then,
     with the kernel's ``num_warps``, the union with one partition
     (:func:`~twill.sched.exact.single.solve_union`); ``time_limit`` seconds per Phase-1
     solve, at most a minute per Phase-2 call, and the whole search by ``deadline`` (a
-    ``time.monotonic()`` value) when given."""
+    :class:`~twill.deadline.Deadline`) when given."""
     from twill.sched.exact.algorithm1 import algorithm1
     from twill.sched.exact.settings import TwillSettings, twill_options
     from twill.sched.exact.single import solve_union
@@ -555,7 +556,7 @@ def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
         try:
             extracted = pick_loop(extract_loops(ttgir, arch), None, "<kernel>")
             graph = extracted.graph
-            r = solve_for_compile(graph, total_time_limit, time.monotonic() + total_time_limit,
+            r = solve_for_compile(graph, total_time_limit, Deadline.after(total_time_limit),
                                   extracted.num_warps)  # fmt: skip
             if r.I is None or r.schedule is None:
                 proven = getattr(r.status, "value", "") == "infeasible"

@@ -73,6 +73,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twill._interrupt import solve_cpsat
+from twill.deadline import Deadline
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
@@ -80,8 +81,6 @@ from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
-from twill.sched.exact._deadline import out_of_time as _out_of_time
-from twill.sched.exact._deadline import within as _within
 from twill.sched.exact.length_search import search_length
 from twill.sched.exact.reduced import OutOfTime, ReducedModel, build_reduced_model
 from twill.sched.exact.settings import TwillSettings, twill_settings
@@ -172,7 +171,7 @@ def _all_pairs_longest(model: ReducedModel) -> dict[tuple[int, int], int]:
 
 
 def _greedy_hint(
-    graph: DependenceGraph, ii: int, deadline: float | None = None
+    graph: DependenceGraph, ii: int, deadline: Deadline | None = None
 ) -> dict[str, int] | None:
     """A modulo schedule at ``ii`` from a greedy list scheduler, or ``None`` (heuristic only).
 
@@ -184,7 +183,7 @@ def _greedy_hint(
     verifier accepts it. For an acyclic graph whose ops each reserve one row, this always
     succeeds at ``ii >= ResMII`` (a unit's table has a free class until all its users are
     placed); with recurrences or multi-row tables it may fail, which costs nothing. Past
-    ``deadline`` (``time.monotonic()``) it gives up (``None``).
+    ``deadline`` it gives up (``None``).
     """
     names = graph.names
     index = graph.index()
@@ -679,7 +678,7 @@ def solve_phase1(
     """
     options = SolverOptions.of(options).start()
     s = twill_settings(options)
-    backend, deadline = s.backend, options.deadline
+    backend, deadline = s.backend, options.clock
     check_int(II, "II")
     if check:
         check_graph(graph)
@@ -690,7 +689,7 @@ def solve_phase1(
         return phase1_result(status, II, schedule, length, backend, time.perf_counter() - t0,
                              bound, stats)  # fmt: skip
 
-    if _out_of_time(_within(None, deadline)):  # nothing is built after the deadline
+    if deadline.expired():  # nothing is built after the deadline
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
@@ -710,7 +709,7 @@ def solve_phase1(
     if isinstance(plan, _Decision):  # step 1, is II feasible: the solver gets limit and threads
         if plan.window is not None:
             decider = decide_cbc if backend == "cbc" else decide_cpsat
-            status, times = decider(plan.window, _within(plan.limit, deadline), options.threads,
+            status, times = decider(plan.window, deadline.within(plan.limit), options.threads,
                                     plan.hint, deadline=deadline)  # fmt: skip
         else:
             status, times = plan.model.solve(plan.limit, options.threads), None  # type: ignore[union-attr]
@@ -826,8 +825,8 @@ def _decision(
     schedule fails.
     """
     s = twill_settings(options)
-    backend, decide, deadline = s.backend, s.decide, options.deadline
-    time_limit = _within(s.solve_time_limit, deadline)  # the decision's limit, from now
+    backend, decide, deadline = s.backend, s.decide, options.clock
+    time_limit = deadline.within(s.solve_time_limit)  # the decision's limit, from now
     if backend == "cpsat":  # its first import takes a second or more: before the steps that
         import ortools.sat.python.cp_model  # noqa: F401  (check the time left, not after)
     if s.warm_start and incumbent is not None:  # II is feasible by the incumbent: no decision
@@ -838,16 +837,14 @@ def _decision(
             return Status.UNKNOWN, None, None, incumbent  # type: ignore[return-value]
         return Status.UNKNOWN, None, None, seed
     fw_seconds = len(data.kept) ** 3 / _FW_RATE  # the window model's longest paths
-    if _out_of_time(_within(None, deadline)) or (
-        decide == "window" and deadline is not None and deadline - time.monotonic() < fw_seconds
-    ):
+    if deadline.expired() or (decide == "window" and deadline.short_of(fw_seconds)):
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
     wm = build_window_model(data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
-    if not known and _out_of_time(_within(None, deadline)):  # the build took the time left
+    if not known and deadline.expired():  # the build took the time left
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
     seed = _greedy_hint(graph, data.ii, deadline) if hint and not known else None
@@ -861,7 +858,7 @@ def _decision(
             wm_hint = _guided(wm, {x: guide[data.names[x]] for x in data.kept})
             stats["guide"] = True
         fallback = seed if seed is not None else incumbent
-        if _out_of_time(_within(None, deadline)):
+        if deadline.expired():
             return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
         return _Decision(wm, None, wm_hint, time_limit, fallback)
     impl = _BACKEND_MODELS[backend](data, encoding)
@@ -934,21 +931,21 @@ def _minimise_length(
     """
     length_limit, time_limit, deadline = limits
     binaries = len(data.kept) * data.ii if model[1] != "residue" else 0
-    left = _within(None, deadline)  # building the model is not interruptible: leave room
-    spent = _out_of_time(left) or (left is not None and left < 3 * binaries / _BUILD_RATE)
+    # building the model is not interruptible: leave room
+    spent = deadline.expired() or deadline.short_of(3 * binaries / _BUILD_RATE)
     if spent or binaries > _LENGTH_MAX_BINARIES:
         stats["length_status"] = "skipped (time limit)" if spent else (
             f"skipped ({binaries} 0-1 variables)")  # fmt: skip
         return Status.FEASIBLE, kept_starts, _length(data, kept_starts), False
     if impl is None:
-        impl = _length_model(data, model, _within(length_limit, deadline), stats)  # type: ignore[arg-type]
-    status, kept_starts = _shortest(impl, kept_starts, data, _within(length_limit, deadline),
+        impl = _length_model(data, model, deadline.within(length_limit), stats)  # type: ignore[arg-type]
+    status, kept_starts = _shortest(impl, kept_starts, data, deadline.within(length_limit),
                                     threads, stats)  # fmt: skip
     length = _length(data, kept_starts)
     late = False
-    if tie_break and status is Status.OPTIMAL and not _out_of_time(_within(None, deadline)):
+    if tie_break and status is Status.OPTIMAL and not deadline.expired():
         impl.fix_length_maximise_starts(length, kept_starts)
-        second = impl.solve(_within(time_limit, deadline), 1)  # one worker: see the constant
+        second = impl.solve(deadline.within(time_limit), 1)  # one worker: see the constant
         stats["tie_break"] = second.value
         if second.has_solution:
             kept_starts = impl.values()
@@ -969,7 +966,7 @@ def _shortest(
     half the budget); only without a proven minimum then, and on CBC, ``L`` is minimised as
     an objective from the best schedule (CP-SAT: with the proven ``L >= low``). OPTIMAL
     when the minimum is proven, else FEASIBLE with the best schedule found."""
-    end = None if budget is None else time.monotonic() + budget
+    end = Deadline.after(budget)
     if isinstance(impl, _CpSatModel):
         found = search_length(lambda t, s: impl.length_at_most(t, s, threads), data,
                               kept_starts, None if budget is None else budget / 2)  # fmt: skip
@@ -980,7 +977,7 @@ def _shortest(
         kept_starts = found.values
         impl.model.add(impl.L >= found.low)  # proven by the questions
     impl.minimise_length_from(kept_starts)
-    status = impl.solve(_within(budget, end), threads)
+    status = impl.solve(end.within(), threads)
     stats["length_status"] = status.value
     if status.has_solution:
         return status, impl.values()

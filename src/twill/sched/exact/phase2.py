@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill._interrupt import check_z3
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
-from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem, fixed_II
@@ -977,13 +977,13 @@ def swp_and_ws(
     import z3
 
     options = SolverOptions.of(options).start()
-    s, deadline = twill_settings(options), options.deadline
+    s, deadline = twill_settings(options), options.clock
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
     m = build_phase2_model(graph, II, L, rules=rules, encoding=s.phase2_encoding,
                            symmetry_breaking=s.symmetry_breaking,
                            fixed_warps=fixed_warps)  # fmt: skip
-    if deadline is not None and deadline - time.monotonic() < MIN_SLICE:  # the build took it
+    if deadline.expired():  # the build took it
         stats = {**m.statistics(), "skipped": "time limit"}
         return Phase2Result("unknown", II, L, m.n, m.T, None, None, stats,
                             time.perf_counter() - t0, 0.0)  # fmt: skip
@@ -996,11 +996,7 @@ def swp_and_ws(
         stats["pb_constraints"], build,
     )  # fmt: skip
     t1 = time.perf_counter()
-    limit = s.point_time_limit
-    end = None if limit is None else time.monotonic() + limit
-    if deadline is not None:
-        end = deadline if end is None else min(end, deadline)
-    result, hint_used = _solve_hinted(solver, m, hint, end)
+    result, hint_used = _solve_hinted(solver, m, hint, deadline.child(s.point_time_limit))
     solve = time.perf_counter() - t1
     stats["z3"] = z3_stats(solver)
     answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
@@ -1063,17 +1059,17 @@ def z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
     return solver
 
 
-def check_with_deadline(solver: Any, assumptions: list[Any], deadline: float | None) -> Any:
+def check_with_deadline(solver: Any, assumptions: list[Any], deadline: Deadline | None) -> Any:
     """``solver.check`` with the time left before ``deadline`` as its timeout; an interrupt
     stops Z3 (:func:`twill._interrupt.check_z3`)."""
-    if deadline is not None:
-        left = max(deadline - time.monotonic(), 0.001)
-        solver.set("timeout", max(1, int(left * 1000)))
+    left = Deadline.of(deadline).remaining()
+    if left is not None:
+        solver.set("timeout", max(1, int(max(left, 0.001) * 1000)))
     return check_z3(solver, *assumptions)
 
 
 def _solve_hinted(
-    solver: Any, m: Any, hint: Mapping[str, int] | None, deadline: float | None
+    solver: Any, m: Any, hint: Mapping[str, int] | None, deadline: Deadline
 ) -> tuple[Any, bool]:
     """Try the hinted start times as assumptions first; if they are not sat, solve freely.
 

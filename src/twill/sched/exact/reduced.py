@@ -13,9 +13,9 @@ caller checks it first with a Bellman-Ford test.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
+from twill.deadline import Deadline
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["OutOfTime", "ReducedModel", "build_reduced_model", "stage_bounds"]
@@ -26,8 +26,8 @@ class OutOfTime(Exception):  # noqa: N818 (a signal, not an error: the caller an
     so none are returned): the caller's answer is UNKNOWN."""
 
 
-def _check_time(deadline: float | None) -> None:
-    if deadline is not None and time.monotonic() >= deadline:
+def _check_time(deadline: Deadline | float | None) -> None:
+    if Deadline.of(deadline).passed():
         raise OutOfTime
 
 

@@ -37,13 +37,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twill.deadline import MIN_SLICE
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings, WarpSchedule
 from twill.sched.bounds import rec_mii, res_mii
-from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.phase1 import phase1_result, solve_phase1
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.heuristics.gaus_c import GAUS_MIN_OPS, improve_with_gaus
@@ -515,8 +515,7 @@ class _Run:
     low: int = 0  # the proven lower bound so far
 
     def left(self) -> float | None:
-        deadline = self.options.deadline
-        return None if deadline is None else deadline - time.monotonic()
+        return self.options.clock.remaining()
 
     def event(self, ii: int, upper: int, r: SolveResult | str | None = None) -> None:
         answer = r if isinstance(r, str) or r is None else r.status.value
@@ -533,7 +532,7 @@ class _Run:
         IMS, then on large loops GauS formulation C below IMS's ``I``
         (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the better one."""
         self.low = lo
-        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.options.deadline)
+        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.options.clock)
         left = self.left()
         budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
         roomy = left is None or left >= _GAUS_MIN_LEFT

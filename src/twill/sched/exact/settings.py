@@ -23,6 +23,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.options import SolverOptions, method_settings
 
@@ -150,11 +151,15 @@ def twill_settings(options: Any) -> TwillSettings:
 
 
 def twill_options(
-    settings: TwillSettings, deadline: float | None = None, *, threads: int = 1, seed: int = 0
+    settings: TwillSettings,
+    deadline: Deadline | float | None = None,
+    *,
+    threads: int = 1,
+    seed: int = 0,
 ) -> SolverOptions:
-    """Options that carry ``settings`` and end at ``deadline``, an absolute
-    ``time.monotonic()`` value (``None``: no limit): for a caller that already runs against
-    a deadline (a worker process of Algorithm 1, the Triton diagnostics), so a nested solve
-    keeps that clock instead of starting a new one."""
+    """Options that carry ``settings`` and end at ``deadline`` (a
+    :class:`~twill.deadline.Deadline` or its ``time.monotonic()`` end; ``None``: no limit):
+    for a caller that already runs against a deadline (a worker process of Algorithm 1, the
+    Triton diagnostics), so a nested solve keeps that clock instead of starting a new one."""
     options = SolverOptions(threads=threads, seed=seed, twill=settings)
-    return options if deadline is None else replace(options, deadline=deadline)
+    return options if deadline is None else replace(options, deadline=Deadline.of(deadline))
