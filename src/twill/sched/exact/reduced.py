@@ -67,7 +67,7 @@ class ReducedModel:
 
 
 def _mrt_rows(
-    graph: DependenceGraph, ii: int, deadline: float | None = None
+    graph: DependenceGraph, ii: int, deadline: Deadline | float | None = None
 ) -> list[tuple[str, int, int, tuple]]:
     """Modulo reservation rows that can be violated at all (others are dropped). Their terms
     grow as ops x ``ii`` (9 million at 3,000 ops and ``ii`` 3,000), so ``deadline`` is

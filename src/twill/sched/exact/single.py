@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.options import SolverOptions
 from twill.results import Status, WarpSchedule
 from twill.sched.exact.pinned import Pins, solve_pinned
@@ -117,7 +118,7 @@ def _sequential(graph: DependenceGraph, rules: WarpRules) -> WarpSchedule | None
     return None
 
 
-def _single(graph: DependenceGraph, floor: int, cap: int, deadline: float | None) -> UnionPart:
+def _single(graph: DependenceGraph, floor: int, cap: int, deadline: Deadline) -> UnionPart:
     """The one partition's smallest ``I`` (pinned search: slots fixed, at most ``cap``)."""
     t0 = time.perf_counter()
     slots = single_partition_slots(graph)
@@ -173,9 +174,9 @@ def solve_union(
     known = [x.I for x in (seq, joint.warp_schedule) if x is not None]
     cap = min(known) if known else 2 * max(floor, 1) + sum(i.cycles for i in graph.instructions)
     cap = min(cap, max_I) if max_I is not None else cap
-    end = options.deadline
-    if joint.warp_schedule is not None and end is not None:
-        end = time.monotonic() + _SHARE * max(0.0, end - time.monotonic())
+    end = options.clock
+    if joint.warp_schedule is not None:
+        end = end.child(fraction=_SHARE)
     one = _single(sp, floor, cap, end)
     parts = (ws_part, one, UnionPart("sequential", seq, floor, "feasible" if seq else "none"))
     extra = {**joint.extra, "union": {p.name: p.to_dict() for p in parts}, "picked": None,
