@@ -22,7 +22,6 @@ from twill.cli._args import (
 )
 from twill.cli._console import stdout_console
 from twill.deadline import Deadline
-from twill.errors import InvalidProblemError
 
 __all__ = ["DEFAULT_TIME_LIMIT", "fuse_settings", "fuse_with_progress", "register"]
 
@@ -107,14 +106,12 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from twill.cli.mapping_cmds import resolve_arch
     from twill.io.networks import load_network
-    from twill.mapping.fadiff.fusion import check_gemmini
+    from twill.mapping.fadiff.pipeline import check_arch, fuse_json
 
     _check_fuse_outputs(args)
     net = _network(args, load_network)
     arch = resolve_arch(args.arch)
-    bad = check_gemmini(arch)
-    if bad:
-        raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
+    check_arch(arch)
     out = fuse_with_progress(args, net, arch, args.deadline)
     res, gain = out.result, out.gain
     rep = res.solution.report
@@ -131,7 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         from twill.cli.mapping_cmds import REPORT_UNITS
 
-        print(json.dumps({**_fuse_json(net, arch, res), **gain, "units": REPORT_UNITS}, indent=1))
+        print(json.dumps({**fuse_json(net, arch, res), **gain, "units": REPORT_UNITS}, indent=1))
         return 0
     _print_fuse_table(net, arch, res, gain)
     con = stdout_console()
@@ -194,28 +191,6 @@ def fuse_with_progress(args: argparse.Namespace, net: Any, arch: Any,  # noqa: A
 
         return fuse(net, arch, fuse_settings(args), deadline, mapped=mapped, on_step=on_step,
                     say=lambda line: err.print(f"[dim]{line}[/dim]"))  # fmt: skip
-
-
-def _fuse_json(net: Any, arch: Any, res: Any) -> dict[str, Any]:  # noqa: ANN401
-    """The ``--json`` object: the result's :meth:`~twill.results.SolveResult.to_dict` (the
-    top-level keys every method's JSON has; the per-step ``history`` and ``evals`` of its
-    statistics left out), then the totals, source, fused edges and fusion groups by layer
-    name."""
-    from twill.mapping.fadiff.fusion import fusion_groups
-
-    rep = res.solution.report
-    shared = res.to_dict()
-    shared["stats"] = {k: v for k, v in shared["stats"].items() if k not in ("history", "evals")}
-    return {
-        **shared,
-        "network": net.name,
-        "method": res.solution.plan.method,
-        **rep.summary(),
-        "seconds": res.timings.total,
-        "source": res.solution.source,
-        "fused": res.solution.plan.to_dict(net, arch)["fused"],
-        "groups": [[net.layers[j].name for j in g] for g in fusion_groups(net, rep.fused)],
-    }
 
 
 def _print_fuse_table(net: Any, arch: Any, res: Any, gain: dict[str, Any]) -> None:  # noqa: ANN401

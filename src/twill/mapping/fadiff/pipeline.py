@@ -31,7 +31,15 @@ from twill.mapping.fadiff.networks import Network
 from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
 
-__all__ = ["FuseOutcome", "FuseSettings", "fuse", "fusion_gain", "map_layer_shapes"]
+__all__ = [
+    "FuseOutcome",
+    "FuseSettings",
+    "check_arch",
+    "fuse",
+    "fuse_json",
+    "fusion_gain",
+    "map_layer_shapes",
+]
 
 #: Called with a line saying which step starts (the command prints it on stderr).
 Say = Callable[[str], None]
@@ -203,3 +211,36 @@ def fusion_gain(net: Network, arch: Arch, res: SolveResult, layerwise: tuple[Any
     edp = res.solution.report.edp
     return {"layerwise_edp": lw_rep.edp, "edp": edp, "gain_vs_layerwise": lw_rep.edp / edp,
             "bound_gain": bound_gain, "bound_note": note}  # fmt: skip
+
+
+def check_arch(arch: Arch) -> None:
+    """Refuse an architecture ``fuse`` cannot run on (its outermost on-chip level must keep
+    inputs and be bounded: it holds the fused intermediates), naming what is missing."""
+    from twill.errors import InvalidProblemError
+    from twill.mapping.fadiff.fusion import check_gemmini
+
+    bad = check_gemmini(arch)
+    if bad:
+        raise InvalidProblemError([f"{arch.name}: {b}" for b in bad], source="--arch")
+
+
+def fuse_json(net: Network, arch: Arch, res: SolveResult) -> dict[str, Any]:
+    """The ``--json`` object: the result's :meth:`~twill.results.SolveResult.to_dict` (the
+    top-level keys every method's JSON has; the per-step ``history`` and ``evals`` of its
+    statistics left out), then the totals, source, fused edges and fusion groups by layer
+    name."""
+    from twill.mapping.fadiff.fusion import fusion_groups
+
+    rep = res.solution.report
+    shared = res.to_dict()
+    shared["stats"] = {k: v for k, v in shared["stats"].items() if k not in ("history", "evals")}
+    return {
+        **shared,
+        "network": net.name,
+        "method": res.solution.plan.method,
+        **rep.summary(),
+        "seconds": res.timings.total,
+        "source": res.solution.source,
+        "fused": res.solution.plan.to_dict(net, arch)["fused"],
+        "groups": [[net.layers[j].name for j in g] for g in fusion_groups(net, rep.fused)],
+    }
