@@ -27,7 +27,7 @@ from typing import Any
 
 from twill.deadline import NO_DEADLINE, Deadline
 from twill.mapping.arch import Arch
-from twill.mapping.fadiff.networks import Network
+from twill.mapping.network import Network
 from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
 
