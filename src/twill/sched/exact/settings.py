@@ -36,6 +36,7 @@ _CHOICES = {
     "window": ("monotone", "scan"),
 }
 _LIMITS = ("solve_time_limit", "length_time_limit", "point_time_limit")
+_FLAGS = ("tie_break", "incumbent", "probes", "warm_start", "probe", "symmetry_breaking")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,11 @@ class TwillSettings:
         :func:`twill.sched.exact.phase1.solve_phase1`).
     incumbent
         Start the minimum-I search from a verified heuristic schedule (its ``I`` tops it).
+    probes
+        Before the backend's own search, decide ``I`` between the proven bound and the
+        incumbent by CP-SAT probes on the window model (decisions only, doubling limits,
+        whatever ``backend``; :func:`twill.sched.exact.search.search_min_ii`): each refuted
+        ``I`` is a proof (by ``cpsat``), each schedule found a better incumbent.
     warm_start
         Hand that incumbent to the exact solves (no decision at its own ``I``; ``L``
         minimised from it). The Twill pipeline turns it off when Phase 2 follows (Phase 2
@@ -88,6 +94,7 @@ class TwillSettings:
     decide: str = "window"
     encoding: str | None = None
     incumbent: bool = True
+    probes: bool = True
     warm_start: bool = True
     phase2: bool | None = None
     probe: bool = False
@@ -112,7 +119,7 @@ class TwillSettings:
             )  # fmt: skip
             if not ok:
                 out.append(f"{name} must be finite seconds > 0 or None, found {value!r}")
-        for name in ("tie_break", "incumbent", "warm_start", "probe", "symmetry_breaking"):
+        for name in _FLAGS:
             if not isinstance(getattr(self, name), bool):
                 out.append(f"{name} must be True or False, found {getattr(self, name)!r}")
         if self.phase2 is not None and not isinstance(self.phase2, bool):
@@ -127,8 +134,7 @@ class TwillSettings:
 
     def _wrong_types(self) -> bool:
         """Whether a field has the wrong type (not only a value out of range)."""
-        flags = ("tie_break", "incumbent", "warm_start", "probe", "symmetry_breaking")
-        if any(not isinstance(getattr(self, n), bool) for n in flags):
+        if any(not isinstance(getattr(self, n), bool) for n in _FLAGS):
             return True
         if self.phase2 is not None and not isinstance(self.phase2, bool):
             return True

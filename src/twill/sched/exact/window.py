@@ -429,6 +429,7 @@ def least_starts(
     arcs: Iterable[tuple[int, int, int]],
     ii: int,
     deadline: float | None = None,
+    rounds: int | None = None,
 ) -> dict[int, int] | None:
     """Pointwise least starts ``M(v) >= floor[v]`` with ``M(v) = res[v] (mod ii)`` and
     ``M(y) - M(x) >= w`` for every arc, or ``None`` when there are none.
@@ -436,11 +437,12 @@ def least_starts(
     Longest paths with each value rounded up to its residue: the update is monotone and every
     solution bounds it from above, so it settles on the least solution after at most
     ``|V| + 1`` rounds when one exists; a round budget running out means a positive circuit.
-    Past ``deadline`` (``time.monotonic()``; a heuristic caller's) it gives up: ``None``.
+    Past ``deadline`` (``time.monotonic()``; a heuristic caller's) or after ``rounds`` rounds
+    (a heuristic caller's cap; ``None``: ``|V| + 1``) it gives up: ``None``.
     """
     arcs = list(arcs)
     least = {v: f + (res[v] - f) % ii for v, f in floor.items()}
-    for _ in range(len(least) + 1):
+    for _ in range(len(least) + 1 if rounds is None else min(rounds, len(least) + 1)):
         if deadline is not None and time.monotonic() > deadline:
             return None
         changed = False
