@@ -68,6 +68,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +102,7 @@ from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
 from twill.validation import check_instance, check_int
 
-__all__ = ["phase1_result", "solve", "solve_phase1", "BACKENDS"]
+__all__ = ["complete_schedule", "phase1_result", "solve", "solve_phase1", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
@@ -707,7 +708,7 @@ def solve_phase1(
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
     try:
-        data = build_reduced_model(graph, II, deadline)
+        data = _reduced_model(graph, II, deadline)
     except OutOfTime:  # the model's bounds were not finished: nothing is solved
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     encoding = _choose_encoding(data, backend, s.encoding)
@@ -744,7 +745,7 @@ def solve_phase1(
     else:
         stats["length_status"] = "skipped (probe)"
         status, span, late = Status.FEASIBLE, _length(data, kept_starts), False
-    schedule, span = _normalised(data, _complete(data, kept_starts, span, late))
+    schedule, span = _normalised(data, _complete(data, kept_starts, span, late))  # late: ALAP
     violations = verify_modulo_schedule(graph, schedule, II)
     if violations:
         raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
@@ -797,6 +798,38 @@ class _Decision:
     hint: Any | None
     limit: float | None
     fallback: Mapping[str, int] | None
+
+
+_MODELS: OrderedDict[tuple[int, int], tuple[DependenceGraph, ReducedModel, list]] = OrderedDict()
+_MODELS_KEPT = 16  # the last models built: a search asks again at an I with a longer limit
+
+
+def _reduced_model(graph: DependenceGraph, ii: int, deadline: float | None) -> ReducedModel:
+    """:func:`.reduced.build_reduced_model`, remembered for the last :data:`_MODELS_KEPT`
+    ``(graph, II)`` (the graph object itself, frozen: the same object, the same model), so
+    that the minimum-I search's probes (:func:`twill.sched.exact.search.search_min_ii`),
+    which ask at one ``II`` again with a doubled limit, build it once: at ChStone's
+    adpcm/graph1 the models took 1-3 s of each probe."""
+    key = (id(graph), ii)
+    hit = _MODELS.get(key)
+    if hit is not None and hit[0] is graph:
+        _MODELS.move_to_end(key)
+        return hit[1]
+    data = build_reduced_model(graph, ii, deadline)
+    _MODELS[key] = (graph, data, [])
+    while len(_MODELS) > _MODELS_KEPT:
+        _MODELS.popitem(last=False)
+    return data
+
+
+def _window_model(graph: DependenceGraph, data: ReducedModel) -> Any:
+    """:func:`.window.build_window_model` of ``data``, remembered beside it."""
+    hit = _MODELS.get((id(graph), data.ii))
+    if hit is None or hit[1] is not data:
+        return build_window_model(data)
+    if not hit[2]:
+        hit[2].append(build_window_model(data))
+    return hit[2][0]
 
 
 def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
@@ -859,7 +892,7 @@ def _decision(
     ):
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
-    wm = build_window_model(data) if decide == "window" else None
+    wm = _window_model(graph, data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
@@ -1018,6 +1051,25 @@ def _length_model(
         impl = _PulpModel(data, model[1])
     stats.update(impl.size())
     return impl
+
+
+def complete_schedule(
+    data: ReducedModel, kept_starts: dict[int, int]
+) -> tuple[dict[str, int], int]:
+    """A whole schedule from the kept ops' starts (a solution of the reduced model ``data``):
+    every projected op at its earliest start (longest paths; the module docstring's exact
+    reduction), shifted so that ``min M = 0``; with its length ``L``. Not verified here.
+
+    Examples
+    --------
+    >>> from twill.sched.exact.reduced import build_reduced_model
+    >>> from twill.sched.kernels import flash_attention_forward_simplified
+    >>> g = flash_attention_forward_simplified()
+    >>> data = build_reduced_model(g, 2)  # S and O kept (the tensor core), P projected out
+    >>> complete_schedule(data, {0: 0, 2: 3})
+    ({'S': 0, 'P': 1, 'O': 3}, 4)
+    """
+    return _normalised(data, _complete(data, kept_starts, _length(data, kept_starts), False))
 
 
 def _normalised(data: ReducedModel, starts: list[int]) -> tuple[dict[str, int], int]:

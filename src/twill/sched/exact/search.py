@@ -57,6 +57,7 @@ from twill.sched.exact.phase1 import phase1_result, solve_phase1
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.heuristics.gaus_c import GAUS_MIN_OPS, improve_with_gaus
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
+from twill.sched.heuristics.slack import improve_with_slack
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import PROBLEM_MODULO, ModuloProblem
 from twill.sched.validate import check_graph
@@ -462,9 +463,13 @@ def search_min_ii(
                    for i in range(1, min(lo, cap + 1))]  # fmt: skip
     heur = run.incumbent(lo, cap if max_I is not None else None) if s.incumbent else None
     best, refuted = heur, {}  # the best verified schedule; I -> CP-SAT's proof of no schedule
-    if heur is not None and s.probes and heur.I > lo:
+    if heur is not None and s.probes and s.exact and heur.I > lo:
         best, refuted = run.probe(lo, heur)
     top = cap if best is None else best.I - 1
+    if not s.exact:  # the heuristic alone: no solve, every I below its schedule left open
+        certificate += [CertificateEntry(i, "untried", "heuristic only")
+                        for i in range(lo, top + 1)]  # fmt: skip
+        top = lo - 1
     upper, found = (top if best is None else best.I), None
     guide = best.schedule if best is not None and s.warm_start else None
     for ii in range(lo, top + 1):  # upward until a schedule (the answer); an I without one
@@ -482,7 +487,7 @@ def search_min_ii(
         certificate.append(CertificateEntry(ii, verdict, s.backend, r.timings.solve))
     if found is None and best is not None:  # every I below the best schedule examined (or
         r = None  # out of time): its I, L minimised from it (hint / warm start)
-        if run.room_at_incumbent():
+        if run.room_at_incumbent() and s.exact:
             run.event(best.I, best.I)
             r = run.record(best.I, best.I, solve_phase1(graph, best.I, options, check=False,
                                                         incumbent=best.schedule))  # fmt: skip
@@ -517,6 +522,9 @@ _PROBE_SHARE = 0.5  # a round starts only while its limit is at most this share 
 # left (the backend's own search below gets the rest); without a deadline, up to _PROBE_LAST
 _PROBE_LAST = 64.0
 _GALLOP = (1, 3)  # after the first open I, each round probes these steps above it
+_REFUTERS = ("cpsat", "cbc")  # at the first open I, CBC after CP-SAT: its time-indexed LP
+# refuted adpcm/graph1's I = 51, 52 in 0.5 s each, where CP-SAT needed 2-5 s
+_SLACK_SECONDS = 5.0  # slack scheduling's budget: at most 1/4 of the time left
 _GAUS_SECONDS = 10.0  # GauS-C's budget on large loops: at most 1/4 of the time left
 _GAUS_MIN_LEFT = 60.0  # ... and only with this much left: its torch import, which no deadline
 # bounds, took 2-20 s on the loaded development machine
@@ -550,14 +558,21 @@ class _Run:
 
     def incumbent(self, lo: int, cap: int | None) -> HeuristicSchedule | None:
         """The heuristic schedule (verified), when its ``I`` is within ``cap`` (``max_I``):
-        IMS, then on large loops GauS formulation C below IMS's ``I``
-        (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the better one."""
+        IMS, then slack scheduling on the window model below IMS's ``I``
+        (:func:`~twill.sched.heuristics.slack.improve_with_slack`), then, where that found
+        nothing better, on large loops GauS formulation C below IMS's ``I``
+        (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the best one."""
         self.low = lo
         heur = heuristic_schedule(self.graph, mii=lo, deadline=self.options.deadline)
         left = self.left()
+        if heur.I > lo:
+            budget = _SLACK_SECONDS if left is None else min(_SLACK_SECONDS, left / 4)
+            heur = improve_with_slack(self.graph, heur, lo, budget)
+            left = self.left()
         budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
         roomy = left is None or left >= _GAUS_MIN_LEFT
-        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo and roomy:
+        fallen_short = heur.method == "ims" and heur.I > lo  # slack found nothing better
+        if len(self.graph.instructions) >= GAUS_MIN_OPS and fallen_short and roomy:
             self.best = (heur.I, heur.L)
             self.event(heur.I, heur.I, "incumbent")  # IMS's, while GauS looks below it
             heur = improve_with_gaus(self.graph, heur, lo, budget)
@@ -572,15 +587,17 @@ class _Run:
     def probe(
         self, lo: int, heur: HeuristicSchedule
     ) -> tuple[HeuristicSchedule, dict[int, CertificateEntry]]:
-        """Probes (decisions only, ``L`` not minimised) with CP-SAT on the window model,
-        whatever the backend, in rounds of doubling limits: upward from the proven bound
-        ``lo`` while each ``I`` is refuted, then ``+1`` and ``+3`` above the first open
-        ``I`` (below the best schedule). Unhinted: measured, the incumbent as
-        CP-SAT's hint (moved into the windows) kept it from any schedule at aes/graph4's
-        optimum within 20 s, where it finds one in 1-5 s without.
+        """Probes (decisions only, ``L`` not minimised) on the window model, whatever the
+        backend, in rounds of doubling limits: upward from the proven bound ``lo`` while
+        each ``I`` is refuted (CP-SAT, then CBC where CP-SAT ran out of time), then CP-SAT
+        at ``+1`` and ``+3`` above the first open ``I`` (below the best schedule).
+        Unhinted: measured, the incumbent as CP-SAT's hint (moved into the windows) kept it
+        from any schedule at aes/graph4's optimum within 20 s, where it finds one in 1-5 s
+        without.
 
         Returns the best verified schedule (``heur`` or a probe's, ``method="probe"``) and
-        the ``I`` refuted by a finished CP-SAT proof, each with its certificate entry. An
+        the ``I`` refuted by a finished proof, each with its certificate entry (by the
+        backend that proved it). An
         ``I`` below the best schedule that no probe decided is left to the backend's search
         (:func:`search_min_ii`)."""
         best, refuted = heur, {}
@@ -593,26 +610,30 @@ class _Run:
                 return limit <= _PROBE_LAST
             return left >= MIN_SLICE and limit <= _PROBE_SHARE * left
 
-        def decide(ii: int) -> Status:
+        def decide(ii: int, backends: tuple[str, ...] = ("cpsat",)) -> Status:
             nonlocal best
             if ii in refuted or tried.get(ii, 0.0) >= limit:
                 return Status.INFEASIBLE if ii in refuted else Status.UNKNOWN
-            probing = replace(self.settings, backend="cpsat", solve_time_limit=limit)
-            self.event(ii, best.I)
-            r = self.record(ii, best.I, solve_phase1(
-                self.graph, ii, replace(self.options, twill=probing), check=False,
-                hint=limit == _PROBE_FIRST, length=False))  # fmt: skip
-            if r.status is Status.INFEASIBLE:
-                refuted[ii] = CertificateEntry(ii, "infeasible", "cpsat", r.timings.solve)
-            elif r.solution is not None and ii < best.I:
-                best = HeuristicSchedule(ii, dict(r.solution), int(r.objective), "probe",
-                                         time.perf_counter() - self.t0)  # fmt: skip
-            else:
-                tried[ii] = limit
-            return r.status
+            for backend in backends:
+                probing = replace(self.settings, backend=backend, solve_time_limit=limit)
+                self.event(ii, best.I)
+                r = self.record(ii, best.I, solve_phase1(
+                    self.graph, ii, replace(self.options, twill=probing), check=False,
+                    hint=limit == _PROBE_FIRST, length=False))  # fmt: skip
+                if r.status is Status.INFEASIBLE:
+                    refuted[ii] = CertificateEntry(ii, "infeasible", backend, r.timings.solve)
+                    return r.status
+                if r.solution is not None and ii < best.I:
+                    best = HeuristicSchedule(ii, dict(r.solution), int(r.objective), "probe",
+                                             time.perf_counter() - self.t0)  # fmt: skip
+                    return r.status
+                if not room():
+                    break
+            tried[ii] = limit
+            return Status.UNKNOWN
 
         while low < best.I and room():
-            while low < best.I and room() and decide(low) is Status.INFEASIBLE:
+            while low < best.I and room() and decide(low, _REFUTERS) is Status.INFEASIBLE:
                 low += 1
             for step in _GALLOP:  # a few I above the first open one (the optimum is mostly
                 if low + step >= best.I or not room() or decide(low + step).has_solution:

@@ -36,7 +36,7 @@ _CHOICES = {
     "window": ("monotone", "scan"),
 }
 _LIMITS = ("solve_time_limit", "length_time_limit", "point_time_limit")
-_FLAGS = ("tie_break", "incumbent", "probes", "warm_start", "probe", "symmetry_breaking")
+_FLAGS = ("tie_break", "incumbent", "exact", "probes", "warm_start", "probe", "symmetry_breaking")
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class TwillSettings:
         :func:`twill.sched.exact.phase1.solve_phase1`).
     incumbent
         Start the minimum-I search from a verified heuristic schedule (its ``I`` tops it).
+    exact
+        Run the exact search (``False``: the heuristic incumbent alone, verified, every
+        ``I`` below it ``untried``; ``twill solve --heuristic-only``).
     probes
         Before the backend's own search, decide ``I`` between the proven bound and the
         incumbent by CP-SAT probes on the window model (decisions only, doubling limits,
@@ -94,6 +97,7 @@ class TwillSettings:
     decide: str = "window"
     encoding: str | None = None
     incumbent: bool = True
+    exact: bool = True
     probes: bool = True
     warm_start: bool = True
     phase2: bool | None = None
@@ -124,6 +128,8 @@ class TwillSettings:
                 out.append(f"{name} must be True or False, found {getattr(self, name)!r}")
         if self.phase2 is not None and not isinstance(self.phase2, bool):
             out.append(f"phase2 must be None, True or False, found {self.phase2!r}")
+        if self.exact is False and self.incumbent is False:
+            out.append("exact=False needs incumbent=True (the heuristic is the answer)")
         return out
 
     def __post_init__(self) -> None:

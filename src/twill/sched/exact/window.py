@@ -241,11 +241,13 @@ def energetic_arcs(m: ReducedModel, d: Any) -> tuple[list[tuple[int, int, int]],
     return added, False
 
 
-def build_window_model(m: ReducedModel) -> WindowModel:
-    """The window model of ``m`` (module docstring), with :func:`energetic_arcs`."""
+def build_window_model(m: ReducedModel, *, energetic: bool = True) -> WindowModel:
+    """The window model of ``m`` (module docstring), with :func:`energetic_arcs` (implied,
+    so ``energetic=False`` leaves the same solutions: a heuristic caller's choice, since they
+    can take seconds, 3 s of 3.3 at ChStone's adpcm/graph1)."""
     ii = m.ii
     d = longest_matrix(m.kept, m.arcs)
-    extra, circuit = energetic_arcs(m, d)
+    extra, circuit = energetic_arcs(m, d) if energetic else ([], False)
     if circuit:
         proof = "a positive circuit of implied arcs (energetic_arcs)"
         return WindowModel(ii, (), {}, (), (), (), (), {}, 0, {}, -1, overfull=proof)
