@@ -128,6 +128,10 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
         help="solver threads (default 1, at most 1,024) of each Phase-1 solve; same proven "
         "I and L, possibly another schedule",
     )
+    p.add_argument("--heuristic-only", dest="heuristic_only", action="store_true",
+                   help="no exact solve: the heuristic schedule alone (iterative modulo "
+                   "scheduling, then slack scheduling below it), verified, with MII as its "
+                   "lower bound; Phase 1 only")  # fmt: skip
     p.add_argument("--workers", type=bounded_int(MAX_THREADS), default=1, metavar="N",
                    help="worker processes (default 1): with Phase 2 and the cpsat backend, "
                    "that many initiation intervals examined at once; the same answer as "
@@ -257,6 +261,10 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
     wants = args.probe or args.phase2_time_limit is not None
     if wants and args.phase2 is False:
         raise InvalidProblemError("--probe and --phase2-time-limit need Phase 2; drop --no-phase2")
+    if args.heuristic_only:
+        if wants or args.phase2:
+            raise InvalidProblemError("--heuristic-only is Phase 1 alone; drop the Phase-2 flags")
+        return False
     return True if wants else args.phase2
 
 
@@ -276,7 +284,8 @@ def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> Sol
 
     settings = TwillSettings(backend=backend, solve_time_limit=args.solve_time_limit, phase2=phase2,
                              probe=args.probe, point_time_limit=args.phase2_time_limit
-                             or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
+                             or DEFAULT_PHASE2_TIME_LIMIT,
+                             exact=not args.heuristic_only)  # fmt: skip
     return SolverOptions(time_limit=args.time_limit, threads=args.threads, deadline=args.deadline,
                          workers=args.workers, twill=settings)  # fmt: skip
 

@@ -68,6 +68,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -100,7 +101,7 @@ from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
 from twill.validation import check_instance, check_int
 
-__all__ = ["phase1_result", "solve", "solve_phase1", "BACKENDS"]
+__all__ = ["complete_schedule", "phase1_result", "solve", "solve_phase1", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +171,10 @@ def _all_pairs_longest(model: ReducedModel) -> dict[tuple[int, int], int]:
     return matrix_to_dict(model.kept, longest_matrix(model.kept, model.arcs))
 
 
+_HINT_ROUNDS = 64  # the greedy hint's least starts give up after this many rounds: a positive
+# circuit (residues that admit no schedule) took |V| + 1 rounds, 1.1 s at aes/graph4's 1,374 ops
+
+
 def _greedy_hint(
     graph: DependenceGraph, ii: int, deadline: Deadline | None = None
 ) -> dict[str, int] | None:
@@ -234,9 +239,12 @@ def _greedy_hint(
         else:
             return None
     # least starts with the same residues (pointwise smallest: inside the stage bounds)
-    arcs = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
+    # arcs in topological order: a round per loop-carried arc on a path, not one per arc
+    rank = {v: k for k, v in enumerate(order)}
+    arcs = sorted(((index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges),
+                  key=lambda a: rank[a[0]])  # fmt: skip
     least = least_starts({i: start[i] % ii for i in range(n)}, dict.fromkeys(range(n), 0), arcs, ii,
-                         deadline)  # fmt: skip
+                         deadline, _HINT_ROUNDS)  # fmt: skip
     if least is None:
         return None
     schedule = {names[i]: least[i] for i in range(n)}
@@ -595,6 +603,7 @@ def solve_phase1(
     hint: bool = True,
     incumbent: Mapping[str, int] | None = None,
     guide: Mapping[str, int] | None = None,
+    length: bool = True,
 ) -> SolveResult:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -649,6 +658,10 @@ def solve_phase1(
         A verified schedule at another ``II`` (e.g. the incumbent above this one), used only
         as the window decision's hint (moved into the windows) when the greedy list
         schedule finds none; the verdict still comes from the solver alone.
+    length
+        Minimise ``L`` after the decision (``False``: a *probe*, the deciding schedule as it
+        is, FEASIBLE, ``stats["length_status"] = "skipped (probe)"``; the verdict on ``II``
+        is the same).
 
     Returns
     -------
@@ -694,7 +707,7 @@ def solve_phase1(
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
     try:
-        data = build_reduced_model(graph, II, deadline)
+        data = _reduced_model(graph, II, deadline)
     except OutOfTime:  # the model's bounds were not finished: nothing is solved
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     encoding = _choose_encoding(data, backend, s.encoding)
@@ -721,17 +734,21 @@ def solve_phase1(
         status, kept_starts = _from_schedule(data, seed, stats, seed is not incumbent)
     if kept_starts is None:
         return result(status, None, None, data.stage_bound, stats)
-    time_limit = s.solve_time_limit
-    length_limit = time_limit if s.length_time_limit is None else s.length_time_limit
-    status, kept_starts, length, late = _minimise_length(
-        impl, kept_starts, data, (length_limit, time_limit, deadline), options.threads,
-        s.tie_break, stats, (backend, encoding),
-    )  # fmt: skip
-    schedule, length = _normalised(data, _complete(data, kept_starts, length, late))
+    if length:
+        time_limit = s.solve_time_limit
+        length_limit = time_limit if s.length_time_limit is None else s.length_time_limit
+        status, kept_starts, span, late = _minimise_length(
+            impl, kept_starts, data, (length_limit, time_limit, deadline), options.threads,
+            s.tie_break, stats, (backend, encoding),
+        )  # fmt: skip
+    else:
+        stats["length_status"] = "skipped (probe)"
+        status, span, late = Status.FEASIBLE, _length(data, kept_starts), False
+    schedule, span = _normalised(data, _complete(data, kept_starts, span, late))  # late: ALAP
     violations = verify_modulo_schedule(graph, schedule, II)
     if violations:
         raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
-    return result(status, schedule, length, data.stage_bound, stats)
+    return result(status, schedule, span, data.stage_bound, stats)
 
 
 @register_solver("phase1", problems=(ModuloProblem,), settings=TwillSettings)
@@ -780,6 +797,38 @@ class _Decision:
     hint: Any | None
     limit: float | None
     fallback: Mapping[str, int] | None
+
+
+_MODELS: OrderedDict[tuple[int, int], tuple[DependenceGraph, ReducedModel, list]] = OrderedDict()
+_MODELS_KEPT = 16  # the last models built: a search asks again at an I with a longer limit
+
+
+def _reduced_model(graph: DependenceGraph, ii: int, deadline: float | None) -> ReducedModel:
+    """:func:`.reduced.build_reduced_model`, remembered for the last :data:`_MODELS_KEPT`
+    ``(graph, II)`` (the graph object itself, frozen: the same object, the same model), so
+    that the minimum-I search's probes (:func:`twill.sched.exact.search.search_min_ii`),
+    which ask at one ``II`` again with a doubled limit, build it once: at ChStone's
+    adpcm/graph1 the models took 1-3 s of each probe."""
+    key = (id(graph), ii)
+    hit = _MODELS.get(key)
+    if hit is not None and hit[0] is graph:
+        _MODELS.move_to_end(key)
+        return hit[1]
+    data = build_reduced_model(graph, ii, deadline)
+    _MODELS[key] = (graph, data, [])
+    while len(_MODELS) > _MODELS_KEPT:
+        _MODELS.popitem(last=False)
+    return data
+
+
+def _window_model(graph: DependenceGraph, data: ReducedModel) -> Any:
+    """:func:`.window.build_window_model` of ``data``, remembered beside it."""
+    hit = _MODELS.get((id(graph), data.ii))
+    if hit is None or hit[1] is not data:
+        return build_window_model(data)
+    if not hit[2]:
+        hit[2].append(build_window_model(data))
+    return hit[2][0]
 
 
 def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
@@ -840,7 +889,7 @@ def _decision(
     if deadline.expired() or (decide == "window" and deadline.short_of(fw_seconds)):
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
-    wm = build_window_model(data) if decide == "window" else None
+    wm = _window_model(graph, data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
@@ -999,6 +1048,25 @@ def _length_model(
         impl = _PulpModel(data, model[1])
     stats.update(impl.size())
     return impl
+
+
+def complete_schedule(
+    data: ReducedModel, kept_starts: dict[int, int]
+) -> tuple[dict[str, int], int]:
+    """A whole schedule from the kept ops' starts (a solution of the reduced model ``data``):
+    every projected op at its earliest start (longest paths; the module docstring's exact
+    reduction), shifted so that ``min M = 0``; with its length ``L``. Not verified here.
+
+    Examples
+    --------
+    >>> from twill.sched.exact.reduced import build_reduced_model
+    >>> from twill.sched.kernels import flash_attention_forward_simplified
+    >>> g = flash_attention_forward_simplified()
+    >>> data = build_reduced_model(g, 2)  # S and O kept (the tensor core), P projected out
+    >>> complete_schedule(data, {0: 0, 2: 3})
+    ({'S': 0, 'P': 1, 'O': 3}, 4)
+    """
+    return _normalised(data, _complete(data, kept_starts, _length(data, kept_starts), False))
 
 
 def _normalised(data: ReducedModel, starts: list[int]) -> tuple[dict[str, int], int]:

@@ -157,7 +157,7 @@ def stage_bounds(
     kept: tuple[int, ...],
     arcs: list[tuple[int, int, int]],
     lower: dict[int, int],
-    deadline: float | None = None,
+    deadline: Deadline | float | None = None,
 ) -> dict[int, int]:
     """Per-op stage bounds ``K_x`` that cut off no feasible residues and not the optimal ``L``.
     Each relaxation round consults ``deadline`` (``time.monotonic()``) and raises
@@ -218,7 +218,7 @@ def _residue_groups(graph: DependenceGraph, rows: list) -> list:
 
 
 def build_reduced_model(
-    graph: DependenceGraph, ii: int, deadline: float | None = None
+    graph: DependenceGraph, ii: int, deadline: Deadline | float | None = None
 ) -> ReducedModel:
     """The residue + stage model at ``ii``, reduced to the kept ops (exact; see the module);
     :class:`OutOfTime` when ``deadline`` passes while its bounds are computed."""

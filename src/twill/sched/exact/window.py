@@ -241,11 +241,13 @@ def energetic_arcs(m: ReducedModel, d: Any) -> tuple[list[tuple[int, int, int]],
     return added, False
 
 
-def build_window_model(m: ReducedModel) -> WindowModel:
-    """The window model of ``m`` (module docstring), with :func:`energetic_arcs`."""
+def build_window_model(m: ReducedModel, *, energetic: bool = True) -> WindowModel:
+    """The window model of ``m`` (module docstring), with :func:`energetic_arcs` (implied,
+    so ``energetic=False`` leaves the same solutions: a heuristic caller's choice, since they
+    can take seconds, 3 s of 3.3 at ChStone's adpcm/graph1)."""
     ii = m.ii
     d = longest_matrix(m.kept, m.arcs)
-    extra, circuit = energetic_arcs(m, d)
+    extra, circuit = energetic_arcs(m, d) if energetic else ([], False)
     if circuit:
         proof = "a positive circuit of implied arcs (energetic_arcs)"
         return WindowModel(ii, (), {}, (), (), (), (), {}, 0, {}, -1, overfull=proof)
@@ -429,6 +431,7 @@ def least_starts(
     arcs: Iterable[tuple[int, int, int]],
     ii: int,
     deadline: Deadline | None = None,
+    rounds: int | None = None,
 ) -> dict[int, int] | None:
     """Pointwise least starts ``M(v) >= floor[v]`` with ``M(v) = res[v] (mod ii)`` and
     ``M(y) - M(x) >= w`` for every arc, or ``None`` when there are none.
@@ -436,11 +439,12 @@ def least_starts(
     Longest paths with each value rounded up to its residue: the update is monotone and every
     solution bounds it from above, so it settles on the least solution after at most
     ``|V| + 1`` rounds when one exists; a round budget running out means a positive circuit.
-    Past ``deadline`` (a heuristic caller's) it gives up: ``None``.
+    Past ``deadline`` (a heuristic caller's) or after ``rounds`` rounds (a heuristic caller's
+    cap; ``None``: ``|V| + 1``) it gives up: ``None``.
     """
     arcs, deadline = list(arcs), Deadline.of(deadline)
     least = {v: f + (res[v] - f) % ii for v, f in floor.items()}
-    for _ in range(len(least) + 1):
+    for _ in range(len(least) + 1 if rounds is None else min(rounds, len(least) + 1)):
         if deadline.passed():
             return None
         changed = False
