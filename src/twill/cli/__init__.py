@@ -36,6 +36,7 @@ _COMMAND_MODULES = (
     "twill.cli.codegen_cmd",  # codegen
     "twill.cli.gaus_cmd",  # gaus
     "twill.cli.mapping_cmds",  # map, map-network, map-eval
+    "twill.cli.sweep_cmd",  # sweep
     "twill.cli.fuse_cmd",  # fuse
     "twill.cli.triton_cmd",  # import-triton
     "twill.cli.compile_cmd",  # compile

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress
 
-__all__ = ["stdout_console", "PIPE_WIDTH"]
+__all__ = ["stdout_console", "stderr_progress", "PIPE_WIDTH"]
 
 #: Width of the console when stdout is not a terminal (wider than any table twill prints).
 PIPE_WIDTH = 4000
@@ -37,3 +38,21 @@ def stdout_console() -> Console:
     if sys.stdout.isatty():
         return _Console()
     return _Console(width=PIPE_WIDTH, no_color=True, highlight=False)
+
+
+def stderr_progress() -> Progress:
+    """A progress bar (description, bar, done/total, elapsed) on stderr, shown on a terminal
+    only (a log file gets no bar) and gone once it ends, before the results print (and after
+    Ctrl-C); use it as a context manager."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    )

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,8 @@ from twill.validation import MAX_THREADS
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
     from twill.mapping.arch import Arch
 
-__all__ = ["register", "resolve_arch", "arch_input_files", "model_source", "input_shape"]
+__all__ = ["register", "resolve_arch", "arch_input_files", "model_source", "input_shape",
+           "check_executor"]  # fmt: skip
 
 #: ``--arch`` help: the names it accepts besides a file.
 ARCH_HELP = (
@@ -229,7 +229,7 @@ def _print_map(layer: Any, arch: Arch, res: Any) -> None:
 
 
 # ---------------------------------------------------------------------- map-network
-def _check_executor(args: argparse.Namespace) -> None:
+def check_executor(args: argparse.Namespace) -> None:
     """``--ray-address`` only with ``--executor ray``, and of a form Ray accepts (checked
     before any work; the connection itself is bounded, :mod:`twill.mapping.ray_cluster`)."""
     if args.executor != "ray":
@@ -246,7 +246,7 @@ def _check_executor(args: argparse.Namespace) -> None:
 
 
 def _cmd_map_network(args: argparse.Namespace) -> int:
-    _check_executor(args)
+    check_executor(args)
     methods = _network_methods(args.methods)
     source = _shipped_network(args, model_source(args, "directory"))
     _check_network_outputs(args, source)
@@ -376,20 +376,10 @@ def _map_network_with_progress(
     args: argparse.Namespace, source: str, layers: list[Any], arch: Arch, methods: list[str]
 ) -> Any:  # noqa: ANN401 (a NetworkMappings)
     """:func:`~twill.mapping.pipeline.map_network` with a progress bar on stderr."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
+    from twill.cli._console import stderr_progress
     from twill.mapping.pipeline import map_network
 
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,  # gone before the results print (and after Ctrl-C)
-        disable=not sys.stderr.isatty(),  # a log file gets no bar, only what matters
-    ) as progress:
+    with stderr_progress() as progress:
         task = progress.add_task(f"mapping {Path(source).name}", total=len(layers) * len(methods))
 
         def tick(i: int, method: str, res: Any) -> None:  # noqa: ANN401

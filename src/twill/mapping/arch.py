@@ -432,11 +432,14 @@ def gemmini_arch(
     *,
     dram_bandwidth: float = 8.0,
     name: str | None = None,
+    pe_cols: int | None = None,
 ) -> Arch:
     """DOSA's "Gemmini-TL" (Hong et al., MICRO 2023): registers, accumulator, scratchpad, DRAM.
 
     C is unrolled at the accumulator → register boundary and K at the scratchpad → accumulator
-    boundary (weight-stationary array, ``pe_dim x pe_dim`` MACs).
+    boundary (weight-stationary array, ``pe_dim x pe_dim`` MACs). ``pe_cols`` makes the array
+    ``pe_dim`` rows (C) by ``pe_cols`` columns (K, one accumulator slice each); the scratchpad
+    then feeds ``pe_dim + pe_cols`` words per cycle (DOSA's ``2 x pe_dim`` when square).
 
     Examples
     --------
@@ -444,14 +447,15 @@ def gemmini_arch(
     >>> a.macs, a.level("Accumulator").entries, round(a.level("Scratchpad").energy_pj, 3)
     (256, 512, 3.707)
     """
-    e = gemmini_energies(pe_dim, scratchpad_kb, accumulator_kb)
-    acc_words = int(round(accumulator_kb * 1024 / 4 / pe_dim))
+    cols = pe_dim if pe_cols is None else pe_cols
+    e = gemmini_energies(cols, scratchpad_kb, accumulator_kb)
+    acc_words = int(round(accumulator_kb * 1024 / 4 / cols))
     sp_words = int(round(scratchpad_kb * 1024))
     levels = (
         MemoryLevel(
             "Registers",
             1,
-            pe_dim * pe_dim,
+            pe_dim * cols,
             8,
             frozenset({_W}),
             e["Registers"],
@@ -462,7 +466,7 @@ def gemmini_arch(
         MemoryLevel(
             "Accumulator",
             max(acc_words, 1),
-            pe_dim,
+            cols,
             32,
             frozenset({_O}),
             e["Accumulator"],
@@ -476,7 +480,7 @@ def gemmini_arch(
             8,
             frozenset({_W, _I}),
             e["Scratchpad"],
-            bandwidth=2.0 * pe_dim,
+            bandwidth=float(pe_dim + cols),
             spatial_dims=frozenset({Dim.K}),
         ),
         MemoryLevel(
@@ -490,5 +494,5 @@ def gemmini_arch(
             spatial_dims=frozenset(),
         ),
     )
-    label = name or f"gemmini_{pe_dim}x{pe_dim}_sp{scratchpad_kb:g}k_acc{accumulator_kb:g}k"
-    return Arch(label, levels, pe_dim * pe_dim, e["MAC"])
+    label = name or f"gemmini_{pe_dim}x{cols}_sp{scratchpad_kb:g}k_acc{accumulator_kb:g}k"
+    return Arch(label, levels, pe_dim * cols, e["MAC"])

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from collections.abc import Mapping as Mapping_
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.mapping.arch import Arch
@@ -42,7 +42,7 @@ from twill.registry import solver, solvers
 from twill.results import SolveResult, Status
 from twill.validation import MAX_THREADS, check_choice, check_instance, check_int
 
-__all__ = ["MAPPERS", "map_layer", "map_network", "NetworkMappings"]
+__all__ = ["MAPPERS", "map_layer", "map_network", "NetworkMappings", "MapTask", "run_map_tasks"]
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +165,54 @@ def _task(layer: Layer, arch: Arch, method: str, options: SolverOptions) -> Solv
         return SolveResult(Status.ERROR, stats={"error": str(exc)}, settings={"method": method})
 
 
+class MapTask(NamedTuple):
+    """One mapping job: ``method`` maps ``layer`` onto ``arch`` (a Ray task's whole payload:
+    a layer, an architecture and the options pickle to a few kB)."""
+
+    layer: Layer
+    arch: Arch
+    method: str
+    options: SolverOptions
+
+
+def run_map_tasks(
+    tasks: Sequence[MapTask],
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    done: Callable[[int, SolveResult], None],
+) -> None:
+    """Run every task (:func:`map_layer`: check, map, verify) on ``executor`` and call
+    ``done(index, result)`` in this process as each one finishes, in finishing order.
+
+    ``executor`` and ``workers`` as :func:`map_network` takes them (checked there); a
+    failure or an interrupt stops the workers (:func:`_stop_pool`) and propagates.
+    """
+    workers = min(workers or min(os.cpu_count() or 1, 4), max(1, len(tasks)))  # none idle
+    if executor == "serial" or (executor == "local" and workers <= 1):
+        for k, task in enumerate(tasks):
+            done(k, _task(*task))
+    elif executor == "local":
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        from twill._interrupt import quiet_worker, starting_workers
+
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker)
+        try:
+            with starting_workers():  # the first submit forks the workers
+                futs = {pool.submit(_task, *task): k for k, task in enumerate(tasks)}
+            for fut in as_completed(futs):
+                done(futs[fut], fut.result())
+        except BaseException:  # Ctrl-C, SIGTERM, a failed task: stop the workers now
+            _stop_pool(pool)
+            raise
+        pool.shutdown()
+    elif executor == "ray" or executor.startswith("ray:"):
+        _run_ray(tasks, executor.partition(":")[2] or None, done)
+    else:
+        raise InvalidProblemError(f"unknown executor {executor!r} (local, serial or ray)")
+
+
 def map_network(
     layers: Sequence[Layer],
     arch: Arch,
@@ -205,42 +253,18 @@ def map_network(
     NetworkMappings
     """
     options = _check_network_call(layers, arch, methods, options, executor, workers)
-    tasks = [(i, m) for m in methods for i in range(len(layers))]
+    pairs = [(i, m) for m in methods for i in range(len(layers))]
     slots: dict[str, list[SolveResult | None]] = {m: [None] * len(layers) for m in methods}
     t0 = time.perf_counter()
-    workers = min(workers or min(os.cpu_count() or 1, 4), max(1, len(tasks)))  # none idle
 
-    def done(i: int, m: str, res: SolveResult) -> None:
+    def done(k: int, res: SolveResult) -> None:
+        i, m = pairs[k]
         slots[m][i] = res
         if on_result is not None:
             on_result(i, m, res)
 
-    if executor == "serial" or (executor == "local" and workers <= 1):
-        for i, m in tasks:
-            done(i, m, _task(layers[i], arch, m, options.get(m, SolverOptions())))
-    elif executor == "local":
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        from twill._interrupt import quiet_worker, starting_workers
-
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=quiet_worker)
-        try:
-            with starting_workers():  # the first submit forks the workers
-                futs = {
-                    pool.submit(_task, layers[i], arch, m, options.get(m, SolverOptions())): (i, m)
-                    for i, m in tasks
-                }
-            for fut in as_completed(futs):
-                i, m = futs[fut]
-                done(i, m, fut.result())
-        except BaseException:  # Ctrl-C, SIGTERM, a failed task: stop the workers now
-            _stop_pool(pool)
-            raise
-        pool.shutdown()
-    elif executor == "ray" or executor.startswith("ray:"):
-        _run_ray(tasks, layers, arch, options, executor.partition(":")[2] or None, done)
-    else:
-        raise InvalidProblemError(f"unknown executor {executor!r} (local, serial or ray)")
+    tasks = [MapTask(layers[i], arch, m, options.get(m, SolverOptions())) for i, m in pairs]
+    run_map_tasks(tasks, executor=executor, workers=workers, done=done)
     results = {m: tuple(r for r in slots[m] if r is not None) for m in methods}
     return NetworkMappings(
         network, arch.name, tuple(layers), results, time.perf_counter() - t0, executor
@@ -311,12 +335,7 @@ def _stop_pool(pool: Any) -> None:
 
 
 def _run_ray(
-    tasks: list[tuple[int, str]],
-    layers: Sequence[Layer],
-    arch: Arch,
-    options: Mapping_[str, SolverOptions],
-    address: str | None,
-    done: Callable[[int, str, SolveResult], None],
+    tasks: Sequence[MapTask], address: str | None, done: Callable[[int, SolveResult], None]
 ) -> None:
     from twill.mapping.ray_cluster import connect
 
@@ -324,11 +343,12 @@ def _run_ray(
     import ray
 
     remote = ray.remote(num_cpus=1)(_task)
-    refs = {remote.remote(layers[i], arch, m, options.get(m, SolverOptions())): (i, m)
-            for i, m in tasks}  # fmt: skip
+    refs = {remote.remote(*task): k for k, task in enumerate(tasks)}
     pending = list(refs)
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
+        if pending:  # and every other one finished by now, in one call (thousands of tasks)
+            more, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
+            ready += more
         for ref in ready:
-            i, m = refs[ref]
-            done(i, m, ray.get(ref))
+            done(refs[ref], ray.get(ref))

@@ -1,0 +1,149 @@
+"""``twill sweep`` (issue 52): the interface the checks use, refusals before any work (exit 2,
+one line, nothing written), Ctrl-C (exit 130, a consistent store that the same command
+resumes), and Ray's local instance giving the serial table."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.hostile import ROOT, twill_child
+from twill.cli import main
+
+SPACE = "template: gemmini\npe_rows: [8, 16]\npe_cols: [8, 16]\nscratchpad_kB: [128]\n"
+FAST = ("--networks", "dosa_bert", "--mapper", "random", "--executor", "serial")
+
+
+@pytest.fixture()
+def space(tmp_path: Path) -> Path:
+    path = tmp_path / "space.yaml"
+    path.write_text(SPACE)
+    return path
+
+
+def _json_run(capsys, *argv: str) -> dict:
+    assert main(["sweep", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_help_names_the_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    out = capsys.readouterr().out
+    assert "--networks" in out and "--executor" in out and "--ray-address" in out
+
+
+def test_json_table_frontier_and_files(tmp_path, space, capsys):
+    doc = _json_run(capsys, str(space), *FAST, "-o", str(tmp_path / "out"))
+    assert {"rows", "frontier", "recomputed", "pairs", "computed"} <= set(doc)
+    assert len(doc["rows"]) == 4 and doc["recomputed"] == 0 and doc["pairs"] == 4 * 5
+    for row in doc["rows"]:
+        assert {"arch", "network", "energy_uJ", "cycles", "edp", "area_mm2"} <= set(row)
+        assert row["edp"] == pytest.approx(row["energy_uJ"] * row["cycles"])
+    assert doc["frontier"] and all(r["on_frontier"] for r in doc["frontier"])
+    files = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert files == ["edp_area.png", "pairs.jsonl", "sweep.json", "table.csv"]
+    table = (tmp_path / "out" / "table.csv").read_text().splitlines()
+    assert table[0].startswith("arch,network,energy_uJ,cycles,edp,area_mm2") and len(table) == 5
+    again = _json_run(capsys, str(space), *FAST, "-o", str(tmp_path / "out"))
+    assert again["computed"] == 0 and again["reused"] == 20 and again["rows"] == doc["rows"]
+
+
+@pytest.mark.parametrize(
+    ("text", "networks", "message"),
+    [
+        ("template: gemmini\npe_rows: []\n", "dosa_bert", "pe_rows: empty list"),
+        ("template: gemmini\n", "dosa_bert", "the space is empty"),
+        ("template: gemmini\nscratchpad_kB: [-1]\n", "dosa_bert", "must be a number above 0"),
+        ("pe_cols: [64]\naccumulator_kB: [0.1]\n", "dosa_bert", "too small for any mapping"),
+        ("pe_rows: {from: 8, to: 4, times: 2}\n", "dosa_bert", "to at least from"),
+        (SPACE, "dosa_bert,no_such_net", "unknown network 'no_such_net'"),
+        (SPACE, "dosa_bert,dosa_bert", "named twice"),
+    ],
+)
+def test_bad_input_is_refused_before_any_work(tmp_path, text, networks, message):
+    (tmp_path / "space.yaml").write_text(text)
+    done = twill_child(tmp_path, tmp_path / "tmp", "sweep", "space.yaml", "--networks",
+                       networks, "-o", "out")  # fmt: skip
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_output_folder_is_no_input(tmp_path, space):
+    bert = ROOT / "src" / "twill" / "data" / "workloads" / "dosa" / "bert"
+    for out in (str(space), str(tmp_path), str(bert)):
+        done = twill_child(tmp_path, tmp_path / "tmp", "sweep", str(space), *FAST, "-o", out)
+        assert done.returncode == 2 and "folder of their own" in done.stderr, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["space.yaml", "tmp"]
+
+
+def test_a_range_sweeps_its_values(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text("pe_rows: {from: 4, to: 16, times: 2}\n")
+    doc = _json_run(capsys, str(tmp_path / "s.yaml"), *FAST, "-o", str(tmp_path / "o"))
+    assert [r["pe_rows"] for r in doc["rows"]] == [4, 8, 16]
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or sys.platform == "win32", reason="POSIX")
+def test_ctrl_c_exits_130_and_the_same_command_resumes(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text("pe_rows: [4, 8, 16, 32]\nscratchpad_kB: [64, 128, 256]\n")
+    argv = ["sweep", str(tmp_path / "s.yaml"), "--networks", "dosa_bert,dosa_resnet50",
+            "--mapper", "random", "--executor", "serial", "-o", str(tmp_path / "o")]  # fmt: skip
+    store = tmp_path / "o" / "pairs.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "twill", *argv], env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not store.exists() or store.read_bytes().count(b"\n") < 10:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no pair stored"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    [line] = err.splitlines()
+    assert "interrupted at pair" in line and "the same command resumes" in line
+    kept = [json.loads(x) for x in store.read_bytes().splitlines()]  # whole lines only
+    assert not (tmp_path / "o" / "table.csv").exists()
+    doc = _json_run(capsys, *argv[1:])
+    assert doc["recomputed"] == 0 and doc["reused"] == len(kept)
+    assert doc["computed"] == doc["pairs"] - len(kept)
+    keys = [json.loads(x)["key"] for x in store.read_bytes().splitlines()]
+    assert len(keys) == len(set(keys)) == doc["pairs"]
+
+
+@pytest.mark.slow
+def test_ray_local_instance_gives_the_serial_table(tmp_path, space, capsys):
+    pytest.importorskip("ray", reason="ray not installed (optional extra [ray])")
+    serial = _json_run(capsys, str(space), *FAST, "-o", str(tmp_path / "s"))
+    root = Path(tempfile.gettempdir()) / "ray"
+    before = set(root.iterdir()) if root.exists() else set()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "twill", "sweep", str(space), "--networks", "dosa_bert",
+             "--mapper", "random", "--executor", "ray", "-o", str(tmp_path / "r"), "--json"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        for entry in (set(root.iterdir()) if root.exists() else set()) - before:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+    assert done.returncode == 0, done.stderr
+    ray_doc = json.loads(done.stdout)
+    assert ray_doc["executor"] == "ray:local" and ray_doc["rows"] == serial["rows"]
