@@ -38,7 +38,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = "resnet50,dosa_bert,mobilenet_v2,llama-tiny:decode"
-#: A cluster from ``ray start`` checks tokens (Ray 2.5x); its drivers need this.
+#: A cluster from ``ray start`` checks tokens (Ray 2.60's default); its drivers need this.
 AUTH = {"RAY_AUTH_MODE": "token"}
 
 
