@@ -100,6 +100,7 @@ def run(name: str, arch: str, price_limit: float, twill_limit: float = 600.0) ->
 
 
 def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) -> None:
+    from twill.errors import TwillError
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import price_triton, solve_for_compile, twill_graph
 
@@ -109,23 +110,33 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) 
         row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal, problem=r.problem,
                    picked=r.extra.get("picked"), twill_lower=r.extra.get("union_lower_bound"),
                    union=r.extra.get("union"))  # fmt: skip
-        peer = price_triton(ks, lp, ttgir, total_time_limit=price_limit)
-        p = peer.to_dict()
-        row.update(
-            triton_I=p["I"],
-            triton_L=p["L"],
-            triton_status=p["status"],
-            triton_I_lower=p["I"] or peer.pinned.stats["lower_I"],
-            triton_max_stage=peer.max_stage,
-            triton_pipelined=p["pipelined"],
-            unmatched=peer.match.twill_only,
-        )
-        row["predicted_speedup"] = round(p["I"] / r.I, 3) if p["I"] and r.I else None
-        row["bound"] = _bound(row)
-        row.update(_resources(peer.build, "triton_"))
         row.update(compiled=False, runnable=False, kept=[], changed={})
+        try:
+            _price(row, price_triton(ks, lp, ttgir, total_time_limit=price_limit), r.I)
+        except TwillError as exc:  # Triton's compile of the kernel has no schedule to read
+            row.update(triton_I=None, predicted_speedup=None, triton_status="not priced",
+                       triton_I_lower=None)  # fmt: skip
+            row["bound"] = f"Triton's schedule not priced: {str(exc).splitlines()[0][:160]}"
         if r.I is not None:
             _compile(row, ks, r, lp, ttgir)
+
+
+def _price(row: dict[str, Any], peer: Any, twill_I: int | None) -> None:  # noqa: ANN401
+    """The row's Triton columns: its default schedule priced in Twill's model."""
+    p = peer.to_dict()
+    row.update(
+        triton_I=p["I"],
+        triton_L=p["L"],
+        triton_status=p["status"],
+        triton_I_lower=p["I"] or peer.pinned.stats["lower_I"],
+        triton_max_stage=peer.max_stage,
+        triton_pipelined=p["pipelined"],
+        unmatched=peer.match.twill_only,
+        triton_notes=p["notes"],
+    )
+    row["predicted_speedup"] = round(p["I"] / twill_I, 3) if p["I"] and twill_I else None
+    row["bound"] = _bound(row)
+    row.update(_resources(peer.build, "triton_"))
 
 
 def _bound(row: dict[str, Any]) -> str | None:
@@ -135,6 +146,8 @@ def _bound(row: dict[str, Any]) -> str | None:
         return None
     if row["twill_I"] is None:
         return "no Twill schedule within the limit"
+    if row["triton_I"] is None and not row["triton_I_lower"]:
+        return "Triton's schedule not priced: its match contradicts the graph (notes)"
     if row["triton_I"] is None:
         return f"Triton's schedule: {row['triton_status']}, I >= {row['triton_I_lower']}"
     return (f"time limit: Twill's I {row['twill_I']} not proven (union lower bound "

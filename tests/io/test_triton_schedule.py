@@ -250,6 +250,12 @@ SLICE = "#ttg.slice<{dim = 1, parent = #blocked}>"
         ("%e = arith.constant dense<0.0> : tensor<128xf32>",
          "%e = arith.constant {P} dense<0.0> : tensor<128xf32>"),
         ("tt.reduce.return %s : f32", "tt.reduce.return %s {P} : f32"),
+        # the closing line of an op with regions: the dictionary after the regions
+        ("}) : (tensor<64x64xf32>) -> tensor<64xf32>",
+         "}) {P} : (tensor<64x64xf32>) -> tensor<64xf32>"),
+        ("}) {axis = 1 : i32} : (tensor<64xf32>) -> f32",
+         "}) {axis = 1 : i32, P} : (tensor<64xf32>) -> f32"),
+        ("}", "} {P}"),
     ],
 )  # fmt: skip
 def test_partition_goes_where_mlir_reads_an_attribute_dictionary(line: str, written: str) -> None:

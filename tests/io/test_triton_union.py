@@ -49,8 +49,8 @@ def test_twill_is_never_worse_than_triton_one_partition_or_sequential(name: str,
         r = solve_for_compile(lp.graph, LIMIT, time.monotonic() + LIMIT, ks.num_warps)
         try:
             peer = price_triton(ks, lp, ttgir, total_time_limit=LIMIT)
-        except InvalidProblemError as exc:  # a loop Triton's compile cannot take
-            pytest.skip(f"{name} {arch}: {exc}")
+        except InvalidProblemError:  # a loop Triton's compile cannot take: no price
+            peer = None
     parts = r.extra["union"]
     assert r.I is not None, (name, arch, parts)
     low = r.extra["union_lower_bound"]
@@ -61,7 +61,7 @@ def test_twill_is_never_worse_than_triton_one_partition_or_sequential(name: str,
     if parts["sequential"]["I"] is not None:  # at most the loop run op after op
         assert r.I <= parts["sequential"]["I"], gap
         assert r.I <= cycles + max((e.delay for e in lp.graph.edges), default=0), gap
-    tri = peer.pinned.objective
+    tri = peer.pinned.objective if peer is not None else None
     if tri is not None:  # Triton's schedule is a point of the union
         assert low <= tri, gap
         assert r.I <= tri or not r.optimal, f"{gap}; Triton's priced I = {tri}"

@@ -28,7 +28,7 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -511,13 +511,16 @@ def solve_for_compile(
     solve, at most a minute per Phase-2 call, and the whole search by ``deadline`` (a
     :class:`~twill.deadline.Deadline`) when given."""
     from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.exact.search import search_min_ii
     from twill.sched.exact.settings import TwillSettings, twill_options
     from twill.sched.exact.single import solve_union
 
     settings = TwillSettings(backend="cpsat", solve_time_limit=time_limit, point_time_limit=60.0)
     options = twill_options(settings, deadline)
-    joint = algorithm1(graph, options)
-    return joint if num_warps is None else solve_union(graph, joint, num_warps, options)
+    if num_warps is None:
+        return algorithm1(graph, options)
+    cold = replace(options, twill=replace(settings, warm_start=False))
+    return solve_union(graph, search_min_ii(graph, cold), num_warps, options)
 
 
 def twill_slots(result: Any) -> dict[str, Any]:  # noqa: ANN401 (a TwillResult)

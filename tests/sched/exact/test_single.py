@@ -10,6 +10,7 @@ from twill.options import SolverOptions
 from twill.results import Status
 from twill.sched.exact import pipeline
 from twill.sched.exact.algorithm1 import algorithm1
+from twill.sched.exact.search import search_min_ii
 from twill.sched.exact.single import single_partition_graph, single_partition_slots, solve_union
 from twill.sched.problems import PROBLEM_UNION, PROBLEM_WARP_SPECIALISATION, WarpSpecProblem
 from twill.sched.verify_warps import verify_warp_schedule
@@ -24,7 +25,7 @@ def _warps(graph) -> int:  # noqa: ANN001
 def test_union_is_at_most_each_part_and_the_sequential_loop(name: str) -> None:
     g = KERNELS[name]()
     joint = algorithm1(g, SolverOptions(time_limit=60).start())
-    r = solve_union(g, joint, _warps(g), SolverOptions(time_limit=60).start())
+    r = solve_union(g, search_min_ii(g), _warps(g), SolverOptions(time_limit=60).start())
     parts = r.extra["union"]
     assert r.problem == PROBLEM_UNION and r.extra["picked"] in parts
     for part in parts.values():  # at most every part that has an answer
@@ -56,7 +57,7 @@ def test_single_partition_answer_verifies_on_its_graph() -> None:
     """Where the one partition wins, the answer is a verified schedule of the spread graph
     with every op on the same slots (no hand-off between warps)."""
     g = KERNELS["simple_gemm_pipeline"]()
-    r = solve_union(g, algorithm1(g), 4)
+    r = solve_union(g, search_min_ii(g), 4)
     ws = r.warp_schedule
     assert ws is not None and not verify_warp_schedule(ws)
     if r.extra["picked"] != "warp_specialisation":

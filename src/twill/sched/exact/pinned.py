@@ -66,7 +66,15 @@ from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
 from twill.validation import check_instance
 
-__all__ = ["PinnedProblem", "Pins", "pinned_answer", "solve", "solve_pinned", "pins_hold"]
+__all__ = [
+    "PinnedProblem",
+    "Pins",
+    "constructed",
+    "pinned_answer",
+    "solve",
+    "solve_pinned",
+    "pins_hold",
+]
 
 
 @dataclass(frozen=True)
@@ -276,7 +284,7 @@ def _place(graph: DependenceGraph, pins: Pins, ii: int) -> dict[str, int] | None
     return t if ok else None
 
 
-def _constructed(
+def constructed(
     graph: DependenceGraph, pins: Pins, ii: int, rules: WarpRules
 ) -> tuple[int, dict[str, int], dict[str, tuple[int, ...]]] | None:
     """A schedule of the pins at ``ii`` found without a solver (:func:`_place`, the
@@ -477,7 +485,7 @@ def _decide_I(
         return "unsat", None, True
     verdict = "unsat"
     lo, hi = _length_range(graph, pins, ii)
-    built = _constructed(graph, pins, ii, rules)
+    built = constructed(graph, pins, ii, rules)
     if built is not None:  # feasible at ii: Phase 2 only looks for a shorter length
         points.append((ii, built[0], "sat_constructed"))
         hi = min(hi, built[0] - 1)

@@ -101,15 +101,15 @@ def run(problem: ModuloProblem, options: SolverOptions | None = None) -> TwillRe
         result = replace(result, problem=PROBLEM_WARP_SPECIALISATION, phase1=result)
         if result.schedule is not None:
             from twill.sched.exact.algorithm1 import algorithm1
+            from twill.sched.exact.single import solve_union
 
             rules = problem.rules if isinstance(problem, WarpSpecProblem) else None
-            result = algorithm1(graph, options, phase1=result.phase1, max_I=problem.max_II,
-                                rules=rules)  # fmt: skip
             warps = getattr(problem, "single_partition_warps", None)
-            if warps is not None and rules is None and not s.probe:
-                from twill.sched.exact.single import solve_union
-
-                result = solve_union(graph, result, warps, options, max_I=problem.max_II)
+            if warps is not None and rules is None and not s.probe:  # the union
+                result = solve_union(graph, result.phase1, warps, options, max_I=problem.max_II)
+            else:
+                result = algorithm1(graph, options, phase1=result.phase1,
+                                    max_I=problem.max_II, rules=rules)  # fmt: skip
     _verify(result, graph)  # step 4: verified once, before anything is returned or shown
     return replace(result, seconds=time.perf_counter() - t0)
 
