@@ -15,10 +15,11 @@ from twill.deadline import Deadline
 from twill.options import SolverOptions
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "twill"
-#: A clock reading plus seconds, seconds plus a clock reading, or a start time plus a limit.
+#: A clock reading plus seconds, seconds plus a clock reading (not ``s + clock() - t0``, which
+#: is elapsed time), or a start time plus a limit.
 HAND_MADE = re.compile(
     r"(time|monotonic|perf_counter)\(\)\s*\+"
-    r"|\+\s*(time\.)?(time|monotonic|perf_counter)\(\)"
+    r"|\+\s*(time\.)?(time|monotonic|perf_counter)\(\)(?!\s*-)"  # "x + clock() - t0": elapsed
     r"|(monotonic|perf_counter|time\.time)\(\).*\+\s*[\w.]*(limit|budget|left)\b"
     r"|\b(start|t0|t1|begun|started)\s*\+\s*[\w.]*(limit|budget|SHARE)\b"
 )
