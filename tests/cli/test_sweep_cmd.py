@@ -184,3 +184,14 @@ def test_ray_local_instance_gives_the_serial_table(tmp_path, space, capsys):
     assert done.returncode == 0 and done.stderr == "", done.stderr
     ray_doc = json.loads(done.stdout)
     assert ray_doc["executor"] == "ray:local" and ray_doc["rows"] == serial["rows"]
+
+
+def test_a_layer_folder_is_a_network_and_shares_pairs_with_its_name(tmp_path, space, capsys):
+    folder = ROOT / "src" / "twill" / "data" / "workloads" / "dosa" / "bert"
+    doc = _json_run(capsys, str(space), "--networks", f"dosa_bert,{folder}", "--mapper",
+                    "random", "--executor", "serial", "-o", str(tmp_path / "o"))  # fmt: skip
+    assert doc["pairs"] == 4 * 5  # the same five shapes: mapped once for both networks
+    by_net = {}
+    for r in doc["rows"]:
+        by_net.setdefault(r["network"], []).append(r["edp"])
+    assert by_net["dosa_bert"] == by_net[str(folder)]
