@@ -93,9 +93,11 @@ def test_a_range_sweeps_its_values(tmp_path, capsys):
     assert [r["pe_rows"] for r in doc["rows"]] == [4, 8, 16]
 
 
-def _interrupt_after(argv: list[str], store: Path, pairs: int) -> tuple[int, str]:
+def _interrupt_after(
+    argv: list[str], store: Path, pairs: int, sig: int = signal.SIGINT
+) -> tuple[int, str]:
     """Run ``twill ARGV`` in its own process group; once ``store`` holds ``pairs`` lines,
-    SIGINT the group as a terminal's Ctrl-C does. Returns the exit code and stderr."""
+    send ``sig`` to the group (SIGINT: a terminal's Ctrl-C). Returns the exit code and stderr."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "twill", *argv], env=env, text=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -106,7 +108,7 @@ def _interrupt_after(argv: list[str], store: Path, pairs: int) -> tuple[int, str
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no pair stored"
             time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, sig)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -184,3 +186,26 @@ def test_ray_local_instance_gives_the_serial_table(tmp_path, space, capsys):
     assert done.returncode == 0 and done.stderr == "", done.stderr
     ray_doc = json.loads(done.stdout)
     assert ray_doc["executor"] == "ray:local" and ray_doc["rows"] == serial["rows"]
+
+
+def test_a_layer_folder_is_a_network_and_shares_pairs_with_its_name(tmp_path, space, capsys):
+    folder = ROOT / "src" / "twill" / "data" / "workloads" / "dosa" / "bert"
+    doc = _json_run(capsys, str(space), "--networks", f"dosa_bert,{folder}", "--mapper",
+                    "random", "--executor", "serial", "-o", str(tmp_path / "o"))  # fmt: skip
+    assert doc["pairs"] == 4 * 5  # the same five shapes: mapped once for both networks
+    by_net = {}
+    for r in doc["rows"]:
+        by_net.setdefault(r["network"], []).append(r["edp"])
+    assert by_net["dosa_bert"] == by_net[str(folder)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_sigkill_loses_nothing_finished(tmp_path, capsys):
+    argv = _interrupt_argv(tmp_path, "serial")
+    store = tmp_path / "o" / "pairs.jsonl"
+    rc, _ = _interrupt_after(argv, store, 10, signal.SIGKILL)
+    assert rc == -signal.SIGKILL
+    kept = store.read_bytes().count(b"\n")
+    doc = _json_run(capsys, *argv[1:])
+    assert doc["reused"] == kept >= 10 and doc["recomputed"] == 0
+    assert doc["computed"] + doc["reused"] == doc["pairs"] == store.read_bytes().count(b"\n")
