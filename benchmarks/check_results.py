@@ -685,17 +685,18 @@ CHECKS: tuple[Check, ...] = (
             "twill_vs_triton.py",
             "--kernels",
             "gemm",
+            "masked_matmul",
             "--price-limit",
-            "180",
+            "60",
             "--twill-limit",
-            "180",
+            "60",
             "--json",
         ),  # fmt: skip
         "Twill against Triton's own schedule",
         twill_vs_triton_rows,
         _key("kernel", "arch"),
-        timed="Twill's search and the pricing under 180 s each",
-        note="reduced: the GEMM (the FlashAttention rows take 4-7 minutes each)",
+        timed="Twill's search and the pricing under 60 s each",
+        note="reduced: the GEMM and the masked matmul (the FlashAttention rows take minutes)",
     ),
     Check(
         "twill_vs_triton_corpus",
@@ -706,16 +707,16 @@ CHECKS: tuple[Check, ...] = (
             "autotuned_gemm",
             "persistent_tma_gemm",
             "--price-limit",
-            "120",
+            "60",
             "--twill-limit",
-            "120",
+            "60",
             "--json",
         ),  # fmt: skip
         "The corpus",
         twill_vs_triton_rows,
         _key("kernel", "arch"),
-        timed="Twill's search and the pricing under 120 s each",
-        note="reduced: three of the eight corpus kernels",
+        timed="Twill's search and the pricing under 60 s each",
+        note="reduced: three of the eleven corpus kernels",
     ),
     Check(
         "gaus_modulo",
@@ -908,7 +909,7 @@ CHECKS: tuple[Check, ...] = (
         "Default mapper against random16k",
         default_vs_random_rows,
         _key("arch", "layer"),
-        table=2,  # the ViT per-layer table, after the two summaries
+        table=1,  # the ViT per-layer table, after the summary
     ),
 )
 

@@ -55,8 +55,8 @@ from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.baselines import greedy_fusion_baseline, layerwise_cosa, random_search
 from twill.mapping.fadiff.bounds import fusion_bounds
-from twill.mapping.fadiff.networks import IMAGE_NETWORKS, NETWORKS
 from twill.mapping.fadiff.train import FADiffSettings, discrete_only, solve
+from twill.mapping.network import IMAGE_NETWORKS, NETWORKS
 from twill.mapping.problems import NetworkMappingProblem
 from twill.options import SolverOptions
 from twill.scratch import private_scratch
@@ -214,7 +214,7 @@ def crosscheck(*, steps: int, seed: int, cosa_time_limit: float) -> int:
     """Single layers: FADiff with fusion off (cold start) vs CoSA, same model."""
     from twill.mapping.cosa.solve import solve
     from twill.mapping.cost.analytical import evaluate
-    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.network import chain_network
     from twill.mapping.problems import LayerMappingProblem
     from twill.mapping.workload import Layer
 

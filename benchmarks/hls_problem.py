@@ -51,7 +51,7 @@ def run_one(path: Path, time_limit: float, phase2_limit: float, phase2: bool) ->
 
     graph = load_graph(path)
     modulo = search_min_ii(graph, SolverOptions(twill=TwillSettings(solve_time_limit=time_limit)))
-    limits = ["--time-limit", str(time_limit)]
+    limits = ["--solve-time-limit", str(time_limit)]
     default, t_default = solve_json([str(path), *limits])
     warp, t_warp = {"problem": None, "I": None, "optimal": None}, 0.0
     if phase2:

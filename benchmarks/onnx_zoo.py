@@ -113,20 +113,21 @@ def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[s
     """``twill fuse``'s flow, timed in two parts: the layer shapes mapped (what
     ``map-network`` does with fuse's layer method), then the rest of the command on that
     result, under the command's ``--time-limit`` counted from the start of the mapping."""
-    from twill.cli.fuse_cmd import _fadiff_with_progress, _gain, grace_stop, map_layer_shapes
+    from twill.cli.fuse_cmd import fuse_settings, fuse_with_progress
+    from twill.deadline import Deadline
     from twill.mapping.fadiff.fusion import fusion_groups
+    from twill.mapping.fadiff.pipeline import map_layer_shapes
 
     args, net = _fuse_args(opts), imp.network
-    limit = args.time_limit or math.inf
     t0, c0 = time.perf_counter(), _cpu()
-    deadline = t0 + limit
-    mapped = map_layer_shapes(args, net, arch)
+    deadline = Deadline.after(args.time_limit or None)
+    mapped = map_layer_shapes(net, arch, fuse_settings(args))  # not cut: timed on its own
     t1, c1 = time.perf_counter(), _cpu()
     row: dict[str, Any] = {"map_seconds": t1 - t0, "map_cpu_seconds": c1 - c0}
     row["mapped_all"] = all(r.solution is not None for r in mapped.results[args.layer_method])
-    res, lw_plan, lw_rep = _fadiff_with_progress(args, net, arch, deadline, mapped)
-    stopped = time.perf_counter() >= deadline
-    gain = _gain(net, arch, res, lw_plan, lw_rep, grace_stop(deadline, limit))
+    out = fuse_with_progress(args, net, arch, deadline, mapped)
+    res, lw_rep, gain = out.result, out.layerwise_report, out.gain
+    stopped = gain["stopped"] is not None
     row.update(fuse_seconds=time.perf_counter() - t1, fuse_cpu_seconds=_cpu() - c1)
     row.update(gain_vs_layerwise=gain["gain_vs_layerwise"], stopped=stopped)
     row.update(layerwise_edp=gain["layerwise_edp"], fused_edp=gain["edp"])

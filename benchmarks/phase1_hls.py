@@ -1,17 +1,20 @@
 """Phase 1 on HLS loops: a heuristic incumbent at once, then the minimum I with proof or a gap.
 
-For every shipped HatScheT loop (MachSuite, origami, cTest; ``data/hatschet``) and, with
+For every shipped HatScheT loop (MachSuite, origami, cTest; ``data/hatschet``; ChStone, the 263
+CHStone loops of ``ChStone.tar.xz``, with ``--suites ChStone``) and, with
 ``--large``, for large loops made from them (unrolled 2-8 times: 900-1,728 operations with
 their real recurrences) and random loops of 500-2,000 operations with a HatScheT MachSuite-style
 resource model (fixed seeds), the minimum-I search runs as ``twill solve`` does: first Rau's
-iterative modulo scheduling, on loops of 500+ operations GauS formulation C below its I (the
-incumbent, verified; ``incumbent_source`` says which won), then exact Phase-1 solves from MII up
-to the incumbent's I, under a per-solve and a per-loop time limit. One row per loop and
+iterative modulo scheduling, slack scheduling below it, on loops of 500+ operations where
+that found nothing GauS formulation C (the incumbent, verified; ``incumbent_source`` says which
+won), then the CP-SAT probes and the exact Phase-1 solves from MII up to the incumbent's I,
+under a per-solve and a per-loop time limit. One row per loop and
 backend: ``loop``, ``ops``, ``mii``, ``first_I`` and ``first_seconds`` (the first verified
 schedule, IMS's), ``incumbent_I``, ``incumbent_seconds``, ``incumbent_source``, ``I``,
 ``lower_bound`` (every smaller I is excluded by a proof), ``gap`` (``I - lower_bound``),
-``optimal``, ``status``, ``L``, ``L_optimal``, ``seconds``. Every schedule passed the
-independent verifier inside the solver.
+``gap_percent`` (of ``I``), ``optimal``, ``proof_seconds`` (when proven), ``status``, ``L``,
+``L_optimal``, ``seconds``. ``-o`` writes the JSON object, ``--plot`` the gap against size.
+Every schedule passed the independent verifier inside the solver.
 
 Usage (from the repository root)::
 
@@ -19,6 +22,8 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/phase1_hls.py --max-ops 40        # a quick subset
     .venv/bin/python benchmarks/phase1_hls.py --large --only-large --backends cpsat --budget 600
     .venv/bin/python benchmarks/phase1_hls.py --json              # one JSON object
+    .venv/bin/python benchmarks/phase1_hls.py --suites ChStone MachSuite --backends cbc \
+        --budget 10 -o chstone.json --plot gap.png                   # issue 50's table
     .venv/bin/python benchmarks/phase1_hls.py --write-large DIR   # the large loops as graphml
     .venv/bin/python benchmarks/phase1_hls.py --only-large --loops random_500_s1   # some loops
 """
@@ -56,13 +61,22 @@ RANDOM = [(500, 1), (1000, 2), (2000, 3)]  # (ops, seed) of twill.sched.generate
 
 
 def shipped(data: Path, suites: list[str]) -> list[tuple[str, object]]:
-    """``(name, loader)`` of the shipped loops of the requested suites, in a stable order."""
+    """``(name, loader)`` of the shipped loops of the requested suites, in a stable order
+    (``ChStone`` unpacked from ``ChStone.tar.xz`` into the scratch folder when not beside it)."""
     from twill.io import load_graph
 
     out = []
     for suite in suites:
-        for path in sorted((data / suite).rglob("*.graphml")):
-            name = str(path.relative_to(data).with_suffix(""))
+        root = data
+        if not (data / suite).is_dir() and (data / f"{suite}.tar.xz").is_file():
+            import tarfile
+            import tempfile
+
+            root = Path(tempfile.mkdtemp(prefix="hatschet-"))  # inside private_scratch
+            with tarfile.open(data / f"{suite}.tar.xz") as tar:
+                tar.extractall(root, filter="data")
+        for path in sorted((root / suite).rglob("*.graphml")):
+            name = str(path.relative_to(root).with_suffix(""))
             if name not in MALFORMED:
                 out.append((name, lambda p=path: load_graph(p)))
     return out
@@ -106,7 +120,9 @@ def run_one(name: str, graph, backend: str, time_limit: float, budget: float) ->
         "I": r.I,
         "lower_bound": r.lower_bound,
         "gap": r.I - r.lower_bound if r.I is not None else None,
+        "gap_percent": round(100 * (r.I - r.lower_bound) / r.I, 2) if r.I else None,
         "optimal": r.optimal,
+        "proof_seconds": round(time.perf_counter() - t0, 3) if r.optimal else None,
         "status": r.status.value,
         "L": r.L,
         "L_optimal": r.L_optimal,
@@ -165,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write-large", type=Path, default=None, metavar="DIR",
                     help="write the large loops as HatScheT graphml to DIR and stop")  # fmt: skip
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("-o", "--output", type=Path, default=None, metavar="FILE.json",
+                    help="also write the JSON object to FILE")  # fmt: skip
+    ap.add_argument("--plot", type=Path, default=None, metavar="FILE.png",
+                    help="draw the gap (percent of I) against the loop size to FILE")  # fmt: skip
     args = ap.parse_args(argv)
 
     if args.write_large is not None:
@@ -198,8 +218,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"lb={r['lower_bound']} proven={r['optimal']} {r['seconds']:.1f}s",
                   file=sys.stderr, flush=True)  # fmt: skip
     summary = _summary(rows, args.backends, load_before)
+    command = "benchmarks/phase1_hls.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    out = {"command": command, "rows": rows, "summary": summary}
+    if args.output is not None:
+        args.output.write_text(json.dumps(out, indent=2) + "\n")
+    if args.plot is not None:
+        _plot(rows, args.plot)
     if args.json:
-        print(json.dumps({"rows": rows, "summary": summary}, indent=2))
+        print(json.dumps(out, indent=2))
         return 0
     _print_table(rows, summary)
     return 0
@@ -216,6 +242,15 @@ def _summary(rows: list[dict], backends: list[str], load_before: list[float]) ->
         summary[backend] = {
             "loops": len(mine),
             "proven": sum(r["optimal"] for r in mine),
+            "gap_at_most_5_percent": sum(
+                r["gap_percent"] is not None and r["gap_percent"] <= 5 for r in mine
+            ),  # fmt: skip
+            "first_within_10_s": sum(
+                r["first_seconds"] is not None and r["first_seconds"] <= 10 for r in mine
+            ),  # fmt: skip
+            "incumbent_within_10_s": sum(
+                r["incumbent_seconds"] is not None and r["incumbent_seconds"] <= 10 for r in mine
+            ),  # fmt: skip
             "incumbent_at_optimum": sum(r["optimal"] and r["incumbent_I"] == r["I"] for r in mine),
             "max_incumbent_seconds": max((r["incumbent_seconds"] for r in mine), default=None),
             "max_first_seconds": max((r["first_seconds"] for r in mine), default=None),
@@ -232,13 +267,35 @@ def _summary(rows: list[dict], backends: list[str], load_before: list[float]) ->
     return summary
 
 
+def _plot(rows: list[dict], path: Path) -> None:
+    """One scatter per backend: the gap in percent of ``I`` against the number of ops."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for backend in sorted({r["backend"] for r in rows}):
+        mine = [r for r in rows if r["backend"] == backend and r["gap_percent"] is not None]
+        ax.scatter([r["ops"] for r in mine], [r["gap_percent"] for r in mine], s=10,
+                   label=backend, alpha=0.7)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_xlabel("operations in the loop")
+    ax.set_ylabel("gap (I - lower bound), % of I")
+    ax.axhline(5, color="grey", lw=0.5, ls="--")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _print_table(rows: list[dict], summary: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="Phase 1 on HLS loops: incumbent, then the proof")
-    cols = ("loop", "backend", "ops", "mii", "incumbent_I", "incumbent_seconds", "I",
-            "lower_bound", "optimal", "seconds")  # fmt: skip
+    cols = ("loop", "backend", "ops", "mii", "first_seconds", "incumbent_I", "I", "lower_bound",
+            "gap_percent", "optimal", "proof_seconds", "seconds")  # fmt: skip
     for col in cols:
         table.add_column(col)
     for r in rows:

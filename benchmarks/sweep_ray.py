@@ -26,6 +26,7 @@ import contextlib
 import json
 import os
 import pickle
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,7 +38,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = "resnet50,dosa_bert,mobilenet_v2,llama-tiny:decode"
-#: A cluster from ``ray start`` checks tokens (Ray 2.5x); its drivers need this.
+#: A cluster from ``ray start`` checks tokens (Ray 2.60's default); its drivers need this.
 AUTH = {"RAY_AUTH_MODE": "token"}
 
 
@@ -179,6 +180,7 @@ def main() -> int:
     ap.add_argument("--runs", default="serial,ray,killed", help="serial, local, ray, killed")
     ap.add_argument("--ray-address", default=None, help="a running cluster (default: start one)")
     ap.add_argument("--cpus", type=int, default=2, help="CPUs of the cluster this script starts")
+    ap.add_argument("--keep", action="store_true", help="keep the output folders (printed)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     runs = [r.strip() for r in args.runs.split(",") if r.strip()]
@@ -207,6 +209,10 @@ def main() -> int:
     finally:
         if cluster is not None:
             cluster.stop()
+        if args.keep:
+            print(f"outputs kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     reference = next((r["_rows"] for r in rows if r["run"] == "serial"), None)
     for r in rows:
         r["same_table"] = (

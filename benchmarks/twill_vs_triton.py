@@ -6,8 +6,11 @@ For every shipped kernel (``gemm``, ``fa_fwd``, ``fa_fwd_plain`` = ``fa_fwd`` wi
 (``sm_90a``: H100, ``sm_100a``: B200); a kernel that fails (Triton does not pipeline the loop,
 or cannot compile it) gets a row with ``error``:
 
-* Twill's optimum: the joint search (Algorithm 1, CP-SAT Phase 1) on the extracted loop:
-  ``twill_I``, ``twill_L``;
+* Twill's optimum over its problem, the union of warp specialisation (Algorithm 1, CP-SAT
+  Phase 1) and one partition on the kernel's ``num_warps`` warps, the sequential loop always
+  evaluated (:mod:`twill.sched.exact.single`): ``twill_I``, ``twill_L``, ``twill_optimal``
+  (proven over the union), ``picked`` (the part answered), ``twill_lower`` (the union's proven
+  lower bound on I);
 * Triton's default schedule (``num_stages=3``, the kernel's ``num_warps``, no warp
   specialisation: the kernels do not ask for it), read after ``schedule_loops`` and priced in
   Twill's model: the smallest ``I`` and its ``L`` at which its stages, body order and warp
@@ -15,11 +18,13 @@ or cannot compile it) gets a row with ``error``:
   ``infeasible`` or ``unknown`` within ``--price-limit`` seconds, with ``triton_I_lower``, the
   smallest ``I`` not refuted); ``predicted_speedup = triton_I / twill_I`` (steady state);
 * Twill's schedule compiled (``twill compile``): ``compiled`` (a cubin that can launch: not
-  a trap, shared memory within 227 KiB),
-  ``regs``, ``smem_bytes``, ``spills`` (bytes), ``kept``/``changed`` (stages Triton's
-  pipeliner kept or moved, read back from the pipelined IR), ``prologue_depth``,
-  ``partitions_applied``; ``compile_error`` where Twill's schedule cannot be written (a loop
-  Triton leaves unscheduled);
+  a trap, shared memory within 227 KiB), ``runnable`` (the same), ``regs``, ``smem_bytes``,
+  ``spills`` (bytes), ``kept``/``changed`` (stages Triton's pipeliner kept or moved, read back
+  from the pipelined IR), ``prologue_depth``, ``partitions_applied`` (``None``: Twill's answer
+  is one partition, nothing to apply), ``partitions_why``; ``compile_error`` where Twill's
+  schedule cannot be written;
+* ``bound``: where the predicted speed-up is below 1.0 or unknown, what stops it (a time
+  limit, with the lower bounds of both sides);
   and the same resources for Triton's default compile (``triton_regs``, ...);
 * ``seconds``: the whole row.
 
@@ -46,7 +51,10 @@ KERNELS = {
     "fa_fwd_plain": ("fa_fwd", {"SUBTILES": 1}),
     "fa_bwd": ("fa_bwd", {}),
 }
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "triton"
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "data"
+CORPUS = TESTS / "triton"
+#: A user's kernel (``tests/data/triton_user``): the masked pointer-load matmul.
+USER = {"masked_matmul": "matmul"}
 
 
 def corpus() -> list[str]:
@@ -60,6 +68,8 @@ def _spec(name: str) -> tuple[str, dict[str, Any]]:
     if name in KERNELS:
         kernel, consts = KERNELS[name]
         return f"{SHIPPED_DIR / 'kernels.py'}:{kernel}", consts
+    if name in USER:
+        return f"{TESTS / 'triton_user' / name}.py:{USER[name]}", {}
     return f"{CORPUS / name}.py:{name}", {}
 
 
@@ -92,42 +102,82 @@ def run(name: str, arch: str, price_limit: float, twill_limit: float = 600.0) ->
 def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) -> None:
     from twill.errors import TwillError
     from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import compile_twill, price_triton, solve_for_compile, twill_graph
+    from twill.io.triton_peer import price_triton, solve_for_compile, twill_graph
 
     with private_cache():
         lp, ttgir = twill_graph(ks)
-        r = solve_for_compile(lp.graph, twill_limit, time.monotonic() + twill_limit)
-        row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal)
-        peer = price_triton(ks, lp, ttgir, total_time_limit=price_limit)
-        p = peer.to_dict()
-        row.update(
-            triton_I=p["I"],
-            triton_L=p["L"],
-            triton_status=p["status"],
-            triton_I_lower=p["I"] or peer.pinned.stats["lower_I"],
-            triton_max_stage=peer.max_stage,
-            triton_pipelined=peer.to_dict()["pipelined"],
-            unmatched=peer.match.twill_only,
-        )
-        row["predicted_speedup"] = round(p["I"] / r.I, 3) if p["I"] and r.I else None
-        row.update(_resources(peer.build, "triton_"))
-        row.update(compiled=False, kept=[], changed={})
+        r = solve_for_compile(lp.graph, twill_limit, time.monotonic() + twill_limit, ks.num_warps)
+        row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal, problem=r.problem,
+                   picked=r.extra.get("picked"), twill_lower=r.extra.get("union_lower_bound"),
+                   union=r.extra.get("union"))  # fmt: skip
+        row.update(compiled=False, runnable=False, kept=[], changed={})
+        try:
+            _price(row, price_triton(ks, lp, ttgir, total_time_limit=price_limit), r.I)
+        except TwillError as exc:  # Triton's compile of the kernel has no schedule to read
+            row.update(triton_I=None, predicted_speedup=None, triton_status="not priced",
+                       triton_I_lower=None)  # fmt: skip
+            row["bound"] = f"Triton's schedule not priced: {str(exc).splitlines()[0][:160]}"
         if r.I is not None:
-            try:
-                s = compile_twill(ks, r.schedule, r.assignment or {}, r.I, r.L, lp, ttgir)
-            except TwillError as exc:  # the loop carries no schedule to overwrite
-                row["compile_error"] = str(exc).splitlines()[0][:300]
-                return
-            d = s.data
-            row.update(
-                compiled=d["runnable"],
-                max_stage=d["max_stage"],
-                prologue_depth=d["prologue_depth"],
-                kept=d["kept"]["stages"],
-                changed=d["changed"]["stages"],
-                partitions_applied=d["partitions"]["applied"],
-            )
-            row.update({k: d[k] for k in ("regs", "smem_bytes", "spills")})
+            _compile(row, ks, r, lp, ttgir)
+
+
+def _price(row: dict[str, Any], peer: Any, twill_I: int | None) -> None:  # noqa: ANN401
+    """The row's Triton columns: its default schedule priced in Twill's model."""
+    p = peer.to_dict()
+    row.update(
+        triton_I=p["I"],
+        triton_L=p["L"],
+        triton_status=p["status"],
+        triton_I_lower=p["I"] or peer.pinned.stats["lower_I"],
+        triton_max_stage=peer.max_stage,
+        triton_pipelined=p["pipelined"],
+        unmatched=peer.match.twill_only,
+        triton_notes=p["notes"],
+    )
+    row["predicted_speedup"] = round(p["I"] / twill_I, 3) if p["I"] and twill_I else None
+    row["bound"] = _bound(row)
+    row.update(_resources(peer.build, "triton_"))
+
+
+def _bound(row: dict[str, Any]) -> str | None:
+    """What stops a predicted speed-up of at least 1.0 (``None`` when it is reached)."""
+    s = row["predicted_speedup"]
+    if s is not None and s >= 1.0:
+        return None
+    if row["twill_I"] is None:
+        return "no Twill schedule within the limit"
+    if row["triton_I"] is None and not row["triton_I_lower"]:
+        return "Triton's schedule not priced: its match contradicts the graph (notes)"
+    if row["triton_I"] is None:
+        return f"Triton's schedule: {row['triton_status']}, I >= {row['triton_I_lower']}"
+    return (f"time limit: Twill's I {row['twill_I']} not proven (union lower bound "
+            f"{row['twill_lower']}), Triton's priced I {row['triton_I']}")  # fmt: skip
+
+
+def _compile(row: dict[str, Any], ks: Any, r: Any, lp: Any, ttgir: str) -> None:  # noqa: ANN401
+    """Twill's schedule compiled: the row's resources, stages kept and partitions."""
+    from twill.errors import TwillError
+    from twill.io.triton_peer import compile_twill, twill_slots
+
+    slots = twill_slots(r)
+    try:
+        s = compile_twill(ks, r.schedule, slots, r.I, r.L, lp, ttgir)
+    except TwillError as exc:  # the loop carries no schedule to overwrite
+        row["compile_error"] = str(exc).splitlines()[0][:300]
+        return
+    d = s.data
+    parts = d["partitions"]
+    row.update(
+        compiled=d["runnable"],
+        runnable=d["runnable"],
+        max_stage=d["max_stage"],
+        prologue_depth=d["prologue_depth"],
+        kept=d["kept"]["stages"],
+        changed=d["changed"]["stages"],
+        partitions_applied=parts["applied"] if slots else None,
+        partitions_why=parts.get("why"),
+    )
+    row.update({k: d[k] for k in ("regs", "smem_bytes", "spills")})
 
 
 def main() -> None:
@@ -135,9 +185,9 @@ def main() -> None:
     ap.add_argument(
         "--kernels",
         nargs="+",
-        default=[*KERNELS, *corpus()],
-        choices=[*KERNELS, *corpus()],
-        help="shipped kernels and the test corpus (default: all)",
+        default=[*KERNELS, *USER, *corpus()],
+        choices=[*KERNELS, *USER, *corpus()],
+        help="shipped kernels, the user matmul and the test corpus (default: all)",
     )
     ap.add_argument(
         "--arches", nargs="+", default=["sm_90a", "sm_100a"], choices=["sm_90a", "sm_100a"]
@@ -173,7 +223,9 @@ def main() -> None:
         "triton_L",
         "triton_I_lower",
         "predicted_speedup",
-        "compiled",
+        "picked",
+        "runnable",
+        "partitions_applied",
         "regs",
         "smem_bytes",
         "spills",
@@ -182,7 +234,7 @@ def main() -> None:
     )
     print(" | ".join(head))
     for r in rows:
-        tail = r.get("error") or f"kept {len(r['kept'])}, changed {sorted(r['changed'])}"
+        tail = r.get("error") or r.get("bound") or f"kept {len(r['kept'])}"
         print(" | ".join(str(r.get(h)) for h in head) + f"  {tail}")
 
 

@@ -17,3 +17,15 @@ def benchmark_data() -> Path:
     error, never a skip."""
     assert BENCHMARKS.is_dir(), f"benchmark data missing: {BENCHMARKS}"
     return BENCHMARKS
+
+
+@pytest.fixture(scope="session")
+def chstone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 263 CHStone loops (``data/hatschet/ChStone.tar.xz``), unpacked once per session:
+    the folder of ``BENCH/graphN.graphml`` and ``BENCH/graphN_RM.xml``."""
+    import tarfile
+
+    out = tmp_path_factory.mktemp("chstone")
+    with tarfile.open(BENCHMARKS / "hatschet" / "ChStone.tar.xz") as tar:
+        tar.extractall(out, filter="data")
+    return out / "ChStone"

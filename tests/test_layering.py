@@ -33,7 +33,14 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 _OUTER = ("twill.io", "twill.cli", "twill.visualization", "twill.codegen")
 FRONT_DOORS = ("twill", "twill.kernels", "twill.twill_solver", "twill.gaus_solver")
-SHARED = ("twill.errors", "twill.results", "twill.options", "twill.progress", "twill.validation")
+SHARED = (
+    "twill.errors",
+    "twill.results",
+    "twill.options",
+    "twill.deadline",
+    "twill.progress",
+    "twill.validation",
+)
 
 
 def _module_name(path: Path) -> str:

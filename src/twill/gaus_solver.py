@@ -13,12 +13,12 @@ This module is thin: the algorithms live in :mod:`twill.sched.gaus`.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.results import SolveResult, Status
 from twill.sched.gaus.alm import GauSSettings
@@ -183,11 +183,10 @@ def gaus_solve_twill_graph(
         return solver.solve_modulo(int(target_II))
     mii = default_II(solver.graph)  # the view the solver built and checked
     last = None
-    limit = solver.options.time_limit  # one deadline for the whole search over II
-    deadline = None if limit is None else time.perf_counter() + limit
+    deadline = Deadline.after(solver.options.time_limit)  # one for the whole search over II
     for ii in range(mii, (max_II if max_II is not None else mii + 16) + 1):
-        if deadline is not None:
-            left = deadline - time.perf_counter()
+        left = deadline.remaining()
+        if left is not None:
             if last is not None and left <= 0:
                 break
             solver.options = replace(solver.options, time_limit=max(left, 1e-3))

@@ -10,24 +10,7 @@ Examples
 ['S', 'P', 'O']
 """
 
-from twill.sched.kernels import (
-    KERNELS,
-    flash_attention_backward_blackwell,
-    flash_attention_backward_hopper,
-    flash_attention_forward_blackwell,
-    flash_attention_forward_hopper,
-    flash_attention_forward_simplified,
-    get_kernel,
-    simple_gemm_pipeline,
-)
+from twill.sched import kernels as _kernels
+from twill.sched.kernels import *  # noqa: F403  (the public names, listed once there)
 
-__all__ = [
-    "flash_attention_forward_simplified",
-    "flash_attention_forward_hopper",
-    "flash_attention_forward_blackwell",
-    "flash_attention_backward_hopper",
-    "flash_attention_backward_blackwell",
-    "simple_gemm_pipeline",
-    "KERNELS",
-    "get_kernel",
-]
+__all__ = list(_kernels.__all__)

@@ -5,18 +5,15 @@ deadline, a thread count, a worker count, a seed and a progress callback. Backen
 knobs travel untouched in ``extra``; each method's own knobs live in its typed settings field
 (``gaus``, ``gumbel``, ``twill``, ...).
 
-**A deadline, not a duration** (issue 40). ``time_limit`` is the budget of the *whole* call.
-The front door anchors it once (:meth:`SolverOptions.start`: ``deadline = now + time_limit``
-on the ``time.monotonic()`` clock); every level below asks the same options for the time left
-(:meth:`~SolverOptions.remaining`, :meth:`~SolverOptions.within`,
-:meth:`~SolverOptions.expired`) and a nested call gets :meth:`~SolverOptions.child` options,
-whose deadline can only be earlier. So nested solves can never together outlive the deadline.
-:meth:`~SolverOptions.start` on options that already carry a deadline returns them unchanged:
-a solver called by another solver keeps its caller's clock.
-
-Pickling (options travel to worker processes): a monotonic value means nothing in another
-process on another machine, so a started deadline is pickled as the *seconds left* and
-re-anchored on ``time.monotonic()`` when unpickled; the time in transit is the only slack.
+**A deadline, not a duration** (issues 40, 51). ``time_limit`` is the budget of the *whole*
+call. The front door anchors it once (:meth:`SolverOptions.start`) as the options'
+:class:`~twill.deadline.Deadline`, the one deadline class; every level below asks the same
+options for the time left (:meth:`~SolverOptions.remaining`, :meth:`~SolverOptions.within`,
+:meth:`~SolverOptions.expired`) and a nested call gets :meth:`~SolverOptions.child` options
+(``seconds`` or ``fraction=`` of the time left), whose deadline can only be earlier. So nested
+solves can never together outlive the deadline. :meth:`~SolverOptions.start` on options that
+already carry a deadline returns them unchanged: a solver called by another solver keeps its
+caller's clock. Pickled (to a worker process), the deadline travels as the seconds left.
 
 Examples
 --------
@@ -35,19 +32,17 @@ twill.errors.InvalidProblemError: threads must be an integer in [1, 1024], found
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from twill.deadline import MIN_SLICE, Deadline
 from twill.errors import ArgumentTypeError, InvalidProblemError
 
 _S = TypeVar("_S")
 
 __all__ = ["MIN_SLICE", "SolverOptions"]
-
-MIN_SLICE = 0.05  # seconds: less than this left and a solver call is not started
 
 
 @dataclass(frozen=True)
@@ -91,9 +86,9 @@ class SolverOptions:
         FADiff's settings, a :class:`twill.mapping.fadiff.train.FADiffSettings` (``None``:
         its defaults).
     deadline
-        The absolute end of the call on the ``time.monotonic()`` clock, set by
-        :meth:`start` from ``time_limit`` (leave it ``None``; ``None`` after :meth:`start`
-        means no limit).
+        The :class:`~twill.deadline.Deadline` of the call (the absolute end on the
+        ``time.monotonic()`` clock), set by :meth:`start` from ``time_limit`` (leave it
+        ``None``).
     method
         The registered solver :func:`twill.solve` runs (``twill``, ``gaus``, ``cosa``, ...;
         :func:`twill.registry.solvers` lists them); ``None``: the problem type's default.
@@ -116,27 +111,35 @@ class SolverOptions:
     cosa: Any = None
     search: Any = None
     fadiff: Any = None
-    deadline: float | None = field(default=None, compare=False, repr=False)
+    deadline: Deadline | None = field(default=None, compare=False, repr=False)
     method: str | None = None
 
     # -- the deadline ------------------------------------------------------------------------
 
     def start(self, at: float | None = None) -> SolverOptions:
-        """These options with their deadline anchored: ``at + time_limit`` (``at``: a
-        ``time.monotonic()`` value, default now; the command line passes the moment the
-        command began) unless one is set already (then unchanged, so a nested solve keeps
-        its caller's clock). Every solver calls it once on entry."""
-        if self.deadline is not None or self.time_limit is None:
-            return self
-        begun = time.monotonic() if at is None else at
-        return replace(self, deadline=begun + self.time_limit)
+        """These options with their :class:`~twill.deadline.Deadline` anchored: ``at +
+        time_limit`` (``at``: a ``time.monotonic()`` value, default now; the command line
+        passes the moment the command began). Options that carry a deadline already (a
+        caller's) keep it, cut to ``time_limit`` from now when that is earlier: so a nested
+        solve keeps its caller's clock (started options are unchanged: their deadline is
+        never later than ``time_limit`` from now), and a caller can give each call a cap
+        (``time_limit``) inside its own end (``deadline``). Every solver calls it on entry."""
+        if self.deadline is None:
+            return replace(self, deadline=Deadline.after(self.time_limit, at))
+        capped = self.deadline.child(self.time_limit)  # a caller's end and our own limit
+        return self if capped is self.deadline else replace(self, deadline=capped)
+
+    @property
+    def clock(self) -> Deadline:
+        """The deadline of these options (:meth:`start`-ed now if it was not)."""
+        return self.start().deadline  # type: ignore[return-value]
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline (``None``: no limit; never below 0). Options not
         yet :meth:`start`-ed have their whole ``time_limit`` left."""
         if self.deadline is None:
             return self.time_limit
-        return max(0.0, self.deadline - time.monotonic())
+        return self.deadline.remaining()
 
     def expired(self) -> bool:
         """True when less than :data:`MIN_SLICE` seconds are left: too little to start a
@@ -147,22 +150,17 @@ class SolverOptions:
     def within(self, limit: float | None = None) -> float | None:
         """The seconds one solver call may take: the smaller of its own ``limit`` and the
         time left (``None``: neither is set; never below 0.01 s, a valid solver limit)."""
-        left = self.remaining()
-        if left is None:
-            return limit
-        left = max(0.01, left)
-        return left if limit is None else min(limit, left)
+        return self.clock.within(limit)
 
-    def child(self, limit: float | None = None) -> SolverOptions:
-        """Options for a nested call that may take at most ``limit`` more seconds: its
-        deadline is the earlier of this one and ``now + limit`` (it can only shrink)."""
+    def child(self, limit: float | None = None, *, fraction: float | None = None) -> SolverOptions:
+        """Options for a nested call that may take at most ``limit`` more seconds, or
+        ``fraction`` of the time left: the only way a sub-solve gets time. Its deadline is
+        the earlier of this one and the sub-budget's (:meth:`Deadline.child`: it can only
+        shrink)."""
         started = self.start()
-        if limit is None:
-            return started
-        end = time.monotonic() + limit
-        if started.deadline is not None and started.deadline <= end:
-            return started
-        return replace(started, deadline=end)
+        clock = started.clock
+        sub = clock.child(limit, fraction=fraction)
+        return started if sub is clock else replace(started, deadline=sub)
 
     def __post_init__(self) -> None:
         """Every field checked once, here: a wrong type is a ``TypeError``, a value out of
@@ -170,6 +168,8 @@ class SolverOptions:
         from twill.validation import MAX_THREADS, check_callable, check_int, check_time_limit
 
         object.__setattr__(self, "time_limit", check_time_limit(self.time_limit))
+        if self.deadline is not None:  # a monotonic end (older callers) becomes a Deadline
+            object.__setattr__(self, "deadline", Deadline.of(self.deadline))
         check_int(self.threads, "threads", maximum=MAX_THREADS)
         check_int(self.workers, "workers", maximum=MAX_THREADS)
         check_int(self.seed, "seed", minimum=-(2**63))
@@ -202,9 +202,8 @@ class SolverOptions:
         and their callback reach a worker process."""
         fields = (self.time_limit, self.threads, self.seed, dict(self.extra), self.on_progress,
                   self.gaus, self.gumbel, self.workers, self.twill, self.cosa, self.search,
-                  self.fadiff, None, self.method)  # fmt: skip
-        left = None if self.deadline is None else self.remaining()
-        return (_unpickled, (type(self), fields, left))
+                  self.fadiff, self.deadline, self.method)  # fmt: skip
+        return (_unpickled, (type(self), fields))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (the callback is left out)."""
@@ -223,11 +222,10 @@ class SolverOptions:
         }
 
 
-def _unpickled(cls: type[SolverOptions], fields: tuple[Any, ...], left: float | None) -> Any:
-    """Options rebuilt in the receiving process, a started deadline re-anchored on its own
-    ``time.monotonic()`` clock with the seconds that were left."""
-    options = cls(*fields)
-    return options if left is None else replace(options, deadline=time.monotonic() + left)
+def _unpickled(cls: type[SolverOptions], fields: tuple[Any, ...]) -> Any:
+    """Options rebuilt in the receiving process (a started deadline re-anchors itself on the
+    receiving clock, :class:`~twill.deadline.Deadline`)."""
+    return cls(*fields)
 
 
 def method_settings(options: SolverOptions, name: str, kind: type[_S]) -> _S:

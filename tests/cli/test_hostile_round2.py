@@ -77,6 +77,7 @@ def test_a_colon_in_a_ttgir_name_does_not_defeat_the_check(capsys, tmp_path):
     [
         ("kernel_exit_0", ["line 3", "sys.exit(0)"]),
         ("kernel_exit_7", ["line 6", "sys.exit(7)"]),
+        ("kernel_os_exit", ["line 5", "os._exit(0)"]),
         ("kernel_syntax_error", ["line 3", "SyntaxError"]),
         ("kernel_raises", ["line 5", "KeyError", "'BN'"]),
     ],

@@ -4,6 +4,7 @@ resumes), and Ray's local instance giving the serial table."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -92,32 +93,38 @@ def test_a_range_sweeps_its_values(tmp_path, capsys):
     assert [r["pe_rows"] for r in doc["rows"]] == [4, 8, 16]
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGINT") or sys.platform == "win32", reason="POSIX")
-def test_ctrl_c_exits_130_and_the_same_command_resumes(tmp_path, capsys):
-    (tmp_path / "s.yaml").write_text("pe_rows: [4, 8, 16, 32]\nscratchpad_kB: [64, 128, 256]\n")
-    argv = ["sweep", str(tmp_path / "s.yaml"), "--networks", "dosa_bert,dosa_resnet50",
-            "--mapper", "random", "--executor", "serial", "-o", str(tmp_path / "o")]  # fmt: skip
-    store = tmp_path / "o" / "pairs.jsonl"
+def _interrupt_after(
+    argv: list[str], store: Path, pairs: int, sig: int = signal.SIGINT
+) -> tuple[int, str]:
+    """Run ``twill ARGV`` in its own process group; once ``store`` holds ``pairs`` lines,
+    send ``sig`` to the group (SIGINT: a terminal's Ctrl-C). Returns the exit code and stderr."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen([sys.executable, "-m", "twill", *argv], env=env, text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while not store.exists() or store.read_bytes().count(b"\n") < 10:
+        deadline = time.monotonic() + 120
+        while not store.exists() or store.read_bytes().count(b"\n") < pairs:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no pair stored"
             time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
+        os.killpg(proc.pid, sig)
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+def _check_interrupted_then_resume(capsys, argv: list[str], rc: int, err: str) -> None:
+    """Exit 130 with one line, whole records only, no table; the same command resumes."""
+    store = Path(argv[argv.index("-o") + 1]) / "pairs.jsonl"
+    assert rc == 130, err
     [line] = err.splitlines()
     assert "interrupted at pair" in line and "the same command resumes" in line
     kept = [json.loads(x) for x in store.read_bytes().splitlines()]  # whole lines only
-    assert not (tmp_path / "o" / "table.csv").exists()
+    assert not (store.parent / "table.csv").exists()
     doc = _json_run(capsys, *argv[1:])
     assert doc["recomputed"] == 0 and doc["reused"] == len(kept)
     assert doc["computed"] == doc["pairs"] - len(kept)
@@ -125,25 +132,80 @@ def test_ctrl_c_exits_130_and_the_same_command_resumes(tmp_path, capsys):
     assert len(keys) == len(set(keys)) == doc["pairs"]
 
 
+def _interrupt_argv(tmp_path: Path, executor: str) -> list[str]:
+    (tmp_path / "s.yaml").write_text("pe_rows: [4, 8, 16, 32]\nscratchpad_kB: [64, 128, 256]\n")
+    return ["sweep", str(tmp_path / "s.yaml"), "--networks", "dosa_bert,dosa_resnet50",
+            "--mapper", "random", "--executor", executor, "-o", str(tmp_path / "o")]  # fmt: skip
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_exits_130_and_the_same_command_resumes(tmp_path, capsys):
+    argv = _interrupt_argv(tmp_path, "serial")
+    rc, err = _interrupt_after(argv, tmp_path / "o" / "pairs.jsonl", 10)
+    _check_interrupted_then_resume(capsys, argv, rc, err)
+
+
 @pytest.mark.slow
-def test_ray_local_instance_gives_the_serial_table(tmp_path, space, capsys):
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_under_ray_says_one_line(tmp_path, capsys):
+    """Ray's workers used to fail aloud (hundreds of lines) once the scratch folder holding the
+    local instance's logs was removed; the driver now ends its tasks first."""
     pytest.importorskip("ray", reason="ray not installed (optional extra [ray])")
-    serial = _json_run(capsys, str(space), *FAST, "-o", str(tmp_path / "s"))
+    argv = _interrupt_argv(tmp_path, "ray")
+    with _new_ray_sessions_removed():
+        rc, err = _interrupt_after(argv, tmp_path / "o" / "pairs.jsonl", 20)
+    _check_interrupted_then_resume(capsys, [*argv[:-3], "serial", *argv[-2:]], rc, err)
+
+
+@contextlib.contextmanager
+def _new_ray_sessions_removed():
+    """Ray keeps a local instance's sessions under ``/tmp/ray``; remove what the block adds."""
     root = Path(tempfile.gettempdir()) / "ray"
     before = set(root.iterdir()) if root.exists() else set()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "twill", "sweep", str(space), "--networks", "dosa_bert",
-             "--mapper", "random", "--executor", "ray", "-o", str(tmp_path / "r"), "--json"],
-            env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+        yield
     finally:
         for entry in (set(root.iterdir()) if root.exists() else set()) - before:
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
                 entry.unlink(missing_ok=True)
-    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_ray_local_instance_gives_the_serial_table(tmp_path, space, capsys):
+    pytest.importorskip("ray", reason="ray not installed (optional extra [ray])")
+    serial = _json_run(capsys, str(space), *FAST, "-o", str(tmp_path / "s"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with _new_ray_sessions_removed():
+        done = subprocess.run(
+            [sys.executable, "-m", "twill", "sweep", str(space), "--networks", "dosa_bert",
+             "--mapper", "random", "--executor", "ray", "-o", str(tmp_path / "r"), "--json"],
+            env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
     ray_doc = json.loads(done.stdout)
     assert ray_doc["executor"] == "ray:local" and ray_doc["rows"] == serial["rows"]
+
+
+def test_a_layer_folder_is_a_network_and_shares_pairs_with_its_name(tmp_path, space, capsys):
+    folder = ROOT / "src" / "twill" / "data" / "workloads" / "dosa" / "bert"
+    doc = _json_run(capsys, str(space), "--networks", f"dosa_bert,{folder}", "--mapper",
+                    "random", "--executor", "serial", "-o", str(tmp_path / "o"))  # fmt: skip
+    assert doc["pairs"] == 4 * 5  # the same five shapes: mapped once for both networks
+    by_net = {}
+    for r in doc["rows"]:
+        by_net.setdefault(r["network"], []).append(r["edp"])
+    assert by_net["dosa_bert"] == by_net[str(folder)]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_sigkill_loses_nothing_finished(tmp_path, capsys):
+    argv = _interrupt_argv(tmp_path, "serial")
+    store = tmp_path / "o" / "pairs.jsonl"
+    rc, _ = _interrupt_after(argv, store, 10, signal.SIGKILL)
+    assert rc == -signal.SIGKILL
+    kept = store.read_bytes().count(b"\n")
+    doc = _json_run(capsys, *argv[1:])
+    assert doc["reused"] == kept >= 10 and doc["recomputed"] == 0
+    assert doc["computed"] + doc["reused"] == doc["pairs"] == store.read_bytes().count(b"\n")

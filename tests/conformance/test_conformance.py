@@ -225,7 +225,7 @@ def _layer_and_arch() -> Any:
 
 def _two_layer_net() -> Any:
     from twill.mapping.arch import gemmini_arch
-    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.network import chain_network
     from twill.mapping.problems import NetworkMappingProblem
     from twill.mapping.workload import Layer
 

@@ -11,8 +11,8 @@ import pytest
 from tests.mapping.mappers import fused, mapped
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import evaluate_plan, verify_plan
-from twill.mapping.fadiff.networks import chain_network
 from twill.mapping.mapping import verify_mapping
+from twill.mapping.network import chain_network
 from twill.mapping.result import MappedLayer, layer_json
 from twill.mapping.workload import Layer
 from twill.results import SolveResult, Status

@@ -17,6 +17,7 @@ import pytest
 from twill.cli import main
 from twill.results import Status
 from twill.sched.exact.pinned import Pins, pins_hold, solve_pinned
+from twill.sched.problems import PROBLEM_UNION
 from twill.sched.verify_warps import verify_warp_schedule
 from twill.triton import SHIPPED_DIR, import_triton, kernel_spec
 
@@ -249,6 +250,12 @@ SLICE = "#ttg.slice<{dim = 1, parent = #blocked}>"
         ("%e = arith.constant dense<0.0> : tensor<128xf32>",
          "%e = arith.constant {P} dense<0.0> : tensor<128xf32>"),
         ("tt.reduce.return %s : f32", "tt.reduce.return %s {P} : f32"),
+        # the closing line of an op with regions: the dictionary after the regions
+        ("}) : (tensor<64x64xf32>) -> tensor<64xf32>",
+         "}) {P} : (tensor<64x64xf32>) -> tensor<64xf32>"),
+        ("}) {axis = 1 : i32} : (tensor<64xf32>) -> f32",
+         "}) {axis = 1 : i32, P} : (tensor<64xf32>) -> f32"),
+        ("}", "} {P}"),
     ],
 )  # fmt: skip
 def test_partition_goes_where_mlir_reads_an_attribute_dictionary(line: str, written: str) -> None:
@@ -268,16 +275,24 @@ def test_partitions_written_into_an_if_parse(tmp_path) -> None:
     """The K loop of grouped_gemm_if holds an ``scf.if`` whose branches carry Twill's
     partition: the rewritten IR parses, so whatever happens to the partitions is Triton's
     decision, named in the summary (Triton 3.9 rejects them here in its aref insertion, since
-    the loop and its yield carry every partition), and the stages are compiled."""
+    the loop and its yield carry every partition), and the stages are compiled. The
+    warp-specialised answer is written (the union's answer is one partition, which writes
+    none)."""
     pytest.importorskip("triton")
-    from twill.triton import compile_summary
+    from twill.io.triton_build import private_cache
+    from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "grouped_gemm_if.py"
-    d = compile_summary(f"{corpus}:grouped_gemm_if", "sm_100a", total_time_limit=120).data
+    ks = kernel_spec(f"{corpus}:grouped_gemm_if", "sm_100a")
+    with private_cache():
+        lp, ttgir = twill_graph(ks)
+        r = solve_for_compile(lp.graph, 120.0)  # Algorithm 1 alone: warp specialisation
+        assert r.assignment and len({w for s in r.assignment.values() for w in s}) > 1
+        d = compile_twill(ks, r.schedule, r.assignment, r.I, r.L, lp, ttgir).data
     parts = d["partitions"]
     assert parts["applied"] or "does not parse" not in parts["why"]
     assert parts["applied"] or "NVWSInsertAref" in parts["why"]
-    assert d["I"] is not None and d["stages"]
+    assert d["stages"]
 
 
 def test_compile_cli_bad_output(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -421,16 +436,16 @@ def test_compile_search_gets_one_deadline(monkeypatch: pytest.MonkeyPatch) -> No
     seen = []
     real = peer.solve_for_compile
 
-    def spy(graph, time_limit, deadline=None):  # noqa: ANN001, ANN202
+    def spy(graph, time_limit, deadline=None, num_warps=None):  # noqa: ANN001, ANN202
         seen.append((time.monotonic(), time_limit, deadline))
-        return real(graph, time_limit, deadline)
+        return real(graph, time_limit, deadline, num_warps)
 
     monkeypatch.setattr(peer, "solve_for_compile", spy)
     s = compile_summary(f"{KERNELS}:gemm", "sm_90a", total_time_limit=500)
     [(entered, limit, deadline)] = seen
     assert limit == 500 and deadline is not None and entered < deadline <= entered + 500
     d = s.data
-    assert d["optimal"] and d["problem"] == "modulo+warp-specialisation" and "L_optimal" in d
+    assert d["optimal"] and d["problem"] == PROBLEM_UNION and "L_optimal" in d
 
 
 @pytest.mark.slow

@@ -14,9 +14,9 @@ from tests.deadline import deadline_bound
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.cosa.solve import CoSASettings
-from twill.mapping.fadiff.networks import chain_network
 from twill.mapping.fadiff.plan import FusionPlan
 from twill.mapping.fadiff.train import all_dram_mapping
+from twill.mapping.network import chain_network
 from twill.mapping.problems import LayerMappingProblem, NetworkMappingProblem
 from twill.mapping.search.common import SearchSettings
 from twill.mapping.workload import Layer
@@ -137,7 +137,7 @@ def test_a_layer_mapper_returns_by_its_deadline(module: str):
 
 
 def _chain(n: int):
-    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.network import chain_network
 
     layers = [Layer(f"l{i}", {"R": 3, "S": 3, "P": 28, "Q": 28, "C": 64, "K": 64})
               for i in range(n)]  # fmt: skip

@@ -165,3 +165,11 @@ def test_bad_settings_are_refused(tmp_path, bert, change, message):
     with pytest.raises(InvalidProblemError, match=message):
         sweep(SPACE.points(), [bert], tmp_path, replace(FAST, **change))
     assert not (tmp_path / STORE_NAME).exists()
+
+
+def test_a_second_writer_of_the_same_store_is_refused(tmp_path):
+    pytest.importorskip("fcntl")
+    with PairStore.open(tmp_path / STORE_NAME):
+        with pytest.raises(InvalidProblemError, match="another sweep is writing this store"):
+            PairStore.open(tmp_path / STORE_NAME)
+    PairStore.open(tmp_path / STORE_NAME).close()  # free again once closed

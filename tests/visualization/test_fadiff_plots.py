@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.mapping.mappers import fused
 from twill.mapping.arch import gemmini_arch
-from twill.mapping.fadiff.networks import chain_network
+from twill.mapping.network import chain_network
 from twill.mapping.workload import Layer
 from twill.visualization.fadiff_plots import plot_fadiff
 

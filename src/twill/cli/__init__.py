@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from twill import __version__
-from twill.cli._args import mark_command_start, pin_paths
+from twill.cli._args import command_deadline, mark_command_start, pin_paths
 from twill.errors import TwillError
 from twill.scratch import private_scratch
 
@@ -127,6 +127,8 @@ def _main(argv: list[str] | None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return EXIT_USAGE
+        if "time_limit" in vars(args):  # every command's whole wall time, from main's entry
+            args.deadline = command_deadline(args.time_limit or None)
     except BrokenPipeError:  # twill --help | head -1
         return _stdout_closed()
     except SystemExit as exc:  # --help or --version (0), or a refused option (2)

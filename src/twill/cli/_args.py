@@ -17,17 +17,23 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from twill._atomic import atomic_output, write_output
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
+from twill.validation import check_time_limit
 
 __all__ = [
     "positive_int",
     "positive_float",
+    "time_limit_arg",
+    "add_time_limit",
+    "command_deadline",
     "nonnegative_float",
     "bounded_int",
     "seed_int",
     "same_file",
     "check_output_path",
     "check_outputs_distinct",
+    "check_output_and_plot",
     "pin_paths",
     "atomic_output",
     "write_output",
@@ -40,6 +46,17 @@ def mark_command_start() -> None:
     """Start the clock of the current command (called by ``twill.cli.main`` on entry)."""
     global _command_started
     _command_started = time.monotonic()
+
+
+def command_deadline(seconds: float | None) -> Deadline:
+    """The deadline ``seconds`` after the current command started (``None``: no limit): every
+    command's time flag is the whole command's wall time, reading the input included."""
+    return Deadline.after(seconds, _command_started)
+
+
+def command_started() -> float:
+    """The ``time.monotonic()`` value at which the current command started."""
+    return _command_started
 
 
 def seconds_since_command_start() -> float:
@@ -85,6 +102,33 @@ def positive_int(text: str) -> int:
 def positive_float(text: str) -> float:
     """A finite number > 0 (argparse ``type=``)."""
     return float(_number(text, float, "a number > 0", lambda v: 0 < v < float("inf")))
+
+
+def time_limit_arg(text: str) -> float:
+    """A time limit in seconds (argparse ``type=``), by the one rule every limit follows,
+    :func:`twill.validation.check_time_limit` (a finite number > 0)."""
+
+    def ok(value: float) -> bool:
+        try:
+            check_time_limit(value)
+        except (InvalidProblemError, TypeError):
+            return False
+        return True
+
+    return float(_number(text, float, "a number > 0", ok))
+
+
+def add_time_limit(
+    p: argparse.ArgumentParser, default: float | None, help: str, zero_is_none: bool = False
+) -> None:
+    """The whole command's wall time, the same flag in every command (issue 51):
+    ``--time-limit S``, with ``--total-time-limit`` as its other name (``args.time_limit``;
+    ``zero_is_none``: 0 means no limit). It counts from the command's start, reading the
+    input included: ``twill.cli.main`` gives the parsed command ``args.deadline``
+    (:func:`command_deadline`); per-solve caps have flags of their own."""
+    p.add_argument("--time-limit", "--total-time-limit", dest="time_limit",
+                   type=nonnegative_float if zero_is_none else time_limit_arg, default=default,
+                   metavar="S", help=f"{help} (--total-time-limit: the same flag)")  # fmt: skip
 
 
 def nonnegative_float(text: str) -> float:
@@ -147,6 +191,18 @@ def check_outputs_distinct(*outputs: tuple[str, str | None]) -> None:
         for opt_b, b in given[i + 1 :]:
             if same_file(a, b):
                 raise InvalidProblemError(f"{opt_a} and {opt_b} name the same file {a!r}")
+
+
+def check_output_and_plot(
+    args: argparse.Namespace, inputs: Iterable[str | Path | None], plot_suffixes: tuple[str, ...]
+) -> None:
+    """``-o`` (``args.output``) and ``--plot`` (``args.plot``, one of ``plot_suffixes``)
+    checked against the files the command reads and against each other
+    (:func:`check_output_path`, :func:`check_outputs_distinct`)."""
+    inputs = list(inputs)
+    check_output_path(args.output, "-o", inputs)
+    check_output_path(args.plot, "--plot", inputs, plot_suffixes)
+    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
 
 
 #: Argument names (``dest``) that hold a file the command writes, or one it reads.

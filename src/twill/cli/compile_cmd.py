@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from twill._atomic import write_files
-from twill.cli._args import positive_float
+from twill.cli._args import add_time_limit
 from twill.cli.triton_cmd import add_kernel_args
 from twill.errors import InvalidProblemError
 from twill.sched.problems import PROBLEM_TEXT
@@ -51,13 +51,8 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="folder for the TTGIR, PTX, cubin and summary.json (created if missing)",
     )
-    p.add_argument(
-        "--total-time-limit",
-        type=positive_float,
-        default=600.0,
-        metavar="S",
-        help="seconds for Twill's search (default %(default)g)",
-    )
+    add_time_limit(p, 600.0, "seconds for the whole command: reading the kernel, Twill's "
+                   "search and the compile (default %(default)g)")  # fmt: skip
     p.add_argument(
         "--no-specialize",
         dest="specialize",
@@ -131,7 +126,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         num_warps=args.num_warps,
         config=args.config,
         loop=args.loop,
-        total_time_limit=args.total_time_limit,
+        total_time_limit=args.deadline.within(),
         specialize=args.specialize,
     )
     if summary is None:
@@ -221,7 +216,7 @@ def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int |
         loop=args.loop,
     )
     with private_cache():
-        peer = price_triton(ks, total_time_limit=args.total_time_limit)
+        peer = price_triton(ks, total_time_limit=args.deadline.within())
     out = peer.to_dict()
     out["twill_I"], out["twill_L"] = twill_I, twill_L
     tri = peer.pinned.objective

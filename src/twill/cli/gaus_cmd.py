@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-import time
 from typing import Any
 
 from twill.cli._args import (
+    add_time_limit,
     atomic_output,
     bounded_int,
-    check_output_path,
-    check_outputs_distinct,
+    check_output_and_plot,
     nonnegative_float,
     positive_float,
     positive_int,
@@ -31,13 +29,10 @@ from twill.cli._args import (
     write_output,
 )
 from twill.cli._console import stdout_console
-from twill.errors import InvalidProblemError
 
 __all__ = ["register", "run_gaus", "schedule_summary"]
 
 BASELINES = ("list", "force", "gumbel", "exact")
-# The formulations each baseline implements (the others raise inside the baseline).
-BASELINE_FORMULATIONS = {"list": "ABC", "force": "AC", "gumbel": "A", "exact": "ABC"}
 
 
 def register(subparsers: Any) -> None:
@@ -100,143 +95,58 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="the Gumbel baseline's training epochs (default 100)",
     )
-    p.add_argument(
-        "--time-limit",
-        type=positive_float,
-        default=None,
-        metavar="S",
-        help="seconds for the whole run: GauS returns its best legal schedule so far "
-        "(default: no limit; the exact baseline: 60)",
-    )
+    add_time_limit(p, None, "seconds for the whole command, reading the graph included: GauS "
+                   "returns its best legal schedule so far (default: no limit; the exact "
+                   "baseline: 60)")  # fmt: skip
     p.set_defaults(func=run_gaus)
 
 
-def _check_size(g: Any, II: int | None, args: argparse.Namespace) -> None:  # noqa: N803
-    """Refuse, before any array is built, a run whose time-indexed arrays (operations x
-    steps) would exceed :data:`~twill.sched.validate.MAX_MODEL_CELLS`, and a capacity that
-    no single operation fits in (no schedule can exist)."""
-    import numpy as np
+def gaus_run(args: argparse.Namespace) -> Any:  # noqa: ANN401
+    """The :class:`~twill.sched.gaus.pipeline.GauSRun` of the command line; its time limit is
+    what reading and checking the graph left of the command's ``--time-limit``."""
+    from twill.sched.gaus.pipeline import GauSRun
 
-    from twill.sched.validate import MAX_MODEL_CELLS
-
-    if args.cap is not None:
-        peak = float(np.max(g.usage, initial=0.0))
-        if peak > args.cap:
-            raise InvalidProblemError(
-                f"--cap {args.cap:g}: an operation uses {peak:g} units of a resource in one "
-                "step, so no schedule fits; give a capacity of at least that",
-                source=args.file,
-            )
-    steps = max(args.D or 0, II or 0)
-    cells = g.n * steps
-    if cells > MAX_MODEL_CELLS:
-        raise InvalidProblemError(
-            f"model too large: {g.n:,} operations x {steps:,} steps = about {cells:,} "
-            f"(operation, step) pairs; the limit is {MAX_MODEL_CELLS:,} (lower --D/--II or "
-            "raise --cap)",
-            source=args.file,
-        )
+    return GauSRun(formulation=args.formulation, D=args.D, II=args.II, cap=args.cap,
+                   ratio=args.ratio, baseline=args.baseline, seed=args.seed,
+                   polish=not args.no_polish, lns_time=args.lns_time, device=args.device,
+                   max_iters=args.max_iters, epochs=args.epochs,
+                   time_limit=args.deadline.within())  # fmt: skip
 
 
 def run_gaus(args: argparse.Namespace) -> int:
-    from twill.sched.gaus.graph import gaus_view
-    from twill.sched.validate import check_graph
-
-    args.started = time.perf_counter()  # --time-limit counts from here, reading included
-    if args.baseline and args.formulation not in BASELINE_FORMULATIONS[args.baseline]:
-        supported = ", ".join(BASELINE_FORMULATIONS[args.baseline])
-        raise InvalidProblemError(
-            f"--baseline {args.baseline} does not implement formulation {args.formulation} "
-            f"(it implements: {supported})"
-        )
     from twill.io import graph_input_files, load_graph
+    from twill.sched.gaus.pipeline import check_baseline
 
+    check_baseline(args.baseline, args.formulation)  # before the file is read
     inputs = graph_input_files(args.file)
-    check_output_path(args.output, "-o", inputs)
-    check_output_path(args.plot, "--plot", inputs, (".png", ".svg", ".pdf"))
-    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+    check_output_and_plot(args, inputs, (".png", ".svg", ".pdf"))
     graph = load_graph(args.file, arrays=True)
-    check_graph(graph, model_size=False)
-    g = gaus_view(graph)
-    if g.n == 0:
-        raise InvalidProblemError("the graph has no operations to schedule", source=args.file)
-    if args.cap is not None:
-        g = g.with_caps(args.cap)
-    II = args.II
-    if args.formulation == "C" and II is None:
-        from twill.sched.gaus.bounds import default_II
-
-        II = default_II(g)
-    _check_size(g, II, args)
-    result = _solve(args, graph, II)
-    from twill.sched.gaus.result import run_json
-
-    out = run_json(result, history=bool(args.output))
-    meaning, unit = objective_meaning(args.formulation, g.weight_note, args.ratio)
-    out.update(objective_meaning=meaning, objective_unit=unit)
-    if args.formulation == "C":
-        out.update(caps=_caps(g), cap_source="--cap" if args.cap is not None else "graph")
+    out = _solve(args, graph)
+    result, report = out.result, out.report
     if args.plot:
         with atomic_output(args.plot) as tmp:
             _plot(result, str(tmp))
     if args.output:
-        write_output(args.output, json.dumps(out, indent=1))
+        write_output(args.output, json.dumps(report, indent=1))
     if args.json:
-        out.pop("loss_history", None)
-        out.pop("violation_history", None)
-        print(json.dumps(out))
+        report.pop("loss_history", None)
+        report.pop("violation_history", None)
+        print(json.dumps(report))
         return 0 if result.legal else 1
-    _table(result, meaning, unit)
+    _table(result, out.meaning, out.unit)
     con = stdout_console()
     if args.formulation == "C":
-        con.print(_cap_note(g, args.cap, II), markup=False)
+        con.print(_cap_note(out.view, args.cap, out.II), markup=False)
     for option, what in ((args.output, "JSON result"), (args.plot, "picture")):
         if option:
             con.print(f"{what} written to {option}", markup=False, highlight=False)
     return 0 if result.legal else 1
 
 
-def _memory_unit(weight_note: str) -> str:
-    """The unit of a graph's memory weights, from the note its reader recorded: GML node
-    weights, one value per AIGER node or operation, footprint bytes or result registers."""
-    if weight_note.startswith("GS-Schedule"):
-        return "node-weight units"
-    if weight_note.startswith("AIGER"):
-        return "values"
-    if "memory weight = footprint" in weight_note:
-        return "bytes"
-    if "memory weight = regs" in weight_note:
-        return "registers"
-    return "values"
+def _cap_note(g: Any, cap: float | None, II: int | None) -> str:  # noqa: ANN401, N803
+    from twill.sched.gaus.pipeline import caps_of
 
-
-def objective_meaning(formulation: str, weight_note: str, ratio: float) -> tuple[str, str]:
-    """``(meaning, unit)`` of a GauS objective (and of its bound) for one formulation."""
-    if formulation == "A":
-        return (
-            f"{ratio:g} x (sum over resources of peak units used in one step) + sum over edges "
-            "of communication weight x edge length in steps",
-            "weighted units",
-        )
-    mem = _memory_unit(weight_note)
-    if formulation == "B":
-        return "peak memory: largest total memory weight of the values live at one step", mem
-    return (
-        "modulo peak memory (MaxLive): largest total memory weight of the values live in one "
-        "congruence class modulo II, over overlapping iterations",
-        mem,
-    )
-
-
-def _caps(g: Any) -> dict[str, float | None]:
-    return {
-        r: (float(c) if math.isfinite(c) else None)
-        for r, c in zip(g.resources, g.caps, strict=True)
-    }
-
-
-def _cap_note(g: Any, cap: float | None, II: int | None) -> str:
-    caps = ", ".join(f"{r} {'unlimited' if c is None else f'{c:g}'}" for r, c in _caps(g).items())
+    caps = ", ".join(f"{r} {'unlimited' if c is None else f'{c:g}'}" for r, c in caps_of(g).items())
     if cap is not None:
         return f"capacities: --cap {cap:g} on every resource ({caps}); II = {II}"
     return (
@@ -245,52 +155,14 @@ def _cap_note(g: Any, cap: float | None, II: int | None) -> str:
     )
 
 
-def _problem(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
-    """The :class:`~twill.sched.gaus.problem.GauSProblem` the arguments describe (``--cap``
-    is its ``R_cap``)."""
-    from twill.sched.gaus.problem import GauSProblem
-
-    f = args.formulation
-    ratio = args.ratio if f == "A" else 1.0
-    return GauSProblem(graph, f, D=args.D, II=II if f == "C" else None, R_cap=args.cap,
-                       ratio=ratio)  # fmt: skip
-
-
-def _options(args: argparse.Namespace) -> Any:
-    """The :class:`~twill.options.SolverOptions` of the run: ``--time-limit`` bounds the whole
-    run (GauS returns its best legal schedule so far; the exact baseline defaults to 60 s),
-    ``--seed`` (the Gumbel baseline: GS-Schedule's 30 when 0), ``--epochs`` (the Gumbel
-    baseline's), and GauS's own settings."""
-    from twill.options import SolverOptions
-    from twill.sched.baselines.categorical import GumbelSettings
-    from twill.sched.gaus.solver import default_settings
-
-    limit = args.time_limit
-    if args.baseline == "exact" and limit is None:
-        limit = 60.0
-    if limit is not None:  # what reading and checking the graph left of it
-        limit = max(1e-3, limit - (time.perf_counter() - args.started))
-    seed = (args.seed or 30) if args.baseline == "gumbel" else args.seed
-    explicit: dict[str, Any] = {"polish": not args.no_polish, "lns_time": args.lns_time,
-                                "device": args.device}  # fmt: skip
-    if args.max_iters is not None:
-        explicit["max_iters"] = args.max_iters
-    gaus = default_settings(args.formulation, **explicit)
-    gumbel = GumbelSettings() if args.epochs is None else GumbelSettings(epochs=args.epochs)
-    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=gumbel)
-
-
-def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
-    """GauS or the chosen baseline's ``solve(problem, options)``, under a progress bar on
-    stderr that follows the :class:`~twill.progress.ProgressEvent` stream."""
-    from dataclasses import replace
-
+def _solve(args: argparse.Namespace, graph: Any) -> Any:  # noqa: ANN401
+    """:func:`twill.sched.gaus.pipeline.run_gaus` under a progress bar on stderr that
+    follows the :class:`~twill.progress.ProgressEvent` stream."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from twill.progress import ProgressEvent
+    from twill.sched.gaus.pipeline import options_for, run_gaus
 
-    runner = _runner(args.baseline)
-    options = _options(args)
+    run = gaus_run(args)
     label = args.baseline or "GauS"
     with Progress(
         TextColumn(label),
@@ -301,24 +173,17 @@ def _solve(args: argparse.Namespace, graph: Any, II: int | None) -> Any:
         transient=True,
         disable=not sys.stderr.isatty(),  # a log gets no bar (and no stray blank line)
     ) as bar:
-        task = bar.add_task(label, total=options.gaus.max_iters, line="")
+        task = bar.add_task(label, total=options_for(run).gaus.max_iters, line="")
 
-        def progress(event: ProgressEvent) -> None:
+        def progress(event: Any) -> None:  # noqa: ANN401 (a ProgressEvent)
             step = event.step or 0
             if step % 10 == 0 or step == event.total or event.method != "gaus":
                 best = "-" if event.incumbent is None else f"{event.incumbent:.6g}"
                 line = f"{event.message} best {best}".strip()
                 bar.update(task, completed=step, total=event.total or step, line=line)
 
-        return runner(_problem(args, graph, II), replace(options, on_progress=progress))
-
-
-def _runner(baseline: str | None) -> Any:
-    """The registered ``solve(problem, options)`` of GauS or of a baseline (the CLI's
-    ``--baseline`` names are the registry's names or aliases: ``force``, ``exact``)."""
-    from twill.registry import solver
-
-    return solver(baseline or "gaus")
+        return run_gaus(graph, run, source=args.file, on_progress=progress,
+                        history=bool(args.output))  # fmt: skip
 
 
 def _stderr_console() -> Any:

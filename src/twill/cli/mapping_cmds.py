@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
+    add_time_limit,
     atomic_output,
     bounded_int,
+    check_output_and_plot,
     check_output_path,
-    check_outputs_distinct,
-    positive_float,
     positive_int,
     seed_int,
+    time_limit_arg,
     write_output,
 )
 from twill.cli._console import stdout_console
@@ -157,20 +158,23 @@ def _status_line(res: Any) -> str:
 
 def method_options(args: argparse.Namespace, method: str) -> Any:  # noqa: ANN401
     """The :class:`~twill.options.SolverOptions` of one mapping method from the command line:
-    the CoSA family gets ``--time-limit`` (per layer), ``--threads``, ``--seed`` and
-    ``--backend``; the searches ``--seed``, ``--metric`` and ``--n-valid`` (default: random 5,
-    random16k and hybrid 16,000); exhaustive ``--metric``."""
+    every method ends by the command's ``--time-limit`` (its deadline); the CoSA family gets
+    ``--layer-time-limit`` per layer (``map``: ``--time-limit``, one layer), ``--threads``,
+    ``--seed`` and ``--backend``; the searches ``--seed``, ``--metric`` and ``--n-valid``
+    (default: random 5, random16k and hybrid 16,000); exhaustive ``--metric``."""
     from twill.mapping.cosa.solve import CoSASettings
     from twill.mapping.search.common import SearchSettings
     from twill.options import SolverOptions
 
+    end = args.deadline
     if method in ("cosa", "cosa-rerank", "cosa-edp"):
-        return SolverOptions(time_limit=args.time_limit, threads=args.threads, seed=args.seed,
-                             cosa=CoSASettings(backend=args.backend))  # fmt: skip
+        layer = getattr(args, "layer_time_limit", args.time_limit)
+        return SolverOptions(time_limit=layer, threads=args.threads, seed=args.seed,
+                             cosa=CoSASettings(backend=args.backend), deadline=end)  # fmt: skip
     if method in ("random", "random16k", "hybrid"):
         search = SearchSettings(n_valid=getattr(args, "n_valid", None), metric=args.metric)
-        return SolverOptions(seed=args.seed, search=search)
-    return SolverOptions(search=SearchSettings(metric=args.metric))
+        return SolverOptions(seed=args.seed, search=search, deadline=end)
+    return SolverOptions(search=SearchSettings(metric=args.metric), deadline=end)
 
 
 # ------------------------------------------------------------------------------ map
@@ -281,7 +285,7 @@ def _shipped_network(args: argparse.Namespace, source: str) -> str:
     """``source``, or the shipped folder of DOSA's workload it names (``dosa_bert``, ``bert``)
     when it is no existing path: a name resolves the same from any folder."""
     from twill.io.networks import default_workload_root
-    from twill.mapping.fadiff.networks import NETWORKS, network_key
+    from twill.mapping.network import NETWORKS, network_key
 
     if args.model or Path(source).exists():
         return source
@@ -295,7 +299,7 @@ def _shipped_network(args: argparse.Namespace, source: str) -> str:
 def _network_label(source: str) -> str:
     """The network's name in reports: ``dosa_NAME`` for a shipped DOSA workload folder."""
     from twill.io.networks import SHIPPED_WORKLOADS
-    from twill.mapping.fadiff.networks import network_name
+    from twill.mapping.network import network_name
 
     path = Path(source)
     return network_name(path.name) if path.parent == SHIPPED_WORKLOADS else path.stem
@@ -331,9 +335,7 @@ def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
 
         model_files = [] if args.model else onnx_input_files(source, (args.output, args.plot))
     inputs = [*model_files, *arch_input_files(args.arch)]
-    check_output_path(args.plot, "--plot", inputs, (".png", ".pdf", ".svg"))
-    check_output_path(args.output, "-o", inputs)
-    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+    check_output_and_plot(args, inputs, (".png", ".pdf", ".svg"))
 
 
 def _write_json_output(args: argparse.Namespace, payload: dict[str, Any]) -> None:
@@ -703,18 +705,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _register_map_eval(subparsers)
 
 
-def _add_solver_options(p: argparse.ArgumentParser) -> None:
+def _add_solver_options(p: argparse.ArgumentParser, network: bool = False) -> None:
     """Backend, limits, seed, search metric and ``--json``: shared by ``map`` and
-    ``map-network``."""
+    ``map-network`` (``network``: a whole-command limit and one per layer)."""
     p.add_argument(
         "--backend",
         choices=("cpsat", "scip", "highs", "cbc"),
         default="cpsat",
         help="MIP backend for --method cosa (default cpsat)",
     )
-    p.add_argument(
-        "--time-limit", type=positive_float, default=60.0, help="MIP time limit per layer (s)"
-    )
+    if network:
+        add_time_limit(p, None, "seconds for the whole command (default: no limit); a layer "
+                       "not mapped by then is reported without a mapping")  # fmt: skip
+        p.add_argument("--layer-time-limit", type=time_limit_arg, default=60.0, metavar="S",
+                       help="MIP time limit per layer (s, default %(default)g), inside "
+                       "--time-limit")  # fmt: skip
+    else:
+        add_time_limit(p, 60.0, "seconds for the whole command: the layer's MIP time limit "
+                       "(default %(default)g)")  # fmt: skip
     p.add_argument(
         "--threads",
         type=bounded_int(MAX_THREADS),
@@ -799,7 +807,7 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--n-valid", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--plot", help="write a per-layer comparison plot (PNG/PDF)")
     p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
-    _add_solver_options(p)
+    _add_solver_options(p, network=True)
     p.set_defaults(func=_cmd_map_network)
 
 

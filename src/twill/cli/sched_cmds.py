@@ -24,13 +24,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
+    add_time_limit,
     atomic_output,
     bounded_int,
+    check_output_and_plot,
     check_output_path,
-    check_outputs_distinct,
-    positive_float,
     positive_int,
-    seconds_since_command_start,
+    time_limit_arg,
     write_output,
 )
 from twill.cli._console import stdout_console
@@ -108,23 +108,17 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="largest initiation interval to try",
     )
+    add_time_limit(p, DEFAULT_TOTAL_TIME_LIMIT, "seconds for the whole command, reading the "
+                   "input and Phases 1 and 2 included (default %(default)g); when it runs out, "
+                   "the best verified schedule is reported ('feasible', with its lower bound "
+                   "and gap) or 'unknown' without one")  # fmt: skip
     p.add_argument(
-        "--time-limit",
-        dest="time_limit",
-        type=positive_float,
+        "--solve-time-limit",
+        dest="solve_time_limit",
+        type=time_limit_arg,
         default=None,
         metavar="S",
-        help="seconds per Phase-1 solve (a hit makes I unproven)",
-    )
-    p.add_argument(
-        "--total-time-limit",
-        dest="total_time_limit",
-        type=positive_float,
-        default=DEFAULT_TOTAL_TIME_LIMIT,
-        metavar="S",
-        help="seconds for the whole run, reading the input and Phases 1 and 2 included "
-        "(default %(default)g); when it runs out, the best verified schedule is reported "
-        "('feasible', with its lower bound and gap) or 'unknown' without one",
+        help="seconds per Phase-1 solve, inside --time-limit (a hit makes I unproven)",
     )
     p.add_argument(
         "--threads",
@@ -134,6 +128,10 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
         help="solver threads (default 1, at most 1,024) of each Phase-1 solve; same proven "
         "I and L, possibly another schedule",
     )
+    p.add_argument("--heuristic-only", dest="heuristic_only", action="store_true",
+                   help="no exact solve: the heuristic schedule alone (iterative modulo "
+                   "scheduling, then slack scheduling below it), verified, with MII as its "
+                   "lower bound; Phase 1 only")  # fmt: skip
     p.add_argument("--workers", type=bounded_int(MAX_THREADS), default=1, metavar="N",
                    help="worker processes (default 1): with Phase 2 and the cpsat backend, "
                    "that many initiation intervals examined at once; the same answer as "
@@ -158,7 +156,7 @@ def _add_phase2_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--phase2-time-limit",
         dest="phase2_time_limit",
-        type=positive_float,
+        type=time_limit_arg,
         default=None,
         metavar="S",
         help=f"seconds per Phase-2 (I, L) point (default {DEFAULT_PHASE2_TIME_LIMIT:g}; implies "
@@ -263,6 +261,10 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
     wants = args.probe or args.phase2_time_limit is not None
     if wants and args.phase2 is False:
         raise InvalidProblemError("--probe and --phase2-time-limit need Phase 2; drop --no-phase2")
+    if args.heuristic_only:
+        if wants or args.phase2:
+            raise InvalidProblemError("--heuristic-only is Phase 1 alone; drop the Phase-2 flags")
+        return False
     return True if wants else args.phase2
 
 
@@ -276,18 +278,16 @@ def _shared_fields(result: Any, options: SolverOptions) -> dict[str, Any]:
 
 def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> SolverOptions:
     """The command's flags as one :class:`~twill.options.SolverOptions`, its deadline
-    anchored when the command began (``--total-time-limit`` counts reading the input)."""
-    import time
-
+    anchored when the command began (``--time-limit`` counts reading the input)."""
     from twill.options import SolverOptions
     from twill.sched.exact.settings import TwillSettings
 
-    settings = TwillSettings(backend=backend, solve_time_limit=args.time_limit, phase2=phase2,
+    settings = TwillSettings(backend=backend, solve_time_limit=args.solve_time_limit, phase2=phase2,
                              probe=args.probe, point_time_limit=args.phase2_time_limit
-                             or DEFAULT_PHASE2_TIME_LIMIT)  # fmt: skip
-    options = SolverOptions(time_limit=args.total_time_limit, threads=args.threads,
-                            workers=args.workers, twill=settings)  # fmt: skip
-    return options.start(at=time.monotonic() - seconds_since_command_start())
+                             or DEFAULT_PHASE2_TIME_LIMIT,
+                             exact=not args.heuristic_only)  # fmt: skip
+    return SolverOptions(time_limit=args.time_limit, threads=args.threads, deadline=args.deadline,
+                         workers=args.workers, twill=settings)  # fmt: skip
 
 
 @contextmanager
@@ -387,6 +387,19 @@ def _kernel_and_graph(
     return kernel, kernel.picked.graph
 
 
+def _cta_warps(args: argparse.Namespace, kernel: Any) -> int | None:  # noqa: ANN401
+    """The CTA's warps of a Triton kernel's loop (the kernel's ``num_warps``, or the one a
+    graph written by ``import-triton`` records): the problem is then the union with one
+    partition (:mod:`twill.sched.exact.single`); ``None`` for any other input."""
+    if kernel is not None:
+        return kernel.picked.num_warps
+    if not _records_arch(args):
+        return None
+    from twill.io.graph_json import recorded_num_warps
+
+    return recorded_num_warps(args.graph)
+
+
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.compile_cmd import check_compare_args
     from twill.io import graph_input_files
@@ -395,15 +408,15 @@ def cmd_solve(args: argparse.Namespace) -> int:
     from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
-    check_output_path(args.output, "-o", inputs)
-    check_output_path(args.plot, "--plot", inputs, PLOT_SUFFIXES)
-    check_outputs_distinct(("-o", args.output), ("--plot", args.plot))
+    check_output_and_plot(args, inputs, PLOT_SUFFIXES)
     phase2 = _phase2_choice(args)
     check_compare_args(args)
     options = _options(args, _default_backend(args), phase2)  # the deadline runs from here:
     kernel, graph = _kernel_and_graph(args, options.deadline)  # reading counts
-    with _followed(args, options) as followed:
-        result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I), followed)
+    warps = _cta_warps(args, kernel) if phase2 is not False else None
+    with _followed(args, options) as followed:  # a kernel: the union with one partition
+        result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I,
+                                              single_partition_warps=warps), followed)  # fmt: skip
     loops_text = ""
     extra: dict[str, Any] = {}
     if kernel is not None:
@@ -414,8 +427,13 @@ def cmd_solve(args: argparse.Namespace) -> int:
         for lp in kernel.loops:
             solved = result if lp is kernel.picked else None
             if solved is None and args.loop is None:
+                one = WarpSpecProblem(
+                    lp.graph,
+                    max_II=args.max_I,
+                    single_partition_warps=lp.num_warps if warps else None,
+                )
                 with _followed(args, options) as followed:
-                    solved = pipeline.run(WarpSpecProblem(lp.graph, max_II=args.max_I), followed)
+                    solved = pipeline.run(one, followed)
             if solved is not None:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)

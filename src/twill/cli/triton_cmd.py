@@ -234,7 +234,7 @@ def cmd_import_triton(args: argparse.Namespace) -> int:
     graph = imported.picked.graph
     report = format_loops([loop_entry(lp) for lp in imported.loops], imported.notes)
     if args.output:
-        write_graph(graph, args.output, arch=imported.arch)
+        write_graph(graph, args.output, arch=imported.arch, num_warps=imported.picked.num_warps)
         print(report)
         print(
             f"{graph.name} (loop at line {imported.picked.line}): {len(graph.instructions)} "
@@ -242,5 +242,5 @@ def cmd_import_triton(args: argparse.Namespace) -> int:
         )
     else:
         print(report, file=sys.stderr)
-        print(dumps_graph(graph, arch=imported.arch))
+        print(dumps_graph(graph, arch=imported.arch, num_warps=imported.picked.num_warps))
     return 0

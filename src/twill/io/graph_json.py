@@ -27,6 +27,7 @@ __all__ = [
     "graph_to_dict",
     "graph_from_dict",
     "recorded_arch",
+    "recorded_num_warps",
     "validate_graph_dict",
     "read_graph",
     "write_graph",
@@ -35,7 +36,15 @@ __all__ = [
 
 FORMAT = "twill-graph/1"
 
-_MACHINE_KEYS = {"name", "functional_units", "registers_per_warp", "memories", "warps", "note"}
+_MACHINE_KEYS = {
+    "name",
+    "functional_units",
+    "registers_per_warp",
+    "registers_per_sm",
+    "memories",
+    "warps",
+    "note",
+}
 _INSTRUCTION_KEYS = {
     "name",
     "cycles",
@@ -50,7 +59,7 @@ _INSTRUCTION_KEYS = {
     "note",
 }
 _EDGE_KEYS = {"src", "dst", "delay", "distance", "blocking"}
-_TOP_KEYS = {"format", "name", "machine", "instructions", "edges", "arch"}
+_TOP_KEYS = {"format", "name", "machine", "instructions", "edges", "arch", "num_warps"}
 #: Targets a graph extracted from a Triton kernel may record (``arch``: solved as that kernel).
 _ARCHES = ("sm_90a", "sm_100a")
 
@@ -68,6 +77,7 @@ def graph_to_dict(graph: DependenceGraph) -> dict[str, Any]:
             "memories": dict(m.memories),
             "warps": m.warps,
             "note": m.note,
+            **({"registers_per_sm": m.registers_per_sm} if m.registers_per_sm else {}),
         },
         "instructions": [
             {
@@ -160,6 +170,8 @@ def validate_graph_dict(data: object) -> list[str]:
         c.string("name", data["name"])
     if "arch" in data and data["arch"] not in _ARCHES:
         c.add("arch", " or ".join(repr(a) for a in _ARCHES), data["arch"])
+    if "num_warps" in data:
+        c.integer("num_warps", data["num_warps"], 1)
     if "machine" in data:
         _check_machine(c, data["machine"])
     instructions = data.get("instructions")
@@ -190,6 +202,8 @@ def _check_machine(c: _Checker, machine: object) -> None:
         c.int_map("machine.memories", machine["memories"], 0)
     if machine.get("registers_per_warp") is not None:
         c.integer("machine.registers_per_warp", machine["registers_per_warp"])
+    if machine.get("registers_per_sm") is not None:
+        c.integer("machine.registers_per_sm", machine["registers_per_sm"], 1)
     if "warps" in machine:
         c.integer("machine.warps", machine["warps"], 1)
     for key in ("name", "note"):
@@ -263,6 +277,7 @@ def graph_from_dict(data: Mapping[str, Any], source: str | None = None) -> Depen
         memories=dict(m.get("memories", {})),
         warps=m.get("warps", 1),
         note=m.get("note", ""),
+        registers_per_sm=m.get("registers_per_sm"),
     )
     instructions = tuple(
         Instruction(
@@ -338,12 +353,17 @@ def read_graph(path: str | Path) -> DependenceGraph:
     return graph_from_dict(data, source=str(path))
 
 
-def dumps_graph(graph: DependenceGraph, fmt: str = "json", arch: str | None = None) -> str:
+def dumps_graph(
+    graph: DependenceGraph, fmt: str = "json", arch: str | None = None, num_warps: int | None = None
+) -> str:
     """Serialise ``graph`` as ``"json"`` or ``"yaml"`` text (``arch``: the Triton target it was
-    extracted for, recorded so that solving the file takes the same path as the kernel)."""
+    extracted for, ``num_warps`` the kernel's warps, recorded so that solving the file takes
+    the same path as the kernel)."""
     data = graph_to_dict(graph)
     if arch is not None:
         data["arch"] = arch
+    if num_warps is not None:
+        data["num_warps"] = num_warps
     if fmt == "yaml":
         import yaml
 
@@ -353,18 +373,32 @@ def dumps_graph(graph: DependenceGraph, fmt: str = "json", arch: str | None = No
     raise InvalidProblemError(f"format must be 'json' or 'yaml', found {fmt!r}")
 
 
-def recorded_arch(path: str | Path) -> str | None:
-    """The ``arch`` a graph file records (written by ``twill import-triton``), else ``None``."""
+def _recorded(path: str | Path, key: str) -> object:
     path = Path(path)
     text = read_text_file(path)
     data = load_yaml_text(text, str(path)) if _is_yaml(path) else _load_json_text(text, str(path))
-    arch = data.get("arch") if isinstance(data, Mapping) else None
+    return data.get(key) if isinstance(data, Mapping) else None
+
+
+def recorded_arch(path: str | Path) -> str | None:
+    """The ``arch`` a graph file records (written by ``twill import-triton``), else ``None``."""
+    arch = _recorded(path, "arch")
     return arch if arch in _ARCHES else None
 
 
-def write_graph(graph: DependenceGraph, path: str | Path, arch: str | None = None) -> None:
+def recorded_num_warps(path: str | Path) -> int | None:
+    """The kernel's ``num_warps`` a graph file records (``twill import-triton``), else
+    ``None``."""
+    warps = _recorded(path, "num_warps")
+    return warps if isinstance(warps, int) and not isinstance(warps, bool) else None
+
+
+def write_graph(
+    graph: DependenceGraph, path: str | Path, arch: str | None = None, num_warps: int | None = None
+) -> None:
     """Write ``graph`` to ``path``; YAML for ``.yaml``/``.yml``, JSON otherwise. The file is
     replaced atomically: an error or interrupt leaves the old file (or none)."""
     from twill._atomic import write_output
 
-    write_output(path, dumps_graph(graph, "yaml" if _is_yaml(Path(path)) else "json", arch))
+    fmt = "yaml" if _is_yaml(Path(path)) else "json"
+    write_output(path, dumps_graph(graph, fmt, arch, num_warps))

@@ -1,7 +1,7 @@
 """Reading DOSA's network workload folders (``layers.yaml`` plus one problem YAML per layer)
-into :class:`~twill.mapping.fadiff.networks.Network` graphs.
+into :class:`~twill.mapping.network.Network` graphs.
 
-The edges come from :mod:`twill.mapping.fadiff.networks`; this module only finds and reads
+The edges come from :mod:`twill.mapping.network`; this module only finds and reads
 the files. The data root is an argument; :func:`default_workload_root` is the default the CLI
 (``twill fuse --workloads DIR``), the benchmarks and the demos use: DOSA's workloads, shipped
 with the package in ``twill/data/workloads/dosa`` (BSD-2-Clause, ``LICENSE`` and ``SOURCE.md``
@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from twill.errors import InvalidProblemError
-from twill.mapping.fadiff.networks import (
+from twill.mapping.network import (
     Network,
     build_network,
     fsrcnn,
@@ -73,10 +73,10 @@ def read_network_layers(folder: str | Path) -> list[Layer]:
 
 
 def load_network(name: str, root: str | Path | None = None) -> Network:
-    """One of :data:`~twill.mapping.fadiff.networks.NETWORKS` read from ``root`` (DOSA's
+    """One of :data:`~twill.mapping.network.NETWORKS` read from ``root`` (DOSA's
     ``workloads`` folder; :func:`default_workload_root` when ``None``) and named
     ``dosa_NAME`` (``name`` may be ``dosa_bert`` or ``bert``), or one of
-    :data:`~twill.mapping.fadiff.networks.IMAGE_NETWORKS`, which are written in code."""
+    :data:`~twill.mapping.network.IMAGE_NETWORKS`, which are written in code."""
     key = network_key(name)
     if key == "fsrcnn":
         return fsrcnn()

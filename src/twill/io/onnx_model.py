@@ -19,7 +19,7 @@ Nodes that move or compute data in a way no mapper models (``Loop``, ``If``, ``S
 refused; so are unknown ops, all listed in one message with name and op type.
 
 The graph: for each compute node, its data inputs are traced back through free nodes to the
-compute nodes that produced them; the kinds follow :mod:`twill.mapping.fadiff.networks`
+compute nodes that produced them; the kinds follow :mod:`twill.mapping.network`
 (``chain`` through element-wise/normalisation/reshape only, ``block``/``add`` around a
 residual ``Add``, ``pool``/``concat``/``branch`` otherwise, never fused).
 """
@@ -33,8 +33,8 @@ from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
 from twill.io.onnx_einsum import einsum_operands, einsum_roles
-from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Edge, Network, shape_mismatch
-from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer
+from twill.mapping.network import EPILOGUE_KINDS, LayerEdge, Network, shape_mismatch
+from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer, unique_layers
 
 __all__ = [
     "COMPUTE_OPS",
@@ -315,7 +315,9 @@ def _check_node(model: Any, node: Any, shp: dict[str, list[int]], src: str) -> N
             raise InputFormatError(f"{what}: no static shape for {t!r}: {why}", source=src)
 
 
-def _edges(g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Layer]) -> list[Edge]:
+def _edges(
+    g: Any, layer_of: dict[int, int], consts: set[str], layers: list[Layer]
+) -> list[LayerEdge]:
     """Producer → consumer edges between compute nodes, traced through free nodes."""
     producer = {o: i for i, n in enumerate(g.node) for o in n.output}
     adds: dict[tuple[int, int, str], None] = {}  # ordered set: each add node counted once
@@ -381,7 +383,7 @@ def _join(
     return [(p, "branch") for f in found for p, _ in f]
 
 
-def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[Edge]:
+def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[LayerEdge]:
     """Dedupe, then keep an edge a fusion candidate only where the shapes allow it.
 
     A residual ``add`` whose shapes differ becomes ``epilogue`` (still the consumer's
@@ -400,7 +402,7 @@ def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[Edge]:
     for s, d, _k in raw:
         if seen[s, d] not in EPILOGUE_KINDS:
             data_in[d] = data_in.get(d, 0) + 1
-    out: list[Edge] = []
+    out: list[LayerEdge] = []
     for (s, d), k in seen.items():
         note = notes.get((s, d), "")
         if k in ("chain", "block"):
@@ -409,25 +411,15 @@ def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[Edge]:
                 why = f"consumer has {data_in[d]} producers"
             if why:
                 k, note = "branch", why
-        out.append(Edge(s, d, k, note))
+        out.append(LayerEdge(s, d, k, note))
     return out
-
-
-def unique_layers(layers: tuple[Layer, ...] | list[Layer]) -> list[Layer]:
-    """Distinct shapes in first-seen order, each with ``count`` = how often it occurs."""
-    first: dict[str, Layer] = {}
-    counts: dict[str, int] = {}
-    for ly in layers:
-        first.setdefault(ly.key, ly)
-        counts[ly.key] = counts.get(ly.key, 0) + ly.count
-    return [replace(first[k], count=counts[k]) for k in first]
 
 
 def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
     """Write the layer folder: one problem YAML per layer, ``layers.yaml`` and ``graph.yaml``.
 
     ``graph.yaml`` holds ``name``, ``layers`` (file stems in order) and ``edges`` as
-    ``[producer, consumer, kind]``; :func:`twill.mapping.fadiff.networks.load_network`
+    ``[producer, consumer, kind]``; :func:`twill.mapping.network.load_network`
     reads the folder back as a network. Refuses to write into a non-empty folder; the folder
     is filled beside the target and renamed into place, so it is complete or absent.
     """

@@ -44,6 +44,7 @@ def space_path(text: str) -> Path:
     shipped = SHIPPED_SPACES / f"{text}.yaml"
     return shipped if not path.exists() and "/" not in text and shipped.is_file() else path
 
+
 _RANGE_KEYS = ({"from", "to", "times"}, {"from", "to", "step"})
 
 
@@ -61,6 +62,12 @@ def read_design_space(path: str | Path) -> DesignSpace:
         Not a mapping, an unknown template or parameter, an empty list, a value out of range
         (a negative size), a buffer too small for any mapping, more than
         :data:`~twill.mapping.space.MAX_POINTS` points: the first defect, naming the key.
+
+    Examples
+    --------
+    >>> space = read_design_space(space_path("gemmini"))
+    >>> space.template, space.size, [name for name, _ in space.axes]
+    ('gemmini', 64, ['pe_dim', 'scratchpad_kB', 'accumulator_kB'])
     """
     from twill.io.yaml_safe import load_yaml_file
 
@@ -141,11 +148,16 @@ def parse_networks(text: str) -> list[NetworkSpec]:
     InvalidProblemError
         An empty list, an item named twice, or one that is no DOSA workload, zoo model,
         ``.onnx`` file or layer folder (naming the item and the choices).
+
+    Examples
+    --------
+    >>> [(s.name, s.kind, s.phase) for s in parse_networks("dosa_bert,llama-tiny:decode")]
+    [('dosa_bert', 'dosa', None), ('llama-tiny:decode', 'zoo', 'decode')]
     """
     from twill.io.model_zoo import MODELS, model_key
     from twill.io.model_zoo_text import DECODERS, PHASES
     from twill.io.networks import default_workload_root
-    from twill.mapping.fadiff.networks import NETWORKS
+    from twill.mapping.network import NETWORKS
 
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or not all(items):

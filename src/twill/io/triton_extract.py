@@ -31,13 +31,13 @@ from __future__ import annotations
 import contextvars
 import math
 import re
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.io.triton_costs import VIEWS as _VIEWS
 from twill.io.triton_costs import classify, fold_reason, op_cycles, result_type
@@ -105,6 +105,9 @@ class ExtractedLoop:
     calls
         Kernel lines of the calls through which the loop was inlined (innermost first): a
         helper function called twice gives two loops at one ``line``.
+    num_warps
+        The kernel's ``num_warps`` (``ttg.num-warps``): the CTA's warps, over which a loop
+        without warp specialisation runs every operation.
     accounting
         Every op of the body: (TTGIR line, op name, ``"instruction"`` or the fold reason, or
         ``"other branch"`` for a dropped ``scf.if`` branch).
@@ -121,6 +124,7 @@ class ExtractedLoop:
     notes: tuple[str, ...] = ()
     accounting: tuple[tuple[int, str, str], ...] = field(default=(), repr=False)
     calls: tuple[int, ...] = ()
+    num_warps: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -482,15 +486,16 @@ cost to one unit (the pool's sum is bounded by the budget); four keep the ratios
 one)."""
 
 
-_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+_DEADLINE: contextvars.ContextVar[Deadline | float | None] = contextvars.ContextVar(
     "twill_normalisation_deadline", default=None
 )
 
 
 @contextmanager
-def normalisation_deadline(deadline: float | None) -> Iterator[None]:
+def normalisation_deadline(deadline: Deadline | float | None) -> Iterator[None]:
     """Within this block, :func:`extract_loops` normalises costs by ``deadline`` (a
-    ``time.monotonic()`` value; ``None``: no limit) unless given one: a command's deadline
+    :class:`~twill.deadline.Deadline` or its ``time.monotonic()`` end; ``None``: no limit)
+    unless given one: a command's deadline
     reaches the reader without a parameter on every function between them."""
     token = _DEADLINE.set(deadline)
     try:
@@ -500,7 +505,7 @@ def normalisation_deadline(deadline: float | None) -> Iterator[None]:
 
 
 def normalise_loop(
-    graph: DependenceGraph, U: int = 300, deadline: float | None = None
+    graph: DependenceGraph, U: int = 300, deadline: Deadline | float | None = None
 ) -> tuple[DependenceGraph, Any]:
     """The paper's §5.2 normalisation of one loop (``keep_positive``): budget ``U``, then, where the
     loop's lower bound on I (``mii``) spans more than :data:`UNITS_PER_BOUND` units, again
@@ -520,7 +525,7 @@ def normalise_loop(
     from twill.sched.normalize import graph_costs, normalize_graph
 
     def left() -> float | None:  # each ZLP solve within the command's deadline
-        return None if deadline is None else max(0.01, deadline - time.monotonic())
+        return Deadline.of(deadline).within()
 
     n_costs = len(graph_costs(graph)[0])
     if n_costs > U:  # keep_positive needs a unit per cost; four leave room for their ratios
@@ -564,7 +569,7 @@ def extract_loops(
     name: str | None = None,
     normalize: bool = True,
     U: int = 300,
-    deadline: float | None = None,
+    deadline: Deadline | float | None = None,
 ) -> tuple[ExtractedLoop, ...]:
     """Every innermost loop of TTGIR ``text`` for ``arch``, in program order.
 
@@ -636,6 +641,7 @@ def extract_loops(
                 tuple(builder.notes),
                 tuple(builder.accounting),
                 calls,
+                module.num_warps,
             )
         )
     if not out:

@@ -9,9 +9,11 @@ schedule compiled by Triton.
 * :func:`compile_twill` writes Twill's schedule onto the loop, lets Triton finish the
   compilation and reads the pipelined IR back (:func:`~twill.io.triton_schedule.read_back`).
 
-Warp assignment. Without warp specialisation every operation of Triton's loop runs on all
-``num_warps`` warps: in Twill's model the op then occupies the compute slots those warps fill
-(``num_warps / 4`` warp groups, each tensor spread over them, so fewer registers per thread).
+Warp assignment. Without warp specialisation every operation of Triton's loop, its loads
+included, runs on all ``num_warps`` warps: it is priced on the single-partition graph
+(:func:`~twill.sched.exact.single.single_partition_graph`: each op on the slots those warps
+fill, ``num_warps / 4`` warp groups, each tensor spread over them, no hand-off between warps),
+the point of Twill's own problem that holds it.
 With warp specialisation (``ttg.partition``) each partition is one compute slot, a partition of
 loads only the variable-latency slot. Twill's variable-latency ops always sit on that slot (a
 rule of the model). Twill's partitions are written on both architectures: Triton's generic
@@ -23,7 +25,6 @@ When Triton rejects them, the stages alone are compiled and the summary says why
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.io.triton_extract import ExtractedLoop
 from twill.io.triton_schedule import (
@@ -46,7 +48,9 @@ from twill.io.triton_schedule import (
 )
 from twill.results import SolveResult, Status
 from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
+from twill.sched.exact.single import single_partition_graph
 from twill.sched.ir import DependenceGraph
+from twill.sched.machines import SMEM_PER_CTA
 from twill.sched.verify_warps import WARPS_PER_SLOT
 
 __all__ = [
@@ -59,9 +63,13 @@ __all__ = [
     "CompileSummary",
     "compile_file_names",
     "PARTITION_NOTE",
+    "ONE_PARTITION_NOTE",
+    "twill_slots",
     "SUMMARY_KEYS",
 ]
 
+#: Why no partitions are written when Twill's answer runs without warp specialisation.
+ONE_PARTITION_NOTE = "not applied: Twill's answer is one partition (no warp specialisation)"
 #: Why Twill's warp assignment is not written (recorded in the summary when it is not).
 PARTITION_NOTE = {
     "sm_90a": "not applied: Twill's answer has no warp assignment",
@@ -147,19 +155,6 @@ def _build(ks: KernelSpec, edit: Any = None, key: str = "") -> Any:
         key=key,
         specialize=ks.specialize,
     )
-
-
-def _spread(graph: DependenceGraph, num_warps: int) -> DependenceGraph:
-    """The graph with every compute op on ``num_warps`` warps (a loop without warp
-    specialisation): a register tensor spread over more threads needs fewer per thread."""
-    ins = []
-    for i in graph.instructions:
-        if i.variable_latency or i.warps >= num_warps:
-            ins.append(i)
-            continue
-        regs = math.ceil(i.regs * max(i.warps, 1) / num_warps) if i.regs else 0
-        ins.append(replace(i, warps=num_warps, regs=regs))
-    return replace(graph, instructions=tuple(ins))
 
 
 def _slots(graph: DependenceGraph, match: Match, num_warps: int) -> tuple[dict, list[str]]:
@@ -282,13 +277,13 @@ def price_triton(
         for op in loop.ops:
             op.stage, op.cluster = 0, 0
     match = match_graph(graph_ops(extracted, ttgir), loop)
-    pins, notes = triton_pins(graph, match, ks.num_warps)
+    parts = any(op.partition for op in match.pairs.values())
+    priced = graph if parts else single_partition_graph(graph, ks.num_warps)
+    pins, notes = triton_pins(priced, match, ks.num_warps)
     if not pipelined:
         notes.insert(0, NOT_PIPELINED)
     if match.twill_only:
         notes.append(f"not in Triton's loop (left free): {', '.join(match.twill_only)}")
-    parts = any(op.partition for op in match.pairs.values())
-    priced = graph if parts else _spread(graph, ks.num_warps)
     wrong = order_contradictions(graph, pins)
     if wrong:  # not Triton's schedule but a wrong match: no price, never "infeasible"
         notes.append(
@@ -335,8 +330,9 @@ def compile_file_names(kernel: str) -> tuple[str, ...]:
     return (f"{kernel}.ttgir", f"{kernel}.ptx", f"{kernel}.cubin", "summary.json")
 
 
-#: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB.
-SMEM_LIMIT = 232_448
+#: Shared memory one thread block may use (bytes), H100 and B200 alike: 227 KiB (the model's
+#: capacity too: :data:`twill.sched.machines.SMEM_PER_CTA`).
+SMEM_LIMIT = SMEM_PER_CTA
 #: Registers one thread may hold (sm_90, sm_100).
 REG_LIMIT = 255
 
@@ -504,16 +500,35 @@ def compile_twill(
 
 
 def solve_for_compile(
-    graph: DependenceGraph, time_limit: float, deadline: float | None = None
+    graph: DependenceGraph,
+    time_limit: float,
+    deadline: Deadline | float | None = None,
+    num_warps: int | None = None,
 ) -> Any:
-    """Twill's joint search (Algorithm 1, CP-SAT Phase 1) for a kernel about to be compiled:
-    ``time_limit`` seconds per Phase-1 solve, at most a minute per Phase-2 call, and the whole
-    search by ``deadline`` (a ``time.monotonic()`` value) when given."""
+    """Twill's search for a kernel about to be compiled: Algorithm 1 (CP-SAT Phase 1), then,
+    with the kernel's ``num_warps``, the union with one partition
+    (:func:`~twill.sched.exact.single.solve_union`); ``time_limit`` seconds per Phase-1
+    solve, at most a minute per Phase-2 call, and the whole search by ``deadline`` (a
+    :class:`~twill.deadline.Deadline`) when given."""
     from twill.sched.exact.algorithm1 import algorithm1
+    from twill.sched.exact.search import search_min_ii
     from twill.sched.exact.settings import TwillSettings, twill_options
+    from twill.sched.exact.single import solve_union
 
     settings = TwillSettings(backend="cpsat", solve_time_limit=time_limit, point_time_limit=60.0)
-    return algorithm1(graph, twill_options(settings, deadline))
+    options = twill_options(settings, deadline)
+    if num_warps is None:
+        return algorithm1(graph, options)
+    cold = replace(options, twill=replace(settings, warm_start=False))
+    return solve_union(graph, search_min_ii(graph, cold), num_warps, options)
+
+
+def twill_slots(result: Any) -> dict[str, Any]:  # noqa: ANN401 (a TwillResult)
+    """The warp assignment to write as partitions: none when Twill's answer is one partition
+    (or the sequential loop of one), which runs without warp specialisation."""
+    if result.extra.get("picked") in ("single_partition", "sequential"):
+        return {}
+    return result.assignment or {}
 
 
 def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
@@ -544,7 +559,8 @@ def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
         try:
             extracted = pick_loop(extract_loops(ttgir, arch), None, "<kernel>")
             graph = extracted.graph
-            r = solve_for_compile(graph, total_time_limit, time.monotonic() + total_time_limit)
+            r = solve_for_compile(graph, total_time_limit, Deadline.after(total_time_limit),
+                                  extracted.num_warps)  # fmt: skip
             if r.I is None or r.schedule is None:
                 proven = getattr(r.status, "value", "") == "infeasible"
                 why = "Twill proves there is none" if proven else "none within the limit"

@@ -446,9 +446,28 @@ def with_partition(line: str, part: int) -> str:
     return with_attribute(line, f"ttg.partition = array<i32: {part}>")
 
 
+def _closing_line_with(line: str, at: int, attr: str) -> str:
+    """The closing line of an op with regions (``}) : (types)``, ``} loc(...)``) with ``attr``
+    in the dictionary MLIR prints after the regions (generic form: before the types; custom
+    form of ``scf.if``: at the end), merged into one already there."""
+    head, tail = line[:at], line[at:]
+    if tail.lstrip().startswith("{"):  # a dictionary already: merge at its closing brace
+        k = at + len(tail) - len(tail.lstrip())
+        depth = 0
+        for j in range(k, len(line)):
+            depth += {"{": 1, "}": -1}.get(line[j], 0)
+            if depth == 0:
+                inner = line[k + 1 : j].strip()
+                return line[:j] + (", " if inner else "") + attr + line[j:]
+    return f"{head} {{{attr}}}{tail}"
+
+
 def with_attribute(line: str, attr: str) -> str:
     """One op's line with ``attr`` (``name = value``) in its attribute dictionary (see
     :func:`with_partition`)."""
+    closer = re.match(r"\s*[})]+", line)
+    if closer:  # the last line of an op with regions: its dictionary follows the regions
+        return _closing_line_with(line, closer.end(), attr)
     results, rest = _results(line)
     name = _NAME.match(rest)
     if name and name.group(1) in ("scf.yield", "arith.constant"):

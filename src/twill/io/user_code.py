@@ -2,7 +2,8 @@
 
 Importing ``FILE.py`` runs its top-level code. Whatever goes wrong there is the user's input,
 not a bug in twill: a ``SyntaxError``, any exception, and ``SystemExit`` (``sys.exit(7)``,
-``raise SystemExit(0)``) become one :class:`~twill.errors.InvalidProblemError` naming the file,
+``raise SystemExit(0)``) and ``os._exit(0)`` (which would end the process with no output and
+exit 0) become one :class:`~twill.errors.InvalidProblemError` naming the file,
 the line and the error, so the CLI exits 2 with that message; a ``SystemExit`` never ends twill
 with the file's own exit code. Ctrl-C (``KeyboardInterrupt``) still interrupts. What the file
 prints while it is imported goes to stderr, so that twill's stdout (a graph, JSON) stays clean.
@@ -55,6 +56,19 @@ def _forget_modules_from(folder: str, known: set[str]) -> None:
             sys.modules.pop(name, None)
 
 
+class _HardExit(Exception):  # noqa: N818 (what the user's code did, read in messages)
+    """``os._exit(code)`` called by the user's code (raised in its place, :func:`user_code`):
+    an error of the user's code like any other, caught where the user's code is."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(f"os._exit({code!r}) called")
+        self.code = code
+
+
+def _refuse_hard_exit(code: object = 0) -> None:
+    raise _HardExit(code)
+
+
 @contextlib.contextmanager
 def user_code(folder: str | Path | None = None) -> Iterator[None]:
     """Run the user's code in the block without letting it change twill's process: the
@@ -67,14 +81,17 @@ def user_code(folder: str | Path | None = None) -> Iterator[None]:
     except OSError:  # started in a folder that no longer exists
         cwd = None
     known, path, handlers = set(sys.modules), list(sys.path), _stop_handlers()
+    hard_exit = os._exit
     if folder is not None:
         sys.path.insert(0, str(folder))
+    os._exit = _refuse_hard_exit  # type: ignore[assignment]
     try:
         yield
     except KeyboardInterrupt:  # twill's own interrupt handling owns the signals now
         handlers = {}
         raise
     finally:
+        os._exit = hard_exit
         if cwd is not None:
             with contextlib.suppress(OSError):
                 os.chdir(cwd)
@@ -108,6 +125,8 @@ def _line_in(exc: BaseException, path: Path) -> int | None:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"the file calls sys.exit({exc.code!r}) when imported"
+    if isinstance(exc, _HardExit):
+        return f"the file calls os._exit({exc.code!r}) when imported"
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg}"
     text = str(exc).splitlines()[0][:200] if str(exc) else ""

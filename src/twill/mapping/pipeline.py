@@ -345,10 +345,17 @@ def _run_ray(
     remote = ray.remote(num_cpus=1)(_task)
     refs = {remote.remote(*task): k for k, task in enumerate(tasks)}
     pending = list(refs)
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        if pending:  # and every other one finished by now, in one call (thousands of tasks)
-            more, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
-            ready += more
-        for ref in ready:
-            done(refs[ref], ray.get(ref))
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            if pending:  # and every other one finished by now, in one call (thousands of tasks)
+                more, pending = ray.wait(pending, num_returns=len(pending), timeout=0)
+                ready += more
+            for ref in ready:
+                done(refs[ref], ray.get(ref))
+    except BaseException:  # Ctrl-C, SIGTERM, a failed task: end this driver's tasks now
+        # (a local instance stops; on a cluster the job ends), before the CLI removes its
+        # scratch folder under Ray's feet, which made every running task fail aloud
+        del refs, pending
+        ray.shutdown()
+        raise

@@ -4,7 +4,7 @@
   an accelerator (:class:`~twill.mapping.arch.Arch`): what CoSA and the search mappers solve
   (``docs/mapping.md``).
 * :class:`NetworkMappingProblem`: map every layer of a network
-  (:class:`~twill.mapping.fadiff.networks.Network`) onto an accelerator, with layer fusion on
+  (:class:`~twill.mapping.network.Network`) onto an accelerator, with layer fusion on
   or off: what FADiff solves (``docs/fadiff.md``).
 
 ``check()`` raises :class:`~twill.errors.InvalidProblemError` listing every defect of the
@@ -35,9 +35,9 @@ from typing import Any
 
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import FusionPlan
 from twill.mapping.mapping import Mapping, verify_mapping
+from twill.mapping.network import Network
 from twill.mapping.workload import Layer
 from twill.results import Verdict, Violation
 

@@ -32,7 +32,7 @@ __all__ = ["RAY_CONNECT_TIMEOUT_S", "TCP_TIMEOUT_S", "parse_ray_address", "liste
            "connect"]  # fmt: skip
 
 #: Seconds the connection to a cluster may take (Ray's import included) before it is an error.
-RAY_CONNECT_TIMEOUT_S = 20.0
+RAY_CONNECT_TIMEOUT_S = 15.0
 #: Seconds a TCP connection to the cluster's port may take.
 TCP_TIMEOUT_S = 5.0
 
@@ -108,15 +108,27 @@ def probe(address: str, timeout: float = RAY_CONNECT_TIMEOUT_S) -> None:
     Raises
     ------
     BackendUnavailableError
-        No cluster answered within ``timeout`` seconds, or the connection failed (the message
-        gives Ray's reason).
+        No cluster answered within ``timeout`` seconds (or it refused this process's token:
+        the message says to set ``RAY_AUTH_MODE=token``), or the connection failed (the
+        message gives Ray's reason).
     """
     child = subprocess.Popen([sys.executable, "-c", _PROBE, address], stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)  # fmt: skip
     try:
         said, _ = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(child)
+        try:
+            _, logged = child.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild holds the pipe: no log then
+            logged = ""
+        if "InvalidAuthToken" in (logged or ""):  # Ray retries quietly until it gives up
+            raise BackendUnavailableError(
+                f"the Ray cluster at {address} requires token authentication (what ray start "
+                "turns on by default in Ray 2.60): set RAY_AUTH_MODE=token, with the cluster's "
+                "token in ~/.ray/auth_token or RAY_AUTH_TOKEN"
+            ) from None
         raise BackendUnavailableError(
             f"no Ray cluster answered at {address} within {timeout:g} s (is it running, and "
             "is this its head's address?)"
@@ -150,17 +162,18 @@ def connect(address: str | None) -> None:
         A malformed address.
     """
     address = parse_ray_address(address)
-    try:
-        import ray
-    except ImportError as exc:
+    if importlib.util.find_spec("ray") is None:
         raise BackendUnavailableError(
             "executor 'ray' needs the ray package (pip install 'twill-sched[ray]')"
-        ) from exc
-    if ray.is_initialized():
+        )
+    loaded = sys.modules.get("ray")
+    if loaded is not None and loaded.is_initialized():
         return
-    if address != "local":
-        listening(address)
+    if address != "local":  # before importing ray here (seconds): an unreachable address
+        listening(address)  # is refused in the probe's time alone
         probe(address)
+    import ray
+
     try:
         ray.init(address=None if address == "local" else address, log_to_driver=False,
                  logging_level="ERROR")  # fmt: skip

@@ -6,7 +6,7 @@ exhaustive; and the pieces every ``solve(problem, options)`` of the mapping fami
 * :func:`objective_meaning`: what a mapper's ``objective`` means and its unit;
 * :func:`layer_json`: a layer mapper's result with the fields of the ``map`` command's JSON;
 * :func:`method_settings`: a method's typed settings read from the options;
-* :class:`Controls`: the seed, stop time and progress events of one call;
+* :class:`Controls`: the seed, deadline and progress events of one call;
 * :func:`finished`: the last progress event of a call, then its result.
 """
 
@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping, to_dosa_string
 from twill.options import SolverOptions, method_settings
@@ -58,14 +59,14 @@ class MappedLayer:
 @dataclass(frozen=True)
 class Controls:
     """What one call takes from its options besides the method's settings: the seed, the
-    ``perf_counter`` value at which it stops (infinity: none) and the progress callback.
+    options' :class:`~twill.deadline.Deadline` and the progress callback.
 
-    ``start`` is the call's start; every event's ``seconds`` counts from it.
+    ``start`` is the call's start (``perf_counter``); every event's ``seconds`` counts from it.
     """
 
     seed: int | None = 0
     start: float = field(default_factory=time.perf_counter)
-    stop: float = math.inf
+    deadline: Deadline = NO_DEADLINE
     on_progress: Any = None
     method: str = ""
 
@@ -75,17 +76,21 @@ class Controls:
         caller's options carry one already, see :meth:`~twill.options.SolverOptions.start`)
         and its callback."""
         t0 = time.perf_counter() if start is None else start
-        left = options.start().remaining()
-        stop = math.inf if left is None else time.perf_counter() + left
-        return cls(options.seed, t0, stop, options.on_progress, method)
+        return cls(options.seed, t0, options.clock, options.on_progress, method)
+
+    @property
+    def stop(self) -> float:
+        """The deadline as a ``perf_counter`` value (infinity: none), for the search loops."""
+        return self.deadline.perf_stop()
 
     def remaining(self) -> float:
-        """Seconds left before :attr:`stop` (infinity without a limit; never below 0)."""
-        return max(0.0, self.stop - time.perf_counter())
+        """Seconds left before the deadline (infinity without a limit; never below 0)."""
+        left = self.deadline.remaining()
+        return math.inf if left is None else left
 
     def expired(self) -> bool:
-        """True once the stop time has passed."""
-        return time.perf_counter() >= self.stop
+        """True once the deadline has passed."""
+        return self.deadline.passed()
 
     def emit(self, phase: str, **fields: Any) -> None:
         """Send one :class:`~twill.progress.ProgressEvent` (when there is a callback)."""

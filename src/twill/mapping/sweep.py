@@ -244,7 +244,20 @@ def sweep(
     Raises
     ------
     InvalidProblemError
-        Empty or repeated architectures or networks, a network without layers, a bad setting.
+        Empty or repeated architectures or networks, a network without layers, a bad setting,
+        a store another sweep is writing.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from twill.mapping.space import DesignSpace
+    >>> from twill.mapping.workload import Layer
+    >>> points = DesignSpace("gemmini", (("pe_dim", (8, 16)),)).points()
+    >>> net = SweepNetwork("tiny", (Layer.gemm(64, 64, 64),))
+    >>> with tempfile.TemporaryDirectory() as out:
+    ...     res = sweep(points, [net], out, SweepSettings(mapper="random", executor="serial"))
+    >>> res.pairs, res.computed, [r.on_frontier for r in res.rows]
+    (2, 2, [True, True])
     """
     settings = settings or SweepSettings()
     _check_sweep_call(points, networks, out_dir, settings)

@@ -15,7 +15,8 @@ Consistency under a kill at any instant:
   :attr:`PairStore.recomputed` counts the appends of keys already present, which a sweep never
   makes: both are reported so that a resume can be checked).
 
-Preconditions: one writer at a time per store (a sweep holds it for its run).
+Preconditions: one writer at a time per store: a sweep holds the file's lock (``flock``) for its
+run, and a second one on the same folder is refused.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 
 __all__ = ["FSYNC_EVERY_S", "STORE_NAME", "arch_fingerprint", "PairStore"]
@@ -92,8 +94,26 @@ class PairStore:
         for line in whole.splitlines():
             store._read_line(line)
         store._fd = os.open(store.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        store._lock()
         store._synced_at = time.monotonic()
         return store
+
+    def _lock(self) -> None:
+        """Hold the file's exclusive lock while open (POSIX): a second sweep on the same folder
+        is refused instead of interleaving its pairs with this one's."""
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: one writer is the caller's to ensure
+            return
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)  # type: ignore[arg-type]
+            self._fd = None
+            raise InvalidProblemError(
+                "another sweep is writing this store; wait for it or give another folder",
+                source=str(self.path),
+            ) from None
 
     def _read_line(self, line: bytes) -> None:
         try:

@@ -21,7 +21,7 @@ Timeloop-style problem YAML live in :mod:`twill.io.timeloop`.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from types import MappingProxyType
 from typing import Any
@@ -38,6 +38,7 @@ __all__ = [
     "divisors",
     "MAX_DIM",
     "MAX_STRIDE",
+    "unique_layers",
 ]
 
 MAX_DIM = 2**24
@@ -284,3 +285,13 @@ class Layer:
         s = " ".join(f"{d.value}{v}" for d, v in self.dims.items())
         g = f", {self.groups} groups" if self.groups > 1 else ""
         return f"{self.name} ({s}, stride {self.w_stride}x{self.h_stride}{g})"
+
+
+def unique_layers(layers: tuple[Layer, ...] | list[Layer]) -> list[Layer]:
+    """Distinct shapes in first-seen order, each with ``count`` = how often it occurs."""
+    first: dict[str, Layer] = {}
+    counts: dict[str, int] = {}
+    for ly in layers:
+        first.setdefault(ly.key, ly)
+        counts[ly.key] = counts.get(ly.key, 0) + ly.count
+    return [replace(first[k], count=counts[k]) for k in first]

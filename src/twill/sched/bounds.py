@@ -77,21 +77,29 @@ def res_mii(graph: DependenceGraph) -> int:
     return best
 
 
-def _longest_paths(graph: DependenceGraph, ii: int) -> dict[str, int] | None:
-    """Longest-path potentials from a virtual source (weight 0 to every node), or ``None``.
-
-    Bellman-Ford with weights ``d - ii*delta``; ``None`` when a positive cycle exists.
-    """
-    names = graph.names
+def _ordered_arcs(graph: DependenceGraph) -> list[tuple[int, int, int, int]]:
+    """The edges as ``(src, dst, delay, distance)`` index tuples, sorted by their source's
+    place in a topological order of the distance-0 edges: one Bellman-Ford pass then settles
+    every chain, so the passes needed are about the back edges on a longest path, not |V|
+    (same fixpoint, any order). Independent of ``ii``: :func:`rec_mii` builds it once."""
     index = graph.index()
     rank = _topological_rank(graph, index)
-    # arcs sorted by their source's place in a topological order of the distance-0 edges:
-    # one pass then settles every chain, so the passes needed are about the back edges on a
-    # longest path, not |V| (same fixpoint, any order)
-    arcs = sorted(
-        ((index[e.src], index[e.dst], e.delay - ii * e.distance) for e in graph.edges),
-        key=lambda a: rank[a[0]],
-    )
+    arcs = [(index[e.src], index[e.dst], e.delay, e.distance) for e in graph.edges]
+    arcs.sort(key=lambda a: rank[a[0]])
+    return arcs
+
+
+def _longest_paths(
+    graph: DependenceGraph, ii: int, ordered: list[tuple[int, int, int, int]] | None = None
+) -> dict[str, int] | None:
+    """Longest-path potentials from a virtual source (weight 0 to every node), or ``None``.
+
+    Bellman-Ford with weights ``d - ii*delta`` over ``ordered`` (:func:`_ordered_arcs`, built
+    here when not given); ``None`` when a positive cycle exists.
+    """
+    names = graph.names
+    ordered = _ordered_arcs(graph) if ordered is None else ordered
+    arcs = [(u, v, d - ii * delta) for u, v, d, delta in ordered]
     dist = [0] * len(names)
     parent = [-1] * len(names)
     for rounds in range(len(names) + 1):
@@ -151,9 +159,12 @@ def _topological_rank(graph: DependenceGraph, index: dict[str, int]) -> list[int
     return rank
 
 
-def has_positive_cycle(graph: DependenceGraph, ii: int) -> bool:
-    """True when some circuit ``c`` has ``d(c) - ii*delta(c) > 0`` (so ``ii < RecMII``)."""
-    return _longest_paths(graph, ii) is None
+def has_positive_cycle(
+    graph: DependenceGraph, ii: int, ordered: list[tuple[int, int, int, int]] | None = None
+) -> bool:
+    """True when some circuit ``c`` has ``d(c) - ii*delta(c) > 0`` (so ``ii < RecMII``);
+    ``ordered``: the graph's :func:`_ordered_arcs`, when the caller tests several ``ii``."""
+    return _longest_paths(graph, ii, ordered) is None
 
 
 def rec_mii(graph: DependenceGraph) -> int:
@@ -186,14 +197,15 @@ def rec_mii(graph: DependenceGraph) -> int:
     1
     """
     hi = max(1, sum(e.delay for e in graph.edges))
-    if has_positive_cycle(graph, hi):
+    ordered = _ordered_arcs(graph)
+    if has_positive_cycle(graph, hi, ordered):
         raise InvalidProblemError(
             f"graph {graph.name!r}: a dependence circuit has total distance 0 and positive delay"
         )
     lo = 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if has_positive_cycle(graph, mid):
+        if has_positive_cycle(graph, mid, ordered):
             lo = mid + 1
         else:
             hi = mid

@@ -116,6 +116,9 @@ class MachineDescription:
         Capacity in bytes of each memory named in footprints (``smem``, ``tmem``, ...).
     warps
         Number of warps (or warp groups) available to Phase 2, the variable-latency warp included.
+    registers_per_sm
+        The register file one CTA may use, in 32-bit registers (``None``: no limit): every warp
+        slot's peak, rounded up to ``setmaxnreg``'s granule of 8, times its threads, summed.
     """
 
     name: str = "machine"
@@ -124,6 +127,7 @@ class MachineDescription:
     memories: Mapping[str, int] = field(default_factory=dict)
     warps: int = 1
     note: str = ""
+    registers_per_sm: int | None = None
 
     UNLIMITED = -1
 

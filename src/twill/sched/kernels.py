@@ -52,6 +52,14 @@ def _one(fu: str, cycles: int = 1) -> dict[str, tuple[int, ...]]:
     return {fu: (1,) * cycles}
 
 
+def _kv_loads(tile: int) -> list[Instruction]:
+    """The TMA loads of one K and one V tile (``tile`` bytes of shared memory each): streaming,
+    variable-latency ops (paper §5.3) on the TMA unit."""
+    return [Instruction(f"LOAD_{x}", 1, _one("TMA"), footprint={"smem": tile},
+                        variable_latency=True, streaming=True, unit="TMA",
+                        note=f"TMA load of a 128x128 {x} tile") for x in "KV"]  # fmt: skip
+
+
 def flash_attention_forward_simplified() -> DependenceGraph:
     """The paper's Fig. 1 loop: ``S = Q K_i^T; P = exp(S); O += P V_i`` on Hopper.
 
@@ -144,12 +152,7 @@ def flash_attention_forward_hopper() -> DependenceGraph:
         note="1 producer warp (TMA) + 2 consumer warp groups; 1 cycle = 512 SM clocks",
     )
     tile = 128 * 128 * 2  # one FP16 128x128 K or V tile in shared memory
-    ins = [
-        Instruction("LOAD_K", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a 128x128 K tile"),
-        Instruction("LOAD_V", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a 128x128 V tile"),
-    ]  # fmt: skip
+    ins = _kv_loads(tile)
     edges: list[Edge] = []
     for j in (0, 1):
         s, p, r, o = f"S{j}", f"P{j}", f"R{j}", f"O{j}"
@@ -230,12 +233,7 @@ def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGra
     )
     tile = 128 * 128 * 2
     acc = 128 * 128 * 4  # one FP32 128x128 accumulator in TMEM
-    ins = [
-        Instruction("LOAD_K", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a 128x128 K tile"),
-        Instruction("LOAD_V", 1, _one("TMA"), footprint={"smem": tile}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a 128x128 V tile"),
-    ]  # fmt: skip
+    ins = _kv_loads(tile)
     edges: list[Edge] = []
     # sub-tiled: two chains of 128-row ops; un-sub-tiled: one chain of 256-row ops, each twice
     # as long (exp, correction) or twice as wide (a GEMM holds both TC units), on 2 warp groups

@@ -62,6 +62,15 @@ RATES: dict[str, Rates] = {
 ARCHES = tuple(RATES)
 
 
+#: Shared memory one CTA may use on H100 and B200 (227 KiB: the opt-in maximum per block,
+#: CUDA C++ Programming Guide, compute capabilities 9.0 and 10.0).
+SMEM_PER_CTA = 227 * _KIB
+#: B200 tensor memory: 512 columns x 128 lanes of 32 bits.
+TMEM_BYTES = 512 * 128 * 4
+#: The register file of one SM (64K 32-bit registers, H100 and B200).
+REGISTERS_PER_SM = 65536
+
+
 def machine_for(arch: str) -> MachineDescription:
     """The Phase-1/Phase-2 machine of ``arch`` (``sm_90a``: H100 SXM5, ``sm_100a``: B200).
 
@@ -76,8 +85,9 @@ def machine_for(arch: str) -> MachineDescription:
             "h100-sxm5",
             {"TC": 1, "EXP": 1, "FMA": 1, "TMA": 1, "SMEM": 1},
             registers_per_warp=240,
-            memories={"smem": 228 * _KIB},
+            memories={"smem": SMEM_PER_CTA},
             warps=3,
+            registers_per_sm=REGISTERS_PER_SM,
             note="1 producer warp + 2 consumer warp groups (FA3 setmaxnreg 240)",
         )
     if arch == "sm_100a":
@@ -85,8 +95,9 @@ def machine_for(arch: str) -> MachineDescription:
             "b200",
             {"TC": 1, "EXP": 1, "FMA": 1, "TMA": 1, "SMEM": 1, "TMEM": 1},
             registers_per_warp=255,
-            memories={"smem": 228 * _KIB, "tmem": 256 * _KIB},
+            memories={"smem": SMEM_PER_CTA, "tmem": TMEM_BYTES},
             warps=4,
+            registers_per_sm=REGISTERS_PER_SM,
             note="TMA slot + 3 warp groups (FA4)",
         )
     raise KeyError(f"unknown architecture {arch!r}; known: {', '.join(ARCHES)}")

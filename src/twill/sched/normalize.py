@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from twill._interrupt import solve_pulp
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.results import SolveResult, Status
 from twill.sched.ir import DependenceGraph
@@ -144,7 +145,8 @@ def normalize_costs(
     keep_positive
         Add ``C'[i] >= 1`` so no cost collapses to 0 (not paper behaviour).
     time_limit
-        Seconds per solve; a limit hit gives status FEASIBLE or UNKNOWN.
+        Seconds for the whole normalisation (both ZLP solves); a limit hit gives status
+        FEASIBLE or UNKNOWN.
     labels
         Optional names of the positions, used in :meth:`CostScaling.to_dict`.
 
@@ -184,13 +186,14 @@ def normalize_costs(
         return _answer(Status.OPTIMAL, 0, CostScaling((), (), 0.0, (), U, tuple(labels)))
     distinct = sorted(set(costs))
     counts = [costs.count(d) for d in distinct]
-    status, unit, f = _solve_zlp(distinct, counts, U, keep_positive, None, time_limit)
+    deadline = Deadline.after(time_limit)  # both ZLP solves together, not each
+    status, unit, f = _solve_zlp(distinct, counts, U, keep_positive, None, deadline.within())
     if unit is None and status is Status.UNKNOWN:  # out of time: a proportional rounding
         unit, f, status = *_proportional(distinct, counts, U, keep_positive), Status.FEASIBLE
     if unit is None or f is None:
         raise InvalidProblemError(f"cost normalisation found no solution ({status.value})")
-    if status is Status.OPTIMAL:
-        s2, v2, _ = _solve_zlp(distinct, counts, U, keep_positive, f, time_limit)
+    if status is Status.OPTIMAL and not deadline.expired():
+        s2, v2, _ = _solve_zlp(distinct, counts, U, keep_positive, f, deadline.within())
         if v2 is not None:
             unit = v2
             status = Status.OPTIMAL if s2 is Status.OPTIMAL else status

@@ -36,6 +36,7 @@ from twill.sched.verify_warps import WarpRules, verify_warp_schedule
 __all__ = [
     "PROBLEM_MODULO",
     "PROBLEM_WARP_SPECIALISATION",
+    "PROBLEM_UNION",
     "PROBLEM_TEXT",
     "has_warp_model",
     "ModuloProblem",
@@ -45,12 +46,18 @@ __all__ = [
 
 PROBLEM_MODULO = "modulo"
 PROBLEM_WARP_SPECIALISATION = "modulo+warp-specialisation"
+#: Twill's problem for a kernel of known CTA width (:mod:`twill.sched.exact.single`).
+PROBLEM_UNION = "modulo+warp-specialisation|single-partition"
 PROBLEM_TEXT = {
     PROBLEM_MODULO: "modulo scheduling",
     # the width of each operation (its warp groups) is an input, not a decision: a schedule
     # that spreads an operation over more warp groups is outside this problem
     PROBLEM_WARP_SPECIALISATION: (
         "modulo scheduling with warp specialisation, each operation on its given warp groups"
+    ),
+    PROBLEM_UNION: (
+        "modulo scheduling: warp specialisation (each operation on its given warp groups), or "
+        "one partition (every operation on all the CTA's warps, at most 3 stages)"
     ),
 }
 
@@ -131,6 +138,11 @@ class WarpSpecProblem(ModuloProblem):
     L
         A fixed schedule length (one Phase-2 point ``(I, L)`` with ``min_II == max_II``);
         ``None``: the length is minimised.
+    single_partition_warps
+        The CTA's warps (a Triton kernel's ``num_warps``): the problem is then the union of
+        warp specialisation and one partition on that many warps
+        (:data:`PROBLEM_UNION`, :mod:`twill.sched.exact.single`); ``None``: warp
+        specialisation only.
 
     Examples
     --------
@@ -143,6 +155,7 @@ class WarpSpecProblem(ModuloProblem):
 
     rules: WarpRules | None = None
     L: int | None = None
+    single_partition_warps: int | None = None
 
     def defects(self) -> list[str]:
         """Every defect of the instance, one readable line each (empty when valid)."""
@@ -150,6 +163,9 @@ class WarpSpecProblem(ModuloProblem):
         if self.L is not None and (isinstance(self.L, bool) or not isinstance(self.L, int)
                                    or self.L < 1):  # fmt: skip
             out.append(f"L must be an integer >= 1 or None, found {self.L!r}")
+        w = self.single_partition_warps
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+            out.append(f"single_partition_warps must be an integer >= 1 or None, found {w!r}")
         return out
 
     def verify(self, schedule: Mapping[str, int] | WarpSchedule, II: int | None = None) -> Verdict:  # type: ignore[override]

@@ -18,6 +18,8 @@ Rules checked (rule names of :class:`~twill.sched.verify.Violation`):
   (equivalent to the modulo reservation table: the steady state holds each cycle once);
 * ``memory``: at every ``t in [0, T]``, the footprints of live values fit each memory (Fig. 5);
 * ``registers``: at every ``t in [0, T]`` and warp slot, live values' registers fit the limit;
+* ``register_file``: the slots' peaks (each rounded up to :data:`REGISTER_GRANULE`, times the
+  slot's threads) fit the register file of the SM (:attr:`WarpRules.registers_per_sm`);
 * ``warp``: each op on a valid, distinct set of exactly ``k`` slots; variable-latency ops on the
   reserved slot ``W_vl = 0`` and nothing else there (the iff of Fig. 6);
 * ``blocking``: when the consumer of a blocking edge issues on slot ``w``, no other op is executing
@@ -54,10 +56,14 @@ __all__ = [
     "live_interval",
     "program_shape",
     "spill_blocking_edge",
+    "REGISTER_GRANULE",
+    "register_file_use",
 ]
 
 #: Hardware warps per Phase-2 warp slot: slots are warp groups (``docs/model.md``).
 WARPS_PER_SLOT = 4
+#: Registers per thread are allocated in multiples of 8 (``setmaxnreg``; PTX ISA).
+REGISTER_GRANULE = 8
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,9 @@ class WarpRules:
         Allow data edges between different slots (``False``: the paper's ablation).
     spill_blocking
         Treat the consumer of a cross-warp register hand-off as blocking on its slot.
+    registers_per_sm
+        The SM's register file (32-bit registers) that the slots' peaks share. ``None``: no
+        limit; :meth:`for_graph` takes the machine's.
     """
 
     warps: int | None = None
@@ -86,6 +95,7 @@ class WarpRules:
     warps_per_slot: int = WARPS_PER_SLOT
     cross_warp: bool = True
     spill_blocking: bool = True
+    registers_per_sm: int | None = None
 
     @classmethod
     def for_graph(cls, graph: DependenceGraph, **overrides: Any) -> WarpRules:
@@ -93,6 +103,7 @@ class WarpRules:
         base: dict[str, Any] = {
             "warps": graph.machine.warps,
             "registers_per_warp": graph.machine.registers_per_warp,
+            "registers_per_sm": graph.machine.registers_per_sm,
         }
         base.update(overrides)
         return cls(**base)
@@ -402,7 +413,34 @@ def _check_liveness(c: _Case) -> list[Violation]:
             _excess(reg_live, lambda _: regs), lambda _: regs, "registers", "slot",
             "slot {res} at t={t}: {used} registers live",
         )  # fmt: skip
+    limit = c.rules.registers_per_sm
+    used = register_file_use({w: _peak(v) for w, v in reg_live.items()}, c.rules)
+    if limit is not None and used > limit:
+        out.append(Violation("register_file", {"used": used, "limit": limit},
+                             message=f"the slots' register peaks take {used} registers of "
+                             f"the SM's {limit}"))  # fmt: skip
     return out
+
+
+def register_file_use(peaks: Mapping[int, int], rules: WarpRules) -> int:
+    """Registers of the SM that slots with these peaks (registers per thread) take: each
+    rounded up to :data:`REGISTER_GRANULE`, times the slot's threads."""
+    g = REGISTER_GRANULE
+    return sum(-(-p // g) * g for p in peaks.values()) * 32 * rules.warps_per_slot
+
+
+def _peak(intervals: list[tuple[int, int, int]]) -> int:
+    """The largest sum of sizes live at once over half-open intervals ``[start, end)``."""
+    delta: dict[int, int] = defaultdict(int)
+    for start, end, size in intervals:
+        if start < end:
+            delta[start] += size
+            delta[end] -= size
+    best = used = 0
+    for t in sorted(delta):
+        used += delta[t]
+        best = max(best, used)
+    return best
 
 
 def _excess(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from twill.mapping.fadiff.fusion import PlanReport
-    from twill.mapping.fadiff.networks import Network
+    from twill.mapping.network import Network
     from twill.results import SolveResult
 
 __all__ = ["plot_fadiff"]

@@ -31,6 +31,7 @@ def plot_sweep(rows: Sequence[dict[str, Any]], path: str | Path, metric: str = "
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     nets = list(dict.fromkeys(r["network"] for r in rows))
     cols = min(len(nets), 2)
@@ -49,6 +50,9 @@ def plot_sweep(rows: Sequence[dict[str, Any]], path: str | Path, metric: str = "
                             fontsize=6, xytext=(3, 3), textcoords="offset points")  # fmt: skip
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.xaxis.set_major_locator(LogLocator(10, subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g"))  # 0.2, 0.5, 1, 2: mm², not 10^x
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(net)
         ax.set_xlabel("area (mm², 40 nm)")
         ax.set_ylabel(_LABEL.get(metric, metric))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from twill.mapping.fadiff.networks import Network, chain_network
+from twill.mapping.network import Network, chain_network
 from twill.mapping.workload import Layer
 
 

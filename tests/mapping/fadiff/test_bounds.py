@@ -40,7 +40,7 @@ def test_unfused_bound_below_every_layer_wise_plan():
 
     from twill.mapping.cost.analytical import evaluate_batch
     from twill.mapping.fadiff.bounds import unfused_bound
-    from twill.mapping.fadiff.networks import Network
+    from twill.mapping.network import Network
     from twill.mapping.search.random import sample_batch
     from twill.mapping.workload import Layer
 
@@ -170,10 +170,10 @@ def test_weights_reread_per_block_unless_resident():
 
 def _sub_network(net, lo: int, hi: int):
     """Layers ``lo:hi`` of ``net`` with the edges among them."""
-    from twill.mapping.fadiff.networks import Edge, Network
+    from twill.mapping.network import LayerEdge, Network
 
     es = tuple(
-        Edge(e.src - lo, e.dst - lo, e.kind)
+        LayerEdge(e.src - lo, e.dst - lo, e.kind)
         for e in net.edges
         if lo <= e.src < hi and lo <= e.dst < hi
     )
@@ -333,7 +333,7 @@ def test_capacity_bound_below_every_verified_block_plan(inverted_residual):
     import itertools
 
     from twill.mapping.fadiff.groups import block_mapping
-    from twill.mapping.fadiff.networks import Edge, Network, chain_network
+    from twill.mapping.network import LayerEdge, Network, chain_network
     from twill.mapping.workload import Layer
 
     up, down = Layer.gemm(64, 1024, 256, name="up"), Layer.gemm(64, 256, 1024, name="down")
@@ -341,7 +341,11 @@ def test_capacity_bound_below_every_verified_block_plan(inverted_residual):
     x = Layer("x", {"P": 16, "Q": 16, "C": 16, "K": 32})
     c1 = Layer("c1", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 16})
     c2 = Layer("c2", {"P": 16, "Q": 16, "C": 16, "K": 32})
-    res = Network("res", (x, c1, c2), (Edge(0, 1, "block"), Edge(1, 2, "chain"), Edge(0, 2, "add")))
+    res = Network(
+        "res",
+        (x, c1, c2),
+        (LayerEdge(0, 1, "block"), LayerEdge(1, 2, "chain"), LayerEdge(0, 2, "add")),
+    )
     checked = 0
     for net in (ffn, res, inverted_residual):
         assert net.check() == []
@@ -381,7 +385,7 @@ def test_capacity_bound_fuses_only_with_common_block_counts():
         weight_words_floor,
     )
     from twill.mapping.fadiff.groups import block_mapping
-    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.network import chain_network
     from twill.mapping.workload import Layer, Operand
 
     a = Layer("a", {"R": 3, "S": 3, "P": 58, "Q": 58, "C": 16, "K": 64})
@@ -438,7 +442,7 @@ def test_capacity_bound_between_ideal_and_unfused(benchmark_data):
     resident gains nothing from fusion in 32 KB but its output in 512 KB."""
     from twill.io.timeloop import read_arch, shipped_archs
     from twill.mapping.fadiff.bounds import _dram_words_floor, capacity_bound, unfused_bound
-    from twill.mapping.fadiff.networks import chain_network
+    from twill.mapping.network import chain_network
     from twill.mapping.workload import Layer
 
     root = benchmark_data / "dosa" / "workloads"

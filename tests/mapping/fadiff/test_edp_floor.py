@@ -19,7 +19,7 @@ from twill.mapping.fadiff.edp_floor import (
     min_product_of_sums,
     min_product_over_lines,
 )
-from twill.mapping.fadiff.networks import Network
+from twill.mapping.network import Network
 from twill.mapping.workload import Layer
 
 

@@ -9,8 +9,8 @@ from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.heuristics import greedy_fusion
-from twill.mapping.fadiff.networks import NETWORKS, chain_network
 from twill.mapping.mapping import parse_dosa_mapping
+from twill.mapping.network import NETWORKS, chain_network
 from twill.mapping.workload import Layer
 
 SPEC_MACS = {
@@ -71,13 +71,13 @@ def test_verifier_rejects_a_fused_tensor_waiting_over_an_outside_layer():
     block is accepted."""
     from twill.mapping.fadiff.groups import block_mapping
     from twill.mapping.fadiff.heuristics import repair_plan
-    from twill.mapping.fadiff.networks import Edge, Network
     from twill.mapping.fadiff.train import all_dram_mapping
+    from twill.mapping.network import LayerEdge, Network
 
     x = Layer("x", {"P": 16, "Q": 16, "C": 16, "K": 32})
     c1 = Layer("c1", {"P": 16, "Q": 16, "C": 32, "K": 16})
     c2 = Layer("c2", {"P": 16, "Q": 16, "C": 16, "K": 32})
-    edges = (Edge(0, 1, "block"), Edge(1, 2, "chain"), Edge(0, 2, "add"))
+    edges = (LayerEdge(0, 1, "block"), LayerEdge(1, 2, "chain"), LayerEdge(0, 2, "add"))
     net, arch = Network("res", (x, c1, c2), edges), gemmini_arch()
     maps = [block_mapping(ly, arch, all_dram_mapping(ly, arch), 1) for ly in net.layers]
     plan = FusionPlan("res", tuple(maps))  # one block, outputs complete: no partial sums

@@ -21,8 +21,8 @@ from twill.mapping.fadiff.group_bounds import (
     group_edp_floor,
 )
 from twill.mapping.fadiff.groups import block_mapping
-from twill.mapping.fadiff.networks import Edge, Network, chain_network
 from twill.mapping.fadiff.train import all_dram_mapping
+from twill.mapping.network import LayerEdge, Network, chain_network
 from twill.mapping.workload import Layer
 
 
@@ -31,7 +31,9 @@ def _residual_block() -> Network:
     c1 = Layer("c1", {"R": 3, "S": 3, "P": 16, "Q": 16, "C": 32, "K": 16})
     c2 = Layer("c2", {"P": 16, "Q": 16, "C": 16, "K": 32})
     return Network(
-        "res", (x, c1, c2), (Edge(0, 1, "block"), Edge(1, 2, "chain"), Edge(0, 2, "add"))
+        "res",
+        (x, c1, c2),
+        (LayerEdge(0, 1, "block"), LayerEdge(1, 2, "chain"), LayerEdge(0, 2, "add")),
     )
 
 
@@ -164,7 +166,7 @@ def test_wide_fan_out_gives_up_quickly_and_the_bound_stays_valid():
     src = Layer.gemm(64, 64, 64, name="enc")
     readers = [Layer.gemm(64, 64, 64, name=f"dec{i}") for i in range(20)]
     net = Network(
-        "fan", (src, *readers), tuple(Edge(0, i + 1, "chain") for i in range(len(readers)))
+        "fan", (src, *readers), tuple(LayerEdge(0, i + 1, "chain") for i in range(len(readers)))
     )
     arch = gemmini_arch()
     assert group_dram_words(net, arch) is None

@@ -10,8 +10,8 @@ from twill.io.networks import load_network
 from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.groups import block_mapping, group_search
-from twill.mapping.fadiff.networks import Edge, Network, chain_network
 from twill.mapping.fadiff.train import all_dram_mapping
+from twill.mapping.network import LayerEdge, Network, chain_network
 from twill.mapping.workload import Dim, Layer
 
 
@@ -48,7 +48,7 @@ def _residual_net():
     c1 = Layer("c1", {"P": 16, "Q": 16, "C": 32, "K": 16})
     c2 = Layer("c2", {"P": 16, "Q": 16, "C": 16, "K": 32})
     # x feeds c1 (data) and the residual add in c2's epilogue
-    edges = (Edge(0, 1, "block"), Edge(1, 2, "chain"), Edge(0, 2, "add"))
+    edges = (LayerEdge(0, 1, "block"), LayerEdge(1, 2, "chain"), LayerEdge(0, 2, "add"))
     return Network("res", (x, c1, c2), edges)
 
 

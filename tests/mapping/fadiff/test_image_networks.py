@@ -11,8 +11,8 @@ from twill.mapping.arch import gemmini_arch
 from twill.mapping.fadiff.bounds import fusion_bounds, ideal_bound
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.heuristics import greedy_fusion
-from twill.mapping.fadiff.networks import chain_network, fsrcnn
 from twill.mapping.fadiff.train import all_dram_mapping, discrete_only
+from twill.mapping.network import chain_network, fsrcnn
 from twill.mapping.workload import Layer, Operand
 
 

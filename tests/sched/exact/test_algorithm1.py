@@ -60,7 +60,6 @@ def test_twill_solve_returns_warps_points_and_phase1_I():
 def test_options_apply_through_solve(monkeypatch):
     """``solve(problem, options)``: the options' deadline bounds every Phase-2 point and its
     progress callback receives the events (issue 40: no keyword duplicates)."""
-    import time
 
     from twill.options import SolverOptions
     from twill.sched.exact import algorithm1 as a1
@@ -70,7 +69,7 @@ def test_options_apply_through_solve(monkeypatch):
     limits: list = []
 
     def spy(graph, ii, low, options, **kw):
-        limits.append((options.twill.point_time_limit, options.deadline - time.monotonic()))
+        limits.append((options.twill.point_time_limit, options.deadline.remaining()))
         return real(graph, ii, low, options, **kw)
 
     real = a1.solve_window

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.twin import LoopNest, sliding_input_fills
+from twill.mapping.cost.twin import LoopNest, sliding_input_fills, tile_footprints
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, RELEVANT, Layer, Operand
 
@@ -312,15 +312,9 @@ def _take_rows(arrays: _Rows, rows: np.ndarray, shared: tuple[str, ...] = ()) ->
 
 def _footprints(ext: np.ndarray, layers: LayerArrays) -> np.ndarray:
     """Footprints ``(B, L, 3)`` of tiles with extents ``ext`` ``(B, L, 8)`` (G last)."""
-    ws, hs = layers.w_stride[:, None], layers.h_stride[:, None]
-    wd, hd = layers.w_dilation[:, None], layers.h_dilation[:, None]
-    g = ext[..., _G]
-    w = g * ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
-    o = g * ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
-    width = (ext[..., _P] - 1) * ws + (ext[..., _R] - 1) * wd + 1
-    height = (ext[..., _Q] - 1) * hs + (ext[..., _S] - 1) * hd + 1
-    i = g * ext[..., _N] * ext[..., _C] * width * height
-    return np.stack([w, i, o], axis=-1)
+    strides = (layers.w_stride[:, None], layers.h_stride[:, None])
+    dilations = (layers.w_dilation[:, None], layers.h_dilation[:, None])
+    return np.stack(tile_footprints(ext, strides, dilations), axis=-1)
 
 
 def _keeps_matrix(keeps: tuple[frozenset[Operand], ...]) -> np.ndarray:

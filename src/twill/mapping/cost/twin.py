@@ -27,9 +27,9 @@ if TYPE_CHECKING:  # torch only for annotations: the NumPy paths never import it
 else:
     Array = TypeVar("Array")
 
-__all__ = ["LoopNest", "array_module", "sliding_input_fills"]
+__all__ = ["LoopNest", "array_module", "sliding_input_fills", "tile_footprints"]
 
-_R, _S, _P, _Q = range(4)  # the first four of ALL_DIMS (R, S, P, Q, C, K, N, G)
+_R, _S, _P, _Q, _C, _K, _N, _G = range(8)  # ALL_DIMS: R, S, P, Q, C, K, N, G
 
 
 def array_module(a: Any) -> ModuleType:
@@ -59,6 +59,19 @@ class LoopNest(Generic[Array]):
     F: Array
     suffix: Array
     rows: Array
+
+
+def tile_footprints(ext: Array, strides: tuple[Any, Any], dilations: tuple[Any, Any]) -> tuple:
+    """``(w, i, o)``: the words of the weight, input (with its halo) and output tiles of
+    extents ``ext`` (``(..., 8)`` in :data:`~twill.mapping.workload.ALL_DIMS` order);
+    ``strides`` and ``dilations`` are ``(width, height)``, broadcast against ``ext[..., 0]``."""
+    (ws, hs), (wd, hd) = strides, dilations
+    g = ext[..., _G]
+    w = g * ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
+    o = g * ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
+    width = (ext[..., _P] - 1) * ws + (ext[..., _R] - 1) * wd + 1
+    height = (ext[..., _Q] - 1) * hs + (ext[..., _S] - 1) * hd + 1
+    return w, g * ext[..., _N] * ext[..., _C] * width * height, o
 
 
 def sliding_input_fills(

@@ -1,6 +1,6 @@
 """FADiff: fusion-aware differentiable mapping of whole networks on Gemmini (``docs/fadiff.md``).
 
-Modules: :mod:`~twill.mapping.fadiff.networks` (layer graphs), :mod:`~twill.mapping.fadiff.fusion`
+Modules: :mod:`~twill.mapping.network` (layer graphs), :mod:`~twill.mapping.fadiff.fusion`
 (fusion accounting, fused-plan verifier, exact evaluation), :mod:`~twill.mapping.fadiff.model`
 (the differentiable Gemmini model, torch), :mod:`~twill.mapping.fadiff.relax` (Gumbel-softmax
 relaxations), :mod:`~twill.mapping.fadiff.train` (the optimiser: ``solve(problem, options)`` on a

@@ -26,10 +26,10 @@ from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import evaluate_batch
 from twill.mapping.fadiff.fusion import FusionPlan, evaluate_plan, verify_plan
 from twill.mapping.fadiff.heuristics import greedy_fusion
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import NetworkPlan
 from twill.mapping.fadiff.train import all_dram_mapping
 from twill.mapping.mapping import Mapping
+from twill.mapping.network import Network
 from twill.options import SolverOptions
 from twill.results import SolveResult, Status, Timings
 

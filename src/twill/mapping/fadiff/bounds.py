@@ -74,7 +74,7 @@ from twill.mapping.fadiff.floors import (
 )
 from twill.mapping.fadiff.fusion import FusionPlan, energy_and_cycles
 from twill.mapping.fadiff.group_bounds import group_dram_words, group_edp_floor
-from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
+from twill.mapping.network import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Operand
 
 __all__ = [

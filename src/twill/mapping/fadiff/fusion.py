@@ -67,9 +67,9 @@ from twill.mapping.fadiff.formulas import (
     fused_batch_costs,
     fused_level_accesses,
 )
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import FusionPlan, PlanReport
 from twill.mapping.mapping import Mapping, Violation, verify_mapping
+from twill.mapping.network import Network
 from twill.mapping.workload import Dim, Layer
 
 __all__ = [
@@ -204,7 +204,7 @@ def _layer_costs(net: Network, arch: Arch, mappings: Sequence[Mapping]) -> list[
 
 def fusion_values(net: Network, fused: Iterable[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``s_in``, ``s_out``, ``s_buf`` per layer (module docstring) for the fused edge set."""
-    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+    from twill.mapping.network import EPILOGUE_KINDS
 
     n = len(net.layers)
     fused = set(fused)
@@ -395,7 +395,7 @@ def group_scratchpad_words(
     carried to the next block). Peak = max over the layers of (live buffers + that layer's
     streaming tiles) + resident weights + carried input windows of halo layers reading DRAM.
     """
-    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+    from twill.mapping.network import EPILOGUE_KINDS
 
     sp = arch.n_levels - 2
     fused = set(fused)

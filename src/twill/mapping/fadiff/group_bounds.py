@@ -52,7 +52,7 @@ import numpy as np
 from twill.mapping.arch import Arch
 from twill.mapping.fadiff.edp_floor import Pricing, min_product_over_lines
 from twill.mapping.fadiff.floors import input_words_floor, tile_row_chunks
-from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
+from twill.mapping.network import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Dim, Operand
 
 __all__ = ["GroupAssignment", "group_dram_assignment", "group_dram_words", "group_edp_floor"]

@@ -48,8 +48,8 @@ from twill.mapping.fadiff.fusion import (
     layer_cost,
 )
 from twill.mapping.fadiff.heuristics import repair_plan
-from twill.mapping.fadiff.networks import EPILOGUE_KINDS, Network
 from twill.mapping.mapping import Mapping
+from twill.mapping.network import EPILOGUE_KINDS, Network
 from twill.mapping.workload import Dim, Layer, divisors
 
 __all__ = ["align_blocks", "block_mapping", "block_variants", "group_search", "polish_groups"]
@@ -115,7 +115,7 @@ def group_search(
     Examples
     --------
     >>> from twill.mapping.arch import gemmini_arch
-    >>> from twill.mapping.fadiff.networks import chain_network
+    >>> from twill.mapping.network import chain_network
     >>> from twill.mapping.fadiff.train import all_dram_mapping
     >>> arch = gemmini_arch()
     >>> net = chain_network([Layer.gemm(64, 64, 64, name="a"), Layer.gemm(64, 64, 64, name="b")])

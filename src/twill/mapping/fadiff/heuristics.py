@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from twill.errors import InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.fadiff.fusion import evaluate_plan, verify_plan
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import FusionPlan
+from twill.mapping.network import Network
 
 if TYPE_CHECKING:
     from twill.mapping.workload import Operand

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.twin import LoopNest, sliding_input_fills
+from twill.mapping.cost.twin import LoopNest, sliding_input_fills, tile_footprints
 from twill.mapping.workload import ALL_DIMS, OPERANDS, RELEVANT, Layer
 
 __all__ = ["LayerTable", "TorchCost", "layer_table", "torch_costs"]
@@ -97,15 +97,9 @@ class TorchCost:
 
 def _footprints(ext: torch.Tensor, tab: LayerTable) -> torch.Tensor:
     """Footprints ``(B, L, 3)`` (W, I, O) of tiles with extents ``ext`` ``(B, L, 8)``."""
-    ws, hs = tab.stride[:, 0:1], tab.stride[:, 1:2]
-    wd, hd = tab.dilation[:, 0:1], tab.dilation[:, 1:2]
-    g = ext[..., _G]
-    w = g * ext[..., _R] * ext[..., _S] * ext[..., _C] * ext[..., _K]
-    o = g * ext[..., _P] * ext[..., _Q] * ext[..., _K] * ext[..., _N]
-    width = (ext[..., _P] - 1) * ws + (ext[..., _R] - 1) * wd + 1
-    height = (ext[..., _Q] - 1) * hs + (ext[..., _S] - 1) * hd + 1
-    i = g * ext[..., _N] * ext[..., _C] * width * height
-    return torch.stack([w, i, o], dim=-1)
+    strides = (tab.stride[:, 0:1], tab.stride[:, 1:2])
+    dilations = (tab.dilation[:, 0:1], tab.dilation[:, 1:2])
+    return torch.stack(tile_footprints(ext, strides, dilations), dim=-1)
 
 
 def _with_groups(

@@ -11,8 +11,8 @@ import numpy as np
 
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import EnergyDelay
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.mapping import Mapping, Violation
+from twill.mapping.network import Network
 
 _W, _I, _O = 0, 1, 2
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.errors import InvalidProblemError, VerificationError
 from twill.mapping.arch import Arch, MemoryLevel
 from twill.mapping.cost.analytical import MappingBatch, evaluate_batch
@@ -43,9 +44,9 @@ from twill.mapping.fadiff.fusion import (
     verify_plan,
 )
 from twill.mapping.fadiff.heuristics import greedy_fusion, repair_plan
-from twill.mapping.fadiff.networks import Network
 from twill.mapping.fadiff.plan import NetworkPlan
 from twill.mapping.mapping import Mapping
+from twill.mapping.network import Network
 from twill.mapping.problems import NetworkMappingProblem
 from twill.mapping.result import Controls, finished, method_settings
 from twill.mapping.workload import DIMS, OPERANDS, Layer
@@ -223,7 +224,7 @@ def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) 
     Examples
     --------
     >>> from twill.mapping.arch import gemmini_arch
-    >>> from twill.mapping.fadiff.networks import chain_network
+    >>> from twill.mapping.network import chain_network
     >>> net = chain_network([Layer("a", {"P": 8, "C": 16, "K": 16}),
     ...                      Layer("b", {"P": 8, "C": 16, "K": 16})])
     >>> p = NetworkMappingProblem(net, gemmini_arch())
@@ -240,7 +241,7 @@ def solve(problem: NetworkMappingProblem, options: SolverOptions | None = None) 
     problem.check()
     with _torch_threads(options.threads):
         res = _fadiff(problem.network, problem.arch, cfg, problem.init, problem.candidates,
-                      _gradient_events(controls, cfg.steps), controls.stop)  # fmt: skip
+                      _gradient_events(controls, cfg.steps), controls.deadline)  # fmt: skip
     return finished(controls, res)
 
 
@@ -282,10 +283,10 @@ def _fadiff(
     init: FusionPlan | None,
     candidates: Sequence[FusionPlan],
     on_step: Callable[[int, dict[str, float]], None] | None,
-    stop: float = math.inf,
+    deadline: Deadline = NO_DEADLINE,
 ) -> SolveResult:
-    """The run behind :func:`solve`; the gradient loop ends at ``stop``
-    (a ``perf_counter`` value) and the discrete phase starts nothing after it."""
+    """The run behind :func:`solve`; the gradient loop ends at its share of ``deadline`` and
+    the discrete phase starts nothing after the deadline."""
     import torch
 
     from twill.mapping.fadiff.relax import factor_space, sample_factors, temperature
@@ -314,7 +315,7 @@ def _fadiff(
         method,
     )
     # the gradient's share of the time; the discrete phase (most fusion gains) keeps the rest
-    best = _ReadOuts(net, arch, stop=t0 + _GRADIENT_SHARE * (stop - t0))
+    best = _ReadOuts(net, arch, stop=deadline.child(fraction=_GRADIENT_SHARE).perf_stop())
     history: list[dict[str, float]] = []
     ref = None
     plateau_from = warm if E > 0 else 0  # fusion runs get their fusion phase first
@@ -352,7 +353,7 @@ def _fadiff(
         if best.should_stop(step, cfg, plateau_from):
             n_iter = step + 1
             break
-    best.stop = stop
+    best.stop = deadline.perf_stop()
     best_plan, best_rep, source = _discrete_phase(net, arch, cfg, method, candidates, best)
     if best_plan is None or best_rep is None:  # pragma: no cover - fallback is always valid
         best_plan = fallback
@@ -686,7 +687,7 @@ def _edge_meta(
     """Which candidates are data edges, and which layers have only candidate out-edges."""
     import torch
 
-    from twill.mapping.fadiff.networks import EPILOGUE_KINDS
+    from twill.mapping.network import EPILOGUE_KINDS
 
     data = torch.tensor(
         [net.edges[i].kind not in EPILOGUE_KINDS for i in cands], dtype=torch.bool, device=device

@@ -84,7 +84,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
         raise InvalidProblemError(
             "the categorical (GS-Schedule) baseline supports formulation A only"
         )
-    options = SolverOptions.of(options)
+    options = SolverOptions.of(options).start()  # the deadline counts from the call
     settings = options.gumbel or GumbelSettings()
     if not isinstance(settings, GumbelSettings):
         raise InvalidProblemError(
@@ -147,7 +147,7 @@ def _epochs(
     it = 0
     try:
         for epoch in range(settings.epochs):
-            if options.time_limit is not None and time.perf_counter() - start > options.time_limit:
+            if options.clock.passed():
                 break
             adam.lr = 1e-7 + 0.5 * (lr - 1e-7) * (1 + np.cos(np.pi * (epoch % 50) / 50))
             onehot, stage = sampler.sample(logits)

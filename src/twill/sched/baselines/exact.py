@@ -110,6 +110,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     formulation = problem.formulation
     cuts = bool(options.extra.get("precedence_cuts", False)) and formulation == "A"
     time_limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT
+    clock = options.clock.child(time_limit)  # a caller's deadline holds too
     start = time.perf_counter()
     window = problem_window(problem, "exact", start)
     if isinstance(window, SolveResult):
@@ -119,7 +120,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     spec = ModelSpec(formulation, D, II, problem.ratio, asap, alap, strong_precedence=cuts)
     m, s, scale = build_model(g, spec)
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.0, time_limit - (time.perf_counter() - start))
+    solver.parameters.max_time_in_seconds = clock.within()
     solver.parameters.num_workers = options.threads
     if cuts:
         solver.parameters.linearization_level = 2

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 
@@ -137,24 +138,22 @@ class PeakRelaxation:
 
 class PeakLPs:
     """The relaxation per peak cap, each solved once, within what is left before
-    ``deadline`` (``time.perf_counter()`` seconds; ``None``: no limit); past it an LP is
+    ``deadline`` (a :class:`~twill.deadline.Deadline`; ``None``: no limit); past it an LP is
     ``"unknown"``. The searches over caps rely on ``V(P) = ratio * P + LP(P)`` being convex
     in ``P`` (an LP's optimum is convex in its right-hand side) and on feasibility being
     monotone in ``P``."""
 
     def __init__(
-        self, g: GauSGraph, D: int, ratio: float = 100.0, deadline: float | None = None
+        self, g: GauSGraph, D: int, ratio: float = 100.0, deadline: Deadline | None = None
     ) -> None:
-        self.g, self.D, self.ratio, self.deadline = g, D, ratio, deadline
+        self.g, self.D, self.ratio, self.deadline = g, D, ratio, Deadline.of(deadline)
         self.solved: dict[int | None, PeakLP] = {}
         self.relaxation: PeakRelaxation | None = None
 
     def at(self, cap: int | None) -> PeakLP:
         """The LP at ``cap`` (``None``: uncapped)."""
         if cap not in self.solved:
-            left = None
-            if self.deadline is not None:
-                left = self.deadline - time.perf_counter()
+            left = self.deadline.remaining()
             if left is not None and left <= 0:  # past the deadline: unknown, not even built
                 none = np.zeros(0, dtype=np.int64)
                 self.solved[cap] = PeakLP(int(cap or 0), "unknown", float("-inf"), none, none, 0.0)

@@ -35,11 +35,11 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, WarpSchedule
-from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase1 import solve_phase1
 from twill.sched.exact.phase2 import Phase2Result, swp_and_ws
 from twill.sched.exact.phase2_window import WindowOutcome, solve_window
@@ -229,7 +229,7 @@ def algorithm1(
     options = SolverOptions.of(options).start()
     s = twill_settings(options)
     check_int(max_I, "max_I", none=True)
-    on_progress, deadline = options.on_progress, options.deadline
+    on_progress, deadline = options.on_progress, options.clock
     t0 = time.perf_counter()
     clock = t0 - (phase1.seconds if phase1 is not None else 0.0)  # events: since Phase 1 began
     rules = rules or WarpRules.for_graph(graph)
@@ -303,10 +303,10 @@ def _all_empty(points: list[SearchPoint], cap: int) -> bool:
     return bool(points) and max(p.I for p in points) >= cap and all(p.proven_empty for p in points)
 
 
-def _no_point(proven: bool, where: str, deadline: float | None) -> tuple[Status, str]:
+def _no_point(proven: bool, where: str, deadline: Deadline) -> tuple[Status, str]:
     """Status and reason when no point was satisfiable: INFEASIBLE needs the whole chain
     (every ``I`` up to the cap examined, each window the exact one and empty)."""
-    if not proven and deadline is not None and time.monotonic() >= deadline:
+    if not proven and deadline.passed():
         return Status.UNKNOWN, f"time limit reached before a satisfiable point for {where}"
     return (Status.INFEASIBLE if proven else Status.UNKNOWN), f"no satisfiable point for {where}"
 
@@ -319,7 +319,7 @@ class _WindowJob:
     settings: TwillSettings
     rules: WarpRules
     seed: int = 0
-    deadline: float | None = None
+    deadline: Deadline = NO_DEADLINE
 
     def options(self) -> SolverOptions:
         """The options of one solve inside the job (its deadline, seed and settings)."""
@@ -342,7 +342,7 @@ def _begun(job: _WindowJob, ii: int, start: tuple[Any, Any, bool] | None) -> _Ex
     """Phase 1 at ``ii`` (skipped when ``start = (LEN(M), M, LEN proven)`` is given): the
     window it fixes, or ``ii`` examined already (no time left, or Phase 1 has no schedule)."""
     p1_seconds = 0.0
-    if out_of_time(within(None, job.deadline)):
+    if job.deadline.expired():
         return _Examined(ii, 0.0, "time_limit", False, None, [])
     if start is None:
         p1, empty = _phase1_at(job.graph, ii, job.options())

@@ -26,10 +26,10 @@ verifies. A question that hits its limit proves nothing and ends the search.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from twill.deadline import Deadline
 from twill.results import Status
 from twill.sched.exact.reduced import ReducedModel
 
@@ -93,10 +93,10 @@ def search_length(
     together (``None``: no cap)."""
     low = length_lower_bound(data)
     best, high = values, schedule_length(data, values)
-    end = None if budget is None else time.monotonic() + budget
+    end = Deadline.after(budget)
     step, asked = 1, 0
     while low < high:
-        left = None if end is None else end - time.monotonic()
+        left = end.remaining()
         if left is not None and left <= 0:
             break
         t = min(low + step - 1, high - 1)

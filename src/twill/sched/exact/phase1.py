@@ -68,11 +68,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from twill._interrupt import solve_cpsat
+from twill.deadline import Deadline
 from twill.errors import BackendUnavailableError, InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
@@ -80,8 +82,6 @@ from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact._cbc import run_cbc
-from twill.sched.exact._deadline import out_of_time as _out_of_time
-from twill.sched.exact._deadline import within as _within
 from twill.sched.exact.length_search import search_length
 from twill.sched.exact.reduced import OutOfTime, ReducedModel, build_reduced_model
 from twill.sched.exact.settings import TwillSettings, twill_settings
@@ -101,7 +101,7 @@ from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
 from twill.validation import check_instance, check_int
 
-__all__ = ["phase1_result", "solve", "solve_phase1", "BACKENDS"]
+__all__ = ["complete_schedule", "phase1_result", "solve", "solve_phase1", "BACKENDS"]
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +171,12 @@ def _all_pairs_longest(model: ReducedModel) -> dict[tuple[int, int], int]:
     return matrix_to_dict(model.kept, longest_matrix(model.kept, model.arcs))
 
 
+_HINT_ROUNDS = 64  # the greedy hint's least starts give up after this many rounds: a positive
+# circuit (residues that admit no schedule) took |V| + 1 rounds, 1.1 s at aes/graph4's 1,374 ops
+
+
 def _greedy_hint(
-    graph: DependenceGraph, ii: int, deadline: float | None = None
+    graph: DependenceGraph, ii: int, deadline: Deadline | None = None
 ) -> dict[str, int] | None:
     """A modulo schedule at ``ii`` from a greedy list scheduler, or ``None`` (heuristic only).
 
@@ -184,7 +188,7 @@ def _greedy_hint(
     verifier accepts it. For an acyclic graph whose ops each reserve one row, this always
     succeeds at ``ii >= ResMII`` (a unit's table has a free class until all its users are
     placed); with recurrences or multi-row tables it may fail, which costs nothing. Past
-    ``deadline`` (``time.monotonic()``) it gives up (``None``).
+    ``deadline`` it gives up (``None``).
     """
     names = graph.names
     index = graph.index()
@@ -235,9 +239,12 @@ def _greedy_hint(
         else:
             return None
     # least starts with the same residues (pointwise smallest: inside the stage bounds)
-    arcs = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
+    # arcs in topological order: a round per loop-carried arc on a path, not one per arc
+    rank = {v: k for k, v in enumerate(order)}
+    arcs = sorted(((index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges),
+                  key=lambda a: rank[a[0]])  # fmt: skip
     least = least_starts({i: start[i] % ii for i in range(n)}, dict.fromkeys(range(n), 0), arcs, ii,
-                         deadline)  # fmt: skip
+                         deadline, _HINT_ROUNDS)  # fmt: skip
     if least is None:
         return None
     schedule = {names[i]: least[i] for i in range(n)}
@@ -596,6 +603,7 @@ def solve_phase1(
     hint: bool = True,
     incumbent: Mapping[str, int] | None = None,
     guide: Mapping[str, int] | None = None,
+    length: bool = True,
 ) -> SolveResult:
     """Exact modulo schedule of minimum length ``L`` at initiation interval ``II``.
 
@@ -650,6 +658,10 @@ def solve_phase1(
         A verified schedule at another ``II`` (e.g. the incumbent above this one), used only
         as the window decision's hint (moved into the windows) when the greedy list
         schedule finds none; the verdict still comes from the solver alone.
+    length
+        Minimise ``L`` after the decision (``False``: a *probe*, the deciding schedule as it
+        is, FEASIBLE, ``stats["length_status"] = "skipped (probe)"``; the verdict on ``II``
+        is the same).
 
     Returns
     -------
@@ -679,7 +691,7 @@ def solve_phase1(
     """
     options = SolverOptions.of(options).start()
     s = twill_settings(options)
-    backend, deadline = s.backend, options.deadline
+    backend, deadline = s.backend, options.clock
     check_int(II, "II")
     if check:
         check_graph(graph)
@@ -690,12 +702,12 @@ def solve_phase1(
         return phase1_result(status, II, schedule, length, backend, time.perf_counter() - t0,
                              bound, stats)  # fmt: skip
 
-    if _out_of_time(_within(None, deadline)):  # nothing is built after the deadline
+    if deadline.expired():  # nothing is built after the deadline
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     if has_positive_cycle(graph, II):  # II < RecMII: proven by a positive circuit
         return result(Status.INFEASIBLE, None, None, 0, {"proof": "positive circuit (II < RecMII)"})
     try:
-        data = build_reduced_model(graph, II, deadline)
+        data = _reduced_model(graph, II, deadline)
     except OutOfTime:  # the model's bounds were not finished: nothing is solved
         return result(Status.UNKNOWN, None, None, 0, {"skipped": "time limit"})
     encoding = _choose_encoding(data, backend, s.encoding)
@@ -710,7 +722,7 @@ def solve_phase1(
     if isinstance(plan, _Decision):  # step 1, is II feasible: the solver gets limit and threads
         if plan.window is not None:
             decider = decide_cbc if backend == "cbc" else decide_cpsat
-            status, times = decider(plan.window, _within(plan.limit, deadline), options.threads,
+            status, times = decider(plan.window, deadline.within(plan.limit), options.threads,
                                     plan.hint, deadline=deadline)  # fmt: skip
         else:
             status, times = plan.model.solve(plan.limit, options.threads), None  # type: ignore[union-attr]
@@ -722,17 +734,21 @@ def solve_phase1(
         status, kept_starts = _from_schedule(data, seed, stats, seed is not incumbent)
     if kept_starts is None:
         return result(status, None, None, data.stage_bound, stats)
-    time_limit = s.solve_time_limit
-    length_limit = time_limit if s.length_time_limit is None else s.length_time_limit
-    status, kept_starts, length, late = _minimise_length(
-        impl, kept_starts, data, (length_limit, time_limit, deadline), options.threads,
-        s.tie_break, stats, (backend, encoding),
-    )  # fmt: skip
-    schedule, length = _normalised(data, _complete(data, kept_starts, length, late))
+    if length:
+        time_limit = s.solve_time_limit
+        length_limit = time_limit if s.length_time_limit is None else s.length_time_limit
+        status, kept_starts, span, late = _minimise_length(
+            impl, kept_starts, data, (length_limit, time_limit, deadline), options.threads,
+            s.tie_break, stats, (backend, encoding),
+        )  # fmt: skip
+    else:
+        stats["length_status"] = "skipped (probe)"
+        status, span, late = Status.FEASIBLE, _length(data, kept_starts), False
+    schedule, span = _normalised(data, _complete(data, kept_starts, span, late))  # late: ALAP
     violations = verify_modulo_schedule(graph, schedule, II)
     if violations:
         raise VerificationError(violations, what=f"phase-1 schedule ({backend}, II={II})")
-    return result(status, schedule, length, data.stage_bound, stats)
+    return result(status, schedule, span, data.stage_bound, stats)
 
 
 @register_solver("phase1", problems=(ModuloProblem,), settings=TwillSettings)
@@ -783,6 +799,38 @@ class _Decision:
     fallback: Mapping[str, int] | None
 
 
+_MODELS: OrderedDict[tuple[int, int], tuple[DependenceGraph, ReducedModel, list]] = OrderedDict()
+_MODELS_KEPT = 16  # the last models built: a search asks again at an I with a longer limit
+
+
+def _reduced_model(graph: DependenceGraph, ii: int, deadline: float | None) -> ReducedModel:
+    """:func:`.reduced.build_reduced_model`, remembered for the last :data:`_MODELS_KEPT`
+    ``(graph, II)`` (the graph object itself, frozen: the same object, the same model), so
+    that the minimum-I search's probes (:func:`twill.sched.exact.search.search_min_ii`),
+    which ask at one ``II`` again with a doubled limit, build it once: at ChStone's
+    adpcm/graph1 the models took 1-3 s of each probe."""
+    key = (id(graph), ii)
+    hit = _MODELS.get(key)
+    if hit is not None and hit[0] is graph:
+        _MODELS.move_to_end(key)
+        return hit[1]
+    data = build_reduced_model(graph, ii, deadline)
+    _MODELS[key] = (graph, data, [])
+    while len(_MODELS) > _MODELS_KEPT:
+        _MODELS.popitem(last=False)
+    return data
+
+
+def _window_model(graph: DependenceGraph, data: ReducedModel) -> Any:
+    """:func:`.window.build_window_model` of ``data``, remembered beside it."""
+    hit = _MODELS.get((id(graph), data.ii))
+    if hit is None or hit[1] is not data:
+        return build_window_model(data)
+    if not hit[2]:
+        hit[2].append(build_window_model(data))
+    return hit[2][0]
+
+
 def _choose_encoding(data: ReducedModel, backend: str, encoding: str | None) -> str:
     """The dependence-row encoding: the given one, checked, or the backend's default."""
     residue_ok = {row[0] for row in data.mrt_rows} <= {g[0] for g in data.residue_groups}
@@ -826,8 +874,8 @@ def _decision(
     schedule fails.
     """
     s = twill_settings(options)
-    backend, decide, deadline = s.backend, s.decide, options.deadline
-    time_limit = _within(s.solve_time_limit, deadline)  # the decision's limit, from now
+    backend, decide, deadline = s.backend, s.decide, options.clock
+    time_limit = deadline.within(s.solve_time_limit)  # the decision's limit, from now
     if backend == "cpsat":  # its first import takes a second or more: before the steps that
         import ortools.sat.python.cp_model  # noqa: F401  (check the time left, not after)
     if s.warm_start and incumbent is not None:  # II is feasible by the incumbent: no decision
@@ -838,16 +886,14 @@ def _decision(
             return Status.UNKNOWN, None, None, incumbent  # type: ignore[return-value]
         return Status.UNKNOWN, None, None, seed
     fw_seconds = len(data.kept) ** 3 / _FW_RATE  # the window model's longest paths
-    if _out_of_time(_within(None, deadline)) or (
-        decide == "window" and deadline is not None and deadline - time.monotonic() < fw_seconds
-    ):
+    if deadline.expired() or (decide == "window" and deadline.short_of(fw_seconds)):
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
-    wm = build_window_model(data) if decide == "window" else None
+    wm = _window_model(graph, data) if decide == "window" else None
     if wm is not None:
         stats["window"] = wm.stats()
     known = wm is not None and wm.overfull is not None  # infeasible, proven without a solver
-    if not known and _out_of_time(_within(None, deadline)):  # the build took the time left
+    if not known and deadline.expired():  # the build took the time left
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
     seed = _greedy_hint(graph, data.ii, deadline) if hint and not known else None
@@ -861,7 +907,7 @@ def _decision(
             wm_hint = _guided(wm, {x: guide[data.names[x]] for x in data.kept})
             stats["guide"] = True
         fallback = seed if seed is not None else incumbent
-        if _out_of_time(_within(None, deadline)):
+        if deadline.expired():
             return Status.UNKNOWN, None, None, fallback  # type: ignore[return-value]
         return _Decision(wm, None, wm_hint, time_limit, fallback)
     impl = _BACKEND_MODELS[backend](data, encoding)
@@ -934,21 +980,21 @@ def _minimise_length(
     """
     length_limit, time_limit, deadline = limits
     binaries = len(data.kept) * data.ii if model[1] != "residue" else 0
-    left = _within(None, deadline)  # building the model is not interruptible: leave room
-    spent = _out_of_time(left) or (left is not None and left < 3 * binaries / _BUILD_RATE)
+    # building the model is not interruptible: leave room
+    spent = deadline.expired() or deadline.short_of(3 * binaries / _BUILD_RATE)
     if spent or binaries > _LENGTH_MAX_BINARIES:
         stats["length_status"] = "skipped (time limit)" if spent else (
             f"skipped ({binaries} 0-1 variables)")  # fmt: skip
         return Status.FEASIBLE, kept_starts, _length(data, kept_starts), False
     if impl is None:
-        impl = _length_model(data, model, _within(length_limit, deadline), stats)  # type: ignore[arg-type]
-    status, kept_starts = _shortest(impl, kept_starts, data, _within(length_limit, deadline),
+        impl = _length_model(data, model, deadline.within(length_limit), stats)  # type: ignore[arg-type]
+    status, kept_starts = _shortest(impl, kept_starts, data, deadline.within(length_limit),
                                     threads, stats)  # fmt: skip
     length = _length(data, kept_starts)
     late = False
-    if tie_break and status is Status.OPTIMAL and not _out_of_time(_within(None, deadline)):
+    if tie_break and status is Status.OPTIMAL and not deadline.expired():
         impl.fix_length_maximise_starts(length, kept_starts)
-        second = impl.solve(_within(time_limit, deadline), 1)  # one worker: see the constant
+        second = impl.solve(deadline.within(time_limit), 1)  # one worker: see the constant
         stats["tie_break"] = second.value
         if second.has_solution:
             kept_starts = impl.values()
@@ -969,7 +1015,7 @@ def _shortest(
     half the budget); only without a proven minimum then, and on CBC, ``L`` is minimised as
     an objective from the best schedule (CP-SAT: with the proven ``L >= low``). OPTIMAL
     when the minimum is proven, else FEASIBLE with the best schedule found."""
-    end = None if budget is None else time.monotonic() + budget
+    end = Deadline.after(budget)
     if isinstance(impl, _CpSatModel):
         found = search_length(lambda t, s: impl.length_at_most(t, s, threads), data,
                               kept_starts, None if budget is None else budget / 2)  # fmt: skip
@@ -980,7 +1026,7 @@ def _shortest(
         kept_starts = found.values
         impl.model.add(impl.L >= found.low)  # proven by the questions
     impl.minimise_length_from(kept_starts)
-    status = impl.solve(_within(budget, end), threads)
+    status = impl.solve(end.within(), threads)
     stats["length_status"] = status.value
     if status.has_solution:
         return status, impl.values()
@@ -1002,6 +1048,25 @@ def _length_model(
         impl = _PulpModel(data, model[1])
     stats.update(impl.size())
     return impl
+
+
+def complete_schedule(
+    data: ReducedModel, kept_starts: dict[int, int]
+) -> tuple[dict[str, int], int]:
+    """A whole schedule from the kept ops' starts (a solution of the reduced model ``data``):
+    every projected op at its earliest start (longest paths; the module docstring's exact
+    reduction), shifted so that ``min M = 0``; with its length ``L``. Not verified here.
+
+    Examples
+    --------
+    >>> from twill.sched.exact.reduced import build_reduced_model
+    >>> from twill.sched.kernels import flash_attention_forward_simplified
+    >>> g = flash_attention_forward_simplified()
+    >>> data = build_reduced_model(g, 2)  # S and O kept (the tensor core), P projected out
+    >>> complete_schedule(data, {0: 0, 2: 3})
+    ({'S': 0, 'P': 1, 'O': 3}, 4)
+    """
+    return _normalised(data, _complete(data, kept_starts, _length(data, kept_starts), False))
 
 
 def _normalised(data: ReducedModel, starts: list[int]) -> tuple[dict[str, int], int]:

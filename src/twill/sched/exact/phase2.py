@@ -37,16 +37,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twill._interrupt import check_z3
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
-from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import WarpSpecProblem, fixed_II
 from twill.sched.verify_warps import (
+    REGISTER_GRANULE,
     WarpRules,
     program_shape,
     slots_needed,
@@ -75,6 +76,7 @@ __all__ = [
     "add_fig5_memory_constraints",
     "add_fig6_warp_uniqueness",
     "add_fig6_variable_latency",
+    "add_register_file",
     "add_fig6_register_limit",
     "add_fig6_cross_warp_spill",
     "add_fig6_blocking",
@@ -609,21 +611,64 @@ def add_fig6_register_limit(m: Phase2Model) -> int:
         return 0
     for w in range(m.W):
         for t in range(m.T + 1):
-            terms: list[tuple[Lit, int]] = []
-            for v, ins in m.ins.items():
-                a = m.ow(v, w)
-                if not ins.regs or a is False or not _tracked(m, v):
-                    continue
-                for i in range(m.n):
-                    lv = m.live[v, i, t]
-                    if a is True:
-                        terms.append((lv, ins.regs))
-                        continue
-                    lw = m.aux(("lw", v, i, t, w), f"lw[{v},{i},{t},{w}]")
-                    m.clause("fig6.lw", -lv, _neg(a), lw)
-                    terms.append((lw, ins.regs))
-            m.pb(fam, terms, "le", limit)
+            m.pb(fam, _slot_register_terms(m, w, t), "le", limit)
     return m.rows[fam] - before
+
+
+def add_register_file(m: Phase2Model) -> int:
+    """REGISTER FILE (the SM's capacity, beside Fig. 6): each slot ``w`` holds an allocation
+    ladder ``ra[w, k]`` ("at least ``8k`` registers per thread"); at every ``t`` the registers
+    live on ``w`` fit ``8 sum_k ra[w, k]``, and ``sum_{w,k} 8 ra[w, k] x threads <=
+    registers_per_sm``. Left out when the slots cannot exceed the file even at their peaks."""
+    fam = "register_file"
+    before = m.rows[fam]
+    limit, g = m.rules.registers_per_sm, REGISTER_GRANULE
+    if limit is None:
+        return 0
+    threads = 32 * m.rules.warps_per_slot
+    top = {w: _slot_register_bound(m, w) for w in range(m.W)}
+    if sum(-(-b // g) * g for b in top.values()) * threads <= limit:
+        return 0  # cannot bind: no rows (the model is unchanged)
+    ladder: list[tuple[Lit, int]] = []
+    for w, bound in top.items():
+        levels = [m.new(f"ra[{w},{k}]") for k in range(1, -(-bound // g) + 1)]
+        for lower, upper in zip(levels, levels[1:], strict=False):
+            m.clause("register_file.ladder", -upper, lower)
+        ladder += [(lv, g * threads) for lv in levels]
+        for t in range(m.T + 1):
+            terms = _slot_register_terms(m, w, t)
+            if terms:
+                m.pb(fam, terms + [(-lv, g) for lv in levels], "le", g * len(levels))
+    m.pb(fam, ladder, "le", limit)
+    return m.rows[fam] - before
+
+
+def _slot_register_bound(m: Phase2Model, w: int) -> int:
+    """At most how many registers per thread slot ``w`` can hold: every copy of every op that
+    may run there live at once, capped by the per-slot limit."""
+    total = sum(ins.regs * m.n for v, ins in m.ins.items()
+                if ins.regs and m.ow(v, w) is not False and _tracked(m, v))  # fmt: skip
+    cap = m.rules.registers_per_warp
+    return total if cap is None else min(total, cap)
+
+
+def _slot_register_terms(m: Phase2Model, w: int, t: int) -> list[tuple[Lit, int]]:
+    """``(literal, regs)`` of every value that may be live on slot ``w`` at ``t``: ``live``
+    itself for an op fixed there, else the ``lw`` product (implied by ``live`` and ``opw``)."""
+    terms: list[tuple[Lit, int]] = []
+    for v, ins in m.ins.items():
+        a = m.ow(v, w)
+        if not ins.regs or a is False or not _tracked(m, v):
+            continue
+        for i in range(m.n):
+            lv = m.live[v, i, t]
+            if a is True:
+                terms.append((lv, ins.regs))
+                continue
+            lw = m.aux(("lw", v, i, t, w), f"lw[{v},{i},{t},{w}]")
+            m.clause("fig6.lw", -lv, _neg(a), lw)
+            terms.append((lw, ins.regs))
+    return terms
 
 
 def add_fig6_cross_warp_spill(m: Phase2Model) -> int:
@@ -696,6 +741,7 @@ def add_fig6_warp_constraints(m: Phase2Model) -> int:
         add_fig6_warp_uniqueness(m)
         + add_fig6_variable_latency(m)
         + add_fig6_register_limit(m)
+        + add_register_file(m)
         + add_fig6_cross_warp_spill(m)
         + add_fig6_blocking(m)
     )
@@ -931,13 +977,13 @@ def swp_and_ws(
     import z3
 
     options = SolverOptions.of(options).start()
-    s, deadline = twill_settings(options), options.deadline
+    s, deadline = twill_settings(options), options.clock
     rules = rules or WarpRules.for_graph(graph)
     t0 = time.perf_counter()
     m = build_phase2_model(graph, II, L, rules=rules, encoding=s.phase2_encoding,
                            symmetry_breaking=s.symmetry_breaking,
                            fixed_warps=fixed_warps)  # fmt: skip
-    if deadline is not None and deadline - time.monotonic() < MIN_SLICE:  # the build took it
+    if deadline.expired():  # the build took it
         stats = {**m.statistics(), "skipped": "time limit"}
         return Phase2Result("unknown", II, L, m.n, m.T, None, None, stats,
                             time.perf_counter() - t0, 0.0)  # fmt: skip
@@ -950,11 +996,7 @@ def swp_and_ws(
         stats["pb_constraints"], build,
     )  # fmt: skip
     t1 = time.perf_counter()
-    limit = s.point_time_limit
-    end = None if limit is None else time.monotonic() + limit
-    if deadline is not None:
-        end = deadline if end is None else min(end, deadline)
-    result, hint_used = _solve_hinted(solver, m, hint, end)
+    result, hint_used = _solve_hinted(solver, m, hint, deadline.child(s.point_time_limit))
     solve = time.perf_counter() - t1
     stats["z3"] = z3_stats(solver)
     answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
@@ -1017,17 +1059,17 @@ def z3_solver(m: Any, seed: int, dump_smt2: str | None) -> Any:
     return solver
 
 
-def check_with_deadline(solver: Any, assumptions: list[Any], deadline: float | None) -> Any:
+def check_with_deadline(solver: Any, assumptions: list[Any], deadline: Deadline | None) -> Any:
     """``solver.check`` with the time left before ``deadline`` as its timeout; an interrupt
     stops Z3 (:func:`twill._interrupt.check_z3`)."""
-    if deadline is not None:
-        left = max(deadline - time.monotonic(), 0.001)
-        solver.set("timeout", max(1, int(left * 1000)))
+    left = Deadline.of(deadline).remaining()
+    if left is not None:
+        solver.set("timeout", max(1, int(max(left, 0.001) * 1000)))
     return check_z3(solver, *assumptions)
 
 
 def _solve_hinted(
-    solver: Any, m: Any, hint: Mapping[str, int] | None, deadline: float | None
+    solver: Any, m: Any, hint: Mapping[str, int] | None, deadline: Deadline
 ) -> tuple[Any, bool]:
     """Try the hinted start times as assumptions first; if they are not sat, solve freely.
 

@@ -48,8 +48,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.options import SolverOptions
-from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
     Phase2Model,
     Phase2Result,
@@ -124,9 +124,8 @@ class _Window:
         if length < self.top:
             names.append(self.m.names[self.sel[length]])
         t1 = time.perf_counter()
-        deadline = None if time_limit is None else t1 + time_limit
         literals = [z3.Bool(nm, self.solver.ctx) for nm in names]
-        result = check_with_deadline(self.solver, literals, deadline)
+        result = check_with_deadline(self.solver, literals, Deadline.after(time_limit))
         solve = time.perf_counter() - t1
         answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
         sched = assign = None
@@ -201,14 +200,13 @@ def solve_window(
         The calls made and the window's verdict; a sat ``final`` passed the verifier.
     """
     options = SolverOptions.of(options).start()
-    s, deadline = twill_settings(options), options.deadline
+    s, deadline = twill_settings(options), options.clock
     time_limit = s.point_time_limit
     rules = rules or WarpRules.for_graph(graph)
     model = {"encoding": s.phase2_encoding, "symmetry_breaking": s.symmetry_breaking}
     n, _ = program_shape(II, low)
-    if out_of_time(within(None, deadline)) or (
-        deadline is not None and deadline - time.monotonic() < _build_seconds(graph, II, n)
-    ):  # the model is not built when it cannot be built in the time left
+    # the model is not built when it cannot be built in the time left
+    if deadline.expired() or deadline.short_of(_build_seconds(graph, II, n)):
         return WindowOutcome(low, II * n, "unknown", (), None, False)
     w = _Window(graph, II, low, rules, model, options.seed)
     checks: list[Phase2Result] = []
@@ -217,30 +215,30 @@ def solve_window(
         return WindowOutcome(low, w.top, answer, tuple(checks), final, proven)
 
     pinned = hint_literals(w.m, hint) if hint else None
-    if pinned is not None and not out_of_time(within(None, deadline)):
-        r = w.check(low, within(time_limit, deadline), pinned)
+    if pinned is not None and not deadline.expired():
+        r = w.check(low, deadline.within(time_limit), pinned)
         if r.answer == "sat":
             checks.append(r)
             return done("sat", r, True)
         w.carry = r.seconds  # not a verdict on the window: its time goes to the next call
     floor = low  # the shortest length not refuted yet
-    if low < w.top and not out_of_time(within(None, deadline)):
-        r = w.check(low, within(time_limit, deadline))
+    if low < w.top and not deadline.expired():
+        r = w.check(low, deadline.within(time_limit))
         checks.append(r)
         if r.answer == "sat":
             return done("sat", r, True)
         floor += r.answer == "unsat"
-    if out_of_time(within(None, deadline)):
+    if deadline.expired():
         return done("unknown", None, False)
-    r = w.check(w.top, within(time_limit, deadline))
+    r = w.check(w.top, deadline.within(time_limit))
     checks.append(r)
     if r.answer != "sat":
         return done(r.answer, None, False)
     best = r
     while (below := best.L - 1) >= floor:
-        if out_of_time(within(None, deadline)):
+        if deadline.expired():
             return done("sat", best, False)
-        r = w.check(below, within(time_limit, deadline))
+        r = w.check(below, deadline.within(time_limit))
         checks.append(r)
         if r.answer != "sat":
             return done("sat", best, r.answer == "unsat")

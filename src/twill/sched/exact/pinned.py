@@ -45,12 +45,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings, Verdict, Violation, WarpSchedule
-from twill.sched.exact._deadline import out_of_time, within
 from twill.sched.exact.phase2 import (
     Phase2Model,
     build_phase2_model,
@@ -66,7 +66,15 @@ from twill.sched.problems import WarpSpecProblem
 from twill.sched.verify_warps import WarpRules, program_shape
 from twill.validation import check_instance
 
-__all__ = ["PinnedProblem", "Pins", "pinned_answer", "solve", "solve_pinned", "pins_hold"]
+__all__ = [
+    "PinnedProblem",
+    "Pins",
+    "constructed",
+    "pinned_answer",
+    "solve",
+    "solve_pinned",
+    "pins_hold",
+]
 
 
 @dataclass(frozen=True)
@@ -82,11 +90,15 @@ class Pins:
         offsets ``M(v) mod I`` do not decrease. Pairs with an unstaged op are not constrained.
     slots
         Op -> warp slots (Phase 2's ``fixed_warps``); ``None`` leaves the assignment free.
+    free_stages
+        How many stages past the last pinned one an unstaged op may start in (the length
+        searched: an unstaged op starts before ``(last + 1 + free_stages) I``).
     """
 
     stages: Mapping[str, int] = field(default_factory=dict)
     order: Sequence[Sequence[str]] = ()
     slots: Mapping[str, tuple[int, ...]] | None = None
+    free_stages: int = 1
 
     def check(self, graph: DependenceGraph) -> None:
         names = set(graph.names)
@@ -141,7 +153,7 @@ def solve(problem: PinnedProblem, options: SolverOptions | None = None) -> Solve
     problem.check()
     emit(options.on_progress, ProgressEvent("phase2", message="pinned search"))
     r = solve_pinned(problem.graph, problem.pins, rules=problem.rules, max_I=problem.max_II,
-                     deadline=options.deadline)  # fmt: skip
+                     deadline=options.clock)  # fmt: skip
     emit(options.on_progress, ProgressEvent("phase2", r.objective, r.timings.solve,
                                             L=r.stats["L"], answer=pinned_answer(r)))  # fmt: skip
     return replace(r, settings={"max_I": problem.max_II})
@@ -247,7 +259,7 @@ def _place(graph: DependenceGraph, pins: Pins, ii: int) -> dict[str, int] | None
     caps = {fu: c for fu, c in graph.machine.functional_units.items() if c >= 0}
     table: dict[tuple[str, int], int] = {}
     t: dict[str, int] = {}
-    horizon = shift + (max(st.values(), default=0) + 2) * ii
+    horizon = shift + (max(st.values(), default=0) + 1 + pins.free_stages) * ii
     for v in sorted(graph.names, key=lambda n: dist[n]):
         ins = graph.instruction(v)
         low = max([dist[v]] + [t[e.src] + _edge_need(graph, pins, e) - e.distance * ii
@@ -272,7 +284,7 @@ def _place(graph: DependenceGraph, pins: Pins, ii: int) -> dict[str, int] | None
     return t if ok else None
 
 
-def _constructed(
+def constructed(
     graph: DependenceGraph, pins: Pins, ii: int, rules: WarpRules
 ) -> tuple[int, dict[str, int], dict[str, tuple[int, ...]]] | None:
     """A schedule of the pins at ``ii`` found without a solver (:func:`_place`, the
@@ -335,7 +347,8 @@ def _modulo_feasible(graph: DependenceGraph, pins: Pins, ii: int, seconds: float
 
     model = cp_model.CpModel()
     st = pins.stages
-    horizon = (max(st.values(), default=0) + 2) * ii + sum(i.cycles for i in graph.instructions)
+    last = max(st.values(), default=0) + 1 + pins.free_stages
+    horizon = last * ii + sum(i.cycles for i in graph.instructions)
     t, o = {}, {}
     for v in graph.names:
         o[v] = model.NewIntVar(0, ii - 1, f"o[{v}]")
@@ -393,7 +406,7 @@ class _PinnedWindow:
 
     def __init__(
         self, graph: DependenceGraph, ii: int, low: int, top: int, pins: Pins, rules: WarpRules,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> None:  # fmt: skip
         self.graph, self.ii, self.rules, self.low, self.top = graph, ii, rules, low, top
         self.m = build_phase2_model(
@@ -401,10 +414,10 @@ class _PinnedWindow:
         )
         _add_pins(self.m, pins)
         self.sel = add_length_selectors(self.m, range(low, top))
-        late = out_of_time(within(None, deadline))  # the build took the time left: no solver
+        late = Deadline.of(deadline).expired()  # the build took the time left: no solver
         self.solver = None if late else z3_solver(self.m, 0, None)
 
-    def check(self, length: int, deadline: float | None) -> tuple[str, Any]:
+    def check(self, length: int, deadline: Deadline) -> tuple[str, Any]:
         import z3
 
         if self.solver is None:
@@ -422,21 +435,21 @@ class _PinnedWindow:
 
 
 def _length_range(graph: DependenceGraph, pins: Pins, ii: int) -> tuple[int, int]:
-    """Shortest and longest length the stages allow at ``ii`` (unstaged ops may run to one
-    stage past the last)."""
+    """Shortest and longest length the stages allow at ``ii`` (unstaged ops may run to
+    ``pins.free_stages`` stages past the last)."""
     cyc = {i.name: max(i.cycles, 1) for i in graph.instructions}
     last = max(pins.stages.values(), default=0)
     low = max([max(cyc.values())] + [(s - 1) * ii + 1 + cyc[v] for v, s in pins.stages.items()])
     free = [v for v in cyc if v not in pins.stages]
     high = max(
         [(s + 1) * ii - 1 + cyc[v] for v, s in pins.stages.items()]
-        + [(last + 2) * ii - 1 + cyc[v] for v in free]
+        + [(last + 1 + pins.free_stages) * ii - 1 + cyc[v] for v in free]
     )
     return low, high
 
 
 def _search_window(
-    w: _PinnedWindow, deadline: float | None, points: list[tuple[int, int, str]]
+    w: _PinnedWindow, deadline: Deadline, points: list[tuple[int, int, str]]
 ) -> tuple[str, Any, bool]:
     """Verdict of one window: (answer, (L, schedule, assignment) when sat, L proven first)."""
     answer, sol = w.check(w.top, deadline)
@@ -459,26 +472,26 @@ def _decide_I(
     pins: Pins,
     ii: int,
     rules: WarpRules,
-    deadline: float | None,
+    deadline: Deadline,
     points: list[tuple[int, int, str]],
 ) -> tuple[str, Any, bool]:
     """Verdict at one ``ii``: (``sat`` with (L, schedule, assignment) of the first satisfiable
     window, and whether its L is proven first), ``unsat`` (every length refuted) or
     ``unknown``."""
-    if out_of_time(within(None, deadline)):
+    if deadline.expired():
         return "unknown", None, False
-    if _modulo_feasible(graph, pins, ii, within(30.0, deadline) or 30.0) == "infeasible":
+    if _modulo_feasible(graph, pins, ii, deadline.within(30.0) or 30.0) == "infeasible":
         points.append((ii, 0, "modulo_unsat"))  # no length at this I: proven
         return "unsat", None, True
     verdict = "unsat"
     lo, hi = _length_range(graph, pins, ii)
-    built = _constructed(graph, pins, ii, rules)
+    built = constructed(graph, pins, ii, rules)
     if built is not None:  # feasible at ii: Phase 2 only looks for a shorter length
         points.append((ii, built[0], "sat_constructed"))
         hi = min(hi, built[0] - 1)
     length = lo
     while length <= hi:
-        if out_of_time(within(None, deadline)):
+        if deadline.expired():
             break
         n, _ = program_shape(ii, length)
         top = min(hi, n * ii)
@@ -488,12 +501,12 @@ def _decide_I(
             return "sat", best, first and verdict == "unsat"
         if answer != "unsat":
             verdict = "unknown"
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline.passed():
             break
         length = top + 1
     if built is not None:  # no shorter length found: the constructed one, proven if refuted
         return "sat", built, verdict == "unsat" and length > hi
-    if length <= hi or (deadline is not None and time.monotonic() > deadline):
+    if length <= hi or deadline.passed():
         return "unknown", None, False
     return verdict, None, True
 
@@ -505,7 +518,7 @@ def solve_pinned(
     rules: WarpRules | None = None,
     max_I: int | None = None,
     total_time_limit: float | None = None,
-    deadline: float | None = None,
+    deadline: Deadline | float | None = None,
 ) -> SolveResult:
     """The smallest ``I`` (and its smallest ``L``) at which ``pins`` fit Twill's model.
 
@@ -524,7 +537,8 @@ def solve_pinned(
         Seconds for the whole search; when hit, the answer so far is ``unknown`` or an
         unproven ``feasible``.
     deadline
-        The same as a ``time.monotonic()`` value (the earlier of the two holds).
+        The same as a :class:`~twill.deadline.Deadline` (or its ``time.monotonic()`` end; the
+        earlier of the two holds).
 
     Returns
     -------
@@ -544,9 +558,7 @@ def solve_pinned(
     rules = rules or WarpRules.for_graph(graph)
     from twill.sched.exact.search import serial_ii_cap
 
-    if total_time_limit is not None:
-        end = time.monotonic() + total_time_limit
-        deadline = end if deadline is None else min(deadline, end)
+    deadline = Deadline.of(deadline).child(total_time_limit)
     points: list[tuple[int, int, str]] = []
     cap = max_I or 2 * serial_ii_cap(graph)
     low_I = _lower_I(graph, pins, cap)
@@ -564,7 +576,7 @@ def solve_pinned(
         proven = proven and answer == "unsat"
         if proven:
             open_from = ii + 1
-        if deadline is not None and time.monotonic() > deadline:
+        if deadline.passed():
             return _pinned_result(graph, Status.UNKNOWN, None, (open_from, cap), points,
                                   time.perf_counter() - t0)  # fmt: skip
     status = Status.INFEASIBLE if proven else Status.UNKNOWN

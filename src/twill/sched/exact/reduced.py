@@ -13,9 +13,9 @@ caller checks it first with a Bellman-Ford test.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
+from twill.deadline import Deadline
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["OutOfTime", "ReducedModel", "build_reduced_model", "stage_bounds"]
@@ -26,8 +26,8 @@ class OutOfTime(Exception):  # noqa: N818 (a signal, not an error: the caller an
     so none are returned): the caller's answer is UNKNOWN."""
 
 
-def _check_time(deadline: float | None) -> None:
-    if deadline is not None and time.monotonic() >= deadline:
+def _check_time(deadline: Deadline | float | None) -> None:
+    if Deadline.of(deadline).passed():
         raise OutOfTime
 
 
@@ -66,8 +66,12 @@ class ReducedModel:
         return max([self.l_const] + tails)
 
 
-def _mrt_rows(graph: DependenceGraph, ii: int) -> list[tuple[str, int, int, tuple]]:
-    """Modulo reservation rows that can be violated at all (others are dropped)."""
+def _mrt_rows(
+    graph: DependenceGraph, ii: int, deadline: Deadline | float | None = None
+) -> list[tuple[str, int, int, tuple]]:
+    """Modulo reservation rows that can be violated at all (others are dropped). Their terms
+    grow as ops x ``ii`` (9 million at 3,000 ops and ``ii`` 3,000), so ``deadline`` is
+    consulted per op (:class:`OutOfTime`)."""
     machine = graph.machine
     rows = []
     for fu in sorted(machine.functional_units):
@@ -77,6 +81,7 @@ def _mrt_rows(graph: DependenceGraph, ii: int) -> list[tuple[str, int, int, tupl
         terms: dict[int, dict[tuple[int, int], int]] = {r: {} for r in range(ii)}
         total = 0
         for i, ins in enumerate(graph.instructions):
+            _check_time(deadline)
             for c, units in enumerate(ins.reservation.get(fu, ())):
                 if units:
                     total += units
@@ -86,6 +91,7 @@ def _mrt_rows(graph: DependenceGraph, ii: int) -> list[tuple[str, int, int, tupl
         if total <= cap:
             continue  # the unit can never be over-subscribed
         for r in range(ii):
+            _check_time(deadline)
             if sum(terms[r].values()) > cap:
                 rows.append((fu, r, cap, tuple((i, res, u) for (i, res), u in terms[r].items())))
     return rows
@@ -151,7 +157,7 @@ def stage_bounds(
     kept: tuple[int, ...],
     arcs: list[tuple[int, int, int]],
     lower: dict[int, int],
-    deadline: float | None = None,
+    deadline: Deadline | float | None = None,
 ) -> dict[int, int]:
     """Per-op stage bounds ``K_x`` that cut off no feasible residues and not the optimal ``L``.
     Each relaxation round consults ``deadline`` (``time.monotonic()``) and raises
@@ -212,12 +218,12 @@ def _residue_groups(graph: DependenceGraph, rows: list) -> list:
 
 
 def build_reduced_model(
-    graph: DependenceGraph, ii: int, deadline: float | None = None
+    graph: DependenceGraph, ii: int, deadline: Deadline | float | None = None
 ) -> ReducedModel:
     """The residue + stage model at ``ii``, reduced to the kept ops (exact; see the module);
     :class:`OutOfTime` when ``deadline`` passes while its bounds are computed."""
     index = graph.index()
-    rows = _mrt_rows(graph, ii)
+    rows = _mrt_rows(graph, ii, deadline)
     kept = {i for _, _, _, terms in rows for i, _, _ in terms}
     weights = [(index[e.src], index[e.dst], e.delay - e.distance * ii) for e in graph.edges]
     cycles = tuple(ins.cycles for ins in graph.instructions)

@@ -8,6 +8,15 @@ Algorithm 1: try ``I = MII, MII+1, ...`` below the incumbent with
 ``warm_start`` the incumbent is also handed to the solves: no decision at its own ``I``, and
 the window decisions below it are hinted with it where the greedy schedule fails.
 
+Between the two, *probes* (``probes=True``, the default; :meth:`_Run.probe`): CP-SAT
+decisions on the window model, whatever the backend, ``L`` not minimised, in rounds of
+doubling limits (1, 2, 4, ... s): upward from MII while each ``I`` is refuted (a certificate
+entry by ``cpsat``), then two ``I`` just above the first open one, whose schedule (verified)
+replaces the incumbent. On the ChStone loops the refutations take well under a second and a
+schedule at the first open ``I`` a few seconds, where IMS stays 5-25 % above it and CBC
+needs minutes at that ``I`` (docs/benchmarks.md). What no probe decided is left to the
+backend's own upward search below.
+
 Why upward (docs/decisions.md): optimality needs a proof for *every* ``I`` below the answer,
 so the refutations from MII up are needed whatever the order; upward, the first schedule
 found is the answer at once, and the lower bound rises with every refutation, so the gap
@@ -37,17 +46,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from twill.deadline import MIN_SLICE
 from twill.errors import InvalidProblemError, VerificationError
 from twill.options import SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings, WarpSchedule
 from twill.sched.bounds import rec_mii, res_mii
-from twill.sched.exact._deadline import MIN_SLICE
 from twill.sched.exact.phase1 import phase1_result, solve_phase1
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.heuristics.gaus_c import GAUS_MIN_OPS, improve_with_gaus
 from twill.sched.heuristics.ims import HeuristicSchedule, heuristic_schedule
+from twill.sched.heuristics.slack import improve_with_slack
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import PROBLEM_MODULO, ModuloProblem
 from twill.sched.validate import check_graph
@@ -452,11 +462,21 @@ def search_min_ii(
     certificate = [CertificateEntry(i, "below_bound", "ResMII" if i < rmii else "RecMII")
                    for i in range(1, min(lo, cap + 1))]  # fmt: skip
     heur = run.incumbent(lo, cap if max_I is not None else None) if s.incumbent else None
-    top = cap if heur is None else heur.I - 1
-    upper, found = (top if heur is None else heur.I), None
-    guide = heur.schedule if heur is not None and s.warm_start else None
+    best, refuted = heur, {}  # the best verified schedule; I -> CP-SAT's proof of no schedule
+    if heur is not None and s.probes and s.exact and heur.I > lo:
+        best, refuted = run.probe(lo, heur)
+    top = cap if best is None else best.I - 1
+    if not s.exact:  # the heuristic alone: no solve, every I below its schedule left open
+        certificate += [CertificateEntry(i, "untried", "heuristic only")
+                        for i in range(lo, top + 1)]  # fmt: skip
+        top = lo - 1
+    upper, found = (top if best is None else best.I), None
+    guide = best.schedule if best is not None and s.warm_start else None
     for ii in range(lo, top + 1):  # upward until a schedule (the answer); an I without one
-        if run.stopped(ii, heur, certificate):  # gets its certificate entry
+        if ii in refuted:  # gets its certificate entry
+            certificate.append(refuted[ii])
+            continue
+        if run.stopped(ii, best, certificate, refuted):
             break
         run.event(ii, upper)
         r = run.record(ii, upper, solve_phase1(graph, ii, options, check=False, guide=guide))
@@ -465,13 +485,13 @@ def search_min_ii(
             break
         verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
         certificate.append(CertificateEntry(ii, verdict, s.backend, r.timings.solve))
-    if found is None and heur is not None:  # every I below the incumbent examined (or out
-        r = None  # of time): the incumbent's I, L minimised from it (hint / warm start)
-        if run.room_at_incumbent():
-            run.event(heur.I, heur.I)
-            r = run.record(heur.I, heur.I, solve_phase1(graph, heur.I, options, check=False,
-                                                        incumbent=heur.schedule))  # fmt: skip
-        found = run.at_incumbent(heur, r)
+    if found is None and best is not None:  # every I below the best schedule examined (or
+        r = None  # out of time): its I, L minimised from it (hint / warm start)
+        if run.room_at_incumbent() and s.exact:
+            run.event(best.I, best.I)
+            r = run.record(best.I, best.I, solve_phase1(graph, best.I, options, check=False,
+                                                        incumbent=best.schedule))  # fmt: skip
+        found = run.at_incumbent(best, r)
     proven = all(c.proven for c in certificate)
     if found is not None:
         status = Status.OPTIMAL if proven else Status.FEASIBLE
@@ -497,6 +517,14 @@ def search_min_ii(
 
 
 _AT_INCUMBENT_MIN = 1.0  # seconds: less left and the incumbent is returned as it is
+_PROBE_FIRST = 1.0  # seconds: the first round's limit per probe, doubled every round
+_PROBE_SHARE = 0.5  # a round starts only while its limit is at most this share of the time
+# left (the backend's own search below gets the rest); without a deadline, up to _PROBE_LAST
+_PROBE_LAST = 64.0
+_GALLOP = (1, 3)  # after the first open I, each round probes these steps above it
+_REFUTERS = ("cpsat", "cbc")  # at the first open I, CBC after CP-SAT: its time-indexed LP
+# refuted adpcm/graph1's I = 51, 52 in 0.5 s each, where CP-SAT needed 2-5 s
+_SLACK_SECONDS = 5.0  # slack scheduling's budget: at most 1/4 of the time left
 _GAUS_SECONDS = 10.0  # GauS-C's budget on large loops: at most 1/4 of the time left
 _GAUS_MIN_LEFT = 60.0  # ... and only with this much left: its torch import, which no deadline
 # bounds, took 2-20 s on the loaded development machine
@@ -515,8 +543,7 @@ class _Run:
     low: int = 0  # the proven lower bound so far
 
     def left(self) -> float | None:
-        deadline = self.options.deadline
-        return None if deadline is None else deadline - time.monotonic()
+        return self.options.clock.remaining()
 
     def event(self, ii: int, upper: int, r: SolveResult | str | None = None) -> None:
         answer = r if isinstance(r, str) or r is None else r.status.value
@@ -530,14 +557,21 @@ class _Run:
 
     def incumbent(self, lo: int, cap: int | None) -> HeuristicSchedule | None:
         """The heuristic schedule (verified), when its ``I`` is within ``cap`` (``max_I``):
-        IMS, then on large loops GauS formulation C below IMS's ``I``
-        (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the better one."""
+        IMS, then slack scheduling on the window model below IMS's ``I``
+        (:func:`~twill.sched.heuristics.slack.improve_with_slack`), then, where that found
+        nothing better, on large loops GauS formulation C below IMS's ``I``
+        (:func:`~twill.sched.heuristics.gaus_c.improve_with_gaus`); the best one."""
         self.low = lo
-        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.options.deadline)
+        heur = heuristic_schedule(self.graph, mii=lo, deadline=self.options.clock)
         left = self.left()
+        if heur.I > lo:
+            budget = _SLACK_SECONDS if left is None else min(_SLACK_SECONDS, left / 4)
+            heur = improve_with_slack(self.graph, heur, lo, budget)
+            left = self.left()
         budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
         roomy = left is None or left >= _GAUS_MIN_LEFT
-        if len(self.graph.instructions) >= GAUS_MIN_OPS and heur.I > lo and roomy:
+        fallen_short = heur.method == "ims" and heur.I > lo  # slack found nothing better
+        if len(self.graph.instructions) >= GAUS_MIN_OPS and fallen_short and roomy:
             self.best = (heur.I, heur.L)
             self.event(heur.I, heur.I, "incumbent")  # IMS's, while GauS looks below it
             heur = improve_with_gaus(self.graph, heur, lo, budget)
@@ -548,6 +582,65 @@ class _Run:
         self.best = (heur.I, heur.L)
         self.event(heur.I, heur.I, "incumbent")
         return heur
+
+    def probe(
+        self, lo: int, heur: HeuristicSchedule
+    ) -> tuple[HeuristicSchedule, dict[int, CertificateEntry]]:
+        """Probes (decisions only, ``L`` not minimised) on the window model, whatever the
+        backend, in rounds of doubling limits: upward from the proven bound ``lo`` while
+        each ``I`` is refuted (CP-SAT, then CBC where CP-SAT ran out of time), then CP-SAT
+        at ``+1`` and ``+3`` above the first open ``I`` (below the best schedule).
+        Unhinted: measured, the incumbent as CP-SAT's hint (moved into the windows) kept it
+        from any schedule at aes/graph4's optimum within 20 s, where it finds one in 1-5 s
+        without.
+
+        Returns the best verified schedule (``heur`` or a probe's, ``method="probe"``) and
+        the ``I`` refuted by a finished proof, each with its certificate entry (by the
+        backend that proved it). An
+        ``I`` below the best schedule that no probe decided is left to the backend's search
+        (:func:`search_min_ii`)."""
+        best, refuted = heur, {}
+        tried: dict[int, float] = {}  # I -> the largest limit it stayed open under
+        limit, low = _PROBE_FIRST, lo
+
+        def room() -> bool:
+            left = self.left()
+            if left is None:
+                return limit <= _PROBE_LAST
+            return left >= MIN_SLICE and limit <= _PROBE_SHARE * left
+
+        def decide(ii: int, backends: tuple[str, ...] = ("cpsat",)) -> Status:
+            nonlocal best
+            if ii in refuted or tried.get(ii, 0.0) >= limit:
+                return Status.INFEASIBLE if ii in refuted else Status.UNKNOWN
+            for backend in backends:
+                probing = replace(self.settings, backend=backend, solve_time_limit=limit)
+                self.event(ii, best.I)
+                r = self.record(ii, best.I, solve_phase1(
+                    self.graph, ii, replace(self.options, twill=probing), check=False,
+                    hint=limit == _PROBE_FIRST, length=False))  # fmt: skip
+                if r.status is Status.INFEASIBLE:
+                    refuted[ii] = CertificateEntry(ii, "infeasible", backend, r.timings.solve)
+                    return r.status
+                if r.solution is not None and ii < best.I:
+                    best = HeuristicSchedule(ii, dict(r.solution), int(r.objective), "probe",
+                                             time.perf_counter() - self.t0)  # fmt: skip
+                    return r.status
+                if not room():
+                    break
+            tried[ii] = limit
+            return Status.UNKNOWN
+
+        while low < best.I and room():
+            while low < best.I and room() and decide(low, _REFUTERS) is Status.INFEASIBLE:
+                low += 1
+            for step in _GALLOP:  # a few I above the first open one (the optimum is mostly
+                if low + step >= best.I or not room() or decide(low + step).has_solution:
+                    break  # at it): where it is hard, a schedule just above it
+            limit *= 2
+        log.info("search %s: probes: I in [%d, %d], %d refuted", self.graph.name, low, best.I,
+                 len(refuted))  # fmt: skip
+        return best, refuted
 
     def record(self, ii: int, upper: int, r: SolveResult) -> SolveResult:
         """Keep the Phase-1 answer ``r`` at ``ii``: among the attempts, as the incumbent when
@@ -562,16 +655,21 @@ class _Run:
         return r
 
     def stopped(
-        self, ii: int, heur: HeuristicSchedule | None, certificate: list[CertificateEntry]
+        self,
+        ii: int,
+        heur: HeuristicSchedule | None,
+        certificate: list[CertificateEntry],
+        refuted: Mapping[int, CertificateEntry],
     ) -> bool:
         """True when too little time is left to start the solve at ``ii``; the entries up
-        to the incumbent then say why they are open (``untried``)."""
+        to the incumbent then say why they are open (``untried``), or that a probe refuted
+        them (``refuted``)."""
         left = self.left()
         if left is None or left >= MIN_SLICE:
             return False
         log.info("search %s: total time limit hit before I=%d", self.graph.name, ii)
         if heur is not None:
-            certificate += [CertificateEntry(i, "untried", "total time limit")
+            certificate += [refuted.get(i, CertificateEntry(i, "untried", "total time limit"))
                             for i in range(ii, heur.I)]  # fmt: skip
         return True
 

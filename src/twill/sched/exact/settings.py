@@ -23,6 +23,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.options import SolverOptions, method_settings
 
@@ -36,6 +37,7 @@ _CHOICES = {
     "window": ("monotone", "scan"),
 }
 _LIMITS = ("solve_time_limit", "length_time_limit", "point_time_limit")
+_FLAGS = ("tie_break", "incumbent", "exact", "probes", "warm_start", "probe", "symmetry_breaking")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,14 @@ class TwillSettings:
         :func:`twill.sched.exact.phase1.solve_phase1`).
     incumbent
         Start the minimum-I search from a verified heuristic schedule (its ``I`` tops it).
+    exact
+        Run the exact search (``False``: the heuristic incumbent alone, verified, every
+        ``I`` below it ``untried``; ``twill solve --heuristic-only``).
+    probes
+        Before the backend's own search, decide ``I`` between the proven bound and the
+        incumbent by CP-SAT probes on the window model (decisions only, doubling limits,
+        whatever ``backend``; :func:`twill.sched.exact.search.search_min_ii`): each refuted
+        ``I`` is a proof (by ``cpsat``), each schedule found a better incumbent.
     warm_start
         Hand that incumbent to the exact solves (no decision at its own ``I``; ``L``
         minimised from it). The Twill pipeline turns it off when Phase 2 follows (Phase 2
@@ -88,6 +98,8 @@ class TwillSettings:
     decide: str = "window"
     encoding: str | None = None
     incumbent: bool = True
+    exact: bool = True
+    probes: bool = True
     warm_start: bool = True
     phase2: bool | None = None
     probe: bool = False
@@ -112,11 +124,13 @@ class TwillSettings:
             )  # fmt: skip
             if not ok:
                 out.append(f"{name} must be finite seconds > 0 or None, found {value!r}")
-        for name in ("tie_break", "incumbent", "warm_start", "probe", "symmetry_breaking"):
+        for name in _FLAGS:
             if not isinstance(getattr(self, name), bool):
                 out.append(f"{name} must be True or False, found {getattr(self, name)!r}")
         if self.phase2 is not None and not isinstance(self.phase2, bool):
             out.append(f"phase2 must be None, True or False, found {self.phase2!r}")
+        if self.exact is False and self.incumbent is False:
+            out.append("exact=False needs incumbent=True (the heuristic is the answer)")
         return out
 
     def __post_init__(self) -> None:
@@ -127,8 +141,7 @@ class TwillSettings:
 
     def _wrong_types(self) -> bool:
         """Whether a field has the wrong type (not only a value out of range)."""
-        flags = ("tie_break", "incumbent", "warm_start", "probe", "symmetry_breaking")
-        if any(not isinstance(getattr(self, n), bool) for n in flags):
+        if any(not isinstance(getattr(self, n), bool) for n in _FLAGS):
             return True
         if self.phase2 is not None and not isinstance(self.phase2, bool):
             return True
@@ -150,11 +163,15 @@ def twill_settings(options: Any) -> TwillSettings:
 
 
 def twill_options(
-    settings: TwillSettings, deadline: float | None = None, *, threads: int = 1, seed: int = 0
+    settings: TwillSettings,
+    deadline: Deadline | float | None = None,
+    *,
+    threads: int = 1,
+    seed: int = 0,
 ) -> SolverOptions:
-    """Options that carry ``settings`` and end at ``deadline``, an absolute
-    ``time.monotonic()`` value (``None``: no limit): for a caller that already runs against
-    a deadline (a worker process of Algorithm 1, the Triton diagnostics), so a nested solve
-    keeps that clock instead of starting a new one."""
+    """Options that carry ``settings`` and end at ``deadline`` (a
+    :class:`~twill.deadline.Deadline` or its ``time.monotonic()`` end; ``None``: no limit):
+    for a caller that already runs against a deadline (a worker process of Algorithm 1, the
+    Triton diagnostics), so a nested solve keeps that clock instead of starting a new one."""
     options = SolverOptions(threads=threads, seed=seed, twill=settings)
-    return options if deadline is None else replace(options, deadline=deadline)
+    return options if deadline is None else replace(options, deadline=Deadline.of(deadline))

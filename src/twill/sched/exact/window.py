@@ -51,12 +51,12 @@ first) and the model comes from :func:`.reduced.build_reduced_model` at that ``I
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from twill._interrupt import solve_cpsat
+from twill.deadline import Deadline
 from twill.results import Status
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -241,11 +241,13 @@ def energetic_arcs(m: ReducedModel, d: Any) -> tuple[list[tuple[int, int, int]],
     return added, False
 
 
-def build_window_model(m: ReducedModel) -> WindowModel:
-    """The window model of ``m`` (module docstring), with :func:`energetic_arcs`."""
+def build_window_model(m: ReducedModel, *, energetic: bool = True) -> WindowModel:
+    """The window model of ``m`` (module docstring), with :func:`energetic_arcs` (implied,
+    so ``energetic=False`` leaves the same solutions: a heuristic caller's choice, since they
+    can take seconds, 3 s of 3.3 at ChStone's adpcm/graph1)."""
     ii = m.ii
     d = longest_matrix(m.kept, m.arcs)
-    extra, circuit = energetic_arcs(m, d)
+    extra, circuit = energetic_arcs(m, d) if energetic else ([], False)
     if circuit:
         proof = "a positive circuit of implied arcs (energetic_arcs)"
         return WindowModel(ii, (), {}, (), (), (), (), {}, 0, {}, -1, overfull=proof)
@@ -428,7 +430,8 @@ def least_starts(
     floor: dict[int, int],
     arcs: Iterable[tuple[int, int, int]],
     ii: int,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
+    rounds: int | None = None,
 ) -> dict[int, int] | None:
     """Pointwise least starts ``M(v) >= floor[v]`` with ``M(v) = res[v] (mod ii)`` and
     ``M(y) - M(x) >= w`` for every arc, or ``None`` when there are none.
@@ -436,12 +439,13 @@ def least_starts(
     Longest paths with each value rounded up to its residue: the update is monotone and every
     solution bounds it from above, so it settles on the least solution after at most
     ``|V| + 1`` rounds when one exists; a round budget running out means a positive circuit.
-    Past ``deadline`` (``time.monotonic()``; a heuristic caller's) it gives up: ``None``.
+    Past ``deadline`` (a heuristic caller's) or after ``rounds`` rounds (a heuristic caller's
+    cap; ``None``: ``|V| + 1``) it gives up: ``None``.
     """
-    arcs = list(arcs)
+    arcs, deadline = list(arcs), Deadline.of(deadline)
     least = {v: f + (res[v] - f) % ii for v, f in floor.items()}
-    for _ in range(len(least) + 1):
-        if deadline is not None and time.monotonic() > deadline:
+    for _ in range(len(least) + 1 if rounds is None else min(rounds, len(least) + 1)):
+        if deadline.passed():
             return None
         changed = False
         for x, y, w in arcs:
@@ -464,11 +468,11 @@ def decide_cpsat(
     time_limit: float | None,
     threads: int,
     hint: dict[int, int] | None = None,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Status, dict[int, int] | None]:
     """Decide the window model with CP-SAT: (status, start per decided op). Building the
-    model (and importing OR-Tools the first time) counts against ``deadline``
-    (``time.monotonic()``): CP-SAT gets what is left of it.
+    model (and importing OR-Tools the first time) counts against ``deadline``: CP-SAT gets
+    what is left of it.
 
     Integer start ``M`` in its window, ``M = II*q + r``; the reservation table as
     all-different / cumulative over the residues ``r`` where every user of a unit reserves
@@ -527,9 +531,7 @@ def decide_cpsat(
                 model.add_hint(start[v], t)
                 model.add_hint(res[v], t % ii)
     solver = cp_model.CpSolver()
-    if deadline is not None:
-        left = max(0.01, deadline - time.monotonic())
-        time_limit = left if time_limit is None else min(time_limit, left)
+    time_limit = Deadline.of(deadline).within(time_limit)
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = max(1, threads)
@@ -553,7 +555,7 @@ def decide_cbc(
     time_limit: float | None,
     threads: int,
     hint: dict[int, int] | None = None,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
 ) -> tuple[Status, dict[int, int] | None]:
     """Decide the window model with CBC (PuLP): (status, start per decided op).
 
@@ -586,7 +588,8 @@ def decide_cbc(
     nonzeros = sum(size[a] * (size[a] + size[b]) for a, b, _ in wm.arcs)
     strong = nonzeros <= _STRONG_MAX_NONZEROS
     build = (nonzeros if strong else 2 * sum(size.values())) / _PULP_RATE
-    left = None if deadline is None else deadline - time.monotonic()
+    deadline = Deadline.of(deadline)
+    left = deadline.remaining()
     if left is not None and left < 2 * build:  # PuLP's build is not interruptible
         log.info("window model (II=%d): about %.1f s to build, %.1f s left: UNKNOWN", wm.ii,
                  build, left)  # fmt: skip
@@ -630,9 +633,7 @@ def decide_cbc(
             for t, var in x[v].items():
                 var.setInitialValue(int(t == hint[v]))
         warm = True
-    if deadline is not None:  # the model took time to build: what is left of the deadline
-        left = max(0.01, deadline - time.monotonic())
-        time_limit = left if time_limit is None else min(time_limit, left)
+    time_limit = deadline.within(time_limit)  # the model took time to build: what is left
     status = run_cbc(prob, time_limit, threads, warm)
     if status.has_solution:
         out = {}

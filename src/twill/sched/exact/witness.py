@@ -18,6 +18,7 @@ Preconditions: the graph passed :func:`twill.sched.validate.check_graph`.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -25,7 +26,12 @@ from twill.sched.exact.search import topological_order
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import WarpRules, slots_needed, verify_warp_schedule
 
-__all__ = ["SequentialWitness", "register_aware_order", "sequential_witness"]
+__all__ = [
+    "SequentialWitness",
+    "register_aware_order",
+    "sequential_candidate",
+    "sequential_witness",
+]
 
 
 @dataclass(frozen=True)
@@ -55,14 +61,14 @@ def _assign(graph: DependenceGraph, order: list[str], rules: WarpRules) -> dict[
     consumers = list(range(1 if has_vl else 0, total))
     last = _last_use(graph, order)
     load = {w: 0 for w in range(total)}
-    live: list[tuple[int, tuple[int, ...], int]] = []  # (last position, slots, regs)
+    live: list[tuple[int, int, tuple[int, ...], int]] = []  # heap: (last position, k, slots, regs)
     out: dict[str, tuple[int, ...]] = {}
     for k, name in enumerate(order):
         ins = graph.instruction(name)
-        for item in [x for x in live if x[0] <= k]:  # read for the last time by op k
-            live.remove(item)
-            for w in item[1]:
-                load[w] -= item[2]
+        while live and live[0][0] <= k:  # read for the last time by op k
+            _, _, freed, regs = heapq.heappop(live)
+            for w in freed:
+                load[w] -= regs
         if ins.variable_latency:
             slots: tuple[int, ...] = (0,) if has_vl else (consumers[0],)
         else:
@@ -70,7 +76,7 @@ def _assign(graph: DependenceGraph, order: list[str], rules: WarpRules) -> dict[
             slots = tuple(sorted(sorted(consumers, key=lambda w: (load[w], w))[:need]))
         out[name] = slots
         if ins.regs:
-            live.append((last[name], slots, ins.regs))
+            heapq.heappush(live, (last[name], k, slots, ins.regs))
             for w in slots:
                 load[w] += ins.regs
     return out
@@ -131,17 +137,22 @@ def sequential_witness(
     for make_order in (topological_order, register_aware_order):  # the second only if needed
         order = make_order(graph)
         if len(order) == len(graph.names):
-            found = _candidate(graph, order, rules)
+            found = sequential_candidate(graph, order, rules)
             if found is not None:
                 return found
     return None
 
 
-def _candidate(
-    graph: DependenceGraph, order: list[str], rules: WarpRules
+def sequential_candidate(
+    graph: DependenceGraph,
+    order: list[str],
+    rules: WarpRules,
+    assignment: dict[str, tuple[int, ...]] | None = None,
 ) -> SequentialWitness | None:
-    """The sequential schedule of ``order`` with its slot assignment, if the verifier passes it."""
-    assignment = _assign(graph, order, rules)
+    """The sequential schedule of ``order`` with its slot assignment (default: variable
+    latency on slot 0, each other op on the least-loaded consumer slots), if the verifier
+    passes it."""
+    assignment = assignment or _assign(graph, order, rules)
     start: dict[str, int] = {}
     clock = 0
     for name in order:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from twill.deadline import Deadline
 from twill.sched.baselines import force_directed, list_sched
 from twill.sched.baselines.exact import ModelSpec, solve_window
 from twill.sched.baselines.list_sched import capped_list_schedule
@@ -246,7 +247,7 @@ def lns_search(
     bound = None
     one_resource = _single_integral_resource(problem)
     if one_resource:
-        rounded = _rounded_starts(problem, starts[0][1], start + 0.1 * time_limit)
+        rounded = _rounded_starts(problem, starts[0][1], Deadline.after(0.1 * time_limit))
         budget = 0.4 * time_limit - (time.perf_counter() - start)
         guided, bound = _lp_guided_starts(problem, starts[0][1], budget, seed)
         starts += (guided + rounded) or _capped_list_starts(problem, starts[0][1])
@@ -413,7 +414,7 @@ def _baseline_starts(problem: LNSProblem) -> list[tuple[str, np.ndarray]]:
 
 
 def _rounded_starts(
-    problem: LNSProblem, t: np.ndarray, deadline: float
+    problem: LNSProblem, t: np.ndarray, deadline: Deadline | float
 ) -> list[tuple[str, np.ndarray]]:
     """Formulation A: ``t`` and the schedule of least communication
     (:func:`~twill.sched.baselines.time_indexed.min_communication_schedule`), each rounded
@@ -427,7 +428,7 @@ def _rounded_starts(
     windows GauS's schedule keeps long edges that no neighbourhood shortens at once, and the
     least-communication schedule has none (EPFL ``priority``: GauS 11707, the backward
     rounding at peak 8 5932; ``max``: 135938 and 97812 at peak 80)."""
-    g, D = problem.g, problem.D
+    g, D, deadline = problem.g, problem.D, Deadline.of(deadline)
     least = min_communication_schedule(g, D)
     sweeps = [("GauS", t, False), ("least-communication", least, True),
               ("least-communication", least, False), ("GauS", t, True)]  # fmt: skip
@@ -439,7 +440,7 @@ def _rounded_starts(
         peak = _peak(g, target)
         caps = sorted({max(1, round(peak * f)) for f in np.linspace(1.0, 0.1, 19)}, reverse=True)
         for cap in caps:
-            if time.perf_counter() > deadline:
+            if deadline.passed():
                 break
             cand = capped_rounding(g, D, target, cap, backward=backward)
             obj = problem.objective(cand)
@@ -487,7 +488,7 @@ def _lp_guided_starts(
     if int((alap - asap).sum()) > _LP_MAX_VARIABLES:
         return [], None
     top = _peak(g, t) - 1
-    lps = PeakLPs(g, D, ratio, deadline=start + budget)
+    lps = PeakLPs(g, D, ratio, deadline=Deadline.after(budget))
     if top < 1:
         return [], None
     if not lps.at(top).feasible:

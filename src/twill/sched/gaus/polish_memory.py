@@ -20,10 +20,9 @@ The caller verifies the result like any other schedule.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from twill.deadline import Deadline
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.polish_push import Adjacency, descend, lex_better, push_closure
 
@@ -176,7 +175,7 @@ def polish_memory(
         The improved schedule (legal whenever the input was) and the number of moves applied;
         its peak is never above the input's.
     """
-    start = time.perf_counter()
+    deadline = Deadline.after(time_limit)
     if g.n == 0 or D <= 1:
         return np.array(t, dtype=np.int64), 0
     st = _MemState(g, t, D)
@@ -191,7 +190,7 @@ def polish_memory(
         lambda i, cur: _best_step(st, i, radius, push, cur),
         apply,
         _key(st.prof),
-        None if time_limit is None else start + time_limit,
+        deadline,
         max_moves,
     )
     return st.t, moves

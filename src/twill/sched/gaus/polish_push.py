@@ -16,12 +16,12 @@ decreases, so the descent cannot cycle. Reservation tables of length 1 only
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from twill.deadline import Deadline
 from twill.sched.gaus.graph import GauSGraph
 
 __all__ = [
@@ -156,7 +156,7 @@ def polish_push_resource(
         The schedule (legal whenever the input was; objective never above the input's
         unless ``peak_first``) and the number of moves applied.
     """
-    start = time.perf_counter()
+    deadline = Deadline.after(time_limit)
     rule = PushMoves() if moves is None else moves
     radius, push, peak_first = rule.radius, rule.push, rule.peak_first
     t = np.array(t, dtype=np.int64)
@@ -203,8 +203,7 @@ def polish_push_resource(
         t[idx] = to
 
     cur = _key_a(st["load"], st["comm"], ratio, peak_first)
-    limit = None if time_limit is None else start + time_limit
-    done = descend(hot, best_move, apply, cur, limit, g.n if max_moves is None else max_moves)
+    done = descend(hot, best_move, apply, cur, deadline, g.n if max_moves is None else max_moves)
     return t, done
 
 
@@ -213,18 +212,18 @@ def descend(
     best_move: Callable[[int, Key], tuple | None],
     apply: Callable[[tuple], None],
     cur: Key,
-    deadline: float | None,
+    deadline: Deadline,
     max_moves: int,
 ) -> int:
     """First-improvement descent shared by the push searches: passes over ``hot()`` ops,
     applying each op's best improving move (``(key, ...)`` from ``best_move(op, key)``) until
-    a pass changes nothing, ``max_moves`` moves or the ``perf_counter`` ``deadline``.
+    a pass changes nothing, ``max_moves`` moves or the ``deadline``.
     Returns the number of moves applied."""
     moves = 0
     while moves < max_moves:
         improved = False
         for i in hot():
-            if deadline is not None and time.perf_counter() > deadline:
+            if deadline.passed():
                 return moves
             found = best_move(int(i), cur)
             if found is not None:

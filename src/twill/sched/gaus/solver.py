@@ -167,7 +167,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     """
     check_instance(problem, "problem", GauSProblem)
     start = time.perf_counter()  # the deadline counts from the call
-    options = SolverOptions.of(options)
+    options = SolverOptions.of(options).start()  # a caller's deadline is kept
     problem.check()
     settings = options.gaus or default_settings(problem.formulation)
     if not isinstance(settings, GauSSettings):
@@ -374,12 +374,14 @@ def _setup(
     problem: GauSProblem, settings: GauSSettings, options: SolverOptions, start: float
 ) -> _SolveRun:
     """What one run fixes up front: the device, the capped graph, ``D``, ``II``, the
-    deadline (``options.time_limit`` after ``start``) and the record of the settings."""
+    deadline (the options' :class:`~twill.deadline.Deadline`, as a ``perf_counter`` stop)
+    and the record of the settings."""
     device = resolve_device(settings.device)
     g, D, II = problem.arrays, problem.steps, problem.modulo_II
     ratio = problem.ratio if problem.formulation == "A" else 1.0
     record = {**settings.to_dict(), "ratio": ratio, "R_cap": problem.R_cap, "device": device}
-    deadline = None if options.time_limit is None else start + options.time_limit
+    clock = options.clock
+    deadline = clock.perf_stop() if clock.limited else None  # the loops compare perf_counter
     if deadline is not None:
         record["deadline_s"] = options.time_limit
     orig = problem.graph
@@ -548,39 +550,25 @@ def _proof_or_window(
     path longer than ``D``; ``II`` below ResMII or RecMII; recurrences past ``D - 1``)."""
     g, D, II = run.g, run.D, run.II
     asap, alap = asap_alap(g, D, gens)
+
+    def infeasible(why: str, cause: str) -> tuple[np.ndarray, np.ndarray, Any]:
+        return asap, alap, run.finish(Status.INFEASIBLE, None, why, infeasible_cause=cause)
+
     if np.any(asap > alap):
-        return (
-            asap,
-            alap,
-            run.finish(
-                Status.INFEASIBLE,
-                None,
-                f"infeasible at D={D}: the critical path needs {int(asap.max()) + 1} steps",
-                infeasible_cause="D",
-            ),
+        return infeasible(
+            f"infeasible at D={D}: the critical path needs {int(asap.max()) + 1} steps", "D"
         )
     if run.formulation == "C":
         assert II is not None
         rm, cm = res_mii(g), rec_mii(g)
         if II < rm:
-            return asap, alap, run.finish(Status.INFEASIBLE, None,
-                f"infeasible at II={II}: ResMII = {rm}", infeasible_cause="II")  # fmt: skip
+            return infeasible(f"infeasible at II={II}: ResMII = {rm}", "II")
         if II < cm:
-            return asap, alap, run.finish(Status.INFEASIBLE, None,
-                f"infeasible at II={II}: RecMII = {cm}", infeasible_cause="II")  # fmt: skip
+            return infeasible(f"infeasible at II={II}: RecMII = {cm}", "II")
         masap = modulo_asap(g, II)
         if masap is not None and masap.max(initial=0) > D - 1:
-            return (
-                asap,
-                alap,
-                run.finish(
-                    Status.INFEASIBLE,
-                    None,
-                    f"infeasible at D={D}, II={II}: recurrences push an op to step "
-                    f"{int(masap.max())}",
-                    infeasible_cause="D",
-                ),
-            )
+            why = f"recurrences push an op to step {int(masap.max())}"
+            return infeasible(f"infeasible at D={D}, II={II}: {why}", "D")
         asap = np.maximum(asap, masap) if masap is not None else asap
     return asap, alap, None
 

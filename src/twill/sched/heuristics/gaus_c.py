@@ -66,6 +66,6 @@ def improve_with_gaus(
         ii -= 1
     log.info("GauS-C incumbent %s: I=%d (IMS %d), %d II tried", graph.name, best.I,
              incumbent.I, len(tried) - len(incumbent.tried))  # fmt: skip
-    seconds = incumbent.seconds + time.perf_counter() - started
+    seconds = incumbent.seconds + (time.perf_counter() - started)
     return HeuristicSchedule(best.I, best.schedule, best.L, best.method, seconds, tuple(tried),
                              (incumbent.I, incumbent.seconds))  # fmt: skip

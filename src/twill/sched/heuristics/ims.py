@@ -38,6 +38,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from twill.deadline import Deadline
 from twill.errors import VerificationError
 from twill.sched.bounds import rec_mii, res_mii
 from twill.sched.ir import DependenceGraph
@@ -333,7 +334,7 @@ def heuristic_schedule(
     graph: DependenceGraph,
     *,
     mii: int | None = None,
-    deadline: float | None = None,
+    deadline: Deadline | float | None = None,
     budget_ratio: float = 6.0,
 ) -> HeuristicSchedule:
     """A verified modulo schedule at a small ``I``, fast: the incumbent of the exact search.
@@ -345,8 +346,9 @@ def heuristic_schedule(
     mii
         ``max(ResMII, RecMII)`` when the caller has it (computed otherwise).
     deadline
-        ``time.monotonic()`` value after which no new ``II`` is tried once IMS has found a
-        schedule (``None``: none). Before that the search goes on: a schedule is the point.
+        A :class:`~twill.deadline.Deadline` (or its ``time.monotonic()`` end) after which no
+        new ``II`` is tried once IMS has found a schedule (``None``: none). Before that the
+        search goes on: a schedule is the point.
     budget_ratio
         Passed to :func:`iterative_modulo_schedule`.
 
@@ -382,8 +384,10 @@ def heuristic_schedule(
             best = (ii, s)
         return s is not None
 
+    clock = Deadline.of(deadline)
+
     def late() -> bool:  # the deadline stops the search only once there is a schedule
-        return best is not None and deadline is not None and time.monotonic() >= deadline
+        return best is not None and clock.passed()
 
     ii, step, failed = lo, 1, lo - 1
     while ii < cap and not late():

@@ -45,7 +45,7 @@ from twill.errors import InvalidProblemError
 from twill.mapping.workload import Dim, Layer
 
 __all__ = [
-    "Edge",
+    "LayerEdge",
     "Network",
     "NETWORKS",
     "build_network",
@@ -69,7 +69,7 @@ EPILOGUE_KINDS = frozenset({"add", "epilogue"})
 
 
 @dataclass(frozen=True)
-class Edge:
+class LayerEdge:
     """Data flows from layer ``src`` to layer ``dst`` (indices into ``Network.layers``)."""
 
     src: int
@@ -91,7 +91,7 @@ class Network:
 
     name: str
     layers: tuple[Layer, ...]
-    edges: tuple[Edge, ...] = ()
+    edges: tuple[LayerEdge, ...] = ()
     source: str = ""
     notes: tuple[str, ...] = field(default=())
 
@@ -182,7 +182,7 @@ def _build(
     notes: tuple[str, ...] = (),
 ) -> Network:
     idx = {ly.name: i for i, ly in enumerate(layers)}
-    es = tuple(Edge(idx[a], idx[b], k) for a, b, k in edges)
+    es = tuple(LayerEdge(idx[a], idx[b], k) for a, b, k in edges)
     net = Network(name, tuple(layers), es, src, notes)
     bad = net.check()
     if bad:
