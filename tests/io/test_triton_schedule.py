@@ -443,7 +443,7 @@ def test_compile_search_gets_one_deadline(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(peer, "solve_for_compile", spy)
     s = compile_summary(f"{KERNELS}:gemm", "sm_90a", total_time_limit=500)
     [(entered, limit, deadline)] = seen
-    assert limit == 500 and deadline is not None and entered < deadline <= entered + 500
+    assert limit == 500 and deadline.end is not None and entered < deadline.end <= entered + 500
     d = s.data
     assert d["optimal"] and d["problem"] == PROBLEM_UNION and "L_optimal" in d
 
