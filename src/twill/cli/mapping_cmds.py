@@ -308,7 +308,7 @@ def _network_label(source: str) -> str:
 def _network_methods(text: str) -> list[str]:
     """The ``--method`` list (``--methods`` is the old spelling), every name checked against
     the known mappers."""
-    from twill.mapping.pipeline import MAPPERS
+    from twill.mapping.methods import MAPPERS
 
     methods = [m.strip() for m in text.split(",") if m.strip()]
     if not methods:
@@ -741,7 +741,7 @@ def _add_solver_options(p: argparse.ArgumentParser, network: bool = False) -> No
 
 def _register_map(subparsers: argparse._SubParsersAction) -> None:
     """``twill map LAYER --arch ...``"""
-    from twill.mapping.pipeline import MAPPERS
+    from twill.mapping.methods import MAPPERS
 
     p = subparsers.add_parser(
         "map", help="map one DNN layer onto an accelerator (CoSA MIP or a baseline)"
@@ -767,7 +767,7 @@ def _register_map(subparsers: argparse._SubParsersAction) -> None:
 
 def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
     """``twill map-network DIR|MODEL.onnx|--model NAME --arch ...``"""
-    from twill.mapping.pipeline import MAPPERS
+    from twill.mapping.methods import MAPPERS
 
     p = subparsers.add_parser(
         "map-network", help="map every layer of a network folder or ONNX model"

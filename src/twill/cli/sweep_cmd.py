@@ -49,8 +49,7 @@ _FIRST_COLUMNS = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``twill sweep``."""
-    from twill.mapping.pipeline import MAPPERS
-    from twill.mapping.sweep import OBJECTIVES
+    from twill.mapping.methods import MAPPERS, OBJECTIVES
 
     what = "map networks onto every architecture of a design space (EDP vs area)"
     p = subparsers.add_parser("sweep", help=what, description=what + "; docs/mapping.md")

@@ -33,26 +33,19 @@ from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.mapping.arch import Arch
 from twill.mapping.cost.analytical import CostReport
 from twill.mapping.mapping import Mapping
+from twill.mapping.methods import MAPPERS, PRESETS
 from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import layer_json
 from twill.mapping.search.common import SearchSettings
 from twill.mapping.workload import Layer
 from twill.options import SolverOptions
-from twill.registry import solver, solvers
+from twill.registry import solver
 from twill.results import SolveResult, Status
 from twill.validation import MAX_THREADS, check_choice, check_instance, check_int
 
 __all__ = ["MAPPERS", "map_layer", "map_network", "NetworkMappings", "MapTask", "run_map_tasks"]
 
 log = logging.getLogger(__name__)
-
-#: Presets of a registered mapper: name -> (the mapper, the number of valid samples it draws).
-_PRESETS = {"random16k": ("random", 16_000)}
-#: Mapper names accepted by :func:`map_layer`: every solver of the registry that maps a layer,
-#: and the presets.
-MAPPERS = tuple(s.name for s in solvers() if LayerMappingProblem.__name__ in s.problems) + tuple(
-    _PRESETS
-)
 
 
 def map_layer(
@@ -86,7 +79,7 @@ def map_layer(
     check_instance(problem, "problem", LayerMappingProblem)
     check_choice(method, "method", MAPPERS)
     options = SolverOptions.of(options)
-    base, n_valid = _PRESETS.get(method, (method, None))
+    base, n_valid = PRESETS.get(method, (method, None))
     search = options.search or SearchSettings()
     if n_valid is not None and search.n_valid is None:
         options = replace(options, search=replace(search, n_valid=n_valid))

@@ -36,6 +36,7 @@ from typing import Any
 
 from twill.errors import ArgumentTypeError, InvalidProblemError
 from twill.mapping.mapping import to_dosa_string
+from twill.mapping.methods import OBJECTIVES
 from twill.mapping.pipeline import MAPPERS, MapTask, run_map_tasks
 from twill.mapping.search.common import SearchSettings
 from twill.mapping.space import DesignPoint
@@ -50,8 +51,6 @@ __all__ = ["OBJECTIVES", "SweepNetwork", "SweepSettings", "SweepRow", "SweepResu
 
 log = logging.getLogger(__name__)
 
-#: What the frontier (and the search mappers) minimise besides area.
-OBJECTIVES = ("edp", "energy", "cycles")
 _METRIC = {"edp": "edp", "energy": "energy_uJ", "cycles": "cycles"}
 
 

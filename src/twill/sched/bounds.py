@@ -18,8 +18,11 @@ no zero-distance circuit; :func:`rec_mii` raises ``InvalidProblemError`` if one 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from twill.errors import InvalidProblemError
-from twill.sched.ir import DependenceGraph
+from twill.sched.ir import DependenceGraph, Edge
+from twill.sched.validate import strongly_connected
 
 __all__ = [
     "res_mii",
@@ -97,12 +100,21 @@ def _longest_paths(
     Bellman-Ford with weights ``d - ii*delta`` over ``ordered`` (:func:`_ordered_arcs`, built
     here when not given); ``None`` when a positive cycle exists.
     """
-    names = graph.names
     ordered = _ordered_arcs(graph) if ordered is None else ordered
+    dist, _ = _bellman_ford(len(graph.instructions), ii, ordered)
+    return None if dist is None else dict(zip(graph.names, dist, strict=True))
+
+
+def _bellman_ford(
+    n: int, ii: int, ordered: list[tuple[int, int, int, int]]
+) -> tuple[list[int] | None, list[int] | None]:
+    """``(potentials, None)`` when no circuit has ``d - ii*delta > 0``, else ``(None,
+    circuit)``: the indices into ``ordered`` of such a circuit (empty when the rounds ran out
+    before one was found among the parent arcs)."""
     arcs = [(u, v, d - ii * delta) for u, v, d, delta in ordered]
-    dist = [0] * len(names)
-    parent = [-1] * len(names)
-    for rounds in range(len(names) + 1):
+    dist = [0] * n
+    parent = [-1] * n
+    for rounds in range(n + 1):
         changed = False
         for k, (u, v, w) in enumerate(arcs):
             cand = dist[u] + w
@@ -111,16 +123,18 @@ def _longest_paths(
                 parent[v] = k
                 changed = True
         if not changed:
-            return dict(zip(names, dist, strict=True))
-        if rounds % 8 == 7 and _parent_circuit(parent, arcs):
-            return None  # a circuit of parent arcs has positive weight: stop early
-    return None
+            return dist, None
+        if rounds % 8 == 7:
+            circuit = _parent_circuit(parent, arcs)
+            if circuit:
+                return None, circuit  # a circuit of parent arcs has positive weight
+    return None, _parent_circuit(parent, arcs)
 
 
-def _parent_circuit(parent: list[int], arcs: list[tuple[int, int, int]]) -> bool:
-    """True when the arcs that last improved each op form a circuit. In a Bellman-Ford run
-    for longest paths such a circuit has positive weight (each of its arcs was tight when
-    set, and the values only grew since), so the run would never settle."""
+def _parent_circuit(parent: list[int], arcs: list[tuple[int, int, int]]) -> list[int]:
+    """The arcs (indices) of a circuit among the arcs that last improved each op, or ``[]``.
+    In a Bellman-Ford run for longest paths such a circuit has positive weight (each of its
+    arcs was tight when set, and the values only grew since), so the run would never settle."""
     state = [0] * len(parent)  # 0 unseen, 1 on the current walk, 2 done
     for start in range(len(parent)):
         v, walk = start, []
@@ -129,10 +143,15 @@ def _parent_circuit(parent: list[int], arcs: list[tuple[int, int, int]]) -> bool
             walk.append(v)
             v = arcs[parent[v]][0] if parent[v] >= 0 else -1
         if v >= 0 and state[v] == 1:
-            return True
+            circuit, x = [], v
+            while True:
+                circuit.append(parent[x])
+                x = arcs[parent[x]][0]
+                if x == v:
+                    return circuit
         for x in walk:
             state[x] = 2
-    return False
+    return []
 
 
 def _topological_rank(graph: DependenceGraph, index: dict[str, int]) -> list[int]:
@@ -167,6 +186,24 @@ def has_positive_cycle(
     return _longest_paths(graph, ii, ordered) is None
 
 
+def _circuit_edges(graph: DependenceGraph) -> list[list[Edge]]:
+    """The edges of each strongly connected component that has a circuit (a self-loop
+    included), one list per component."""
+    names = graph.names
+    succ: dict[str, list[str]] = {n: [] for n in names}
+    for e in graph.edges:
+        succ[e.src].append(e.dst)
+    component: dict[str, int] = {}
+    for k, comp in enumerate(strongly_connected(names, succ)):
+        for n in comp:
+            component[n] = k
+    groups: dict[int, list[Edge]] = {}
+    for e in graph.edges:
+        if component[e.src] == component[e.dst]:
+            groups.setdefault(component[e.src], []).append(e)
+    return list(groups.values())
+
+
 def rec_mii(graph: DependenceGraph) -> int:
     """Recurrence-constrained minimum initiation interval (at least 1), by binary search.
 
@@ -187,8 +224,13 @@ def rec_mii(graph: DependenceGraph) -> int:
 
     Notes
     -----
-    ``II = max(1, sum_e d_e)`` is always feasible when every circuit has distance >= 1, so
-    the search runs over ``[1, sum_e d_e]`` with ``O(|V| |E| log sum d)`` work.
+    Only the edges inside a strongly connected component lie on circuits, so the search runs
+    on those alone (a graph without circuits: 1 at once). From ``II = 1`` upward, a
+    Bellman-Ford run at ``II`` either settles (``II`` is RecMII) or names a circuit ``c`` with
+    ``d(c) > II * delta(c)``, whose ratio lifts ``II`` to ``ceil(d(c) / delta(c))`` (Lawler's
+    iteration; a few runs in practice). A circuit of distance 0, or a run that ends without
+    naming its circuit, falls back to bisection over ``[II, max(1, sum of a component's
+    delays)]``, feasible when every circuit has distance >= 1.
 
     Examples
     --------
@@ -196,16 +238,32 @@ def rec_mii(graph: DependenceGraph) -> int:
     >>> rec_mii(flash_attention_forward_simplified())
     1
     """
-    hi = max(1, sum(e.delay for e in graph.edges))
-    ordered = _ordered_arcs(graph)
-    if has_positive_cycle(graph, hi, ordered):
+    cyclic = _circuit_edges(graph)  # only an edge on some circuit can bound II
+    if not cyclic:
+        return 1
+    hi = max(1, max(sum(e.delay for e in group) for group in cyclic))
+    inner = replace(graph, edges=tuple(e for group in cyclic for e in group))
+    ordered = _ordered_arcs(inner)
+    n = len(inner.instructions)
+    lo = 1
+    while lo <= hi:  # each positive circuit found lifts lo past its own ratio d/delta
+        _, circuit = _bellman_ford(n, lo, ordered)
+        if circuit is None:
+            return lo
+        if not circuit:
+            break  # rounds ran out without naming the circuit: bisect from lo
+        d = sum(ordered[k][2] for k in circuit)
+        delta = sum(ordered[k][3] for k in circuit)
+        if delta == 0:
+            break
+        lo = max(lo + 1, -(-d // delta))
+    if has_positive_cycle(inner, hi, ordered):
         raise InvalidProblemError(
             f"graph {graph.name!r}: a dependence circuit has total distance 0 and positive delay"
         )
-    lo = 1
     while lo < hi:
         mid = (lo + hi) // 2
-        if has_positive_cycle(graph, mid, ordered):
+        if has_positive_cycle(inner, mid, ordered):
             lo = mid + 1
         else:
             hi = mid

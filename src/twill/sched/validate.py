@@ -253,7 +253,18 @@ def zero_distance_circuits(names: Iterable[str], edges: Iterable[Edge]) -> list[
                 self_loops.add(e.src)
             else:
                 succ[e.src].append(e.dst)
-    # Tarjan's algorithm, iterative.
+    comps = [
+        sorted(comp, key=pos.__getitem__)
+        for comp in strongly_connected(order, succ)
+        if len(comp) > 1 or comp[0] in self_loops
+    ]
+    comps.sort(key=lambda c: pos[c[0]])
+    return comps
+
+
+def strongly_connected(order: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
+    """The strongly connected components of the graph ``succ`` over ``order`` (every node,
+    one-node components included), by Tarjan's algorithm without recursion."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     on_stack: set[str] = set()
@@ -293,12 +304,10 @@ def zero_distance_circuits(names: Iterable[str], edges: Iterable[Edge]) -> list[
                     comp.append(w)
                     if w == v:
                         break
-                if len(comp) > 1 or v in self_loops:
-                    comps.append(sorted(comp, key=pos.__getitem__))
+                comps.append(comp)
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
-    comps.sort(key=lambda c: pos[c[0]])
     return comps
 
 
