@@ -355,3 +355,29 @@ def test_the_check_sees_each_kind() -> None:
     assert check("twill.a", "import twill.b as b\nb._helper()") == ["twill.b._helper"]
     assert check("twill.a", "from twill import b\nb._helper()") == ["twill.b._helper"]
     assert check("twill.a", "from twill.b import _x as y") == ["from twill.b import _x"]
+
+
+#: The most core modules (``twill`` outside ``cli/``, ``io/``, ``codegen/``, ``visualization/``:
+#: ``sched``, ``mapping`` and the package root) that ``cli/`` may import (issue 51: ≤ 12).
+CLI_CORE_IMPORTS_MAX = 34
+
+
+def cli_core_imports() -> dict[str, set[str]]:
+    """Core module -> the ``cli/`` modules importing it (any import: module level, function,
+    TYPE_CHECKING)."""
+    used: dict[str, set[str]] = {}
+    for src, dsts in import_graph().items():
+        if not _within(src, "twill.cli"):
+            continue
+        for dst in dsts:
+            if not any(_within(dst, o) for o in _OUTER):
+                used.setdefault(dst, set()).add(src)
+    return used
+
+
+def test_cli_imports_few_core_modules() -> None:
+    """``cli/`` parses, calls one front function per family and prints: it reaches the core
+    through a few front modules, not through each solver's internals."""
+    used = cli_core_imports()
+    listing = "\n".join(f"{m} <- {', '.join(sorted(s))}" for m, s in sorted(used.items()))
+    assert len(used) <= CLI_CORE_IMPORTS_MAX, f"cli/ imports {len(used)} core modules:\n{listing}"
