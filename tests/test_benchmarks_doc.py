@@ -105,3 +105,15 @@ def test_device_script_without_a_gpu_says_so_and_keeps_json_on_stdout(
     assert script.main() == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == [] and "no GPU found" in err
+
+
+#: issue 51: the pages under docs/ together, so a reader can still hold them.
+DOCS_MAX_LINES = 3000
+
+
+def test_docs_stay_within_their_line_budget() -> None:
+    """``docs/*.md`` hold current results and reference, not run logs: at most 3,000 lines in
+    all (``wc -l docs/*.md``). Replace stale text rather than add."""
+    counts = {p.name: len(p.read_text().splitlines()) for p in sorted(DOC.parent.glob("*.md"))}
+    total = sum(counts.values())
+    assert total <= DOCS_MAX_LINES, f"docs/ has {total} lines: {counts}"

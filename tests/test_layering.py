@@ -8,7 +8,8 @@ Rules, each a test below:
   is still a loop a reader has to untangle;
 * ``twill.sched`` and ``twill.mapping`` never import each other, nor ``twill.io``,
   ``twill.cli``, ``twill.visualization`` or ``twill.codegen``;
-* nothing imports ``twill.cli`` (``twill.__main__`` aside);
+* nothing imports ``twill.cli`` (``twill.__main__`` aside), and ``twill.cli`` imports at most
+  ``CLI_CORE_IMPORTS_MAX`` core modules (through the families' ``front`` modules);
 * no private name crosses modules: ``from M import _x`` and ``M._x`` from another module
   fail; a private module (``twill._interrupt``, ``twill.sched.exact._deadline``) is private to
   its package, which may import it;
@@ -355,3 +356,29 @@ def test_the_check_sees_each_kind() -> None:
     assert check("twill.a", "import twill.b as b\nb._helper()") == ["twill.b._helper"]
     assert check("twill.a", "from twill import b\nb._helper()") == ["twill.b._helper"]
     assert check("twill.a", "from twill.b import _x as y") == ["from twill.b import _x"]
+
+
+#: The most core modules (``twill`` outside ``cli/``, ``io/``, ``codegen/``, ``visualization/``:
+#: ``sched``, ``mapping`` and the package root) that ``cli/`` may import (issue 51: ≤ 12).
+CLI_CORE_IMPORTS_MAX = 12
+
+
+def cli_core_imports() -> dict[str, set[str]]:
+    """Core module -> the ``cli/`` modules importing it (any import: module level, function,
+    TYPE_CHECKING)."""
+    used: dict[str, set[str]] = {}
+    for src, dsts in import_graph().items():
+        if not _within(src, "twill.cli"):
+            continue
+        for dst in dsts:
+            if not any(_within(dst, o) for o in _OUTER):
+                used.setdefault(dst, set()).add(src)
+    return used
+
+
+def test_cli_imports_few_core_modules() -> None:
+    """``cli/`` parses, calls one front function per family and prints: it reaches the core
+    through a few front modules, not through each solver's internals."""
+    used = cli_core_imports()
+    listing = "\n".join(f"{m} <- {', '.join(sorted(s))}" for m, s in sorted(used.items()))
+    assert len(used) <= CLI_CORE_IMPORTS_MAX, f"cli/ imports {len(used)} core modules:\n{listing}"

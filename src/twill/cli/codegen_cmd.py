@@ -50,7 +50,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
         print(f"twill codegen: no schedule for {graph.name} ({result.status.value})",
               file=sys.stderr)  # fmt: skip
         return 1
-    from twill.results import WarpSchedule
+    from twill.sched.front import WarpSchedule
 
     ws = result.warp_schedule or WarpSchedule.of(graph, result.schedule, None, result.I, result.L)
     if args.lang == "cuda":

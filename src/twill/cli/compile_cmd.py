@@ -21,7 +21,6 @@ from twill._atomic import write_files
 from twill.cli._args import add_time_limit
 from twill.cli.triton_cmd import add_kernel_args
 from twill.errors import InvalidProblemError
-from twill.sched.problems import PROBLEM_TEXT
 
 __all__ = ["register"]
 
@@ -147,6 +146,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def print_summary(d: dict[str, Any], written: list[Path]) -> None:
     """The text form of ``summary.json``: every decision of Twill's that Triton did not take
     is named (stages moved, ops not expressed, partitions not applied and why)."""
+    from twill.sched.front import PROBLEM_TEXT
+
     parts = d["partitions"]
     proof = "proven" if d.get("optimal") else "NOT proven"
     print(

@@ -106,7 +106,7 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
 def _run(args: argparse.Namespace) -> int:
     from twill.cli.mapping_cmds import resolve_arch
     from twill.io.networks import load_network
-    from twill.mapping.fadiff.pipeline import check_arch, fuse_json
+    from twill.mapping.front import check_arch, fuse_json
 
     _check_fuse_outputs(args)
     net = _network(args, load_network)
@@ -155,7 +155,7 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
 
 def fuse_settings(args: argparse.Namespace) -> Any:  # noqa: ANN401
     """The command line's :class:`~twill.mapping.fadiff.pipeline.FuseSettings`."""
-    from twill.mapping.fadiff.pipeline import FuseSettings
+    from twill.mapping.front import FuseSettings
 
     return FuseSettings(layer_method=args.layer_method, steps=args.steps, seed=args.seed,
                         device=args.device, init=args.init != "none", workers=args.workers,
@@ -170,7 +170,7 @@ def fuse_with_progress(args: argparse.Namespace, net: Any, arch: Any,  # noqa: A
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from twill.mapping.fadiff.pipeline import fuse
+    from twill.mapping.front import fuse
 
     err = Console(stderr=True)
     with Progress(

@@ -104,7 +104,7 @@ def register(subparsers: Any) -> None:
 def gaus_run(args: argparse.Namespace) -> Any:  # noqa: ANN401
     """The :class:`~twill.sched.gaus.pipeline.GauSRun` of the command line; its time limit is
     what reading and checking the graph left of the command's ``--time-limit``."""
-    from twill.sched.gaus.pipeline import GauSRun
+    from twill.sched.front import GauSRun
 
     return GauSRun(formulation=args.formulation, D=args.D, II=args.II, cap=args.cap,
                    ratio=args.ratio, baseline=args.baseline, seed=args.seed,
@@ -115,7 +115,7 @@ def gaus_run(args: argparse.Namespace) -> Any:  # noqa: ANN401
 
 def run_gaus(args: argparse.Namespace) -> int:
     from twill.io import graph_input_files, load_graph
-    from twill.sched.gaus.pipeline import check_baseline
+    from twill.sched.front import check_baseline
 
     check_baseline(args.baseline, args.formulation)  # before the file is read
     inputs = graph_input_files(args.file)
@@ -144,7 +144,7 @@ def run_gaus(args: argparse.Namespace) -> int:
 
 
 def _cap_note(g: Any, cap: float | None, II: int | None) -> str:  # noqa: ANN401, N803
-    from twill.sched.gaus.pipeline import caps_of
+    from twill.sched.front import caps_of
 
     caps = ", ".join(f"{r} {'unlimited' if c is None else f'{c:g}'}" for r, c in caps_of(g).items())
     if cap is not None:
@@ -160,7 +160,7 @@ def _solve(args: argparse.Namespace, graph: Any) -> Any:  # noqa: ANN401
     follows the :class:`~twill.progress.ProgressEvent` stream."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from twill.sched.gaus.pipeline import options_for, run_gaus
+    from twill.sched.front import options_for, run_gaus
 
     run = gaus_run(args)
     label = args.baseline or "GauS"

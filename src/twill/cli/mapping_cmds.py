@@ -35,7 +35,7 @@ from twill.errors import InvalidProblemError
 from twill.validation import MAX_THREADS
 
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
-    from twill.mapping.arch import Arch
+    from twill.mapping.front import Arch
 
 __all__ = ["register", "resolve_arch", "arch_input_files", "model_source", "input_shape",
            "check_executor"]  # fmt: skip
@@ -52,7 +52,7 @@ def resolve_arch(spec: str) -> Arch:
     from dataclasses import replace
 
     from twill.io.timeloop import read_arch, shipped_archs
-    from twill.mapping.arch import ARCH_ALIASES, BUILTIN_ARCHS, builtin_arch
+    from twill.mapping.front import ARCH_ALIASES, BUILTIN_ARCHS, builtin_arch
 
     builtin = builtin_arch(spec)
     if builtin is not None:
@@ -75,7 +75,7 @@ def resolve_arch(spec: str) -> Arch:
 def arch_input_files(spec: str) -> list[Path]:
     """The files ``--arch spec`` reads (none for a built-in architecture)."""
     from twill.io.timeloop import arch_input_files, shipped_archs
-    from twill.mapping.arch import builtin_arch
+    from twill.mapping.front import builtin_arch
 
     if builtin_arch(spec) is not None or (spec in shipped_archs() and not Path(spec).exists()):
         return []
@@ -110,7 +110,7 @@ REPORT_UNITS = {
 
 def objective_meaning(res: Any) -> tuple[str, str]:  # noqa: ANN401 (a SolveResult)
     """``(meaning, unit)`` of a layer mapper's ``objective`` (and of its ``bound``)."""
-    from twill.mapping.result import objective_meaning as meaning
+    from twill.mapping.front import objective_meaning as meaning
 
     return meaning(str(res.settings.get("method")), str(res.settings.get("metric", "edp")))
 
@@ -118,7 +118,7 @@ def objective_meaning(res: Any) -> tuple[str, str]:  # noqa: ANN401 (a SolveResu
 def mapping_levels(mapping: Any, arch: Arch) -> list[dict[str, Any]]:
     """One entry per level, outermost first: number, name, kept tensors and loops (DOSA
     tokens, ``X`` = spatial), so that ``L4`` reads as ``L4 GlobalBuffer``."""
-    from twill.mapping.workload import OPERANDS
+    from twill.mapping.front import OPERANDS
 
     keeps = mapping.keeps_for(arch)
     out = []
@@ -162,8 +162,7 @@ def method_options(args: argparse.Namespace, method: str) -> Any:  # noqa: ANN40
     ``--layer-time-limit`` per layer (``map``: ``--time-limit``, one layer), ``--threads``,
     ``--seed`` and ``--backend``; the searches ``--seed``, ``--metric`` and ``--n-valid``
     (default: random 5, random16k and hybrid 16,000); exhaustive ``--metric``."""
-    from twill.mapping.cosa.solve import CoSASettings
-    from twill.mapping.search.common import SearchSettings
+    from twill.mapping.front import CoSASettings, SearchSettings
     from twill.options import SolverOptions
 
     end = args.deadline
@@ -180,10 +179,7 @@ def method_options(args: argparse.Namespace, method: str) -> Any:  # noqa: ANN40
 # ------------------------------------------------------------------------------ map
 def _cmd_map(args: argparse.Namespace) -> int:
     from twill.io.timeloop import check_layer_fits, read_layer
-    from twill.mapping.mapping import to_timeloop_yaml
-    from twill.mapping.pipeline import map_layer
-    from twill.mapping.problems import LayerMappingProblem
-    from twill.mapping.result import layer_json
+    from twill.mapping.front import LayerMappingProblem, layer_json, map_layer, to_timeloop_yaml
 
     check_output_path(args.output, "-o", [Path(args.layer), *arch_input_files(args.arch)])
     layer = read_layer(args.layer)
@@ -241,7 +237,7 @@ def check_executor(args: argparse.Namespace) -> None:
             raise InvalidProblemError(f"--ray-address needs --executor ray (given --executor "
                                       f"{args.executor})")  # fmt: skip
         return
-    from twill.mapping.ray_cluster import parse_ray_address
+    from twill.mapping.front import parse_ray_address
 
     try:
         parse_ray_address(args.ray_address)
@@ -285,7 +281,7 @@ def _shipped_network(args: argparse.Namespace, source: str) -> str:
     """``source``, or the shipped folder of DOSA's workload it names (``dosa_bert``, ``bert``)
     when it is no existing path: a name resolves the same from any folder."""
     from twill.io.networks import default_workload_root
-    from twill.mapping.network import NETWORKS, network_key
+    from twill.mapping.front import NETWORKS, network_key
 
     if args.model or Path(source).exists():
         return source
@@ -299,7 +295,7 @@ def _shipped_network(args: argparse.Namespace, source: str) -> str:
 def _network_label(source: str) -> str:
     """The network's name in reports: ``dosa_NAME`` for a shipped DOSA workload folder."""
     from twill.io.networks import SHIPPED_WORKLOADS
-    from twill.mapping.network import network_name
+    from twill.mapping.front import network_name
 
     path = Path(source)
     return network_name(path.name) if path.parent == SHIPPED_WORKLOADS else path.stem
@@ -308,7 +304,7 @@ def _network_label(source: str) -> str:
 def _network_methods(text: str) -> list[str]:
     """The ``--method`` list (``--methods`` is the old spelling), every name checked against
     the known mappers."""
-    from twill.mapping.methods import MAPPERS
+    from twill.mapping.front import MAPPERS
 
     methods = [m.strip() for m in text.split(",") if m.strip()]
     if not methods:
@@ -379,7 +375,7 @@ def _map_network_with_progress(
 ) -> Any:  # noqa: ANN401 (a NetworkMappings)
     """:func:`~twill.mapping.pipeline.map_network` with a progress bar on stderr."""
     from twill.cli._console import stderr_progress
-    from twill.mapping.pipeline import map_network
+    from twill.mapping.front import map_network
 
     with stderr_progress() as progress:
         task = progress.add_task(f"mapping {Path(source).name}", total=len(layers) * len(methods))
@@ -404,7 +400,7 @@ def _map_network_with_progress(
 def layer_shape_text(layer: Any) -> str:  # noqa: ANN401
     """A layer's shape for people, instead of DOSA's key ``R_S_P_Q_C_K_N_Ws_Hs_Wd_Hd[_gG]``:
     ``3x3 filter, 112x112 out, 1→1 channels, 32 groups`` (channels per group)."""
-    from twill.mapping.workload import Dim
+    from twill.mapping.front import Dim
 
     d = {dim: layer.dim(dim) for dim in (Dim.R, Dim.S, Dim.P, Dim.Q, Dim.C, Dim.K, Dim.N)}
     parts = [f"{d[Dim.R]}x{d[Dim.S]} filter", f"{d[Dim.P]}x{d[Dim.Q]} out",
@@ -599,8 +595,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
     if args.dataset is not None:
         return _eval_dataset(args)
     from twill.io.timeloop import read_layer, read_mapping
-    from twill.mapping.cost import evaluate
-    from twill.mapping.mapping import parse_dosa_mapping, verify_mapping
+    from twill.mapping.front import evaluate, parse_dosa_mapping, verify_mapping
 
     missing = [f"--{k}" for k in ("arch", "layer") if not getattr(args, k)]
     if not (args.mapping or args.mapping_file):
@@ -661,7 +656,7 @@ def _cmd_map_eval(args: argparse.Namespace) -> int:
 
 def _eval_dataset(args: argparse.Namespace) -> int:
     from twill.io.timeloop import read_dosa_columns
-    from twill.mapping.cost.dataset import evaluate_columns
+    from twill.mapping.front import evaluate_columns
 
     check_output_path(args.output, "-o", [Path(args.dataset)])
     cols = read_dosa_columns(args.dataset, limit=args.limit)
@@ -741,7 +736,7 @@ def _add_solver_options(p: argparse.ArgumentParser, network: bool = False) -> No
 
 def _register_map(subparsers: argparse._SubParsersAction) -> None:
     """``twill map LAYER --arch ...``"""
-    from twill.mapping.methods import MAPPERS
+    from twill.mapping.front import MAPPERS
 
     p = subparsers.add_parser(
         "map", help="map one DNN layer onto an accelerator (CoSA MIP or a baseline)"
@@ -767,7 +762,7 @@ def _register_map(subparsers: argparse._SubParsersAction) -> None:
 
 def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
     """``twill map-network DIR|MODEL.onnx|--model NAME --arch ...``"""
-    from twill.mapping.methods import MAPPERS
+    from twill.mapping.front import MAPPERS
 
     p = subparsers.add_parser(
         "map-network", help="map every layer of a network folder or ONNX model"

@@ -41,8 +41,7 @@ if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at 
     from rich.status import Status as RichStatus
 
     from twill.options import SolverOptions
-    from twill.progress import OnProgress, ProgressEvent
-    from twill.sched.ir import DependenceGraph
+    from twill.sched.front import DependenceGraph, OnProgress, ProgressEvent
 
 __all__ = ["register"]
 
@@ -187,7 +186,7 @@ def _load(args: argparse.Namespace) -> DependenceGraph:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from twill.kernels import KERNELS
+    from twill.sched.front import KERNELS
 
     rows = []
     for name, factory in KERNELS.items():
@@ -211,7 +210,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
 def cmd_bounds(args: argparse.Namespace) -> int:
     from twill.io import graph_input_files
-    from twill.sched.bounds import rec_mii, res_mii, total_usage
+    from twill.sched.front import rec_mii, res_mii, total_usage
 
     check_output_path(args.output, "-o", graph_input_files(args.graph, args.resource_model))
     g = _load(args)
@@ -271,7 +270,7 @@ def _phase2_choice(args: argparse.Namespace) -> bool | None:
 def _shared_fields(result: Any, options: SolverOptions) -> dict[str, Any]:
     """The keys every method's ``--json`` has (:meth:`~twill.results.SolveResult.to_dict`),
     with the settings and seed the search ran under."""
-    from twill.sched.exact.search import with_run_settings
+    from twill.sched.front import with_run_settings
 
     return with_run_settings(result.as_result(), options).to_dict()
 
@@ -280,7 +279,7 @@ def _options(args: argparse.Namespace, backend: str, phase2: bool | None) -> Sol
     """The command's flags as one :class:`~twill.options.SolverOptions`, its deadline
     anchored when the command began (``--time-limit`` counts reading the input)."""
     from twill.options import SolverOptions
-    from twill.sched.exact.settings import TwillSettings
+    from twill.sched.front import TwillSettings
 
     settings = TwillSettings(backend=backend, solve_time_limit=args.solve_time_limit, phase2=phase2,
                              probe=args.probe, point_time_limit=args.phase2_time_limit
@@ -403,8 +402,7 @@ def _cta_warps(args: argparse.Namespace, kernel: Any) -> int | None:  # noqa: AN
 def cmd_solve(args: argparse.Namespace) -> int:
     from twill.cli.compile_cmd import check_compare_args
     from twill.io import graph_input_files
-    from twill.sched.exact import pipeline
-    from twill.sched.problems import WarpSpecProblem
+    from twill.sched.front import WarpSpecProblem, run
     from twill.visualization.text import format_result
 
     inputs = graph_input_files(args.graph, args.resource_model)
@@ -415,8 +413,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     kernel, graph = _kernel_and_graph(args, options.deadline)  # reading counts
     warps = _cta_warps(args, kernel) if phase2 is not False else None
     with _followed(args, options) as followed:  # a kernel: the union with one partition
-        result = pipeline.run(WarpSpecProblem(graph, max_II=args.max_I,
-                                              single_partition_warps=warps), followed)  # fmt: skip
+        result = run(WarpSpecProblem(graph, max_II=args.max_I,
+                                     single_partition_warps=warps), followed)  # fmt: skip
     loops_text = ""
     extra: dict[str, Any] = {}
     if kernel is not None:
@@ -433,7 +431,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                     single_partition_warps=lp.num_warps if warps else None,
                 )
                 with _followed(args, options) as followed:
-                    solved = pipeline.run(one, followed)
+                    solved = run(one, followed)
             if solved is not None:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)
@@ -466,7 +464,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         if args.output:
             print(f"  JSON result written to {args.output}")
     if args.plot and result.I is not None:
-        from twill.results import WarpSchedule
+        from twill.sched.front import WarpSchedule
         from twill.visualization.plots import plot_pipeline
 
         ws = result.warp_schedule or WarpSchedule.of(

@@ -49,7 +49,7 @@ _FIRST_COLUMNS = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``twill sweep``."""
-    from twill.mapping.methods import MAPPERS, OBJECTIVES
+    from twill.mapping.front import MAPPERS, OBJECTIVES
 
     what = "map networks onto every architecture of a design space (EDP vs area)"
     p = subparsers.add_parser("sweep", help=what, description=what + "; docs/mapping.md")
@@ -115,7 +115,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from twill.cli.mapping_cmds import check_executor
     from twill.io.sweep_inputs import parse_networks, read_design_space, read_networks, space_path
-    from twill.mapping.sweep import SweepSettings, sweep
+    from twill.mapping.front import SweepSettings, sweep
 
     check_executor(args)
     args.space = str(space_path(args.space))
@@ -129,7 +129,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     settings.check()
     points = space.points()
     if args.executor == "ray":  # the cluster answers now, or exit 2 in bounded time
-        from twill.mapping.ray_cluster import connect
+        from twill.mapping.front import connect
 
         connect(args.ray_address or "local")
     networks = read_networks(specs)
