@@ -331,8 +331,9 @@ def compile_summary(
         t0 = time.perf_counter()
         extracted, ttgir = twill_graph(ks)
         # kept for the final compile, which also lowers to PTX and a cubin: measured 2-6 times
-        # as long as this extraction (FlashAttention forward on sm_100a: 2.4 s against 0.4 s)
-        build = max(4.0 * (time.perf_counter() - t0), 0.1 * total_time_limit)
+        # as long as this extraction (FlashAttention forward on sm_100a: 2.4 s against 0.4 s),
+        # and for writing the artefacts; the upper end, so that a loaded machine holds the limit
+        build = max(6.0 * (time.perf_counter() - t0), 0.1 * total_time_limit)
         proof = register_conflict(extracted.graph)
         if proof is not None:
             raise InvalidProblemError(
