@@ -18,6 +18,8 @@ no zero-distance circuit; :func:`rec_mii` raises ``InvalidProblemError`` if one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
 
@@ -30,6 +32,7 @@ __all__ = [
     "stage_bound",
     "horizon",
     "total_usage",
+    "least_passing",
 ]
 
 
@@ -202,13 +205,21 @@ def rec_mii(graph: DependenceGraph) -> int:
         raise InvalidProblemError(
             f"graph {graph.name!r}: a dependence circuit has total distance 0 and positive delay"
         )
-    lo = 1
+    return least_passing(1, hi, lambda ii: not has_positive_cycle(graph, ii, ordered))
+
+
+def least_passing(lo: int, hi: int, passes: Callable[[int], bool]) -> int:
+    """The least ``x`` in ``[lo, hi]`` that ``passes``, by bisection: ``passes`` must be
+    monotone (false below some point, true from it on); ``hi`` is taken to pass untested.
+
+    Examples
+    --------
+    >>> least_passing(1, 100, lambda x: x * x >= 50)
+    8
+    """
     while lo < hi:
         mid = (lo + hi) // 2
-        if has_positive_cycle(graph, mid, ordered):
-            lo = mid + 1
-        else:
-            hi = mid
+        lo, hi = (lo, mid) if passes(mid) else (mid + 1, hi)
     return lo
 
 
