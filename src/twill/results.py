@@ -18,16 +18,28 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from twill.sched.ir import DependenceGraph
 
-__all__ = ["Status", "Timings", "SolveResult", "Violation", "Verdict", "WarpSchedule"]
+__all__ = [
+    "Status",
+    "Timings",
+    "SolveResult",
+    "Violation",
+    "Verdict",
+    "WarpSchedule",
+    "takes_warp_schedule",
+]
+
+_R = TypeVar("_R")
 
 
 class Status(str, Enum):
@@ -305,3 +317,35 @@ class WarpSchedule:
             "schedule": dict(self.schedule),
             "assignment": {v: list(ws) for v, ws in self.assignment.items()},
         }
+
+
+def takes_warp_schedule(fn: Callable[..., _R]) -> Callable[..., _R]:
+    """Let ``fn(ws, *, options)`` also be called with a schedule's parts, as documented.
+
+    The wrapped function takes ``(graph, schedule=None, assignment=None, II=None, L=None)``
+    (the parameters of :meth:`WarpSchedule.of`) followed by ``fn``'s keyword-only options, and
+    calls ``fn(WarpSchedule.of(graph, schedule, assignment, II, L), **options)``. So the
+    drawing and code-generation entries share one parameter list and one normalisation.
+
+    Examples
+    --------
+    >>> @takes_warp_schedule
+    ... def period(ws: WarpSchedule, *, scale: int = 1) -> int:
+    ...     return ws.I * scale
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> period(flash_attention_forward_simplified(), {"S": 0, "P": 2, "O": 3}, II=2, scale=3)
+    6
+    """
+    parts = list(inspect.signature(WarpSchedule.of).parameters.values())
+    names = [p.name for p in parts]
+    options = list(inspect.signature(fn).parameters.values())[1:]
+    signature = inspect.signature(fn).replace(parameters=[*parts, *options])
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> _R:
+        given = signature.bind(*args, **kwargs).arguments
+        ws = WarpSchedule.of(*(given.pop(name, None) for name in names))
+        return fn(ws, **given)
+
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]
+    return wrapper

@@ -15,11 +15,9 @@ Preconditions: as :func:`twill.codegen.plan.make_plan`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from twill.codegen.plan import LoopPlan, Role, comment_text, ident, make_plan
 from twill.errors import InvalidProblemError
-from twill.results import WarpSchedule
+from twill.results import WarpSchedule, takes_warp_schedule
 from twill.sched.ir import DependenceGraph
 
 __all__ = ["generate_cuda", "ARCHES"]
@@ -89,12 +87,9 @@ def _op_call(plan: LoopPlan, v: str, slot: int, it: str, pad: str) -> list[str]:
     return out
 
 
+@takes_warp_schedule
 def generate_cuda(
-    graph: DependenceGraph | WarpSchedule,
-    schedule: Mapping[str, int] | None = None,
-    assignment: Mapping[str, int | Sequence[int]] | None = None,
-    II: int | None = None,
-    L: int | None = None,
+    ws: WarpSchedule,
     *,
     arch: str = "sm_90a",
 ) -> str:
@@ -130,7 +125,6 @@ def generate_cuda(
     """
     if arch not in ARCHES:
         raise InvalidProblemError(f"--arch must be one of {', '.join(ARCHES)}, found {arch!r}")
-    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
     plan = make_plan(ws)
     out = _header(ws.graph, plan, ws.I, arch)
     out += _op_placeholders(ws.graph, plan)

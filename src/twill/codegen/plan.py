@@ -13,10 +13,10 @@ Preconditions: the schedule and assignment passed
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from twill.results import WarpSchedule
+from twill.results import WarpSchedule, takes_warp_schedule
 from twill.sched.ir import DependenceGraph, Edge
 
 __all__ = ["LoopPlan", "Role", "Channel", "make_plan", "ident", "unique_idents", "comment_text"]
@@ -132,18 +132,12 @@ def _role_name(graph: DependenceGraph, ops: Sequence[str]) -> str:
     return "compute (" + "+".join(units) + ")"
 
 
-def make_plan(
-    graph: DependenceGraph | WarpSchedule,
-    schedule: Mapping[str, int] | None = None,
-    assignment: Mapping[str, int | Sequence[int]] | None = None,
-    II: int | None = None,
-    L: int | None = None,
-) -> LoopPlan:
+@takes_warp_schedule
+def make_plan(ws: WarpSchedule) -> LoopPlan:
     """The loop structure of a joint schedule (``assignment=None``: everything on warp 0).
 
     Takes a :class:`~twill.results.WarpSchedule`, or its parts.
     """
-    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
     graph, II, length = ws.graph, ws.I, ws.L
     sched = dict(ws.schedule)
     assign = dict(ws.assignment)

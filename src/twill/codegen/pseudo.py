@@ -9,11 +9,8 @@ Preconditions: as :func:`twill.codegen.plan.make_plan`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from twill.codegen.plan import LoopPlan, comment_text, make_plan
-from twill.results import WarpSchedule
-from twill.sched.ir import DependenceGraph
+from twill.results import WarpSchedule, takes_warp_schedule
 
 __all__ = ["generate_pseudocode"]
 
@@ -35,13 +32,8 @@ def _op_lines(plan: LoopPlan, v: str, slot: int, it: str, indent: str) -> list[s
     return out
 
 
-def generate_pseudocode(
-    graph: DependenceGraph | WarpSchedule,
-    schedule: Mapping[str, int] | None = None,
-    assignment: Mapping[str, int | Sequence[int]] | None = None,
-    II: int | None = None,
-    L: int | None = None,
-) -> str:
+@takes_warp_schedule
+def generate_pseudocode(ws: WarpSchedule) -> str:
     """Pseudocode of the pipelined loop, one block per warp role.
 
     Parameters
@@ -65,7 +57,6 @@ def generate_pseudocode(
     >>> "steady state" in text
     True
     """
-    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
     plan = make_plan(ws)
     graph, II = ws.graph, ws.I
     s = plan.stages

@@ -10,6 +10,7 @@ loader reaches them without importing the front end that sits above it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,17 +180,7 @@ def import_triton_loops(
     return TritonImport(loops, pick_loop(loops, loop, text), arch, notes)
 
 
-def import_triton(
-    spec: str | Path,
-    arch: str | None,
-    signature: Mapping[str, str] | None = None,
-    constexprs: Mapping[str, Any] | None = None,
-    *,
-    normalize: bool = True,
-    num_warps: int | None = None,
-    loop: int | None = None,
-    config: int | None = None,
-) -> DependenceGraph:
+def import_triton(*args: Any, **kwargs: Any) -> DependenceGraph:
     """Dependence graph of one loop of a Triton kernel for ``arch``: the costliest, or the one
     at source line ``loop``.
 
@@ -219,13 +210,10 @@ def import_triton(
     BackendUnavailableError
         A ``.py`` kernel without Triton installed.
     """
-    return import_triton_loops(
-        spec,
-        arch,
-        signature,
-        constexprs,
-        normalize=normalize,
-        num_warps=num_warps,
-        loop=loop,
-        config=config,
-    ).picked.graph
+    return import_triton_loops(*args, **kwargs).picked.graph
+
+
+# import_triton takes import_triton_loops's parameters (one list, kept in one place)
+import_triton.__signature__ = inspect.signature(import_triton_loops).replace(  # type: ignore[attr-defined]
+    return_annotation="DependenceGraph"
+)

@@ -18,6 +18,7 @@ no zero-distance circuit; :func:`rec_mii` raises ``InvalidProblemError`` if one 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from twill.errors import InvalidProblemError
@@ -33,6 +34,7 @@ __all__ = [
     "stage_bound",
     "horizon",
     "total_usage",
+    "least_passing",
 ]
 
 
@@ -261,12 +263,21 @@ def rec_mii(graph: DependenceGraph) -> int:
         raise InvalidProblemError(
             f"graph {graph.name!r}: a dependence circuit has total distance 0 and positive delay"
         )
+    return least_passing(lo, hi, lambda ii: not has_positive_cycle(inner, ii, ordered))
+
+
+def least_passing(lo: int, hi: int, passes: Callable[[int], bool]) -> int:
+    """The least ``x`` in ``[lo, hi]`` that ``passes``, by bisection: ``passes`` must be
+    monotone (false below some point, true from it on); ``hi`` is taken to pass untested.
+
+    Examples
+    --------
+    >>> least_passing(1, 100, lambda x: x * x >= 50)
+    8
+    """
     while lo < hi:
         mid = (lo + hi) // 2
-        if has_positive_cycle(inner, mid, ordered):
-            lo = mid + 1
-        else:
-            hi = mid
+        lo, hi = (lo, mid) if passes(mid) else (mid + 1, hi)
     return lo
 
 

@@ -176,36 +176,20 @@ def _slot_sets(
         slots = frozenset([raw] if isinstance(raw, int) else raw)
         sets[ins.name] = slots
         k = slots_needed(ins, rules.warps_per_slot)
-        if len(slots) != k or len(list([raw] if isinstance(raw, int) else raw)) != k:
-            out.append(
-                Violation(
-                    "warp",
-                    {"op": ins.name},
-                    value=sorted(slots),
-                    limit=k,
-                    message=f"{ins.name!r} must occupy exactly {k} distinct slot(s)",
-                )
-            )
-        if any(not isinstance(w, int) or w < 0 or w >= w_total for w in slots):
-            out.append(
-                Violation(
-                    "warp",
-                    {"op": ins.name},
-                    value=sorted(slots),
-                    limit=w_total,
-                    message=f"{ins.name!r} on a slot outside [0, {w_total})",
-                )
-            )
-        if has_vl and (0 in slots) != ins.variable_latency:
-            what = "must run on" if ins.variable_latency else "must not run on"
-            out.append(
-                Violation(
-                    "warp",
-                    {"op": ins.name, "slot": 0},
-                    value=sorted(slots),
-                    message=f"{ins.name!r} {what} the variable-latency slot 0 (iff rule)",
-                )
-            )
+        what = "must run on" if ins.variable_latency else "must not run on"
+        rules_broken = (
+            (len(slots) != k or len(list([raw] if isinstance(raw, int) else raw)) != k,
+             {"op": ins.name}, k, f"{ins.name!r} must occupy exactly {k} distinct slot(s)"),
+            (any(not isinstance(w, int) or w < 0 or w >= w_total for w in slots),
+             {"op": ins.name}, w_total, f"{ins.name!r} on a slot outside [0, {w_total})"),
+            (has_vl and (0 in slots) != ins.variable_latency, {"op": ins.name, "slot": 0}, None,
+             f"{ins.name!r} {what} the variable-latency slot 0 (iff rule)"),
+        )  # fmt: skip
+        out.extend(
+            Violation("warp", at, value=sorted(slots), limit=limit, message=message)
+            for broken, at, limit, message in rules_broken
+            if broken
+        )
     return sets, out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from twill.results import WarpSchedule
+from twill.results import WarpSchedule, takes_warp_schedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.verify_warps import program_shape
 
@@ -96,12 +96,9 @@ def _shade_phases(ax: Any, n: int, II: int, t_end: int, horizon: int, y: float) 
     ax.text((n - 0.5) * II, y + 0.05, "steady state", ha="center", fontsize=8)
 
 
+@takes_warp_schedule
 def plot_pipeline(
-    graph: DependenceGraph | WarpSchedule,
-    schedule: Mapping[str, int] | None = None,
-    assignment: Mapping[str, int | Sequence[int]] | None = None,
-    II: int | None = None,
-    L: int | None = None,
+    ws: WarpSchedule,
     *,
     iterations: int | None = None,
     path: str | None = None,
@@ -131,7 +128,6 @@ def plot_pipeline(
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch, Rectangle
 
-    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
     graph, schedule, II, L = ws.graph, ws.schedule, ws.I, ws.L
     if L is None:
         L = max(schedule[v] + graph.instruction(v).cycles for v in schedule)

@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from twill.results import Status, WarpSchedule
+from twill.results import Status, WarpSchedule, takes_warp_schedule
 from twill.sched.ir import DependenceGraph
 from twill.sched.problems import PROBLEM_TEXT, PROBLEM_WARP_SPECIALISATION, has_warp_model
 from twill.sched.verify_warps import program_shape
@@ -58,13 +58,8 @@ def modulo_gantt(graph: DependenceGraph, schedule: Mapping[str, int], II: int) -
     return "\n".join(lines)
 
 
-def program_gantt(
-    graph: DependenceGraph | WarpSchedule,
-    schedule: Mapping[str, int] | None = None,
-    assignment: Mapping[str, int | Sequence[int]] | None = None,
-    II: int | None = None,
-    L: int | None = None,
-) -> str:
+@takes_warp_schedule
+def program_gantt(ws: WarpSchedule) -> str:
     """The straight-line program per warp: rows are warp slots, columns cycles ``0..T-1``.
 
     Takes a :class:`~twill.results.WarpSchedule`, or its parts.
@@ -78,7 +73,6 @@ def program_gantt(
     phase  | pro | pro | ss      | ss  | epi | epi
     warp 0 | S.0 | .   | S.1,P.0 | O.0 | P.1 | O.1
     """
-    ws = WarpSchedule.of(graph, schedule, assignment, II, L)
     graph, schedule, II, L = ws.graph, ws.schedule, ws.I, ws.L
     if L is None:
         L = max(schedule[v] + graph.instruction(v).cycles for v in schedule)

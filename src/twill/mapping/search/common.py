@@ -160,7 +160,8 @@ def finish_sampled(
     layer: Layer, arch: Arch, found: Found, controls: Controls, t0: float, done: bool
 ) -> SolveResult:
     """:func:`finish` for a sampling search: FEASIBLE with its best mapping, UNKNOWN without
-    one (sampling proves nothing); a search not ``done`` at its stop records the stop."""
+    one (sampling proves nothing: :func:`finish` drops the objective of a search that found
+    no mapping); a search not ``done`` at its stop records the stop."""
     status = Status.FEASIBLE if found.mapping is not None else Status.UNKNOWN
     stats = {**found.stats, **stopped_stats(controls.stop, done)}
     return finish(layer, arch, replace(found, status=status, stats=stats), t0, controls.seed)

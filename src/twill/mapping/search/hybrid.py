@@ -93,9 +93,8 @@ def tiling_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
                       message=f"{samples} tilings drawn")  # fmt: skip
     stats = {"samples": samples, "evaluated": evaluated, "tilings": tilings_used}
     settings = {"n_valid": n_valid, "permutations_per_tiling": ppt, "metric": metric}
-    score = None if best is None else best_score
     done = evaluated >= n_valid or samples >= max_samples
-    return finish_sampled(layer, arch, Found("hybrid", best, score, stats, settings), controls,
+    return finish_sampled(layer, arch, Found("hybrid", best, best_score, stats, settings), controls,
                           t0, done)  # fmt: skip
 
 

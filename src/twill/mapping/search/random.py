@@ -154,9 +154,8 @@ def sample_search(layer: Layer, arch: Arch, cfg: SearchSettings, controls: Contr
                       incumbent=None if best is None else best_score)  # fmt: skip
     stats = {"samples": samples, "valid": found}
     settings = {"n_valid": n_valid, "metric": metric, "permute": permute}
-    score = None if best is None else best_score
     done = found >= n_valid or samples >= max_samples
-    return finish_sampled(layer, arch, Found("random", best, score, stats, settings), controls,
+    return finish_sampled(layer, arch, Found("random", best, best_score, stats, settings), controls,
                           t0, done)  # fmt: skip
 
 

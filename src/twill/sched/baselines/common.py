@@ -33,6 +33,7 @@ __all__ = [
     "keyword_problem",
     "package",
     "problem_window",
+    "solve_placed",
     "RunSpec",
     "reported",
     "start_window",
@@ -83,6 +84,25 @@ def problem_window(problem: GauSProblem, method: str, start: float) -> StartWind
     problem.check()
     return start_window(problem.arrays, method, problem.formulation, problem.steps,
                         problem.modulo_II, problem.ratio, start)  # fmt: skip
+
+
+def solve_placed(
+    problem: GauSProblem,
+    options: SolverOptions | None,
+    method: str,
+    place: Callable[
+        [GauSGraph, StartWindow, str, int | None, float], tuple[np.ndarray | None, str]
+    ],
+) -> SolveResult:
+    """The run of a one-shot placer: check, window, ``place(g, window, formulation, II,
+    ratio)``, verify and package, reported to ``options.on_progress``."""
+    start = time.perf_counter()
+    window = problem_window(problem, method, start)
+    if isinstance(window, SolveResult):
+        return reported(window, options)
+    g = problem.arrays
+    t, msg = place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
+    return reported(package(g, t, window.spec, msg), options)
 
 
 def reported(result: SolveResult, options: SolverOptions | None) -> SolveResult:

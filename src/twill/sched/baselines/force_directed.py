@@ -15,8 +15,6 @@ Guarantee: legal for A whenever ``D`` is feasible; heuristic. Failure: C may ret
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from twill.errors import InvalidProblemError
@@ -24,7 +22,7 @@ from twill.options import SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult
 from twill.sched.baselines import common
-from twill.sched.baselines.common import keyword_front_door, package, problem_window, reported
+from twill.sched.baselines.common import keyword_front_door, solve_placed
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.legalise import legalise_modulo
 from twill.sched.gaus.problem import GauSProblem
@@ -49,13 +47,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     check_instance(problem, "problem", GauSProblem)
     if problem.formulation not in ("A", "C"):
         raise InvalidProblemError("force-directed scheduling applies to formulations A and C")
-    start = time.perf_counter()
-    window = problem_window(problem, "force", start)
-    if isinstance(window, SolveResult):
-        return reported(window, options)
-    g = problem.arrays
-    t, msg = _place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
-    return reported(package(g, t, window.spec, msg), options)
+    return solve_placed(problem, options, "force", _place)
 
 
 def start_steps(g: GauSGraph, D: int, II: int) -> np.ndarray | None:

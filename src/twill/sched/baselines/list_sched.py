@@ -15,7 +15,6 @@ Objective, guarantee, failure:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -26,9 +25,7 @@ from twill.results import SolveResult
 from twill.sched.baselines.common import (
     StartWindow,
     keyword_front_door,
-    package,
-    problem_window,
-    reported,
+    solve_placed,
     verified_starts,
 )
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
@@ -54,13 +51,7 @@ def solve(problem: GauSProblem, options: SolverOptions | None = None) -> SolveRe
     500.0
     """
     check_instance(problem, "problem", GauSProblem)
-    start = time.perf_counter()
-    window = problem_window(problem, "list", start)
-    if isinstance(window, SolveResult):
-        return reported(window, options)
-    g = problem.arrays
-    t, msg = _place(g, window, problem.formulation, problem.modulo_II, problem.ratio)
-    return reported(package(g, t, window.spec, msg), options)
+    return solve_placed(problem, options, "list", _place)
 
 
 def start_steps(

@@ -33,6 +33,7 @@ import numpy as np
 
 from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
+from twill.sched.bounds import least_passing
 from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
 
 __all__ = [
@@ -170,11 +171,7 @@ class PeakLPs:
         infeasible LPs far below it cost as much as feasible ones (EPFL ``i2c``: 30 s for
         cap 29, whose answer :meth:`least_cap` gives for free) and leave GLOP a basis that
         slows the next solve."""
-        lo, hi = min(top, self.least_cap()), top
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if self.at(mid).feasible else (mid + 1, hi)
-        return lo
+        return least_passing(min(top, self.least_cap()), top, lambda cap: self.at(cap).feasible)
 
     def least_cap(self) -> int:
         """A cap below which every LP is infeasible: the capacity rows (one per step an op

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from twill.sched.bounds import least_passing
 from twill.sched.gaus.graph import GauSGraph, critical_path_steps, longest_path_nodes
 
 __all__ = ["res_mii", "rec_mii", "modulo_asap", "default_D", "default_II"]
@@ -52,14 +53,8 @@ def rec_mii(g: GauSGraph) -> int:
     """RecMII on the array view (1 without back edges), by binary search over ``II``."""
     if not g.has_back_edges:
         return 1
-    lo, hi = 1, max(1, int(g.delay.sum()) + 1)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if modulo_asap(g, mid) is None:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    hi = max(1, int(g.delay.sum()) + 1)
+    return least_passing(1, hi, lambda ii: modulo_asap(g, ii) is not None)
 
 
 def default_II(g: GauSGraph) -> int:

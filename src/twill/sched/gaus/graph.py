@@ -29,6 +29,8 @@ __all__ = [
     "gaus_view",
     "topological_generations",
     "asap_alap",
+    "forward_edges",
+    "edges_by_generation",
     "critical_path_steps",
     "longest_path_nodes",
 ]
@@ -280,25 +282,37 @@ def asap_alap(
     means no schedule fits in ``D`` steps.
     """
     gens = topological_generations(g) if gens is None else gens
-    fwd = g.forward
-    src, dst, d = g.src[fwd], g.dst[fwd], g.delay[fwd]
-    gen_of = np.empty(g.n, dtype=np.int64)
-    for k, nodes in enumerate(gens):
-        gen_of[nodes] = k
-    by_dst = np.argsort(gen_of[dst], kind="stable")
-    dst_bounds = np.searchsorted(gen_of[dst][by_dst], np.arange(len(gens) + 1))
-    by_src = np.argsort(gen_of[src], kind="stable")
-    src_bounds = np.searchsorted(gen_of[src][by_src], np.arange(len(gens) + 1))
+    src, dst, d, gen_of = forward_edges(g, gens)
+    into = edges_by_generation(dst, gen_of, len(gens))
+    out_of = edges_by_generation(src, gen_of, len(gens))
     asap = np.zeros(g.n, dtype=np.int64)
     for k in range(1, len(gens)):
-        e = by_dst[dst_bounds[k] : dst_bounds[k + 1]]
+        e = into[k]
         np.maximum.at(asap, dst[e], asap[src[e]] + d[e])
     horizon = int(asap.max(initial=0)) + 1 if D is None else int(D)
     alap = np.full(g.n, horizon - 1, dtype=np.int64)
     for k in range(len(gens) - 2, -1, -1):
-        e = by_src[src_bounds[k] : src_bounds[k + 1]]
+        e = out_of[k]
         np.minimum.at(alap, src[e], alap[dst[e]] - d[e])
     return asap, alap
+
+
+def forward_edges(
+    g: GauSGraph, gens: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distance-0 edges as ``(src, dst, delay)`` and each op's generation in ``gens``."""
+    fwd = g.forward
+    gen_of = np.empty(g.n, dtype=np.int64)
+    for k, nodes in enumerate(gens):
+        gen_of[nodes] = k
+    return g.src[fwd], g.dst[fwd], g.delay[fwd], gen_of
+
+
+def edges_by_generation(ends: np.ndarray, gen_of: np.ndarray, count: int) -> list[np.ndarray]:
+    """Edge indices grouped by the generation of their end ``ends`` (stable within a group)."""
+    order = np.argsort(gen_of[ends], kind="stable")
+    bounds = np.searchsorted(gen_of[ends][order], np.arange(count + 1))
+    return [order[bounds[k] : bounds[k + 1]] for k in range(count)]
 
 
 def critical_path_steps(g: GauSGraph) -> int:

@@ -30,7 +30,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twill.sched.gaus.graph import GauSGraph, asap_alap, topological_generations
+from twill.sched.gaus.graph import (
+    GauSGraph,
+    asap_alap,
+    edges_by_generation,
+    forward_edges,
+    topological_generations,
+)
 
 __all__ = [
     "RepairBudget",
@@ -46,15 +52,8 @@ def forward_pass(g: GauSGraph, t: np.ndarray, gens: list[np.ndarray]) -> np.ndar
     """Push every op to ``max(t_v, max_u t_u + d_uv)`` over distance-0 edges, in topological
     order (vectorised per generation)."""
     t = np.array(t, dtype=np.int64)
-    fwd = g.forward
-    src, dst, d = g.src[fwd], g.dst[fwd], g.delay[fwd]
-    gen_of = np.empty(g.n, dtype=np.int64)
-    for k, nodes in enumerate(gens):
-        gen_of[nodes] = k
-    order = np.argsort(gen_of[dst], kind="stable")
-    bounds = np.searchsorted(gen_of[dst][order], np.arange(len(gens) + 1))
-    for k in range(1, len(gens)):
-        e = order[bounds[k] : bounds[k + 1]]
+    src, dst, d, gen_of = forward_edges(g, gens)
+    for e in edges_by_generation(dst, gen_of, len(gens))[1:]:
         if e.size:
             np.maximum.at(t, dst[e], t[src[e]] + d[e])
     return t

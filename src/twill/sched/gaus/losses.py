@@ -34,7 +34,7 @@ import torch
 
 from twill.sched.gaus.graph import GauSGraph
 
-__all__ = ["LossModel", "LossSpec", "step_distribution", "smooth_max"]
+__all__ = ["ALMWeights", "LossBase", "LossModel", "LossSpec", "step_distribution", "smooth_max"]
 
 
 def step_distribution(
@@ -118,8 +118,50 @@ class LossSpec:
     tau: float = 0.05
 
 
+_Grad = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ALMWeights:
+    """The weights of one augmented Lagrangian ``L = f_weight f + lam.g + rho/2 |g|^2``."""
+
+    ratio: float
+    f_weight: float
+    lam: torch.Tensor | None
+    rho: float
+
+
 @dataclass
-class LossModel:
+class LossBase:
+    """What the two loss models (:class:`LossModel`, the sparse one) share: the graph and the
+    spec they evaluate, and the ALM loop's :meth:`loss_and_grad` over each one's gradient."""
+
+    graph: GauSGraph
+    D: int
+    II: int | None
+    formulation: str
+    tau: float
+    device: torch.device
+
+    def loss_and_grad(
+        self,
+        mu: torch.Tensor,
+        sigma: torch.Tensor,
+        *,
+        ratio: float = 1.0,
+        f_weight: float = 1.0,
+        lam: torch.Tensor | None = None,
+        rho: float = 0.0,
+    ) -> _Grad:
+        """``(f, g, dL/dmu, dL/dsigma)`` for ``L = f_weight f + lam.g + rho/2 |g|^2``."""
+        return self._lagrangian_grad(mu, sigma, ALMWeights(ratio, f_weight, lam, rho))
+
+    def _lagrangian_grad(self, mu: torch.Tensor, sigma: torch.Tensor, w: ALMWeights) -> _Grad:
+        raise NotImplementedError
+
+
+@dataclass
+class LossModel(LossBase):
     """Precomputed index tensors for one graph, window ``D`` and (optional) ``II``.
 
     Build with :meth:`build`; call :meth:`evaluate` with ``(mu, sigma)`` in steps.
@@ -132,12 +174,6 @@ class LossModel:
     so multipliers stay attached to their edges when the window moves.
     """
 
-    graph: GauSGraph
-    D: int
-    II: int | None
-    formulation: str
-    tau: float
-    device: torch.device
     tensors: dict[str, torch.Tensor]
     scales: dict[str, float]
     dep_groups: list[_EdgeGroup]
@@ -366,23 +402,12 @@ class LossModel:
     # -- closed-form gradient (the hot path) ---------------------------------------------------
 
     @torch.no_grad()
-    def loss_and_grad(
-        self,
-        mu: torch.Tensor,
-        sigma: torch.Tensor,
-        *,
-        ratio: float = 1.0,
-        f_weight: float = 1.0,
-        lam: torch.Tensor | None = None,
-        rho: float = 0.0,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(f, g, dL/dmu, dL/dsigma)`` for ``L = f_weight f + lam.g + rho/2 |g|^2``.
-
-        The same quantities as :meth:`evaluate` plus their gradient, written out in closed form
-        (chain rule through ``Phi``) instead of recorded by autograd: no graph, no slice
-        backward buffers, one ``index_add`` per gather. ``tests/sched/gaus`` checks it against
-        autograd on :meth:`evaluate`.
-        """
+    def _lagrangian_grad(self, mu: torch.Tensor, sigma: torch.Tensor, w: ALMWeights) -> _Grad:
+        """:meth:`loss_and_grad`: the same quantities as :meth:`evaluate` plus their gradient,
+        written out in closed form (chain rule through ``Phi``) instead of recorded by autograd:
+        no graph, no slice backward buffers, one ``index_add`` per gather. ``tests/sched/gaus``
+        checks it against autograd on :meth:`evaluate`."""
+        ratio, f_weight, lam, rho = w.ratio, w.f_weight, w.lam, w.rho
         W = self.D
         s = torch.arange(W - 1, device=mu.device, dtype=mu.dtype)
         z = (s[None, :] + 0.5 - (mu - self.scales["offset"])[:, None]) / sigma[:, None]

@@ -40,21 +40,15 @@ import numpy as np
 import torch
 
 from twill.sched.gaus.graph import GauSGraph
-from twill.sched.gaus.losses import LossSpec
+from twill.sched.gaus.losses import ALMWeights, LossBase, LossSpec
 
 __all__ = ["SparseLossModel"]
 
 
 @dataclass
-class SparseLossModel:
+class SparseLossModel(LossBase):
     """Loss model on per-op windows; build with :meth:`build`, then :meth:`set_windows`."""
 
-    graph: GauSGraph
-    D: int
-    II: int | None
-    formulation: str
-    tau: float
-    device: torch.device
     dtype: torch.dtype
     asap: np.ndarray
     alap: np.ndarray
@@ -312,23 +306,16 @@ class SparseLossModel:
         f = unit * torch.logsumexp(folded / unit, dim=0)
         return f, torch.cat([g, self.modulo_resource(P)])
 
-    def loss_and_grad(
-        self,
-        mu: torch.Tensor,
-        sigma: torch.Tensor,
-        *,
-        ratio: float = 1.0,
-        f_weight: float = 1.0,
-        lam: torch.Tensor | None = None,
-        rho: float = 0.0,
+    def _lagrangian_grad(
+        self, mu: torch.Tensor, sigma: torch.Tensor, w: ALMWeights
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(f, g, dL/dmu, dL/dsigma)`` for ``L = f_weight f + lam.g + rho/2 |g|^2``."""
+        """:meth:`loss_and_grad` by autograd through :meth:`evaluate`."""
         with torch.enable_grad():
             mu_ = mu.detach().requires_grad_(True)
             sig_ = sigma.detach().requires_grad_(True)
-            f, g = self.evaluate(mu_, sig_, ratio=ratio)
-            loss = f_weight * f + 0.5 * rho * (g * g).sum()
-            if lam is not None:
-                loss = loss + (lam * g).sum()
+            f, g = self.evaluate(mu_, sig_, ratio=w.ratio)
+            loss = w.f_weight * f + 0.5 * w.rho * (g * g).sum()
+            if w.lam is not None:
+                loss = loss + (w.lam * g).sum()
             d_mu, d_sig = torch.autograd.grad(loss, (mu_, sig_))
         return f.detach(), g.detach(), d_mu, d_sig
