@@ -107,7 +107,7 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) 
 
     with private_cache():
         lp, ttgir = twill_graph(ks)
-        proof = register_conflict(lp.graph)  # no schedule at any I: said, not searched
+        proof = register_conflict(lp.graph, ks.num_warps)  # no schedule at any I
         if proof is not None:
             row["twill_why"] = f"register proof: {proof.split(';')[0]}"
         r = solve_for_compile(lp.graph, twill_limit, time.monotonic() + twill_limit, ks.num_warps)
