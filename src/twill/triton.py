@@ -184,23 +184,30 @@ def _one_partition_conflict(graph: DependenceGraph, num_warps: int) -> str | Non
 
     sp = single_partition_graph(graph, num_warps)
     rules = WarpRules.for_graph(sp)
-    for v in sp.instructions:
-        path = _path_to(sp, v.name)
-        srcs = {e.src for e in sp.in_edges(v.name) if e.distance == 0 and e.src != v.name}
-        ins = [sp.instruction(u) for u in sorted(srcs) if path.get(u, 0) >= 1]
+    for _, a, b in _live_pairs(sp):
+        both, groups = a.regs + b.regs, slots_needed(a, rules.warps_per_slot)
+        used = register_file_use(dict.fromkeys(range(groups), both), rules)
+        over_slot = rules.registers_per_warp is not None and both > rules.registers_per_warp
+        over_file = rules.registers_per_sm is not None and used > rules.registers_per_sm
+        if over_slot or over_file:
+            where = (f"over the limit of {rules.registers_per_warp}" if over_slot else
+                     f"{used} registers of the SM's {rules.registers_per_sm}")  # fmt: skip
+            return (f"one partition on all {num_warps} warps neither: {a.name} and {b.name} "
+                    f"take {a.regs} + {b.regs} registers per thread on each of its {groups} "
+                    f"warp groups, {where}")  # fmt: skip
+    return None
+
+
+def _live_pairs(graph: DependenceGraph) -> Iterator[tuple[Any, Any, Any]]:
+    """``(v, a, b)``: two results ``a``, ``b`` that op ``v`` reads (distance 0), each on a
+    path to ``v`` whose delays sum to at least one clock: both live the cycle before ``v``."""
+    for v in graph.instructions:
+        path = _path_to(graph, v.name)
+        srcs = {e.src for e in graph.in_edges(v.name) if e.distance == 0 and e.src != v.name}
+        ins = [graph.instruction(u) for u in sorted(srcs) if path.get(u, 0) >= 1]
         for k, a in enumerate(ins):
             for b in ins[k + 1 :]:
-                both, groups = a.regs + b.regs, slots_needed(a, rules.warps_per_slot)
-                used = register_file_use(dict.fromkeys(range(groups), both), rules)
-                over_slot = rules.registers_per_warp is not None and both > rules.registers_per_warp
-                over_file = rules.registers_per_sm is not None and used > rules.registers_per_sm
-                if over_slot or over_file:
-                    where = (f"over the limit of {rules.registers_per_warp}" if over_slot else
-                             f"{used} registers of the SM's {rules.registers_per_sm}")  # fmt: skip
-                    return (f"one partition on all {num_warps} warps neither: {a.name} and "
-                            f"{b.name} take {a.regs} + {b.regs} registers per thread on each "
-                            f"of its {groups} warp groups, {where}")  # fmt: skip
-    return None
+                yield v, a, b
 
 
 def _warp_conflict(graph: DependenceGraph) -> str | None:
@@ -212,33 +219,25 @@ def _warp_conflict(graph: DependenceGraph) -> str | None:
     if limit is None:
         return None
     slots -= any(i.variable_latency for i in graph.instructions)  # slot 0: theirs alone
-    for v in graph.instructions:
-        path = _path_to(graph, v.name)
-        srcs = {e.src for e in graph.in_edges(v.name) if e.distance == 0 and e.src != v.name}
-        ins = [graph.instruction(u) for u in sorted(srcs) if path.get(u, 0) >= 1]
-        for k, a in enumerate(ins):
-            for b in ins[k + 1 :]:
-                ka, kb = (
-                    slots_needed(a, rules.warps_per_slot),
-                    slots_needed(b, rules.warps_per_slot),
-                )
-                if a.variable_latency and b.variable_latency:
-                    where = "both on the variable-latency slot"
-                elif not a.variable_latency and not b.variable_latency and ka + kb > slots:
-                    where = f"each spans {ka} and {kb} of the {slots} slots open to them"
-                else:
-                    continue
-                if a.regs + b.regs > limit:
-                    what = v.note or v.unit
-                    if "streamed" in what:  # the note lists every member: say how many
-                        what = f"a streamed chain of {what.count(' + ') + 1} ops"
-                    return (
-                        f"no schedule at any I: {v.name} ({what}) reads {a.name} and "
-                        f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
-                        f"must share ({where}), over the limit of {limit}; the kernel's tiles "
-                        "are too wide for Twill's warp groups (a smaller block size, or fewer "
-                        "live tiles, fits)"
-                    )
+    for v, a, b in _live_pairs(graph):
+        ka, kb = slots_needed(a, rules.warps_per_slot), slots_needed(b, rules.warps_per_slot)
+        if a.variable_latency and b.variable_latency:
+            where = "both on the variable-latency slot"
+        elif not a.variable_latency and not b.variable_latency and ka + kb > slots:
+            where = f"each spans {ka} and {kb} of the {slots} slots open to them"
+        else:
+            continue
+        if a.regs + b.regs > limit:
+            what = v.note or v.unit or v.name
+            if "streamed" in what:  # the note lists every member: say how many
+                what = f"a streamed chain of {what.count(' + ') + 1} ops"
+            return (
+                f"no schedule at any I: {v.name} ({what}) reads {a.name} and "
+                f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
+                f"must share ({where}), over the limit of {limit}; the kernel's tiles "
+                "are too wide for Twill's warp groups (a smaller block size, or fewer "
+                "live tiles, fits)"
+            )
     return None
 
 
