@@ -312,15 +312,17 @@ def twill_vs_triton_rows(data: list[dict]) -> Rows:
     for r in data:
         if "twill_I" not in r:
             continue
-        triton = (
-            (r["triton_I"], r["triton_L"])
-            if r["triton_I"]
-            else f"unknown, >= {r['triton_I_lower']}"
-        )
+        if r["triton_I"]:
+            triton: Any = (r["triton_I"], r["triton_L"])
+        elif r.get("triton_I_lower"):
+            triton = f"unknown, >= {r['triton_I_lower']}"
+        else:
+            triton = "not priced"
+        speedup = r["predicted_speedup"]
         out[f"{r['kernel']}/{r['arch']}"] = {
-            "Twill I / L": (r["twill_I"], r["twill_L"]),
+            "Twill I / L": (r["twill_I"], r["twill_L"]) if r["twill_I"] is not None else "none",
             "Triton I / L": triton,
-            "predicted speed-up": r["predicted_speedup"],
+            "predicted speed-up": speedup if speedup is not None else "–",
         }
     return out
 

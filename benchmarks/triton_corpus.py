@@ -62,7 +62,7 @@ def run(kernel: str, arch: str, time_limit: float, compile_: bool = False) -> di
         return row
     notes = []
     for lp in imported.loops:
-        proof = register_conflict(lp.graph)  # twill solve refuses these before any search
+        proof = register_conflict(lp.graph, lp.num_warps)  # twill solve refuses these first
         if proof is not None:
             row["loops"].append({"line": lp.line, "ops": lp.ops, "reductions": lp.reductions,
                                  "I": None, "L": None, "optimal": False, "seconds": 0.0,

@@ -103,9 +103,13 @@ def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) 
     from twill.errors import TwillError
     from twill.io.triton_build import private_cache
     from twill.io.triton_peer import price_triton, solve_for_compile, twill_graph
+    from twill.triton import register_conflict
 
     with private_cache():
         lp, ttgir = twill_graph(ks)
+        proof = register_conflict(lp.graph, ks.num_warps)  # no schedule at any I
+        if proof is not None:
+            row["twill_why"] = f"register proof: {proof.split(';')[0]}"
         r = solve_for_compile(lp.graph, twill_limit, time.monotonic() + twill_limit, ks.num_warps)
         row.update(twill_I=r.I, twill_L=r.L, twill_optimal=r.optimal, problem=r.problem,
                    picked=r.extra.get("picked"), twill_lower=r.extra.get("union_lower_bound"),
@@ -145,7 +149,7 @@ def _bound(row: dict[str, Any]) -> str | None:
     if s is not None and s >= 1.0:
         return None
     if row["twill_I"] is None:
-        return "no Twill schedule within the limit"
+        return row.get("twill_why") or "no Twill schedule within the limit"
     if row["triton_I"] is None and not row["triton_I_lower"]:
         return "Triton's schedule not priced: its match contradicts the graph (notes)"
     if row["triton_I"] is None:

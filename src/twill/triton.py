@@ -153,9 +153,11 @@ def _path_to(graph: DependenceGraph, v: str) -> dict[str, int]:
     return best
 
 
-def register_conflict(graph: DependenceGraph) -> str | None:
+def register_conflict(graph: DependenceGraph, num_warps: int | None = None) -> str | None:
     """A proof that no schedule of ``graph`` exists at any I for want of registers, as a
-    sentence (``None`` when this test finds none).
+    sentence (``None`` when this test finds none). With the kernel's ``num_warps`` the proof
+    must also cover the union's one partition (:func:`_one_partition_conflict`): else
+    ``None``, and the search decides.
 
     Two results ``a`` and ``b`` read by one op ``v`` (distance 0), each with a path to ``v``
     whose delays sum to at least 1, both issue before ``v`` and stay live until ``v`` issues
@@ -167,6 +169,51 @@ def register_conflict(graph: DependenceGraph) -> str | None:
     element-wise loops meet this where a row must be held whole (docs/triton.md,
     Limitations: a row read by a reduction and by the chain after it).
     """
+    proof = _warp_conflict(graph)
+    if proof is None or num_warps is None:
+        return proof
+    one = _one_partition_conflict(graph, num_warps)
+    return None if one is None else f"{proof}; {one}"
+
+
+def _one_partition_conflict(graph: DependenceGraph, num_warps: int) -> str | None:
+    """The same argument for the one partition (every op on the same warp groups): two
+    results live together before their reader take ``a + b`` registers per thread on every
+    group, which must fit the per-group limit and, rounded to ``setmaxnreg``'s granule, the
+    SM's register file over all the groups."""
+    from twill.sched.exact.single import single_partition_graph
+    from twill.sched.verify_warps import WarpRules, register_file_use, slots_needed
+
+    sp = single_partition_graph(graph, num_warps)
+    rules = WarpRules.for_graph(sp)
+    for _, a, b in _live_pairs(sp):
+        both, groups = a.regs + b.regs, slots_needed(a, rules.warps_per_slot)
+        used = register_file_use(dict.fromkeys(range(groups), both), rules)
+        over_slot = rules.registers_per_warp is not None and both > rules.registers_per_warp
+        over_file = rules.registers_per_sm is not None and used > rules.registers_per_sm
+        if over_slot or over_file:
+            where = (f"over the limit of {rules.registers_per_warp}" if over_slot else
+                     f"{used} registers of the SM's {rules.registers_per_sm}")  # fmt: skip
+            return (f"one partition on all {num_warps} warps neither: {a.name} and {b.name} "
+                    f"take {a.regs} + {b.regs} registers per thread on each of its {groups} "
+                    f"warp groups, {where}")  # fmt: skip
+    return None
+
+
+def _live_pairs(graph: DependenceGraph) -> Iterator[tuple[Any, Any, Any]]:
+    """``(v, a, b)``: two results ``a``, ``b`` that op ``v`` reads (distance 0), each on a
+    path to ``v`` whose delays sum to at least one clock: both live the cycle before ``v``."""
+    for v in graph.instructions:
+        path = _path_to(graph, v.name)
+        srcs = {e.src for e in graph.in_edges(v.name) if e.distance == 0 and e.src != v.name}
+        ins = [graph.instruction(u) for u in sorted(srcs) if path.get(u, 0) >= 1]
+        for k, a in enumerate(ins):
+            for b in ins[k + 1 :]:
+                yield v, a, b
+
+
+def _warp_conflict(graph: DependenceGraph) -> str | None:
+    """:func:`register_conflict` for the warp-specialised placements."""
     from twill.sched.verify_warps import WarpRules, slots_needed
 
     rules = WarpRules.for_graph(graph)
@@ -174,33 +221,25 @@ def register_conflict(graph: DependenceGraph) -> str | None:
     if limit is None:
         return None
     slots -= any(i.variable_latency for i in graph.instructions)  # slot 0: theirs alone
-    for v in graph.instructions:
-        path = _path_to(graph, v.name)
-        srcs = {e.src for e in graph.in_edges(v.name) if e.distance == 0 and e.src != v.name}
-        ins = [graph.instruction(u) for u in sorted(srcs) if path.get(u, 0) >= 1]
-        for k, a in enumerate(ins):
-            for b in ins[k + 1 :]:
-                ka, kb = (
-                    slots_needed(a, rules.warps_per_slot),
-                    slots_needed(b, rules.warps_per_slot),
-                )
-                if a.variable_latency and b.variable_latency:
-                    where = "both on the variable-latency slot"
-                elif not a.variable_latency and not b.variable_latency and ka + kb > slots:
-                    where = f"each spans {ka} and {kb} of the {slots} slots open to them"
-                else:
-                    continue
-                if a.regs + b.regs > limit:
-                    what = v.note or v.unit
-                    if "streamed" in what:  # the note lists every member: say how many
-                        what = f"a streamed chain of {what.count(' + ') + 1} ops"
-                    return (
-                        f"no schedule at any I: {v.name} ({what}) reads {a.name} and "
-                        f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
-                        f"must share ({where}), over the limit of {limit}; the kernel's tiles "
-                        "are too wide for Twill's warp groups (a smaller block size, or fewer "
-                        "live tiles, fits)"
-                    )
+    for v, a, b in _live_pairs(graph):
+        ka, kb = slots_needed(a, rules.warps_per_slot), slots_needed(b, rules.warps_per_slot)
+        if a.variable_latency and b.variable_latency:
+            where = "both on the variable-latency slot"
+        elif not a.variable_latency and not b.variable_latency and ka + kb > slots:
+            where = f"each spans {ka} and {kb} of the {slots} slots open to them"
+        else:
+            continue
+        if a.regs + b.regs > limit:
+            what = v.note or v.unit or v.name
+            if "streamed" in what:  # the note lists every member: say how many
+                what = f"a streamed chain of {what.count(' + ') + 1} ops"
+            return (
+                f"no schedule at any I: {v.name} ({what}) reads {a.name} and "
+                f"{b.name}, {a.regs} + {b.regs} registers per thread on a warp slot they "
+                f"must share ({where}), over the limit of {limit}; the kernel's tiles "
+                "are too wide for Twill's warp groups (a smaller block size, or fewer "
+                "live tiles, fits)"
+            )
     return None
 
 
@@ -334,7 +373,7 @@ def compile_summary(
         # as long as this extraction (FlashAttention forward on sm_100a: 2.4 s against 0.4 s),
         # and for writing the artefacts; the upper end, so that a loaded machine holds the limit
         build = max(6.0 * (time.perf_counter() - t0), 0.1 * total_time_limit)
-        proof = register_conflict(extracted.graph)
+        proof = register_conflict(extracted.graph, ks.num_warps)
         if proof is not None:
             raise InvalidProblemError(
                 f"loop at line {extracted.line}: {proof}. Twill does not model register "

@@ -44,7 +44,7 @@ def test_twill_is_never_worse_than_triton_one_partition_or_sequential(name: str,
     ks = kernel_spec(spec, arch, constexprs=consts)
     with private_cache():
         lp, ttgir = twill_graph(ks)
-        if register_conflict(lp.graph) is not None:
+        if register_conflict(lp.graph, ks.num_warps) is not None:
             pytest.skip(f"{name} {arch}: no schedule at any I (register proof, refused)")
         r = solve_for_compile(lp.graph, LIMIT, time.monotonic() + LIMIT, ks.num_warps)
         try:

@@ -55,3 +55,21 @@ def test_a_schedule_within_the_register_file_is_unchanged() -> None:
     assert (plain.I, plain.L) == (limited.I, limited.L) and limited.optimal
     assert verify_warp_schedule(_with_file(g), limited.schedule, limited.assignment, limited.I,
                                 limited.L) == []  # fmt: skip
+
+
+def test_register_proof_covers_the_one_partition_too() -> None:
+    """Two loads of 128 registers per thread both on the variable-latency slot have no
+    warp-specialised schedule at any I; on all 8 warps (one partition, 64 registers each) they
+    fit, so with the kernel's warps there is no proof and the search decides."""
+    from twill.triton import register_conflict
+
+    ops = (
+        Instruction("p", 2, {"TMA": (1, 1)}, regs=128, warps=4, variable_latency=True),
+        Instruction("q", 2, {"TMA": (1, 1)}, regs=128, warps=4, variable_latency=True),
+        Instruction("v", 1, {"FMA": (1,)}, warps=4, unit="FMA"),
+    )
+    g = DependenceGraph("two_loads", ops, (Edge("p", "v", 2), Edge("q", "v", 2)),
+                        machine_for("sm_90a"))  # fmt: skip
+    assert register_conflict(g) is not None and "128 + 128" in register_conflict(g)
+    assert register_conflict(g, 8) is None
+    assert "one partition on all 4 warps neither" in (register_conflict(g, 4) or "")

@@ -351,13 +351,14 @@ def _refuse_unfit_loops(
     from twill.triton import register_conflict
 
     if kernel is None:
-        loops = [(f"graph {graph.name!r}", graph)] if graph is not None else []
+        warps = _cta_warps(args, None)
+        loops = [(f"graph {graph.name!r}", graph, warps)] if graph is not None else []
     else:
         picked = kernel.loops if args.loop is None else [kernel.picked]
-        loops = [(f"loop at line {lp.line}", lp.graph) for lp in picked]
+        loops = [(f"loop at line {lp.line}", lp.graph, lp.num_warps) for lp in picked]
     more = kernel is not None and len(kernel.loops) > 1
-    for where, g in loops:
-        proof = register_conflict(g)
+    for where, g, warps in loops:
+        proof = register_conflict(g, warps if getattr(args, "phase2", None) is not False else None)
         if proof is not None:
             raise InvalidProblemError(
                 f"{where}: {proof}. Twill does not model register spilling "
@@ -436,7 +437,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 entries.append(loop_entry(lp, solved))  # the same deadline:
                 entries[-1]["why_I"] = explain_joint_I(lp.graph, solved, deadline=options.deadline)
                 if solved.I is None:  # say why, a proof for every I first
-                    entries[-1]["why_I"] = register_conflict(lp.graph) or entries[-1]["why_I"]
+                    proof = register_conflict(lp.graph, lp.num_warps if warps else None)
+                    entries[-1]["why_I"] = proof or entries[-1]["why_I"]
         extra = {"arch": kernel.arch, "loop": kernel.picked.line, "loops": entries,
                  "notes": list(kernel.notes)}  # fmt: skip
         done = [e["I_clk"] for e in entries if e.get("I_clk") is not None]

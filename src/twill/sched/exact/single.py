@@ -228,8 +228,11 @@ def _pick(
     extra = {**joint.extra, "union": {p.name: p.to_dict() for p in parts}, "picked": None,
              "single_partition_warps": num_warps, "union_seconds": round(seconds, 3)}  # fmt: skip
     found = [p for p in parts if p.schedule is not None]
-    if not found:
-        return replace(joint, problem=PROBLEM_UNION, extra=extra)
+    if not found:  # infeasible only when both searched parts are refuted
+        refuted = all(p.status == "infeasible" or p.status.startswith("none for")
+                      for p in (ws_part, one))  # fmt: skip
+        status = Status.INFEASIBLE if refuted else Status.UNKNOWN
+        return replace(joint, status=status, optimal=False, problem=PROBLEM_UNION, extra=extra)
     rank = {"single_partition": 0, "warp_specialisation": 1, "sequential": 2}  # ties
     best = min(found, key=lambda p: (p.schedule.I, p.schedule.L, rank[p.name]))  # type: ignore[union-attr]
     ws = best.schedule
