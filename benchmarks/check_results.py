@@ -203,34 +203,7 @@ def twill_search_rows(data: list[dict]) -> Rows:
 
 
 def phase1_loop_rows(data: dict) -> Rows:
-    """phase1_hls.py, shipped loops: each loop's I and both backends' proofs."""
-    out: Rows = {}
-    for r in data["rows"]:
-        row = out.setdefault(r["loop"], {"ops": r["ops"], "MII": r["mii"]})
-        row["incumbent I"] = r["incumbent_I"]
-        if row.setdefault("I", r["I"]) != r["I"]:
-            row["I"] = f"{row['I']} (cbc) / {r['I']} (cpsat)"
-        row["CBC proven" if r["backend"] == "cbc" else "CP-SAT proven"] = r["optimal"]
-    return out
-
-
-def phase1_summary_rows(data: dict) -> Rows:
-    """phase1_hls.py: the summary line per backend (loops, proven, IMS at the optimum)."""
-    out: Rows = {}
-    for backend in ("cbc", "cpsat"):
-        rows = [r for r in data["rows"] if r["backend"] == backend]
-        if rows:
-            out[f"{backend} (shipped)"] = {
-                "loops": len(rows),
-                "proven I": sum(bool(r["optimal"]) for r in rows),
-                "IMS = optimum": sum(bool(r["optimal"]) and r["first_I"] == r["I"] for r in rows),
-                "GauS-C won": sum(r["incumbent_source"] == "gaus-C" for r in rows),
-            }
-    return out
-
-
-def phase1_large_rows(data: dict) -> Rows:
-    """phase1_hls.py, large loops: the incumbent, I, its lower bound and the proof."""
+    """phase1_hls.py: per loop, the heuristics' I, the answer, its lower bound and the proof."""
     return {
         r["loop"]: {
             "ops": r["ops"],
@@ -240,11 +213,29 @@ def phase1_large_rows(data: dict) -> Rows:
             "source": r["incumbent_source"],
             "I": r["I"],
             "lower bound": r["lower_bound"],
-            "gap": r["gap"],
             "optimal": r["optimal"],
         }
         for r in data["rows"]
     }
+
+
+def phase1_summary_rows(data: dict) -> Rows:
+    """phase1_hls.py: the summary line per suite (loops, proven, within 5 %, at MII)."""
+    out: Rows = {}
+    for suite in ("ChStone", "MachSuite", "origami", "cTest"):
+        rows = [r for r in data["rows"] if r["loop"].startswith(f"{suite}/")]
+        if rows:
+            out[suite] = {
+                "loops": len(rows),
+                "proven I": sum(bool(r["optimal"]) for r in rows),
+                "gap ≤ 5 %": sum(
+                    r["gap_percent"] is not None and r["gap_percent"] <= 5 for r in rows
+                ),  # fmt: skip
+                "at MII": sum(r["I"] == r["mii"] for r in rows),
+                "IMS = I": sum(r["first_I"] == r["I"] for r in rows),
+                "incumbent = I": sum(r["incumbent_I"] == r["I"] for r in rows),
+            }
+    return out
 
 
 def hls_problem_rows(data: dict) -> Rows:
@@ -615,46 +606,31 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "phase1_hls",
-        _script("phase1_hls.py", "--time-limit", "10", "--budget", "60", "--json"),
+        _script(
+            "phase1_hls.py",
+            "--suites",
+            "ChStone",
+            "MachSuite",
+            "--backends",
+            "cbc",
+            "--budget",
+            "30",
+            "--json",
+        ),  # fmt: skip
         "Phase 1 on HLS loops",
         phase1_loop_rows,
         _key("loop"),
         table=2,
+        timed="30 s per loop",
         extra=(
             Check(
                 "phase1_hls/summary",
                 (),
                 "Phase 1 on HLS loops",
                 phase1_summary_rows,
-                _key("backend"),
+                _key("suite"),
             ),  # fmt: skip
         ),
-    ),
-    Check(
-        "phase1_large",
-        _script(
-            "phase1_hls.py",
-            "--only-large",
-            "--backends",
-            "cpsat",
-            "--time-limit",
-            "60",
-            "--budget",
-            "120",
-            "--loops",
-            "origami/mat_inv_x4",
-            "origami/r2_FFT_x3",
-            "random_500_s1",
-            "random_1000_s2",
-            "random_2000_s3",
-            "--json",
-        ),  # fmt: skip
-        "Phase 1 on HLS loops",
-        phase1_large_rows,
-        _key("loop"),
-        table=1,
-        timed="60 s per CP-SAT solve, 120 s per loop",
-        note="reduced: the five large loops proven in 90 s (the other six take the whole 120 s)",
     ),
     Check(
         "hls_problem",

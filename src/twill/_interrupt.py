@@ -116,6 +116,9 @@ def solve_cpsat(solver: Any, model: Any, callback: Any = None) -> int:
     return run_interruptibly(lambda: solver.Solve(model, callback), solver.StopSearch)
 
 
+_KILL_POLL = 0.1  # seconds between two looks for a solver child past its limit
+
+
 def _kill_children_using(folder: str) -> None:
     """SIGKILL this process's children whose command line mentions ``folder`` (Linux /proc)."""
     me = os.getpid()
@@ -137,20 +140,29 @@ def solve_pulp(prob: Any, solver: Any, kill_after: float | None = None) -> None:
 
     ``kill_after``: seconds of wall time after which the solver child is killed (CBC's own
     limit does not cover its presolve and root LP, which can overrun it by many seconds on
-    large models); PuLP then raises ``PulpSolverError``."""
+    large models); PuLP then raises ``PulpSolverError``. The seconds count from here, PuLP
+    writing the model file included, and a child that starts only after them (the file took
+    that long: 3 s for CHStone's aes/graph4 window model at load 11, when CBC then ran its
+    whole limit) is killed as it appears."""
     folder = tempfile.mkdtemp(prefix="twill-cbc-")
-    timer = None
+    done = threading.Event()
+
+    def watchdog() -> None:
+        if done.wait(kill_after):
+            return
+        while True:  # past the limit: every solver child, now or once it has started
+            _kill_children_using(folder)
+            if done.wait(_KILL_POLL):
+                return
+
     if kill_after is not None:
-        timer = threading.Timer(kill_after, _kill_children_using, (folder,))
-        timer.daemon = True
-        timer.start()
+        threading.Thread(target=watchdog, daemon=True).start()
     try:
         solver.tmpDir = folder
         solver.keepFiles = False
         run_interruptibly(lambda: prob.solve(solver), lambda: _kill_children_using(folder))
     finally:
-        if timer is not None:
-            timer.cancel()
+        done.set()
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -101,7 +101,7 @@ from twill.sched.validate import check_graph
 from twill.sched.verify import verify_modulo_schedule
 from twill.validation import check_instance, check_int
 
-__all__ = ["complete_schedule", "phase1_result", "solve", "solve_phase1", "BACKENDS"]
+__all__ = ["complete_schedule", "phase1_result", "solve", "solve_phase1", "BACKENDS", "FW_RATE"]
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ def _ed97_rows(ii: int, w: int) -> list[tuple[range, range, int]]:
 _ALLDIFF_EXPAND = int(os.environ.get("TWILL_ALLDIFF_EXPAND", "64"))  # CP-SAT presolve
 _WINDOW_MAX = 4  # pair windows (CP-SAT): only when |M(y) - M(x)| ranges over <= 4*II values
 _ED97_MAX_ROWS = 2000  # default encoding for CBC: ED97 while arcs * II stays below this
-_FW_RATE = 5e7  # kept**3 per second, a safe estimate of the window model's longest paths
+FW_RATE = 5e7  # kept**3 per second, a safe estimate of the window model's longest paths
 _LENGTH_MAX_BINARIES = 150_000  # above this many a[v, r], L is not minimised (model build)
 _BUILD_RATE = 2_000  # a[v, r] per second that PuLP builds and writes on a loaded machine
 # CP-SAT's LP relaxation in the tie-break (maximise the starts at L = L*): level 2 adds the
@@ -885,7 +885,7 @@ def _decision(
         if seed is None or _schedule_length(graph, seed) >= _schedule_length(graph, incumbent):
             return Status.UNKNOWN, None, None, incumbent  # type: ignore[return-value]
         return Status.UNKNOWN, None, None, seed
-    fw_seconds = len(data.kept) ** 3 / _FW_RATE  # the window model's longest paths
+    fw_seconds = len(data.kept) ** 3 / FW_RATE  # the window model's longest paths
     if deadline.expired() or (decide == "window" and deadline.short_of(fw_seconds)):
         stats["skipped"] = "time limit"
         return Status.UNKNOWN, None, None, dict(incumbent) if incumbent is not None else None
@@ -1040,7 +1040,7 @@ def _length_model(
     need the all-pairs longest paths, ``kept**3`` steps that cannot be interrupted (79 s at
     1,440 kept ops); they are left out when that would take more than a third of ``budget``."""
     if model[0] == "cpsat":
-        fits = budget is None or 3 * len(data.kept) ** 3 / _FW_RATE <= budget
+        fits = budget is None or 3 * len(data.kept) ** 3 / FW_RATE <= budget
         if not fits:
             stats["pair_windows"] = "skipped (time limit)"
         impl: _PulpModel | _CpSatModel = _CpSatModel(data, model[1], pair_windows=fits)

@@ -518,7 +518,7 @@ def search_min_ii(
 
 _AT_INCUMBENT_MIN = 1.0  # seconds: less left and the incumbent is returned as it is
 _PROBE_FIRST = 1.0  # seconds: the first round's limit per probe, doubled every round
-_PROBE_SHARE = 0.5  # a round starts only while its limit is at most this share of the time
+_PROBE_SHARE = 0.2  # a round starts only while its limit is at most this share of the time
 # left (the backend's own search below gets the rest); without a deadline, up to _PROBE_LAST
 _PROBE_LAST = 64.0
 _GALLOP = (1, 3)  # after the first open I, each round probes these steps above it

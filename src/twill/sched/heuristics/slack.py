@@ -37,7 +37,7 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.sched.bounds import has_positive_cycle
-from twill.sched.exact.phase1 import complete_schedule
+from twill.sched.exact.phase1 import FW_RATE, complete_schedule
 from twill.sched.exact.reduced import OutOfTime, build_reduced_model
 from twill.sched.exact.window import NO_PATH, build_window_model, lift, longest_matrix
 from twill.sched.heuristics.ims import HeuristicSchedule
@@ -92,6 +92,8 @@ def slack_modulo_schedule(
         data = build_reduced_model(graph, ii, deadline)
     except OutOfTime:
         return None
+    if Deadline.of(deadline).short_of(len(data.kept) ** 3 / FW_RATE):
+        return None  # the window model's all-pairs longest paths cannot be interrupted
     wm = build_window_model(data, energetic=False)
     if wm.overfull is not None:
         return None
