@@ -28,7 +28,8 @@ feasible with the gap stated.
 
 The single partition's search first places the ops without a solver at each ``I`` from the
 bound upward (:func:`~twill.sched.exact.pinned.constructed`, verified): the first that fits is
-an incumbent in moments, and the pinned search then only has to refute the ``I`` below it.
+an incumbent in moments. Algorithm 1 then searches only below it, and the pinned search last
+only below the best ``I`` either found (ties between found schedules go to the one partition).
 
 Preconditions: the graph passed :func:`twill.sched.validate.check_graph`.
 """
@@ -61,8 +62,9 @@ __all__ = [
 #: Stages an operation of the single-partition search may start in (Triton's default
 #: ``num_stages``).
 SINGLE_PARTITION_STAGES = 3
-#: Share of the time left that the one partition's search may take (at most).
-_SHARE = 1 / 3
+#: Share of the time left that Algorithm 1 (warp specialisation) may take; the one partition's
+#: pinned search, which then only has to go up to what Algorithm 1 found, gets the rest.
+_SHARE = 2 / 3
 
 
 def single_partition_graph(graph: DependenceGraph, num_warps: int) -> DependenceGraph:
@@ -123,34 +125,54 @@ def _sequential(graph: DependenceGraph, rules: WarpRules) -> WarpSchedule | None
     return None
 
 
-def _single(graph: DependenceGraph, floor: int, cap: int, deadline: Deadline) -> UnionPart:
-    """The one partition's smallest ``I`` (pinned search: slots fixed, at most ``cap``)."""
-    t0 = time.perf_counter()
+def _pins(graph: DependenceGraph) -> Pins | None:
+    """The one partition's pins (every op on its slots, at most the stages Triton's default
+    pipeliner uses), or ``None`` when an op needs more warps than the CTA has."""
     slots = single_partition_slots(graph)
     if any(max(s) >= graph.machine.warps for s in slots.values()):
-        return UnionPart("single_partition", None, floor, "infeasible")
-    pins = Pins(slots=slots, free_stages=SINGLE_PARTITION_STAGES - 1)
+        return None
+    return Pins(slots=slots, free_stages=SINGLE_PARTITION_STAGES - 1)
+
+
+def _constructed_one(
+    graph: DependenceGraph, pins: Pins, floor: int, cap: int, deadline: Deadline
+) -> WarpSchedule | None:
+    """The one partition placed without a solver at each ``I`` from ``floor`` up to ``cap``:
+    the first that fits (verified by :func:`constructed`), an incumbent in moments."""
     rules = WarpRules.for_graph(graph)
-    built = None
-    for ii in range(max(floor, 1), cap + 1):  # an incumbent without a solver
+    for ii in range(max(floor, 1), cap + 1):
         if deadline.short_of(MIN_SLICE):
             break
         made = constructed(graph, pins, ii, rules)
         if made is not None:
-            built = WarpSchedule.of(graph, made[1], made[2], ii, made[0])
-            break
-    top = built.I - 1 if built is not None else cap
-    r = solve_pinned(graph, pins, max_I=top, deadline=deadline) if top >= floor else None
+            return WarpSchedule.of(graph, made[1], made[2], ii, made[0])
+    return None
+
+
+def _single(
+    graph: DependenceGraph, pins: Pins | None, span: tuple[int, int, int], built: Any, end: Deadline
+) -> UnionPart:
+    """The one partition's smallest ``I``: ``built`` (the constructed incumbent, or ``None``)
+    and the pinned search (slots fixed) over ``floor <= I <= top`` of ``span = (floor, top,
+    cap)``, where ``top`` stops below what another part already has (``cap``: the sequential
+    loop's ``I``, the one partition's own ceiling)."""
+    floor, top, cap = span
+    t0 = time.perf_counter()
+    if pins is None:
+        return UnionPart("single_partition", None, floor, "infeasible")
+    r = solve_pinned(graph, pins, max_I=top, deadline=end) if top >= floor else None
     seconds = time.perf_counter() - t0
     if r is not None and isinstance(r.solution, WarpSchedule):
         low = max(floor, int(r.bound or 0))
         return UnionPart("single_partition", r.solution, low, r.status.value, seconds)
-    refuted = r is None or r.status is Status.INFEASIBLE  # every I below the incumbent
+    refuted = r is None or r.status is Status.INFEASIBLE  # every I up to top
     low = top + 1 if refuted else max(floor, int(r.bound or 0) if r is not None else floor)
     if built is not None:
-        status = "optimal" if refuted else "feasible"
-        return UnionPart("single_partition", built, low, status, seconds)
-    status = f"none for I <= {cap}" if refuted else (r.status.value if r else "unknown")
+        status = "optimal" if refuted and top + 1 >= built.I else "feasible"
+        return UnionPart("single_partition", built, min(low, built.I), status, seconds)
+    status = f"none for I <= {top}" if refuted else (r.status.value if r else "unknown")
+    if refuted and top >= cap:
+        status = f"none for I <= {cap}"
     return UnionPart("single_partition", None, low, status, seconds)
 
 
@@ -164,8 +186,11 @@ def solve_union(
 ) -> TwillResult:
     """The union's answer (module docstring) from Phase 1's finished search on ``graph``
     (:func:`~twill.sched.exact.search.search_min_ii`): the one partition of ``num_warps``
-    warps first (at most a third of the options' time left), then Algorithm 1 with the rest,
-    only below the one partition's ``I`` (no ``I`` at or above it can win), up to ``max_I``.
+    warps placed without a solver first (an incumbent in moments), then Algorithm 1 below it
+    (no ``I`` at or above it can win; at most two thirds of the options' time left), then the
+    one partition's pinned search below the best ``I`` found, with the rest, up to ``max_I``.
+    (Searching the one partition first spent a third of a 600 s limit on the B200 forward,
+    whose warp-specialised optimum, 20, Algorithm 1 proves in 2 s.)
 
     Returns
     -------
@@ -198,11 +223,13 @@ def solve_union(
         seq.I if seq is not None else 2 * max(floor, 1) + sum(i.cycles for i in graph.instructions)
     )
     cap = min(cap, max_I) if max_I is not None else cap
-    end = options.clock.child(fraction=_SHARE)
-    one = _single(sp, floor, cap, end)
-    best_one = min((x.I for x in (one.schedule, seq) if x is not None), default=None)
-    top = max_I if best_one is None else max(best_one - 1, phase1.I or 1)
-    joint = algorithm1(graph, options, phase1=phase1, max_I=top)
+    pins = _pins(sp)
+    built = _constructed_one(sp, pins, floor, cap, options.clock) if pins is not None else None
+    ceiling = min((x.I for x in (built, seq) if x is not None), default=None)
+    top = max_I if ceiling is None else max(ceiling - 1, phase1.I or 1)
+    # warp specialisation first, below the one partition's incumbent (no I at or above it can
+    # win: ties go to the one partition); then the pinned search only up to what it found
+    joint = algorithm1(graph, options.child(fraction=_SHARE), phase1=phase1, max_I=top)
     ws_low = top + 1 if joint.status is Status.INFEASIBLE and top is not None else (
         proven_lower_bound(joint))  # fmt: skip
     ws_status = joint.status.value
@@ -210,6 +237,11 @@ def solve_union(
         ws_status = f"none for I <= {top}"  # searched below the one partition's I only
     ws_part = UnionPart("warp_specialisation", joint.warp_schedule, ws_low, ws_status,
                         joint.seconds)  # fmt: skip
+    # the pinned search only below what is found: below Algorithm 1's I (a tie there is not
+    # searched; refuting it took 10 s on the B200 forward) and below the constructed incumbent
+    tops = [cap] + [x.I - 1 for x in (built, joint.warp_schedule) if x is not None]
+    one_top = min(tops)
+    one = _single(sp, pins, (floor, one_top, cap), built, options.clock)
     parts = (ws_part, one, UnionPart("sequential", seq, floor, "feasible" if seq else "none"))
     return _pick(joint, parts, floor, num_warps, time.perf_counter() - t0)
 
