@@ -7,13 +7,17 @@ may create files through :mod:`tempfile` and not remove them when it is interrup
 (``$TMPDIR/twill-XXXX``): ``TRITON_CACHE_DIR``, ``TORCHINDUCTOR_CACHE_DIR``, Python's
 :func:`tempfile.gettempdir` and ``TMPDIR`` for child processes. At exit, on success, error,
 Ctrl-C or a closed pipe, the folder is removed and the environment restored. A variable the
-user has set is left as it is: their cache stays theirs.
+user has set is left as it is: their cache stays theirs. A Ray instance the command started
+keeps its session under ``TMPDIR`` and would write it again from Ray's exit handler after the
+folder is gone, so it is shut down first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,6 +51,7 @@ def private_scratch() -> Iterator[str | None]:
         tempfile.tempdir = folder
         yield folder
     finally:
+        _stop_local_ray()
         tempfile.tempdir = saved_tempdir
         for name, value in saved_env.items():
             if value is None:
@@ -54,3 +59,11 @@ def private_scratch() -> Iterator[str | None]:
             else:
                 os.environ[name] = value
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stop_local_ray() -> None:
+    """Shut down this process's Ray session, if the command started one (``--executor ray``)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and getattr(ray, "is_initialized", lambda: False)():
+        with contextlib.suppress(Exception):  # noqa: BLE001 (cleanup: the folder goes anyway)
+            ray.shutdown()

@@ -97,8 +97,25 @@ def _interrupt_after(
     argv: list[str], store: Path, pairs: int, sig: int = signal.SIGINT
 ) -> tuple[int, str]:
     """Run ``twill ARGV`` in its own process group; once ``store`` holds ``pairs`` lines,
-    send ``sig`` to the group (SIGINT: a terminal's Ctrl-C). Returns the exit code and stderr."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    send ``sig`` to the group (SIGINT: a terminal's Ctrl-C). Returns the exit code and stderr.
+    Its TMPDIR is a folder of its own, removed after (a SIGKILL leaves its scratch folder)."""
+    with _short_tmpdir() as tmp:
+        return _interrupt_in(argv, store, pairs, sig, tmp)
+
+
+@contextlib.contextmanager
+def _short_tmpdir():
+    """A fresh TMPDIR with a short path (Ray's sockets must fit AF_UNIX's 107 bytes, which
+    pytest's tmp_path does not), removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="tw-"))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _interrupt_in(argv: list[str], store: Path, pairs: int, sig: int, tmp: Path) -> tuple[int, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "twill", *argv], env=env, text=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)  # fmt: skip
@@ -176,16 +193,18 @@ def _new_ray_sessions_removed():
 def test_ray_local_instance_gives_the_serial_table(tmp_path, space, capsys):
     pytest.importorskip("ray", reason="ray not installed (optional extra [ray])")
     serial = _json_run(capsys, str(space), *FAST, "-o", str(tmp_path / "s"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    with _new_ray_sessions_removed():
+    with _new_ray_sessions_removed(), _short_tmpdir() as tmp:
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(tmp)}
         done = subprocess.run(
             [sys.executable, "-m", "twill", "sweep", str(space), "--networks", "dosa_bert",
              "--mapper", "random", "--executor", "ray", "-o", str(tmp_path / "r"), "--json"],
             env=env, capture_output=True, text=True, timeout=300,
         )  # fmt: skip
+        left = list(tmp.iterdir())  # the local instance's session goes with the scratch folder
     assert done.returncode == 0 and done.stderr == "", done.stderr
     ray_doc = json.loads(done.stdout)
     assert ray_doc["executor"] == "ray:local" and ray_doc["rows"] == serial["rows"]
+    assert left == [], left
 
 
 def test_a_layer_folder_is_a_network_and_shares_pairs_with_its_name(tmp_path, space, capsys):
