@@ -21,7 +21,6 @@ correction role of a sub-tile writes its output tile (O / l) after the loop.
 from __future__ import annotations
 
 # ruff: noqa: ANN001, ANN202  (Gluon @jit functions take Gluon values, untyped)
-
 from typing import Any
 
 from twill.codegen.gluon.common import GluonKernel, compile_gluon
@@ -106,16 +105,23 @@ if gluon is not None:
 
     @gluon.jit
     def _softmax_role(s_t, stats, tb, t: gl.constexpr, j, m_i, l_i, qk_scale):
-        """Online softmax of S_t: P_t over S_t (fp16), alpha_t to the correction."""
+        """Online softmax of S_t, in two column halves: the row max over both, then P (fp16,
+        written over S_t's first half of columns) and the row sum; alpha_t to the
+        correction."""
+        H: gl.constexpr = s_t.shape[1] // 2
+        layout: gl.constexpr = s_t.slice(0, H).get_reg_layout()
         _wait(tb, S_READY, t, j & 1)
-        s = s_t.load(s_t.get_reg_layout()) * qk_scale
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-        p = gl.exp2(s - m_new[:, None])
-        alpha = gl.exp2(m_i - m_new)
-        l_i = l_i * alpha + gl.sum(p, 1)
+        m_new = gl.maximum(m_i, gl.max(s_t.slice(0, H).load(layout) * qk_scale, 1))
+        m_new = gl.maximum(m_new, gl.max(s_t.slice(H, H).load(layout) * qk_scale, 1))
         p_layout: gl.constexpr = TensorMemoryLayout((s_t.shape[0], s_t.shape[1]), col_stride=1)
         p_t = s_t.reinterpret(gl.float16, s_t.shape, p_layout)
-        p_t.store(gl.convert_layout(p.to(gl.float16), p_t.get_reg_layout()))
+        alpha = gl.exp2(m_i - m_new)
+        l_i = l_i * alpha
+        for h in gl.static_range(2):
+            p = gl.exp2(s_t.slice(h * H, H).load(layout) * qk_scale - m_new[:, None])
+            l_i = l_i + gl.sum(p, 1)
+            p_h = p_t.slice(h * H, H)
+            p_h.store(gl.convert_layout(p.to(gl.float16), p_h.get_reg_layout()))
         gl.barrier()
         mbarrier.arrive(tb.index(P_READY + t))
         _wait(tb, ALPHA_FREE, t, (j & 1) ^ 1)
@@ -127,26 +133,31 @@ if gluon is not None:
     @gluon.jit
     def _correction_role(o_t, stats, tb, t: gl.constexpr, j):
         """O_t *= alpha_t once PV_t(j-1) is done (nothing to rescale before the first)."""
-        layout: gl.constexpr = o_t.get_reg_layout()
+        H: gl.constexpr = o_t.shape[1] // 2
+        layout: gl.constexpr = o_t.slice(0, H).get_reg_layout()
         _wait(tb, ALPHA_READY, t, j & 1)
         alpha = stats.index(t).load(gl.SliceLayout(1, layout))
         gl.barrier()
         mbarrier.arrive(tb.index(ALPHA_FREE + t))
         if j > 0:
             _wait(tb, PV_DONE, t, (j - 1) & 1)
-            o_t.store(o_t.load(layout) * alpha[:, None])
+            for h in gl.static_range(2):
+                o_h = o_t.slice(h * H, H)
+                o_h.store(o_h.load(layout) * alpha[:, None])
         gl.barrier()
         mbarrier.arrive(tb.index(O_READY + t))
 
     @gluon.jit
     def _epilogue(o_t, stats, tb, t: gl.constexpr, out_smem, o_desc, row, n):
         """O_t / l_t, fp16, through shared memory (Q_t's buffer) to global memory by TMA."""
-        layout: gl.constexpr = o_t.get_reg_layout()
+        H: gl.constexpr = o_t.shape[1] // 2
+        layout: gl.constexpr = o_t.slice(0, H).get_reg_layout()
         _wait(tb, PV_DONE, t, (n - 1) & 1)
         _wait(tb, L_READY, t, 0)
         l_i = stats.index(2 + t).load(gl.SliceLayout(1, layout))
-        o = o_t.load(layout) / l_i[:, None]
-        out_smem.store(o.to(gl.float16))
+        for h in gl.static_range(2):
+            o = o_t.slice(h * H, H).load(layout) / l_i[:, None]
+            out_smem.slice(h * H, H, dim=1).store(o.to(gl.float16))
         fence_async_shared()
         tma.async_store(o_desc, [row, 0], out_smem)
         tma.store_wait(0)
@@ -197,7 +208,8 @@ if gluon is not None:
     @gluon.jit
     def _row_stats(s_t):
         """The running row max (-inf) and row sum (0) of one sub-tile, in S's row layout."""
-        layout: gl.constexpr = gl.SliceLayout(1, s_t.get_reg_layout())
+        H: gl.constexpr = s_t.shape[1] // 2  # the softmax works in column halves
+        layout: gl.constexpr = gl.SliceLayout(1, s_t.slice(0, H).get_reg_layout())
         m = gl.full([s_t.shape[0]], float("-inf"), gl.float32, layout)
         return m, gl.full([s_t.shape[0]], 0.0, gl.float32, layout)
 
