@@ -402,10 +402,10 @@ def compile_summary(
 
 def _gluon_route(ks: Any, r: Any, extracted: Any, ttgir: str) -> tuple[Any, str | None]:  # noqa: ANN401
     """The Gluon route's summary when it applies to a warp-specialised answer
-    (:func:`twill.codegen.gluon.route.gluon_summary`), else ``(None, why)``; ``why`` is
+    (:func:`twill.triton.gluon_route.gluon_summary`), else ``(None, why)``; ``why`` is
     ``None`` where Twill's answer has no partitions to write."""
-    from twill.codegen.gluon.route import gluon_summary
-    from twill.io.triton_peer import twill_slots
+    from twill.triton.gluon_route import gluon_summary
+    from twill.triton.peer import twill_slots
 
     if not twill_slots(r):
         return None, None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from twill.errors import InvalidProblemError
+from twill.errors import BackendUnavailableError, InvalidProblemError
 
 __all__ = [
     "REG_LIMIT",
@@ -109,19 +109,20 @@ def compile_gluon(
     ``tensordesc<fp16[128, 128]>``), ``constexprs`` each ``gl.constexpr`` to its value.
     Triton's cache is private to the call. Raises :class:`InvalidProblemError` when Triton
     cannot compile it (its first diagnostic)."""
-    from twill.io.triton_build import _ptxas_resources, _triton, private_cache
-    from twill.io.triton_compile import triton_reason
+    from twill._ptxas import ptxas_resources, scratch_cache
 
-    triton = _triton()
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
-
+    try:
+        import triton
+        from triton.backends.compiler import GPUTarget
+        from triton.experimental.gluon._runtime import GluonASTSource
+    except ImportError:
+        raise BackendUnavailableError("the Gluon route needs the triton extra") from None
     if arch not in CAPABILITY:
         raise InvalidProblemError(f"the Gluon route builds sm_90a and sm_100a, not {arch!r}")
     names = list(fn.arg_names)
     full = {n: signature.get(n, "constexpr") for n in names}
     consts = {(names.index(n),): v for n, v in constexprs.items()}
-    with private_cache():
+    with scratch_cache():
         try:
             compiled = triton.compile(
                 GluonASTSource(fn, signature=full, constexprs=consts),
@@ -131,10 +132,10 @@ def compile_gluon(
         except Exception as exc:  # Triton's errors have many types
             name = getattr(fn, "__name__", "the Gluon kernel")
             raise InvalidProblemError(
-                f"Triton could not compile {name}: {triton_reason(exc)}"
+                f"Triton could not compile {name}: {_first_line(exc)}"
             ) from None
     ptx = compiled.asm["ptx"]
-    regs, spills = _ptxas_resources(ptx, arch)
+    regs, spills = ptxas_resources(ptx, arch)
     meta = compiled.metadata
     return GluonKernel(
         name=getattr(meta, "name", getattr(fn, "__name__", "kernel")),
@@ -149,3 +150,9 @@ def compile_gluon(
         num_warps=int(getattr(meta, "num_warps", num_warps) or num_warps),
         kernel=compiled,
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    """Triton's diagnostic, its first non-empty line (at most 300 characters)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return (lines[0] if lines else type(exc).__name__)[:300]

@@ -124,7 +124,7 @@ def _tile_of(loc: Sequence[str]) -> str | None:
 def attention_roles(ops: Sequence[Any], graph: Any) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
     """Role -> Twill instructions of a FlashAttention-forward loop with two Q sub-tiles.
 
-    ``ops``: :func:`~twill.io.triton_schedule.graph_ops` of the loop (name, TTGIR operation,
+    ``ops``: :func:`~twill.triton.schedule.graph_ops` of the loop (name, TTGIR operation,
     location chain, in body order); ``graph``: its dependence graph. Raises
     :class:`InvalidProblemError` when the loop is not of that family (not two sub-tiles each
     with two tensor-core ops and one accumulator store, or a TMA op other than the K and V

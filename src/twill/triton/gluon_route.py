@@ -29,6 +29,12 @@ __all__ = ["PINNED_SUFFIX", "gluon_summary", "template_for"]
 #: Appended to the problem's name when Twill's model was re-solved with each template role's
 #: ops pinned to one slot.
 PINNED_SUFFIX = "+gluon-roles-pinned"
+#: What the Gluon template takes for granted of the launch.
+GLUON_ASSUMED = (
+    "Gluon template: q, k, v, o are fp16 [batch*heads*seq_len, 128] TMA descriptors with "
+    "128 x 128 blocks; seq_len a multiple of 256 (two 128-row Q tiles per program, 128-key "
+    "blocks, no masking); grid (seq_len / 256, batch*heads)"
+)
 #: Seconds for the Phase-2 check of the pinned roles at Twill's I and L.
 PIN_CHECK_SECONDS = 60.0
 
@@ -92,10 +98,10 @@ def gluon_summary(
     extracted: Any,  # noqa: ANN401 (the ExtractedLoop)
     ttgir: str,
 ) -> tuple[Any, str | None]:
-    """The Gluon route's :class:`~twill.io.triton_peer.CompileSummary` of ``ks`` with Twill's
+    """The Gluon route's :class:`~twill.triton.peer.CompileSummary` of ``ks`` with Twill's
     answer ``r``, or ``(None, why)``."""
-    from twill.io.triton_peer import CompileSummary
-    from twill.io.triton_schedule import graph_ops
+    from twill.triton.peer import CompileSummary
+    from twill.triton.schedule import graph_ops
 
     t0 = time.perf_counter()
     template = template_for(ks.arch)
@@ -141,7 +147,7 @@ def _summary_data(
 ) -> dict[str, Any]:
     """``summary.json`` of the Gluon route: the keys of the attribute route (docs/triton.md),
     ``route: "gluon"``, and ``gluon`` (the plan)."""
-    from twill.io.triton_peer import _assumed
+    from twill.triton.peer import assumed_notes
 
     stages = {v: schedule[v] // r.I for v in sorted(schedule)}
     slots = {v: [w] if isinstance(w, int) else list(w) for v, w in sorted(assignment.items())}
@@ -156,7 +162,7 @@ def _summary_data(
         "kept": {"stages": [], "partitions": sorted(on)},
         "changed": {"stages": {}, "not_expressed": sorted(stages), "matched_by_location_only": {},
                     "partitions": []},
-        "num_warps": kernel.num_warps, "assumed": _assumed(ks), "triton_scheduled": True,
+        "num_warps": kernel.num_warps, "assumed": [*assumed_notes(ks), GLUON_ASSUMED], "triton_scheduled": True,
         "gluon": {**plan.to_dict(), "order": "template (ROLE_ORDER per K/V block); Twill's "
                   "stages set the K/V ring depth only", "ran_on_gpu": False},
     }  # fmt: skip
