@@ -162,7 +162,8 @@ def _summary_data(
         "kept": {"stages": [], "partitions": sorted(on)},
         "changed": {"stages": {}, "not_expressed": sorted(stages), "matched_by_location_only": {},
                     "partitions": []},
-        "num_warps": kernel.num_warps, "assumed": [*assumed_notes(ks), GLUON_ASSUMED], "triton_scheduled": True,
+        "num_warps": kernel.num_warps, "assumed": [*assumed_notes(ks), GLUON_ASSUMED],
+        "triton_scheduled": True,
         "gluon": {**plan.to_dict(), "order": "template (ROLE_ORDER per K/V block); Twill's "
                   "stages set the K/V ring depth only", "ran_on_gpu": False},
     }  # fmt: skip
