@@ -194,9 +194,9 @@ def fa_fwd_sm90_kernel(
     WORKER_WARPS: gl.constexpr,
     WORKER_REGS: gl.constexpr,
 ):
-    """Allocate the rings and barriers, then fork: the consumers of halves 0 and 1 (the first
-    is the default partition) and the producer. ``CFG`` = (K ring depth, V ring depth, whether
-    the consumers alternate at the tensor core)."""
+    """Allocate the rings and barriers, then fork: the consumer of half ``CFG[3]`` (the default
+    partition), that of the other half and the producer. ``CFG`` = (K ring depth, V ring depth,
+    whether the consumers take turns at the tensor core, the default partition's half)."""
     HALF: gl.constexpr = q_desc.block_type.shape[0]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
@@ -214,8 +214,8 @@ def fa_fwd_sm90_kernel(
     qk_scale = sm_scale * 1.4426950408889634
     gl.warp_specialize(
         [
-            (_fa_consumer, (o_desc, bufs, bars, seq_len, qk_scale, 0, CFG)),
-            (_fa_consumer, (o_desc, bufs, bars, seq_len, qk_scale, 1, CFG)),
+            (_fa_consumer, (o_desc, bufs, bars, seq_len, qk_scale, CFG[3], CFG)),
+            (_fa_consumer, (o_desc, bufs, bars, seq_len, qk_scale, 1 - CFG[3], CFG)),
             (_fa_producer, (q_desc, k_desc, v_desc, bufs, bars, seq_len, CFG)),
         ],
         WORKER_WARPS,
