@@ -197,6 +197,11 @@ def _partitions_applied(lay: _Layout, kernel: GluonKernel) -> list[dict[str, Any
     granted = dict(zip(("default", "consumer", "producer"), _granted_registers(lay), strict=True))
     found = {int(n) for n in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+)",
                                         kernel.ptx)}  # fmt: skip
+    warps, requested = _read_back(kernel.ttgir)
+    if warps != [lay.consumer.warps, lay.producer.warps]:
+        kernel.notes.append(f"the TTGIR's worker partitions have {warps} warps")
+    if requested != [lay.consumer.regs, lay.producer.regs]:
+        kernel.notes.append(f"the TTGIR's worker partitions request {requested} registers")
     rows = []
     for kind, p, fn in (
         ("default", lay.default, f"_fa_consumer(H={lay.default_half})"),
@@ -209,6 +214,13 @@ def _partitions_applied(lay: _Layout, kernel: GluonKernel) -> list[dict[str, Any
         rows.append({"slot": p.slot, "function": fn, "default": p.default, "roles": list(p.roles),
                      "warps": p.warps, "regs": regs, "regs_planned": p.regs})  # fmt: skip
     return rows
+
+
+def _read_back(ttgir: str) -> tuple[list[int], list[int]]:
+    """The worker partitions' warps and requested registers in the compiled TTGIR."""
+    regs = re.search(r"requestedRegisters = array<i32: ([\d, ]+)>", ttgir)
+    warps = re.findall(r"^\s*partition\d+\(.*\bnum_warps\((\d+)\)", ttgir, re.M)
+    return [int(w) for w in warps], [int(r) for r in regs.group(1).split(",")] if regs else []
 
 
 def _notes(
