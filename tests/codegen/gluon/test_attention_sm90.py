@@ -113,3 +113,12 @@ def test_a_ring_over_the_sm_is_not_runnable(shipped: tuple[dict, dict]) -> None:
     assert kernel.smem_bytes > SMEM_LIMIT and not kernel.runnable
     assert "shared memory" in kernel.why_not_runnable
     assert "no schedule given" in " ".join(kernel.notes)
+
+
+@pytest.mark.parametrize("kernel", ["gemm", "fa_fwd_plain"])
+def test_roles_refuse_other_loops(kernel: str) -> None:
+    """The GEMM has no Q sub-tiles, the plain forward one: not the template's family."""
+    text = read_ttgir_file(TTGIR.with_name(f"{kernel}.sm_90a.ttgir"))
+    loop = extract_loops(text, arch="sm_90a")[0]
+    with pytest.raises(InvalidProblemError, match="two Q sub-tiles"):
+        attention_roles_sm90(graph_ops(loop, text), loop.graph)
