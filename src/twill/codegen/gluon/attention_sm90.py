@@ -197,6 +197,12 @@ def _partitions_applied(lay: _Layout, kernel: GluonKernel) -> list[dict[str, Any
     granted = dict(zip(("default", "consumer", "producer"), _granted_registers(lay), strict=True))
     found = {int(n) for n in re.findall(r"setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32\s+(\d+)",
                                         kernel.ptx)}  # fmt: skip
+    if granted["default"] < lay.default.regs:
+        kernel.notes.append(
+            f"slot {lay.default.slot} (default partition): setmaxnreg gives "
+            f"{granted['default']} registers, the plan {lay.default.regs} (Triton pads the TMA "
+            "warp to a warp group, whose 128 threads keep its registers)"
+        )
     warps, requested = _read_back(kernel.ttgir)
     if warps != [lay.consumer.warps, lay.producer.warps]:
         kernel.notes.append(f"the TTGIR's worker partitions have {warps} warps")
