@@ -16,6 +16,7 @@ from twill.codegen.gluon.attention_sm90 import (  # noqa: E402
     TURN_ORDER,
     attention_forward_sm90,
     attention_roles_sm90,
+    launch_sm90,
     tensor_core_turns,
 )
 from twill.codegen.gluon.common import SMEM_LIMIT  # noqa: E402
@@ -123,3 +124,12 @@ def test_roles_refuse_other_loops(kernel: str) -> None:
     loop = extract_loops(text, arch="sm_90a")[0]
     with pytest.raises(InvalidProblemError, match="two Q sub-tiles"):
         attention_roles_sm90(graph_ops(loop, text), loop.graph)
+
+
+def test_launch_refuses_a_sequence_the_kernel_does_not_tile(shipped: tuple[dict, dict]) -> None:
+    """Checked before any launch (the launch itself needs an H100: benchmarks/triton_device.py)."""
+    torch = pytest.importorskip("torch")
+    answer, roles = shipped
+    q = torch.zeros(2 * 200, 128, dtype=torch.float16)
+    with pytest.raises(InvalidProblemError, match="multiple of 128"):
+        launch_sm90(_plan(answer, roles), q, q, q, 200, 0.1)

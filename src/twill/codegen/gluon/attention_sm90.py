@@ -242,7 +242,7 @@ def _notes(
             + ", ".join(turns)]  # fmt: skip
 
 
-def launch_sm90(  # pragma: no cover - needs an H100
+def launch_sm90(
     plan: AttentionPlan,
     q: Any,  # noqa: ANN401 (torch tensors: [batch*heads*seq_len, 128] FP16 on the GPU)
     k: Any,  # noqa: ANN401
@@ -261,9 +261,10 @@ def launch_sm90(  # pragma: no cover - needs an H100
 
     lay = _layout(plan)
     bm, bn, d = SM90_TILES
-    if seq_len % bm or q.shape[0] % seq_len:
+    if seq_len <= 0 or seq_len % bm or q.shape[0] % seq_len or tuple(q.shape[1:]) != (d,):
         raise InvalidProblemError(
-            f"seq_len {seq_len} must divide the rows and be a multiple of {bm}"
+            f"q of shape {tuple(q.shape)}: rows a multiple of seq_len {seq_len}, itself a "
+            f"positive multiple of {bm}, and {d} columns"
         )
     o = torch.empty_like(q)
 
