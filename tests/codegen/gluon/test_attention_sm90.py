@@ -21,8 +21,8 @@ from twill.codegen.gluon.attention_sm90 import (  # noqa: E402
 )
 from twill.codegen.gluon.common import SMEM_LIMIT  # noqa: E402
 from twill.errors import InvalidProblemError  # noqa: E402
-from twill.io.triton_extract import extract_loops, read_ttgir_file  # noqa: E402
-from twill.io.triton_schedule import graph_ops  # noqa: E402
+from twill.triton.extract import extract_loops, read_ttgir_file  # noqa: E402
+from twill.triton.schedule import graph_ops  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 TTGIR = ROOT / "src" / "twill" / "data" / "triton" / "fa_fwd.sm_90a.ttgir"

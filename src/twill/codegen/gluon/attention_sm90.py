@@ -55,7 +55,7 @@ def attention_roles_sm90(ops: Sequence[Any], graph: Any) -> dict[str, tuple[str,
     :mod:`~twill.codegen.gluon.plan`). On sm_90a the accumulator lives in registers (no tensor
     memory store), so a sub-tile's ``correction`` is what reads its ``pv`` of the iteration
     before (O rescaled by alpha); ``softmax`` the rest beside the two ``wgmma``. ``ops``: the
-    loop's :func:`~twill.io.triton_schedule.graph_ops`, in body order."""
+    loop's :func:`~twill.triton.schedule.graph_ops`, in body order."""
     unit = {o.name: graph.instruction(o.name).unit for o in ops}
     loads = [o.name for o in ops if unit[o.name] == "TMA"]
     sites = list(dict.fromkeys(o.loc[-1] for o in ops if len(o.loc) > 1 and unit[o.name] != "TMA"))
