@@ -126,9 +126,9 @@ def _gluon_launch(arch: str, n: int, q: Any, k: Any, v: Any, scale: float) -> Ca
     from pathlib import Path
 
     from twill.codegen.gluon import plan as gluon_plan
+    from twill.triton import SHIPPED_DIR
     from twill.triton.extract import extract_loops, read_ttgir_file
     from twill.triton.schedule import graph_ops
-    from twill.triton import SHIPPED_DIR
 
     if arch != "sm_90a":
         raise NotImplementedError(f"no Gluon launcher for {arch} in this script yet")
