@@ -51,6 +51,7 @@ class GluonKernel:
     num_warps: int
     partitions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    kernel: Any = field(default=None, repr=False)  # Triton's CompiledKernel
 
     @property
     def why_not_runnable(self) -> str | None:
@@ -146,4 +147,5 @@ def compile_gluon(
         smem_bytes=int(getattr(meta, "shared", 0) or 0),
         tmem_columns=int(getattr(meta, "tmem_size", 0) or 0),
         num_warps=int(getattr(meta, "num_warps", num_warps) or num_warps),
+        kernel=compiled,
     )

@@ -252,21 +252,38 @@ def plan_from_schedule(
     )
 
 
+#: Registers per thread of a partition running a softmax role (``setmaxnreg``): the S half
+#: tile, P and the row statistics without spilling (ptxas: 0 spills at 184, 88 B at 152).
+SOFTMAX_REGS = 184
+
+
 def _partitions(
     slot_roles: Mapping[int, list[str]],
     roles: Mapping[str, Sequence[str]],
     assignment: Mapping[str, Any],
 ) -> tuple[Partition, ...]:
-    """Default partition: the compute slot holding the correction of sub-tile 0 (it sees the
-    epilogue's O first); the TMA slot a 1-warp worker; registers: the file shared evenly by
-    the compute groups after the TMA warp's."""
+    """Default partition: the compute slot holding the correction of sub-tile 0 (it writes
+    the output); the TMA slot a 1-warp worker. Registers (the template's rule): a partition
+    with a softmax role :data:`SOFTMAX_REGS`, the others share what is left of the file
+    (the TMA warp and the three warps padding it to a warp group at :data:`LOAD_REGS`)."""
     load_slot = _slots(assignment, roles["load_k"][0])[0]
     compute = sorted(w for w in slot_roles if w != load_slot)
     first = _slots(assignment, roles["correction0"][0])[0]
-    threads = 32 * GROUP_WARPS * len(compute)
-    per = min(255, (REGISTER_FILE - 32 * LOAD_WARPS * LOAD_REGS) // threads // 8 * 8)
-    parts = [Partition(first, tuple(slot_roles[first]), GROUP_WARPS, per, default=True)]
-    parts += [Partition(w, tuple(slot_roles[w]), GROUP_WARPS, per) for w in compute if w != first]
+    soft = [w for w in compute if any(r.startswith("softmax") for r in slot_roles[w])]
+    left = REGISTER_FILE - 32 * GROUP_WARPS * (LOAD_REGS + SOFTMAX_REGS * len(soft))
+    others = len(compute) - len(soft)
+    rest = min(255, left // max(others, 1) // (32 * GROUP_WARPS) // 8 * 8)
+    if rest < 64:
+        raise InvalidProblemError(
+            f"{len(soft)} softmax partitions at {SOFTMAX_REGS} registers leave {rest} per "
+            "thread to the others: the template does not fit the register file"
+        )
+
+    def part(w: int, default: bool = False) -> Partition:
+        regs = SOFTMAX_REGS if w in soft else rest
+        return Partition(w, tuple(slot_roles[w]), GROUP_WARPS, regs, default=default)
+
+    parts = [part(first, default=True)] + [part(w) for w in compute if w != first]
     if load_slot in slot_roles:
         parts.append(Partition(load_slot, tuple(slot_roles[load_slot]), LOAD_WARPS, LOAD_REGS))
     return tuple(parts)
