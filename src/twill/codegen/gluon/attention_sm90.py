@@ -8,6 +8,11 @@ slot of ``load_k``/``load_v``, one consumer warp group per Q sub-tile on the slo
 sub-tile's ``qk``, ``softmax``, ``correction`` and ``pv``. With Twill's start times it also
 makes the two consumers take turns at the tensor core in Twill's order (``tc_order``). A plan the
 template cannot run is refused (:class:`~twill.errors.InvalidProblemError`, with the reason).
+
+For ``twill compile``'s route on sm_90a: the roles come from :func:`attention_roles_sm90` (the
+accumulator is in registers there, with no tensor-memory store for
+:func:`~twill.codegen.gluon.plan.attention_roles` to find), and Twill's start times go to
+:func:`attention_forward_sm90` beside the plan; the result's ``notes`` say what was applied.
 """
 
 from __future__ import annotations
