@@ -35,24 +35,30 @@ GLUON_ASSUMED = (
     "128 x 128 blocks; seq_len a multiple of 256 (two 128-row Q tiles per program, 128-key "
     "blocks, no masking); grid (seq_len / 256, batch*heads)"
 )
+#: What a template does not take of Twill's schedule, per architecture.
+ORDER_NOTE = {
+    "sm_100a": ("each partition runs its roles in ROLE_ORDER per K/V block (not by Twill's "
+                "start times); Twill's stages set the K/V ring depth",),
+}  # fmt: skip
 #: Seconds for the Phase-2 check of the pinned roles at Twill's I and L.
 PIN_CHECK_SECONDS = 60.0
 
 
-def template_for(arch: str) -> Callable[[AttentionPlan], Any] | None:
-    """The Gluon FlashAttention-forward template of ``arch`` (``None`` when there is none)."""
+def template_for(arch: str) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """``(roles, compile)`` of ``arch``'s Gluon FlashAttention-forward template: the
+    function finding each role's instructions in the loop, and the one compiling a plan
+    (``None`` when there is no template)."""
     if arch == "sm_100a":
         from twill.codegen.gluon.attention_sm100 import attention_forward_sm100
 
-        return attention_forward_sm100
+        return attention_roles, lambda plan, schedule: attention_forward_sm100(plan)
     if arch == "sm_90a":
-        try:
-            from twill.codegen.gluon.attention_sm90 import (  # type: ignore[import-not-found]
-                attention_forward_sm90,
-            )
-        except ImportError:
-            return None
-        return attention_forward_sm90
+        from twill.codegen.gluon.attention_sm90 import (
+            attention_forward_sm90,
+            attention_roles_sm90,
+        )
+
+        return attention_roles_sm90, attention_forward_sm90
     return None
 
 
@@ -107,10 +113,11 @@ def gluon_summary(
     template = template_for(ks.arch)
     if template is None:
         return None, f"no Gluon template for {ks.arch}"
+    find_roles, build = template
     graph = extracted.graph
     try:
         ops = graph_ops(extracted, ttgir)
-        roles = attention_roles(ops, graph)
+        roles = find_roles(ops, graph)
         lines = ttgir.splitlines()
         why = _tiles_fit(ks.arch, [lines[n - 1] for n in _tc_lines(extracted)])
         if why:
@@ -120,7 +127,7 @@ def gluon_summary(
             schedule, assignment, moved = _pinned(graph, roles, r)
             problem = f"{r.problem}{PINNED_SUFFIX}"
         plan = plan_from_schedule(ks.arch, roles, schedule, assignment, r.I, r.L, problem)
-        kernel = template(plan)
+        kernel = build(plan, schedule)
     except InvalidProblemError as exc:
         return None, str(exc)
     data = _summary_data(ks, r, extracted, plan, kernel, schedule, assignment, moved)
@@ -164,7 +171,7 @@ def _summary_data(
                     "partitions": []},
         "num_warps": kernel.num_warps, "assumed": [*assumed_notes(ks), GLUON_ASSUMED],
         "triton_scheduled": True,
-        "gluon": {**plan.to_dict(), "order": "template (ROLE_ORDER per K/V block); Twill's "
-                  "stages set the K/V ring depth only", "ran_on_gpu": False},
+        "gluon": {**plan.to_dict(), "notes": [*ORDER_NOTE.get(ks.arch, ()), *kernel.notes],
+                  "ran_on_gpu": False},
     }  # fmt: skip
     return data
