@@ -10,7 +10,8 @@ written onto the loop), check both outputs against a PyTorch reference, and time
 buffers exceed the SM). ``fa_fwd_gluon`` compares Triton's default ``fa_fwd`` with the Gluon
 kernel built from Twill's checked-in schedule of that loop (``twill_ms``; on ``sm_90a``
 :func:`twill.codegen.gluon.attention_sm90.launch_sm90`, on ``sm_100a``
-:func:`twill.codegen.gluon.attention_sm100.launch_sm100`, not yet run on a GPU). Without a GPU it says so and exits 0.
+:func:`twill.codegen.gluon.attention_sm100.launch_sm100`, not yet run on a GPU). Without a
+GPU it says so and exits 0.
 
     .venv/bin/python benchmarks/triton_device.py [--kernels gemm ...] [--size N] [--json]
 """
