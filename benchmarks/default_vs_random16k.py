@@ -41,9 +41,9 @@ def network_rows(
     """Rows of one network (``name`` or ``name:phase``) on one architecture; ``random16k``
     runs only for the layers that ``reference`` lacks."""
     from twill.cli.mapping_cmds import resolve_arch
-    from twill.io.model_zoo import exported_model
-    from twill.io.onnx_model import read_onnx, unique_layers
     from twill.mapping.pipeline import map_network
+    from twill.onnx.model import read_onnx, unique_layers
+    from twill.onnx.model_zoo import exported_model
 
     name, _, phase = model.partition(":")
     with exported_model(name, None, "legacy", phase=phase or None) as path:

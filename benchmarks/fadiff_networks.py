@@ -78,12 +78,12 @@ def _row(net: str, method: str, report, seconds: float, fused: int) -> dict:
 
 def _network(name: str):  # noqa: ANN202 - benchmark script
     """A built-in network, or the graph of an ONNX file (``PATH.onnx``) or a zoo model."""
-    from twill.io.model_zoo import MODELS
+    from twill.onnx.model_zoo import MODELS
 
     if name.lower().endswith(".onnx") or (
         name.lower().replace("-", "_") in MODELS and name not in NETWORKS + IMAGE_NETWORKS
     ):
-        from twill.io.onnx_model import import_model
+        from twill.onnx.model import import_model
 
         return import_model(name).network
     return load_network(name)

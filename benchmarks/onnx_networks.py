@@ -81,8 +81,8 @@ def _fadiff(imp, arch_name: str, steps: int) -> dict:  # noqa: ANN001
 
 
 def run(model: str, arch_name: str, args: argparse.Namespace) -> dict:
-    from twill.io.onnx_model import import_model, unique_layers
     from twill.mapping.pipeline import map_network
+    from twill.onnx.model import import_model, unique_layers
 
     t0 = time.perf_counter()
     imp = import_model(model)

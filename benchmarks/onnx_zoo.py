@@ -147,9 +147,9 @@ def _mapping(imp: Any, arch: Any, opts: argparse.Namespace, llm: bool) -> dict[s
 def run_one(model: str, exporter: str, seq: int | None, phase: str | None, opts: Any,
             cache: dict, llm: bool) -> dict[str, Any]:  # fmt: skip
     """One row: export, import, the independent count, mapping and fusion."""
-    from twill.io.model_zoo import exported_model
-    from twill.io.onnx_model import read_onnx, unique_layers
     from twill.mapping.arch import gemmini_arch
+    from twill.onnx.model import read_onnx, unique_layers
+    from twill.onnx.model_zoo import exported_model
 
     row: dict[str, Any] = {"model": model, "exporter": exporter, "phase": phase, "seq": seq}
     row.update(imported=False, status="error", message="")
@@ -191,7 +191,7 @@ def run_one(model: str, exporter: str, seq: int | None, phase: str | None, opts:
 
 def main(argv: list[str] | None = None) -> int:
     from twill.cli.fuse_cmd import DEFAULT_TIME_LIMIT
-    from twill.io.model_zoo import MODELS
+    from twill.onnx.model_zoo import MODELS
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default=",".join(MODELS))

@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if not python.is_file():
         print(f"Stream peer skipped: no virtual environment at {args.venv}", file=sys.stderr)
         return 0
-    from twill.io.model_zoo import exported_model
+    from twill.onnx.model_zoo import exported_model
 
     rows = []
     for name in [m.strip() for m in args.models.split(",") if m.strip()]:

@@ -74,7 +74,7 @@ def _spec(name: str) -> tuple[str, dict[str, Any]]:
 
 
 def _resources(build: Any, prefix: str = "") -> dict[str, Any]:
-    from twill.io.triton_peer import why_not_runnable
+    from twill.triton.peer import why_not_runnable
 
     return {
         f"{prefix}regs": build.regs,
@@ -101,9 +101,9 @@ def run(name: str, arch: str, price_limit: float, twill_limit: float = 600.0) ->
 
 def _fill(row: dict[str, Any], ks: Any, price_limit: float, twill_limit: float) -> None:
     from twill.errors import TwillError
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import price_triton, solve_for_compile, twill_graph
     from twill.triton import register_conflict
+    from twill.triton.build import private_cache
+    from twill.triton.peer import price_triton, solve_for_compile, twill_graph
 
     with private_cache():
         lp, ttgir = twill_graph(ks)
@@ -161,7 +161,7 @@ def _bound(row: dict[str, Any]) -> str | None:
 def _compile(row: dict[str, Any], ks: Any, r: Any, lp: Any, ttgir: str) -> None:  # noqa: ANN401
     """Twill's schedule compiled: the row's resources, stages kept and partitions."""
     from twill.errors import TwillError
-    from twill.io.triton_peer import compile_twill, twill_slots
+    from twill.triton.peer import compile_twill, twill_slots
 
     slots = twill_slots(r)
     try:

@@ -92,7 +92,7 @@ def test_a_kernel_imports_a_module_beside_it_as_a_script_does(tmp_path):
 
 
 def test_a_package_beside_the_kernel_is_imported_and_forgotten(tmp_path):
-    from twill.io.user_code import import_user_file
+    from twill.triton.user_code import import_user_file
 
     (tmp_path / "helpers").mkdir()
     (tmp_path / "helpers" / "__init__.py").write_text("")
@@ -109,7 +109,7 @@ def test_what_the_file_changes_in_the_process_is_restored(tmp_path):
     twill still imports its own modules and still stops on Ctrl-C."""
     import signal
 
-    from twill.io.user_code import import_user_file
+    from twill.triton.user_code import import_user_file
 
     (tmp_path / "k.py").write_text(
         "import os, signal, sys\nsys.path.clear()\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"

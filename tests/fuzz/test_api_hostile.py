@@ -8,7 +8,7 @@ import math
 import pytest
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.yaml_safe import MAX_YAML_DEPTH, load_yaml_text, short_repr
+from twill.yaml_safe import MAX_YAML_DEPTH, load_yaml_text, short_repr
 
 
 @pytest.mark.parametrize(

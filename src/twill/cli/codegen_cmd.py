@@ -73,7 +73,7 @@ def cmd_codegen(args: argparse.Namespace) -> int:
 def _target_of(spec: str) -> str:
     """The skeleton's target without ``--arch``: a ``.ttgir`` input's own, else ``sm_90a``."""
     if str(spec).lower().endswith(".ttgir"):
-        from twill.io.triton_extract import arch_of_ttgir, read_ttgir_file
+        from twill.triton.extract import arch_of_ttgir, read_ttgir_file
 
         return arch_of_ttgir(read_ttgir_file(spec)) or "sm_90a"
     return "sm_90a"

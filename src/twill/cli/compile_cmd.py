@@ -67,10 +67,10 @@ def register(subparsers: Any) -> None:
 def check_output_dir(path: str, kernel: str) -> Path:
     """``DIR`` usable as the output folder of ``kernel`` (``FILE.py:KERNEL``), checked before
     any work: a folder or a new name in an existing, writable folder, and none of the files it
-    would write (:func:`~twill.io.triton_peer.compile_file_names`) an input, a folder, a link
+    would write (:func:`~twill.triton.peer.compile_file_names`) an input, a folder, a link
     or anything but a regular file."""
     from twill.io import graph_input_files
-    from twill.io.triton_peer import compile_file_names
+    from twill.triton.peer import compile_file_names
 
     if not path.strip():
         raise InvalidProblemError(f"-o {path!r}: empty folder name; give a folder")
@@ -203,9 +203,9 @@ def check_compare_args(args: argparse.Namespace) -> None:
 
 def compare_triton(args: argparse.Namespace, twill_I: int | None, twill_L: int | None) -> dict:
     """Triton's default schedule of the kernel priced in Twill's model, beside Twill's."""
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import price_triton
     from twill.triton import kernel_spec, parse_assignments
+    from twill.triton.build import private_cache
+    from twill.triton.peer import price_triton
 
     ks = kernel_spec(
         args.graph,

@@ -98,7 +98,7 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
     source = model_source(args, "network")
     if not args.model and not source.lower().endswith(".onnx"):
         return load_network(source, args.workloads)
-    from twill.io.onnx_model import import_model
+    from twill.onnx.model import import_model
 
     return import_model(source, input_shape(args), **model_options(args)).network
 
@@ -142,7 +142,7 @@ def _check_fuse_outputs(args: argparse.Namespace) -> None:
     """Refuse ``-o``/``--plot`` paths that name a file the command reads, or each other."""
     from twill.cli.mapping_cmds import arch_input_files
     from twill.io.networks import default_workload_root
-    from twill.io.onnx_model import onnx_input_files
+    from twill.onnx.model import onnx_input_files
 
     model_file = []
     if args.network and Path(args.network).is_file():  # an ONNX file and its external weights

@@ -327,7 +327,7 @@ def _check_network_outputs(args: argparse.Namespace, source: str) -> None:
     if Path(source).is_dir():
         model_files = network_input_files(source)
     else:
-        from twill.io.onnx_model import onnx_input_files
+        from twill.onnx.model import onnx_input_files
 
         model_files = [] if args.model else onnx_input_files(source, (args.output, args.plot))
     inputs = [*model_files, *arch_input_files(args.arch)]
@@ -353,7 +353,7 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
     notes the report adds (how repeated shapes were counted)."""
     notes: tuple[str, ...] = ()
     if args.model or source.lower().endswith(".onnx"):
-        from twill.io.onnx_model import import_model, unique_layers
+        from twill.onnx.model import import_model, unique_layers
 
         imp = import_model(source, input_shape(args), **model_options(args))
         all_layers = imp.layers
@@ -511,20 +511,20 @@ def model_source(args: argparse.Namespace, positional: str) -> str:
 
 
 def input_shape(args: argparse.Namespace) -> tuple[int, ...] | None:
-    from twill.io.model_zoo import parse_input_shape
+    from twill.onnx.model_zoo import parse_input_shape
 
     return parse_input_shape(args.input) if args.input else None
 
 
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keywords of :func:`twill.io.onnx_model.import_model` that the options give."""
+    """The keywords of :func:`twill.onnx.model.import_model` that the options give."""
     return {"exporter": args.exporter, "seq": args.seq, "phase": args.phase}
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """``--model NAME``, ``--input NxCxHxW``, ``--seq S``, ``--phase``, ``--exporter``: a zoo
     network instead of a path."""
-    from twill.io.model_zoo import MODELS
+    from twill.onnx.model_zoo import MODELS
 
     p.add_argument(
         "--model",
@@ -554,7 +554,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_import_onnx(args: argparse.Namespace) -> int:
-    from twill.io.onnx_model import import_model, unique_layers, write_layer_folder
+    from twill.io.networks import write_layer_folder
+    from twill.onnx.model import import_model, unique_layers
 
     if not args.output.strip():
         raise InvalidProblemError("-o: an empty path is not an output folder", source="-o")

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 from twill.cli._args import check_output_path
 
 if TYPE_CHECKING:
-    from twill.io.triton_extract import ExtractedLoop
     from twill.triton import TritonImport
+    from twill.triton.extract import ExtractedLoop
 
 __all__ = [
     "register",
@@ -141,7 +141,7 @@ def load_kernel(
 ) -> TritonImport:
     """Every loop of the kernel named on the command line (with its kernel options); the
     command's ``deadline`` bounds the cost normalisation."""
-    from twill.io.triton_extract import normalisation_deadline
+    from twill.triton.extract import normalisation_deadline
 
     with normalisation_deadline(deadline):
         return _import_loops(args, spec, normalize)

@@ -4,7 +4,7 @@
 * :mod:`twill.io.hatschet`: HatScheT ``.graphml`` + resource-model XML.
 * :mod:`twill.io.gml`, :mod:`twill.io.aiger`: GS-Schedule GML and AIGER netlists.
 * :mod:`twill.io.timeloop`: Timeloop-style problem / architecture / mapping YAML, DOSA CSV.
-* :mod:`twill.io.onnx_model`: ONNX models (and :mod:`twill.io.model_zoo` PyTorch networks) to
+* :mod:`twill.onnx.model`: ONNX models (and :mod:`twill.onnx.model_zoo` PyTorch networks) to
   layers and their producer → consumer graph.
 * :func:`load_graph`: the one entry for the CLI and the solvers' users: a kernel name, a
   ``.json``/``.yaml``/``.yml`` file or a ``.graphml`` file (and, with ``arrays=True``,
@@ -31,7 +31,7 @@ def graph_input_files(spec: str | Path, resource_model: str | Path | None = None
     files = [Path(text)]  # the whole spec as given: a file may have a colon in its name
     if ":" in text and text.rpartition(":")[0].endswith(".py"):
         # FILE.py:KERNEL reads FILE.py and the option YAMLs beside it
-        from twill.io.triton_import import kernel_option_files
+        from twill.triton.importer import kernel_option_files
 
         script = Path(text.rpartition(":")[0])
         return [*files, script, *kernel_option_files(script)]
@@ -100,7 +100,7 @@ def load_graph(
             "a resource model only applies to HatScheT .graphml files", source=text
         )
     if suffix == ".ttgir" or (":" in text and text.rpartition(":")[0].endswith(".py")):
-        from twill.io.triton_import import import_triton
+        from twill.triton.importer import import_triton
 
         return import_triton(text, arch)
     if text in KERNELS and not path.exists():
@@ -117,7 +117,7 @@ def load_graph(
         _require_file(path)
         return read_hatschet(path, resource_model)
     if suffix == ".py" and path.is_file():  # a kernel file without its kernel's name
-        from twill.io.triton_compile import kernel_file_hint
+        from twill.triton.compiler import kernel_file_hint
 
         raise InvalidProblemError(kernel_file_hint(path), source=text)
     if path.exists():
@@ -135,7 +135,7 @@ def load_graph(
 def _require_file(path: Path) -> None:
     """A regular file, or the error that says what ``path`` is instead (missing, a folder, a
     pipe or a device)."""
-    from twill.io.text import check_input_file
+    from twill.text import check_input_file
 
     check_input_file(path)
     if path.is_dir():

@@ -274,7 +274,7 @@ def read_aiger(path: str | Path) -> DependenceGraph:
     InputFormatError
         Bad header, latches, truncated or inconsistent gate encoding (names the file).
     """
-    from twill.io.text import check_input_file
+    from twill.text import check_input_file
 
     p = check_input_file(path)
     return parse_aiger(p.read_bytes(), source=str(p))

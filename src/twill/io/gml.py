@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.text import read_text_file
-from twill.io.yaml_safe import short_repr
 from twill.sched.gaus.graph import gaus_view, topological_generations
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.text import read_text_file
+from twill.yaml_safe import short_repr
 
 __all__ = ["read_gml", "parse_gml", "MAX_GML_DEPTH", "MAX_GML_VALUE"]
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.text import read_text_file
-from twill.io.yaml_safe import load_yaml_text, short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import check_graph
+from twill.text import read_text_file
+from twill.yaml_safe import load_yaml_text, short_repr
 
 __all__ = [
     "FORMAT",

@@ -28,10 +28,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.text import check_input_file
-from twill.io.yaml_safe import short_repr
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
 from twill.sched.validate import LIMITS, check_graph
+from twill.text import check_input_file
+from twill.yaml_safe import short_repr
 
 __all__ = [
     "read_hatschet",

@@ -1,7 +1,8 @@
-"""Reading DOSA's network workload folders (``layers.yaml`` plus one problem YAML per layer)
-into :class:`~twill.mapping.network.Network` graphs.
+"""Network workload folders (``layers.yaml`` plus one problem YAML per layer): DOSA's read
+into :class:`~twill.mapping.network.Network` graphs, an imported model's written
+(:func:`write_layer_folder`, ``twill import-onnx``).
 
-The edges come from :mod:`twill.mapping.network`; this module only finds and reads
+The edges come from :mod:`twill.mapping.network`; this module only finds, reads and writes
 the files. The data root is an argument; :func:`default_workload_root` is the default the CLI
 (``twill fuse --workloads DIR``), the benchmarks and the demos use: DOSA's workloads, shipped
 with the package in ``twill/data/workloads/dosa`` (BSD-2-Clause, ``LICENSE`` and ``SOURCE.md``
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from twill.errors import InvalidProblemError
 from twill.mapping.network import (
@@ -24,12 +26,16 @@ from twill.mapping.network import (
 )
 from twill.mapping.workload import Layer
 
+if TYPE_CHECKING:
+    from twill.onnx.model import OnnxImport
+
 __all__ = [
     "SHIPPED_WORKLOADS",
     "WORKLOADS_ENV",
     "default_workload_root",
     "load_network",
     "read_network_layers",
+    "write_layer_folder",
 ]
 
 
@@ -83,3 +89,36 @@ def load_network(name: str, root: str | Path | None = None) -> Network:
     folder = Path(root or default_workload_root()) / key
     net = build_network(key, read_network_layers(folder), str(folder))
     return replace(net, name=network_name(key))
+
+
+def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
+    """Write the layer folder: one problem YAML per layer, ``layers.yaml`` and ``graph.yaml``.
+
+    ``graph.yaml`` holds ``name``, ``layers`` (file stems in order) and ``edges`` as
+    ``[producer, consumer, kind]``; :func:`twill.mapping.network.load_network`
+    reads the folder back as a network. Refuses to write into a non-empty folder; the folder
+    is filled beside the target and renamed into place, so it is complete or absent.
+    """
+    import yaml
+
+    from twill._atomic import atomic_folder
+    from twill.io.timeloop import layer_yaml
+
+    d = Path(directory)
+    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        raise InvalidProblemError("output folder exists and is not empty", source=str(d))
+    d.parent.mkdir(parents=True, exist_ok=True)
+    net = imp.network
+    names = [ly.name for ly in net.layers]
+    graph = {
+        "name": net.name,
+        "layers": names,
+        "edges": [[names[e.src], names[e.dst], e.kind] for e in net.edges],
+        "free_ops": dict(sorted(imp.free_ops.items())),
+    }
+    with atomic_folder(d) as tmp:  # complete, or not there at all
+        for ly in net.layers:
+            (tmp / f"{ly.name}.yaml").write_text(yaml.safe_dump(layer_yaml(ly), sort_keys=False))
+        (tmp / "layers.yaml").write_text(yaml.safe_dump(names))
+        (tmp / "graph.yaml").write_text(yaml.safe_dump(graph, sort_keys=False))
+    return d

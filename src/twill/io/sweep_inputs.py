@@ -69,7 +69,7 @@ def read_design_space(path: str | Path) -> DesignSpace:
     >>> space.template, space.size, [name for name, _ in space.axes]
     ('gemmini', 64, ['pe_dim', 'scratchpad_kB', 'accumulator_kB'])
     """
-    from twill.io.yaml_safe import load_yaml_file
+    from twill.yaml_safe import load_yaml_file
 
     source = str(path)
     data = load_yaml_file(path)
@@ -154,10 +154,10 @@ def parse_networks(text: str) -> list[NetworkSpec]:
     >>> [(s.name, s.kind, s.phase) for s in parse_networks("dosa_bert,llama-tiny:decode")]
     [('dosa_bert', 'dosa', None), ('llama-tiny:decode', 'zoo', 'decode')]
     """
-    from twill.io.model_zoo import MODELS, model_key
-    from twill.io.model_zoo_text import DECODERS, PHASES
     from twill.io.networks import default_workload_root
     from twill.mapping.network import NETWORKS
+    from twill.onnx.model_zoo import MODELS, model_key
+    from twill.onnx.model_zoo_text import DECODERS, PHASES
 
     items = [t.strip() for t in text.split(",")]
     if not text.strip() or not all(items):
@@ -201,8 +201,8 @@ def read_networks(specs: list[NetworkSpec]) -> list[SweepNetwork]:
     InvalidProblemError
         A file that cannot be read, a network without layers, a layer out of range.
     """
-    from twill.io.onnx_model import import_model, unique_layers
     from twill.io.timeloop import read_network
+    from twill.onnx.model import import_model, unique_layers
 
     out = []
     for spec in specs:

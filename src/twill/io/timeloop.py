@@ -34,8 +34,6 @@ from typing import Any
 import numpy as np
 
 from twill.errors import InvalidProblemError
-from twill.io.text import read_text_file
-from twill.io.yaml_safe import load_yaml_file, short_repr
 from twill.mapping.arch import (
     ARCH_LIMITS,
     SIMBA_ENERGY_PJ,
@@ -54,6 +52,8 @@ from twill.mapping.cost.dataset import (
 from twill.mapping.dosa_strings import parse_dosa_mappings
 from twill.mapping.mapping import Mapping, parse_dosa_mapping
 from twill.mapping.workload import DIMS, MAX_DIM, MAX_STRIDE, OPERANDS, Dim, Layer, Operand
+from twill.text import read_text_file
+from twill.yaml_safe import load_yaml_file, short_repr
 
 __all__ = [
     "load_yaml",
@@ -89,7 +89,7 @@ _STRIDE_KEYS = ("Wstride", "Hstride", "Wdilation", "Hdilation", "G")
 
 
 def load_yaml(path: str | Path) -> Any:
-    """Parse a YAML file (bounded: see :mod:`twill.io.yaml_safe`); errors name the file."""
+    """Parse a YAML file (bounded: see :mod:`twill.yaml_safe`); errors name the file."""
     return load_yaml_file(path)
 
 

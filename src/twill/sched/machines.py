@@ -1,6 +1,6 @@
 """Machine descriptions and per-SM throughputs of H100 and B200 (pure data; Twill paper §3.1).
 
-Used by the Triton front end (:mod:`twill.io.triton_extract`) to turn tensor shapes into SM
+Used by the Triton front end (:mod:`twill.triton.extract`) to turn tensor shapes into SM
 clock cycles. Every rate is a public figure or a stated assumption (see ``docs/triton.md``):
 
 * H100 SXM5 tensor cores: 989.4 TFLOP/s dense FP16/BF16 at 132 SMs and a 1.83 GHz boost clock

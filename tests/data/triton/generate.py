@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from twill.errors import TwillError
-from twill.io.triton_compile import compile_ttgir
 from twill.triton import kernel_options
+from twill.triton.compiler import compile_ttgir
 
 
 def main(names: list[str]) -> None:

@@ -1,5 +1,5 @@
 """Regenerate Twill's schedules of the shipped Triton kernels, checked in for the read-back
-tests (``tests/io/test_triton_schedule.py``), so that the tests compile without solving:
+tests (``tests/triton/test_schedule.py``), so that the tests compile without solving:
 
     PYTHONPATH=src python tests/data/triton_schedules/generate.py [NAME ...] [--limit S]
 
@@ -16,13 +16,13 @@ import json
 import time
 from pathlib import Path
 
-from twill.io.triton_build import private_cache
-from twill.io.triton_peer import twill_graph
 from twill.options import SolverOptions
 from twill.sched.exact.algorithm1 import algorithm1
 from twill.sched.exact.search import search_min_ii
 from twill.sched.exact.settings import TwillSettings, twill_options
 from twill.triton import SHIPPED_DIR, kernel_spec
+from twill.triton.build import private_cache
+from twill.triton.peer import twill_graph
 
 VARIANTS = {
     "gemm": ("gemm", {}),

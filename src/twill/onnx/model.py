@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.onnx_einsum import einsum_operands, einsum_roles
 from twill.mapping.network import EPILOGUE_KINDS, LayerEdge, Network, shape_mismatch
 from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer, unique_layers
+from twill.onnx.einsum import einsum_operands, einsum_roles
 
 __all__ = [
     "COMPUTE_OPS",
@@ -45,7 +45,6 @@ __all__ = [
     "import_model",
     "read_onnx",
     "unique_layers",
-    "write_layer_folder",
 ]
 
 COMPUTE_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
@@ -190,7 +189,7 @@ def is_compute(node: Any) -> bool:
 
 
 def _einsum(node: Any, shp: dict[str, list[int]], consts: set[str], name: str, src: str) -> Layer:
-    """A two-operand einsum as a (batched) matrix product (:mod:`twill.io.onnx_einsum`); the
+    """A two-operand einsum as a (batched) matrix product (:mod:`twill.onnx.einsum`); the
     activation operand gives the rows, a weight operand the columns."""
     (g, p, c, k), why = einsum_roles(node, [shp[t] for t in node.input[:2]])
     if why:
@@ -222,7 +221,7 @@ def read_onnx(path: str | Path) -> OnnxImport:
         layer model (all listed); shapes that depend on the input data; layers outside the
         accepted ranges (docs/formats.md).
     """
-    from twill.io.onnx_shapes import load_shaped_model, static_shapes
+    from twill.onnx.shapes import load_shaped_model, static_shapes
 
     model, notes = load_shaped_model(path)
     g = model.graph
@@ -295,7 +294,7 @@ def _refuse_unmodelled(g: Any, src: str) -> None:
 
 def _check_node(model: Any, node: Any, shp: dict[str, list[int]], src: str) -> None:
     """A compute node has static shapes and valid attributes, or the import stops here."""
-    from twill.io.onnx_shapes import unknown_shape_reason
+    from twill.onnx.shapes import unknown_shape_reason
 
     what = f"node {node.name or '?'} ({node.op_type})"
     for t in [*node.input[:2], node.output[0]]:
@@ -415,39 +414,6 @@ def _legal(raw: list[tuple[int, int, str]], layers: list[Layer]) -> list[LayerEd
     return out
 
 
-def write_layer_folder(imp: OnnxImport, directory: str | Path) -> Path:
-    """Write the layer folder: one problem YAML per layer, ``layers.yaml`` and ``graph.yaml``.
-
-    ``graph.yaml`` holds ``name``, ``layers`` (file stems in order) and ``edges`` as
-    ``[producer, consumer, kind]``; :func:`twill.mapping.network.load_network`
-    reads the folder back as a network. Refuses to write into a non-empty folder; the folder
-    is filled beside the target and renamed into place, so it is complete or absent.
-    """
-    import yaml
-
-    from twill._atomic import atomic_folder
-    from twill.io.timeloop import layer_yaml
-
-    d = Path(directory)
-    if d.exists() and (not d.is_dir() or any(d.iterdir())):
-        raise InvalidProblemError("output folder exists and is not empty", source=str(d))
-    d.parent.mkdir(parents=True, exist_ok=True)
-    net = imp.network
-    names = [ly.name for ly in net.layers]
-    graph = {
-        "name": net.name,
-        "layers": names,
-        "edges": [[names[e.src], names[e.dst], e.kind] for e in net.edges],
-        "free_ops": dict(sorted(imp.free_ops.items())),
-    }
-    with atomic_folder(d) as tmp:  # complete, or not there at all
-        for ly in net.layers:
-            (tmp / f"{ly.name}.yaml").write_text(yaml.safe_dump(layer_yaml(ly), sort_keys=False))
-        (tmp / "layers.yaml").write_text(yaml.safe_dump(names))
-        (tmp / "graph.yaml").write_text(yaml.safe_dump(graph, sort_keys=False))
-    return d
-
-
 def onnx_input_files(path: str | Path, outputs: tuple[str | None, ...] = ()) -> list[Path]:
     """Every file reading the model at ``path`` may touch: the model and the external-data
     files its tensors name (weights saved beside it, e.g. ``weights.bin``), so that the CLI
@@ -484,11 +450,11 @@ def import_model(
 
     Zoo names and modules are exported to ONNX (image models: batch and image size from
     ``input_shape``, default 1×3×224×224; text models: ``seq`` tokens and the decoder
-    ``phase``, :func:`twill.io.model_zoo.build_model`; ``exporter`` as
-    :func:`twill.io.model_zoo.export_onnx`) in a private temporary folder, read, and the
+    ``phase``, :func:`twill.onnx.model_zoo.build_model`; ``exporter`` as
+    :func:`twill.onnx.model_zoo.export_onnx`) in a private temporary folder, read, and the
     folder removed.
     """
-    from twill.io.model_zoo import MODELS, exported_model, model_key
+    from twill.onnx.model_zoo import MODELS, exported_model, model_key
 
     name = str(source) if isinstance(source, (str, Path)) else type(source).__name__
     if isinstance(source, (str, Path)):

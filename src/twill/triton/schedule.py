@@ -9,7 +9,7 @@ specialisation is asked for. This module works on the printed IR (no Triton impo
 * :func:`scheduled_loop` reads the loop's operations with their attributes and their source
   locations, resolved to the chain of ``file:line:col`` (callee first, then each call site);
 * :func:`match_graph` maps every instruction of Twill's graph (extracted from the
-  ``num_stages=1`` TTGIR, :mod:`twill.io.triton_extract`) to one scheduled operation: same
+  ``num_stages=1`` TTGIR, :mod:`twill.triton.extract`) to one scheduled operation: same
   location chain and same operation (a TMA copy in the final IR is the ``tt.descriptor_load``
   it was lowered from); several candidates are paired in program order. What does not match is
   listed, never guessed;
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from twill.errors import InvalidProblemError
-from twill.io.triton_extract import ExtractedLoop
+from twill.triton.extract import ExtractedLoop
 
 __all__ = [
     "LoopOp",
@@ -254,7 +254,7 @@ def _loc_of_line(lines: list[str], k: int, table: Mapping[str, str]) -> tuple[st
 
 
 def graph_ops(loop: ExtractedLoop, ttgir: str) -> list[GraphOp]:
-    """Twill's instructions of ``loop`` (from :func:`~twill.io.triton_extract.extract_loops`
+    """Twill's instructions of ``loop`` (from :func:`~twill.triton.extract.extract_loops`
     on ``ttgir``, the ``num_stages=1`` text) with the TTGIR operation each was extracted from,
     in loop-body order."""
     lines = ttgir.splitlines()

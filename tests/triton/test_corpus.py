@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from twill.errors import InvalidProblemError
-from twill.io.triton_costs import FOLD_REASONS
-from twill.io.triton_extract import UNITS_PER_BOUND, extract_loops, pick_loop, read_ttgir_file
-from twill.io.ttgir import TtgirOp, parse_ttgir
+from twill.triton.costs import FOLD_REASONS
+from twill.triton.extract import UNITS_PER_BOUND, extract_loops, pick_loop, read_ttgir_file
+from twill.triton.ttgir import TtgirOp, parse_ttgir
 
 CORPUS = Path(__file__).parents[1] / "data" / "triton"
 SHIPPED = Path(__file__).parents[2] / "src" / "twill" / "data" / "triton"
@@ -113,10 +113,10 @@ def test_a_loop_with_more_costs_than_the_budget_keeps_their_ratios() -> None:
     refused ("keep_positive needs U >= 319"; a tl.sort in a loop has 436). It gets four units
     per cost: every cost at least one unit, and a 97-clock op well above a 3-clock one (one
     unit per cost would make every cost one unit)."""
-    from twill.io.triton_extract import LARGE_LOOP_UNITS_PER_COST, normalise_loop
     from twill.sched.ir import DependenceGraph, Edge, Instruction
     from twill.sched.machines import machine_for
     from twill.sched.normalize import graph_costs
+    from twill.triton.extract import LARGE_LOOP_UNITS_PER_COST, normalise_loop
 
     clk = [3 if k % 2 else 97 for k in range(160)]
     ops = tuple(Instruction(f"v{k}", c, {"FMA": (1,) * c}, unit="FMA", note=f"arith.addf ({c} clk)")

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import re
 
-from twill.io.ttgir import TtgirModule, TtgirOp, element_bits
 from twill.sched.machines import Rates
+from twill.triton.ttgir import TtgirModule, TtgirOp, element_bits
 
 __all__ = [
     "FOLD_REASONS",
@@ -45,7 +45,7 @@ VIEWS = frozenset(
 )
 
 #: The accounting of an element-wise op merged into the streamed instruction of its chain
-#: (:mod:`twill.io.triton_stream`): its cost is in that instruction, not dropped.
+#: (:mod:`twill.triton.stream`): its cost is in that instruction, not dropped.
 STREAMED = "streamed: merged into the element-wise instruction of its chain (a wide tile)"
 
 #: Every reason an operation may be folded, with the operations it covers (documented in

@@ -4,10 +4,10 @@ schedule compiled by Triton.
 * :func:`price_triton` compiles the kernel as Triton does by default (``num_stages=3``, the
   kernel's ``num_warps``, warp specialisation only where the kernel asks for it), reads the
   stage, cluster and partition of every loop operation after ``schedule_loops``, maps them onto
-  Twill's graph (:mod:`twill.io.triton_schedule`) and asks Twill's model for the smallest
+  Twill's graph (:mod:`twill.triton.schedule`) and asks Twill's model for the smallest
   ``(I, L)`` at which those decisions are feasible (:mod:`twill.sched.exact.pinned`).
 * :func:`compile_twill` writes Twill's schedule onto the loop, lets Triton finish the
-  compilation and reads the pipelined IR back (:func:`~twill.io.triton_schedule.read_back`).
+  compilation and reads the pipelined IR back (:func:`~twill.triton.schedule.read_back`).
 
 Warp assignment. Without warp specialisation every operation of Triton's loop, its loads
 included, runs on all ``num_warps`` warps: it is priced on the single-partition graph
@@ -34,8 +34,14 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
-from twill.io.triton_extract import ExtractedLoop
-from twill.io.triton_schedule import (
+from twill.results import SolveResult, Status
+from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
+from twill.sched.exact.single import single_partition_graph
+from twill.sched.ir import DependenceGraph
+from twill.sched.machines import SMEM_PER_CTA
+from twill.sched.verify_warps import WARPS_PER_SLOT
+from twill.triton.extract import ExtractedLoop
+from twill.triton.schedule import (
     Match,
     graph_ops,
     match_graph,
@@ -46,12 +52,6 @@ from twill.io.triton_schedule import (
     write_partitions,
     write_schedule,
 )
-from twill.results import SolveResult, Status
-from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
-from twill.sched.exact.single import single_partition_graph
-from twill.sched.ir import DependenceGraph
-from twill.sched.machines import SMEM_PER_CTA
-from twill.sched.verify_warps import WARPS_PER_SLOT
 
 __all__ = [
     "KernelSpec",
@@ -117,8 +117,8 @@ class KernelSpec:
 def twill_graph(ks: KernelSpec) -> tuple[ExtractedLoop, str]:
     """Twill's loop of the kernel (the one at ``ks.loop``, else the costliest, as ``twill
     solve`` picks) and the ``num_stages=1`` TTGIR it was extracted from."""
-    from twill.io.triton_compile import compile_ttgir
-    from twill.io.triton_extract import extract_loops, pick_loop
+    from twill.triton.compiler import compile_ttgir
+    from twill.triton.extract import extract_loops, pick_loop
 
     ttgir = compile_ttgir(
         ks.path,
@@ -135,8 +135,8 @@ def twill_graph(ks: KernelSpec) -> tuple[ExtractedLoop, str]:
 
 
 def _build(ks: KernelSpec, edit: Any = None, key: str = "") -> Any:
-    from twill.io.triton_build import build_kernel
-    from twill.io.triton_compile import apply_heuristics, as_constexpr, load_kernel, unwrap_kernel
+    from twill.triton.build import build_kernel
+    from twill.triton.compiler import apply_heuristics, as_constexpr, load_kernel, unwrap_kernel
 
     # under @triton.autotune / @triton.heuristics, as the extraction takes it (ks.config)
     fn, tuned, _, heuristics, notes = unwrap_kernel(
@@ -415,7 +415,7 @@ def _partitions(arch: str, slots: dict, state: dict, rb: Any, error: str | None)
 def _assumed(ks: KernelSpec) -> list[str]:
     """What the compile took for granted of the launch (divisibility, constant 1), and the
     rule it follows."""
-    from twill.io.triton_compile import SPECIALIZE_RULE, launch_hints
+    from twill.triton.compiler import SPECIALIZE_RULE, launch_hints
 
     notes = launch_hints(ks.signature, ks.specialize)[3]
     return [*notes, SPECIALIZE_RULE] if ks.specialize else [*notes, "--no-specialize: none"]
@@ -424,7 +424,7 @@ def _assumed(ks: KernelSpec) -> list[str]:
 def _other_loops(ks: KernelSpec, extracted: ExtractedLoop, ttgir: str) -> dict[str, str]:
     """The kernel's loops other than the one Twill schedules (by source line): each keeps
     Triton's own schedule."""
-    from twill.io.triton_extract import extract_loops
+    from twill.triton.extract import extract_loops
 
     lines = [lp.line for lp in extract_loops(ttgir, ks.arch, source=ks.label, name=ks.kernel)]
     why = "Triton's own schedule (num_stages 3): Twill schedules one loop per compile (--loop)"
@@ -532,7 +532,7 @@ def twill_slots(result: Any) -> dict[str, Any]:  # noqa: ANN401 (a TwillResult)
 
 
 def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
-    """An ``edit`` for :func:`~twill.io.triton_build.schedule_hook` that extracts Twill's graph
+    """An ``edit`` for :func:`~twill.triton.build.schedule_hook` that extracts Twill's graph
     of whatever kernel is being compiled, solves it (within ``total_time_limit`` seconds) and
     writes Twill's schedule. Where Twill's schedule cannot be written (no loop, a loop Triton
     leaves unscheduled, an architecture Twill does not model) or Twill has no schedule,
@@ -540,7 +540,7 @@ def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
     launch still compiles."""
     import warnings
 
-    from twill.io.triton_extract import extract_loops, pick_loop
+    from twill.triton.extract import extract_loops, pick_loop
 
     def keep(text: str, kernel: str, arch: str | None, why: str) -> str:
         """Triton's own schedule (``text`` unchanged), said in a warning and the log."""

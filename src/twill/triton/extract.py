@@ -7,8 +7,8 @@ kernel's tile epilogue, the prologue of a K loop) is reported as context with it
 clocks (:class:`LoopContext`), not scheduled.
 
 * every operation of the body is an instruction (unit and SM clocks from
-  :mod:`twill.io.triton_costs`) or folded for a documented reason
-  (:data:`~twill.io.triton_costs.FOLD_REASONS`): a folded op takes no time and no unit, and
+  :mod:`twill.triton.costs`) or folded for a documented reason
+  (:data:`~twill.triton.costs.FOLD_REASONS`): a folded op takes no time and no unit, and
   its users depend on whatever it depends on;
 * ``scf.if`` in the body is **predicated**: the branch with the larger total cost is taken as
   if it always ran (its ops are instructions and depend on the condition), the other is dropped
@@ -39,12 +39,12 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
-from twill.io.triton_costs import VIEWS as _VIEWS
-from twill.io.triton_costs import classify, fold_reason, op_cycles, result_type
-from twill.io.triton_stream import STREAMED, placement, spread_warps, stream_wide, warp_groups
-from twill.io.ttgir import TtgirModule, TtgirOp, element_bits, parse_ttgir
 from twill.sched.ir import DependenceGraph, Edge, Instruction
 from twill.sched.machines import RATES, Rates, machine_for
+from twill.triton.costs import VIEWS as _VIEWS
+from twill.triton.costs import classify, fold_reason, op_cycles, result_type
+from twill.triton.stream import STREAMED, placement, spread_warps, stream_wide, warp_groups
+from twill.triton.ttgir import TtgirModule, TtgirOp, element_bits, parse_ttgir
 
 __all__ = [
     "extract_graph",
@@ -429,7 +429,7 @@ def _instruction(
 
 def _loop_graph(builder: _Builder, arch: str, name: str) -> DependenceGraph:
     """The loop's graph in SM clocks; a loop without tensor-core work is laid out and
-    streamed as Triton runs it (:mod:`twill.io.triton_stream`)."""
+    streamed as Triton runs it (:mod:`twill.triton.stream`)."""
     edges = builder.edges()
     has_in = {dst for _, dst, _ in edges}
     machine = machine_for(arch)
@@ -657,7 +657,7 @@ def extract_loops(
 
 def _spin_wait(builder: _Builder) -> bool:
     """A loop whose only instructions are atomics on a single address (a lock)."""
-    from twill.io.triton_costs import global_bytes
+    from twill.triton.costs import global_bytes
 
     nodes = list(builder.nodes.values())
     return bool(nodes) and all(
@@ -720,7 +720,7 @@ def extract_graph(
 
 def read_ttgir_file(path: str | Path) -> str:
     """The text of a ``.ttgir`` file (size limit and UTF-8 checked before parsing)."""
-    from twill.io.text import read_text_file
+    from twill.text import read_text_file
 
     return read_text_file(path)
 

@@ -74,7 +74,7 @@ def kernel_file_hint(path: Path) -> str:
 
 
 def load_kernel(path: Path, kernel: str) -> object:
-    from twill.io.user_code import import_user_file, user_code
+    from twill.triton.user_code import import_user_file, user_code
 
     module = import_user_file(path, f"_twill_triton_{path.stem}")
     try:
@@ -211,7 +211,7 @@ def apply_heuristics(
 ) -> None:
     """Fill constexprs from ``@triton.heuristics`` (innermost first, as Triton runs them); a
     value the user gave wins; a heuristic that needs a runtime argument is an error naming it."""
-    from twill.io.user_code import user_code
+    from twill.triton.user_code import user_code
 
     for h in reversed(heuristics):
         for name, rule in h.values.items():

@@ -13,9 +13,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 nn = torch.nn
 
-from twill.io.model_zoo import export_onnx  # noqa: E402
-from twill.io.onnx_model import read_onnx  # noqa: E402
 from twill.mapping.workload import Dim  # noqa: E402
+from twill.onnx.model import read_onnx  # noqa: E402
+from twill.onnx.model_zoo import export_onnx  # noqa: E402
 
 
 def _export(tmp_path, module, x, exporter="legacy", name="m"):
@@ -190,7 +190,7 @@ def test_external_data(tmp_path):
 def test_llama_tiny_decode_attention_is_grouped_by_heads(tmp_path):
     """Decode: one token against a KV cache of S: the attention matmuls are GEMVs over
     S + 1 keys, one group per query head (grouped-query attention repeats the 2 KV heads)."""
-    from twill.io.model_zoo_text import build_text_model
+    from twill.onnx.model_zoo_text import build_text_model
 
     module = build_text_model("llama-tiny", 8, "decode", layers=2, vocab=64)  # 2 of 8 layers
     imp = read_onnx(export_onnx(module, (1,), tmp_path / "llama.onnx", "legacy"))

@@ -18,7 +18,7 @@ def _edges(net):
 
 def test_resnet50_graph_matches_hand_written(benchmark_data):
     from twill.io.networks import load_network
-    from twill.io.onnx_model import import_model
+    from twill.onnx.model import import_model
 
     ours = import_model("resnet50").network
     hand = load_network("resnet50")

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from twill.errors import InvalidProblemError
-from twill.io.text import check_input_file
+from twill.text import check_input_file
 
 __all__ = ["import_user_file", "user_code"]
 

@@ -57,7 +57,7 @@ def test_impossible_stages_are_infeasible() -> None:
 def test_match_contradicting_a_dependence_is_found() -> None:
     """A body order that puts the MMA before a load it reads, in one stage, is a wrong match
     (no start times meet it), reported as such and never priced as infeasible."""
-    from twill.io.triton_peer import order_contradictions
+    from twill.triton.peer import order_contradictions
 
     g = _gemm("sm_90a")
     good = Pins({"TMA_a_blk": 0, "TC_acc": 0}, (("TMA_a_blk", "TC_acc"),))
@@ -124,8 +124,8 @@ def test_checked_in_schedules_are_twills(name: str, arch: str) -> None:
 def _compiled(name: str, arch: str):  # noqa: ANN202
     """Compile one shipped kernel with Twill's checked-in schedule (cached for the session;
     the solve itself is ``twill compile``'s, tested on the GEMM below)."""
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import compile_twill, twill_graph
+    from twill.triton.build import private_cache
+    from twill.triton.peer import compile_twill, twill_graph
 
     kernel, consts = VARIANTS[name]
     ks = kernel_spec(f"{KERNELS}:{kernel}", arch, constexprs=consts)
@@ -144,7 +144,7 @@ def test_twill_schedule_survives_the_pipeliner(name: str, arch: str) -> None:
     ``ttg.warp_specialize`` region are Twill's, or the summary names the decision Triton did
     not take: the stage it moved (both stages), the partitions it did not apply (why)."""
     pytest.importorskip("triton")
-    from twill.io.triton_schedule import twill_stages
+    from twill.triton.schedule import twill_stages
 
     s = _compiled(name, arch)
     d = s.data
@@ -262,7 +262,7 @@ def test_partition_goes_where_mlir_reads_an_attribute_dictionary(line: str, writ
     """The partition joins the op's own attribute dictionary, or opens one where the op's
     printed form has it: ``scf.yield`` and ``arith.constant`` take it before their operands
     (after them it does not parse: grouped_gemm_if on B200 failed with "expected ':'")."""
-    from twill.io.triton_schedule import with_partition
+    from twill.triton.schedule import with_partition
 
     tail = " loc(#loc7)"
     want = written.replace("P", "ttg.partition = array<i32: 2>") + tail
@@ -279,8 +279,8 @@ def test_partitions_written_into_an_if_parse(tmp_path) -> None:
     warp-specialised answer is written (the union's answer is one partition, which writes
     none)."""
     pytest.importorskip("triton")
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph
+    from twill.triton.build import private_cache
+    from twill.triton.peer import compile_twill, solve_for_compile, twill_graph
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "grouped_gemm_if.py"
     ks = kernel_spec(f"{corpus}:grouped_gemm_if", "sm_100a")
@@ -331,9 +331,9 @@ def test_context_manager_compiles_with_twill_schedule() -> None:
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_compile import load_kernel
     from twill.triton import kernel_options, twill_schedule
+    from twill.triton.build import private_cache
+    from twill.triton.compiler import load_kernel
 
     fn = load_kernel(KERNELS, "gemm")
     opts = kernel_options(KERNELS, "gemm", "sm_90a")
@@ -357,8 +357,8 @@ def _compile_under_twill(fn, signature: dict, constexprs: dict, capability: int)
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from twill.io.triton_build import private_cache
     from twill.triton import twill_schedule
+    from twill.triton.build import private_cache
 
     names = list(fn.arg_names)
     sig = {n: signature.get(n, "constexpr") for n in names}
@@ -377,7 +377,7 @@ def test_context_manager_keeps_tritons_schedule_where_twills_cannot_be_written()
     loop, or compiled for an architecture Twill does not model, keeps Triton's schedule, and
     the log and a warning say why (it used to raise out of the user's launch)."""
     pytest.importorskip("triton")
-    from twill.io.triton_compile import load_kernel
+    from twill.triton.compiler import load_kernel
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "helper_twice.py"
     fn = load_kernel(corpus, "helper_twice")
@@ -400,7 +400,7 @@ def test_context_manager_says_when_twill_proves_there_is_no_schedule() -> None:
     within the limit" (before the union, issue 48, it always said "Twill proves there is
     none")."""
     pytest.importorskip("triton")
-    from twill.io.triton_compile import load_kernel
+    from twill.triton.compiler import load_kernel
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "wide_rows_held.py"
     fn = load_kernel(corpus, "wide_rows_held")
@@ -433,7 +433,7 @@ def test_compile_search_gets_one_deadline(monkeypatch: pytest.MonkeyPatch) -> No
     pytest.importorskip("triton")
     import time
 
-    import twill.io.triton_peer as peer
+    import twill.triton.peer as peer
     from twill.triton import compile_summary
 
     seen = []
@@ -460,8 +460,8 @@ def test_unpipelined_loop_priced_as_written_and_compiled_with_twills_stages(
     ``twill compile`` writes Twill's stages onto every op of the loop itself (exit 0) and
     says so."""
     pytest.importorskip("triton")
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import NOT_PIPELINED, price_triton
+    from twill.triton.build import private_cache
+    from twill.triton.peer import NOT_PIPELINED, price_triton
 
     corpus = Path(__file__).resolve().parents[1] / "data" / "triton" / "layer_norm.py"
     ks = kernel_spec(f"{corpus}:layer_norm", "sm_90a")
@@ -485,7 +485,7 @@ def test_unparsable_rewrite_is_named_without_mlir_noise(capfd: pytest.CaptureFix
     from triton._C.libtriton import ir
 
     from twill.errors import InvalidProblemError
-    from twill.io.triton_build import _parse
+    from twill.triton.build import _parse
 
     ctx = ir.context()
     ir.load_dialects(ctx)

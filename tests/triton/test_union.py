@@ -36,9 +36,9 @@ def test_twill_is_never_worse_than_triton_one_partition_or_sequential(name: str,
     import time
 
     from twill.errors import InvalidProblemError
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import price_triton, solve_for_compile, twill_graph
     from twill.triton import register_conflict
+    from twill.triton.build import private_cache
+    from twill.triton.peer import price_triton, solve_for_compile, twill_graph
 
     spec, consts = _spec(name)
     ks = kernel_spec(spec, arch, constexprs=consts)

@@ -54,7 +54,7 @@ def test_missing_signature_type_is_named(capsys: pytest.CaptureFixture[str]) -> 
     # kernels.yaml beside the file fills the rest, so this succeeds
     assert rc == 0
     with pytest.raises(InvalidProblemError, match="no type for argument.*b_ptr"):
-        from twill.io.triton_compile import compile_ttgir
+        from twill.triton.compiler import compile_ttgir
 
         compile_ttgir(KERNELS, "gemm", "sm_90a", {"a_ptr": "*fp16"}, {"BM": 128})
 
@@ -145,8 +145,8 @@ def test_a_constexpr_default_of_the_kernel_is_taken(tmp_path: Path) -> None:
     given = import_triton_loops(spec, "sm_90a", signature=sig, num_warps=4,
                                 constexprs={"bias_ptr": None, "ACT": "'none'"})  # fmt: skip
     assert given.notes[0].endswith("taken: BLOCK=512") and given.picked.ops == 2
-    from twill.io.triton_build import build_kernel  # Triton's own build (--compare-triton)
-    from twill.io.triton_compile import load_kernel
+    from twill.triton.build import build_kernel  # Triton's own build (--compare-triton)
+    from twill.triton.compiler import load_kernel
 
     fn = load_kernel(tmp_path / "dflt.py", "add_bias")
     build_kernel(fn, "sm_90a", sig, {"bias_ptr": None}, num_warps=4)  # was: None < int
@@ -180,7 +180,7 @@ def test_ttgir_is_read_for_its_own_target(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_unmodelled_or_missing_ttgir_target_is_refused() -> None:
-    from twill.io.triton_extract import ttgir_arch
+    from twill.triton.extract import ttgir_arch
 
     text = (SHIPPED_DIR / "gemm.sm_90a.ttgir").read_text()
     with pytest.raises(InvalidProblemError, match="cuda:80"):
@@ -200,7 +200,7 @@ def test_launch_hints_follow_tritons_specialisation() -> None:
     """``*fp16:16`` and ``i32:16`` mark an argument divisible by 16, ``i32:1`` makes it the
     constant 1, as a launch specialises them; ``specialize`` assumes every pointer aligned and
     says so; a hint Triton never gives is refused, naming the argument."""
-    from twill.io.triton_compile import launch_hints
+    from twill.triton.compiler import launch_hints
 
     sig = {"a": "*fp16", "b": "*bf16:16", "n": "i32:16", "s": "i32:1", "x": "fp32"}
     types, ones, div, notes = launch_hints(sig, specialize=False)

@@ -10,9 +10,9 @@ import pytest
 
 from twill.cli import main
 from twill.errors import InputFormatError, InvalidProblemError
-from twill.io.triton_costs import FOLD_REASONS
-from twill.io.triton_extract import extract_loops, read_ttgir_file
 from twill.triton import SHIPPED_DIR
+from twill.triton.costs import FOLD_REASONS
+from twill.triton.extract import extract_loops, read_ttgir_file
 
 CORPUS = Path(__file__).parents[1] / "data" / "triton"
 _ALLOWED = set(FOLD_REASONS) | {"instruction", "other branch"}
@@ -57,7 +57,7 @@ def test_early_return_kernel_has_three_loops_and_the_costliest_is_picked() -> No
     assert "predicated" in loops[2].notes[0] and loops[2].reductions == 0
     # a pointer load of 1024 FP32 at 13.9 B/clk/SM: 295 clocks
     assert [i.cycles for i in loops[1].graph.instructions][0] == 295
-    from twill.io.triton_extract import pick_loop
+    from twill.triton.extract import pick_loop
 
     assert pick_loop(loops, None, "x").line == 27 and pick_loop(loops, 22, "x").line == 22
     with pytest.raises(InvalidProblemError, match=r"--loop 5: .* 17, 22, 27"):
@@ -184,10 +184,10 @@ def test_non_utf8_and_oversized_ttgir_exit_2(
     path.write_bytes(b"\xff\xfe module \x80")
     assert main(["import-triton", str(path), "--arch", "sm_90a"]) == 2
     assert "not a UTF-8 text file" in capsys.readouterr().err
-    import twill.io.text
+    import twill.text
 
     path.write_text(_BASE, encoding="utf-8")
-    monkeypatch.setattr(twill.io.text, "MAX_INPUT_BYTES", 100)
+    monkeypatch.setattr(twill.text, "MAX_INPUT_BYTES", 100)
     assert main(["solve", str(path), "--arch", "sm_90a"]) == 2
     assert "100-byte limit" in capsys.readouterr().err
 

@@ -1,4 +1,4 @@
-"""Loops without tensor-core work as Triton runs them (twill.io.triton_stream): tiles over the
+"""Loops without tensor-core work as Triton runs them (twill.triton.stream): tiles over the
 kernel's warps, and wide element-wise chains streamed as one instruction. Checked-in TTGIR and
 built graphs; no Triton needed."""
 
@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from twill.cli import main
-from twill.io.triton_costs import STREAMED
-from twill.io.triton_extract import extract_loops, read_ttgir_file
-from twill.io.triton_stream import placement, spread_warps, stream_wide
-from twill.io.ttgir import TtgirOp
 from twill.sched.ir import DependenceGraph, Edge, Instruction
 from twill.sched.machines import machine_for
 from twill.sched.verify_warps import verify_warp_schedule
 from twill.triton import SHIPPED_DIR, register_conflict
+from twill.triton.costs import STREAMED
+from twill.triton.extract import extract_loops, read_ttgir_file
+from twill.triton.stream import placement, spread_warps, stream_wide
+from twill.triton.ttgir import TtgirOp
 from twill.twill_solver import twill_solve
 
 CORPUS = Path(__file__).parents[1] / "data" / "triton"

@@ -3,7 +3,7 @@
 
 A ``FILE.py:KERNEL`` is compiled with Triton (signature and constexprs from the caller, or
 from a YAML beside the file: :func:`kernel_options`); a saved ``.ttgir`` needs no Triton.
-Every innermost loop becomes a scheduling problem (:mod:`twill.io.triton_extract`).
+Every innermost loop becomes a scheduling problem (:mod:`twill.triton.extract`).
 :mod:`twill.triton` is the public face of these functions; they live in ``io/`` so that the
 loader reaches them without importing the front end that sits above it.
 """
@@ -20,7 +20,7 @@ from twill.errors import InvalidProblemError
 from twill.sched.ir import DependenceGraph
 
 if TYPE_CHECKING:
-    from twill.io.triton_extract import ExtractedLoop
+    from twill.triton.extract import ExtractedLoop
 
 __all__ = [
     "KernelOptions",
@@ -41,7 +41,7 @@ def kernel_option_files(path: Path) -> list[Path]:
 @dataclass(frozen=True)
 class KernelOptions:
     """How to compile one kernel: argument types, constexpr values and Triton's ``num_warps``
-    (``None``: the compiler's default of :func:`~twill.io.triton_compile.compile_ttgir`)."""
+    (``None``: the compiler's default of :func:`~twill.triton.compiler.compile_ttgir`)."""
 
     signature: dict[str, str] = field(default_factory=dict)
     constexprs: dict[str, Any] = field(default_factory=dict)
@@ -77,7 +77,7 @@ def kernel_options(path: Path, kernel: str, arch: str | None = None) -> KernelOp
     A mapping under the architecture's name (``sm_90a:`` or ``sm_100a:``) inside the kernel's
     entry overrides ``constexpr`` values and ``num_warps`` for that architecture only.
     """
-    from twill.io.yaml_safe import load_yaml_file
+    from twill.yaml_safe import load_yaml_file
 
     for candidate in kernel_option_files(path):
         if not candidate.is_file():
@@ -104,7 +104,7 @@ class TritonImport:
     Attributes
     ----------
     loops
-        One :class:`~twill.io.triton_extract.ExtractedLoop` per innermost loop, in program
+        One :class:`~twill.triton.extract.ExtractedLoop` per innermost loop, in program
         order.
     picked
         The loop at ``--loop LINE``, else the costliest (most SM clocks per iteration).
@@ -151,9 +151,9 @@ def import_triton_loops(
     parameters); ``loop`` picks the loop at that source line, ``config`` the
     ``@triton.autotune`` config (default: the first); a ``.ttgir`` file is read for its own
     ``ttg.target`` (``arch`` may be ``None`` there, and must not contradict it). Inside
-    :func:`~twill.io.triton_extract.normalisation_deadline` the cost normalisation ends by
+    :func:`~twill.triton.extract.normalisation_deadline` the cost normalisation ends by
     that deadline."""
-    from twill.io.triton_extract import extract_loops, pick_loop, read_ttgir_file, ttgir_arch
+    from twill.triton.extract import extract_loops, pick_loop, read_ttgir_file, ttgir_arch
 
     text = str(spec)
     notes: tuple[str, ...] = ()
@@ -163,7 +163,7 @@ def import_triton_loops(
         ttgir, name = read_ttgir_file(path), None  # a missing file, a pipe: a clear error
         arch = ttgir_arch(ttgir, arch, text)
     else:
-        from twill.io.triton_compile import compile_ttgir, parse_kernel_spec
+        from twill.triton.compiler import compile_ttgir, parse_kernel_spec
 
         if arch is None:
             raise InvalidProblemError("a Triton kernel needs --arch sm_90a or sm_100a", source=text)

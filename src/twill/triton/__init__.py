@@ -18,7 +18,8 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.errors import ArgumentTypeError, InvalidProblemError
-from twill.io.triton_import import (
+from twill.sched.ir import DependenceGraph
+from twill.triton.importer import (
     KernelOptions,
     TritonImport,
     import_triton,
@@ -26,7 +27,6 @@ from twill.io.triton_import import (
     kernel_option_files,
     kernel_options,
 )
-from twill.sched.ir import DependenceGraph
 from twill.validation import check_int, check_num_warps, check_real
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     "twill_schedule",
 ]
 
-SHIPPED_DIR = Path(__file__).parent / "data" / "triton"
+SHIPPED_DIR = Path(__file__).parents[1] / "data" / "triton"
 
 
 def parse_assignments(items: list[str] | None, what: str, numeric: bool) -> dict[str, Any]:
@@ -255,17 +255,17 @@ def kernel_spec(
     specialize: bool = False,
 ) -> Any:
     """``FILE.py:KERNEL`` with its options, the command line's over the YAML beside the file
-    (a :class:`~twill.io.triton_peer.KernelSpec`). ``num_warps`` defaults to the YAML's, else
+    (a :class:`~twill.triton.peer.KernelSpec`). ``num_warps`` defaults to the YAML's, else
     the ``@triton.autotune`` config's (``config``, default the first), else 8, as
     ``import-triton`` takes it; ``loop`` is the kernel source line of the loop to schedule."""
-    from twill.io.triton_compile import (
+    from twill.triton.compiler import (
         CAPABILITY,
         DEFAULT_NUM_WARPS,
         load_kernel,
         parse_kernel_spec,
         unwrap_kernel,
     )
-    from twill.io.triton_peer import KernelSpec
+    from twill.triton.peer import KernelSpec
 
     _check_spec_args(spec, arch, signature, constexprs, num_warps, config, loop)
     if arch not in CAPABILITY:
@@ -333,12 +333,12 @@ def compile_summary(
     stages and clusters. ``config`` picks the ``@triton.autotune`` config (default the first),
     ``loop`` the loop by kernel source line (default the costliest; the kernel's other loops keep
     Triton's own schedule, listed in the summary's ``other_loops``). Returns the
-    :class:`~twill.io.triton_peer.CompileSummary` (``.data``: the dict written as
+    :class:`~twill.triton.peer.CompileSummary` (``.data``: the dict written as
     ``summary.json``, with ``optimal``, ``L_optimal`` and the ``problem`` they refer to;
     ``.build.kernel``: Triton's compiled kernel), or ``None`` when Twill finds no schedule
     within the limit. ``specialize`` (default on) compiles as a launch on aligned tensors
     does: every pointer argument divisible by 16 (``SPECIALIZE_RULE`` of
-    :mod:`twill.io.triton_compile`; the summary's ``assumed`` says what was taken). Needs the
+    :mod:`twill.triton.compiler`; the summary's ``assumed`` says what was taken). Needs the
     ``triton`` extra; Triton's cache is private to the call.
 
     Raises
@@ -350,8 +350,8 @@ def compile_summary(
 
     import time
 
-    from twill.io.triton_build import private_cache
-    from twill.io.triton_peer import compile_twill, solve_for_compile, twill_graph, twill_slots
+    from twill.triton.build import private_cache
+    from twill.triton.peer import compile_twill, solve_for_compile, twill_graph, twill_slots
 
     check_real(total_time_limit, "total_time_limit")
     deadline = Deadline.after(total_time_limit)  # the whole call: reading, search, compile
@@ -388,7 +388,7 @@ def compile_summary(
     summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=r.problem,
                         picked=r.extra.get("picked"), union=r.extra.get("union"))  # fmt: skip
     if r.assignment and not twill_slots(r):
-        from twill.io.triton_peer import ONE_PARTITION_NOTE
+        from twill.triton.peer import ONE_PARTITION_NOTE
 
         summary.data["partitions"]["why"] = ONE_PARTITION_NOTE
     return summary
@@ -419,8 +419,8 @@ def twill_schedule(total_time_limit: float = 600.0) -> Iterator[list[dict[str, A
     other than sm_90a and sm_100a), keeps Triton's, with a warning and ``why`` in the log.
     Triton caches these kernels under a key that names this mode, apart from its own.
     """
-    from twill.io.triton_build import schedule_hook
-    from twill.io.triton_peer import auto_edit
+    from twill.triton.build import schedule_hook
+    from twill.triton.peer import auto_edit
 
     log: list[dict[str, Any]] = []
     record: dict[str, str] = {}

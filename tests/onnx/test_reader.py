@@ -13,9 +13,10 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from twill.errors import InputFormatError, InvalidProblemError  # noqa: E402
-from twill.io.onnx_model import read_onnx, unique_layers, write_layer_folder  # noqa: E402
+from twill.io.networks import write_layer_folder  # noqa: E402
 from twill.io.timeloop import read_network  # noqa: E402
 from twill.mapping.workload import DIMS, Dim  # noqa: E402
+from twill.onnx.model import read_onnx, unique_layers  # noqa: E402
 
 
 def _w(name, *shape):

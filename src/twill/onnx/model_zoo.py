@@ -332,7 +332,7 @@ def build_model(
         raise InvalidProblemError(
             f"unknown model {name!r}; choose one of {', '.join(MODELS)}", source="--model"
         )
-    from twill.io.model_zoo_text import TEXT_MODELS, build_text_model
+    from twill.onnx.model_zoo_text import TEXT_MODELS, build_text_model
 
     if key in TEXT_MODELS:
         if input_shape is not None:

@@ -170,8 +170,8 @@ def load_yaml_text(text: str, source: str) -> Any:  # noqa: ANN401 (any YAML val
 
 def load_yaml_file(path: str | Path) -> Any:  # noqa: ANN401 (any YAML value)
     """Read and parse a YAML file with :func:`load_yaml_text` (UTF-8 and size-limited, as
-    :func:`~twill.io.text.read_text_file` reads it)."""
-    from twill.io.text import read_text_file
+    :func:`~twill.text.read_text_file` reads it)."""
+    from twill.text import read_text_file
 
     p = Path(path)
     return load_yaml_text(read_text_file(p), str(p))

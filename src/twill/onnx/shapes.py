@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from twill.errors import InputFormatError
-from twill.io.text import MAX_INPUT_BYTES, check_input_file
+from twill.text import MAX_INPUT_BYTES, check_input_file
 
 __all__ = ["FOLD_MAX_ELEMENTS", "load_shaped_model", "static_shapes", "unknown_shape_reason"]
 

@@ -1,6 +1,6 @@
 """Compile a Triton kernel with its loop schedule read, and optionally rewritten, between passes.
 
-Only this module (and :mod:`twill.io.triton_compile`) imports Triton, and only inside
+Only this module (and :mod:`twill.triton.compiler`) imports Triton, and only inside
 functions. Triton 3.9's NVIDIA backend builds TTGIR in one pass manager (``make_ttgir``); here
 the same pass list runs in three parts, with the module printed in between:
 
@@ -47,7 +47,7 @@ def _triton() -> Any:
     try:
         import triton
     except ImportError:
-        from twill.io.triton_compile import INSTALL_HINT
+        from twill.triton.compiler import INSTALL_HINT
 
         raise BackendUnavailableError(INSTALL_HINT) from None
     if triton.__version__ != TRITON_VERSION:
@@ -373,11 +373,11 @@ def build_kernel(
 
     ``edit`` rewrites the loop's schedule (the TTGIR text after ``schedule_loops``); ``key``
     names it in the cache key; ``specialize`` and the signature's hints (``*fp16:16``) give
-    the launch-time divisibility (:func:`twill.io.triton_compile.launch_hints`). Raises
+    the launch-time divisibility (:func:`twill.triton.compiler.launch_hints`). Raises
     :class:`InvalidProblemError` when Triton fails (the message names the part: scheduling,
     pipelining, TTGIR or later).
     """
-    from twill.io.triton_compile import CAPABILITY, fill_constexpr_defaults, launch_hints
+    from twill.triton.compiler import CAPABILITY, fill_constexpr_defaults, launch_hints
 
     triton = _triton()
     from triton.backends.compiler import GPUTarget
@@ -401,7 +401,7 @@ def build_kernel(
         except InvalidProblemError:
             raise
         except Exception as exc:  # Triton's errors have many types
-            from twill.io.triton_compile import triton_reason
+            from twill.triton.compiler import triton_reason
 
             name = getattr(fn, "__name__", "the kernel")
             raise InvalidProblemError(

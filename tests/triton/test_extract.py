@@ -8,11 +8,11 @@ import pytest
 
 from twill.errors import InvalidProblemError
 from twill.io.graph_json import graph_from_dict, graph_to_dict
-from twill.io.triton_extract import extract_graph, extract_loops, extract_ttgir_file
 from twill.options import SolverOptions
 from twill.sched.exact.settings import TwillSettings
 from twill.sched.validate import check_graph
 from twill.triton import SHIPPED_DIR, parse_assignments
+from twill.triton.extract import extract_graph, extract_loops, extract_ttgir_file
 
 GOLDEN = {
     # (file, arch): (ops, unit counts, loop-carried edges)

@@ -31,9 +31,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from twill.io.triton_costs import STREAMED
-from twill.io.ttgir import TtgirOp
 from twill.sched.ir import DependenceGraph, Edge, Instruction
+from twill.triton.costs import STREAMED
+from twill.triton.ttgir import TtgirOp
 
 __all__ = [
     "GROUP_THREADS",
