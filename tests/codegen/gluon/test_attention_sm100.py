@@ -171,3 +171,28 @@ def test_twill_compile_takes_the_gluon_route(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert "Gluon route" in out and "slot 0 -> worker_slot0: load_k, load_v" in out
     assert "spills 0 bytes" in out and "NOT RUNNABLE" not in out
+
+
+def test_why_not_runnable_names_each_limit() -> None:
+    from twill.codegen.gluon.common import why_not_runnable
+
+    ok = ("sm_100a", "tcgen05.mma ...", 168, 199028, 512)
+    assert why_not_runnable(*ok) is None
+    assert "trap" in why_not_runnable("sm_100a", "trap;", 168, 1, 1)
+    assert "256 registers" in why_not_runnable("sm_100a", "", 256, 1, 1)
+    assert "shared memory" in why_not_runnable("sm_100a", "", 168, 227 * 1024 + 1, 1)
+    assert "tensor-memory columns" in why_not_runnable("sm_100a", "", 168, 1, 513)
+    assert why_not_runnable("sm_90a", "", 168, 1, 0) is None
+
+
+@pytest.mark.slow
+def test_twill_compile_takes_the_gluon_route_on_h100() -> None:
+    """The same on sm_90a, through the H100 template (attention_sm90)."""
+    pytest.importorskip("triton")
+    from twill.triton import compile_summary
+
+    d = compile_summary(f"{SHIPPED / 'kernels.py'}:fa_fwd", "sm_90a", total_time_limit=300).data
+    assert d["route"] == "gluon" and d["runnable"] and d["spills"] == 0
+    assert (d["I"], d["L"]) == (28, 43) and d["partitions"]["applied"]
+    used = {w for ws in d["partitions"]["twill"].values() for w in ws}
+    assert sorted(f["slot"] for f in d["partitions"]["functions"]) == sorted(used)
