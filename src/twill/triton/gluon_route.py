@@ -29,12 +29,15 @@ __all__ = ["PINNED_SUFFIX", "gluon_summary", "template_for"]
 #: Appended to the problem's name when Twill's model was re-solved with each template role's
 #: ops pinned to one slot.
 PINNED_SUFFIX = "+gluon-roles-pinned"
-#: What the Gluon template takes for granted of the launch.
-GLUON_ASSUMED = (
-    "Gluon template: q, k, v, o are fp16 [batch*heads*seq_len, 128] TMA descriptors with "
-    "128 x 128 blocks; seq_len a multiple of 256 (two 128-row Q tiles per program, 128-key "
-    "blocks, no masking); grid (seq_len / 256, batch*heads)"
-)
+#: What each Gluon template takes for granted of the launch.
+GLUON_ASSUMED = {
+    "sm_100a": "Gluon template: q, k, v, o are fp16 [batch*heads*seq_len, 128] TMA descriptors "
+    "with 128 x 128 blocks; seq_len a multiple of 256 (two 128-row Q tiles per program, 128-key "
+    "blocks, no masking); grid (seq_len / 256, batch*heads)",
+    "sm_90a": "Gluon template: q, k, v, o are fp16 [batch*heads*seq_len, 128]; seq_len a "
+    "multiple of 128 (a 128-row Q block per program in two 64-row halves, 128-key blocks, no "
+    "masking); grid (seq_len / 128, batch*heads)",
+}
 #: What a template does not take of Twill's schedule, per architecture.
 ORDER_NOTE = {
     "sm_100a": ("each partition runs its roles in ROLE_ORDER per K/V block (not by Twill's "
@@ -172,7 +175,7 @@ def _summary_data(
         "kept": {"stages": [], "partitions": sorted(on)},
         "changed": {"stages": {}, "not_expressed": sorted(stages), "matched_by_location_only": {},
                     "partitions": []},
-        "num_warps": kernel.num_warps, "assumed": [*assumed_notes(ks), GLUON_ASSUMED],
+        "num_warps": kernel.num_warps, "assumed": [*assumed_notes(ks), GLUON_ASSUMED[ks.arch]],
         "triton_scheduled": True,
         "gluon": {**plan.to_dict(), "notes": [*ORDER_NOTE.get(ks.arch, ()), *kernel.notes],
                   "ran_on_gpu": False},
