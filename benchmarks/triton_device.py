@@ -9,7 +9,9 @@ written onto the loop), check both outputs against a PyTorch reference, and time
 ``twill_ok`` (output within tolerance), ``error`` (a launch that failed, e.g. a kernel whose
 buffers exceed the SM). ``fa_fwd_gluon`` compares Triton's default ``fa_fwd`` with the Gluon
 kernel built from Twill's checked-in schedule of that loop (``twill_ms``; on ``sm_90a``
-:func:`twill.codegen.gluon.attention_sm90.launch_sm90`). Without a GPU it says so and exits 0.
+:func:`twill.codegen.gluon.attention_sm90.launch_sm90`, on ``sm_100a``
+:func:`twill.codegen.gluon.attention_sm100.launch_sm100`, not yet run on a GPU). Without a
+GPU it says so and exits 0.
 
     .venv/bin/python benchmarks/triton_device.py [--kernels gemm ...] [--size N] [--json]
 """
@@ -126,23 +128,26 @@ def _gluon_launch(arch: str, n: int, q: Any, k: Any, v: Any, scale: float) -> Ca
     from pathlib import Path
 
     from twill.codegen.gluon import plan as gluon_plan
+    from twill.codegen.gluon.attention_sm90 import attention_roles_sm90, launch_sm90
+    from twill.codegen.gluon.attention_sm100 import launch_sm100
     from twill.triton import SHIPPED_DIR
     from twill.triton.extract import extract_loops, read_ttgir_file
     from twill.triton.schedule import graph_ops
 
-    if arch != "sm_90a":
-        raise NotImplementedError(f"no Gluon launcher for {arch} in this script yet")
-    from twill.codegen.gluon.attention_sm90 import attention_roles_sm90, launch_sm90
-
     text = read_ttgir_file(SHIPPED_DIR / f"fa_fwd.{arch}.ttgir")
     loop = extract_loops(text, arch=arch)[0]
-    roles = attention_roles_sm90(graph_ops(loop, text), loop.graph)
+    find = attention_roles_sm90 if arch == "sm_90a" else gluon_plan.attention_roles
+    roles = find(graph_ops(loop, text), loop.graph)
     root = Path(__file__).resolve().parents[1]
     answer = json.loads((root / "tests/data/triton_schedules" / f"fa_fwd.{arch}.json").read_text())
     sched, assign = answer["schedule"], answer["assignment"]
+    if gluon_plan.split_roles(roles, assign):  # each role whole, as twill compile's route does
+        assign = gluon_plan.pin_roles(roles, assign, loop.graph)
     plan = gluon_plan.plan_from_schedule(
         arch, roles, sched, assign, answer["I"], answer["L"], "checked-in answer"
     )
+    if arch == "sm_100a":
+        return lambda: launch_sm100(plan, q, k, v, n, scale)
     return lambda: launch_sm90(plan, q, k, v, n, scale, sched)
 
 

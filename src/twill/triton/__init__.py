@@ -384,7 +384,7 @@ def compile_summary(
         r = solve_for_compile(extracted.graph, total_time_limit, search, ks.num_warps)
         if r.I is None or r.L is None or r.schedule is None:
             return None
-        summary, why_not_gluon = _gluon_route(ks, r, extracted, ttgir)
+        summary, why_not_gluon = _gluon_route(ks, r, extracted, ttgir, deadline)
         if summary is None:
             summary = compile_twill(ks, r.schedule, twill_slots(r), r.I, r.L, extracted, ttgir)
             summary.data["route"] = "attributes"
@@ -400,7 +400,9 @@ def compile_summary(
     return summary
 
 
-def _gluon_route(ks: Any, r: Any, extracted: Any, ttgir: str) -> tuple[Any, str | None]:  # noqa: ANN401
+def _gluon_route(
+    ks: Any, r: Any, extracted: Any, ttgir: str, deadline: Deadline
+) -> tuple[Any, str | None]:  # noqa: ANN401, E501
     """The Gluon route's summary when it applies to a warp-specialised answer
     (:func:`twill.triton.gluon_route.gluon_summary`), else ``(None, why)``; ``why`` is
     ``None`` where Twill's answer has no partitions to write."""
@@ -410,7 +412,7 @@ def _gluon_route(ks: Any, r: Any, extracted: Any, ttgir: str) -> tuple[Any, str 
     if not twill_slots(r):
         return None, None
 
-    return gluon_summary(ks, r, extracted, ttgir)
+    return gluon_summary(ks, r, extracted, ttgir, deadline.within())
 
 
 def compile(spec: str, arch: str, *args: Any, **kwargs: Any) -> Any:  # noqa: A001

@@ -77,7 +77,7 @@ def _tiles_fit(arch: str, ttgir_lines: list[str]) -> str | None:
     return None
 
 
-def _pinned(graph: Any, roles: dict, r: Any) -> tuple[dict, dict, dict]:  # noqa: ANN401
+def _pinned(graph: Any, roles: dict, r: Any, seconds: float) -> tuple[dict, dict, dict]:  # noqa: ANN401
     """Twill's model at its own I and L with each role's ops on one slot (Twill's answer as
     the hint): ``(schedule, assignment, moved)``. Raises when the model refutes or cannot
     decide it in :data:`PIN_CHECK_SECONDS`."""
@@ -85,12 +85,12 @@ def _pinned(graph: Any, roles: dict, r: Any) -> tuple[dict, dict, dict]:  # noqa
     from twill.sched.exact.settings import SolverOptions
 
     pins = pin_roles(roles, r.assignment, graph)
-    got = swp_and_ws(graph, r.I, r.L, SolverOptions(time_limit=PIN_CHECK_SECONDS),
+    got = swp_and_ws(graph, r.I, r.L, SolverOptions(time_limit=seconds),
                      fixed_warps=pins, hint=r.schedule)  # fmt: skip
     if got.answer != "sat":
         raise InvalidProblemError(
             f"Twill's answer splits template roles over slots and its model with each role on "
-            f"one slot is {got.answer} at I = {r.I}, L = {r.L}"
+            f"one slot is {got.answer} at I = {r.I}, L = {r.L} (within {seconds:.0f} s)"
         )
     slots = {v: (w,) if isinstance(w, int) else tuple(w) for v, w in r.assignment.items()}
     moved = {v: {"twill": list(slots[v]), "gluon": list(pins[v])} for v in pins
@@ -103,9 +103,11 @@ def gluon_summary(
     r: Any,  # noqa: ANN401 (Twill's answer)
     extracted: Any,  # noqa: ANN401 (the ExtractedLoop)
     ttgir: str,
+    seconds_left: float | None = None,
 ) -> tuple[Any, str | None]:
     """The Gluon route's :class:`~twill.triton.peer.CompileSummary` of ``ks`` with Twill's
-    answer ``r``, or ``(None, why)``."""
+    answer ``r``, or ``(None, why)``; ``seconds_left`` bounds the check of pinned roles (at
+    most :data:`PIN_CHECK_SECONDS`; half of what is left, the rest for the compiles)."""
     from twill.triton.peer import CompileSummary
     from twill.triton.schedule import graph_ops
 
@@ -124,7 +126,8 @@ def gluon_summary(
             return None, why
         schedule, assignment, moved, problem = r.schedule, r.assignment, {}, r.problem
         if split_roles(roles, assignment):
-            schedule, assignment, moved = _pinned(graph, roles, r)
+            budget = PIN_CHECK_SECONDS if seconds_left is None else seconds_left / 2
+            schedule, assignment, moved = _pinned(graph, roles, r, min(PIN_CHECK_SECONDS, budget))
             problem = f"{r.problem}{PINNED_SUFFIX}"
         plan = plan_from_schedule(ks.arch, roles, schedule, assignment, r.I, r.L, problem)
         kernel = build(plan, schedule)

@@ -27,7 +27,7 @@ from twill.codegen.gluon.common import GluonKernel, compile_gluon
 from twill.codegen.gluon.plan import ROLE_ORDER, AttentionPlan
 from twill.errors import InvalidProblemError
 
-__all__ = ["attention_forward_sm100", "gluon_kernel", "role_mask"]
+__all__ = ["attention_forward_sm100", "gluon_kernel", "launch_sm100", "role_mask"]
 
 try:  # the kernel is defined only with Triton installed (the ``triton`` extra)
     from triton.experimental import gluon
@@ -306,11 +306,9 @@ def gluon_kernel() -> Any:  # noqa: ANN401 (a GluonJITFunction)
     return fa_fwd_sm100 if gluon is not None else None
 
 
-def attention_forward_sm100(plan: AttentionPlan) -> GluonKernel:
-    """Compile the B200 FlashAttention forward with ``plan``'s partitions and ring depth
-    (sm_100a, no GPU needed). Raises :class:`InvalidProblemError` when the plan does not fit
-    the template (more than four partitions, tile sizes other than 128, a ring that
-    overflows shared memory) or Triton cannot compile it."""
+def _checked_constexprs(plan: AttentionPlan) -> dict[str, Any]:
+    """The kernel's constexprs for ``plan`` (roles, warps and registers per partition, ring
+    depth), after checking that the plan fits the template."""
     from twill.codegen.gluon.common import SMEM_LIMIT
 
     if gluon is None:
@@ -328,16 +326,56 @@ def attention_forward_sm100(plan: AttentionPlan) -> GluonKernel:
         )
     workers = parts[1:]
     pad = (0,) * (3 - len(workers))
-    consts = {
+    return {
         "STAGES": plan.kv_stages,
         "R": tuple(role_mask(p.roles) for p in parts) + pad,
         "W": tuple(p.warps for p in workers) + pad,
         "G": tuple(p.regs for p in workers) + pad,
         "WORKERS": len(workers),
     }
+
+
+def attention_forward_sm100(plan: AttentionPlan) -> GluonKernel:
+    """Compile the B200 FlashAttention forward with ``plan``'s partitions and ring depth
+    (sm_100a, no GPU needed). Raises :class:`InvalidProblemError` when the plan does not fit
+    the template (more than four partitions, tile sizes other than 128, a ring that
+    overflows shared memory) or Triton cannot compile it."""
+    consts = _checked_constexprs(plan)
     desc = _descriptor_type()
     sig = {"q_desc": desc, "k_desc": desc, "v_desc": desc, "o_desc": desc, "seq_len": "i32",
            "sm_scale": "fp32"}  # fmt: skip
-    kernel = compile_gluon(fa_fwd_sm100, "sm_100a", sig, consts, num_warps=parts[0].warps)
-    kernel.partitions = [p.to_dict() for p in parts]
+    kernel = compile_gluon(fa_fwd_sm100, "sm_100a", sig, consts, num_warps=plan.partitions[0].warps)
+    kernel.partitions = [p.to_dict() for p in plan.partitions]
     return kernel
+
+
+def launch_sm100(
+    plan: AttentionPlan,
+    q: Any,  # noqa: ANN401 (torch tensors: [batch*heads*seq_len, 128] fp16 on a B200)
+    k: Any,  # noqa: ANN401
+    v: Any,  # noqa: ANN401
+    seq_len: int,
+    sm_scale: float,
+) -> Any:  # noqa: ANN401
+    """Run ``plan``'s kernel on the GPU (the shipped ``fa_fwd``'s layout: each batch*head's
+    rows one after another, ``seq_len`` a multiple of 256); returns O. Not yet run on a GPU:
+    ``benchmarks/triton_device.py`` checks it against torch when one is lent."""
+    import torch
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    rows = 2 * BLOCK_M
+    if seq_len <= 0 or seq_len % rows or q.shape[0] % seq_len or tuple(q.shape[1:]) != (HEAD_DIM,):
+        raise InvalidProblemError(
+            f"q of shape {tuple(q.shape)}: rows a multiple of seq_len {seq_len}, itself a "
+            f"positive multiple of {rows}, and {HEAD_DIM} columns"
+        )
+    o = torch.empty_like(q)
+    layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], gl.float16)
+
+    def desc(t: Any) -> Any:  # noqa: ANN401
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), [BLOCK_M, HEAD_DIM], layout)
+
+    grid = (seq_len // rows, q.shape[0] // seq_len)
+    fa_fwd_sm100[grid](desc(q), desc(k), desc(v), desc(o), seq_len, sm_scale,
+                       **_checked_constexprs(plan), num_warps=plan.partitions[0].warps)  # fmt: skip
+    return o

@@ -243,7 +243,7 @@ def plan_from_schedule(
         raise InvalidProblemError("Twill put compute roles on the TMA slot: not expressible")
     return AttentionPlan(
         arch=arch,
-        partitions=_partitions(slot_roles, roles, assignment),
+        partitions=_partitions(slot_roles, roles, assignment, arch),
         kv_stages=kv_ring_depth(roles, schedule, II),
         I=II,
         L=L,
@@ -261,16 +261,21 @@ def _partitions(
     slot_roles: Mapping[int, list[str]],
     roles: Mapping[str, Sequence[str]],
     assignment: Mapping[str, Any],
+    arch: str,
 ) -> tuple[Partition, ...]:
     """Default partition: the compute slot holding the correction of sub-tile 0 (it writes
-    the output); the TMA slot a 1-warp worker. Registers (the template's rule): a partition
-    with a softmax role :data:`SOFTMAX_REGS`, the others share what is left of the file
-    (the TMA warp and the three warps padding it to a warp group at :data:`LOAD_REGS`)."""
+    the output); the TMA slot a 1-warp worker. Registers (the templates' rule): on sm_100a a
+    partition with a softmax role :data:`SOFTMAX_REGS`, the others share what is left of the
+    file (the TMA warp and the three warps padding it to a warp group at
+    :data:`LOAD_REGS`); on sm_90a the compute groups share it evenly."""
     load_slot = _slots(assignment, roles["load_k"][0])[0]
     compute = sorted(w for w in slot_roles if w != load_slot)
     first = _slots(assignment, roles["correction0"][0])[0]
     soft = [w for w in compute if any(r.startswith("softmax") for r in slot_roles[w])]
-    left = REGISTER_FILE - 32 * GROUP_WARPS * (LOAD_REGS + SOFTMAX_REGS * len(soft))
+    if arch != "sm_100a":
+        soft = []
+    pad = GROUP_WARPS if arch == "sm_100a" else LOAD_WARPS  # Triton pads the TMA warp there
+    left = REGISTER_FILE - 32 * (pad * LOAD_REGS + GROUP_WARPS * SOFTMAX_REGS * len(soft))
     others = len(compute) - len(soft)
     rest = min(255, left // max(others, 1) // (32 * GROUP_WARPS) // 8 * 8)
     if rest < 64:
