@@ -33,7 +33,7 @@ twill.errors.InvalidProblemError: threads must be an integer in [1, 1024], found
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -43,6 +43,9 @@ from twill.errors import ArgumentTypeError, InvalidProblemError
 _S = TypeVar("_S")
 
 __all__ = ["MIN_SLICE", "SolverOptions"]
+
+#: The fields holding one method's typed settings (read through :func:`method_settings`).
+_METHOD_SLOTS = ("gaus", "gumbel", "twill", "cosa", "search", "fadiff")
 
 
 @dataclass(frozen=True)
@@ -200,32 +203,23 @@ class SolverOptions:
         """Pickled with a plain dict for ``extra`` (a read-only view does not pickle) and a
         started deadline as the seconds left (re-anchored when unpickled), so that options
         and their callback reach a worker process."""
-        fields = (self.time_limit, self.threads, self.seed, dict(self.extra), self.on_progress,
-                  self.gaus, self.gumbel, self.workers, self.twill, self.cosa, self.search,
-                  self.fadiff, self.deadline, self.method)  # fmt: skip
-        return (_unpickled, (type(self), fields))
+        values = (getattr(self, f.name) for f in fields(self))
+        plain = tuple(dict(v) if isinstance(v, MappingProxyType) else v for v in values)
+        return (_unpickled, (type(self), plain))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready settings (the callback is left out)."""
-        return {
-            "time_limit": self.time_limit,
-            "threads": self.threads,
-            "seed": self.seed,
-            "workers": self.workers,
-            **({"method": self.method} if self.method else {}),
-            "extra": dict(self.extra),
-            **{
-                k: getattr(self, k).to_dict()
-                for k in ("gaus", "gumbel", "twill", "cosa", "search", "fadiff")
-                if getattr(self, k)
-            },  # fmt: skip
-        }
+        out = {k: getattr(self, k) for k in ("time_limit", "threads", "seed", "workers")}
+        if self.method:
+            out["method"] = self.method
+        out["extra"] = dict(self.extra)
+        return out | {k: v.to_dict() for k in _METHOD_SLOTS if (v := getattr(self, k))}
 
 
-def _unpickled(cls: type[SolverOptions], fields: tuple[Any, ...]) -> Any:
+def _unpickled(cls: type[SolverOptions], values: tuple[Any, ...]) -> Any:
     """Options rebuilt in the receiving process (a started deadline re-anchors itself on the
     receiving clock, :class:`~twill.deadline.Deadline`)."""
-    return cls(*fields)
+    return cls(*values)
 
 
 def method_settings(options: SolverOptions, name: str, kind: type[_S]) -> _S:

@@ -87,3 +87,43 @@ def test_warp_liveness_reports_every_cycle_over_the_register_limit():
     over = sorted(v.at["t"] for v in got if v.rule == "registers")
     assert over and over == list(range(over[0], over[0] + len(over)))
     assert all(v.value == 200 and v.limit == 150 for v in got if v.rule == "registers")
+
+
+class TestStartSteps:
+    """The start-vector form (GauS, its baselines) runs the same checks on the array view."""
+
+    def test_agrees_with_the_map_form(self):
+        import numpy as np
+
+        from twill.sched.gaus.graph import gaus_view
+        from twill.sched.verify import verify_start_steps
+
+        view = gaus_view(FIG1)
+        for starts in (
+            {"S": 0, "P": 1, "O": 2},
+            {"S": 0, "P": 2, "O": 3},
+            {"S": 3, "P": 1, "O": 0},
+        ):
+            t = np.array([starts[n] for n in view.names])
+            for II in (1, 2, 3):
+                assert verify_start_steps(view, t, II) == verify_modulo_schedule(FIG1, starts, II)
+            assert verify_start_steps(view, t) == verify_dag_schedule(FIG1, starts)
+
+    def test_window_shape_and_integrality(self):
+        import numpy as np
+
+        from twill.sched.gaus.graph import gaus_view
+        from twill.sched.verify import verify_start_steps
+
+        view = gaus_view(FIG1)
+        late = verify_start_steps(view, np.array([0, 2, 9]), 2, D=5)
+        assert [(v.rule, v.at, v.limit) for v in late] == [("latency_bound", {"op": "O"}, 4)]
+        assert rules(verify_start_steps(view, np.array([0, 2]))) == ["shape"]
+        assert rules(verify_start_steps(view, np.array([0.0, 2.5, 3.0]))) == ["non_integer_start"]
+        assert verify_start_steps(view, np.array([0.0, 2.0, 3.0]), 2) == []
+
+    def test_gaus_problem_reports_each_violation_once(self):
+        from twill.sched.gaus.problem import GauSProblem
+
+        bad = GauSProblem(FIG1, "C", D=6, II=2).verify({"S": 0, "P": 0, "O": 3})
+        assert [v.rule for v in bad.violations] == ["dependence"]

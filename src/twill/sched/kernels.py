@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.sched.kernel_ops import tma_load, unit_op
 from twill.sched.kernels_backward import (
     flash_attention_backward_blackwell,
     flash_attention_backward_hopper,
@@ -47,17 +48,9 @@ _REGS_PER_THREAD = 255
 _FA3_CONSUMER_REGS = 240  # setmaxnreg of FA3's consumer warp groups
 
 
-def _one(fu: str, cycles: int = 1) -> dict[str, tuple[int, ...]]:
-    """RRT of an op holding one unit of ``fu`` for ``cycles`` cycles."""
-    return {fu: (1,) * cycles}
-
-
 def _kv_loads(tile: int) -> list[Instruction]:
-    """The TMA loads of one K and one V tile (``tile`` bytes of shared memory each): streaming,
-    variable-latency ops (paper §5.3) on the TMA unit."""
-    return [Instruction(f"LOAD_{x}", 1, _one("TMA"), footprint={"smem": tile},
-                        variable_latency=True, streaming=True, unit="TMA",
-                        note=f"TMA load of a 128x128 {x} tile") for x in "KV"]  # fmt: skip
+    """The TMA loads of one K and one V tile (``tile`` bytes of shared memory each)."""
+    return [tma_load(f"LOAD_{x}", tile, f"TMA load of a 128x128 {x} tile") for x in "KV"]
 
 
 def flash_attention_forward_simplified() -> DependenceGraph:
@@ -91,13 +84,10 @@ def flash_attention_forward_simplified() -> DependenceGraph:
         note="Fig. 1 model: registers unconstrained (paper Fig. 1); 1 cycle = 1024 SM clocks",
     )
     instructions = (
-        Instruction("S", 1, _one("TC"), regs=128, warps=4, spill_cost=1, unit="TC",
-                    note="128x128x128 GEMM: 1024 clk"),
-        Instruction("P", 1, _one("EXP"), regs=64, warps=4, spill_cost=1, unit="EXP",
-                    note="exp of 128x128: 1024 clk"),
-        Instruction("O", 1, _one("TC"), regs=128, warps=4, spill_cost=1, unit="TC",
-                    note="128x128x128 GEMM accumulate: 1024 clk"),
-    )  # fmt: skip
+        unit_op("S", "TC", "128x128x128 GEMM: 1024 clk", regs=128, warps=4),
+        unit_op("P", "EXP", "exp of 128x128: 1024 clk", regs=64, warps=4),
+        unit_op("O", "TC", "128x128x128 GEMM accumulate: 1024 clk", regs=128, warps=4),
+    )
     edges = (Edge("S", "P", 1), Edge("P", "O", 1), Edge("O", "O", 1, 1))
     return DependenceGraph("flash_attention_forward_simplified", instructions, edges, machine)
 
@@ -157,15 +147,11 @@ def flash_attention_forward_hopper() -> DependenceGraph:
     for j in (0, 1):
         s, p, r, o = f"S{j}", f"P{j}", f"R{j}", f"O{j}"
         ins += [
-            Instruction(s, 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
-                        note="64x128x128 WGMMA: 512 clk"),
-            Instruction(p, 1, _one("EXP"), regs=64, warps=4, spill_cost=1, unit="EXP",
-                        note="row max + exp2 of 64x128: 512 MUFU clk"),
-            Instruction(r, 1, _one("FMA"), regs=32, warps=4, spill_cost=1, unit="FMA",
-                        note="row sum, rescale O, pack P to FP16: 384 clk"),
-            Instruction(o, 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
-                        note="64x128x128 WGMMA accumulate: 512 clk"),
-        ]  # fmt: skip
+            unit_op(s, "TC", "64x128x128 WGMMA: 512 clk", regs=64, warps=4),
+            unit_op(p, "EXP", "row max + exp2 of 64x128: 512 MUFU clk", regs=64, warps=4),
+            unit_op(r, "FMA", "row sum, rescale O, pack P to FP16: 384 clk", regs=32, warps=4),
+            unit_op(o, "TC", "64x128x128 WGMMA accumulate: 512 clk", regs=64, warps=4),
+        ]
         edges += [
             Edge("LOAD_K", s, 0),
             Edge(s, p, 1),
@@ -244,10 +230,10 @@ def flash_attention_forward_blackwell(*, subtiled: bool = True) -> DependenceGra
         ins += [
             Instruction(s, 1, {"TC": (k,)}, footprint={"tmem": acc * k}, spill_cost=0,
                         unit="TC", note=f"{rows}x128x128 UMMA into TMEM: {512 * k} clk"),
-            Instruction(p, k, _one("EXP", k), regs=128, warps=4 * k, spill_cost=0, unit="EXP",
-                        note=f"exp of {rows}x128: {1024 * k} clk; P aliases S's TMEM columns"),
-            Instruction(c, k, _one("TMEM", k), regs=128, warps=4 * k, spill_cost=0, unit="TMEM",
-                        note="rescale O: tcgen05.ld/st of the accumulator"),
+            unit_op(p, "EXP", f"exp of {rows}x128: {1024 * k} clk; P aliases S's TMEM columns",
+                    cycles=k, regs=128, warps=4 * k, spill_cost=0),
+            unit_op(c, "TMEM", "rescale O: tcgen05.ld/st of the accumulator", cycles=k,
+                    regs=128, warps=4 * k, spill_cost=0),
             Instruction(o, 1, {"TC": (k,)}, footprint={"tmem": acc * k}, spill_cost=0,
                         unit="TC", note=f"{rows}x128x128 UMMA accumulate: {512 * k} clk"),
         ]  # fmt: skip
@@ -292,15 +278,10 @@ def simple_gemm_pipeline() -> DependenceGraph:
     )
     half = 128 * 64 * 2
     ins = (
-        Instruction("TMA_A", 1, _one("TMA"), footprint={"smem": half}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a 128x64 A tile"),
-        Instruction("TMA_B", 1, _one("TMA"), footprint={"smem": half}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a 64x128 B tile"),
-        Instruction("MMA0", 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
-                    note="64x128x64 WGMMA: 256 clk"),
-        Instruction("MMA1", 1, _one("TC"), regs=64, warps=4, spill_cost=1, unit="TC",
-                    note="64x128x64 WGMMA: 256 clk"),
-    )  # fmt: skip
+        tma_load("TMA_A", half, "TMA load of a 128x64 A tile"),
+        tma_load("TMA_B", half, "TMA load of a 64x128 B tile"),
+        *(unit_op(m, "TC", "64x128x64 WGMMA: 256 clk", regs=64, warps=4) for m in ("MMA0", "MMA1")),
+    )
     edges = tuple(Edge(src, mma, 0) for mma in ("MMA0", "MMA1") for src in ("TMA_A", "TMA_B")) + (
         Edge("MMA0", "MMA0", 1, 1),
         Edge("MMA1", "MMA1", 1, 1),

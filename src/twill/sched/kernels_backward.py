@@ -28,29 +28,23 @@ Preconditions: none (factories).
 from __future__ import annotations
 
 from twill.sched.ir import DependenceGraph, Edge, Instruction, MachineDescription
+from twill.sched.kernel_ops import tma_load, unit_op
 
 __all__ = ["flash_attention_backward_hopper", "flash_attention_backward_blackwell"]
 
 _KIB = 1024
 
 
-def _one(fu: str, cycles: int = 1) -> dict[str, tuple[int, ...]]:
-    return {fu: (1,) * cycles}
-
-
 def _loads(q_bytes: int, do_bytes: int) -> list[Instruction]:
     return [
-        Instruction("LOAD_Q", 1, _one("TMA"), footprint={"smem": q_bytes}, variable_latency=True,
-                    streaming=True, unit="TMA", note="TMA load of a Q block and its LSE"),
-        Instruction("LOAD_DO", 1, _one("TMA"), footprint={"smem": do_bytes},
-                    variable_latency=True, streaming=True, unit="TMA",
-                    note="TMA load of a dO block and its D = rowsum(dO * O)"),
-    ]  # fmt: skip
+        tma_load("LOAD_Q", q_bytes, "TMA load of a Q block and its LSE"),
+        tma_load("LOAD_DO", do_bytes, "TMA load of a dO block and its D = rowsum(dO * O)"),
+    ]
 
 
 def _dq_add() -> Instruction:
-    return Instruction("DQ_ADD", 1, _one("TMA"), variable_latency=True, unit="TMA",
-                       note="TMA reduce-add of dQ into global memory (atomic)")  # fmt: skip
+    return unit_op("DQ_ADD", "TMA", "TMA reduce-add of dQ into global memory (atomic)",
+                   spill_cost=0, variable_latency=True)  # fmt: skip
 
 
 def flash_attention_backward_hopper() -> DependenceGraph:
@@ -98,21 +92,19 @@ def flash_attention_backward_hopper() -> DependenceGraph:
     )
     blk = 64 * 128 * 2  # an FP16 64x128 tile
     gemm = "64x128x128 WGMMA: 512 clk"
+    staged = {"smem": blk}
     ins = _loads(blk, blk) + [
-        Instruction("S", 1, _one("TC"), regs=32, warps=8, spill_cost=1, unit="TC", note=gemm),
-        Instruction("dP", 1, _one("TC"), regs=32, warps=8, spill_cost=1, unit="TC", note=gemm),
-        Instruction("P", 1, _one("EXP"), regs=32, footprint={"smem": blk}, warps=8,
-                    spill_cost=1, unit="EXP", note="exp of 64x128: 512 MUFU clk"),
-        Instruction("dS", 1, _one("FMA"), regs=32, footprint={"smem": blk}, warps=8,
-                    spill_cost=1, unit="FMA", note="P * (dP - D), pack to FP16: 192 clk"),
-        Instruction("dV", 1, _one("TC"), regs=64, warps=8, spill_cost=1, unit="TC",
-                    note="dV += P^T dO, 128x128x64 WGMMA: 512 clk"),
-        Instruction("dK", 1, _one("TC"), regs=64, warps=8, spill_cost=1, unit="TC",
-                    note="dK += dS^T Q, 128x128x64 WGMMA: 512 clk"),
-        Instruction("dQ", 1, _one("TC"), regs=32, warps=8, spill_cost=1, unit="TC",
-                    note="dQ = dS K, 64x128x128 WGMMA: 512 clk"),
+        unit_op("S", "TC", gemm, regs=32, warps=8),
+        unit_op("dP", "TC", gemm, regs=32, warps=8),
+        unit_op("P", "EXP", "exp of 64x128: 512 MUFU clk", regs=32, footprint=staged, warps=8),
+        unit_op(
+            "dS", "FMA", "P * (dP - D), pack to FP16: 192 clk", regs=32, footprint=staged, warps=8
+        ),
+        unit_op("dV", "TC", "dV += P^T dO, 128x128x64 WGMMA: 512 clk", regs=64, warps=8),
+        unit_op("dK", "TC", "dK += dS^T Q, 128x128x64 WGMMA: 512 clk", regs=64, warps=8),
+        unit_op("dQ", "TC", "dQ = dS K, 64x128x128 WGMMA: 512 clk", regs=32, warps=8),
         _dq_add(),
-    ]  # fmt: skip
+    ]
     edges = (
         Edge("LOAD_Q", "S", 0),
         Edge("LOAD_DO", "dP", 0),
@@ -180,23 +172,28 @@ def flash_attention_backward_blackwell() -> DependenceGraph:
     blk = 128 * 128 * 2  # a BF16 128x128 tile
     acc = {"tmem": 128 * 128 * 4}  # a 128x128 FP32 accumulator in TMEM
     umma = "128x128x128 UMMA into TMEM: 512 clk"
+    staged = {"smem": blk}
     ins = _loads(blk, blk) + [
-        Instruction("S", 1, _one("TC"), footprint=acc, spill_cost=1, unit="TC", note=umma),
-        Instruction("dP", 1, _one("TC"), footprint=acc, spill_cost=1, unit="TC", note=umma),
-        Instruction("P", 2, _one("EXP", 2), regs=64, footprint={"smem": blk}, warps=4,
-                    spill_cost=1, unit="EXP", note="exp of 128x128: 1024 MUFU clk"),
-        Instruction("dS", 1, _one("FMA"), regs=64, footprint={"smem": blk}, warps=4,
-                    spill_cost=1, unit="FMA", note="P * (dP - D), pack to BF16: 384 clk"),
-        Instruction("dV", 1, _one("TC"), footprint=acc, spill_cost=1, unit="TC",
-                    note="dV += P^T dO: 512 clk"),
-        Instruction("dK", 1, _one("TC"), footprint=acc, spill_cost=1, unit="TC",
-                    note="dK += dS^T Q: 512 clk"),
-        Instruction("dQ", 1, _one("TC"), footprint=acc, spill_cost=1, unit="TC",
-                    note="dQ = dS K: 512 clk"),
-        Instruction("DQ_LD", 1, _one("TMEM"), regs=128, warps=4, spill_cost=1, unit="TMEM",
-                    note="tcgen05.ld of dQ, store to shared memory"),
+        unit_op("S", "TC", umma, footprint=acc),
+        unit_op("dP", "TC", umma, footprint=acc),
+        unit_op(
+            "P",
+            "EXP",
+            "exp of 128x128: 1024 MUFU clk",
+            cycles=2,
+            regs=64,
+            footprint=staged,
+            warps=4,
+        ),
+        unit_op(
+            "dS", "FMA", "P * (dP - D), pack to BF16: 384 clk", regs=64, footprint=staged, warps=4
+        ),
+        unit_op("dV", "TC", "dV += P^T dO: 512 clk", footprint=acc),
+        unit_op("dK", "TC", "dK += dS^T Q: 512 clk", footprint=acc),
+        unit_op("dQ", "TC", "dQ = dS K: 512 clk", footprint=acc),
+        unit_op("DQ_LD", "TMEM", "tcgen05.ld of dQ, store to shared memory", regs=128, warps=4),
         _dq_add(),
-    ]  # fmt: skip
+    ]
     edges = (
         Edge("LOAD_Q", "S", 0),
         Edge("LOAD_DO", "dP", 0),

@@ -39,7 +39,12 @@ from typing import Any, TypeVar
 import numpy as np
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.twin import LoopNest, sliding_input_fills, tile_footprints
+from twill.mapping.cost.twin import (
+    LoopNest,
+    served_accesses,
+    sliding_input_fills,
+    tile_footprints,
+)
 from twill.mapping.mapping import Mapping
 from twill.mapping.workload import ALL_DIMS, DIMS, OPERANDS, RELEVANT, Layer, Operand
 
@@ -542,26 +547,12 @@ def _batch_reads_updates(
     trel_o = np.prod(np.where(_REL[2], T, 1.0), axis=2)  # (B, L)
     above_o = np.ones((B, L))
     above_o[:, :-1] = np.cumprod(trel_o[:, ::-1], axis=1)[:, ::-1][:, 1:]
-    for vi, v in enumerate(OPERANDS):
-        child = None
-        for m in range(L):
-            if not K[m, vi]:
-                continue
-            if child is None:
-                base = compute * cprel[:, m, vi]
-            else:
-                base = fills[:, child, vi] * cprel[:, m, vi] / cprel[:, child, vi]
-            if v is Operand.O:
-                updates[:, m, vi] = base
-                distinct = tiles[:, m, vi] * above_o[:, m]
-                if opts.psum_reads == "fills" and m < L - 1:
-                    first_writes = fills[:, m, vi]
-                else:
-                    first_writes = distinct
-                reads[:, m, vi] = np.maximum(base - first_writes, 0.0)
-            else:
-                reads[:, m, vi] = base
-            child = m
+    served = served_accesses(K, compute, cprel, lambda m, v: fills[:, m, v], tiles, above_o,
+                             opts.psum_reads == "fills")  # fmt: skip
+    for (m, vi), (r, u) in served.items():
+        reads[:, m, vi] = r
+        if u is not None:
+            updates[:, m, vi] = u
     return reads, updates
 
 

@@ -13,6 +13,7 @@ when a tensor is passed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -27,7 +28,7 @@ if TYPE_CHECKING:  # torch only for annotations: the NumPy paths never import it
 else:
     Array = TypeVar("Array")
 
-__all__ = ["LoopNest", "array_module", "sliding_input_fills", "tile_footprints"]
+__all__ = ["LoopNest", "array_module", "served_accesses", "sliding_input_fills", "tile_footprints"]
 
 _R, _S, _P, _Q, _C, _K, _N, _G = range(8)  # ALL_DIMS: R, S, P, Q, C, K, N, G
 
@@ -119,3 +120,41 @@ def sliding_input_fills(
     delta = tile * new / span
     sliding = nest.suffix[rows, g + 1] * (tile + (n - 1) * delta)  # g < G where ok
     return xp.where(slide, sliding, fills)
+
+
+def served_accesses(
+    keeps: np.ndarray,
+    compute: Array,
+    cprel: Array,
+    fill: Callable[[int, int], Array],
+    tiles: Array,
+    above_o: Array,
+    psum_fills: bool,
+) -> dict[tuple[int, int], tuple[Array, Array | None]]:
+    """What each kept level serves (DOSA's access counts): ``{(m, v): (reads, updates)}``,
+    columns ``(B,)``; ``updates`` only for outputs (operand 2), else ``None``.
+
+    A level serves its nearest kept child's fills (``fill(child, v)``; at the innermost kept
+    level, every MAC: ``compute``) times the spatial fan-out relevant to the operand between
+    them (``cprel`` ``(B, L, 3)``, its running product). Outputs are updated as often and read
+    back except for their first writes: the level's own fills when ``psum_fills`` (below the
+    outermost level), else its distinct outputs, ``tiles[:, m, 2] * above_o[:, m]``.
+    """
+    L = keeps.shape[0]
+    served: dict[tuple[int, int], tuple[Array, Array | None]] = {}
+    for v in range(3):
+        child = None
+        for m in range(L):
+            if not keeps[m, v]:
+                continue
+            if child is None:
+                base = compute * cprel[:, m, v]
+            else:
+                base = fill(child, v) * cprel[:, m, v] / cprel[:, child, v]
+            if v == 2:
+                first = fill(m, v) if psum_fills and m < L - 1 else tiles[:, m, v] * above_o[:, m]
+                served[m, v] = ((base - first).clip(min=0.0), base)
+            else:
+                served[m, v] = (base, None)
+            child = m
+    return served

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -92,6 +93,16 @@ __all__ = [
 _W, _I, _O = 0, 1, 2
 
 
+class _Gain:
+    """A read-only attribute: the plan's EDP divided by the bound ``bound`` (an EDP field)."""
+
+    def __init__(self, bound: str) -> None:
+        self.bound = bound
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        return self if obj is None else obj.edp / getattr(obj, self.bound)  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True)
 class FusionBounds:
     """Upper bounds on the fusion gain over ``plan`` (EDP µJ·cycles, energy µJ, DRAM bytes).
@@ -122,39 +133,18 @@ class FusionBounds:
     #: whether the group-consistent programme finished (else ``capacity_edp`` is per layer)
     group_floor: bool = False
 
-    @property
-    def gain_candidates(self) -> float:
-        return self.edp / self.candidates_free_edp
-
-    @property
-    def gain_all(self) -> float:
-        return self.edp / self.all_free_edp
-
-    @property
-    def gain_ideal(self) -> float:
-        return self.edp / self.ideal_edp
-
-    @property
-    def gain_unfused(self) -> float:
-        """What better mappings alone could gain over the plan (:func:`unfused_bound`)."""
-        return self.edp / self.unfused_edp
-
-    @property
-    def gain_capacity(self) -> float:
-        """The most any plan could gain over this one (the group-consistent capacity bound,
-        :func:`group_capacity_bound`)."""
-        return self.edp / self.capacity_edp
+    gain_candidates = _Gain("candidates_free_edp")
+    gain_all = _Gain("all_free_edp")
+    gain_ideal = _Gain("ideal_edp")
+    #: What better mappings alone could gain over the plan (:func:`unfused_bound`).
+    gain_unfused = _Gain("unfused_edp")
+    #: The most any plan could gain over this one (the group-consistent capacity bound,
+    #: :func:`group_capacity_bound`).
+    gain_capacity = _Gain("capacity_edp")
 
     def to_dict(self) -> dict[str, float | str | int]:
-        d = dict(self.__dict__)
-        d.update(
-            gain_candidates=self.gain_candidates,
-            gain_all=self.gain_all,
-            gain_ideal=self.gain_ideal,
-            gain_unfused=self.gain_unfused,
-            gain_capacity=self.gain_capacity,
-        )
-        return d
+        gains = {k: getattr(self, k) for k, v in vars(FusionBounds).items() if isinstance(v, _Gain)}
+        return {**self.__dict__, **gains}
 
 
 def network_inputs_outputs(net: Network) -> tuple[list[int], list[int]]:

@@ -33,7 +33,12 @@ import numpy as np
 import torch
 
 from twill.mapping.arch import Arch
-from twill.mapping.cost.twin import LoopNest, sliding_input_fills, tile_footprints
+from twill.mapping.cost.twin import (
+    LoopNest,
+    served_accesses,
+    sliding_input_fills,
+    tile_footprints,
+)
 from twill.mapping.workload import ALL_DIMS, OPERANDS, RELEVANT, Layer
 
 __all__ = ["LayerTable", "TorchCost", "layer_table", "torch_costs"]
@@ -237,27 +242,10 @@ def _reads_and_updates(
     trel_o = torch.prod(torch.where(rel_t[_O].expand_as(T), T, torch.ones_like(T)), dim=2)
     rev = torch.flip(torch.cumprod(torch.flip(trel_o, [1]), 1), [1])  # prod over levels >= m
     above_o = torch.cat([rev[:, 1:], torch.ones(B, 1, dtype=T.dtype, device=dev)], dim=1)
-    read_cols: dict[tuple[int, int], torch.Tensor] = {}
-    upd_cols: dict[tuple[int, int], torch.Tensor] = {}
-    for vi in range(3):
-        child = None
-        for m in range(L):
-            if not keeps[m, vi]:
-                continue
-            if child is None:
-                base = compute * cprel[:, m, vi]
-            else:
-                base = fill_cols[(child, vi)] * cprel[:, m, vi] / cprel[:, child, vi]
-            if vi == _O:
-                upd_cols[(m, vi)] = base
-                if psum_reads == "fills" and m < L - 1:
-                    first_writes = fill_cols[(m, vi)]
-                else:
-                    first_writes = tiles[:, m, vi] * above_o[:, m]
-                read_cols[(m, vi)] = torch.clamp(base - first_writes, min=0.0)
-            else:
-                read_cols[(m, vi)] = base
-            child = m
+    served = served_accesses(keeps, compute, cprel, lambda m, v: fill_cols[(m, v)], tiles,
+                             above_o, psum_reads == "fills")  # fmt: skip
+    read_cols = {key: r for key, (r, _) in served.items()}
+    upd_cols = {key: u for key, (_, u) in served.items() if u is not None}
     return _assemble(read_cols, B, L, T), _assemble(upd_cols, B, L, T)
 
 

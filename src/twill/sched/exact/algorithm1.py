@@ -32,7 +32,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from twill.deadline import NO_DEADLINE, Deadline
@@ -79,15 +79,8 @@ class SearchPoint:
         return f"{self.from_L}..{self.L}" if self.from_L is not None else str(self.L)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "I": self.I,
-            "L": self.L,
-            "from_L": self.from_L,
-            "answer": self.answer,
-            "seconds": round(self.seconds, 4),
-            "variables": self.variables,
-            "clauses": self.clauses,
-            "pb_constraints": self.pb_constraints,
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {
+            "seconds": round(self.seconds, 4)
         }
 
     def __str__(self) -> str:

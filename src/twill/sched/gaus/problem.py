@@ -6,9 +6,8 @@ Gumbel-softmax, exact CP-SAT) solve: a graph, a formulation, the latency bound `
 initiation interval ``II`` and the resource caps, for A the resource weight ``ratio``.
 :meth:`GauSProblem.check` raises :class:`~twill.errors.InvalidProblemError` listing every
 defect; :meth:`GauSProblem.verify` returns a :class:`~twill.results.Verdict` from the
-independent verifiers (:mod:`twill.sched.gaus.verify` on the array view and
-:mod:`twill.sched.verify` on the :class:`~twill.sched.ir.DependenceGraph`), which import no
-solver.
+independent schedule verifier (:func:`twill.sched.verify.verify_start_steps` on the array
+view), which imports no solver.
 
 Examples
 --------
@@ -31,7 +30,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
@@ -40,7 +38,7 @@ from twill.results import Verdict, Violation
 from twill.sched.gaus.bounds import default_D, default_II
 from twill.sched.gaus.graph import GauSGraph, gaus_view
 from twill.sched.gaus.verify import schedule_violations
-from twill.sched.ir import DependenceGraph, MachineDescription
+from twill.sched.ir import DependenceGraph
 
 __all__ = ["FORMULATIONS", "GauSProblem", "schedule_defects"]
 
@@ -156,31 +154,10 @@ class GauSProblem:
         t = self.starts(schedule)
         if isinstance(t, list):
             return Verdict(tuple(t))
-        return Verdict(tuple(schedule_defects(self.arrays, t, self.steps, self.modulo_II,
-                                              self.graph)))  # fmt: skip
+        return Verdict(tuple(schedule_defects(self.arrays, t, self.steps, self.modulo_II)))
 
 
-def schedule_defects(
-    g: GauSGraph,
-    t: np.ndarray,
-    D: int,
-    II: int | None,
-    original: DependenceGraph | None = None,
-) -> list[Any]:
-    """Every violation of start steps ``t``: the array verifier's and, when ``original`` is
-    given, the dependence-graph verifier's (with ``g``'s capacities), so both must agree."""
-    bad: list[Any] = schedule_violations(g, t, D, II)
-    if original is None:
-        return bad
-    from twill.sched.verify import verify_dag_schedule, verify_modulo_schedule
-
-    sched = g.schedule_dict(t)
-    if II is None:
-        return bad + verify_dag_schedule(original, sched, check_capacity=False)
-    caps = {
-        r: (-1 if not np.isfinite(c) else int(np.floor(c + 1e-9)))
-        for r, c in zip(g.resources, g.caps, strict=True)
-    }
-    m = original.machine
-    machine = MachineDescription(m.name, caps, m.registers_per_warp, m.memories, m.warps, m.note)
-    return bad + verify_modulo_schedule(original.replace(machine=machine), sched, II)
+def schedule_defects(g: GauSGraph, t: np.ndarray, D: int, II: int | None) -> list[Violation]:
+    """Every violation of start steps ``t`` in the window ``[0, D - 1]`` (at ``II`` in C):
+    the one schedule verifier, on ``g`` with its capacities."""
+    return schedule_violations(g, t, D, II)

@@ -9,8 +9,8 @@ What it optimises, what it guarantees, how it fails:
 * Objective: A ``ratio * sum_k peak_k + sum_e c_e (t_v - t_u)``; B peak live memory;
   C modulo MaxLive under resource caps and recurrences at a fixed ``II``.
 * Guarantee: heuristic (no optimality claim). Every returned schedule passed the independent
-  verifier :func:`twill.sched.gaus.verify.schedule_violations` and :mod:`twill.sched.verify`
-  on the :class:`~twill.sched.ir.DependenceGraph`.
+  verifier :func:`twill.sched.verify.verify_start_steps` (through
+  :func:`twill.sched.gaus.verify.schedule_violations`).
 * Failure: ``INFEASIBLE`` only with a proof (critical path longer than ``D``; ``II`` below
   ResMII or RecMII; recurrences push an op past ``D - 1``); ``UNKNOWN`` when legalisation found
   no schedule (not a proof).
@@ -114,15 +114,9 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def verify_result_schedule(
-    g: GauSGraph,
-    t: np.ndarray,
-    D: int,
-    II: int | None,
-    original: DependenceGraph | None = None,
-) -> None:
-    """Raise :class:`VerificationError` unless ``t`` is legal (both verifiers agree)."""
-    bad = schedule_defects(g, t, D, II, original)
+def verify_result_schedule(g: GauSGraph, t: np.ndarray, D: int, II: int | None) -> None:
+    """Raise :class:`VerificationError` unless ``t`` is legal."""
+    bad = schedule_defects(g, t, D, II)
     if bad:
         raise VerificationError(bad, what=f"GauS schedule of {g.name}")
 
@@ -384,10 +378,9 @@ def _setup(
     deadline = clock.perf_stop() if clock.limited else None  # the loops compare perf_counter
     if deadline is not None:
         record["deadline_s"] = options.time_limit
-    orig = problem.graph
     return _SolveRun(formulation=problem.formulation, g=g, D=D, II=II, ratio=ratio,
                      settings=settings, device=device, record=record, start=start,
-                     seed=options.seed, orig=orig, deadline=deadline,
+                     seed=options.seed, deadline=deadline,
                      on_progress=options.on_progress)  # fmt: skip
 
 
@@ -505,7 +498,6 @@ class _SolveRun:
     record: dict[str, Any]
     start: float
     seed: int
-    orig: DependenceGraph
     deadline: float | None = None
     on_progress: OnProgress | None = None
 
@@ -532,7 +524,7 @@ class _SolveRun:
         if t is not None:
             if formulation != "B":  # A and C are shift-invariant: report from step 0
                 t = t - (t.min() if t.size else 0)
-            verify_result_schedule(g, t, D, self.modulo_II, self.orig)
+            verify_result_schedule(g, t, D, self.modulo_II)
             obj = discrete_objective(g, t, formulation, D=D, II=II, ratio=self.ratio)
             solution = GauSSchedule(g.schedule_dict(t), formulation, D, self.modulo_II)
         bound = stats.pop("bound", None)

@@ -3,7 +3,8 @@
 Independent of the optimiser: this module imports neither torch nor any GauS or baseline
 module, and recomputes everything from the definitions on a :class:`GauSGraph`.
 
-* :func:`schedule_violations`: every broken rule of a start-step vector ``t``: integrality,
+* :func:`schedule_violations`: every broken rule of a start-step vector ``t``, checked by
+  the one schedule verifier, :func:`twill.sched.verify.verify_start_steps`: integrality,
   the latency bound ``0 <= t_i <= D - 1``, dependences (``t_v + delta*II >= t_u + d``; only
   distance-0 edges when no ``II`` is given), and, for modulo schedules, per-congruence-class
   capacity of every limited resource (row ``c`` of op ``i`` lands on ``(t_i + c) mod II``).
@@ -13,8 +14,8 @@ module, and recomputes everything from the definitions on a :class:`GauSGraph`.
 * :func:`modulo_maxlive`: ``max_r sum_i b_i #{s in [t_i, end_i), s = r mod II}`` with
   ``end_i = max_j (t_j + delta_ij II)`` (formulation C).
 
-Preconditions: ``t`` has one entry per node. Returned violations reuse
-:class:`twill.sched.verify.Violation`.
+Preconditions: ``t`` has one entry per node. Returned violations are
+:class:`twill.results.Violation`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from twill.errors import InvalidProblemError
 from twill.results import Violation
 from twill.sched.gaus.graph import GauSGraph
+from twill.sched.verify import verify_start_steps
 
 __all__ = [
     "schedule_violations",
@@ -40,7 +42,8 @@ _MAX_REPORTED = 50
 def schedule_violations(
     g: GauSGraph, t: np.ndarray, D: int, II: int | None = None, *, check_capacity: bool = True
 ) -> list[Violation]:
-    """Every rule ``t`` breaks (empty list: legal).
+    """Every rule ``t`` breaks (empty list: legal): :func:`twill.sched.verify.verify_start_steps`
+    in the window ``[0, D - 1]``, at most 50 violations of each rule.
 
     Parameters
     ----------
@@ -56,69 +59,8 @@ def schedule_violations(
     check_capacity
         For modulo schedules, check limited resources per congruence class.
     """
-    out: list[Violation] = []
-    t = np.asarray(t)
-    if t.shape != (g.n,):
-        return [Violation("shape", {}, value=t.shape, limit=(g.n,), message="wrong length")]
-    if not np.issubdtype(t.dtype, np.integer):
-        if not np.all(np.isfinite(t)) or np.any(t != np.round(t)):
-            bad = np.flatnonzero(~np.isfinite(t) | (t != np.round(t)))
-            return [
-                Violation("non_integer_start", {"op": g.names[i]}, value=float(t[i]))
-                for i in bad[:_MAX_REPORTED]
-            ]
-        t = t.astype(np.int64)
-    for i in np.flatnonzero((t < 0) | (t > D - 1))[:_MAX_REPORTED]:
-        out.append(
-            Violation(
-                "latency_bound",
-                {"op": g.names[i]},
-                value=int(t[i]),
-                limit=D - 1,
-                message=f"op {g.names[i]!r} starts at {int(t[i])}, outside [0, {D - 1}]",
-            )
-        )
-    mask = np.ones(g.num_edges, dtype=bool) if II is not None else g.forward
-    shift = g.distance * (II if II is not None else 0)
-    slack = t[g.dst] + shift - t[g.src]
-    bad = np.flatnonzero(mask & (slack < g.delay))
-    for e in bad[:_MAX_REPORTED]:
-        u, v = g.names[g.src[e]], g.names[g.dst[e]]
-        out.append(
-            Violation(
-                "dependence",
-                {"edge": f"{u}->{v}", "distance": int(g.distance[e])},
-                value=int(slack[e]),
-                limit=int(g.delay[e]),
-                message=f"{v}@{int(t[g.dst[e]])} is {int(slack[e])} steps after {u}@"
-                f"{int(t[g.src[e]])} (distance {int(g.distance[e])}), needs >= {int(g.delay[e])}",
-            )
-        )
-    if II is not None and check_capacity:
-        use = modulo_usage(g, t, II)
-        over = use > g.caps[:, None] + 1e-9
-        for k, r in zip(*np.nonzero(over), strict=True):
-            out.append(
-                Violation(
-                    "capacity",
-                    {"fu": g.resources[k], "slot": int(r)},
-                    value=float(use[k, r]),
-                    limit=float(g.caps[k]),
-                    message=f"{g.resources[k]} slot {int(r)}: {use[k, r]:g} > {g.caps[k]:g}",
-                )
-            )
-    return out
-
-
-def modulo_usage(g: GauSGraph, t: np.ndarray, II: int) -> np.ndarray:
-    """``float[K, II]``: units of each resource used in each congruence class."""
-    n, K, L = g.usage.shape
-    use = np.zeros((K, II))
-    for c in range(L):
-        slot = (t + c) % II
-        for k in range(K):
-            use[k] += np.bincount(slot, weights=g.usage[:, k, c], minlength=II)
-    return use
+    capacity = check_capacity and II is not None
+    return verify_start_steps(g, t, II, D=D, check_capacity=capacity, most=_MAX_REPORTED)
 
 
 def resource_profile(g: GauSGraph, t: np.ndarray) -> np.ndarray:
