@@ -76,7 +76,10 @@ def test_shipped_schedule_compiles_with_twills_partitions(compiled: tuple) -> No
     assert by_fn["_fa_consumer(H=1)"]["slot"] == answer["assignment"]["TC_s_34"][0]
     assert by_fn["_fa_producer"]["warps"] == 1 and by_fn["_fa_producer"]["regs"] == 24
     for p in kernel.partitions:  # the workers get what they ask, the default what is left
-        assert p["regs"] >= p["regs_planned"] if p["default"] else p["regs"] == p["regs_planned"]
+        if not p["default"]:
+            assert p["regs"] == p["regs_planned"]
+        elif p["regs"] < p["regs_planned"]:  # said, never hidden
+            assert f"gives {p['regs']} registers, the plan {p['regs_planned']}" in str(kernel.notes)
     # every setmaxnreg value is in the PTX, the TTGIR's partitions have the plan's warps/regs
     assert not [n for n in kernel.notes if "in the PTX" in n or "TTGIR" in n], kernel.notes
     regs = [p["regs_planned"] for p in kernel.partitions if not p["default"]]
