@@ -54,6 +54,18 @@ def test_roles_cover_the_loop() -> None:
     assert roles["load_k"] == ("TMA_k_blk",) and roles["load_v"] == ("TMA_v_blk",)
 
 
+def test_another_family_is_not_the_templates() -> None:
+    """The plain forward (one Q sub-tile) is not the template's loop: refused with the reason
+    (``twill compile`` then takes the attribute route, the reason in ``gluon.why``)."""
+    from twill.triton.extract import extract_loops
+    from twill.triton.schedule import graph_ops
+
+    text = (SHIPPED / "fa_fwd_plain.sm_100a.ttgir").read_text()
+    loop = extract_loops(text, "sm_100a")[0]
+    with pytest.raises(InvalidProblemError, match="two Q sub-tiles; found 2 load.*1 sub-tile"):
+        attention_roles(graph_ops(loop, text), loop.graph)
+
+
 def test_a_split_role_is_refused() -> None:
     """A warp assignment that runs one role on two slots is not expressible: refused, naming
     the role and its slots (the checked-in answer splits softmax0's row sum this way)."""
@@ -134,7 +146,7 @@ def test_the_kernel_compiles_and_fits() -> None:
 
 
 @pytest.mark.slow
-def test_twill_compile_takes_the_gluon_route() -> None:
+def test_twill_compile_takes_the_gluon_route(capsys: pytest.CaptureFixture[str]) -> None:
     """``twill compile`` on the shipped forward (sm_100a): the Gluon route, Twill's I and L,
     a runnable kernel without spills, Twill's slots as the partitions; roles Twill's answer
     split are named, with the problem."""
@@ -153,3 +165,9 @@ def test_twill_compile_takes_the_gluon_route() -> None:
     for v, slot in parts["regions"].items():
         fn = next(f for f in parts["functions"] if f["function"] == slot)
         assert parts["twill"][v] == [fn["slot"]]
+    from twill.cli.compile_cmd import print_summary
+
+    print_summary(d, [])
+    out = capsys.readouterr().out
+    assert "Gluon route" in out and "slot 0 -> worker_slot0: load_k, load_v" in out
+    assert "spills 0 bytes" in out and "NOT RUNNABLE" not in out
