@@ -42,6 +42,8 @@ NUM_WARPS = 4
 #: The tensor-core order the template's turns give (per iteration, cyclically): each consumer
 #: issues the P V of its previous block with the S of its next one, half 0 then half 1.
 TURN_ORDER = ("pv0", "qk0", "pv1", "qk1")
+#: The most registers per thread ``setmaxnreg`` gives.
+SETMAXNREG_MAX = 256
 
 
 @dataclass(frozen=True)
@@ -138,13 +140,13 @@ def _granted_registers(lay: _Layout) -> tuple[int, int, int]:
     """Registers per thread ``setmaxnreg`` gives the default partition, the consumer worker and
     the producer, by Triton 3.9's rule (``AllocateWarpGroups``): the workers are padded to whole
     warp groups, each group gets its largest request (rounded up to 8), the default what is left
-    of the 64K file at the launch's even share."""
+    of the 64K file at the launch's even share, at most ``setmaxnreg``'s 256."""
     worker = -(-lay.consumer.regs // 8) * 8
     producer = max(-(-lay.producer.regs // 8) * 8, 16)
     groups = -(-(lay.consumer.warps + lay.producer.warps) // 4)
     share = 65536 // ((NUM_WARPS + 4 * groups) * 32) // 8 * 8
     budget = share * NUM_WARPS + (share - worker) * 4 + (share - producer) * 4 * (groups - 1)
-    return budget // NUM_WARPS // 8 * 8, worker, producer
+    return min(budget // NUM_WARPS // 8 * 8, SETMAXNREG_MAX), worker, producer
 
 
 def _signature() -> dict[str, str]:
