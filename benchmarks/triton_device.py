@@ -7,7 +7,11 @@ written onto the loop), check both outputs against a PyTorch reference, and time
 ``triton.testing.do_bench`` (median of its runs, milliseconds). Columns: ``kernel``, ``arch``,
 ``device``, ``triton_ms``, ``twill_ms``, ``speedup`` (triton / twill), ``triton_ok``,
 ``twill_ok`` (output within tolerance), ``error`` (a launch that failed, e.g. a kernel whose
-buffers exceed the SM). Without a GPU it says so and exits 0.
+buffers exceed the SM). ``fa_fwd_gluon`` compares Triton's default ``fa_fwd`` with the Gluon
+kernel built from Twill's checked-in schedule of that loop (``twill_ms``; on ``sm_90a``
+:func:`twill.codegen.gluon.attention_sm90.launch_sm90`, on ``sm_100a``
+:func:`twill.codegen.gluon.attention_sm100.launch_sm100`, not yet run on a GPU). Without a
+GPU it says so and exits 0.
 
     .venv/bin/python benchmarks/triton_device.py [--kernels gemm ...] [--size N] [--json]
 """
@@ -22,7 +26,7 @@ from typing import Any
 
 from twill.scratch import private_scratch
 
-KERNELS = ("gemm", "fa_fwd", "fa_fwd_plain", "fa_bwd")
+KERNELS = ("gemm", "fa_fwd", "fa_fwd_plain", "fa_bwd", "fa_fwd_gluon")
 
 
 def _gemm(mod: Any, opts: Any, n: int) -> tuple[Callable[[], Any], Callable[[], Any]]:
@@ -61,6 +65,8 @@ def _fa_fwd(mod: Any, opts: Any, n: int) -> tuple[Callable[[], Any], Callable[[]
     def launch() -> Any:
         mod.fa_fwd[grid](q, k, v, out, n, scale, num_warps=opts.num_warps or 8, **c)
         return out
+
+    launch.inputs = (q, k, v, scale)  # type: ignore[attr-defined]  (for the Gluon row)
 
     def reference() -> Any:
         qs, ks, vs = (x.float().view(bh, n, d) for x in (q, k, v))
@@ -116,6 +122,46 @@ def _fa_bwd(mod: Any, opts: Any, n: int) -> tuple[Callable[[], Any], Callable[[]
     return launch, reference
 
 
+def _gluon_launch(arch: str, n: int, q: Any, k: Any, v: Any, scale: float) -> Callable[[], Any]:
+    """The Gluon forward of ``arch`` on Twill's checked-in schedule of the shipped loop (the
+    answer ``tests/data/triton_schedules`` holds and its test verifies against the graph)."""
+    from pathlib import Path
+
+    from twill.codegen.gluon import plan as gluon_plan
+    from twill.codegen.gluon.attention_sm90 import attention_roles_sm90, launch_sm90
+    from twill.codegen.gluon.attention_sm100 import launch_sm100
+    from twill.triton import SHIPPED_DIR
+    from twill.triton.extract import extract_loops, read_ttgir_file
+    from twill.triton.schedule import graph_ops
+
+    text = read_ttgir_file(SHIPPED_DIR / f"fa_fwd.{arch}.ttgir")
+    loop = extract_loops(text, arch=arch)[0]
+    find = attention_roles_sm90 if arch == "sm_90a" else gluon_plan.attention_roles
+    roles = find(graph_ops(loop, text), loop.graph)
+    root = Path(__file__).resolve().parents[1]
+    answer = json.loads((root / "tests/data/triton_schedules" / f"fa_fwd.{arch}.json").read_text())
+    sched, assign = answer["schedule"], answer["assignment"]
+    if gluon_plan.split_roles(roles, assign):  # each role whole, as twill compile's route does
+        assign = gluon_plan.pin_roles(roles, assign, loop.graph)
+    plan = gluon_plan.plan_from_schedule(
+        arch, roles, sched, assign, answer["I"], answer["L"], "checked-in answer"
+    )
+    if arch == "sm_100a":
+        return lambda: launch_sm100(plan, q, k, v, n, scale)
+    return lambda: launch_sm90(plan, q, k, v, n, scale, sched)
+
+
+def _gluon_row(row: dict[str, Any], mod: Any, opts: Any, n: int) -> dict[str, Any]:
+    """Triton's default ``fa_fwd`` against the Gluon kernel, both checked against PyTorch."""
+    arch = row["arch"]
+    launch, reference = _fa_fwd(mod, opts, n)
+    ref = reference()
+    row["triton_ms"], row["triton_ok"] = _measure(launch, ref)
+    row["twill_ms"], row["twill_ok"] = _measure(_gluon_launch(arch, n, *launch.inputs), ref)
+    row["speedup"] = round(row["triton_ms"] / row["twill_ms"], 3)
+    return row
+
+
 def _measure(launch: Callable[[], Any], reference: Any) -> tuple[float, bool]:
     import torch
     from triton.testing import do_bench
@@ -138,13 +184,15 @@ def run(name: str, arch: str, size: int) -> dict[str, Any]:
     )
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    kernel = "fa_fwd" if name == "fa_fwd_plain" else name
+    kernel = "fa_fwd" if name in ("fa_fwd_plain", "fa_fwd_gluon") else name
     opts = kernel_options(SHIPPED_DIR / "kernels.py", kernel, arch)
     if name == "fa_fwd_plain":
         opts.constexprs["SUBTILES"] = 1
-    make = {"gemm": _gemm, "fa_fwd": _fa_fwd, "fa_fwd_plain": _fa_fwd, "fa_bwd": _fa_bwd}[name]
+    make = {"gemm": _gemm, "fa_fwd_plain": _fa_fwd, "fa_bwd": _fa_bwd}.get(name, _fa_fwd)
     row: dict[str, Any] = {"kernel": name, "arch": arch, "device": torch.cuda.get_device_name()}
     try:
+        if name == "fa_fwd_gluon":
+            return _gluon_row(row, mod, opts, size)
         launch, reference = make(mod, opts, size)
         ref = reference()
         row["triton_ms"], row["triton_ok"] = _measure(launch, ref)

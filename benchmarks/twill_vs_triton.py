@@ -21,7 +21,9 @@ or cannot compile it) gets a row with ``error``:
   a trap, shared memory within 227 KiB), ``runnable`` (the same), ``regs``, ``smem_bytes``,
   ``spills`` (bytes), ``kept``/``changed`` (stages Triton's pipeliner kept or moved, read back
   from the pipelined IR), ``prologue_depth``, ``partitions_applied`` (``None``: Twill's answer
-  is one partition, nothing to apply), ``partitions_why``; ``compile_error`` where Twill's
+  is one partition, nothing to apply), ``partitions_why``, ``route`` (``gluon``: the Gluon
+  template with Twill's slots as partitions, as ``twill compile`` takes it; else ``attributes``,
+  and ``gluon_why``); ``compile_error`` where Twill's
   schedule cannot be written;
 * ``bound``: where the predicted speed-up is below 1.0 or unknown, what stops it (a time
   limit, with the lower bounds of both sides);
@@ -161,11 +163,14 @@ def _bound(row: dict[str, Any]) -> str | None:
 def _compile(row: dict[str, Any], ks: Any, r: Any, lp: Any, ttgir: str) -> None:  # noqa: ANN401
     """Twill's schedule compiled: the row's resources, stages kept and partitions."""
     from twill.errors import TwillError
+    from twill.triton.gluon_route import gluon_summary
     from twill.triton.peer import compile_twill, twill_slots
 
     slots = twill_slots(r)
+    s, why = gluon_summary(ks, r, lp, ttgir) if slots else (None, None)  # as twill compile
+    row.update(route="gluon" if s else "attributes", gluon_why=why)
     try:
-        s = compile_twill(ks, r.schedule, slots, r.I, r.L, lp, ttgir)
+        s = s or compile_twill(ks, r.schedule, slots, r.I, r.L, lp, ttgir)
     except TwillError as exc:  # the loop carries no schedule to overwrite
         row["compile_error"] = str(exc).splitlines()[0][:300]
         return
@@ -228,6 +233,7 @@ def main() -> None:
         "triton_I_lower",
         "predicted_speedup",
         "picked",
+        "route",
         "runnable",
         "partitions_applied",
         "regs",

@@ -163,7 +163,14 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
         print(f"  stage of {v}: Twill {c['twill']}, Triton's pipeliner {c['triton']}")
     if d["changed"]["not_expressed"]:
         print(f"  not expressed (no loop operation): {', '.join(d['changed']['not_expressed'])}")
-    if not parts["applied"]:
+    if d.get("route") == "gluon":
+        print(f"  Gluon route ({d['gluon']['problem']}): K/V ring {d['gluon']['kv_stages']} deep")
+        for f in parts["functions"]:
+            print(f"  slot {f['slot']} -> {f['function']}: {', '.join(f['roles'])} "
+                  f"({f['warps']} warps, {f['regs']} registers)")  # fmt: skip
+        for v, m in parts["moved_to_keep_roles_whole"].items():
+            print(f"  {v}: Twill slot {m['twill']}, kept with its role on {m['gluon']}")
+    elif not parts["applied"]:
         print(f"  partitions {parts['why']}")
     elif d["changed"]["partitions"]:
         print(f"  partitions regrouped by Triton: {', '.join(d['changed']['partitions'])}")

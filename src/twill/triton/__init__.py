@@ -384,14 +384,35 @@ def compile_summary(
         r = solve_for_compile(extracted.graph, total_time_limit, search, ks.num_warps)
         if r.I is None or r.L is None or r.schedule is None:
             return None
-        summary = compile_twill(ks, r.schedule, twill_slots(r), r.I, r.L, extracted, ttgir)
-    summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=r.problem,
+        summary, why_not_gluon = _gluon_route(ks, r, extracted, ttgir, deadline)
+        if summary is None:
+            summary = compile_twill(ks, r.schedule, twill_slots(r), r.I, r.L, extracted, ttgir)
+            summary.data["route"] = "attributes"
+            if why_not_gluon:
+                summary.data["gluon"] = {"why": why_not_gluon}
+    problem = summary.data.get("gluon", {}).get("problem") or r.problem  # pinned roles named
+    summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=problem,
                         picked=r.extra.get("picked"), union=r.extra.get("union"))  # fmt: skip
     if r.assignment and not twill_slots(r):
         from twill.triton.peer import ONE_PARTITION_NOTE
 
         summary.data["partitions"]["why"] = ONE_PARTITION_NOTE
     return summary
+
+
+def _gluon_route(
+    ks: Any, r: Any, extracted: Any, ttgir: str, deadline: Deadline
+) -> tuple[Any, str | None]:  # noqa: ANN401, E501
+    """The Gluon route's summary when it applies to a warp-specialised answer
+    (:func:`twill.triton.gluon_route.gluon_summary`), else ``(None, why)``; ``why`` is
+    ``None`` where Twill's answer has no partitions to write."""
+    from twill.triton.gluon_route import gluon_summary
+    from twill.triton.peer import twill_slots
+
+    if not twill_slots(r):
+        return None, None
+
+    return gluon_summary(ks, r, extracted, ttgir, deadline.within())
 
 
 def compile(spec: str, arch: str, *args: Any, **kwargs: Any) -> Any:  # noqa: A001

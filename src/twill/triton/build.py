@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from twill._ptxas import ptxas_resources, scratch_cache
 from twill.errors import BackendUnavailableError, InvalidProblemError
 
 __all__ = ["Build", "build_kernel", "private_cache", "schedule_hook", "TRITON_VERSION"]
@@ -294,15 +294,10 @@ def schedule_hook(edit: Edit | None, key: str, record: dict[str, str]) -> Iterat
 @contextmanager
 def private_cache() -> Iterator[str]:
     """Triton's kernel cache in a fresh temporary folder, removed on exit (so a compile never
-    reads a stale kernel nor leaves files behind)."""
+    reads a stale kernel nor leaves files behind); Triton's version checked first."""
     _triton()
-    from triton import knobs
-
-    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, no warning
-    with tempfile.TemporaryDirectory(prefix="twill-triton-cache-") as tmp:
-        with knobs.cache.scope():
-            knobs.cache.dir = tmp
-            yield tmp
+    with scratch_cache() as tmp:
+        yield tmp
 
 
 @dataclass
@@ -327,30 +322,6 @@ class Build:
     @property
     def cubin(self) -> bytes:
         return bytes(self.kernel.asm["cubin"])
-
-
-def _ptxas_resources(ptx: str, arch: str) -> tuple[int | None, int | None]:
-    """Registers per thread and spilled bytes (stores + loads) from ``ptxas -v``."""
-    from triton import knobs
-
-    tool = knobs.nvidia.ptxas_blackwell if arch != "sm_80" else knobs.nvidia.ptxas
-    with tempfile.TemporaryDirectory(prefix="twill-ptxas-") as tmp:
-        src = Path(tmp) / "k.ptx"
-        src.write_text(ptx, encoding="utf-8")
-        try:
-            out = subprocess.run(
-                [tool.path, "-v", f"--gpu-name={arch}", str(src), "-o", str(Path(tmp) / "k.cubin")],
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None, None
-    log = out.stdout + out.stderr
-    regs = re.search(r"Used (\d+) registers", log)
-    spill = re.findall(r"(\d+) bytes spill (?:stores|loads)", log)
-    return (int(regs.group(1)) if regs else None), sum(int(s) for s in spill)
 
 
 #: Triton's default ``num_stages``; the stages Twill's edit writes per op take precedence in the
@@ -408,6 +379,6 @@ def build_kernel(
                 f"Triton could not compile {name}: {triton_reason(exc)}"
             ) from None
     b = Build(compiled, record)
-    b.regs, b.spills = _ptxas_resources(b.ptx, arch)
+    b.regs, b.spills = ptxas_resources(b.ptx, arch)
     b.smem_bytes = int(getattr(compiled.metadata, "shared", 0) or 0)
     return b

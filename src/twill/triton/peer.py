@@ -412,7 +412,7 @@ def _partitions(arch: str, slots: dict, state: dict, rb: Any, error: str | None)
     return entry, kept, sorted(v for v in slots if v not in kept)
 
 
-def _assumed(ks: KernelSpec) -> list[str]:
+def assumed_notes(ks: KernelSpec) -> list[str]:
     """What the compile took for granted of the launch (divisibility, constant 1), and the
     rule it follows."""
     from twill.triton.compiler import SPECIALIZE_RULE, launch_hints
@@ -490,7 +490,7 @@ def compile_twill(
         },
         "runnable": why_not_runnable(b) is None,
         "num_warps": ks.num_warps,
-        "assumed": _assumed(ks),
+        "assumed": assumed_notes(ks),
         "triton_scheduled": not state.get("unscheduled", False),
         "seconds": round(time.perf_counter() - t0, 2),
     }
