@@ -13,6 +13,7 @@ parent stops them); a closed stdout (``twill ... | head``) ends quietly with 141
 from __future__ import annotations
 
 import argparse
+import atexit
 import errno
 import gc
 import importlib
@@ -114,7 +115,22 @@ def main(argv: list[str] | None = None) -> int:
             saved[signal.SIGINT] = signal.SIG_IGN  # not turn the exit into a traceback
         for sig, handler in saved.items():
             signal.signal(sig, handler)
+        if argv is None and "triton._C.libtriton" in sys.modules:
+            atexit.register(_quiet_native_teardown)
     return code
+
+
+def _quiet_native_teardown() -> None:
+    """Close stderr for the interpreter's teardown once a program's command has ended.
+
+    Triton 3.9's nanobind bindings list, at exit, the native objects Triton's compiler still
+    holds (\"nanobind: leaked 4 instances!\" and some 300 lines after them) once a Gluon kernel
+    has been compiled: Triton's, not the user's, and printed after the answer.
+    """
+    sys.stderr.flush()
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
