@@ -161,8 +161,12 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
     )
     for v, c in d["changed"]["stages"].items():
         print(f"  stage of {v}: Twill {c['twill']}, Triton's pipeliner {c['triton']}")
-    if d["changed"]["not_expressed"]:
-        print(f"  not expressed (no loop operation): {', '.join(d['changed']['not_expressed'])}")
+    unexpressed = d["changed"]["not_expressed"]
+    if unexpressed and d.get("route") == "gluon":
+        print(f"  start times of {len(unexpressed)} op(s) not expressed: the template's order "
+              "runs inside each partition, Twill's stages set the ring depth")  # fmt: skip
+    elif unexpressed:
+        print(f"  not expressed (no loop operation): {', '.join(unexpressed)}")
     if d.get("route") == "gluon":
         print(f"  Gluon route ({d['gluon']['problem']}): K/V ring {d['gluon']['kv_stages']} deep")
         for f in parts["functions"]:
