@@ -36,6 +36,25 @@ def test_no_hand_made_deadline_outside_the_deadline_module() -> None:
     assert not found, "\n".join(found)
 
 
+#: The entries that receive a bare time limit and anchor the one deadline of their call: the
+#: deadline module, ``SolverOptions.start``, the command line's clock and the public Triton
+#: entry. Everything below them takes its caller's Deadline and runs on a child of it.
+ENTRIES = {"deadline.py", "options.py", "cli/_args.py", "triton/__init__.py"}
+
+
+def test_only_the_entries_start_a_deadline() -> None:
+    found = [
+        f"{path.relative_to(SRC)}:{k}: {line.strip()}"
+        for path in sorted(SRC.rglob("*.py"))
+        if path.relative_to(SRC).as_posix() not in ENTRIES
+        for k, line in enumerate(path.read_text().splitlines(), 1)
+        if "Deadline.after(" in line.split("#")[0]
+    ]
+    assert not found, "a sub-solve starts its own deadline; take the caller's .child():\n" + (
+        "\n".join(found)
+    )
+
+
 def test_a_child_can_only_end_earlier() -> None:
     d = Deadline.after(10)
     assert d.child(60) is d and d.child(2).end < d.end  # type: ignore[operator]

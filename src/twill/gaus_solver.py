@@ -13,12 +13,10 @@ This module is thin: the algorithms live in :mod:`twill.sched.gaus`.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.results import SolveResult, Status
 from twill.sched.gaus.alm import GauSSettings
@@ -183,13 +181,11 @@ def gaus_solve_twill_graph(
         return solver.solve_modulo(int(target_II))
     mii = default_II(solver.graph)  # the view the solver built and checked
     last = None
-    deadline = Deadline.after(solver.options.time_limit)  # one for the whole search over II
+    # one deadline for the whole search over II: each solve keeps the started options' clock
+    solver.options = solver.options.start()
     for ii in range(mii, (max_II if max_II is not None else mii + 16) + 1):
-        left = deadline.remaining()
-        if left is not None:
-            if last is not None and left <= 0:
-                break
-            solver.options = replace(solver.options, time_limit=max(left, 1e-3))
+        if last is not None and solver.options.clock.passed():
+            break
         last = solver.solve_modulo(ii)
         if last.legal:
             return last

@@ -83,3 +83,22 @@ def test_out_of_time_keeps_a_proportional_rounding(monkeypatch, keep_positive):
     assert r.status is Status.FEASIBLE and 1 <= sum(scaled) <= 20
     assert scaled[0] == scaled[1] >= scaled[3] >= scaled[4] >= scaled[2]
     assert (min(scaled) >= 1) if keep_positive else True
+
+
+def test_the_caller_deadline_bounds_the_normalisation(monkeypatch):
+    """A sub-solve runs on its caller's child (issue 51): with less time left before the
+    caller's end than ``time_limit``, the ZLP gets the shorter of the two."""
+    from twill.deadline import Deadline
+    from twill.results import Status
+    from twill.sched import normalize
+
+    limits = []
+
+    def zlp(*args):
+        limits.append(args[-1])
+        return Status.UNKNOWN, None, None
+
+    monkeypatch.setattr(normalize, "_solve_zlp", zlp)
+    r = normalize.normalize_costs([1000, 3, 250], 20, time_limit=600.0,
+                                  deadline=Deadline.after(5.0))  # fmt: skip
+    assert r.status is Status.FEASIBLE and len(limits) == 1 and limits[0] <= 5.0

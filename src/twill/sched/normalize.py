@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from twill._interrupt import solve_pulp
-from twill.deadline import Deadline
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.errors import InvalidProblemError
 from twill.results import SolveResult, Status
 from twill.sched.ir import DependenceGraph
@@ -133,6 +133,7 @@ def normalize_costs(
     keep_positive: bool = False,
     time_limit: float | None = None,
     labels: Sequence[str] = (),
+    deadline: Deadline = NO_DEADLINE,
 ) -> SolveResult:
     """Scale positive integer costs to small integers with the paper's ZLP.
 
@@ -149,6 +150,9 @@ def normalize_costs(
         FEASIBLE or UNKNOWN.
     labels
         Optional names of the positions, used in :meth:`CostScaling.to_dict`.
+    deadline
+        The caller's :class:`~twill.deadline.Deadline`: the normalisation runs on its child
+        (``time_limit`` at most), so it never outlives the caller's end.
 
     Returns
     -------
@@ -186,7 +190,7 @@ def normalize_costs(
         return _answer(Status.OPTIMAL, 0, CostScaling((), (), 0.0, (), U, tuple(labels)))
     distinct = sorted(set(costs))
     counts = [costs.count(d) for d in distinct]
-    deadline = Deadline.after(time_limit)  # both ZLP solves together, not each
+    deadline = deadline.child(time_limit)  # both ZLP solves together, within the caller's
     status, unit, f = _solve_zlp(distinct, counts, U, keep_positive, None, deadline.within())
     if unit is None and status is Status.UNKNOWN:  # out of time: a proportional rounding
         unit, f, status = *_proportional(distinct, counts, U, keep_positive), Status.FEASIBLE
@@ -264,6 +268,7 @@ def normalize_graph(
     *,
     keep_positive: bool = False,
     time_limit: float | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[DependenceGraph, SolveResult]:
     """Normalise every cost of ``graph`` (pool: :func:`graph_costs`) and rebuild it.
 
@@ -275,7 +280,12 @@ def normalize_graph(
     """
     costs, labels = graph_costs(graph)
     result = normalize_costs(
-        costs, U, keep_positive=keep_positive, time_limit=time_limit, labels=labels
+        costs,
+        U,
+        keep_positive=keep_positive,
+        time_limit=time_limit,
+        labels=labels,
+        deadline=deadline,
     )
     it = iter(result.solution.scaled)
     new_ins = []

@@ -524,20 +524,18 @@ def normalise_loop(
     from twill.sched.bounds import mii
     from twill.sched.normalize import graph_costs, normalize_graph
 
-    def left() -> float | None:  # each ZLP solve within the command's deadline
-        return Deadline.of(deadline).within()
-
+    clock = Deadline.of(deadline)  # each normalisation within the command's deadline
     n_costs = len(graph_costs(graph)[0])
     if n_costs > U:  # keep_positive needs a unit per cost; four leave room for their ratios
         return normalize_graph(graph, LARGE_LOOP_UNITS_PER_COST * n_costs, keep_positive=True,
-                               time_limit=left())  # fmt: skip
-    normed, report = normalize_graph(graph, U, keep_positive=True, time_limit=left())
+                               deadline=clock)  # fmt: skip
+    normed, report = normalize_graph(graph, U, keep_positive=True, deadline=clock)
     bound = mii(normed)
     if bound > UNITS_PER_BOUND:
         budget = math.ceil(sum(report.solution.scaled) * UNITS_PER_BOUND / bound)
         budget = max(len(report.solution.costs), budget)
         if budget < U:
-            normed, report = normalize_graph(graph, budget, keep_positive=True, time_limit=left())
+            normed, report = normalize_graph(graph, budget, keep_positive=True, deadline=clock)
     return normed, report
 
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
+from twill.options import SolverOptions
 from twill.results import SolveResult, Status
 from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
 from twill.sched.exact.single import single_partition_graph
@@ -550,6 +551,8 @@ def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
         return text
 
     def edit(text: str, base: Any) -> str:
+        # each compile is a call of its own: its deadline starts here, reading included
+        deadline = SolverOptions(time_limit=total_time_limit).start().clock
         ttgir = base()
         target = re.search(r'ttg\.target = "cuda:(\d+)"', ttgir)
         arch = {"90": "sm_90a", "100": "sm_100a"}.get(target.group(1) if target else "")
@@ -557,10 +560,10 @@ def auto_edit(total_time_limit: float, log: list[dict[str, Any]]) -> Any:
         if arch is None:
             return keep(text, kernel, arch, "Twill models sm_90a (H100) and sm_100a (B200) only")
         try:
-            extracted = pick_loop(extract_loops(ttgir, arch), None, "<kernel>")
+            loops = extract_loops(ttgir, arch, deadline=deadline)
+            extracted = pick_loop(loops, None, "<kernel>")
             graph = extracted.graph
-            r = solve_for_compile(graph, total_time_limit, Deadline.after(total_time_limit),
-                                  extracted.num_warps)  # fmt: skip
+            r = solve_for_compile(graph, total_time_limit, deadline, extracted.num_warps)
             if r.I is None or r.schedule is None:
                 proven = getattr(r.status, "value", "") == "infeasible"
                 why = "Twill proves there is none" if proven else "none within the limit"

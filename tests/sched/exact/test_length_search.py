@@ -113,13 +113,30 @@ def test_unanswered_question_falls_back_to_the_objective(monkeypatch, answered):
     assert verify_modulo_schedule(g, r.solution, 4) == []
 
 
-def test_search_stops_without_a_verdict():
-    """Only answers count: no verdict leaves the bound where the refutations put it."""
+def _chain_at_4():
+    """Two 2-cycle ops in a chain on one unit, at II = 4, with a schedule of length 12."""
     graph = DependenceGraph(
         "chain", (Instruction("a", 2, {"U": (1, 1)}), Instruction("b", 2, {"U": (1, 1)})),
         (Edge("a", "b", 2, 0),), MachineDescription("m", {"U": 1}),
     )  # fmt: skip
     data = build_reduced_model(graph, 4)
-    start = {x: 0 if graph.names[x] == "a" else 10 for x in data.kept}
+    return data, {x: 0 if graph.names[x] == "a" else 10 for x in data.kept}
+
+
+def test_search_stops_without_a_verdict():
+    """Only answers count: no verdict leaves the bound where the refutations put it."""
+    data, start = _chain_at_4()
     out = search_length(lambda t, s: (Status.UNKNOWN, None), data, start, None)
     assert (out.low, out.length, out.questions, out.proven) == (4, 12, 1, False)
+
+
+def test_search_asks_nothing_past_the_callers_deadline():
+    """The questions run on a child of the caller's deadline (issue 51): with it passed, no
+    question is asked however large the search's own budget."""
+    from twill.deadline import Deadline
+
+    data, start = _chain_at_4()
+    asked = []
+    out = search_length(lambda t, s: asked.append(t) or (Status.UNKNOWN, None), data, start,
+                        600.0, deadline=Deadline.after(0.0))  # fmt: skip
+    assert asked == [] and (out.low, out.length, out.questions) == (4, 12, 0)

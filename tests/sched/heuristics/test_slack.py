@@ -66,3 +66,14 @@ def test_heuristic_only_flag(chstone, capsys):
     assert {c["verdict"] for c in out["certificate"] if c["I"] >= 60} == {"untried"}
     assert main(["solve", path, "--heuristic-only", "--phase2"]) == 2
     assert "--heuristic-only" in capsys.readouterr().err
+
+
+def test_slack_tries_nothing_past_the_callers_deadline(chstone):
+    """The bisection runs on a child of the caller's deadline (issue 51): with it passed, the
+    incumbent comes back untried whatever the search's own budget."""
+    from twill.deadline import Deadline
+
+    g = load_graph(chstone / "aes/graph4.graphml")
+    ims = heuristic_schedule(g)
+    h = improve_with_slack(g, ims, mii(g), 600.0, deadline=Deadline.after(0.0))
+    assert (h.I, h.tried) == (ims.I, ims.tried)

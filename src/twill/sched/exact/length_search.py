@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from twill.deadline import Deadline
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.results import Status
 from twill.sched.exact.reduced import ReducedModel
 
@@ -85,15 +85,17 @@ def search_length(
     data: ReducedModel,
     values: dict[int, int],
     budget: float | None,
+    *,
+    deadline: Deadline = NO_DEADLINE,
 ) -> LengthSearch:
     """The minimum ``L`` from ``values`` (kept starts of a schedule at ``data.ii``) by
     feasibility questions (module docstring). ``question(t, seconds)`` answers "is there a
     schedule with ``L <= t``" as INFEASIBLE (proven no), a status with a solution (its kept
     starts), or anything else (no verdict). ``budget`` caps the seconds of all questions
-    together (``None``: no cap)."""
+    together (``None``: no cap), within the caller's ``deadline``."""
     low = length_lower_bound(data)
     best, high = values, schedule_length(data, values)
-    end = Deadline.after(budget)
+    end = deadline.child(budget)
     step, asked = 1, 0
     while low < high:
         left = end.remaining()

@@ -988,7 +988,7 @@ def _minimise_length(
         return Status.FEASIBLE, kept_starts, _length(data, kept_starts), False
     if impl is None:
         impl = _length_model(data, model, deadline.within(length_limit), stats)  # type: ignore[arg-type]
-    status, kept_starts = _shortest(impl, kept_starts, data, deadline.within(length_limit),
+    status, kept_starts = _shortest(impl, kept_starts, data, deadline.child(length_limit),
                                     threads, stats)  # fmt: skip
     length = _length(data, kept_starts)
     late = False
@@ -1006,19 +1006,18 @@ def _shortest(
     impl: _PulpModel | _CpSatModel,
     kept_starts: dict[int, int],
     data: ReducedModel,
-    budget: float | None,
+    end: Deadline,
     threads: int,
     stats: dict[str, Any],
 ) -> tuple[Status, dict[int, int]]:
-    """Step 2: the minimum ``L`` from the deciding schedule in ``budget`` seconds. CP-SAT
+    """Step 2: the minimum ``L`` from the deciding schedule by ``end`` (the caller's child). CP-SAT
     first asks "a schedule with ``L <= t``?" for a few ``t`` (:mod:`.length_search`, with
     half the budget); only without a proven minimum then, and on CBC, ``L`` is minimised as
     an objective from the best schedule (CP-SAT: with the proven ``L >= low``). OPTIMAL
     when the minimum is proven, else FEASIBLE with the best schedule found."""
-    end = Deadline.after(budget)
     if isinstance(impl, _CpSatModel):
         found = search_length(lambda t, s: impl.length_at_most(t, s, threads), data,
-                              kept_starts, None if budget is None else budget / 2)  # fmt: skip
+                              kept_starts, None, deadline=end.child(fraction=0.5))  # fmt: skip
         stats["length_questions"] = found.questions
         if found.proven:
             stats["length_status"] = Status.OPTIMAL.value

@@ -115,9 +115,10 @@ class _Window:
         self.build = time.perf_counter() - t0
         self.carry = 0.0
 
-    def check(self, length: int, time_limit: float | None,
+    def check(self, length: int, deadline: Deadline | None,
               extra: list[str] | None = None) -> Phase2Result:  # fmt: skip
-        """One assumption-based call at ``length``; sat answers pass the verifier."""
+        """One assumption-based call at ``length`` until ``deadline`` (the caller's child;
+        ``None``: no limit); sat answers pass the verifier."""
         import z3
 
         names = list(extra or [])
@@ -125,7 +126,7 @@ class _Window:
             names.append(self.m.names[self.sel[length]])
         t1 = time.perf_counter()
         literals = [z3.Bool(nm, self.solver.ctx) for nm in names]
-        result = check_with_deadline(self.solver, literals, Deadline.after(time_limit))
+        result = check_with_deadline(self.solver, literals, deadline)
         solve = time.perf_counter() - t1
         answer = "unsat" if result == z3.unsat else "sat" if result == z3.sat else "unknown"
         sched = assign = None
@@ -216,21 +217,21 @@ def solve_window(
 
     pinned = hint_literals(w.m, hint) if hint else None
     if pinned is not None and not deadline.expired():
-        r = w.check(low, deadline.within(time_limit), pinned)
+        r = w.check(low, deadline.child(time_limit), pinned)
         if r.answer == "sat":
             checks.append(r)
             return done("sat", r, True)
         w.carry = r.seconds  # not a verdict on the window: its time goes to the next call
     floor = low  # the shortest length not refuted yet
     if low < w.top and not deadline.expired():
-        r = w.check(low, deadline.within(time_limit))
+        r = w.check(low, deadline.child(time_limit))
         checks.append(r)
         if r.answer == "sat":
             return done("sat", r, True)
         floor += r.answer == "unsat"
     if deadline.expired():
         return done("unknown", None, False)
-    r = w.check(w.top, deadline.within(time_limit))
+    r = w.check(w.top, deadline.child(time_limit))
     checks.append(r)
     if r.answer != "sat":
         return done(r.answer, None, False)
@@ -238,7 +239,7 @@ def solve_window(
     while (below := best.L - 1) >= floor:
         if deadline.expired():
             return done("sat", best, False)
-        r = w.check(below, deadline.within(time_limit))
+        r = w.check(below, deadline.child(time_limit))
         checks.append(r)
         if r.answer != "sat":
             return done("sat", best, r.answer == "unsat")

@@ -566,7 +566,7 @@ class _Run:
         left = self.left()
         if heur.I > lo:
             budget = _SLACK_SECONDS if left is None else min(_SLACK_SECONDS, left / 4)
-            heur = improve_with_slack(self.graph, heur, lo, budget)
+            heur = improve_with_slack(self.graph, heur, lo, budget, deadline=self.options.clock)
             left = self.left()
         budget = _GAUS_SECONDS if left is None else min(_GAUS_SECONDS, left / 4)
         roomy = left is None or left >= _GAUS_MIN_LEFT

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twill.deadline import Deadline
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.sched.baselines import force_directed, list_sched
 from twill.sched.baselines.exact import ModelSpec, solve_window
 from twill.sched.baselines.list_sched import capped_list_schedule
@@ -221,7 +221,12 @@ def _solve_neighbourhood(
 
 
 def lns_search(
-    problem: LNSProblem, t: np.ndarray, *, time_limit: float = 30.0, seed: int = 0
+    problem: LNSProblem,
+    t: np.ndarray,
+    *,
+    time_limit: float = 30.0,
+    seed: int = 0,
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[np.ndarray, LNSReport, str]:
     """:func:`lns_improve` from several starts, raced: once the starts are built (and those
     far behind the best dropped, :func:`_promising`), they race for up to half of what is
@@ -241,29 +246,33 @@ def lns_search(
     a traced search, every neighbourhood of up to 170 of its 317 ops proved peak 7
     infeasible around GauS's peak-8 schedule, while the optimum has peak 6). Returns the
     best schedule, the report of the search that produced it, and the name of its start.
+    The search runs on a child of the caller's ``deadline``: ``time_limit`` at most.
     """
     start = time.perf_counter()
+    clock = deadline.child(time_limit)
+
+    def left() -> float:  # the child is limited: time_limit is a number
+        return clock.remaining() or 0.0
+
     starts = [("GauS", np.asarray(t, dtype=np.int64))]
     bound = None
     one_resource = _single_integral_resource(problem)
     if one_resource:
-        rounded = _rounded_starts(problem, starts[0][1], Deadline.after(0.1 * time_limit))
+        rounded = _rounded_starts(problem, starts[0][1], clock.child(0.1 * time_limit))
         budget = 0.4 * time_limit - (time.perf_counter() - start)
-        guided, bound = _lp_guided_starts(problem, starts[0][1], budget, seed)
+        guided, bound = _lp_guided_starts(problem, starts[0][1], budget, seed, deadline=clock)
         starts += (guided + rounded) or _capped_list_starts(problem, starts[0][1])
     else:
         starts += _baseline_starts(problem)
     starts = _promising(problem, starts)
     finish = _improve_and_lower_the_peak if one_resource else lns_improve
     if len(starts) == 1:
-        left = time_limit - (time.perf_counter() - start)
-        best, rep = finish(problem, starts[0][1], time_limit=left, seed=seed, clock=start)
+        best, rep = finish(problem, starts[0][1], time_limit=left(), seed=seed, clock=start)
         rep.lower_bound = bound
         return best, rep, starts[0][0]
-    left = time_limit - (time.perf_counter() - start)
-    k, cand, first, history = _race(problem, starts, 0.5 * left, seed, start)
-    left = time_limit - (time.perf_counter() - start)
-    final, rep = finish(problem, cand, time_limit=left, seed=seed + 2 * len(starts), clock=start)
+    k, cand, first, history = _race(problem, starts, 0.5 * left(), seed, start)
+    final, rep = finish(problem, cand, time_limit=left(), seed=seed + 2 * len(starts),
+                        clock=start)  # fmt: skip
     rep.rounds += first.rounds
     rep.improvements += first.improvements
     rep.before = problem.objective(starts[k][1])
@@ -463,7 +472,12 @@ def _capped_list_starts(problem: LNSProblem, t: np.ndarray) -> list[tuple[str, n
 
 
 def _lp_guided_starts(
-    problem: LNSProblem, t: np.ndarray, budget: float, seed: int
+    problem: LNSProblem,
+    t: np.ndarray,
+    budget: float,
+    seed: int,
+    *,
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[list[tuple[str, np.ndarray]], float | None]:
     """Formulation A: schedules at peaks below ``t``'s guided by the time-indexed LP
     (:mod:`twill.sched.baselines.time_indexed`).
@@ -481,14 +495,14 @@ def _lp_guided_starts(
     (:func:`~twill.sched.baselines.time_indexed.lp_rounded_schedule`) is the start instead.
     Also returns the lower bound the LPs prove (``None`` when none was solved, or when the
     budget cut an LP short). Skipped (no starts, no bound) where the relaxation has more
-    than :data:`_LP_MAX_VARIABLES` variables."""
-    start = time.perf_counter()
+    than :data:`_LP_MAX_VARIABLES` variables. Within the caller's ``deadline``."""
+    clock = deadline.child(budget)
     g, D, ratio = problem.g, problem.D, problem.ratio
     asap, alap = asap_alap(g, D)
     if int((alap - asap).sum()) > _LP_MAX_VARIABLES:
         return [], None
     top = _peak(g, t) - 1
-    lps = PeakLPs(g, D, ratio, deadline=Deadline.after(budget))
+    lps = PeakLPs(g, D, ratio, deadline=clock)
     if top < 1:
         return [], None
     if not lps.at(top).feasible:
@@ -501,7 +515,7 @@ def _lp_guided_starts(
     caps = [c for c in caps if lps.at(c).bound < objective]
     found = []
     for k, cap in enumerate(caps):
-        left = budget - (time.perf_counter() - start)
+        left = clock.remaining() or 0.0  # limited: budget is a number
         sched, name = None, f"LP-guided at peak {cap}"
         lp = lps.at(cap)
         if left > 0:

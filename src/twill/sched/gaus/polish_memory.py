@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twill.deadline import Deadline
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.sched.gaus.graph import GauSGraph
 from twill.sched.gaus.polish_push import Adjacency, descend, lex_better, push_closure
 
@@ -148,6 +148,7 @@ def polish_memory(
     radius: int = 16,
     push: int = 32,
     max_moves: int | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[np.ndarray, int]:
     """Local descent on the peak live memory (formulation B) from a legal ``t``.
 
@@ -160,7 +161,7 @@ def polish_memory(
     D
         Latency bound.
     time_limit
-        Wall-clock cap in seconds (``None``: none).
+        Wall-clock cap in seconds (``None``: none), within ``deadline``.
     radius
         Steps on each side of an op's current one that are tried.
     push
@@ -168,6 +169,8 @@ def polish_memory(
         their dependences need (earlier: pulls its predecessors), transitively.
     max_moves
         Cap on applied moves (default ``4 n``).
+    deadline
+        The caller's :class:`~twill.deadline.Deadline` (the search runs on its child).
 
     Returns
     -------
@@ -175,7 +178,7 @@ def polish_memory(
         The improved schedule (legal whenever the input was) and the number of moves applied;
         its peak is never above the input's.
     """
-    deadline = Deadline.after(time_limit)
+    deadline = deadline.child(time_limit)
     if g.n == 0 or D <= 1:
         return np.array(t, dtype=np.int64), 0
     st = _MemState(g, t, D)

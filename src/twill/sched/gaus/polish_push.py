@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from twill.deadline import Deadline
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.sched.gaus.graph import GauSGraph
 
 __all__ = [
@@ -135,6 +135,7 @@ def polish_push_resource(
     time_limit: float | None = None,
     moves: PushMoves | None = None,
     max_moves: int | None = None,
+    deadline: Deadline = NO_DEADLINE,
 ) -> tuple[np.ndarray, int]:
     """Descent on formulation A's objective with push moves from a legal ``t``.
 
@@ -143,12 +144,14 @@ def polish_push_resource(
     g, t, D, ratio
         Graph, legal start steps (not modified), latency bound, weight of the peak.
     time_limit
-        Wall-clock cap in seconds (``None``: none).
+        Wall-clock cap in seconds (``None``: none), within ``deadline``.
     moves
         Which push moves are tried and how they compare (:class:`PushMoves`; ``None``: its
         defaults).
     max_moves
         Cap on applied moves (default ``n``).
+    deadline
+        The caller's :class:`~twill.deadline.Deadline` (the search runs on its child).
 
     Returns
     -------
@@ -156,7 +159,7 @@ def polish_push_resource(
         The schedule (legal whenever the input was; objective never above the input's
         unless ``peak_first``) and the number of moves applied.
     """
-    deadline = Deadline.after(time_limit)
+    deadline = deadline.child(time_limit)
     rule = PushMoves() if moves is None else moves
     radius, push, peak_first = rule.radius, rule.push, rule.peak_first
     t = np.array(t, dtype=np.int64)

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.errors import (
     ArgumentTypeError,
     BackendUnavailableError,
@@ -380,7 +381,7 @@ def _setup(
         record["deadline_s"] = options.time_limit
     return _SolveRun(formulation=problem.formulation, g=g, D=D, II=II, ratio=ratio,
                      settings=settings, device=device, record=record, start=start,
-                     seed=options.seed, deadline=deadline,
+                     seed=options.seed, deadline=deadline, clock=clock,
                      on_progress=options.on_progress)  # fmt: skip
 
 
@@ -499,6 +500,7 @@ class _SolveRun:
     start: float
     seed: int
     deadline: float | None = None
+    clock: Deadline = NO_DEADLINE  # the same end, for the searches that take a Deadline
     on_progress: OnProgress | None = None
 
     def left(self, limit: float | None = None) -> float | None:
@@ -720,7 +722,7 @@ def _improve(
         assert searched is not None
         best_t, msg = _polish_a(run, best_t, msg, searched, timings, hist)
     if formulation == "B" and run.settings.polish and _cut_to_deadline(run):
-        best_t, note = _polish_b(g, best_t, D, run.settings, run.start, timings, hist)
+        best_t, note = _polish_b(run, best_t, timings, hist)
         msg += note
     if formulation in ("A", "C") and run.left() != 0.0:
         best_t, msg = _keep_list_if_better(g, formulation, best_t, msg, D, run.II, run.ratio)
@@ -764,7 +766,7 @@ def _lns(
     t0 = time.perf_counter()
     before = problem.objective(best_t)
     cand, rep, start = lns_search(problem, best_t, time_limit=run.settings.lns_time,
-                                  seed=run.seed)  # fmt: skip
+                                  seed=run.seed, deadline=run.clock)  # fmt: skip
     timings["lns"] = time.perf_counter() - t0
     if rep.lower_bound is not None:
         hist["bound"] = rep.lower_bound
@@ -808,7 +810,7 @@ def _polish_a(
             )
             hist["polish_history"] = tuple(searched.history)
     if np.any(g.delay[g.forward] > 0):
-        best_t, note = _push_a(g, best_t, D, ratio, run.settings, run.start, timings)
+        best_t, note = _push_a(run, best_t, timings)
         msg += note
     return best_t, msg
 
@@ -840,15 +842,7 @@ def _keep_list_if_better(
     return t, msg
 
 
-def _push_a(
-    g: GauSGraph,
-    t: np.ndarray,
-    D: int,
-    ratio: float,
-    settings: GauSSettings,
-    start: float,
-    timings: dict[str, float],
-) -> tuple[np.ndarray, str]:
+def _push_a(run: _SolveRun, t: np.ndarray, timings: dict[str, float]) -> tuple[np.ndarray, str]:
     """Formulation A with delays: push-move descents (:mod:`twill.sched.gaus.polish_push`)
     after the single-move search, alternating the objective-first key with the peak-first
     key three times and ending objective-first; the best legal schedule seen is kept.
@@ -859,17 +853,18 @@ def _push_a(
     """
     from twill.sched.gaus.polish_push import PushMoves, polish_push_resource
 
+    g, D, ratio = run.g, run.D, run.ratio
     t0 = time.perf_counter()
-    limit = settings.polish_time
+    limit = run.settings.polish_time
     if limit is None:
-        limit = max(30.0, t0 - start)
+        limit = max(30.0, t0 - run.start)
     before = discrete_objective(g, t, "A", D=D, ratio=ratio)
     best, best_obj, cur, moves = t, before, t, 0
     for peak_first in (False, True, False, True, False, True, False):
         left = limit - (time.perf_counter() - t0)
         if left <= 0:
             break
-        cur, m = polish_push_resource(g, cur, D, ratio, time_limit=left,
+        cur, m = polish_push_resource(g, cur, D, ratio, time_limit=left, deadline=run.clock,
                                       moves=PushMoves(peak_first=peak_first))  # fmt: skip
         moves += m
         obj = discrete_objective(g, cur, "A", D=D, ratio=ratio)
@@ -882,13 +877,7 @@ def _push_a(
 
 
 def _polish_b(
-    g: GauSGraph,
-    t: np.ndarray,
-    D: int,
-    settings: GauSSettings,
-    start: float,
-    timings: dict[str, float],
-    hist: dict[str, Any],
+    run: _SolveRun, t: np.ndarray, timings: dict[str, float], hist: dict[str, Any]
 ) -> tuple[np.ndarray, str]:
     """Formulation B: the memory local search (:mod:`twill.sched.gaus.polish_memory`) from
     GauS's best schedule and from the list schedule; the best legal result is kept when it
@@ -900,10 +889,11 @@ def _polish_b(
     """
     from twill.sched.gaus.polish_memory import polish_memory
 
+    g, D = run.g, run.D
     t0 = time.perf_counter()
-    limit = settings.polish_time
+    limit = run.settings.polish_time
     if limit is None:
-        limit = max(30.0, t0 - start)
+        limit = max(30.0, t0 - run.start)
     before = discrete_objective(g, t, "B", D=D)
     hist["gaus_objective"] = before
     starts = [("GauS", t)]
@@ -913,7 +903,8 @@ def _polish_b(
     best, best_obj, note = t, before, ""
     for k, (name, t_start) in enumerate(starts):
         left = limit - (time.perf_counter() - t0)
-        cand, moves = polish_memory(g, t_start, D, time_limit=left / (len(starts) - k))
+        cand, moves = polish_memory(g, t_start, D, time_limit=left / (len(starts) - k),
+                                    deadline=run.clock)  # fmt: skip
         if schedule_violations(g, cand, D):
             continue
         obj = discrete_objective(g, cand, "B", D=D)

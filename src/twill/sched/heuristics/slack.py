@@ -35,7 +35,7 @@ import logging
 import time
 from typing import Any
 
-from twill.deadline import Deadline
+from twill.deadline import NO_DEADLINE, Deadline
 from twill.sched.bounds import has_positive_cycle
 from twill.sched.exact.phase1 import FW_RATE, complete_schedule
 from twill.sched.exact.reduced import OutOfTime, build_reduced_model
@@ -245,15 +245,18 @@ def improve_with_slack(
     incumbent: HeuristicSchedule,
     lower: int,
     budget: float,
+    *,
+    deadline: Deadline = NO_DEADLINE,
 ) -> HeuristicSchedule:
     """The better of ``incumbent`` and slack schedules at ``lower <= II < incumbent.I``.
 
     Bisection between ``lower - 1`` (taken as a failure) and ``incumbent.I`` (a schedule):
     feasibility need not be monotone in ``II``, so this is a heuristic order, about
-    ``log2(incumbent.I - lower)`` tries; each try builds the
-    window model at its ``II`` (0.1-0.5 s at 800-1,400 ops), and no try starts after
-    ``budget`` seconds. The returned schedule has ``method = "slack"`` when it won;
-    ``seconds`` counts both heuristics, ``tried`` both lists.
+    ``log2(incumbent.I - lower)`` tries; each try builds the window model at its ``II``
+    (0.1-0.5 s at 800-1,400 ops), and no try starts after ``budget`` seconds or the caller's
+    ``deadline`` (the search runs on its child). The returned schedule has
+    ``method = "slack"`` when it won; ``seconds`` counts both heuristics, ``tried`` both
+    lists.
 
     Examples
     --------
@@ -264,7 +267,7 @@ def improve_with_slack(
     2
     """
     t0 = time.perf_counter()
-    end = Deadline.after(budget)
+    end = deadline.child(budget)
     best: tuple[int, dict[str, int]] | None = None
     tried = list(incumbent.tried)
 
