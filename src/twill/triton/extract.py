@@ -695,25 +695,18 @@ def pick_loop(loops: tuple[ExtractedLoop, ...], line: int | None, source: str) -
 
 
 def extract_graph(
-    text: str,
-    arch: str,
-    *,
-    source: str = "<ttgir>",
-    name: str | None = None,
-    normalize: bool = True,
-    U: int = 300,
-    loop: int | None = None,
+    text: str, arch: str, *, loop: int | None = None, **options: Any
 ) -> DependenceGraph:
     """Dependence graph of one loop of TTGIR ``text`` for ``arch``: the loop at source line
-    ``loop``, else the costliest (:func:`extract_loops`, :func:`pick_loop`).
+    ``loop``, else the costliest (:func:`extract_loops` with ``options``, :func:`pick_loop`).
 
     Raises
     ------
     InvalidProblemError
         As :func:`extract_loops`, or no loop at ``loop``.
     """
-    loops = extract_loops(text, arch, source=source, name=name, normalize=normalize, U=U)
-    return pick_loop(loops, loop, source).graph
+    loops = extract_loops(text, arch, **options)
+    return pick_loop(loops, loop, options.get("source", "<ttgir>")).graph
 
 
 def read_ttgir_file(path: str | Path) -> str:

@@ -38,10 +38,10 @@ Validity (each step keeps exactly the same yes/no answer):
    paths; they are the least solution used in :func:`.reduced.stage_bounds`, so they lie
    inside the proven stage bounds and hint / warm-start the model that minimises ``L``.
 
-Two complete backends decide the window model: CP-SAT (:func:`decide_cpsat`: integer starts
-in their windows, residues, all-different / cumulative or 0-1 rows, and the *pair windows*
-below) and CBC (:func:`decide_cbc`: a time-indexed 0-1 program over the windows with the
-strong precedence rows, whose LP relaxation is much tighter than the aggregated row).
+Two complete backends decide the window model (:func:`decide`): CP-SAT (integer starts in
+their windows, residues, all-different / cumulative or 0-1 rows, and the *pair windows*
+below) and CBC (a time-indexed 0-1 program over the windows with the strong precedence rows,
+whose LP relaxation is much tighter than the aggregated row).
 INFEASIBLE is reported only on a finished proof; a time limit gives UNKNOWN.
 
 Preconditions: ``II >= RecMII`` (no positive circuit; :func:`.phase1.solve_phase1` checks it
@@ -66,6 +66,7 @@ __all__ = [
     "NO_PATH",
     "WindowModel",
     "build_window_model",
+    "decide",
     "decide_cbc",
     "decide_cpsat",
     "least_starts",
@@ -458,37 +459,61 @@ def least_starts(
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# CP-SAT
-# ---------------------------------------------------------------------------------------------
+#: The answer of a decision: (status, start per decided op; ``None`` without a schedule).
+Decision = tuple[Status, dict[int, int] | None]
 
 
-def decide_cpsat(
+def decide(
     wm: WindowModel,
     time_limit: float | None,
     threads: int,
     hint: dict[int, int] | None = None,
     deadline: Deadline | None = None,
-) -> tuple[Status, dict[int, int] | None]:
-    """Decide the window model with CP-SAT: (status, start per decided op). Building the
-    model (and importing OR-Tools the first time) counts against ``deadline``: CP-SAT gets
-    what is left of it.
+    *,
+    backend: str = "cpsat",
+) -> Decision:
+    """Decide the window model with ``backend`` (``"cpsat"`` or ``"cbc"``): (status, start
+    per decided op). Building the model (and importing the solver the first time) counts
+    against ``deadline``: the solver call gets the smaller of ``time_limit`` and what is left
+    of it. ``hint`` (starts per op) warm-starts the solver."""
+    if wm.overfull is not None:
+        return Status.INFEASIBLE, None
+    if not wm.ops:
+        return Status.OPTIMAL, {}
+    hint, deadline = ordered_hint(wm, hint), Deadline.of(deadline)
+    if backend == "cbc":
+        return _decide_cbc(wm, hint, time_limit, threads, deadline)
+    model, start = _cpsat_model(wm, hint)
+    return _solve_cpsat(model, start, deadline.within(time_limit), threads)
+
+
+def decide_cpsat(wm: WindowModel, time_limit: float | None, threads: int, **kw: Any) -> Decision:
+    """:func:`decide` with CP-SAT (``hint``, ``deadline`` as there)."""
+    return decide(wm, time_limit, threads, backend="cpsat", **kw)
+
+
+def decide_cbc(wm: WindowModel, time_limit: float | None, threads: int, **kw: Any) -> Decision:
+    """:func:`decide` with CBC through PuLP (``hint``, ``deadline`` as there)."""
+    return decide(wm, time_limit, threads, backend="cbc", **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# CP-SAT
+# ---------------------------------------------------------------------------------------------
+
+
+def _cpsat_model(wm: WindowModel, hint: dict[int, int] | None) -> tuple[Any, dict[int, Any]]:
+    """CP-SAT's model of ``wm`` and its start variables.
 
     Integer start ``M`` in its window, ``M = II*q + r``; the reservation table as
     all-different / cumulative over the residues ``r`` where every user of a unit reserves
     only its first cycle, else as 0-1 rows. Labelled redundant *pair windows* (same
     solutions): two users of a capacity-1 unit never share a residue, so ``M(y) - M(x)``
     avoids the multiples of ``II`` in its window ``[lo, hi]``; CP-SAT then propagates residue
-    conflicts through the dependences. ``linearization_level = 2`` puts the all-different
-    and difference rows into CP-SAT's LP, which proved aes2/graph4 at I = 30, 31 in under a
-    second (seconds to minutes without; docs/benchmarks.md).
+    conflicts through the dependences.
     """
     from ortools.sat.python import cp_model
 
-    if wm.overfull is not None:
-        return Status.INFEASIBLE, None
-    if not wm.ops:
-        return Status.OPTIMAL, {}
     ii = wm.ii
     model = cp_model.CpModel()
     start, res = {}, {}
@@ -525,13 +550,22 @@ def decide_cpsat(
     for twins in wm.twins:  # symmetry breaking (twin_classes)
         for x, y in zip(twins, twins[1:], strict=False):
             model.add(start[x] <= start[y])
-    if hint:
-        for v, t in ordered_hint(wm, hint).items():
-            if v in start:
-                model.add_hint(start[v], t)
-                model.add_hint(res[v], t % ii)
+    for v, t in (hint or {}).items():
+        if v in start:
+            model.add_hint(start[v], t)
+            model.add_hint(res[v], t % ii)
+    return model, start
+
+
+def _solve_cpsat(
+    model: Any, start: dict[int, Any], time_limit: float | None, threads: int
+) -> Decision:
+    """Solve CP-SAT's ``model``. ``linearization_level = 2`` puts the all-different and
+    difference rows into CP-SAT's LP, which proved aes2/graph4 at I = 30, 31 in under a
+    second (seconds to minutes without; docs/benchmarks.md)."""
+    from ortools.sat.python import cp_model
+
     solver = cp_model.CpSolver()
-    time_limit = Deadline.of(deadline).within(time_limit)
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = float(time_limit)
     solver.parameters.num_workers = max(1, threads)
@@ -550,33 +584,58 @@ def decide_cpsat(
 # ---------------------------------------------------------------------------------------------
 
 
-def decide_cbc(
+def _decide_cbc(
     wm: WindowModel,
+    hint: dict[int, int] | None,
     time_limit: float | None,
     threads: int,
-    hint: dict[int, int] | None = None,
-    deadline: Deadline | None = None,
-) -> tuple[Status, dict[int, int] | None]:
-    """Decide the window model with CBC (PuLP): (status, start per decided op).
-
-    Time-indexed 0-1 program: ``x[v,t] = 1`` iff op ``v`` starts at ``t`` (its window),
-    ``sum_t x[v,t] = 1``; the modulo reservation row of unit ``f`` and class ``r`` sums
-    ``x[v,t]`` over the ``t`` with ``t + c = r (mod II)``. An arc ``M(y) - M(x) >= w`` is
-    written as the strong precedence rows ``sum_{s >= t} x[x,s] + sum_{s < t+w} x[y,s] <= 1``
-    for every ``t`` (if ``x`` starts at ``t`` or later, ``y`` cannot start before ``t + w``);
-    together they are equivalent to the arc on 0-1 points and their LP relaxation is the
-    tightest of the usual encodings. Past ``_STRONG_MAX_NONZEROS`` the one aggregated row
-    ``sum t*x[y,t] - sum t*x[x,t] >= w`` per arc is used instead (same 0-1 points). Before
-    a ``deadline`` (``time.monotonic()``) too close for PuLP to build the model, UNKNOWN.
-    """
+    deadline: Deadline,
+) -> Decision:
+    """Decide ``wm`` with CBC (PuLP); UNKNOWN before a ``deadline`` too close for PuLP to
+    build the model (:func:`_cbc_model`)."""
     import pulp
 
     from twill.sched.exact._cbc import run_cbc
 
-    if wm.overfull is not None:
-        return Status.INFEASIBLE, None
-    if not wm.ops:
-        return Status.OPTIMAL, {}
+    size = {v: hi - lo + 1 for v, (lo, hi) in wm.domain.items()}
+    nonzeros = sum(size[a] * (size[a] + size[b]) for a, b, _ in wm.arcs)
+    strong = nonzeros <= _STRONG_MAX_NONZEROS
+    build = (nonzeros if strong else 2 * sum(size.values())) / _PULP_RATE
+    left = deadline.remaining()
+    if left is not None and left < 2 * build:  # PuLP's build is not interruptible
+        log.info("window model (II=%d): about %.1f s to build, %.1f s left: UNKNOWN", wm.ii,
+                 build, left)  # fmt: skip
+        return Status.UNKNOWN, None
+    prob, x = _cbc_model(wm, strong)
+    warm = False
+    if hint and all(v in hint and hint[v] in x[v] for v in wm.ops):
+        for v in wm.ops:
+            for t, var in x[v].items():
+                var.setInitialValue(int(t == hint[v]))
+        warm = True
+    time_limit = deadline.within(time_limit)  # the model took time to build: what is left
+    status = run_cbc(prob, time_limit, threads, warm)
+    if not status.has_solution:
+        return status, None
+    return Status.OPTIMAL, {
+        v: max(x[v], key=lambda t, v=v: pulp.value(x[v][t]) or 0.0) for v in wm.ops
+    }
+
+
+def _cbc_model(wm: WindowModel, strong: bool) -> tuple[Any, dict[int, dict[int, Any]]]:
+    """CBC's time-indexed 0-1 program of ``wm`` and its variables ``x[v][t]``.
+
+    ``x[v,t] = 1`` iff op ``v`` starts at ``t`` (its window), ``sum_t x[v,t] = 1``; the modulo
+    reservation row of unit ``f`` and class ``r`` sums ``x[v,t]`` over the ``t`` with
+    ``t + c = r (mod II)``. An arc ``M(y) - M(x) >= w`` is written (``strong``) as the strong
+    precedence rows ``sum_{s >= t} x[x,s] + sum_{s < t+w} x[y,s] <= 1`` for every ``t`` (if
+    ``x`` starts at ``t`` or later, ``y`` cannot start before ``t + w``); together they are
+    equivalent to the arc on 0-1 points and their LP relaxation is the tightest of the usual
+    encodings. Past ``_STRONG_MAX_NONZEROS`` the one aggregated row
+    ``sum t*x[y,t] - sum t*x[x,t] >= w`` per arc is used instead (same 0-1 points).
+    """
+    import pulp
+
     ii = wm.ii
     prob = pulp.LpProblem(f"window_II{ii}", pulp.LpMinimize)
     x: dict[int, dict[int, Any]] = {}
@@ -584,16 +643,6 @@ def decide_cbc(
         lo, hi = wm.domain[v]
         x[v] = {t: pulp.LpVariable(f"x_{v}_{t - lo}", cat="Binary") for t in range(lo, hi + 1)}
         prob += pulp.lpSum(x[v].values()) == 1, f"one_{v}"
-    size = {v: hi - lo + 1 for v, (lo, hi) in wm.domain.items()}
-    nonzeros = sum(size[a] * (size[a] + size[b]) for a, b, _ in wm.arcs)
-    strong = nonzeros <= _STRONG_MAX_NONZEROS
-    build = (nonzeros if strong else 2 * sum(size.values())) / _PULP_RATE
-    deadline = Deadline.of(deadline)
-    left = deadline.remaining()
-    if left is not None and left < 2 * build:  # PuLP's build is not interruptible
-        log.info("window model (II=%d): about %.1f s to build, %.1f s left: UNKNOWN", wm.ii,
-                 build, left)  # fmt: skip
-        return Status.UNKNOWN, None
     for k, (a, b, w) in enumerate(wm.arcs):
         (alo, ahi), (blo, _bhi) = wm.domain[a], wm.domain[b]
         if not strong:
@@ -626,18 +675,4 @@ def decide_cbc(
                 f"twin_{n}_{k}",
             )
     prob.setObjective(pulp.LpAffineExpression())
-    hint = ordered_hint(wm, hint)
-    warm = False
-    if hint and all(v in hint and hint[v] in x[v] for v in wm.ops):
-        for v in wm.ops:
-            for t, var in x[v].items():
-                var.setInitialValue(int(t == hint[v]))
-        warm = True
-    time_limit = deadline.within(time_limit)  # the model took time to build: what is left
-    status = run_cbc(prob, time_limit, threads, warm)
-    if status.has_solution:
-        out = {}
-        for v in wm.ops:
-            out[v] = max(x[v], key=lambda t, v=v: pulp.value(x[v][t]) or 0.0)
-        return Status.OPTIMAL, out
-    return status, None
+    return prob, x
