@@ -22,6 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from twill.scratch import private_scratch
@@ -177,17 +178,17 @@ def run(name: str, arch: str, size: int) -> dict[str, Any]:
 
     import torch
 
-    from twill.triton import SHIPPED_DIR, kernel_options, twill_schedule
+    from twill.triton import SHIPPED_DIR, SHIPPED_VARIANTS, kernel_options, twill_schedule
 
     spec = importlib.util.spec_from_file_location(
         "twill_shipped_kernels", SHIPPED_DIR / "kernels.py"
     )
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    kernel = "fa_fwd" if name in ("fa_fwd_plain", "fa_fwd_gluon") else name
+    kernel, consts, warps = SHIPPED_VARIANTS.get(name, ("fa_fwd", {}, None))  # fa_fwd_gluon
     opts = kernel_options(SHIPPED_DIR / "kernels.py", kernel, arch)
-    if name == "fa_fwd_plain":
-        opts.constexprs["SUBTILES"] = 1
+    opts.constexprs.update(consts)
+    opts = replace(opts, num_warps=warps or opts.num_warps)
     make = {"gemm": _gemm, "fa_fwd_plain": _fa_fwd, "fa_bwd": _fa_bwd}.get(name, _fa_fwd)
     row: dict[str, Any] = {"kernel": name, "arch": arch, "device": torch.cuda.get_device_name()}
     try:

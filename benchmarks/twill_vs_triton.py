@@ -1,8 +1,9 @@
 """Twill's schedule against Triton's default, in Twill's model, and both compiled by Triton.
 
-For every shipped kernel (``gemm``, ``fa_fwd``, ``fa_fwd_plain`` = ``fa_fwd`` with
-``SUBTILES=1``, ``fa_bwd``), every kernel of the Triton front end's test corpus
-(``tests/data/triton/``; its costliest loop, as ``twill solve`` picks) and architecture
+For every shipped kernel (``twill.triton.SHIPPED_VARIANTS``: ``gemm``, ``fa_fwd``,
+``fa_fwd_plain`` = ``fa_fwd`` with one 128-row Q tile on 8 warps, ``fa_bwd``), every kernel
+of the Triton front end's test corpus (``tests/data/triton/``; its costliest loop, as ``twill
+solve`` picks) and architecture
 (``sm_90a``: H100, ``sm_100a``: B200); a kernel that fails (Triton does not pipeline the loop,
 or cannot compile it) gets a row with ``error``:
 
@@ -46,13 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from twill.scratch import private_scratch
+from twill.triton import SHIPPED_VARIANTS as KERNELS
 
-KERNELS = {
-    "gemm": ("gemm", {}),
-    "fa_fwd": ("fa_fwd", {}),
-    "fa_fwd_plain": ("fa_fwd", {"SUBTILES": 1}),
-    "fa_bwd": ("fa_bwd", {}),
-}
 TESTS = Path(__file__).resolve().parents[1] / "tests" / "data"
 CORPUS = TESTS / "triton"
 #: A user's kernel (``tests/data/triton_user``): the masked pointer-load matmul.
@@ -64,15 +60,14 @@ def corpus() -> list[str]:
     return sorted(p.stem for p in CORPUS.glob("*.py") if p.stem != "generate")
 
 
-def _spec(name: str) -> tuple[str, dict[str, Any]]:
-    from twill.triton import SHIPPED_DIR
+def _spec(name: str, arch: str) -> Any:  # noqa: ANN401 (a KernelSpec)
+    from twill.triton import kernel_spec, shipped_spec
 
     if name in KERNELS:
-        kernel, consts = KERNELS[name]
-        return f"{SHIPPED_DIR / 'kernels.py'}:{kernel}", consts
+        return shipped_spec(name, arch)
     if name in USER:
-        return f"{TESTS / 'triton_user' / name}.py:{USER[name]}", {}
-    return f"{CORPUS / name}.py:{name}", {}
+        return kernel_spec(f"{TESTS / 'triton_user' / name}.py:{USER[name]}", arch)
+    return kernel_spec(f"{CORPUS / name}.py:{name}", arch)
 
 
 def _resources(build: Any, prefix: str = "") -> dict[str, Any]:
@@ -88,13 +83,11 @@ def _resources(build: Any, prefix: str = "") -> dict[str, Any]:
 
 def run(name: str, arch: str, price_limit: float, twill_limit: float = 600.0) -> dict[str, Any]:
     from twill.errors import TwillError
-    from twill.triton import kernel_spec
 
     t0 = time.perf_counter()
-    spec, consts = _spec(name)
     row: dict[str, Any] = {"kernel": name, "arch": arch, "compiled": False}
     try:
-        _fill(row, kernel_spec(spec, arch, constexprs=consts), price_limit, twill_limit)
+        _fill(row, _spec(name, arch), price_limit, twill_limit)
     except TwillError as exc:  # a corpus kernel Triton does not pipeline, or cannot compile
         row["error"] = str(exc).splitlines()[0][:300]
     row["seconds"] = round(time.perf_counter() - t0, 1)

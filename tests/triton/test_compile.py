@@ -47,6 +47,17 @@ def test_compile_extract_solve(kernel: str, arch: str) -> None:
     assert verify_warp_schedule(g, r.schedule, r.assignment, r.I, r.L) == []
 
 
+def test_wide_register_tile_spans_two_warp_groups() -> None:
+    """The un-sub-tiled 256-row B200 forward tile would need 256 > 255 registers per thread
+    of one warp group, so it spans two warp groups at 128 each."""
+    pytest.importorskip("triton")
+    g = import_triton(f"{KERNELS}:fa_fwd", "sm_100a", constexprs={"SUBTILES": 1, "BM": 256},
+                      num_warps=4, normalize=False)  # fmt: skip
+    tiles = [i for i in g.instructions if i.regs > 64]
+    assert tiles and {(i.regs, i.warps) for i in tiles} == {(128, 8)}
+    assert all(i.regs <= g.machine.registers_per_warp for i in g.instructions)
+
+
 def test_missing_signature_type_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("triton")
     rc = main(["import-triton", f"{KERNELS}:gemm", "--arch", "sm_90a", "--signature",

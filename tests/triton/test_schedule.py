@@ -19,7 +19,7 @@ from twill.results import Status
 from twill.sched.exact.pinned import Pins, pins_hold, solve_pinned
 from twill.sched.problems import PROBLEM_UNION
 from twill.sched.verify_warps import verify_warp_schedule
-from twill.triton import SHIPPED_DIR, import_triton, kernel_spec
+from twill.triton import SHIPPED_DIR, SHIPPED_VARIANTS, import_triton, kernel_spec, shipped_spec
 
 KERNELS = SHIPPED_DIR / "kernels.py"
 GEMM = {"TMA_a_blk": 0, "TMA_b_blk": 0, "TC_acc": 2}  # Triton's default stages on the GEMM
@@ -74,12 +74,6 @@ def test_unknown_pinned_op_is_named() -> None:
         solve_pinned(_gemm("sm_90a"), Pins({"nope": 0}))
 
 
-VARIANTS = {
-    "gemm": ("gemm", {}),
-    "fa_fwd": ("fa_fwd", {}),
-    "fa_fwd_plain": ("fa_fwd", {"SUBTILES": 1}),
-    "fa_bwd": ("fa_bwd", {}),
-}
 SCHEDULES = Path(__file__).resolve().parents[1] / "data" / "triton_schedules"
 #: How Triton 3.9 takes Twill's partitions (its generic warp_specialize pass, run on both
 #: architectures): applied, or the diagnostic or pass that rejects them (the summary must name
@@ -95,6 +89,11 @@ PARTITIONS = {
     ("fa_bwd", "sm_100a"): "NVWSInsertAref",
 }
 
+#: Twill instructions with no operation in the loop Triton schedules: on the 8-warp B200
+#: forward, the two layout conversions of O that the extraction (num_stages=1) prints are not
+#: in Triton's IR at num_stages=3 (its TMEM loads take another layout there).
+NOT_EXPRESSED = {("fa_fwd_plain", "sm_100a"): ["SMEM_acc_28", "SMEM_acc_30"]}
+
 
 def _schedule(name: str, arch: str) -> dict:
     """Twill's schedule of the shipped kernel, checked in (``generate.py`` beside it says
@@ -103,14 +102,13 @@ def _schedule(name: str, arch: str) -> dict:
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", list(SHIPPED_VARIANTS))
 def test_checked_in_schedules_are_twills(name: str, arch: str) -> None:
     """The checked-in schedules pass the verifier on the shipped kernels' graphs as extracted
     now (else regenerate them: tests/data/triton_schedules/generate.py)."""
     from twill.sched.verify import verify_modulo_schedule
 
-    graph_name = "fa_fwd_plain" if name == "fa_fwd_plain" else VARIANTS[name][0]
-    g = import_triton(SHIPPED_DIR / f"{graph_name}.{arch}.ttgir", arch)
+    g = import_triton(SHIPPED_DIR / f"{name}.{arch}.ttgir", arch)
     s = _schedule(name, arch)
     assert set(s["schedule"]) == set(g.names)
     if s["assignment"]:
@@ -127,8 +125,7 @@ def _compiled(name: str, arch: str):  # noqa: ANN202
     from twill.triton.build import private_cache
     from twill.triton.peer import compile_twill, twill_graph
 
-    kernel, consts = VARIANTS[name]
-    ks = kernel_spec(f"{KERNELS}:{kernel}", arch, constexprs=consts)
+    ks = shipped_spec(name, arch)
     s = _schedule(name, arch)
     slots = {v: tuple(w) if isinstance(w, list) else w for v, w in s["assignment"].items()}
     with private_cache():
@@ -138,7 +135,7 @@ def _compiled(name: str, arch: str):  # noqa: ANN202
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.parametrize("name", list(SHIPPED_VARIANTS))
 def test_twill_schedule_survives_the_pipeliner(name: str, arch: str) -> None:
     """After Triton's pipeliner, each op's stage (its copies in the prologue) and each op's
     ``ttg.warp_specialize`` region are Twill's, or the summary names the decision Triton did
@@ -150,9 +147,11 @@ def test_twill_schedule_survives_the_pipeliner(name: str, arch: str) -> None:
     d = s.data
     written = {v: st for v, (st, _) in twill_stages(_schedule(name, arch)["schedule"],
                                                      d["I"]).items()}  # fmt: skip
-    assert d["stages"] == written and d["changed"]["not_expressed"] == []
+    assert d["stages"] == written
+    assert d["changed"]["not_expressed"] == NOT_EXPRESSED.get((name, arch), [])
     changed = d["changed"]["stages"]
-    assert set(d["kept"]["stages"]) | set(changed) == set(written)  # every op accounted for
+    missing = set(d["changed"]["not_expressed"])
+    assert set(d["kept"]["stages"]) | set(changed) | missing == set(written)  # every op
     assert all(c["twill"] == written[v] and c["triton"] is not None for v, c in changed.items())
     assert len(s.build.cubin) > 1000 and ".entry" in s.build.ptx
     parts = d["partitions"]
@@ -173,6 +172,20 @@ def test_twill_schedule_survives_the_pipeliner(name: str, arch: str) -> None:
     if name == "gemm":  # all kept: the loads apart from the MMA
         assert kept == sorted(slot)
         assert region["TMA_a_blk"] == region["TMA_b_blk"] != region["TC_acc"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["fa_bwd", "fa_fwd_plain"])
+def test_shipped_b200_attention_launches(name: str) -> None:
+    """At the shipped B200 tile sizes (the backward's 64-row K/V block on 4 warps, the plain
+    forward's 128-row Q tile on 8) Twill's schedule compiles to a kernel that launches: no
+    trap (its tensor memory fits the 512 columns), shared memory within 227 KiB; the
+    backward does not spill (the forward's spills are ptxas's to correct: test_compile.py)."""
+    pytest.importorskip("triton")
+    d = _compiled(name, "sm_100a").data
+    assert d["runnable"], d.get("why_not_runnable")
+    assert d["smem_bytes"] <= 227 * 1024
+    assert name != "fa_bwd" or d["spills"] == 0
 
 
 def test_compile_cli_writes_the_summary(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:

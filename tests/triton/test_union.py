@@ -10,27 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from twill.triton import SHIPPED_DIR, kernel_spec
+from twill.triton import SHIPPED_VARIANTS, kernel_spec, shipped_spec
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-SHIPPED = {"gemm": {}, "fa_fwd": {}, "fa_fwd_plain": {"SUBTILES": 1}, "fa_bwd": {}}
 CORPUS = sorted(p.stem for p in (DATA / "triton").glob("*.py") if p.stem != "generate")
 LIMIT = 15.0  # seconds for Twill's search and for pricing Triton's schedule, each
 
 
-def _spec(name: str) -> tuple[str, dict]:
-    if name in SHIPPED:
-        return f"{SHIPPED_DIR / 'kernels.py'}:{'fa_fwd' if 'fa_fwd' in name else name}", SHIPPED[
-            name
-        ]
+def _spec(name: str, arch: str):  # noqa: ANN202 (a KernelSpec)
+    if name in SHIPPED_VARIANTS:
+        return shipped_spec(name, arch)
     if name == "masked_matmul":
-        return f"{DATA / 'triton_user' / 'masked_matmul.py'}:matmul", {}
-    return f"{DATA / 'triton' / name}.py:{name}", {}
+        return kernel_spec(f"{DATA / 'triton_user' / 'masked_matmul.py'}:matmul", arch)
+    return kernel_spec(f"{DATA / 'triton' / name}.py:{name}", arch)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
-@pytest.mark.parametrize("name", [*SHIPPED, "masked_matmul", *CORPUS])
+@pytest.mark.parametrize("name", [*SHIPPED_VARIANTS, "masked_matmul", *CORPUS])
 def test_twill_is_never_worse_than_triton_one_partition_or_sequential(name: str, arch: str) -> None:
     pytest.importorskip("triton")
     import time
@@ -40,8 +37,7 @@ def test_twill_is_never_worse_than_triton_one_partition_or_sequential(name: str,
     from twill.triton.build import private_cache
     from twill.triton.peer import price_triton, solve_for_compile, twill_graph
 
-    spec, consts = _spec(name)
-    ks = kernel_spec(spec, arch, constexprs=consts)
+    ks = _spec(name, arch)
     with private_cache():
         lp, ttgir = twill_graph(ks)
         if register_conflict(lp.graph, ks.num_warps) is not None:

@@ -37,6 +37,8 @@ __all__ = [
     "kernel_options",
     "kernel_option_files",
     "SHIPPED_DIR",
+    "SHIPPED_VARIANTS",
+    "shipped_spec",
     "compile",
     "compile_summary",
     "kernel_spec",
@@ -44,6 +46,25 @@ __all__ = [
 ]
 
 SHIPPED_DIR = Path(__file__).parents[1] / "data" / "triton"
+#: The shipped kernels as the benchmarks, tests and checked-in TTGIR take them: name ->
+#: (kernel of ``kernels.py``, constexprs over ``kernels.yaml``'s, ``num_warps`` or ``None`` for
+#: the YAML's). ``fa_fwd_plain`` is the forward without sub-tiles: one 128-row Q tile on 8
+#: warps on both architectures (a 128 x 128 FP32 tile is 64 registers per thread; on 4 warps,
+#: or as a 256-row tile, it spills or exceeds the B200's tensor memory).
+SHIPPED_VARIANTS: dict[str, tuple[str, dict[str, Any], int | None]] = {
+    "gemm": ("gemm", {}, None),
+    "fa_fwd": ("fa_fwd", {}, None),
+    "fa_fwd_plain": ("fa_fwd", {"SUBTILES": 1, "BM": 128}, 8),
+    "fa_bwd": ("fa_bwd", {}, None),
+}
+
+
+def shipped_spec(name: str, arch: str, *, specialize: bool = False) -> Any:  # noqa: ANN401
+    """The :class:`~twill.triton.peer.KernelSpec` of shipped variant ``name``
+    (:data:`SHIPPED_VARIANTS`) for ``arch``."""
+    kernel, consts, warps = SHIPPED_VARIANTS[name]
+    return kernel_spec(f"{SHIPPED_DIR / 'kernels.py'}:{kernel}", arch, constexprs=consts,
+                       num_warps=warps, specialize=specialize)  # fmt: skip
 
 
 def parse_assignments(items: list[str] | None, what: str, numeric: bool) -> dict[str, Any]:

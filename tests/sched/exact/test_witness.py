@@ -61,4 +61,4 @@ def test_register_aware_order_respects_the_dependences_and_frees_registers_first
     pos = {n: k for k, n in enumerate(order)}
     assert sorted(order) == sorted(g.names)
     assert all(pos[e.src] < pos[e.dst] for e in g.edges if e.distance == 0 and e.src != e.dst)
-    assert pos["TMEM_acc_32"] < pos["TMEM_acc_30"]  # P's store before O's load
+    assert pos["TMEM_acc_34"] < pos["TMEM_acc_32"]  # P's store before O's load
