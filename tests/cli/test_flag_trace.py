@@ -32,20 +32,24 @@ def test_both_flags_reach_the_solvers_in_four_calls(monkeypatch, capsys, backend
                 limit, threads = args[3].deadline, args[3].threads
             else:
                 limit, threads = args[1], args[2]
-            seen[name] = (calls_below_cmd_solve() + [name], limit, threads)
+            if name == "decide":
+                name_seen = f"decide_{kwargs.get('backend', 'cpsat')}"
+            else:
+                name_seen = name
+            seen[name_seen] = (calls_below_cmd_solve() + [name], limit, threads)
             return real(*args, **kwargs)
 
         monkeypatch.setattr(module, name, wrapper)
 
     decide = f"decide_{backend}"
-    spy(phase1, decide)
+    spy(phase1, "decide")  # one decide(wm, ..., backend=) for both backends
     spy(algorithm1, "solve_window")
     argv = ["solve", "flash_attention_forward_simplified", "--backend", backend,
             "--total-time-limit", "60", "--threads", "2", "--json"]  # fmt: skip
     assert main(argv) == 0
     capsys.readouterr()
     chain, limit, threads = seen[decide]
-    assert chain == ["run", "search_min_ii", "solve_phase1", decide]
+    assert chain == ["run", "search_min_ii", "solve_phase1", "decide"]
     assert threads == 2 and 0 < limit <= 60
     chain, deadline, _ = seen["solve_window"]  # Z3 takes no thread count (one SAT core)
     assert chain == ["run", "algorithm1", "_examined_in_order", "solve_window"]
