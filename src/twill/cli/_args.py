@@ -19,17 +19,19 @@ from pathlib import Path
 from twill._atomic import atomic_output, write_output
 from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
-from twill.validation import check_time_limit
+from twill.validation import MAX_THREADS, check_time_limit
 
 __all__ = [
     "positive_int",
     "positive_float",
     "time_limit_arg",
     "add_time_limit",
+    "add_threads",
     "command_deadline",
     "nonnegative_float",
     "bounded_int",
     "seed_int",
+    "thread_count",
     "same_file",
     "check_output_path",
     "check_outputs_distinct",
@@ -93,6 +95,9 @@ def bounded_int(hi: int, lo: int = 1) -> Callable[[str], int]:
 seed_int = bounded_int(2**32 - 1, lo=0)
 """A random seed: an integer from 0 to 2^32 - 1."""
 
+thread_count = bounded_int(MAX_THREADS)
+"""A count of threads or worker processes: an integer from 1 to ``MAX_THREADS`` (1,024)."""
+
 
 def positive_int(text: str) -> int:
     """An integer >= 1 (argparse ``type=``)."""
@@ -129,6 +134,11 @@ def add_time_limit(
     p.add_argument("--time-limit", "--total-time-limit", dest="time_limit",
                    type=nonnegative_float if zero_is_none else time_limit_arg, default=default,
                    metavar="S", help=f"{help} (--total-time-limit: the same flag)")  # fmt: skip
+
+
+def add_threads(p: argparse.ArgumentParser, help: str) -> None:
+    """``--threads N``: the solver threads of each solve (default 1, at most ``MAX_THREADS``)."""
+    p.add_argument("--threads", type=thread_count, default=1, metavar="N", help=help)
 
 
 def nonnegative_float(text: str) -> float:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
+    add_threads,
     add_time_limit,
     atomic_output,
     bounded_int,
@@ -27,18 +28,18 @@ from twill.cli._args import (
     check_output_path,
     positive_int,
     seed_int,
+    thread_count,
     time_limit_arg,
     write_output,
 )
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
-from twill.validation import MAX_THREADS
 
 if TYPE_CHECKING:  # the mapping stack is imported per command, not at CLI start-up
     from twill.mapping.front import Arch
 
 __all__ = ["register", "resolve_arch", "arch_input_files", "model_source", "input_shape",
-           "check_executor"]  # fmt: skip
+           "add_executor_args", "check_executor"]  # fmt: skip
 
 #: ``--arch`` help: the names it accepts besides a file.
 ARCH_HELP = (
@@ -229,6 +230,28 @@ def _print_map(layer: Any, arch: Arch, res: Any) -> None:
 
 
 # ---------------------------------------------------------------------- map-network
+def add_executor_args(p: argparse.ArgumentParser) -> None:
+    """``--executor``, ``--ray-address`` and ``--workers``: where the independent solves run
+    (checked by :func:`check_executor`)."""
+    p.add_argument(
+        "--executor",
+        choices=("serial", "local", "ray"),
+        default="local",
+        help="serial, local (process pool, default) or ray (tasks on a cluster)",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="the Ray cluster's HOST:PORT (default: a Ray instance started in this process)",
+    )
+    p.add_argument(
+        "--workers",
+        type=thread_count,
+        default=None,
+        help="local pool size (at most 1,024)",
+    )
+
+
 def check_executor(args: argparse.Namespace) -> None:
     """``--ray-address`` only with ``--executor ray``, and of a form Ray accepts (checked
     before any work; the connection itself is bounded, :mod:`twill.mapping.ray_cluster`)."""
@@ -719,12 +742,7 @@ def _add_solver_options(p: argparse.ArgumentParser, network: bool = False) -> No
     else:
         add_time_limit(p, 60.0, "seconds for the whole command: the layer's MIP time limit "
                        "(default %(default)g)")  # fmt: skip
-    p.add_argument(
-        "--threads",
-        type=bounded_int(MAX_THREADS),
-        default=1,
-        help="solver threads per layer (at most 1,024)",
-    )
+    add_threads(p, "solver threads per layer (at most 1,024)")
     p.add_argument("--seed", type=seed_int, default=0, help="seed of the solver / random search")
     p.add_argument(
         "--metric",
@@ -789,14 +807,7 @@ def _register_map_network(subparsers: argparse._SubParsersAction) -> None:
         "mapping and a seeded evolutionary search, for the cost model's EDP; cosa = CoSA's own "
         "objective)",
     )
-    p.add_argument("--executor", choices=("local", "serial", "ray"), default="local")
-    p.add_argument(
-        "--workers",
-        type=bounded_int(MAX_THREADS),
-        default=None,
-        help="local pool size (at most 1,024)",
-    )
-    p.add_argument("--ray-address", default=None, help="Ray cluster address (default: auto)")
+    add_executor_args(p)
     p.add_argument(
         "--limit", type=positive_int, default=None, help="only the first N unique layers"
     )

@@ -24,18 +24,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from twill.cli._args import (
+    add_threads,
     add_time_limit,
     atomic_output,
-    bounded_int,
     check_output_and_plot,
     check_output_path,
     positive_int,
+    thread_count,
     time_limit_arg,
     write_output,
 )
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
-from twill.validation import MAX_THREADS
 
 if TYPE_CHECKING:  # scheduling stack and rich are imported per command, not at CLI start-up
     from rich.status import Status as RichStatus
@@ -119,19 +119,16 @@ def _add_search_args(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds per Phase-1 solve, inside --time-limit (a hit makes I unproven)",
     )
-    p.add_argument(
-        "--threads",
-        type=bounded_int(MAX_THREADS),
-        default=1,
-        metavar="N",
-        help="solver threads (default 1, at most 1,024) of each Phase-1 solve; same proven "
-        "I and L, possibly another schedule",
+    add_threads(
+        p,
+        "solver threads (default 1, at most 1,024) of each Phase-1 solve; same "
+        "proven I and L, possibly another schedule",
     )
     p.add_argument("--heuristic-only", dest="heuristic_only", action="store_true",
                    help="no exact solve: the heuristic schedule alone (iterative modulo "
                    "scheduling, then slack scheduling below it), verified, with MII as its "
                    "lower bound; Phase 1 only")  # fmt: skip
-    p.add_argument("--workers", type=bounded_int(MAX_THREADS), default=1, metavar="N",
+    p.add_argument("--workers", type=thread_count, default=1, metavar="N",
                    help="worker processes (default 1): with Phase 2 and the cpsat backend, "
                    "that many initiation intervals examined at once; the same answer as "
                    "one worker")  # fmt: skip

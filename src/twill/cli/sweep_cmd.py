@@ -20,7 +20,6 @@ from typing import Any
 
 from twill.cli._args import (
     atomic_output,
-    bounded_int,
     positive_float,
     same_file,
     seed_int,
@@ -28,7 +27,6 @@ from twill.cli._args import (
 )
 from twill.cli._console import stdout_console
 from twill.errors import InvalidProblemError
-from twill.validation import MAX_THREADS
 
 __all__ = ["register", "OUTPUT_FILES"]
 
@@ -49,6 +47,7 @@ _FIRST_COLUMNS = (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``twill sweep``."""
+    from twill.cli.mapping_cmds import add_executor_args
     from twill.mapping.front import MAPPERS, OBJECTIVES
 
     what = "map networks onto every architecture of a design space (EDP vs area)"
@@ -84,23 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="edp",
         help="the frontier's axis besides area, and what search mappers rank by",
     )
-    p.add_argument(
-        "--executor",
-        choices=("serial", "local", "ray"),
-        default="local",
-        help="serial, local (process pool, default) or ray (tasks on a cluster)",
-    )
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="the Ray cluster's HOST:PORT (default: a Ray instance started in this process)",
-    )
-    p.add_argument(
-        "--workers",
-        type=bounded_int(MAX_THREADS),
-        default=None,
-        help="local pool size (at most 1,024)",
-    )
+    add_executor_args(p)
     p.add_argument(
         "--time-limit",
         type=positive_float,
