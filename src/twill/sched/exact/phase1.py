@@ -87,8 +87,7 @@ from twill.sched.exact.reduced import OutOfTime, ReducedModel, build_reduced_mod
 from twill.sched.exact.settings import TwillSettings, twill_settings
 from twill.sched.exact.window import (
     build_window_model,
-    decide_cbc,
-    decide_cpsat,
+    decide,
     least_starts,
     lift,
     longest_matrix,
@@ -721,9 +720,8 @@ def solve_phase1(
     plan = _decision(graph, data, options, encoding, hint, stats, incumbent, guide)
     if isinstance(plan, _Decision):  # step 1, is II feasible: the solver gets limit and threads
         if plan.window is not None:
-            decider = decide_cbc if backend == "cbc" else decide_cpsat
-            status, times = decider(plan.window, deadline.within(plan.limit), options.threads,
-                                    hint=plan.hint, deadline=deadline)  # fmt: skip
+            status, times = decide(plan.window, deadline.within(plan.limit), options.threads,
+                                   plan.hint, deadline, backend=backend)  # fmt: skip
         else:
             status, times = plan.model.solve(plan.limit, options.threads), None  # type: ignore[union-attr]
         plan = _decided(data, plan, status, times)
