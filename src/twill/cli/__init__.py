@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     for stream in ("stdout", "stderr"):  # started with it closed (>&-): Python gives None
         if getattr(sys, stream) is None:
             setattr(sys, stream, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
-    mark_command_start()
+    mark_command_start(from_process_start=argv is None)
     on_main = threading.current_thread() is threading.main_thread()
     hook = sys.unraisablehook
     saved = {sig: signal.signal(sig, _stop_once) for sig in _STOP_SIGNALS} if on_main else {}

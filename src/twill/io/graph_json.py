@@ -186,8 +186,21 @@ def validate_graph_dict(data: object) -> list[str]:
         c.add("edges", "a list", edges)
     else:
         for n, e in enumerate(edges):
-            _check_edge(c, f"edges[{n}]", e)
+            if not _plain_edge(e):  # the common case is checked at once; others in detail
+                _check_edge(c, f"edges[{n}]", e)
     return c.problems
+
+
+def _plain_edge(e: object) -> bool:
+    """Whether ``e`` is an edge without any problem, decided quickly: a dict with ``src`` and
+    ``dst`` strings, an integer ``delay`` >= 0, an optional integer ``distance`` >= 0 and
+    boolean ``blocking``, and no other key (``type(x) is int`` leaves out ``True``)."""
+    if type(e) is not dict or type(e.get("src")) is not str or type(e.get("dst")) is not str:
+        return False
+    delay, distance = e.get("delay"), e.get("distance", 0)
+    if type(delay) is not int or type(distance) is not int or delay < 0 or distance < 0:
+        return False
+    return type(e.get("blocking", False)) is bool and (len(e) == 3 or e.keys() <= _EDGE_KEYS)
 
 
 def _check_machine(c: _Checker, machine: object) -> None:
@@ -306,12 +319,15 @@ def graph_from_dict(data: Mapping[str, Any], source: str | None = None) -> Depen
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
             raise ValueError(f"duplicate key {short_repr(key)}")
-        out[key] = value
-    return out
+        seen.add(key)
+    return out  # pragma: no cover (a shorter dict has a repeated key)
 
 
 def _load_json_text(text: str, source: str) -> Any:  # noqa: ANN401 (any JSON value)
@@ -345,12 +361,7 @@ def read_graph(path: str | Path) -> DependenceGraph:
         The file does not exist.
     """
     path = Path(path)
-    text = read_text_file(path)
-    if _is_yaml(path):
-        data = load_yaml_text(text, str(path))
-    else:
-        data = _load_json_text(text, str(path))
-    return graph_from_dict(data, source=str(path))
+    return graph_from_dict(_parsed(path, keep=False), source=str(path))
 
 
 def dumps_graph(
@@ -373,11 +384,43 @@ def dumps_graph(
     raise InvalidProblemError(f"format must be 'json' or 'yaml', found {fmt!r}")
 
 
-def _recorded(path: str | Path, key: str) -> object:
-    path = Path(path)
+_RECORDED_KEYS = ("arch", "num_warps")
+#: The last file parsed: its key (path, modification time, size), the keys that
+#: :func:`recorded_arch` and :func:`recorded_num_warps` read, and the whole value until
+#: :func:`read_graph` takes it, so that a command does not parse a large file twice.
+_last_file: dict[str, Any] = {}
+
+
+def _file_key(path: Path) -> tuple[str, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def _parsed(path: Path, keep: bool) -> Any:  # noqa: ANN401 (any JSON value)
+    """The file's JSON or YAML value: the one parsed last if the file has not changed since
+    (and ``keep`` is false: it is handed over once), else read and parsed now."""
+    key = _file_key(path)
+    if key is not None and _last_file.get("key") == key and "data" in _last_file:
+        return _last_file["data"] if keep else _last_file.pop("data")
     text = read_text_file(path)
     data = load_yaml_text(text, str(path)) if _is_yaml(path) else _load_json_text(text, str(path))
-    return data.get(key) if isinstance(data, Mapping) else None
+    recorded = {k: data.get(k) for k in _RECORDED_KEYS} if isinstance(data, Mapping) else {}
+    _last_file.clear()
+    _last_file.update(key=key, recorded=recorded)
+    if keep:
+        _last_file["data"] = data
+    return data
+
+
+def _recorded(path: str | Path, key: str) -> object:
+    path = Path(path)
+    file_key = _file_key(path)
+    if file_key is None or _last_file.get("key") != file_key:
+        _parsed(path, keep=True)
+    return _last_file["recorded"].get(key)
 
 
 def recorded_arch(path: str | Path) -> str | None:

@@ -40,6 +40,7 @@ Preconditions: as for :func:`~.phase1.solve_phase1`.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import time
 from collections.abc import Mapping
@@ -352,16 +353,17 @@ def topological_order(graph: DependenceGraph) -> list[str]:
         if e.distance == 0 and e.src != e.dst:
             indeg[e.dst] += 1
             succ[e.src].append(e.dst)
-    ready = sorted((n for n, k in indeg.items() if k == 0), key=index.__getitem__)
+    ready = [index[n] for n, k in indeg.items() if k == 0]  # a heap of graph positions
+    heapq.heapify(ready)
+    order = graph.names
     names: list[str] = []
     while ready:
-        n = ready.pop(0)
+        n = order[heapq.heappop(ready)]
         names.append(n)
         for m in succ[n]:
             indeg[m] -= 1
             if indeg[m] == 0:
-                ready.append(m)
-                ready.sort(key=index.__getitem__)
+                heapq.heappush(ready, index[m])
     return names
 
 
