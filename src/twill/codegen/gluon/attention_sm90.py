@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twill.codegen.gluon.common import GluonKernel, compile_gluon
-from twill.codegen.gluon.plan import AttentionPlan, Partition
+from twill.codegen.gluon.plan import AttentionPlan, Partition, roles_by_tile
 from twill.errors import InvalidProblemError
 
 __all__ = [
@@ -59,33 +59,29 @@ class _Layout:
 
 def attention_roles_sm90(ops: Sequence[Any], graph: Any) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
     """Role -> Twill instructions of the sm_90a forward loop (two Q sub-tiles; the roles of
-    :mod:`~twill.codegen.gluon.plan`). On sm_90a the accumulator lives in registers (no tensor
-    memory store), so a sub-tile's ``correction`` is what reads its ``pv`` of the iteration
-    before (O rescaled by alpha); ``softmax`` the rest beside the two ``wgmma``. ``ops``: the
-    loop's :func:`~twill.triton.schedule.graph_ops`, in body order."""
-    unit = {o.name: graph.instruction(o.name).unit for o in ops}
-    loads = [o.name for o in ops if unit[o.name] == "TMA"]
-    sites = list(dict.fromkeys(o.loc[-1] for o in ops if len(o.loc) > 1 and unit[o.name] != "TMA"))
-    if len(loads) != 2 or len(sites) != 2:
-        raise InvalidProblemError(
-            f"{graph.name}: the sm_90a attention template needs two TMA loads (K, V) and two Q "
-            f"sub-tiles; found {len(loads)} load(s), {len(sites)} sub-tile(s)"
-        )
-    roles: dict[str, tuple[str, ...]] = {"load_k": (loads[0],), "load_v": (loads[1],)}
-    for t, site in enumerate(sites):
-        mine = [o.name for o in ops if len(o.loc) > 1 and o.loc[-1] == site and o.name not in loads]
-        mma = [v for v in mine if unit[v] == "TC"]
-        if len(mma) != 2:
-            raise InvalidProblemError(f"{graph.name}: sub-tile {t} has {len(mma)} wgmma, not 2")
-        corr = {e.dst for e in graph.out_edges(mma[1]) if e.distance > 0 and e.dst in mine}
-        corr.discard(mma[1])
-        roles[f"qk{t}"], roles[f"pv{t}"] = (mma[0],), (mma[1],)
-        roles[f"correction{t}"] = tuple(v for v in mine if v in corr)
-        roles[f"softmax{t}"] = tuple(v for v in mine if v not in corr and v not in mma)
-    missing = sorted(set(graph.names) - {v for r in roles.values() for v in r})
-    if missing:
-        raise InvalidProblemError(f"{graph.name}: ops in no role: {', '.join(missing)}")
-    return roles
+    :mod:`~twill.codegen.gluon.plan`, read by its :func:`~twill.codegen.gluon.plan.roles_by_tile`).
+    On sm_90a the accumulator lives in registers (no tensor memory store), so a sub-tile's
+    ``correction`` is what reads its ``pv`` of the iteration before (O rescaled by alpha);
+    ``softmax`` the rest beside the two ``wgmma``. ``ops``: the loop's
+    :func:`~twill.triton.schedule.graph_ops`, in body order."""
+    return roles_by_tile(ops, graph, "sm_90a", _tile_roles_sm90)
+
+
+def _tile_roles_sm90(t: int, ops: list[Any], graph: Any) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
+    """One sub-tile's qk, softmax, correction and pv roles on sm_90a (see
+    :func:`attention_roles_sm90`)."""
+    mine = [o.name for o in ops]
+    mma = [v for v in mine if graph.instruction(v).unit == "TC"]
+    if len(mma) != 2:
+        raise InvalidProblemError(f"{graph.name}: sub-tile {t} has {len(mma)} wgmma, not 2")
+    corr = {e.dst for e in graph.out_edges(mma[1]) if e.distance > 0 and e.dst in mine}
+    corr.discard(mma[1])
+    return {
+        f"qk{t}": (mma[0],),
+        f"pv{t}": (mma[1],),
+        f"correction{t}": tuple(v for v in mine if v in corr),
+        f"softmax{t}": tuple(v for v in mine if v not in corr and v not in mma),
+    }
 
 
 def _half_of(p: Partition) -> int | None:

@@ -15,7 +15,7 @@ each role whole, to re-solve Twill's model with (:func:`plan_attention`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ __all__ = [
     "attention_roles",
     "pin_roles",
     "plan_from_schedule",
+    "roles_by_tile",
     "split_roles",
 ]
 
@@ -121,14 +122,22 @@ def _tile_of(loc: Sequence[str]) -> str | None:
     return loc[-1] if len(loc) > 1 else None
 
 
-def attention_roles(ops: Sequence[Any], graph: Any) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
-    """Role -> Twill instructions of a FlashAttention-forward loop with two Q sub-tiles.
+def roles_by_tile(
+    ops: Sequence[Any],
+    graph: Any,  # noqa: ANN401
+    template: str,
+    tile_roles: Callable[[int, list[Any], Any], dict[str, tuple[str, ...]]],
+) -> dict[str, tuple[str, ...]]:
+    """Role -> Twill instructions of a FlashAttention-forward loop with two Q sub-tiles, for
+    any template: the two TMA ops are ``load_k`` and ``load_v``; the others fall to a sub-tile
+    by their outermost call site, and ``tile_roles(t, ops of sub-tile t, graph)`` names the
+    sub-tile's roles (the part in which the templates differ). One frame for every template,
+    so each reads the loop's loads and sub-tiles the same way.
 
     ``ops``: :func:`~twill.triton.schedule.graph_ops` of the loop (name, TTGIR operation,
-    location chain, in body order); ``graph``: its dependence graph. Raises
-    :class:`InvalidProblemError` when the loop is not of that family (not two sub-tiles each
-    with two tensor-core ops and one accumulator store, or a TMA op other than the K and V
-    loads)."""
+    location chain, in body order); ``graph``: its dependence graph; ``template``: the name the
+    errors give. Raises :class:`InvalidProblemError` when the loop has not two loads and two
+    sub-tiles, or when an op falls in no role."""
     loads = [o.name for o in ops if graph.instruction(o.name).unit == "TMA"]
     tiles: list[str] = []
     for o in ops:
@@ -137,18 +146,31 @@ def attention_roles(ops: Sequence[Any], graph: Any) -> dict[str, tuple[str, ...]
             tiles.append(t)
     if len(loads) != 2 or len(tiles) != 2:
         raise InvalidProblemError(
-            f"{graph.name}: the Gluon attention template needs two TMA loads (K, V) and two Q "
-            f"sub-tiles; found {len(loads)} load(s), {len(tiles)} sub-tile(s)"
+            f"{graph.name}: the {template} attention template needs two TMA loads (K, V) and "
+            f"two Q sub-tiles; found {len(loads)} load(s), {len(tiles)} sub-tile(s)"
         )
     roles: dict[str, tuple[str, ...]] = {"load_k": (loads[0],), "load_v": (loads[1],)}
     for t, site in enumerate(tiles):
         mine = [o for o in ops if _tile_of(o.loc) == site and o.name not in loads]
-        roles.update(_tile_roles(t, mine, graph))
+        roles.update(tile_roles(t, mine, graph))
     placed = [v for r in roles.values() for v in r]
     missing = sorted(set(graph.names) - set(placed))
     if missing:
         raise InvalidProblemError(f"{graph.name}: ops in no sub-tile: {', '.join(missing)}")
     return roles
+
+
+def attention_roles(ops: Sequence[Any], graph: Any) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
+    """Role -> Twill instructions of a FlashAttention-forward loop with two Q sub-tiles
+    (:func:`roles_by_tile`; a sub-tile's correction is what its one accumulator store
+    needs).
+
+    ``ops``: :func:`~twill.triton.schedule.graph_ops` of the loop (name, TTGIR operation,
+    location chain, in body order); ``graph``: its dependence graph. Raises
+    :class:`InvalidProblemError` when the loop is not of that family (not two sub-tiles each
+    with two tensor-core ops and one accumulator store, or a TMA op other than the K and V
+    loads)."""
+    return roles_by_tile(ops, graph, "Gluon", _tile_roles)
 
 
 def _tile_roles(t: int, mine: list[Any], graph: Any) -> dict[str, tuple[str, ...]]:  # noqa: ANN401
