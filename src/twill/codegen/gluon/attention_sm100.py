@@ -23,7 +23,12 @@ from __future__ import annotations
 # ruff: noqa: ANN001, ANN202  (Gluon @jit functions take Gluon values, untyped)
 from typing import Any
 
-from twill.codegen.gluon.common import GluonKernel, compile_gluon
+from twill.codegen.gluon.common import (
+    GluonKernel,
+    check_attention_rows,
+    compile_gluon,
+    fp16_descriptor,
+)
 from twill.codegen.gluon.plan import ROLE_ORDER, AttentionPlan
 from twill.errors import InvalidProblemError
 
@@ -361,19 +366,13 @@ def launch_sm100(
     rows one after another, ``seq_len`` a multiple of 256); returns O. Not yet run on a GPU:
     ``benchmarks/triton_device.py`` checks it against torch when one is lent."""
     import torch
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     rows = 2 * BLOCK_M
-    if seq_len <= 0 or seq_len % rows or q.shape[0] % seq_len or tuple(q.shape[1:]) != (HEAD_DIM,):
-        raise InvalidProblemError(
-            f"q of shape {tuple(q.shape)}: rows a multiple of seq_len {seq_len}, itself a "
-            f"positive multiple of {rows}, and {HEAD_DIM} columns"
-        )
+    check_attention_rows(q, seq_len, rows, HEAD_DIM)
     o = torch.empty_like(q)
-    layout = gl.NVMMASharedLayout.get_default_for([BLOCK_M, HEAD_DIM], gl.float16)
 
     def desc(t: Any) -> Any:  # noqa: ANN401
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), [BLOCK_M, HEAD_DIM], layout)
+        return fp16_descriptor(t, BLOCK_M, HEAD_DIM)
 
     grid = (seq_len // rows, q.shape[0] // seq_len)
     fa_fwd_sm100[grid](desc(q), desc(k), desc(v), desc(o), seq_len, sm_scale,

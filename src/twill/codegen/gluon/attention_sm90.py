@@ -22,7 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from twill.codegen.gluon.common import GluonKernel, compile_gluon
+from twill.codegen.gluon.common import (
+    GluonKernel,
+    check_attention_rows,
+    compile_gluon,
+    fp16_descriptor,
+)
 from twill.codegen.gluon.plan import AttentionPlan, Partition, roles_by_tile
 from twill.errors import InvalidProblemError
 
@@ -257,27 +262,17 @@ def launch_sm90(
     """Run the kernel of ``plan`` on the GPU (the layout of the shipped ``fa_fwd``: rows of
     every batch·head one after another, ``seq_len`` a multiple of 128); returns O."""
     import torch
-    from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
     from twill.codegen.gluon.fa_fwd_sm90_kernel import fa_fwd_sm90_kernel
 
     lay = _layout(plan)
     bm, bn, d = SM90_TILES
-    if seq_len <= 0 or seq_len % bm or q.shape[0] % seq_len or tuple(q.shape[1:]) != (d,):
-        raise InvalidProblemError(
-            f"q of shape {tuple(q.shape)}: rows a multiple of seq_len {seq_len}, itself a "
-            f"positive multiple of {bm}, and {d} columns"
-        )
+    check_attention_rows(q, seq_len, bm, d)
     o = torch.empty_like(q)
-
-    def desc(t: Any, rows: int) -> Any:  # noqa: ANN401
-        layout = gl.NVMMASharedLayout.get_default_for([rows, d], gl.float16)
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), [rows, d], layout)
-
+    desc = fp16_descriptor
     grid = (seq_len // bm, q.shape[0] // seq_len)
     fa_fwd_sm90_kernel[grid](
-        desc(q, bm // 2), desc(k, bn), desc(v, bn), desc(o, bm // 2), seq_len, sm_scale,
+        desc(q, bm // 2, d), desc(k, bn, d), desc(v, bn, d), desc(o, bm // 2, d), seq_len, sm_scale,
         **_constexprs(plan, lay, _turns(plan, schedule) is not None), num_warps=NUM_WARPS,
     )  # fmt: skip
     return o

@@ -20,6 +20,8 @@ __all__ = [
     "TMEM_COLUMNS",
     "GluonKernel",
     "compile_gluon",
+    "fp16_descriptor",
+    "check_attention_rows",
     "why_not_runnable",
 ]
 
@@ -150,6 +152,28 @@ def compile_gluon(
         num_warps=int(getattr(meta, "num_warps", num_warps) or num_warps),
         kernel=compiled,
     )
+
+
+def check_attention_rows(q: Any, seq_len: int, rows: int, head_dim: int) -> None:  # noqa: ANN401
+    """Refuse a ``q`` the attention kernels cannot tile: the shipped ``fa_fwd``'s layout puts
+    every batch*head's ``seq_len`` rows one after another, so ``q`` (``k``, ``v`` alike) has
+    a whole number of ``seq_len`` rows, ``seq_len`` a positive multiple of a program's
+    ``rows``, and ``head_dim`` columns. Checked before any launch (:class:`InvalidProblemError`)."""
+    if seq_len <= 0 or seq_len % rows or q.shape[0] % seq_len or tuple(q.shape[1:]) != (head_dim,):
+        raise InvalidProblemError(
+            f"q of shape {tuple(q.shape)}: rows a multiple of seq_len {seq_len}, itself a "
+            f"positive multiple of {rows}, and {head_dim} columns"
+        )
+
+
+def fp16_descriptor(t: Any, block_rows: int, head_dim: int) -> Any:  # noqa: ANN401
+    """A TMA descriptor of the FP16 matrix ``t`` in ``[block_rows, head_dim]`` blocks, with
+    the default swizzled shared layout (needs Triton with Gluon)."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout.get_default_for([block_rows, head_dim], gl.float16)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, head_dim], layout)
 
 
 def _first_line(exc: BaseException) -> str:
