@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
 
     Exit codes: 0 answer found, 1 no answer (infeasible/unknown), 2 bad input, 130 interrupted
     (Ctrl-C), 141 stdout closed by its reader (``| head``), 143 terminated (SIGTERM), 70
-    internal error (a bug).
+    internal error (a bug). Run as a program (``argv`` None), the process ends here, once
+    the answer is out, without the interpreter's teardown (:func:`_end_program`).
     """
     for stream in ("stdout", "stderr"):  # started with it closed (>&-): Python gives None
         if getattr(sys, stream) is None:
@@ -117,7 +118,40 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
         if argv is None and "triton._C.libtriton" in sys.modules:
             atexit.register(_quiet_native_teardown)
+    if argv is None and on_main:
+        _end_program(code)
     return code
+
+
+def _end_program(code: int) -> None:
+    """End a program whose command is done at once, without the interpreter's teardown.
+
+    The answer is printed and every file written (the scratch folder too is gone, removed by
+    :func:`~twill.scratch.private_scratch`); what is left is the interpreter freeing every
+    module and object, which takes 1-3 s once torch (or Triton) is loaded, longer on a loaded
+    machine, and would count against the command's ``--time-limit``, which runs to the
+    process's exit (issue 51). The exit handlers (logging's flush, those libraries registered)
+    run first, then stdout and stderr are flushed and the process exits with ``code``. Where
+    anything could still need the normal teardown (a non-daemon thread alive, a child process
+    of :mod:`multiprocessing` not yet reaped, a tracer or profiler such as coverage or
+    cProfile that writes its data after ``main`` returns) this returns and the interpreter
+    exits as usual.
+    """
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(t.is_alive() and not t.daemon for t in others):
+        return
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None and mp.active_children():
+        return
+    atexit._run_exitfuncs()  # noqa: SLF001 - what the normal exit would run, in its order
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or its reader gone: nothing more to say
+            pass
+    os._exit(code)
 
 
 def _quiet_native_teardown() -> None:
