@@ -102,15 +102,16 @@ def register(subparsers: Any) -> None:
 
 
 def gaus_run(args: argparse.Namespace) -> Any:  # noqa: ANN401
-    """The :class:`~twill.sched.gaus.pipeline.GauSRun` of the command line; its time limit is
-    what reading and checking the graph left of the command's ``--time-limit``."""
+    """The :class:`~twill.sched.gaus.pipeline.GauSRun` of the command line: it ends by the
+    command's deadline (``--time-limit`` from the command's start), so reading and checking
+    the graph and building the problem count against it."""
     from twill.sched.front import GauSRun
 
     return GauSRun(formulation=args.formulation, D=args.D, II=args.II, cap=args.cap,
                    ratio=args.ratio, baseline=args.baseline, seed=args.seed,
                    polish=not args.no_polish, lns_time=args.lns_time, device=args.device,
                    max_iters=args.max_iters, epochs=args.epochs,
-                   time_limit=args.deadline.within())  # fmt: skip
+                   time_limit=args.deadline.within(), deadline=args.deadline)  # fmt: skip
 
 
 def run_gaus(args: argparse.Namespace) -> int:

@@ -368,9 +368,10 @@ class ALMHooks:
         starting point, with ``(schedule, objective, Adam steps so far)`` (the checkpoint
         search of formulation A); its time is not part of the read-out's timestamp.
     deadline
-        ``time.perf_counter()`` value at which the loop stops, checked after every Adam
-        step (the caller's whole-call time limit; ``settings.time_limit`` bounds this loop
-        alone and is checked after every inner phase).
+        ``time.perf_counter()`` value by which the loop ends, checked after every Adam
+        step: the steps stop when only the last read-out (as long as the longest one so far)
+        still fits (the caller's whole-call time limit; ``settings.time_limit`` bounds this
+        loop alone and is checked after every inner phase).
     """
 
     legalise: Callable[[np.ndarray], tuple[np.ndarray | None, float | None]]
@@ -469,7 +470,10 @@ class _ALMRun:
             params.append(self.rho_param)
         self.opt = Adam(params, lr=settings.lr)
         self._init_multipliers()
+        began = time.perf_counter()
         self.best_t, self.best_obj = legalise(mu0)
+        self.readout_seconds = time.perf_counter() - began  # the reserve of the last read-out
+        self.step_seconds = 0.0  # the last Adam step's
         self.obj_hist: list[tuple[float, float]] = []
         if self.best_obj is not None:
             self.obj_hist.append((time.perf_counter() - self.start, self.best_obj))
@@ -481,9 +485,17 @@ class _ALMRun:
         self.sig0 = float(sigma0.max(initial=settings.sigma_min))
         self.deadline: float | None = None
 
-    def past_deadline(self) -> bool:
-        """True once the caller's deadline has passed."""
-        return self.deadline is not None and time.perf_counter() > self.deadline
+    def past_deadline(self, reserve: float = 0.0) -> bool:
+        """True once the caller's deadline has passed, or less than ``reserve`` seconds are
+        left before it."""
+        return self.deadline is not None and time.perf_counter() > self.deadline - reserve
+
+    def time_to_stop(self) -> bool:
+        """True when only one more Adam step and the last read-out still fit before the
+        deadline: the steps stop then, so that the best schedule of the latest means is
+        legalised by the deadline, not a step and a legalisation after it (1.4 s past at
+        load 6 on the EPFL ``arbiter``, issue 51)."""
+        return self.past_deadline(self.readout_seconds + self.step_seconds)
 
     def _init_multipliers(self) -> None:
         """Objective scale ``f0``, zero multipliers and ``rho0`` from the loss at the start."""
@@ -521,8 +533,10 @@ class _ALMRun:
 
     def read_out(self, steps: int) -> bool:
         """Legalise the current means, keep the best, record it; True when it improved."""
+        began = time.perf_counter()
         mu_np = (self.theta.detach() * self.scale).cpu().numpy().astype(np.float64)
         t, obj = self.legalise(mu_np)
+        self.readout_seconds = max(self.readout_seconds, time.perf_counter() - began)
         improved = obj is not None and (self.best_obj is None or obj < self.best_obj - 1e-9)
         if improved:
             self.best_t, self.best_obj = t, obj
@@ -566,8 +580,9 @@ class _ALMRun:
         phase_loss, phase_viol = [], []
         phase_improved = False
         for _ in range(steps):
-            if self.past_deadline():
+            if self.time_to_stop():
                 break
+            began = time.perf_counter()
             with torch.no_grad():
                 sig_t = self.current_sigma()
                 f, g, g_mu, g_sig = self.model.loss_and_grad(
@@ -587,6 +602,7 @@ class _ALMRun:
                 self.opt.step(grads)
                 self.theta.copy_(torch.minimum(torch.maximum(self.theta, lo_t), hi_t))
             self.it += 1
+            self.step_seconds = time.perf_counter() - began
             it = self.it
             if it in self.early and it % settings.inner_steps and it < settings.max_iters:
                 phase_improved |= self.read_out(it)
@@ -639,7 +655,7 @@ class _ALMRun:
         stale = 0
         message = "iteration cap reached"
         while self.it < settings.max_iters:
-            if self.past_deadline():
+            if self.time_to_stop():
                 message = "deadline reached"
                 break
             steps = min(settings.inner_steps, settings.max_iters - self.it)
@@ -647,6 +663,11 @@ class _ALMRun:
             win, lo_t, hi_t = self.prepare_phase(sig_now)
             self.opt.lr = settings.lr * max(sig_now / self.sig0, settings.lr_floor)
             phase_improved = self.inner_phase(steps, lo_t, hi_t)
+            if self.time_to_stop():  # the last read-out, if it still fits; no ALM update
+                if not self.past_deadline():
+                    self.read_out(self.it)
+                message = "deadline reached"
+                break
             self.update_multipliers()
             if self.read_out(self.it) or phase_improved:
                 stale = 0

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from twill.deadline import Deadline
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.sched.ir import DependenceGraph
@@ -41,7 +42,8 @@ class GauSRun:
     ``ratio`` of A), GauS or a ``baseline`` (``list``, ``force``, ``gumbel``, ``exact``), the
     seed, GauS's knobs (``polish``, ``lns_time``, ``device``, ``max_iters``), the Gumbel
     baseline's ``epochs``, and the seconds the run may take (``time_limit``; the exact
-    baseline takes 60 without one)."""
+    baseline takes 60 without one) or the :class:`~twill.deadline.Deadline` it ends by
+    (``deadline``: a command's, which started before the graph was read and checked)."""
 
     formulation: str = "A"
     D: int | None = None
@@ -56,6 +58,7 @@ class GauSRun:
     max_iters: int | None = None
     epochs: int | None = None
     time_limit: float | None = None
+    deadline: Deadline | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,8 @@ def options_for(run: GauSRun) -> SolverOptions:
         explicit["max_iters"] = run.max_iters
     gaus = default_settings(run.formulation, **explicit)
     gumbel = GumbelSettings() if run.epochs is None else GumbelSettings(epochs=run.epochs)
-    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=gumbel)
+    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=gumbel,
+                         deadline=run.deadline)
 
 
 def _memory_unit(weight_note: str) -> str:
