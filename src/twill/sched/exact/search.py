@@ -480,13 +480,16 @@ def search_min_ii(
             continue
         if run.stopped(ii, best, certificate, refuted):
             break
-        run.event(ii, upper)
-        r = run.record(ii, upper, solve_phase1(graph, ii, options, check=False, guide=guide))
+        # an I the probes left open goes to CP-SAT first, with the time left: on adpcm/graph1
+        # it refuted I = 53 in 5-8 s, where CBC had no answer in 13 s (docs/benchmarks.md)
+        cpsat_first = ii in run.probed and s.backend != "cpsat"
+        backends = ("cpsat", s.backend) if cpsat_first else (s.backend,)
+        r, backend = run.decide(ii, upper, backends, guide)
         if r.solution is not None:
             found = r
             break
         verdict = "infeasible" if r.status is Status.INFEASIBLE else "unknown"
-        certificate.append(CertificateEntry(ii, verdict, s.backend, r.timings.solve))
+        certificate.append(CertificateEntry(ii, verdict, backend, r.timings.solve))
     if found is None and best is not None:  # every I below the best schedule examined (or
         r = None  # out of time): its I, L minimised from it (hint / warm start)
         if run.room_at_incumbent() and s.exact:
@@ -524,8 +527,9 @@ _PROBE_SHARE = 0.2  # a round starts only while its limit is at most this share 
 # left (the backend's own search below gets the rest); without a deadline, up to _PROBE_LAST
 _PROBE_LAST = 64.0
 _GALLOP = (1, 3)  # after the first open I, each round probes these steps above it
-_REFUTERS = ("cpsat", "cbc")  # at the first open I, CBC after CP-SAT: its time-indexed LP
-# refuted adpcm/graph1's I = 51, 52 in 0.5 s each, where CP-SAT needed 2-5 s
+_REFUTERS = ("cpsat", "cbc")  # at the first open I, CBC after CP-SAT, in the first round
+# only: its time-indexed LP refuted adpcm/graph1's I = 51, 52 in 0.5 s each, where CP-SAT
+# needed 2-5 s, but where it fails in a second it did not succeed in 2 or 13 s (I = 53)
 _SLACK_SECONDS = 5.0  # slack scheduling's budget: at most 1/4 of the time left
 _GAUS_SECONDS = 10.0  # GauS-C's budget on large loops: at most 1/4 of the time left
 _GAUS_MIN_LEFT = 60.0  # ... and only with this much left: its torch import, which no deadline
@@ -543,6 +547,25 @@ class _Run:
     attempts: list[SolveResult] = field(default_factory=list)
     best: tuple[int, int] | None = None  # (I, L) of the incumbent
     low: int = 0  # the proven lower bound so far
+    probed: set[int] = field(default_factory=set)  # the I the probes left open
+
+    def decide(
+        self, ii: int, upper: int, backends: tuple[str, ...], guide: Mapping[str, int] | None
+    ) -> tuple[SolveResult, str]:
+        """Phase 1 at ``ii`` (``L`` minimised when a schedule is found) with each backend in
+        turn, until one decides it or too little time is left; the last answer and its
+        backend."""
+        for backend in backends:
+            options = replace(self.options, twill=replace(self.settings, backend=backend))
+            self.event(ii, upper)
+            r = self.record(ii, upper, solve_phase1(self.graph, ii, options, check=False,
+                                                    guide=guide))  # fmt: skip
+            left = self.left()
+            if r.status is Status.INFEASIBLE or r.solution is not None:
+                break
+            if left is not None and left < MIN_SLICE:
+                break
+        return r, backend
 
     def left(self) -> float | None:
         return self.options.clock.remaining()
@@ -590,8 +613,9 @@ class _Run:
     ) -> tuple[HeuristicSchedule, dict[int, CertificateEntry]]:
         """Probes (decisions only, ``L`` not minimised) on the window model, whatever the
         backend, in rounds of doubling limits: upward from the proven bound ``lo`` while
-        each ``I`` is refuted (CP-SAT, then CBC where CP-SAT ran out of time), then CP-SAT
-        at ``+1`` and ``+3`` above the first open ``I`` (below the best schedule).
+        each ``I`` is refuted (CP-SAT, then, in the first round, CBC where CP-SAT ran out of
+        time), then CP-SAT at ``+1`` and ``+3`` above the first open ``I`` (below the best
+        schedule). The ``I`` left open go to CP-SAT first in the backend's search.
         Unhinted: measured, the incumbent as CP-SAT's hint (moved into the windows) kept it
         from any schedule at aes/graph4's optimum within 20 s, where it finds one in 1-5 s
         without.
@@ -615,7 +639,7 @@ class _Run:
             nonlocal best
             if ii in refuted or tried.get(ii, 0.0) >= limit:
                 return Status.INFEASIBLE if ii in refuted else Status.UNKNOWN
-            for backend in backends:
+            for backend in backends if limit == _PROBE_FIRST else backends[:1]:
                 probing = replace(self.settings, backend=backend, solve_time_limit=limit)
                 self.event(ii, best.I)
                 r = self.record(ii, best.I, solve_phase1(
@@ -640,6 +664,7 @@ class _Run:
                 if low + step >= best.I or not room() or decide(low + step).has_solution:
                     break  # at it): where it is hard, a schedule just above it
             limit *= 2
+        self.probed = {ii for ii in tried if ii < best.I and ii not in refuted}
         log.info("search %s: probes: I in [%d, %d], %d refuted", self.graph.name, low, best.I,
                  len(refuted))  # fmt: skip
         return best, refuted

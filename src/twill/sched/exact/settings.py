@@ -72,8 +72,10 @@ class TwillSettings:
     probes
         Before the backend's own search, decide ``I`` between the proven bound and the
         incumbent by CP-SAT probes on the window model (decisions only, doubling limits,
-        whatever ``backend``; :func:`twill.sched.exact.search.search_min_ii`): each refuted
-        ``I`` is a proof (by ``cpsat``), each schedule found a better incumbent.
+        whatever ``backend``, CBC too in the first round;
+        :func:`twill.sched.exact.search.search_min_ii`): each refuted ``I`` is a proof (by
+        the backend that found it), each schedule found a better incumbent; an ``I`` they
+        leave open goes to CP-SAT first in the backend's own search.
     warm_start
         Hand that incumbent to the exact solves (no decision at its own ``I``; ``L``
         minimised from it). The Twill pipeline turns it off when Phase 2 follows (Phase 2
