@@ -19,7 +19,7 @@ import math
 import re
 
 from twill.sched.machines import Rates
-from twill.triton.ttgir import TtgirModule, TtgirOp, element_bits
+from twill.triton.ttgir import SHAPE, TtgirModule, TtgirOp, element_bits
 
 __all__ = [
     "FOLD_REASONS",
@@ -189,7 +189,6 @@ _FP_ELEMENTWISE = {
     "tt.precise_divf",
     "tt.mulhiui",
 }
-_SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 _PTR_TENSOR = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>")
 _PTR_BLOCK = re.compile(r"!tt\.ptr<tensor<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 _PTR_SCALAR = re.compile(r"!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>")
@@ -199,7 +198,7 @@ def shapes(op: TtgirOp) -> list[tuple[list[int], int]]:
     """(dimensions, element bits) of every tensor/memdesc type on the op's lines, in order."""
     return [
         ([int(d) for d in dims.rstrip("x").split("x")], element_bits(elem))
-        for dims, elem in _SHAPE.findall(op.type_text)
+        for dims, elem in SHAPE.findall(op.type_text)
     ]
 
 

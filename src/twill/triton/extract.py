@@ -44,7 +44,7 @@ from twill.sched.machines import RATES, Rates, machine_for
 from twill.triton.costs import VIEWS as _VIEWS
 from twill.triton.costs import classify, fold_reason, op_cycles, result_type
 from twill.triton.stream import STREAMED, placement, spread_warps, stream_wide, warp_groups
-from twill.triton.ttgir import TtgirModule, TtgirOp, element_bits, parse_ttgir
+from twill.triton.ttgir import SHAPE, TtgirModule, TtgirOp, element_bits, parse_ttgir
 
 __all__ = [
     "extract_graph",
@@ -65,7 +65,6 @@ _WRITES = {
     "ttng.tmem_copy": 1,
 }
 _LOOPS = ("scf.for", "scf.while")
-_SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 
 
 @dataclass(frozen=True)
@@ -385,7 +384,7 @@ def _result_shape(op: TtgirOp) -> tuple[str, re.Match[str] | None]:
     rtype = result_type(op) if op.results else ""
     if op.name == "tt.load":  # the result is printed as its pointer type: use the pointee
         rtype = re.sub(r"!tt\.ptr<([A-Za-z][A-Za-z0-9]*)>", r"\1", rtype)
-    return rtype, _SHAPE.search(rtype)
+    return rtype, SHAPE.search(rtype)
 
 
 def _tile_words(op: TtgirOp) -> int:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from twill.errors import InvalidProblemError
 from twill.triton.extract import ExtractedLoop
+from twill.triton.ttgir import LOC_DEF, OP_NAME, RESULTS
 
 __all__ = [
     "LoopOp",
@@ -48,17 +49,16 @@ __all__ = [
     "with_empty_schedule",
 ]
 
-_LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
-_LOC_REF = re.compile(r"#loc\d*")
 _FLC = re.compile(r'"([^"]+)":(\d+):(\d+)')
-_RESULTS = re.compile(r"^\s*((?:%[\w$.-]+(?::\d+)?\s*,\s*)*%[\w$.-]+(?::\d+)?)\s*=\s*")
-_NAME = re.compile(r'^\s*"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?')
 _VALUE = re.compile(r"%[\w$.-]+")
 _TAIL_LOC = re.compile(r"loc\(((?:[^()]|\([^()]*\))*)\)\s*$")
-_STAGE = re.compile(r"loop\.stage = (\d+) : i32")
-_CLUSTER = re.compile(r"loop\.cluster = (\d+) : i32")
 _PARTITION = re.compile(r"ttg\.partition = array<i32(?::\s*([\d, ]+))?>")
-_MAX_STAGE = re.compile(r"tt\.scheduled_max_stage = (\d+) : i32")
+#: The integer attributes of Triton's schedule (an op's stage and cluster, the loop's last
+#: stage), each ``NAME = N : i32``: the one pattern per name that reads and rewrites it.
+_I32_ATTRS = {
+    a: re.compile(rf"{re.escape(a)} = (\d+) : i32")
+    for a in ("loop.stage", "loop.cluster", "tt.scheduled_max_stage")
+}
 #: Operations that later passes lower into another: matched as the one they come from.
 _SAME = {
     "ttng.async_tma_copy_global_to_local": "tt.descriptor_load",
@@ -72,7 +72,7 @@ def klass(name: str) -> str:
 
 
 def _loc_table(text: str) -> dict[str, str]:
-    return {m.group(1): m.group(2) for line in text.splitlines() if (m := _LOC_DEF.match(line))}
+    return {m.group(1): m.group(2) for line in text.splitlines() if (m := LOC_DEF.match(line))}
 
 
 def resolve(loc: str, table: Mapping[str, str], depth: int = 0) -> tuple[str, ...]:
@@ -133,7 +133,7 @@ class ScheduledLoop:
 
 
 def _results(line: str) -> tuple[list[str], str]:
-    m = _RESULTS.match(line)
+    m = RESULTS.match(line)
     if not m:
         return [], line
     return [r.split(":")[0].strip() for r in m.group(1).split(",")], line[m.end() :]
@@ -156,7 +156,7 @@ def _loop_ops(lines: list[str], header: int, table: Mapping[str, str]) -> tuple[
                 pending = None
         elif depth == 0:
             results, rest = _results(s)
-            name = _NAME.match(rest)
+            name = OP_NAME.match(rest)
             if name is not None:
                 body = re.sub(r"loc\((?:[^()]|\([^()]*\))*\)", "", rest[name.end() :])
                 op = LoopOp(len(ops), name.group(1), results, _VALUE.findall(body), k, (), start=k)
@@ -170,15 +170,19 @@ def _loop_ops(lines: list[str], header: int, table: Mapping[str, str]) -> tuple[
     raise InvalidProblemError("unclosed scf.for in the scheduled TTGIR")
 
 
+def _i32(text: str, attr: str, default: int | None = None) -> int | None:
+    """The value of the i32 attribute ``attr`` in ``text``, else ``default``."""
+    m = _I32_ATTRS[attr].search(text)
+    return int(m.group(1)) if m else default
+
+
 def _finish(op: LoopOp, line: str, k: int, table: Mapping[str, str]) -> None:
     op.line = k
     m = _TAIL_LOC.search(line)
     op.loc = resolve(m.group(1), table) if m else ()
     attrs = line[: m.start()] if m else line
-    if st := _STAGE.search(attrs):
-        op.stage = int(st.group(1))
-    if cl := _CLUSTER.search(attrs):
-        op.cluster = int(cl.group(1))
+    op.stage = _i32(attrs, "loop.stage", op.stage)
+    op.cluster = _i32(attrs, "loop.cluster", op.cluster)
     if pa := _PARTITION.search(attrs):
         op.partition = tuple(int(x) for x in (pa.group(1) or "").replace(" ", "").split(",") if x)
 
@@ -201,11 +205,11 @@ def scheduled_loop(
     for k, text_line in enumerate(lines):
         if re.search(r"\bscf\.for\b", text_line) and text_line.rstrip().endswith("{"):
             ops, end = _loop_ops(lines, k, table)
-            m = _MAX_STAGE.search(lines[end])
+            top = _i32(lines[end], "tt.scheduled_max_stage")
             at = _loc_of_line(lines, k, table)
             here = line is None or (bool(at) and at[0].split(":")[1] == str(line))
-            if here and (m or any(op.stage is not None for op in ops)):
-                loops.append(ScheduledLoop(ops, k, end, int(m.group(1)) if m else None))
+            if here and (top is not None or any(op.stage is not None for op in ops)):
+                loops.append(ScheduledLoop(ops, k, end, top))
             elif here and line is not None:
                 plain.append(ScheduledLoop(ops, k, end, None))
     if not loops and unscheduled and len(plain) == 1:
@@ -362,7 +366,9 @@ def _fill(loop: ScheduledLoop, given: dict[int, tuple[int, int]]) -> dict[int, t
     return out
 
 
-def _set_attr(line: str, pattern: re.Pattern[str], attr: str, value: int) -> str:
+def _set_attr(line: str, attr: str, value: int) -> str:
+    """``line`` with its i32 attribute ``attr`` set to ``value`` (it must be there)."""
+    pattern = _I32_ATTRS[attr]
     if pattern.search(line):
         return pattern.sub(f"{attr} = {value} : i32", line, count=1)
     raise InvalidProblemError(f"no {attr} on a scheduled line: {line.strip()[:80]}")
@@ -409,10 +415,11 @@ def write_schedule(
         if op.stage is None:  # scf.yield and anything else Triton left unscheduled
             continue
         stage, cluster = full[op.index]
-        line = _set_attr(lines[op.line], _STAGE, "loop.stage", stage)
-        lines[op.line] = _set_attr(line, _CLUSTER, "loop.cluster", cluster)
+        line = _set_attr(lines[op.line], "loop.stage", stage)
+        lines[op.line] = _set_attr(line, "loop.cluster", cluster)
     top = max(full[op.index][0] for op in loop.ops if op.stage is not None)
-    lines[loop.end] = _MAX_STAGE.sub(f"tt.scheduled_max_stage = {top} : i32", lines[loop.end])
+    max_stage = _I32_ATTRS["tt.scheduled_max_stage"]
+    lines[loop.end] = max_stage.sub(f"tt.scheduled_max_stage = {top} : i32", lines[loop.end])
     return "\n".join(lines) + "\n", {
         v: full[op.index] for v, op in match.pairs.items() if v in mine
     }
@@ -469,7 +476,7 @@ def with_attribute(line: str, attr: str) -> str:
     if closer:  # the last line of an op with regions: its dictionary follows the regions
         return _closing_line_with(line, closer.end(), attr)
     results, rest = _results(line)
-    name = _NAME.match(rest)
+    name = OP_NAME.match(rest)
     if name and name.group(1) in ("scf.yield", "arith.constant"):
         at = line.index(name.group(1)) + len(name.group(1))
         return f"{line[:at]} {{{attr}}}{line[at:]}"
@@ -494,14 +501,14 @@ def _partition_children(lines: list[str], op: LoopOp, part: int) -> None:
     carry its partition too, as Triton's ``warp_specialize`` verifier requires."""
     for k in range(op.start + 1, op.line):
         s = lines[k].strip()
-        if s.startswith(("^", "}")) or s.endswith(("{", "({")) or not _NAME.match(_results(s)[1]):
+        if s.startswith(("^", "}")) or s.endswith(("{", "({")) or not OP_NAME.match(_results(s)[1]):
             continue
         lines[k] = with_partition(lines[k], part)
 
 
 def _result_count(line: str) -> int:
     """How many values an op's line defines (``%a:3 = ...`` is three)."""
-    names = _RESULTS.match(line)
+    names = RESULTS.match(line)
     if not names:
         return 0
     return sum(int(n.split(":")[1]) if ":" in n else 1 for n in names.group(1).split(","))
@@ -567,7 +574,7 @@ def _regions(lines: list[str], table: Mapping[str, str]) -> dict[tuple[tuple[str
             break
         if region is not None:
             _, rest = _results(s)
-            name, m = _NAME.match(rest), _TAIL_LOC.search(ln)
+            name, m = OP_NAME.match(rest), _TAIL_LOC.search(ln)
             if name and m:
                 out.setdefault((resolve(m.group(1), table), klass(name.group(1))), region)
         depth += s.count("{") - s.count("}")
@@ -597,7 +604,7 @@ def _prologue_counts(lines: list[str], table: Mapping[str, str]) -> tuple[dict, 
         if re.match(r"^(default|partition\d+)\b", s):
             loop_seen = False  # a new region: its own prologue
         _, rest = _results(s)
-        name = _NAME.match(rest)
+        name = OP_NAME.match(rest)
         chain = _loc_of_line(lines, k, table) if name and not s.startswith("}") else ()
         key = (chain, klass(name.group(1))) if name and chain else None
         if for_depth is None and re.search(r"\bscf\.for\b", s) and s.endswith("{"):

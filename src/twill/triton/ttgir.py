@@ -33,19 +33,34 @@ from dataclasses import dataclass, field
 
 from twill.errors import InputFormatError
 
-__all__ = ["TtgirOp", "TtgirModule", "parse_ttgir", "element_bits", "ELEMENT_TYPES"]
+__all__ = [
+    "TtgirOp",
+    "TtgirModule",
+    "parse_ttgir",
+    "element_bits",
+    "ELEMENT_TYPES",
+    "LOC_DEF",
+    "OP_NAME",
+    "RESULTS",
+    "SHAPE",
+]
 
 _VALUE = re.compile(r"%[A-Za-z0-9_$.-]+(?:#\d+)?")
-_RESULTS = re.compile(
+#: The results ``%a, %b:2 =`` that open an operation's line (the names in group 1).
+RESULTS = re.compile(
     r"^\s*((?:%[A-Za-z0-9_$.-]+(?::\d+)?\s*,\s*)*%[A-Za-z0-9_$.-]+(?::\d+)?)\s*=\s*"
 )
-_OPNAME = re.compile(r'^\s*"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?')
+#: An operation's name at the start of the text after ``=`` (generic form quoted or not):
+#: the one pattern every reader of TTGIR lines uses.
+OP_NAME = re.compile(r'^\s*"?([a-z_][a-z0-9_]*\.[a-z0-9_.]+)"?')
 _LOC_TAIL = re.compile(r"loc\((#loc\d*)\)\s*$")
-_LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
+#: A location alias's definition line, ``#locN = loc(...)``: (alias, what it stands for).
+LOC_DEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _ALIAS_DEF = re.compile(r"^(#[A-Za-z_][\w]*)\s*=\s*(.*)$")
 _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
-_LOC_REF = re.compile(r"#loc\d*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+#: A static tensor or shared-memory type: (``"128x64x"`` dims, element type).
+SHAPE = re.compile(r"(?:tensor|memdesc)<((?:\d+x)+)([A-Za-z][A-Za-z0-9]*)")
 _TYPE = re.compile(r"\b(tensor|memdesc)<((?:-?\d+x)*)([^,>\s]*)")
 #: Element types a tensor or buffer of Triton's TTGIR may hold.
 ELEMENT_TYPES = frozenset(
@@ -194,10 +209,10 @@ def _uses(text: str) -> list[str]:
 
 def _parse_line(text: str, number: int) -> TtgirOp | None:
     """The operation on one line, or ``None`` for lines that are not operations."""
-    m = _RESULTS.match(text)
+    m = RESULTS.match(text)
     results = _split_results(m.group(1)) if m else []
     rest = text[m.end() :] if m else text
-    name = _OPNAME.match(rest)
+    name = OP_NAME.match(rest)
     if name is None:
         return None
     loc = _LOC_TAIL.search(text)
@@ -378,7 +393,7 @@ def parse_ttgir(text: str, source: str = "<ttgir>") -> TtgirModule:
     end = None
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
-        loc_def = _LOC_DEF.match(line)
+        loc_def = LOC_DEF.match(line)
         if loc_def:
             locs[loc_def.group(1)] = loc_def.group(2)
             continue
