@@ -33,7 +33,7 @@ import numpy as np
 
 from twill.sched.gaus.graph import GauSGraph
 
-__all__ = ["MoveRule", "polish_resource"]
+__all__ = ["MoveRule", "polish_resource", "resource_terms"]
 
 
 @dataclass(frozen=True)
@@ -309,6 +309,29 @@ def _heavy_moves(run: _Descent, lo: np.ndarray, hi: np.ndarray, batch: int, budg
     return 1 + _more_moves(run, best_rows, lo, hi, int(i), min(batch - 1, budget - 1))
 
 
+def resource_terms(
+    g: GauSGraph, t: np.ndarray, D: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Formulation A's terms at integer start steps ``t``, which every descent on it reads:
+    ``w`` ``(n, K)``, each op's usage of the ``K`` resources some op uses; ``cnet`` ``(n,)``,
+    each op's net communication weight (in-edges minus out-edges, distance 0, so the
+    communication term is ``t @ cnet``); ``load`` ``(K, D)``, the usage per step. ``None``
+    when there is nothing to descend: usage of more than one dimension, no ops, or
+    ``D <= 1``."""
+    if g.usage.shape[2] != 1 or g.n == 0 or D <= 1:
+        return None
+    w = g.usage[:, :, 0]
+    w = w[:, w.sum(axis=0) > 0]
+    fwd = g.forward
+    cnet = np.bincount(g.dst[fwd], g.comm[fwd], minlength=g.n) - np.bincount(
+        g.src[fwd], g.comm[fwd], minlength=g.n
+    )
+    load = np.zeros((w.shape[1], D))
+    for k in range(w.shape[1]):
+        load[k] = np.bincount(t, w[:, k], minlength=D)[:D]
+    return w, cnet, load
+
+
 def polish_resource(
     g: GauSGraph,
     t: np.ndarray,
@@ -350,25 +373,16 @@ def polish_resource(
         The improved schedule (legal whenever the input was) and the number of moves applied.
     """
     t = np.array(t, dtype=np.int64)
-    if g.usage.shape[2] != 1 or g.n == 0 or D <= 1:
+    terms = resource_terms(g, t, D)
+    if terms is None:
         return t, 0
+    w, cnet, load = terms
     start = time.perf_counter()
     max_moves = 4 * g.n if max_moves is None else int(max_moves)
-    w = g.usage[:, :, 0]
-    used = w.sum(axis=0) > 0
-    w = w[:, used]
-    K = w.shape[1]
-    fwd = g.forward
-    cnet = np.bincount(g.dst[fwd], g.comm[fwd], minlength=g.n) - np.bincount(
-        g.src[fwd], g.comm[fwd], minlength=g.n
-    )
     bounds = _Bounds(g, D)
     heavy = np.flatnonzero(w.any(axis=1))
     light = np.flatnonzero(~w.any(axis=1) & (cnet != 0))
     tol = 1e-9 * max(1.0, float(ratio) * float(w.sum(axis=0).max(initial=1.0)))
-    load = np.zeros((K, D))
-    for k in range(K):
-        load[k] = np.bincount(t, w[:, k], minlength=D)[:D]
     rule = MoveRule() if rule is None else rule
     run = _Descent(t, load, w, cnet, heavy, bounds, ratio, tol, rule.radius)
     moves = 0

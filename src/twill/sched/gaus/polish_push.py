@@ -23,6 +23,7 @@ import numpy as np
 
 from twill.deadline import NO_DEADLINE, Deadline
 from twill.sched.gaus.graph import GauSGraph
+from twill.sched.gaus.polish import resource_terms
 
 __all__ = [
     "Adjacency",
@@ -163,16 +164,12 @@ def polish_push_resource(
     rule = PushMoves() if moves is None else moves
     radius, push, peak_first = rule.radius, rule.push, rule.peak_first
     t = np.array(t, dtype=np.int64)
-    if g.usage.shape[2] != 1 or g.n == 0 or D <= 1:
+    terms = resource_terms(g, t, D)
+    if terms is None:
         return t, 0
-    w = g.usage[:, :, 0]
-    w = w[:, w.sum(axis=0) > 0]
-    fwd = g.forward
-    cnet = np.bincount(g.dst[fwd], g.comm[fwd], minlength=g.n) - np.bincount(
-        g.src[fwd], g.comm[fwd], minlength=g.n
-    )
+    w, cnet, load = terms
     adj = Adjacency(g)
-    st = {"load": np.stack([np.bincount(t, w[:, k], minlength=D)[:D] for k in range(w.shape[1])])}
+    st = {"load": load}
     st["comm"] = float(t @ cnet)
     heavy = w.any(axis=1)
 
