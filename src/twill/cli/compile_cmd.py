@@ -19,7 +19,7 @@ from typing import Any
 
 from twill._atomic import write_files
 from twill.cli._args import add_time_limit
-from twill.cli.triton_cmd import add_kernel_args
+from twill.cli.triton_cmd import add_arch_arg, add_kernel_args
 from twill.errors import InvalidProblemError
 
 __all__ = ["register"]
@@ -36,12 +36,7 @@ def register(subparsers: Any) -> None:
         "smem_bytes, spills, and which of Twill's decisions Triton kept or changed).",
     )
     p.add_argument("kernel", metavar="FILE.py:KERNEL")
-    p.add_argument(
-        "--arch",
-        required=True,
-        choices=("sm_90a", "sm_100a"),
-        help="sm_90a (H100) or sm_100a (B200)",
-    )
+    add_arch_arg(p, "sm_90a (H100) or sm_100a (B200)", required=True)
     add_kernel_args(p)  # --config N (autotune), --loop LINE (default: the costliest loop)
     p.add_argument(
         "-o",

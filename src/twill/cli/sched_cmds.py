@@ -163,6 +163,8 @@ def _add_phase2_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_graph_args(p: argparse.ArgumentParser) -> None:
+    from twill.cli.triton_cmd import add_arch_arg
+
     p.add_argument(
         "graph",
         metavar="FILE|KERNEL",
@@ -171,9 +173,8 @@ def _add_graph_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--resource-model", dest="resource_model", metavar="FILE", default=None,
                    help="HatScheT resource model (default: NAME_RM.xml or NAMERM.xml)")  # fmt: skip
-    p.add_argument("--arch", choices=("sm_90a", "sm_100a"), default=None,
-                   help="target of a Triton FILE.py:KERNEL (a .ttgir is read for its own "
-                   "ttg.target; another --arch is refused)")  # fmt: skip
+    add_arch_arg(p, "target of a Triton FILE.py:KERNEL (a .ttgir is read for its own ttg.target; "
+                 "another --arch is refused)")  # fmt: skip
 
 
 def _load(args: argparse.Namespace) -> DependenceGraph:

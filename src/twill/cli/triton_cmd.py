@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from twill.triton.extract import ExtractedLoop
 
 __all__ = [
+    "TRITON_ARCHES",
     "register",
+    "add_arch_arg",
     "add_build_args",
     "add_kernel_args",
     "add_normalize_arg",
@@ -22,6 +24,9 @@ __all__ = [
     "loop_entry",
     "format_loops",
 ]
+
+#: The targets a Triton kernel is compiled for: H100 and B200.
+TRITON_ARCHES = ("sm_90a", "sm_100a")
 
 
 def register(subparsers: Any) -> None:
@@ -35,17 +40,21 @@ def register(subparsers: Any) -> None:
         "pip install -e '.[triton]'.",
     )
     p.add_argument("kernel", metavar="FILE.py:KERNEL|FILE.ttgir")
-    p.add_argument(
-        "--arch",
-        default=None,
-        choices=("sm_90a", "sm_100a"),
-        help="sm_90a (H100) or sm_100a (B200); needed for FILE.py:KERNEL, a .ttgir file is "
-        "read for the target it was compiled for",
+    add_arch_arg(
+        p,
+        "sm_90a (H100) or sm_100a (B200); needed for FILE.py:KERNEL, a .ttgir file is read for "
+        "the target it was compiled for",
     )
     add_kernel_args(p)
     add_normalize_arg(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write the graph here (default: stdout)")
     p.set_defaults(func=cmd_import_triton)
+
+
+def add_arch_arg(p: argparse.ArgumentParser, help: str, *, required: bool = False) -> None:
+    """``--arch``, the GPU target of a Triton kernel (shared by ``import-triton``,
+    ``compile`` and ``solve``; ``help`` says what each does with it)."""
+    p.add_argument("--arch", required=required, default=None, choices=TRITON_ARCHES, help=help)
 
 
 def add_normalize_arg(p: argparse.ArgumentParser) -> None:
