@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -84,8 +84,28 @@ class CostOptions:
     psum_reads: str = "distinct"
 
 
+class _Rows:
+    """Arrays with one row per item along their leading axis (the first field's rows): the
+    ``len`` and ``take`` of every batch of this module. Fields named in ``_SHARED`` hold one
+    value every row shares and are kept whole by ``take``; a ``None`` field stays ``None``."""
+
+    _SHARED: ClassVar[tuple[str, ...]] = ()
+
+    def __len__(self) -> int:
+        return int(getattr(self, fields(self)[0].name).shape[0])  # type: ignore[arg-type]
+
+    def take(self, rows: np.ndarray) -> Self:
+        """The items at ``rows`` (in that order, repeats allowed)."""
+        picked = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.name not in self._SHARED and value is not None:
+                picked[f.name] = value[rows]
+        return replace(self, **picked)  # type: ignore[type-var]
+
+
 @dataclass(frozen=True)
-class MappingBatch:
+class MappingBatch(_Rows):
     """Many mappings of one layer as arrays: ``temporal``/``spatial`` ``(B, L, 7)`` factors and
     ``order`` ``(B, L, 7)`` dimension indices of each level's temporal loops, outer → inner.
     ``group_temporal``/``group_spatial`` ``(B, L)`` are the G factors (``None``: all groups
@@ -97,9 +117,6 @@ class MappingBatch:
     group_temporal: np.ndarray | None = None
     group_spatial: np.ndarray | None = None
 
-    def __len__(self) -> int:
-        return int(self.temporal.shape[0])
-
     def mapping(self, b: int, keeps: tuple[frozenset[Operand], ...] | None = None) -> Mapping:
         """Row ``b`` as a :class:`Mapping`."""
         t = tuple(tuple(int(x) for x in row) for row in self.temporal[b])
@@ -110,17 +127,6 @@ class MappingBatch:
         gt = tuple(int(x) for x in self.group_temporal[b])
         gs = tuple(int(x) for x in self.group_spatial[b])
         return Mapping(t, s, o, keeps, gt, gs)
-
-    def take(self, rows: np.ndarray) -> MappingBatch:
-        """The mappings at ``rows`` (in that order, repeats allowed)."""
-        gt, gs = self.group_temporal, self.group_spatial
-        return MappingBatch(
-            self.temporal[rows],
-            self.spatial[rows],
-            self.order[rows],
-            None if gt is None else gt[rows],
-            None if gs is None else gs[rows],
-        )
 
     def full(self, groups: int | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Factors ``(B, L, 8)`` over :data:`ALL_DIMS` and orders ``(B, L, 8)`` with the G
@@ -185,7 +191,7 @@ class BatchCost:
 
 
 @dataclass(frozen=True)
-class LayerArrays:
+class LayerArrays(_Rows):
     """Layers as arrays, one row per mapping (``A = B``) or one row that every mapping shares
     (``A = 1``): ``bounds`` ``(A, 8)`` over :data:`ALL_DIMS` (G last), strides, dilations and
     ``total_macs`` (all groups) ``(A,)``, all float64; ``groups`` ``(A,)`` int64.
@@ -205,9 +211,6 @@ class LayerArrays:
     total_macs: np.ndarray
     groups: np.ndarray
 
-    def __len__(self) -> int:
-        return int(self.bounds.shape[0])
-
     @classmethod
     def of(cls, layers: Sequence[Layer]) -> LayerArrays:
         """Stack ``layers``, one row each."""
@@ -220,13 +223,9 @@ class LayerArrays:
         g = np.array([ly.groups for ly in layers], dtype=np.int64)
         return cls(a[:, :_W], a[:, _W], a[:, _W + 1], a[:, _W + 2], a[:, _W + 3], a[:, _W + 4], g)
 
-    def take(self, rows: np.ndarray) -> LayerArrays:
-        """The layers at ``rows`` (in that order, repeats allowed)."""
-        return _take_rows(self, rows)
-
 
 @dataclass(frozen=True)
-class ArchArrays:
+class ArchArrays(_Rows):
     """Architectures of one level structure as arrays, one row per mapping (``A = B``) or one
     row that every mapping shares (``A = 1``). Per level, ``(A, L)``: ``energy_pj`` per word
     access, ``entries`` (``inf``: unbounded), ``fanout``, ``bandwidth`` in words per cycle
@@ -252,8 +251,7 @@ class ArchArrays:
     mac_energy_pj: np.ndarray
     keeps: np.ndarray
 
-    def __len__(self) -> int:
-        return int(self.energy_pj.shape[0])
+    _SHARED: ClassVar[tuple[str, ...]] = ("keeps",)
 
     @property
     def n_levels(self) -> int:
@@ -296,23 +294,8 @@ class ArchArrays:
             spatial_ok=ok,
             macs=np.array([a.macs for a in archs], dtype=np.float64),
             mac_energy_pj=np.array([a.mac_energy_pj for a in archs], dtype=np.float64),
-            keeps=np.array([[v in k for v in OPERANDS] for k in keep], dtype=bool),
+            keeps=_keeps_matrix(keep),
         )
-
-    def take(self, rows: np.ndarray) -> ArchArrays:
-        """The architectures at ``rows`` (in that order, repeats allowed)."""
-        return _take_rows(self, rows, shared=("keeps",))
-
-
-_Rows = TypeVar("_Rows", LayerArrays, ArchArrays)
-
-
-def _take_rows(arrays: _Rows, rows: np.ndarray, shared: tuple[str, ...] = ()) -> _Rows:
-    """``arrays`` with every per-row field indexed by ``rows`` (the ``shared`` ones kept)."""
-    return replace(
-        arrays,
-        **{f.name: getattr(arrays, f.name)[rows] for f in fields(arrays) if f.name not in shared},
-    )
 
 
 def _footprints(ext: np.ndarray, layers: LayerArrays) -> np.ndarray:
