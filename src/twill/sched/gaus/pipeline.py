@@ -173,8 +173,9 @@ def options_for(run: GauSRun) -> SolverOptions:
         explicit["max_iters"] = run.max_iters
     gaus = default_settings(run.formulation, **explicit)
     gumbel = GumbelSettings() if run.epochs is None else GumbelSettings(epochs=run.epochs)
-    return SolverOptions(time_limit=limit, seed=seed, gaus=gaus, gumbel=gumbel,
-                         deadline=run.deadline)
+    return SolverOptions(
+        time_limit=limit, seed=seed, gaus=gaus, gumbel=gumbel, deadline=run.deadline
+    )
 
 
 def _memory_unit(weight_note: str) -> str:
