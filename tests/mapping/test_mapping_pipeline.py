@@ -60,6 +60,23 @@ def test_local_pool_matches_serial():
     ]
 
 
+def test_a_layer_reached_after_the_deadline_is_unknown_at_once():
+    """Issue 51: a task whose turn comes after the deadline builds no model (2-3 s a layer on
+    a loaded machine, past the command's limit): UNKNOWN at once, saying why."""
+    import time
+
+    from twill.deadline import Deadline
+    from twill.results import Status
+
+    t0 = time.monotonic()
+    res = map_network(LAYERS * 4, simba_arch(), methods=("cosa",), executor="serial",
+                      options={"cosa": SolverOptions(deadline=Deadline.after(0))})  # fmt: skip
+    assert time.monotonic() - t0 < 0.5
+    for r in res.results["cosa"]:
+        assert r.status is Status.UNKNOWN and r.solution is None
+        assert r.stats["stopped"] == "time_limit" and "not started" in r.stats["message"]
+
+
 def _remove_new_ray_sessions(root: Path, before: set[Path] | None) -> None:
     """Ray keeps each local session's logs under ``/tmp/ray``; remove what this test made."""
     if before is None:

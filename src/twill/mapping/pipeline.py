@@ -152,6 +152,14 @@ class NetworkMappings:
 
 
 def _task(layer: Layer, arch: Arch, method: str, options: SolverOptions) -> SolveResult:
+    """One layer mapped by ``method`` (:func:`map_layer`); a task whose turn comes after the
+    deadline (a queued layer of a network larger than the time allows) is UNKNOWN at once,
+    saying so, instead of building a model it has no time to solve (on a loaded machine that
+    took 2-3 s a layer, all past the command's ``--time-limit``, issue 51)."""
+    if options.deadline is not None and options.deadline.expired():
+        return SolveResult(Status.UNKNOWN, stats={"stopped": "time_limit", "message":
+                           "not started: the time limit had passed before this layer's turn"},
+                           settings={"method": method})  # fmt: skip
     try:
         return map_layer(LayerMappingProblem(layer, arch), method, options)
     except InvalidProblemError as exc:  # e.g. exhaustive on a large layer
