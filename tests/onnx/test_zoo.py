@@ -16,11 +16,14 @@ def _edges(net):
     return Counter((net.layers[e.src].key, net.layers[e.dst].key, e.kind) for e in net.edges)
 
 
-def test_resnet50_graph_matches_hand_written(benchmark_data):
+@pytest.mark.parametrize("folding", [True, False])
+def test_resnet50_graph_matches_hand_written(benchmark_data, folding):
+    """With and without the exporter's constant folding (``map-network`` and ``fuse`` export
+    without it, faster: issue 51), the same layers and edges."""
     from twill.io.networks import load_network
     from twill.onnx.model import import_model
 
-    ours = import_model("resnet50").network
+    ours = import_model("resnet50", constant_folding=folding).network
     hand = load_network("resnet50")
     assert [ly.key for ly in ours.layers] == [ly.key for ly in hand.layers]
     assert _edges(ours) == _edges(hand)

@@ -151,7 +151,9 @@ def add_time_limit(
     (:func:`command_deadline`); per-solve caps have flags of their own."""
     p.add_argument("--time-limit", "--total-time-limit", dest="time_limit",
                    type=nonnegative_float if zero_is_none else time_limit_arg, default=default,
-                   metavar="S", help=f"{help} (--total-time-limit: the same flag)")  # fmt: skip
+                   metavar="S", help=f"{help}; counted from the command's start (the "
+                   "program's start-up and imports included) to its exit "
+                   "(--total-time-limit: the same flag)")  # fmt: skip
 
 
 def add_threads(p: argparse.ArgumentParser, help: str) -> None:

@@ -378,7 +378,9 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
     if args.model or source.lower().endswith(".onnx"):
         from twill.onnx.model import import_model, unique_layers
 
-        imp = import_model(source, input_shape(args), **model_options(args))
+        imp = import_model(
+            source, input_shape(args), **model_options(args), constant_folding=False
+        )  # the same layers, faster (export_onnx)
         all_layers = imp.layers
         layers = unique_layers(all_layers)
         notes = (
@@ -734,8 +736,9 @@ def _add_solver_options(p: argparse.ArgumentParser, network: bool = False) -> No
         help="MIP backend for --method cosa (default cpsat)",
     )
     if network:
-        add_time_limit(p, None, "seconds for the whole command (default: no limit); a layer "
-                       "not mapped by then is reported without a mapping")  # fmt: skip
+        add_time_limit(p, None, "seconds for the whole command, reading or exporting the "
+                       "network included (default: no limit); a layer not mapped by then is "
+                       "reported without a mapping (unknown)")  # fmt: skip
         p.add_argument("--layer-time-limit", type=time_limit_arg, default=60.0, metavar="S",
                        help="MIP time limit per layer (s, default %(default)g), inside "
                        "--time-limit")  # fmt: skip

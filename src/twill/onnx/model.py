@@ -445,14 +445,15 @@ def import_model(
     exporter: str = "auto",
     seq: int | None = None,
     phase: str | None = None,
+    constant_folding: bool = True,
 ) -> OnnxImport:
     """One entry for every kind of model: an ``.onnx`` path, a zoo name, or an ``nn.Module``.
 
     Zoo names and modules are exported to ONNX (image models: batch and image size from
     ``input_shape``, default 1×3×224×224; text models: ``seq`` tokens and the decoder
     ``phase``, :func:`twill.onnx.model_zoo.build_model`; ``exporter`` as
-    :func:`twill.onnx.model_zoo.export_onnx`) in a private temporary folder, read, and the
-    folder removed.
+    :func:`twill.onnx.model_zoo.export_onnx`, as is ``constant_folding``) in a private
+    temporary folder, read, and the folder removed.
     """
     from twill.onnx.model_zoo import MODELS, exported_model, model_key
 
@@ -469,6 +470,8 @@ def import_model(
         name = model_key(text)
         if phase == "decode" or seq:
             name += f" ({phase or 'prefill'}, S={seq or 128})"
-    with exported_model(source, input_shape, exporter, seq=seq, phase=phase) as path:
+    with exported_model(
+        source, input_shape, exporter, seq=seq, phase=phase, constant_folding=constant_folding
+    ) as path:
         imp = read_onnx(path)
     return replace(imp, network=replace(imp.network, name=name, source=name))

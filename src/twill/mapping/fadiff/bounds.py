@@ -447,13 +447,14 @@ def fusion_bounds(
     ei, ci = ideal_bound(net, arch)
     eu, cu = unfused_bound(net, arch)
     el, cl = capacity_bound(net, arch)
+    # energy and cycles priced together per tile: never below the products of their floors
+    unfused = max(eu * cu, layer_edp_floor(net, arch, unfused=True))
+    per_layer = max(el * cl, layer_edp_floor(net, arch))
+    # the one step that can take long runs last, to ``stop``: what follows it is quick
     got = group_edp_floor(net, arch, el / cl, stop=stop)
     words, priced = got or (None, 0.0)
     # without the programme's words the group capacity bound is the per-layer one
     ek, ck = (el, cl) if got is None else group_capacity_bound(net, arch, (el, cl), words)
-    # energy and cycles priced together per tile: never below the products of their floors
-    unfused = max(eu * cu, layer_edp_floor(net, arch, unfused=True))
-    per_layer = max(el * cl, layer_edp_floor(net, arch))
     capacity = max(ek * ck, per_layer, priced)
     top = arch.n_levels - 1
     dram_bound = sum(

@@ -104,7 +104,7 @@ def group_search(
         Largest block count along Q tried (2-D blocks; 1 = row blocks only).
     stop
         A ``perf_counter`` deadline: runs not priced by then (longest last) are left out
-        (fewer groups to choose from; the plan still verifies).
+        (fewer groups to choose from; the plan still verifies), and the polish stops there.
 
     Returns
     -------
@@ -137,8 +137,8 @@ def group_search(
             mappings[j] = m
     plan = FusionPlan(net.name, tuple(mappings), tuple(sorted(fused)), "group-search")
     plan = repair_plan(net, arch, plan)
-    if polish and plan.fused:
-        plan = polish_groups(net, arch, plan)
+    if polish and plan.fused and time.perf_counter() < stop:
+        plan = polish_groups(net, arch, plan, stop=stop)
     rep = evaluate_plan(net, arch, plan)
     log.info("group search on %s: %d fused edges, EDP %.4g", net.name, len(plan.fused), rep.edp)
     return plan
@@ -343,13 +343,15 @@ class _GroupSearch:
             for i in range(n - length + 1):
                 if time.perf_counter() >= stop:
                     return seg_cache
-                opts = self._run_options(i, i + length - 1, max_q_blocks)
+                opts = self._run_options(i, i + length - 1, max_q_blocks, stop)
                 if opts:
                     seg_cache[(i, i + length - 1)] = opts
         return seg_cache
 
-    def _run_options(self, i: int, k: int, max_q_blocks: int) -> list:
-        """The priced options of run ``i..k`` over its block counts and variants."""
+    def _run_options(self, i: int, k: int, max_q_blocks: int, stop: float = math.inf) -> list:
+        """The priced options of run ``i..k`` over its block counts and variants; once
+        ``stop`` has passed, those priced so far (a long run on a loaded machine took up to
+        a second, all past the deadline)."""
         opts = []
         ps = [self.net.layers[j].dim(Dim.P) for j in range(i, k + 1)]
         qs = [self.net.layers[j].dim(Dim.Q) for j in range(i, k + 1)]
@@ -359,6 +361,8 @@ class _GroupSearch:
         blocks = [(bp, 1) for bp in divisors(gp)]
         blocks += [(gp, bq) for bq in divisors(gq) if 1 < bq <= max_q_blocks]
         for b in blocks:
+            if opts and time.perf_counter() >= stop:
+                break
             for v in (*VARIANTS, "mixed"):
                 got = self.segment(i, k, b, v)
                 if got is not None:
@@ -404,8 +408,11 @@ def _best_partition(
     return best_choice
 
 
-def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
-    """``plan`` with the on-chip part of every fused layer's mapping polished.
+def polish_groups(
+    net: Network, arch: Arch, plan: FusionPlan, *, stop: float = math.inf
+) -> FusionPlan:
+    """``plan`` with the on-chip part of every fused layer's mapping polished (the layers
+    reached before ``stop``, a ``perf_counter`` deadline).
 
     Each fused layer gets :func:`twill.mapping.fadiff.polish.polish_mapping` with its fusion
     values (the objective sees the traffic rewrite), the DRAM level frozen (block structure),
@@ -422,6 +429,8 @@ def polish_groups(net: Network, arch: Arch, plan: FusionPlan) -> FusionPlan:
     producers = {net.edges[i].src for i in plan.fused}
     maps = list(plan.mappings)
     for j in sorted(x for g in fusion_groups(net, plan.fused) for x in g):
+        if time.perf_counter() >= stop:
+            break
         ly = net.layers[j]
         tiles = layer_cost(ly, arch, maps[j]).tiles[0]
         limit = np.full(tiles.shape, np.inf)
