@@ -11,7 +11,7 @@ import pytest
 
 import twill
 from twill.errors import InvalidProblemError, TwillError
-from twill.options import SolverOptions
+from twill.options import MethodSettings, SolverOptions, method_settings
 from twill.registry import register_solver, solver, solvers
 from twill.results import SolveResult, Status
 
@@ -32,7 +32,43 @@ def solve(problem: SquareRootProblem, options: SolverOptions | None = None) -> S
     return SolveResult(Status.FEASIBLE, solution=x, objective=x, objective_unit="x")
 
 
+# -- with its own settings: one class that names its slot, no edit to SolverOptions ---------
+@dataclass(frozen=True)
+class NewtonSettings(MethodSettings, slot="newton_steps"):
+    steps: int = 60
+
+
+@register_solver("newton-steps", problems=(SquareRootProblem,), settings=NewtonSettings)
+def solve_in_steps(problem: SquareRootProblem, options: SolverOptions | None = None) -> SolveResult:
+    steps = method_settings(SolverOptions.of(options), "newton_steps", NewtonSettings).steps
+    x = max(problem.value, 1.0)
+    for _ in range(steps):
+        x = (x + problem.value / x) / 2
+    return SolveResult(Status.FEASIBLE, solution=x, objective=x, objective_unit="x")
+
+
 # -------------------------------------------------------------------------------------------
+
+
+def test_a_solver_with_its_own_settings_needs_no_edit_to_the_options() -> None:
+    """A settings class registers its slot where it is defined: ``SolverOptions`` takes it
+    by that name, reads it back, checks its type, copies and pickles it."""
+    import pickle
+    from dataclasses import replace
+
+    one = SolverOptions(method="newton-steps", newton_steps=NewtonSettings(steps=1))
+    assert twill.solve(SquareRootProblem(9.0), one).solution == 5.0  # (9 + 9/9) / 2
+    assert one.newton_steps == NewtonSettings(steps=1) and SolverOptions().newton_steps is None
+    many = replace(one, newton_steps=NewtonSettings())
+    assert twill.solve(SquareRootProblem(9.0), many).solution == 3.0
+    assert pickle.loads(pickle.dumps(many)) == many
+    assert one.to_dict()["newton_steps"] == {"steps": 1}
+    with pytest.raises(InvalidProblemError, match="options.newton_steps must be a NewtonSettings"):
+        SolverOptions(newton_steps=3)
+    with pytest.raises(TypeError, match="unknown setting 'newton_stepz'"):
+        SolverOptions(newton_stepz=NewtonSettings())
+    with pytest.raises(AttributeError):
+        _ = one.newton_stepz
 
 
 def test_a_solver_registered_outside_the_package_is_reached_by_twill_solve() -> None:

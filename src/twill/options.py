@@ -2,8 +2,11 @@
 
 :class:`SolverOptions` carries what every backend understands: a time limit that becomes a
 deadline, a thread count, a worker count, a seed and a progress callback. Backend-specific
-knobs travel untouched in ``extra``; each method's own knobs live in its typed settings field
-(``gaus``, ``gumbel``, ``twill``, ...).
+knobs travel untouched in ``extra``; each method's own knobs are one typed settings object,
+given by the name its class registers (``SolverOptions(twill=TwillSettings(...))``): a
+settings class is a :class:`MethodSettings` that names its slot where it is defined
+(``class TwillSettings(MethodSettings, slot="twill")``), so this module names no solver family
+and a new method adds its settings without an edit here.
 
 **A deadline, not a duration** (issues 40, 51). ``time_limit`` is the budget of the *whole*
 call. The front door anchors it once (:meth:`SolverOptions.start`) as the options'
@@ -33,7 +36,7 @@ twill.errors.InvalidProblemError: threads must be an integer in [1, 1024], found
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -42,13 +45,40 @@ from twill.errors import ArgumentTypeError, InvalidProblemError
 
 _S = TypeVar("_S")
 
-__all__ = ["MIN_SLICE", "SolverOptions"]
+__all__ = ["MIN_SLICE", "MethodSettings", "SolverOptions"]
 
-#: The fields holding one method's typed settings (read through :func:`method_settings`).
-_METHOD_SLOTS = ("gaus", "gumbel", "twill", "cosa", "search", "fadiff")
+#: Slot name -> the settings class registered for it (:class:`MethodSettings`).
+_SLOTS: dict[str, type] = {}
 
 
-@dataclass(frozen=True)
+class MethodSettings:
+    """Base of every method's settings dataclass. A subclass names the slot it fills in
+    :class:`SolverOptions` where it is defined, ``class FooSettings(MethodSettings,
+    slot="foo")``; its subclasses share that slot. Then ``SolverOptions(foo=FooSettings())``
+    and ``options.foo`` work, with no edit to this module."""
+
+    slot: str = ""
+
+    def __init_subclass__(cls, slot: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if slot is None:
+            return
+        taken = _SLOTS.get(slot)
+        if taken is not None and taken.__qualname__ != cls.__qualname__:
+            raise TypeError(f"settings slot {slot!r} is taken by {taken.__qualname__}")
+        if slot in _FIELD_NAMES:
+            raise TypeError(f"settings slot {slot!r} is a SolverOptions field")
+        cls.slot = slot
+        _SLOTS[slot] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready settings: a dataclass's fields by name (subclasses may say more)."""
+        from dataclasses import asdict, is_dataclass
+
+        return asdict(self) if is_dataclass(self) else {}
+
+
+@dataclass(frozen=True, init=False)
 class SolverOptions:
     """What every solver takes besides its problem.
 
@@ -69,25 +99,17 @@ class SolverOptions:
     on_progress
         Called with one :class:`~twill.progress.ProgressEvent` per step; the core never
         prints.
-    gaus
-        GauS's own settings, a :class:`twill.sched.gaus.alm.GauSSettings` (``None``: the
-        defaults of the problem's formulation). Typed where it is defined; this shared module
-        does not import a solver family, so the solver checks the type.
-    gumbel
-        The Gumbel-softmax baseline's settings, a
-        :class:`twill.sched.baselines.categorical.GumbelSettings` (``None``: its defaults).
-    twill
-        The exact scheduler's settings (Phase 1, the minimum-I search, Phase 2, Algorithm 1),
-        a :class:`twill.sched.exact.settings.TwillSettings` (``None``: its defaults).
-    cosa
-        CoSA's settings (and those of its variants ``cosa-rerank``, ``cosa-edp``), a
-        :class:`twill.mapping.cosa.solve.CoSASettings` (``None``: its defaults).
-    search
-        The search mappers' settings (random, hybrid, exhaustive), a
-        :class:`twill.mapping.search.common.SearchSettings` (``None``: each mapper's defaults).
-    fadiff
-        FADiff's settings, a :class:`twill.mapping.fadiff.train.FADiffSettings` (``None``:
-        its defaults).
+    methods
+        Each method's settings by slot (read-only view); given as keywords, ``twill=...``,
+        ``gaus=...``, one per registered :class:`MethodSettings` class (``None``: that
+        method's defaults). The slots of this package: ``twill``
+        (:class:`twill.sched.exact.settings.TwillSettings`), ``gaus``
+        (:class:`twill.sched.gaus.alm.GauSSettings`), ``gumbel``
+        (:class:`twill.sched.baselines.categorical.GumbelSettings`), ``cosa``
+        (:class:`twill.mapping.cosa.solve.CoSASettings`), ``search``
+        (:class:`twill.mapping.search.common.SearchSettings`) and ``fadiff``
+        (:class:`twill.mapping.fadiff.train.FADiffSettings`). Read back as attributes
+        (``options.twill``); a slot not given reads ``None``.
     deadline
         The :class:`~twill.deadline.Deadline` of the call (the absolute end on the
         ``time.monotonic()`` clock), set by :meth:`start` from ``time_limit`` (leave it
@@ -107,15 +129,30 @@ class SolverOptions:
     seed: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
     on_progress: Callable[[Any], None] | None = field(default=None, compare=False, repr=False)
-    gaus: Any = None
-    gumbel: Any = None
     workers: int = 1
-    twill: Any = None
-    cosa: Any = None
-    search: Any = None
-    fadiff: Any = None
     deadline: Deadline | None = field(default=None, compare=False, repr=False)
     method: str | None = None
+    methods: Mapping[str, Any] = field(default_factory=dict)
+
+    def __init__(self, **values: Any) -> None:
+        """Keyword arguments only: the fields above, then each method's settings by slot
+        (``twill=TwillSettings(...)``); ``methods=`` takes them as one mapping too."""
+        for f in fields(self):
+            if f.name in values:
+                value = values.pop(f.name)
+            elif f.default_factory is not MISSING:
+                value = f.default_factory()
+            else:
+                value = f.default
+            object.__setattr__(self, f.name, value)
+        object.__setattr__(self, "methods", _method_slots({**(self.methods or {}), **values}))
+        self.__post_init__()
+
+    def __getattr__(self, name: str) -> Any:  # noqa: ANN401 (a method's settings)
+        """A method's settings by slot name (``options.twill``); ``None`` when not given."""
+        if name.startswith("__") or name not in _SLOTS:
+            raise AttributeError(f"SolverOptions has no attribute or settings slot {name!r}")
+        return self.__dict__.get("methods", {}).get(name)
 
     # -- the deadline ------------------------------------------------------------------------
 
@@ -203,8 +240,8 @@ class SolverOptions:
         """Pickled with a plain dict for ``extra`` (a read-only view does not pickle) and a
         started deadline as the seconds left (re-anchored when unpickled), so that options
         and their callback reach a worker process."""
-        values = (getattr(self, f.name) for f in fields(self))
-        plain = tuple(dict(v) if isinstance(v, MappingProxyType) else v for v in values)
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        plain = {k: dict(v) if isinstance(v, MappingProxyType) else v for k, v in values.items()}
         return (_unpickled, (type(self), plain))
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,13 +250,36 @@ class SolverOptions:
         if self.method:
             out["method"] = self.method
         out["extra"] = dict(self.extra)
-        return out | {k: v.to_dict() for k in _METHOD_SLOTS if (v := getattr(self, k))}
+        return out | {k: v.to_dict() for k, v in self.methods.items()}
 
 
-def _unpickled(cls: type[SolverOptions], values: tuple[Any, ...]) -> Any:
+_FIELD_NAMES = frozenset(f.name for f in fields(SolverOptions))
+
+
+def _method_slots(given: Mapping[str, Any]) -> MappingProxyType:
+    """The method settings given by slot, each checked against the class registered for its
+    slot (``None`` values dropped: that method's defaults)."""
+    out = {}
+    for name, value in given.items():
+        kind = _SLOTS.get(name)
+        if kind is None:
+            known = ", ".join(sorted(_SLOTS)) or "none registered"
+            raise ArgumentTypeError(f"SolverOptions got an unknown setting {name!r} "
+                                    f"(method settings slots: {known})")  # fmt: skip
+        if value is None:
+            continue
+        if not isinstance(value, kind):
+            raise InvalidProblemError(
+                f"options.{name} must be a {kind.__name__}, found {type(value).__name__}"
+            )
+        out[name] = value
+    return MappingProxyType(out)
+
+
+def _unpickled(cls: type[SolverOptions], values: dict[str, Any]) -> Any:
     """Options rebuilt in the receiving process (a started deadline re-anchors itself on the
     receiving clock, :class:`~twill.deadline.Deadline`)."""
-    return cls(*values)
+    return cls(**values)
 
 
 def method_settings(options: SolverOptions, name: str, kind: type[_S]) -> _S:
@@ -228,7 +288,7 @@ def method_settings(options: SolverOptions, name: str, kind: type[_S]) -> _S:
     Each solver family reads its own typed settings slot through this one check, so that a
     settings object of the wrong method is an error naming the slot, never silently ignored.
     """
-    value = getattr(options, name)
+    value = options.methods.get(name)
     if value is None:
         return kind()
     if not isinstance(value, kind):

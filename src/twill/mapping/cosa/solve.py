@@ -27,7 +27,7 @@ from twill.mapping.result import (
     method_settings,
 )
 from twill.mapping.workload import Layer
-from twill.options import SolverOptions
+from twill.options import MethodSettings, SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.validation import check_instance, check_int, check_real
@@ -41,7 +41,7 @@ _MIN_SOLVE_S = 0.01
 
 
 @dataclass(frozen=True)
-class CoSASettings(CosaModelOptions):
+class CoSASettings(CosaModelOptions, MethodSettings, slot="cosa"):
     """The settings of one CoSA run, ``options.cosa`` (defaults listed here once): the model
     (the fields of :class:`~twill.mapping.cosa.mip.CosaModelOptions`) and how it is solved.
 

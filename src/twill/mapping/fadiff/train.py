@@ -50,7 +50,7 @@ from twill.mapping.network import Network
 from twill.mapping.problems import NetworkMappingProblem
 from twill.mapping.result import Controls, finished, method_settings
 from twill.mapping.workload import DIMS, OPERANDS, Layer
-from twill.options import SolverOptions
+from twill.options import MethodSettings, SolverOptions
 from twill.registry import register_solver
 from twill.results import SolveResult, Status, Timings
 from twill.validation import check_instance
@@ -90,7 +90,7 @@ def all_dram_mapping(layer: Layer, arch: Arch) -> Mapping:
 
 
 @dataclass(frozen=True)
-class FADiffSettings:
+class FADiffSettings(MethodSettings, slot="fadiff"):
     """The settings of one :func:`solve` run (defaults: the values the benchmarks use).
 
     Attributes

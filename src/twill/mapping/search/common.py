@@ -15,7 +15,7 @@ from twill.mapping.mapping import Mapping, verify_mapping
 from twill.mapping.problems import LayerMappingProblem
 from twill.mapping.result import Controls, MappedLayer, method_settings, objective_meaning
 from twill.mapping.workload import Dim, Layer
-from twill.options import SolverOptions
+from twill.options import MethodSettings, SolverOptions
 from twill.results import SolveResult, Status, Timings
 
 __all__ = [
@@ -41,7 +41,7 @@ CANONICAL_ORDER = (6, 5, 4, 3, 2, 1, 0)
 
 
 @dataclass(frozen=True)
-class SearchSettings:
+class SearchSettings(MethodSettings, slot="search"):
     """The search mappers' settings (``options.search``); ``None`` means the mapper's own
     default.
 

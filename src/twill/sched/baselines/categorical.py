@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from twill.errors import InvalidProblemError
-from twill.options import SolverOptions
+from twill.options import MethodSettings, SolverOptions
 from twill.progress import ProgressEvent, emit
 from twill.registry import register_solver
 from twill.results import SolveResult, Status
@@ -45,7 +45,7 @@ __all__ = ["GumbelSettings", "gumbel_schedule", "solve"]
 
 
 @dataclass(frozen=True)
-class GumbelSettings:
+class GumbelSettings(MethodSettings, slot="gumbel"):
     """The Gumbel-softmax baseline's own knobs (``SolverOptions.gumbel``).
 
     GS-Schedule's README uses 500 epochs, batch 250, tau 50, lr 1, ratio 100 on a GPU; the CPU

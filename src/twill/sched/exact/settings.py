@@ -25,7 +25,7 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.errors import ArgumentTypeError, InvalidProblemError
-from twill.options import SolverOptions, method_settings
+from twill.options import MethodSettings, SolverOptions, method_settings
 
 __all__ = ["TwillSettings", "twill_options", "twill_settings"]
 
@@ -41,7 +41,7 @@ _FLAGS = ("tie_break", "incumbent", "exact", "probes", "warm_start", "probe", "s
 
 
 @dataclass(frozen=True)
-class TwillSettings:
+class TwillSettings(MethodSettings, slot="twill"):
     """How the exact searches work (Twill Phase 1, the minimum-I search, Phase 2, Algorithm 1).
 
     The whole call's time is ``SolverOptions.time_limit`` (a deadline); the limits here only

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from twill.errors import ArgumentTypeError
+from twill.options import MethodSettings
 from twill.progress import ProgressEvent
 from twill.validation import check_bool, check_choice, check_int, check_real, check_time_limit
 
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class GauSSettings:
+class GauSSettings(MethodSettings, slot="gaus"):
     """Every GauS hyperparameter, with the default chosen and why.
 
     Parameters
