@@ -141,13 +141,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def print_summary(d: dict[str, Any], written: list[Path]) -> None:
     """The text form of ``summary.json``: every decision of Twill's that Triton did not take
     is named (stages moved, ops not expressed, partitions not applied and why)."""
-    from twill.sched.front import PROBLEM_TEXT
-
     parts = d["partitions"]
     proof = "proven" if d.get("optimal") else "NOT proven"
     print(
         f"{d['kernel']} ({d['arch']}), loop at line {d['loop']}: Twill I = {d['I']} ({proof} "
-        f"optimal for {PROBLEM_TEXT.get(d.get('problem', ''), 'its problem')}), L = {d['L']}"
+        f"optimal for {_problem_text(d.get('problem', ''))}), L = {d['L']}"
         f"{'' if d.get('L_optimal') else ' (not proven minimal)'}"
         f"; {d['max_stage'] + 1} stage(s); pipelined prologue depth "
         f"{d['prologue_depth']}; stages kept {len(d['kept']['stages'])}, changed "
@@ -182,12 +180,29 @@ def print_summary(d: dict[str, Any], written: list[Path]) -> None:
         )
     for note in d.get("assumed", []):
         print(f"  assumed: {note}")
+    tries = d.get("registers", {}).get("tries", [])
+    for t in tries[:-1]:  # each spilled and was solved again under a lower limit
+        print(f"  ptxas spilled {t['spills']} bytes at I = {t['I']} (model peak "
+              f"{t['model_peak']} of {t['registers_per_warp']} registers): solved again at "
+              f"{t['model_peak'] - 1}")  # fmt: skip
+    if tries and tries[-1].get("stopped"):
+        print(f"  register model not corrected further: {tries[-1]['stopped']}")
     print(
         f"  regs {d['regs']}, spills {d['spills']} bytes, shared memory {d['smem_bytes']} "
         f"bytes{'' if d['runnable'] else '; NOT RUNNABLE: ' + d['why_not_runnable']}"
     )
     for f in written:
         print(f"  wrote {f}")
+
+
+def _problem_text(problem: str) -> str:
+    """The words for a summary's ``problem``, a register limit set from ptxas's spills
+    (``...+registers<=N``) included."""
+    from twill.sched.front import PROBLEM_TEXT
+
+    base, _, limit = problem.partition("+registers<=")
+    text = PROBLEM_TEXT.get(base, "its problem")
+    return f"{text}, at most {limit} registers per thread" if limit else text
 
 
 def check_compare_args(args: argparse.Namespace) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "spill_blocking_edge",
     "REGISTER_GRANULE",
     "register_file_use",
+    "register_peaks",
 ]
 
 #: Hardware warps per Phase-2 warp slot: slots are warp groups (``docs/model.md``).
@@ -371,8 +372,9 @@ def _check_unit_capacity(c: _Case) -> list[Violation]:
     )
 
 
-def _check_liveness(c: _Case) -> list[Violation]:
-    """Memories and registers per slot, over ``t`` in ``[0, T]`` (Fig. 5)."""
+def _live(c: _Case) -> tuple[dict[str, list], dict[int, list]]:
+    """Live intervals ``(start, end, size)`` over ``[0, T]`` (Fig. 5): per memory (bytes) and
+    per warp slot (registers per thread)."""
     t_end = program_shape(c.II, c.L)[1]
     mem_live: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
     reg_live: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
@@ -386,6 +388,30 @@ def _check_liveness(c: _Case) -> list[Violation]:
                 mem_live[mem].append((start, end, size))
             for w in c.sets[name]:
                 reg_live[w].append((start, end, ins.regs))
+    return mem_live, reg_live
+
+
+def register_peaks(ws: WarpSchedule) -> dict[int, int]:
+    """Warp slot -> the most registers per thread live on it at once in the program of ``ws``
+    (the quantity the ``registers`` rule bounds): what ptxas is compared with when a compiled
+    schedule spills (:func:`twill.triton.peer.compile_spill_free`).
+
+    >>> from twill.kernels import flash_attention_forward_simplified
+    >>> g = flash_attention_forward_simplified()
+    >>> ws = WarpSchedule.of(g, {"S": 0, "P": 2, "O": 3}, dict.fromkeys("SPO", 0), 2, 4)
+    >>> register_peaks(ws)
+    {0: 256}
+    """
+    sets = {v: frozenset([w] if isinstance(w, int) else w) for v, w in ws.assignment.items()}
+    ins_of = {i.name: i for i in ws.graph.instructions}
+    case = _Case(ws.graph, ins_of, ws.schedule, sets, ws.I, ws.L, WarpRules.for_graph(ws.graph))
+    reg_live = _live(case)[1]
+    return {w: _peak(reg_live.get(w, [])) for w in sorted(set().union(*sets.values()))}
+
+
+def _check_liveness(c: _Case) -> list[Violation]:
+    """Memories and registers per slot, over ``t`` in ``[0, T]`` (Fig. 5)."""
+    mem_live, reg_live = _live(c)
     memories = c.graph.machine.memories.get
     out = _over_limit(
         _excess(mem_live, memories), memories, "memory", "mem",

@@ -372,7 +372,13 @@ def compile_summary(
     import time
 
     from twill.triton.build import private_cache
-    from twill.triton.peer import compile_twill, solve_for_compile, twill_graph, twill_slots
+    from twill.triton.peer import (
+        compile_spill_free,
+        compile_twill,
+        solve_for_compile,
+        twill_graph,
+        twill_slots,
+    )
 
     check_real(total_time_limit, "total_time_limit")
     deadline = Deadline.after(total_time_limit)  # the whole call: reading, search, compile
@@ -408,10 +414,18 @@ def compile_summary(
         summary, why_not_gluon = _gluon_route(ks, r, extracted, ttgir, deadline)
         if summary is None:
             summary = compile_twill(ks, r.schedule, twill_slots(r), r.I, r.L, extracted, ttgir)
+
+            def solve(graph: DependenceGraph, within: Deadline) -> Any:  # noqa: ANN401
+                return solve_for_compile(graph, total_time_limit, within, ks.num_warps)
+
+            r, summary = compile_spill_free(ks, r, summary, extracted, ttgir, deadline, solve,
+                                            build)  # fmt: skip
             summary.data["route"] = "attributes"
             if why_not_gluon:
                 summary.data["gluon"] = {"why": why_not_gluon}
     problem = summary.data.get("gluon", {}).get("problem") or r.problem  # pinned roles named
+    if summary.data.get("registers", {}).get("corrected"):  # the problem actually solved
+        problem = f"{problem}+registers<={summary.data['registers']['limit']}"
     summary.data.update(optimal=r.optimal, L_optimal=r.L_optimal, problem=problem,
                         picked=r.extra.get("picked"), union=r.extra.get("union"))  # fmt: skip
     if r.assignment and not twill_slots(r):

@@ -27,12 +27,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from twill.deadline import Deadline
+from twill.deadline import MIN_SLICE, Deadline
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
 from twill.results import SolveResult, Status
@@ -40,7 +40,12 @@ from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
 from twill.sched.exact.single import single_partition_graph
 from twill.sched.ir import DependenceGraph
 from twill.sched.machines import SMEM_PER_CTA
-from twill.sched.verify_warps import WARPS_PER_SLOT
+from twill.sched.verify_warps import (
+    WARPS_PER_SLOT,
+    WarpRules,
+    register_peaks,
+    verify_warp_schedule,
+)
 from twill.triton.extract import ExtractedLoop
 from twill.triton.schedule import (
     Match,
@@ -59,6 +64,8 @@ __all__ = [
     "solve_for_compile",
     "price_triton",
     "compile_twill",
+    "compile_spill_free",
+    "SPILL_TRIES",
     "auto_edit",
     "TritonPeer",
     "CompileSummary",
@@ -498,6 +505,101 @@ def compile_twill(
     if not data["runnable"]:
         data["why_not_runnable"] = why_not_runnable(b)
     return CompileSummary(data, b)
+
+
+#: Re-solves :func:`compile_spill_free` makes after a compile that spills, at most.
+SPILL_TRIES = 4
+
+
+def with_register_limit(graph: DependenceGraph, limit: int) -> DependenceGraph:
+    """``graph`` on a machine whose warp groups hold at most ``limit`` registers per thread."""
+    return replace(graph, machine=replace(graph.machine, registers_per_warp=limit))
+
+
+def compile_spill_free(
+    ks: KernelSpec,
+    result: Any,  # noqa: ANN401 (a TwillResult)
+    summary: CompileSummary,
+    extracted: ExtractedLoop,
+    ttgir: str,
+    deadline: Deadline,
+    solve: Callable[[DependenceGraph, Deadline], Any],
+    build_seconds: float,
+) -> tuple[Any, CompileSummary]:
+    """Where ptxas disagrees with the register model, the model is corrected: while the
+    compiled schedule spills (``summary``'s ``spills`` > 0), the register limit per warp group
+    is set one below that schedule's peak in the model (:func:`register_peaks`), the loop is
+    solved again (``solve(graph, deadline)``), the answer verified under that limit and
+    compiled; at most :data:`SPILL_TRIES` times, each solve and compile within ``deadline``
+    (the command's: a solve gets its share of what is left after ``build_seconds`` per
+    compile still to come). Returns the answer and summary of the compile that spilled least
+    (the first of equals), its ``registers`` entry saying what was corrected and why: each
+    compile's limit, I, L, model peak, ptxas registers and spill bytes, and why it stopped.
+
+    The model counts the registers of the values a schedule holds; ptxas also needs the
+    addresses, indices and masks Twill folds, so a schedule at the limit can spill (the H100
+    backward: 225 registers in the model, 255 and 2,392 bytes spilled in ptxas).
+    """
+    default = extracted.graph.machine.registers_per_warp
+    tries: list[dict[str, Any]] = []
+    best = (result, summary, default)
+    r, s, limit = result, summary, default
+    while True:
+        ws = r.warp_schedule
+        peak = max(register_peaks(ws).values(), default=0) if ws is not None else None
+        tries.append({"registers_per_warp": limit, "I": r.I, "L": r.L, "optimal": r.optimal,
+                      "model_peak": peak, "ptxas_regs": s.data["regs"],
+                      "spills": s.data["spills"]})  # fmt: skip
+        if s.data["spills"] < best[1].data["spills"]:
+            best = (r, s, limit)
+        if not s.data["spills"]:
+            break
+        left = SPILL_TRIES + 1 - len(tries)  # re-solves still allowed, this one included
+        share = ((deadline.remaining() or 0.0) - left * build_seconds) / max(left, 1)
+        why = _no_retry(peak, left, share)
+        if why is None:
+            limit = peak - 1  # type: ignore[operator]
+            r2 = solve(with_register_limit(extracted.graph, limit), deadline.child(share))
+            why = _rejected(r2, limit)
+        if why is not None:
+            tries[-1]["stopped"] = why
+            break
+        r = r2
+        s = compile_twill(ks, r.schedule, twill_slots(r), r.I, r.L, extracted, ttgir)
+    r, s, limit = best
+    why = "ptxas spilled nothing: the model's limit stands"
+    if len(tries) > 1:
+        why = ("ptxas spilled the schedule solved at the machine's limit: the limit was set one "
+               "below each spilled schedule's register peak in the model and the loop solved "
+               "again")  # fmt: skip
+    elif tries[0]["spills"]:
+        why = "ptxas spilled; not corrected: " + tries[0]["stopped"]
+    s.data["registers"] = {"limit": limit, "corrected": limit != default, "why": why,
+                           "tries": tries}  # fmt: skip
+    return r, s
+
+
+def _no_retry(peak: int | None, left: int, share: float) -> str | None:
+    """Why no corrected solve is tried (``None``: one is)."""
+    if left <= 0:
+        return f"{SPILL_TRIES} corrected solves made"
+    if peak is None or peak <= 1:
+        return "no register peak to lower in the model"
+    if share < MIN_SLICE:
+        return "no time left for another solve and compile"
+    return None
+
+
+def _rejected(r: Any, limit: int) -> str | None:  # noqa: ANN401 (a TwillResult)
+    """Why a corrected solve's answer is not compiled: none found, or the independent
+    verifier rejects it under ``limit`` (``None``: it is compiled)."""
+    ws = r.warp_schedule
+    if r.I is None or r.schedule is None or ws is None:
+        return f"no schedule with at most {limit} registers per thread within the limit"
+    bad = verify_warp_schedule(ws, rules=WarpRules.for_graph(ws.graph, registers_per_warp=limit))
+    if bad:
+        return f"the verifier rejects the schedule at {limit} registers: {bad[0].message}"
+    return None
 
 
 def solve_for_compile(
