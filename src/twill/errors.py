@@ -13,6 +13,7 @@ __all__ = [
     "ArgumentTypeError",
     "VerificationError",
     "BackendUnavailableError",
+    "TimeLimitError",
     "ConvergenceWarning",
 ]
 
@@ -81,6 +82,12 @@ class VerificationError(TwillError):
 
 class BackendUnavailableError(TwillError):
     """A requested solver backend or optional dependency is not installed or cannot run here."""
+
+
+class TimeLimitError(TwillError):
+    """The time limit passed before a step whose result everything after it needs had ended
+    (a ``--model``'s export): there is nothing to report; the CLI says so and exits with 1,
+    as for any run that ends without an answer."""
 
 
 class ConvergenceWarning(UserWarning):

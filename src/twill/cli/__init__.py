@@ -26,7 +26,7 @@ from contextlib import contextmanager
 
 from twill import __version__
 from twill.cli._args import command_deadline, mark_command_start, pin_paths
-from twill.errors import TwillError
+from twill.errors import TimeLimitError, TwillError
 from twill.scratch import private_scratch
 
 __all__ = ["main", "build_parser"]
@@ -217,6 +217,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         pin_paths(args)  # before any user code can change the working directory
         return _flush_stdout(int(args.func(args) or 0))
+    except TimeLimitError as exc:  # out of time before there was anything to report
+        print(f"twill {args.command}: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
     except TwillError as exc:
         return _fail(args, str(exc))
     except Terminated:

@@ -99,9 +99,9 @@ def _network(args: argparse.Namespace, load_network: Any) -> Any:
         return load_network(source, args.workloads)
     from twill.onnx.model import import_model
 
-    return import_model(
-        source, input_shape(args), **model_options(args), constant_folding=False
-    ).network  # the same layers, faster
+    return import_model(source, input_shape(args), **model_options(args),
+                        constant_folding=False,  # the same layers, faster (export_onnx)
+                        deadline=args.deadline).network  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -378,9 +378,9 @@ def _network_layers(args: argparse.Namespace, source: str) -> tuple[list[Any], t
     if args.model or source.lower().endswith(".onnx"):
         from twill.onnx.model import import_model, unique_layers
 
-        imp = import_model(
-            source, input_shape(args), **model_options(args), constant_folding=False
-        )  # the same layers, faster (export_onnx)
+        imp = import_model(source, input_shape(args), **model_options(args),
+                           constant_folding=False,  # the same layers, faster (export_onnx)
+                           deadline=args.deadline)  # fmt: skip
         all_layers = imp.layers
         layers = unique_layers(all_layers)
         notes = (

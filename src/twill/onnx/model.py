@@ -27,11 +27,13 @@ residual ``Add``, ``pool``/``concat``/``branch`` otherwise, never fused).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from twill.errors import InputFormatError, InvalidProblemError
+from twill.deadline import Deadline
+from twill.errors import InputFormatError, InvalidProblemError, TimeLimitError
 from twill.mapping.network import EPILOGUE_KINDS, LayerEdge, Network, shape_mismatch
 from twill.mapping.workload import MAX_DIM, MAX_STRIDE, Dim, Layer, unique_layers
 from twill.onnx.einsum import einsum_operands, einsum_roles
@@ -446,6 +448,7 @@ def import_model(
     seq: int | None = None,
     phase: str | None = None,
     constant_folding: bool = True,
+    deadline: Deadline | None = None,
 ) -> OnnxImport:
     """One entry for every kind of model: an ``.onnx`` path, a zoo name, or an ``nn.Module``.
 
@@ -453,7 +456,10 @@ def import_model(
     ``input_shape``, default 1×3×224×224; text models: ``seq`` tokens and the decoder
     ``phase``, :func:`twill.onnx.model_zoo.build_model`; ``exporter`` as
     :func:`twill.onnx.model_zoo.export_onnx`, as is ``constant_folding``) in a private
-    temporary folder, read, and the folder removed.
+    temporary folder, read, and the folder removed. With a limited ``deadline`` the build,
+    export and read run in a daemon thread awaited until then: PyTorch's import, the model's
+    construction and its export cannot be cut (ResNet-50: 25 s at load 5 on two cores), and a
+    command whose time is up cannot wait for them (:class:`~twill.errors.TimeLimitError`).
     """
     from twill.onnx.model_zoo import MODELS, exported_model, model_key
 
@@ -470,8 +476,79 @@ def import_model(
         name = model_key(text)
         if phase == "decode" or seq:
             name += f" ({phase or 'prefill'}, S={seq or 128})"
-    with exported_model(
-        source, input_shape, exporter, seq=seq, phase=phase, constant_folding=constant_folding
-    ) as path:
-        imp = read_onnx(path)
+
+    def exported() -> OnnxImport:
+        with exported_model(
+            source, input_shape, exporter, seq=seq, phase=phase, constant_folding=constant_folding
+        ) as path:
+            return read_onnx(path)
+
+    if deadline is not None and deadline.limited:
+        imp = _by_deadline(exported, deadline, name)
+    else:
+        imp = exported()
     return replace(imp, network=replace(imp.network, name=name, source=name))
+
+
+def _by_deadline(work: Callable[[], OnnxImport], deadline: Deadline, name: str) -> OnnxImport:
+    """``work()`` in a forked child process, awaited until ``deadline``; its exception
+    re-raised here. Past the deadline the child is killed (its files are in the command's
+    scratch folder, removed afterwards) and :class:`~twill.errors.TimeLimitError` is raised.
+    A process, not a thread: TorchScript's export holds the interpreter lock for seconds at a
+    time, and the command ended 1.8 s past its limit waiting for it at load 7. Where fork is
+    not available the work runs here, unbounded."""
+    import multiprocessing as mp
+
+    from twill._interrupt import starting_workers
+
+    if "fork" not in mp.get_all_start_methods():
+        return work()
+    ctx = mp.get_context("fork")
+    here, there = ctx.Pipe(duplex=False)
+    with starting_workers():
+        child = ctx.Process(target=_exported_in_child, args=(work, there), daemon=True,
+                            name=f"twill-export-{name}")  # fmt: skip
+        child.start()
+    there.close()
+    try:
+        ready = here.poll(deadline.remaining())
+        if not ready:
+            raise TimeLimitError(
+                f"the time limit passed while building and exporting {name} to ONNX: no layer "
+                "to map (give more time, or export it once with `twill import-onnx` and map "
+                "the folder)"
+            )
+        try:
+            kind, value = here.recv()
+        except EOFError:  # the child died without a word (killed, out of memory)
+            kind, value = (
+                "error",
+                InvalidProblemError(
+                    f"building and exporting {name} to ONNX ended without an answer", source=name
+                ),
+            )
+    finally:  # answered (it is exiting), out of time or interrupted: gone either way
+        if child.is_alive():
+            child.kill()
+        child.join()
+        here.close()
+    if kind == "error":
+        raise value
+    return value
+
+
+def _exported_in_child(work: Callable[[], OnnxImport], conn: Any) -> None:
+    """The child of :func:`_by_deadline`: ``("ok", work())`` or ``("error", exception)``
+    through ``conn`` (an exception that does not pickle goes as an input error with its text)."""
+    from twill._interrupt import quiet_worker
+
+    quiet_worker()  # Ctrl-C is the parent's: it kills this child
+    try:
+        answer: tuple[str, Any] = ("ok", work())
+    except Exception as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        answer = ("error", exc)
+    try:
+        conn.send(answer)
+    except Exception:  # noqa: BLE001 - an exception that does not pickle
+        conn.send(("error", InvalidProblemError(f"{type(answer[1]).__name__}: {answer[1]}")))
+    conn.close()
