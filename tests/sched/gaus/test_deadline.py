@@ -22,9 +22,9 @@ T = 2.0
 
 @pytest.fixture(autouse=True)
 def _torch_loaded() -> None:
-    """torch's and OR-Tools' one-time imports (1-6 s on a loaded 2-core machine) are process
-    start-up costs, like Python's own, and not part of the bound (decisions.md, "GauS
-    deadline")."""
+    """torch's and OR-Tools' one-time imports (1-6 s on a loaded 2-core machine) are this
+    process's start-up, not part of the call's bound (a program's are: the tests from outside
+    in ``tests/conformance/test_deadlines.py``)."""
     import ortools.sat.python.cp_model  # noqa: F401
     import torch  # noqa: F401
 
