@@ -373,6 +373,7 @@ def compile_summary(
 
     from twill.triton.build import private_cache
     from twill.triton.peer import (
+        SPILL_SHARE,
         compile_spill_free,
         compile_twill,
         solve_for_compile,
@@ -407,7 +408,8 @@ def compile_summary(
                 "spilling (docs/triton.md, Limitations: no register spilling)",
                 source=ks.label,
             )
-        search = deadline.child(max(0.0, (deadline.within() or 0.0) - build))
+        # a share is kept for the register corrections of a schedule that spills
+        search = deadline.child(max(0.0, (deadline.within() or 0.0) - build) * (1 - SPILL_SHARE))
         r = solve_for_compile(extracted.graph, total_time_limit, search, ks.num_warps)
         if r.I is None or r.L is None or r.schedule is None:
             return None

@@ -66,6 +66,7 @@ __all__ = [
     "compile_twill",
     "compile_spill_free",
     "SPILL_TRIES",
+    "SPILL_SHARE",
     "auto_edit",
     "TritonPeer",
     "CompileSummary",
@@ -509,6 +510,9 @@ def compile_twill(
 
 #: Re-solves :func:`compile_spill_free` makes after a compile that spills, at most.
 SPILL_TRIES = 4
+#: Share of the search's time ``twill compile`` keeps for them: the first search of a loop
+#: whose proof takes the whole limit (the plain B200 forward) left none before.
+SPILL_SHARE = 0.25
 
 
 def with_register_limit(graph: DependenceGraph, limit: int) -> DependenceGraph:
@@ -531,10 +535,11 @@ def compile_spill_free(
     is set one below that schedule's peak in the model (:func:`register_peaks`), the loop is
     solved again (``solve(graph, deadline)``), the answer verified under that limit and
     compiled; at most :data:`SPILL_TRIES` times, each solve and compile within ``deadline``
-    (the command's: a solve gets its share of what is left after ``build_seconds`` per
-    compile still to come). Returns the answer and summary of the compile that spilled least
-    (the first of equals), its ``registers`` entry saying what was corrected and why: each
-    compile's limit, I, L, model peak, ptxas registers and spill bytes, and why it stopped.
+    (the command's: a solve gets half of what is left after its compile, all for the last
+    try; the compile is ``build_seconds`` or twice the last compile's time if less). Returns
+    the answer and summary of the compile that spilled least (the first of equals), its
+    ``registers`` entry saying what was corrected and why: each compile's limit, I, L, model
+    peak, ptxas registers and spill bytes, and why it stopped.
 
     The model counts the registers of the values a schedule holds; ptxas also needs the
     addresses, indices and masks Twill folds, so a schedule at the limit can spill (the H100
@@ -555,7 +560,10 @@ def compile_spill_free(
         if not s.data["spills"]:
             break
         left = SPILL_TRIES + 1 - len(tries)  # re-solves still allowed, this one included
-        share = ((deadline.remaining() or 0.0) - left * build_seconds) / max(left, 1)
+        # this try's compile kept (twice the last one's, for a loaded machine); of the rest half
+        # (all for the last try): a first correction that succeeds gets time to solve well
+        build_seconds = min(build_seconds, 2.0 * s.data["seconds"])
+        share = ((deadline.remaining() or 0.0) - build_seconds) / min(max(left, 1), 2)
         why = _no_retry(peak, left, share)
         if why is None:
             limit = peak - 1  # type: ignore[operator]
