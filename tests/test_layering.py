@@ -13,6 +13,10 @@ Rules, each a test below:
   Triton front end, so the arrow points from ``io/`` to the front ends;
 * nothing imports ``twill.cli`` (``twill.__main__`` aside), and ``twill.cli`` imports at most
   ``CLI_CORE_IMPORTS_MAX`` core modules (through the families' ``front`` modules);
+* no module outside ``twill.sched`` and ``twill.mapping`` (the front doors aside) calls a
+  solver directly: it imports neither a module that registers a solver (the registry's list)
+  nor a core module that reaches one, save through a family's ``front`` (``twill.solve`` and
+  ``twill.registry`` are the other way in);
 * no private name crosses modules: ``from M import _x`` and ``M._x`` from another module
   fail; a private module (``twill._interrupt``, ``twill.sched.exact._deadline``) is private to
   its package, which may import it;
@@ -395,3 +399,78 @@ def test_cli_imports_few_core_modules() -> None:
     used = cli_core_imports()
     listing = "\n".join(f"{m} <- {', '.join(sorted(s))}" for m, s in sorted(used.items()))
     assert len(used) <= CLI_CORE_IMPORTS_MAX, f"cli/ imports {len(used)} core modules:\n{listing}"
+
+
+#: The doors through which an outer layer reaches a family's solvers: each name listed once,
+#: the defining module's own object (``tests/test_fronts.py``).
+FAMILY_FRONTS = ("twill.sched.front", "twill.mapping.front")
+
+
+def solver_modules() -> set[str]:
+    """The modules that register a solver, read from the registry (the one list)."""
+    from twill.registry import solvers
+
+    return {spec.module for spec in solvers()}
+
+
+def reaching(graph: dict[str, set[str]], targets: set[str]) -> set[str]:
+    """Every module of ``graph`` from which an import path leads to one of ``targets``
+    (``targets`` included)."""
+    back: dict[str, set[str]] = {}
+    for src, dsts in graph.items():
+        for dst in dsts:
+            back.setdefault(dst, set()).add(src)
+    found, todo = set(targets), list(targets)
+    while todo:
+        for src in back.get(todo.pop(), ()):
+            if src not in found:
+                found.add(src)
+                todo.append(src)
+    return found
+
+
+def direct_solver_imports(graph: dict[str, set[str]], solvers: set[str]) -> list[str]:
+    """``outer -> core`` imports that reach a solver other than through a family's front: a
+    module outside ``twill.sched`` and ``twill.mapping`` (the front doors aside) importing a
+    solver's module, or a core module whose functions run one (it reaches a solver's module),
+    such as ``twill.sched.exact.single`` (``solve_union``)."""
+    runs = reaching(graph, solvers)
+
+    def core(m: str) -> bool:
+        return _within(m, "twill.sched") or _within(m, "twill.mapping")
+
+    return [
+        f"{src} -> {dst}"
+        for src, dsts in sorted(graph.items())
+        if not core(src) and src not in FRONT_DOORS
+        for dst in sorted(dsts)
+        if core(dst) and dst in runs and dst not in FAMILY_FRONTS
+    ]
+
+
+def test_no_module_outside_the_families_calls_a_solver_directly() -> None:
+    """Issue 51: the Triton front end, ``io/``, ``codegen/``, ``visualization/`` and ``cli/``
+    build problems and reach the solvers through ``twill.solve`` or a family's ``front``
+    (the orchestration they need lives in the family: ``sched/exact/kernel_loop.py``).
+    Imports anywhere count: module level, in a function, under ``TYPE_CHECKING``."""
+    solvers = solver_modules()
+    assert {"twill.sched.exact.pinned", "twill.mapping.cosa.solve"} <= solvers
+    bad = direct_solver_imports(import_graph(), solvers)
+    assert not bad, "outer modules importing solvers (go through a front):\n" + "\n".join(bad)
+
+
+def test_the_solver_check_sees_a_direct_and_an_indirect_call() -> None:
+    graph = {
+        "twill.triton.peer": {"twill.sched.exact.pinned", "twill.sched.ir"},
+        "twill.triton.extract": {"twill.sched.union"},
+        "twill.sched.union": {"twill.sched.exact.pinned"},
+        "twill.io.gml": {"twill.sched.ir", "twill.sched.front"},
+        "twill.sched.front": {"twill.sched.exact.pinned"},
+        "twill.twill_solver": {"twill.sched.exact.pinned"},
+        "twill.sched.exact.pinned": {"twill.sched.ir"},
+        "twill.sched.ir": set(),
+    }
+    assert direct_solver_imports(graph, {"twill.sched.exact.pinned"}) == [
+        "twill.triton.extract -> twill.sched.union",
+        "twill.triton.peer -> twill.sched.exact.pinned",
+    ]

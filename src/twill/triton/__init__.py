@@ -18,6 +18,7 @@ from typing import Any
 
 from twill.deadline import Deadline
 from twill.errors import ArgumentTypeError, InvalidProblemError
+from twill.sched.front import explain_joint_I as explain_joint_I  # `twill solve` explains I
 from twill.sched.ir import DependenceGraph
 from twill.triton.importer import (
     KernelOptions,
@@ -97,67 +98,6 @@ def _constexpr_value(value: str) -> Any:  # noqa: ANN401 (a number, a bool, None
     return value
 
 
-#: Relaxations tried by :func:`explain_joint_I`, in order: a name for the output, the rule
-#: overrides, and whether cross-warp spill costs are zeroed.
-_RELAXATIONS = (
-    ("the register limit per warp group", {"registers_per_warp": None}, False),
-    ("the number of warp groups", {"warps_plus": 1}, False),
-    ("the cost of cross-warp register hand-offs", {"spill_blocking": False}, True),
-)
-
-
-def explain_joint_I(graph: DependenceGraph, result: Any, time_limit: float = 10.0,  # noqa: ANN401 (a TwillResult)
-                    deadline: Deadline | float | None = None) -> str | None:  # fmt: skip
-    """Why the joint ``I`` of ``result`` is above Phase 1's modulo minimum, or why there is
-    no schedule up to the maximum I (a proven ``infeasible``); ``None`` when neither: Phase 2
-    is re-run at the modulo minimum with one rule relaxed at a time, and the first relaxation
-    that makes it satisfiable is named.
-
-    Notes
-    -----
-    Each probe is one Phase-2 window at the Phase-1 minimum ``I``, at most ``time_limit``
-    seconds per call and never past ``deadline`` (a :class:`~twill.deadline.Deadline` or its
-    ``time.monotonic()`` end); a probe
-    that times out names nothing, and with no time left the answer is ``None``.
-    """
-    from dataclasses import replace
-
-    from twill.sched.exact.algorithm1 import algorithm1
-    from twill.sched.exact.settings import TwillSettings, twill_options
-    from twill.sched.verify_warps import WarpRules
-
-    first = result.extra.get("phase1_I")
-    none = result.I is None  # proven: no schedule up to the maximum I
-    if none and getattr(result.status, "value", "") != "infeasible":
-        return None
-    if first is None or result.phase1 is None or (not none and result.I <= first):
-        return None
-    deadline = Deadline.of(deadline)
-    for name, overrides, no_spill in _RELAXATIONS:
-        if deadline.passed():
-            return None
-        rules_args = dict(overrides)
-        if "warps_plus" in rules_args:
-            rules_args = {"warps": graph.machine.warps + rules_args.pop("warps_plus")}
-        rules = WarpRules.for_graph(graph, **rules_args)
-        g = graph
-        if no_spill:
-            g = replace(graph, instructions=tuple(replace(i, spill_cost=0)
-                                                  for i in graph.instructions))  # fmt: skip
-        settings = TwillSettings(backend="cpsat", probe=True, point_time_limit=time_limit)
-        probe = algorithm1(g, twill_options(settings, deadline), phase1=result.phase1,
-                           rules=rules)  # fmt: skip
-        if probe.I is not None:
-            what = "no schedule up to the maximum I" if none else (
-                f"the joint I ({result.I}) is above the modulo minimum ({first})")  # fmt: skip
-            return f"{what} because of {name}: without it, Phase 2 is satisfiable at I = {first}"
-    if deadline.passed():
-        return None  # a probe may have been cut short: no claim
-    what = "no schedule up to the maximum I" if none else (
-        f"the joint I ({result.I}) is above the modulo minimum ({first})")  # fmt: skip
-    return f"{what}; no single relaxation (registers, warp groups, hand-off cost) explains it alone"
-
-
 def _path_to(graph: DependenceGraph, v: str) -> dict[str, int]:
     """Longest sum of delays along distance-0 edges from each op that reaches ``v``."""
     best: dict[str, int] = {v: 0}
@@ -202,7 +142,7 @@ def _one_partition_conflict(graph: DependenceGraph, num_warps: int) -> str | Non
     results live together before their reader take ``a + b`` registers per thread on every
     group, which must fit the per-group limit and, rounded to ``setmaxnreg``'s granule, the
     SM's register file over all the groups."""
-    from twill.sched.exact.single import single_partition_graph
+    from twill.sched.front import single_partition_graph
     from twill.sched.verify_warps import WarpRules, register_file_use, slots_needed
 
     sp = single_partition_graph(graph, num_warps)

@@ -84,12 +84,10 @@ def _pinned(graph: Any, roles: dict, r: Any, seconds: float) -> tuple[dict, dict
     """Twill's model at its own I and L with each role's ops on one slot (Twill's answer as
     the hint): ``(schedule, assignment, moved)``. Raises when the model refutes or cannot
     decide it in :data:`PIN_CHECK_SECONDS`."""
-    from twill.sched.exact.phase2 import swp_and_ws
-    from twill.sched.exact.settings import SolverOptions
+    from twill.sched.front import at_fixed_warps
 
     pins = pin_roles(roles, r.assignment, graph)
-    got = swp_and_ws(graph, r.I, r.L, SolverOptions(time_limit=seconds),
-                     fixed_warps=pins, hint=r.schedule)  # fmt: skip
+    got = at_fixed_warps(graph, r, pins, seconds)
     if got.answer != "sat":
         raise InvalidProblemError(
             f"Twill's answer splits template roles over slots and its model with each role on "

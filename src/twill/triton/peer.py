@@ -5,7 +5,8 @@ schedule compiled by Triton.
   kernel's ``num_warps``, warp specialisation only where the kernel asks for it), reads the
   stage, cluster and partition of every loop operation after ``schedule_loops``, maps them onto
   Twill's graph (:mod:`twill.triton.schedule`) and asks Twill's model for the smallest
-  ``(I, L)`` at which those decisions are feasible (:mod:`twill.sched.exact.pinned`).
+  ``(I, L)`` at which those decisions are feasible (a
+  :class:`~twill.sched.exact.pinned.PinnedProblem`, solved through the registry).
 * :func:`compile_twill` writes Twill's schedule onto the loop, lets Triton finish the
   compilation and reads the pipelined IR back (:func:`~twill.triton.schedule.read_back`).
 
@@ -35,9 +36,15 @@ from typing import Any
 from twill.deadline import MIN_SLICE, Deadline
 from twill.errors import InvalidProblemError
 from twill.options import SolverOptions
+from twill.registry import solve_with
 from twill.results import SolveResult, Status
-from twill.sched.exact.pinned import Pins, pinned_answer, solve_pinned
-from twill.sched.exact.single import single_partition_graph
+from twill.sched.front import (
+    PinnedProblem,
+    Pins,
+    pinned_answer,
+    single_partition_graph,
+    solve_for_compile,
+)
 from twill.sched.ir import DependenceGraph
 from twill.sched.machines import SMEM_PER_CTA
 from twill.sched.verify_warps import (
@@ -302,7 +309,8 @@ def price_triton(
         )
         result = SolveResult(Status.UNKNOWN, stats={"L": None, "lower_I": 0, "max_I": 0})
     else:
-        result = solve_pinned(priced, pins, total_time_limit=total_time_limit)
+        pinned = PinnedProblem(priced, pins=pins)  # solved by the registry's "pinned"
+        result = solve_with(pinned, SolverOptions(time_limit=total_time_limit))
     return TritonPeer(
         ks.kernel,
         ks.arch,
@@ -608,30 +616,6 @@ def _rejected(r: Any, limit: int) -> str | None:  # noqa: ANN401 (a TwillResult)
     if bad:
         return f"the verifier rejects the schedule at {limit} registers: {bad[0].message}"
     return None
-
-
-def solve_for_compile(
-    graph: DependenceGraph,
-    time_limit: float,
-    deadline: Deadline | float | None = None,
-    num_warps: int | None = None,
-) -> Any:
-    """Twill's search for a kernel about to be compiled: Algorithm 1 (CP-SAT Phase 1), then,
-    with the kernel's ``num_warps``, the union with one partition
-    (:func:`~twill.sched.exact.single.solve_union`); ``time_limit`` seconds per Phase-1
-    solve, at most a minute per Phase-2 call, and the whole search by ``deadline`` (a
-    :class:`~twill.deadline.Deadline`) when given."""
-    from twill.sched.exact.algorithm1 import algorithm1
-    from twill.sched.exact.search import search_min_ii
-    from twill.sched.exact.settings import TwillSettings, twill_options
-    from twill.sched.exact.single import solve_union
-
-    settings = TwillSettings(backend="cpsat", solve_time_limit=time_limit, point_time_limit=60.0)
-    options = twill_options(settings, deadline)
-    if num_warps is None:
-        return algorithm1(graph, options)
-    cold = replace(options, twill=replace(settings, warm_start=False))
-    return solve_union(graph, search_min_ii(graph, cold), num_warps, options)
 
 
 def twill_slots(result: Any) -> dict[str, Any]:  # noqa: ANN401 (a TwillResult)

@@ -12,7 +12,7 @@ def anytime_curve(result: Any) -> list[tuple[float, float]]:
     """``(seconds, best legal objective so far)`` of a run, merging GauS's read-outs
     (``objective_history``) with the searches' improvements (``polish_history``), plus the
     returned objective at the run's end. Each point is the best over everything before it."""
-    from twill.sched.gaus.polish_lns import best_so_far
+    from twill.sched.gaus.result import best_so_far
 
     points = [*result.objective_history, *getattr(result, "polish_history", ())]
     if result.objective is not None and result.seconds is not None:

@@ -52,6 +52,7 @@ from twill.sched.baselines.time_indexed import (
 from twill.sched.gaus.bounds import modulo_asap
 from twill.sched.gaus.graph import GauSGraph, asap_alap
 from twill.sched.gaus.polish_push import Adjacency
+from twill.sched.gaus.result import best_so_far
 from twill.sched.gaus.verify import (
     discrete_objective,
     live_profile,
@@ -175,16 +176,6 @@ def lns_improve(
         cur, cur_obj = cand, obj
     report.after = cur_obj
     return cur, report
-
-
-def best_so_far(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The any-time curve of ``(seconds, objective)`` points from several searches on one
-    clock: in time order, each point that lowers the best objective so far."""
-    curve: list[tuple[float, float]] = []
-    for when, obj in sorted(points):
-        if not curve or obj < curve[-1][1]:
-            curve.append((when, obj))
-    return curve
 
 
 def _start_window(problem: LNSProblem) -> tuple[np.ndarray, np.ndarray]:

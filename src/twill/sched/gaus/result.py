@@ -28,6 +28,7 @@ __all__ = [
     "GauSSchedule",
     "OBJECTIVE_UNITS",
     "RUN_STATS",
+    "best_so_far",
     "run_result",
     "run_json",
     "seconds_to_reach",
@@ -153,6 +154,18 @@ def run_json(result: SolveResult, *, history: bool = False) -> dict[str, Any]:
     if history:
         out.update(curves)
     return out
+
+
+def best_so_far(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The any-time curve of ``(seconds, objective)`` points from several searches on one
+    clock (a run's ``objective_history`` and ``polish_history``): in time order, each point
+    that lowers the best objective so far. Here, beside the run record, so that a picture of
+    a run (:mod:`twill.visualization.gaus_plots`) needs no solver module."""
+    curve: list[tuple[float, float]] = []
+    for when, obj in sorted(points):
+        if not curve or obj < curve[-1][1]:
+            curve.append((when, obj))
+    return curve
 
 
 def seconds_to_reach(result: SolveResult, target: float) -> float | None:
