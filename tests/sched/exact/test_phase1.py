@@ -489,3 +489,35 @@ def test_stage_bounds_consult_the_deadline():
     assert stage_bounds(2, (0, 1, 2), arcs, {}, None) == stage_bounds(2, (0, 1, 2), arcs, {})
     with pytest.raises(OutOfTime):
         stage_bounds(2, (0, 1, 2), arcs, {}, time.monotonic() - 1)
+
+
+def test_cbc_stopped_at_its_limit_is_no_warning(monkeypatch, caplog) -> None:
+    """CBC killed past its limit (our watchdog) is an expected UNKNOWN, logged at INFO: the
+    user's stderr does not get PuLP's "Error while trying to execute" for a time-out. A CBC
+    that fails before the limit still warns."""
+    import logging
+
+    import pulp
+
+    from twill.results import Status
+    from twill.sched.exact import _cbc
+
+    def killed(prob, solver, kill_after):  # the watchdog's kill: PuLP finds no solution file
+        import time
+
+        time.sleep(kill_after + 0.01)
+        raise pulp.PulpSolverError("Pulp: Error while trying to execute")
+
+    monkeypatch.setattr(_cbc, "solve_pulp", killed)
+    prob = pulp.LpProblem("p", pulp.LpMinimize)
+    x = pulp.LpVariable("x", 0, 1, cat="Binary")
+    prob += x
+    with caplog.at_level(logging.INFO, logger="twill.sched.exact._cbc"):
+        assert _cbc.run_cbc(prob, 0.01, 1, warm=False) is Status.UNKNOWN
+    assert [r.levelno for r in caplog.records] == [logging.INFO]
+    monkeypatch.setattr(_cbc, "solve_pulp", lambda *a: (_ for _ in ()).throw(
+        pulp.PulpSolverError("Pulp: Error while trying to execute")))  # fmt: skip
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="twill.sched.exact._cbc"):
+        assert _cbc.run_cbc(prob, 10.0, 1, warm=False) is Status.UNKNOWN
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
