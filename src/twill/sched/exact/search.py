@@ -15,7 +15,7 @@ entry by ``cpsat``), then two ``I`` just above the first open one, whose schedul
 replaces the incumbent. On the ChStone loops the refutations take well under a second and a
 schedule at the first open ``I`` a few seconds, where IMS stays 5-25 % above it and CBC
 needs minutes at that ``I`` (docs/benchmarks.md). What no probe decided is left to the
-backend's own upward search below.
+upward search below, CP-SAT first at each ``I`` the probes left open, then the backend.
 
 Why upward (docs/decisions.md): optimality needs a proof for *every* ``I`` below the answer,
 so the refutations from MII up are needed whatever the order; upward, the first schedule
